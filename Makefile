@@ -1,0 +1,162 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# aiscope: small libbpf/CO-RE tools for AI hosts.
+#
+#   make                 every tool into build/
+#   make ARCH=arm64      cross build into build/arm64/
+#   make static          statically linked tools into build/static/
+#   make test | demo | deps | install | clean
+
+TOOLS := schedlat
+VERSION := 0.1.0
+
+HOST_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+ARCH ?= $(HOST_ARCH)
+ifneq ($(filter-out x86 arm64,$(ARCH)),)
+$(error ARCH=$(ARCH) is not supported: use x86 or arm64)
+endif
+ifneq ($(ARCH),$(HOST_ARCH))
+ifeq ($(ARCH),arm64)
+CROSS_COMPILE ?= aarch64-linux-gnu-
+else
+CROSS_COMPILE ?= x86_64-linux-gnu-
+endif
+endif
+
+ifeq ($(STATIC),1)
+O ?= build/$(if $(CROSS_COMPILE),$(ARCH)-,)static
+else
+O ?= build$(if $(CROSS_COMPILE),/$(ARCH),)
+endif
+
+CC := $(CROSS_COMPILE)gcc
+AR := $(CROSS_COMPILE)ar
+CLANG ?= clang
+LLVM_STRIP ?= llvm-strip
+BPFTOOL ?= bpftool
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR := $(PREFIX)/sbin
+MANDIR := $(PREFIX)/share/man
+BASHCOMPDIR := $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR := $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR := $(PREFIX)/share/fish/vendor_completions.d
+
+# clang -target bpf does not see the host's multiarch include dirs (asm/).
+CLANG_BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E - </dev/null 2>&1 \
+	| sed -n '/<...> search starts here:/,/End of search list./{ s| \(/.*\)|-idirafter \1|p }')
+
+BPF_CFLAGS := -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) \
+	-Ibpf -Ibpf/vmlinux/$(ARCH) $(CLANG_BPF_SYS_INCLUDES)
+CFLAGS ?= -O2 -g
+ALL_CFLAGS := -std=gnu11 $(CFLAGS) -Wall -Wextra -Wno-unused-parameter \
+	-Wmissing-field-initializers -Werror -MMD -MP \
+	-I$(O) -Ilib -Ibpf -DAISCOPE_VERSION='"$(VERSION)"'
+LDLIBS := -lbpf -lelf -lz
+ifeq ($(STATIC),1)
+LDFLAGS += -static
+endif
+
+LIB_SRCS := $(wildcard lib/*.c)
+LIB_OBJS := $(patsubst lib/%.c,$(O)/lib/%.o,$(LIB_SRCS))
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRCS))
+HELPER_SRCS := $(wildcard tests/helpers/*.c)
+HELPER_BINS := $(patsubst tests/helpers/%.c,$(O)/tests/helpers/%,$(HELPER_SRCS))
+
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+.PHONY: all tools test-bins static clean test demo deps install uninstall help
+.DELETE_ON_ERROR:
+.SECONDARY:
+
+all: tools test-bins
+
+tools: $(addprefix $(O)/,$(TOOLS))
+
+test-bins: $(UNIT_BINS) $(HELPER_BINS)
+
+$(O) $(O)/lib $(O)/bpf $(O)/tests $(O)/tests/helpers:
+	$(Q)mkdir -p $@
+
+$(O)/bpf/%.bpf.o: bpf/%.bpf.c | $(O)/bpf
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@
+	$(Q)$(LLVM_STRIP) -g $@
+
+$(O)/%.skel.h: $(O)/bpf/%.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
+
+$(O)/lib/%.o: lib/%.c | $(O)/lib
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(O)/libaiscope.a: $(LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+$(O)/%.o: tools/%.c $(O)/%.skel.h | $(O)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(addprefix $(O)/,$(TOOLS)): $(O)/%: $(O)/%.o $(O)/libaiscope.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(O)/tests/%.o: tests/unit/%.c | $(O)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -c $< -o $@
+
+$(O)/tests/test_%: $(O)/tests/test_%.o $(O)/libaiscope.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# Test helpers are static so that the VM images can carry them.
+$(O)/tests/helpers/%: tests/helpers/%.c | $(O)/tests/helpers
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -static $< -o $@ -lpthread
+
+static:
+	$(Q)$(MAKE) --no-print-directory STATIC=1 tools
+
+test: all
+	$(Q)scripts/as-root.sh tests/run.sh $(O)
+
+demo:
+	$(Q)scripts/as-root.sh scripts/demo.sh
+
+deps:
+	$(Q)scripts/as-root.sh scripts/deps.sh $(if $(filter arm64,$(ARCH)),--arm64,)
+
+install: tools
+	$(Q)install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man7 \
+		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
+	$(Q)install -m 0755 $(addprefix $(O)/,$(TOOLS)) $(DESTDIR)$(BINDIR)/
+	$(Q)install -m 0644 $(addprefix man/,$(addsuffix .8,$(TOOLS))) $(DESTDIR)$(MANDIR)/man8/
+	$(Q)install -m 0644 man/aiscope.7 $(DESTDIR)$(MANDIR)/man7/
+	$(Q)for t in $(TOOLS); do \
+		install -m 0644 completions/bash/$$t $(DESTDIR)$(BASHCOMPDIR)/$$t; \
+		install -m 0644 completions/zsh/_$$t $(DESTDIR)$(ZSHCOMPDIR)/_$$t; \
+		install -m 0644 completions/fish/$$t.fish $(DESTDIR)$(FISHCOMPDIR)/$$t.fish; \
+	done
+
+uninstall:
+	$(Q)for t in $(TOOLS); do \
+		rm -f $(DESTDIR)$(BINDIR)/$$t $(DESTDIR)$(MANDIR)/man8/$$t.8 \
+		$(DESTDIR)$(BASHCOMPDIR)/$$t $(DESTDIR)$(ZSHCOMPDIR)/_$$t $(DESTDIR)$(FISHCOMPDIR)/$$t.fish; \
+	done; rm -f $(DESTDIR)$(MANDIR)/man7/aiscope.7
+
+clean:
+	$(Q)rm -rf build/arm64 build/static build/arm64-static $(filter-out build/cache,$(wildcard build/*))
+
+help:
+	@sed -n '2,9p' Makefile | sed 's/^# \{0,1\}//'
+
+-include $(wildcard $(O)/*.d $(O)/lib/*.d $(O)/bpf/*.d $(O)/tests/*.d)

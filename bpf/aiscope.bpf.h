@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * What every aiscope BPF program shares: the task filter (pid, tid, uid,
+ * comm, cgroup subtrees), task identity, lost-event counters, the event
+ * ring buffer and the clock. Include it once per BPF object.
+ */
+#ifndef AISCOPE_BPF_H
+#define AISCOPE_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "aiscope_common.h"
+#include "core_fixes.bpf.h"
+
+#ifndef EEXIST
+#define EEXIST 17
+#endif
+
+const volatile struct aiscope_filter_cfg aiscope_filter = {
+	.attr_ssid = -1,
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, AISCOPE_MAX_IDS);
+	__type(key, __u32);
+	__type(value, __u8);
+} aiscope_pids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, AISCOPE_MAX_IDS);
+	__type(key, __u32);
+	__type(value, __u8);
+} aiscope_tids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, AISCOPE_LOST_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} aiscope_lost SEC(".maps");
+
+/* Sized by user space from --buffer-size; a page when the tool streams nothing. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} aiscope_events SEC(".maps");
+
+static __always_inline void aiscope_count_lost(__u32 kind)
+{
+	__u64 *cnt = bpf_map_lookup_elem(&aiscope_lost, &kind);
+
+	if (cnt)
+		(*cnt)++;
+}
+
+static __always_inline void *aiscope_reserve(__u64 size)
+{
+	void *ev = bpf_ringbuf_reserve(&aiscope_events, size, 0);
+
+	if (!ev)
+		aiscope_count_lost(AISCOPE_LOST_RINGBUF);
+	return ev;
+}
+
+/* Boot-time clock where the kernel has it (5.8+), so that timestamps keep
+ * counting across suspend; user space picks the matching offset. */
+static __always_inline __u64 aiscope_now(void)
+{
+	if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_ktime_get_boot_ns))
+		return bpf_ktime_get_boot_ns();
+	return bpf_ktime_get_ns();
+}
+
+/* Lookup, or insert init and lookup; a failed insert counts as lost. */
+static __always_inline void *aiscope_lookup_or_init(void *map, const void *key,
+						    const void *init)
+{
+	void *val = bpf_map_lookup_elem(map, key);
+	long err;
+
+	if (val)
+		return val;
+	err = bpf_map_update_elem(map, key, init, BPF_NOEXIST);
+	if (err && err != -EEXIST) {
+		aiscope_count_lost(AISCOPE_LOST_MAP);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(map, key);
+}
+
+static __always_inline struct cgroup *aiscope_task_cgroup(struct task_struct *t, __s32 ssid)
+{
+	struct cgroup_subsys_state *css = NULL;
+	struct css_set *cset;
+
+	if (ssid < 0)
+		return BPF_CORE_READ(t, cgroups, dfl_cgrp);
+	cset = BPF_CORE_READ(t, cgroups);
+	if (!cset)
+		return NULL;
+	bpf_core_read(&css, sizeof(css), &cset->subsys[ssid & 31]);
+	if (!css)
+		return NULL;
+	return BPF_CORE_READ(css, cgroup);
+}
+
+static __always_inline bool aiscope_cg_match(struct task_struct *t,
+					     const volatile struct aiscope_cg_filter *f)
+{
+	struct cgroup *cg = aiscope_task_cgroup(t, f->ssid);
+	__u32 level;
+
+	if (!cg)
+		return false;
+	level = BPF_CORE_READ(cg, level);
+	if (level < f->level)
+		return false;
+	return aiscope_cgroup_ancestor_id(cg, f->level) == f->id;
+}
+
+static __always_inline bool aiscope_comm_eq(const char *comm)
+{
+	for (int i = 0; i < AISCOPE_COMM_LEN; i++) {
+		if (comm[i] != aiscope_filter.comm[i])
+			return false;
+		if (!comm[i])
+			break;
+	}
+	return true;
+}
+
+/* The filter of CONTRACT section 2, applied before any other work. */
+static __always_inline bool aiscope_task_pass(struct task_struct *t)
+{
+	__u32 id;
+
+	if (aiscope_filter.by_pid) {
+		id = BPF_CORE_READ(t, tgid);
+		if (!bpf_map_lookup_elem(&aiscope_pids, &id))
+			return false;
+	}
+	if (aiscope_filter.by_tid) {
+		id = BPF_CORE_READ(t, pid);
+		if (!bpf_map_lookup_elem(&aiscope_tids, &id))
+			return false;
+	}
+	if (aiscope_filter.by_uid && BPF_CORE_READ(t, real_cred, uid.val) != aiscope_filter.uid)
+		return false;
+	if (aiscope_filter.by_comm) {
+		char comm[AISCOPE_COMM_LEN];
+
+		BPF_CORE_READ_STR_INTO(&comm, t, comm);
+		if (!aiscope_comm_eq(comm))
+			return false;
+	}
+	if (aiscope_filter.ncg > 0 && !aiscope_cg_match(t, &aiscope_filter.cg[0]))
+		return false;
+	if (aiscope_filter.ncg > 1 && !aiscope_cg_match(t, &aiscope_filter.cg[1]))
+		return false;
+	return true;
+}
+
+/* Filter for tracepoints that only know pids (classic tracepoints). */
+static __always_inline bool aiscope_ids_pass(__u32 tgid, __u32 tid)
+{
+	if (aiscope_filter.by_pid && !bpf_map_lookup_elem(&aiscope_pids, &tgid))
+		return false;
+	if (aiscope_filter.by_tid && !bpf_map_lookup_elem(&aiscope_tids, &tid))
+		return false;
+	return true;
+}
+
+/* The v2 cgroup; on hybrid hosts, where the v2 cgroup of most tasks is the
+ * root and says nothing, the cgroup of the attribution controller. */
+static __always_inline void aiscope_task_cgroup_id(struct task_struct *t,
+						   struct aiscope_ident *id)
+{
+	struct cgroup *cg = BPF_CORE_READ(t, cgroups, dfl_cgrp);
+
+	id->cgroup_v1 = 0;
+	id->cgroup_id = BPF_CORE_READ(cg, kn, id);
+	if (aiscope_filter.attr_ssid < 0 || BPF_CORE_READ(cg, level) > 0)
+		return;
+	cg = aiscope_task_cgroup(t, aiscope_filter.attr_ssid);
+	if (!cg || BPF_CORE_READ(cg, level) == 0)
+		return;
+	id->cgroup_id = BPF_CORE_READ(cg, kn, id);
+	id->cgroup_v1 = 1;
+}
+
+static __always_inline void aiscope_task_ident(struct task_struct *t, struct aiscope_ident *id)
+{
+	id->pid = BPF_CORE_READ(t, tgid);
+	id->tid = BPF_CORE_READ(t, pid);
+	id->uid = BPF_CORE_READ(t, real_cred, uid.val);
+	BPF_CORE_READ_STR_INTO(&id->comm, t, comm);
+	aiscope_task_cgroup_id(t, id);
+}
+
+#endif

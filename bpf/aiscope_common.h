@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Types and constants shared by every tool's BPF side and user side.
+ * Plain C: it is compiled both by clang -target bpf and by the host compiler.
+ */
+#ifndef AISCOPE_COMMON_H
+#define AISCOPE_COMMON_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define AISCOPE_COMM_LEN	16
+#define AISCOPE_MAX_CG_FILTERS	2
+#define AISCOPE_MAX_IDS		1024	/* -p / -t list entries */
+
+enum aiscope_lost_kind {
+	AISCOPE_LOST_RINGBUF,	/* bpf_ringbuf_reserve() failed: buffer full */
+	AISCOPE_LOST_MAP,	/* a map insert failed: map full */
+	AISCOPE_LOST_NR,
+};
+
+/* Who did it. cgroup_v1 says that cgroup_id names a cgroup of the v1
+ * attribution hierarchy (filter.attr_ssid), not of the v2 hierarchy. */
+struct aiscope_ident {
+	__u64 cgroup_id;
+	__u32 pid;
+	__u32 tid;
+	__u32 uid;
+	__u8 cgroup_v1;
+	__u8 pad[3];
+	char comm[AISCOPE_COMM_LEN];
+};
+
+/* A cgroup subtree: tasks whose cgroup in hierarchy ssid (-1: the v2
+ * default hierarchy) has the cgroup with this id as ancestor at level. */
+struct aiscope_cg_filter {
+	__s32 ssid;
+	__u32 level;
+	__u64 id;
+};
+
+/* Filter settings, one read-only global per BPF object, filled by
+ * aiscope_filter_configure() before load. */
+struct aiscope_filter_cfg {
+	__u8 by_pid;		/* consult map aiscope_pids */
+	__u8 by_tid;		/* consult map aiscope_tids */
+	__u8 by_uid;
+	__u8 by_comm;
+	__u32 ncg;		/* entries of cg[] in use; all must match */
+	__u32 uid;
+	__s32 attr_ssid;	/* v1 controller for identity on hybrid hosts, -1: none */
+	char comm[AISCOPE_COMM_LEN];
+	struct aiscope_cg_filter cg[AISCOPE_MAX_CG_FILTERS];
+};
+
+#endif

@@ -1,0 +1,609 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <time.h>
+#include <unistd.h>
+#include "cgroup.h"
+#include "util.h"
+
+#ifndef CGROUP2_SUPER_MAGIC
+#define CGROUP2_SUPER_MAGIC 0x63677270
+#endif
+#ifndef CGROUP_SUPER_MAGIC
+#define CGROUP_SUPER_MAGIC 0x27e0eb
+#endif
+
+#define MAX_HIER 24
+#define TOMBSTONE_NS (60 * NSEC_PER_SEC)
+
+struct hier {
+	char mnt[PATH_MAX];
+	bool v2;
+	bool named;		/* v1 hierarchy without controllers (name=systemd) */
+	int ssid;		/* first controller's id, -1 for v2 or unknown */
+	char controllers[128];
+};
+
+struct cg_entry {
+	uint64_t id;		/* 0: free slot */
+	bool v1;
+	uint64_t seen_ns;	/* last scan that found it */
+	char *path;
+};
+
+static struct {
+	struct hier hier[MAX_HIER];
+	int nhier;
+	int v2;			/* index of the v2 hierarchy, -1 none */
+	int attr;		/* index of the v1 attribution hierarchy, -1 none */
+	enum cg_mode mode;
+	struct cg_entry *tab;
+	size_t cap, used;
+	uint64_t last_scan_ns;
+} cg = { .v2 = -1, .attr = -1 };
+
+static void unescape_mount(char *s)
+{
+	char *r = s, *w = s;
+
+	while (*r) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] && r[3]) {
+			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+			r += 4;
+		} else {
+			*w++ = *r++;
+		}
+	}
+	*w = 0;
+}
+
+static void add_hier(const char *mnt, const char *fstype, const char *opts, cg_ssid_fn ssid_of)
+{
+	struct hier *h;
+	static const char *const known[] = {
+		"cpuset", "cpu", "cpuacct", "blkio", "memory", "devices", "freezer",
+		"net_cls", "perf_event", "net_prio", "hugetlb", "pids", "rdma", "misc",
+	};
+	char buf[256], *tok, *save;
+
+	if (cg.nhier >= MAX_HIER)
+		return;
+	h = &cg.hier[cg.nhier++];
+	memset(h, 0, sizeof(*h));
+	snprintf(h->mnt, sizeof(h->mnt), "%s", mnt);
+	h->v2 = !strcmp(fstype, "cgroup2");
+	h->ssid = -1;
+	if (h->v2)
+		return;
+	snprintf(buf, sizeof(buf), "%s", opts);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		for (size_t i = 0; i < ARRAY_SIZE(known); i++) {
+			if (strcmp(tok, known[i]))
+				continue;
+			if (h->controllers[0])
+				strncat(h->controllers, ",", sizeof(h->controllers) - strlen(h->controllers) - 1);
+			strncat(h->controllers, tok, sizeof(h->controllers) - strlen(h->controllers) - 1);
+			if (h->ssid < 0 && ssid_of)
+				h->ssid = ssid_of(tok);
+		}
+	}
+	h->named = !h->controllers[0];
+}
+
+static bool has_controller(const struct hier *h, const char *name)
+{
+	char buf[128], *tok, *save;
+
+	snprintf(buf, sizeof(buf), "%s", h->controllers);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		if (!strcmp(tok, name))
+			return true;
+	return false;
+}
+
+int cg_init(const char *root, cg_ssid_fn ssid_of)
+{
+	static const char *const attr_pref[] = { "memory", "cpu", "pids", "cpuset", "blkio" };
+	char path[PATH_MAX], line[8192];
+	bool any_v1 = false;
+	FILE *f;
+
+	cg_cleanup();
+	snprintf(path, sizeof(path), "%s/proc/self/mountinfo", root ? root : "");
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		char *sepp = strstr(line, " - "), mnt[PATH_MAX], fstype[64], src[256], opts[1024];
+
+		if (!sepp)
+			continue;
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
+			continue;
+		if (sscanf(sepp + 3, "%63s %255s %1023s", fstype, src, opts) != 3)
+			continue;
+		if (strcmp(fstype, "cgroup") && strcmp(fstype, "cgroup2"))
+			continue;
+		unescape_mount(mnt);
+		if (root && *root) {
+			char full[PATH_MAX];
+
+			snprintf(full, sizeof(full), "%s%s", root, mnt);
+			add_hier(full, fstype, opts, ssid_of);
+		} else {
+			add_hier(mnt, fstype, opts, ssid_of);
+		}
+	}
+	fclose(f);
+	for (int i = 0; i < cg.nhier; i++) {
+		if (cg.hier[i].v2 && cg.v2 < 0)
+			cg.v2 = i;
+		if (!cg.hier[i].v2)
+			any_v1 = true;
+	}
+	if (cg.v2 >= 0)
+		cg.mode = any_v1 ? CG_MODE_HYBRID : CG_MODE_V2;
+	else
+		cg.mode = any_v1 ? CG_MODE_V1 : CG_MODE_NONE;
+	if (cg.mode == CG_MODE_HYBRID || cg.mode == CG_MODE_V1) {
+		for (size_t p = 0; p < ARRAY_SIZE(attr_pref) && cg.attr < 0; p++)
+			for (int i = 0; i < cg.nhier; i++)
+				if (!cg.hier[i].v2 && cg.hier[i].ssid >= 0 &&
+				    has_controller(&cg.hier[i], attr_pref[p])) {
+					cg.attr = i;
+					break;
+				}
+	}
+	return 0;
+}
+
+enum cg_mode cg_mode(void)
+{
+	return cg.mode;
+}
+
+const char *cg_mode_name(enum cg_mode m)
+{
+	switch (m) {
+	case CG_MODE_V2: return "v2";
+	case CG_MODE_HYBRID: return "hybrid";
+	case CG_MODE_V1: return "v1";
+	default: return "none";
+	}
+}
+
+int cg_attr_ssid(void)
+{
+	return cg.attr >= 0 ? cg.hier[cg.attr].ssid : -1;
+}
+
+/* The hierarchy whose mount point is the longest prefix of path. */
+static int hier_of_path(const char *path)
+{
+	size_t best_len = 0;
+	int best = -1;
+
+	for (int i = 0; i < cg.nhier; i++) {
+		size_t n = strlen(cg.hier[i].mnt);
+
+		if (strncmp(path, cg.hier[i].mnt, n) || (path[n] && path[n] != '/'))
+			continue;
+		if (n >= best_len) {
+			best_len = n;
+			best = i;
+		}
+	}
+	return best;
+}
+
+int cg_target_of_dir(const char *dir, struct cg_target *t)
+{
+	char real[PATH_MAX];
+	struct statfs sfs;
+	struct stat st;
+	const char *rel;
+	int h;
+
+	if (!realpath(dir, real))
+		return -errno;
+	if (stat(real, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	if (statfs(real, &sfs))
+		return -errno;
+	if (sfs.f_type != CGROUP2_SUPER_MAGIC && sfs.f_type != CGROUP_SUPER_MAGIC)
+		return -EXDEV;
+	h = hier_of_path(real);
+	if (h < 0)
+		return -EXDEV;
+	if (cg.hier[h].named || (!cg.hier[h].v2 && cg.hier[h].ssid < 0))
+		return -EOPNOTSUPP;
+	rel = real + strlen(cg.hier[h].mnt);
+	t->ssid = cg.hier[h].v2 ? -1 : cg.hier[h].ssid;
+	t->id = st.st_ino;
+	t->level = 0;
+	for (const char *p = rel; *p; p++)
+		if (*p == '/' && p[1])
+			t->level++;
+	snprintf(t->path, sizeof(t->path), "%s", *rel ? rel : "/");
+	return 0;
+}
+
+/* ---- container ids in paths ---- */
+
+static bool is_hex_n(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!isxdigit((unsigned char)s[i]) || isupper((unsigned char)s[i]))
+			return false;
+	return true;
+}
+
+/* component == prefix + 64 hex + suffix */
+static bool match_id(const char *comp, size_t len, const char *prefix, const char *suffix,
+		     char *id)
+{
+	size_t pl = strlen(prefix), sl = strlen(suffix);
+
+	if (len != pl + CONTAINER_ID_LEN + sl)
+		return false;
+	if (strncmp(comp, prefix, pl) || strncmp(comp + pl + CONTAINER_ID_LEN, suffix, sl))
+		return false;
+	if (!is_hex_n(comp + pl, CONTAINER_ID_LEN))
+		return false;
+	memcpy(id, comp + pl, CONTAINER_ID_LEN);
+	id[CONTAINER_ID_LEN] = 0;
+	return true;
+}
+
+/* "pod<uid>" or "kubepods-<qos>-pod<uid_with_underscores>.slice" */
+static bool match_pod(const char *comp, size_t len, char *uid)
+{
+	const char *p = NULL;
+	size_t n;
+
+	for (size_t i = 0; i + 3 <= len; i++)
+		if (!strncmp(comp + i, "pod", 3) && (i == 0 || comp[i - 1] == '-'))
+			p = comp + i + 3;
+	if (!p)
+		return false;
+	n = len - (p - comp);
+	if (n > 6 && !strncmp(comp + len - 6, ".slice", 6))
+		n -= 6;
+	if (n < 32 || n > 36)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = p[i];
+
+		if (!(isxdigit((unsigned char)c) || c == '-' || c == '_'))
+			return false;
+		uid[i] = c == '_' ? '-' : (char)tolower((unsigned char)c);
+	}
+	uid[n] = 0;
+	return true;
+}
+
+static bool match_container(const char *comp, size_t len, const char *parent, size_t plen,
+			    struct container_info *ci)
+{
+	static const struct { const char *prefix, *suffix, *runtime; } forms[] = {
+		{ "docker-", ".scope", "docker" },
+		{ "cri-containerd-", ".scope", "containerd" },
+		{ "nerdctl-", ".scope", "containerd" },
+		{ "crio-", ".scope", "crio" },
+		{ "crio-", "", "crio" },
+		{ "libpod-", ".scope", "podman" },
+		{ "libpod-", "", "podman" },
+	};
+	const char *colon;
+
+	for (size_t i = 0; i < ARRAY_SIZE(forms); i++) {
+		if (match_id(comp, len, forms[i].prefix, forms[i].suffix, ci->id)) {
+			ci->runtime = forms[i].runtime;
+			return true;
+		}
+	}
+	/* containerd's raw runc form "<slice>:cri-containerd:<id>" */
+	colon = memmem(comp, len, ":cri-containerd:", 16);
+	if (colon && match_id(colon + 16, len - (colon + 16 - comp), "", "", ci->id)) {
+		ci->runtime = "containerd";
+		return true;
+	}
+	/* cgroupfs driver: /docker/<id>, /actions_job/<id>, /kubepods/.../pod<uid>/<id> */
+	if (match_id(comp, len, "", "", ci->id)) {
+		if (plen == 6 && !strncmp(parent, "docker", 6))
+			ci->runtime = "docker";
+		else
+			ci->runtime = NULL;
+		return true;
+	}
+	return false;
+}
+
+bool cg_parse_container(const char *path, struct container_info *ci)
+{
+	const char *comps[256];
+	size_t lens[256];
+	int n = 0;
+	const char *p = path;
+
+	memset(ci, 0, sizeof(*ci));
+	while (p && *p && n < 256) {
+		const char *end;
+
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		end = strchr(p, '/');
+		comps[n] = p;
+		lens[n] = end ? (size_t)(end - p) : strlen(p);
+		n++;
+		p = end;
+	}
+	for (int i = n - 1; i >= 0 && !ci->id[0]; i--) {
+		/* crun's "container" sub-cgroup and conmon scopes are not the workload */
+		if ((lens[i] == 9 && !strncmp(comps[i], "container", 9)) ||
+		    !strncmp(comps[i], "crio-conmon-", 12) || !strncmp(comps[i], "libpod-conmon-", 14))
+			continue;
+		if (match_container(comps[i], lens[i], i ? comps[i - 1] : "", i ? lens[i - 1] : 0, ci))
+			break;
+	}
+	for (int i = n - 1; i >= 0; i--)
+		if (match_pod(comps[i], lens[i], ci->pod_uid))
+			break;
+	return ci->id[0] != 0;
+}
+
+/* ---- id -> path cache ---- */
+
+static size_t slot_for(uint64_t id, bool v1)
+{
+	uint64_t h = (id ^ (v1 ? 0x9e3779b97f4a7c15ULL : 0)) * 0x9e3779b97f4a7c15ULL;
+	size_t i = h & (cg.cap - 1);
+
+	while (cg.tab[i].id && (cg.tab[i].id != id || cg.tab[i].v1 != v1))
+		i = (i + 1) & (cg.cap - 1);
+	return i;
+}
+
+static void cache_put(uint64_t id, bool v1, const char *path, uint64_t now);
+
+static int cache_grow(void)
+{
+	struct cg_entry *old = cg.tab;
+	size_t oldcap = cg.cap;
+
+	cg.cap = oldcap ? oldcap * 2 : 1024;
+	cg.tab = calloc(cg.cap, sizeof(*cg.tab));
+	if (!cg.tab) {
+		cg.tab = old;
+		cg.cap = oldcap;
+		return -ENOMEM;
+	}
+	cg.used = 0;
+	for (size_t i = 0; i < oldcap; i++) {
+		if (!old[i].id)
+			continue;
+		size_t s = slot_for(old[i].id, old[i].v1);
+
+		cg.tab[s] = old[i];
+		cg.used++;
+	}
+	free(old);
+	return 0;
+}
+
+static void cache_put(uint64_t id, bool v1, const char *path, uint64_t now)
+{
+	size_t s;
+
+	if ((cg.used + 1) * 2 > cg.cap && cache_grow())
+		return;
+	s = slot_for(id, v1);
+	if (cg.tab[s].id) {
+		if (strcmp(cg.tab[s].path, path)) {
+			free(cg.tab[s].path);
+			cg.tab[s].path = strdup(path);
+		}
+		cg.tab[s].seen_ns = now;
+		return;
+	}
+	cg.tab[s].path = strdup(path);
+	if (!cg.tab[s].path)
+		return;
+	cg.tab[s].id = id;
+	cg.tab[s].v1 = v1;
+	cg.tab[s].seen_ns = now;
+	cg.used++;
+}
+
+static void scan_dir(int dir_fd, char *path, size_t plen, bool v1, uint64_t now, int depth)
+{
+	DIR *d;
+	struct dirent *de;
+
+	if (depth > 64)
+		return;
+	d = fdopendir(dir_fd);
+	if (!d) {
+		close(dir_fd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		size_t n;
+		int fd;
+		struct stat st;
+
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		n = strlen(de->d_name);
+		if (plen + 1 + n >= PATH_MAX)
+			continue;
+		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st)) {
+			close(fd);
+			continue;
+		}
+		path[plen] = '/';
+		memcpy(path + plen + 1, de->d_name, n + 1);
+		cache_put(st.st_ino, v1, path, now);
+		scan_dir(fd, path, plen + 1 + n, v1, now, depth + 1);
+		path[plen] = 0;
+	}
+	closedir(d);
+}
+
+static void scan_hier(int h, bool v1, uint64_t now)
+{
+	char path[PATH_MAX] = "";
+	struct stat st;
+	int fd = open(cg.hier[h].mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	if (!fstat(fd, &st))
+		cache_put(st.st_ino, v1, "/", now);
+	scan_dir(fd, path, 0, v1, now, 0);
+}
+
+static void rescan(void)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+
+	cg.last_scan_ns = now;
+	if (cg.v2 >= 0)
+		scan_hier(cg.v2, false, now);
+	if (cg.attr >= 0)
+		scan_hier(cg.attr, true, now);
+	/* forget cgroups gone for longer than the tombstone time */
+	for (size_t i = 0; i < cg.cap; i++) {
+		if (cg.tab[i].id && now - cg.tab[i].seen_ns > TOMBSTONE_NS) {
+			free(cg.tab[i].path);
+			cg.tab[i].path = NULL;
+			cg.tab[i].id = 0;
+			cg.used--;
+			/* re-seat the probe chain after the hole */
+			for (size_t j = (i + 1) & (cg.cap - 1); cg.tab[j].id; j = (j + 1) & (cg.cap - 1)) {
+				struct cg_entry e = cg.tab[j];
+
+				cg.tab[j].id = 0;
+				cg.tab[slot_for(e.id, e.v1)] = e;
+			}
+		}
+	}
+}
+
+const char *cg_path_of(uint64_t id, bool v1)
+{
+	size_t s;
+
+	if (!id)
+		return NULL;
+	if (!cg.cap && cache_grow())
+		return NULL;
+	s = slot_for(id, v1);
+	if (cg.tab[s].id)
+		return cg.tab[s].path;
+	if (clock_ns(CLOCK_MONOTONIC) - cg.last_scan_ns < NSEC_PER_SEC && cg.last_scan_ns)
+		return NULL;
+	rescan();
+	s = slot_for(id, v1);
+	return cg.tab[s].id ? cg.tab[s].path : NULL;
+}
+
+/* ---- --container ---- */
+
+struct find_ctx {
+	const char *prefix;
+	size_t plen;
+	char full[CONTAINER_ID_LEN + 1];
+	char dir[PATH_MAX];
+	int hier_pref;		/* rank of the hierarchy where dir was found */
+	int matches;		/* distinct ids */
+};
+
+static void find_in(const char *dir, int rank, struct find_ctx *fc, int depth)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	if (!d || depth > 32) {
+		if (d)
+			closedir(d);
+		return;
+	}
+	while ((de = readdir(d))) {
+		char sub[PATH_MAX];
+		struct container_info ci;
+
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		if (snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name) >= (int)sizeof(sub))
+			continue;
+		if (cg_parse_container(de->d_name, &ci) &&
+		    !strncmp(ci.id, fc->prefix, fc->plen)) {
+			if (!fc->matches) {
+				fc->matches = 1;
+				memcpy(fc->full, ci.id, sizeof(fc->full));
+				snprintf(fc->dir, sizeof(fc->dir), "%s", sub);
+				fc->hier_pref = rank;
+			} else if (strcmp(fc->full, ci.id)) {
+				fc->matches++;
+			} else if (rank < fc->hier_pref) {
+				snprintf(fc->dir, sizeof(fc->dir), "%s", sub);
+				fc->hier_pref = rank;
+			}
+			continue;
+		}
+		find_in(sub, rank, fc, depth + 1);
+	}
+	closedir(d);
+}
+
+int cg_find_container(const char *prefix, char *dir, size_t len, char *full_id)
+{
+	struct find_ctx fc = { .prefix = prefix, .hier_pref = 1 << 30 };
+	size_t n = strlen(prefix);
+
+	if (n < 4 || n > CONTAINER_ID_LEN || !is_hex_n(prefix, n))
+		return -EINVAL;
+	fc.plen = n;
+	/* v2 first: where it holds the container, filtering there is exact */
+	if (cg.v2 >= 0)
+		find_in(cg.hier[cg.v2].mnt, 0, &fc, 0);
+	if (cg.attr >= 0)
+		find_in(cg.hier[cg.attr].mnt, 1, &fc, 0);
+	for (int i = 0; i < cg.nhier; i++)
+		if (i != cg.v2 && i != cg.attr && !cg.hier[i].named && cg.hier[i].ssid >= 0)
+			find_in(cg.hier[i].mnt, 2, &fc, 0);
+	if (!fc.matches)
+		return -ENOENT;
+	if (fc.matches > 1)
+		return -EEXIST;
+	snprintf(dir, len, "%s", fc.dir);
+	memcpy(full_id, fc.full, CONTAINER_ID_LEN + 1);
+	return 0;
+}
+
+void cg_cleanup(void)
+{
+	for (size_t i = 0; i < cg.cap; i++)
+		free(cg.tab[i].path);
+	free(cg.tab);
+	memset(&cg, 0, sizeof(cg));
+	cg.v2 = -1;
+	cg.attr = -1;
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * cgroups and containers: which hierarchies the host has (v2, hybrid, v1),
+ * cgroup id <-> path, and the container a cgroup path belongs to.
+ */
+#ifndef AISCOPE_CGROUP_H
+#define AISCOPE_CGROUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum cg_mode { CG_MODE_NONE, CG_MODE_V2, CG_MODE_HYBRID, CG_MODE_V1 };
+
+#define CONTAINER_ID_LEN 64
+
+struct container_info {
+	char id[CONTAINER_ID_LEN + 1];	/* "" when not in a container */
+	const char *runtime;		/* docker|containerd|crio|podman or NULL */
+	char pod_uid[37];		/* "" when not in a pod */
+};
+
+/* A cgroup directory as the BPF filter sees it. */
+struct cg_target {
+	int ssid;		/* -1: v2; else the v1 controller's cgroup_subsys_id */
+	unsigned int level;	/* depth below the hierarchy root */
+	uint64_t id;		/* kernfs id == the directory's inode number */
+	char path[4096];	/* relative to the hierarchy root, "/" for the root */
+};
+
+/* Looks up a v1 controller's cgroup_subsys_id ("memory" -> memory_cgrp_id);
+ * given by the caller because it needs the kernel's BTF. */
+typedef int (*cg_ssid_fn)(const char *controller);
+
+/* Reads the cgroup mounts. root: a prefix for tests ("" on a live host). */
+int cg_init(const char *root, cg_ssid_fn ssid_of);
+enum cg_mode cg_mode(void);
+const char *cg_mode_name(enum cg_mode m);
+/* The v1 controller used to name tasks whose v2 cgroup is the root: -1 on
+ * pure v2 hosts or when the kernel's controller ids are unknown. */
+int cg_attr_ssid(void);
+
+/* A directory given to -c: its hierarchy, level and id. -ENOENT, -ENOTDIR,
+ * -EXDEV (not in a cgroup hierarchy), -EOPNOTSUPP (named v1 hierarchy). */
+int cg_target_of_dir(const char *dir, struct cg_target *t);
+/* --container: the cgroup directory of the only container whose id starts
+ * with prefix. -ENOENT none, -EEXIST several (ambiguous), -EINVAL bad id. */
+int cg_find_container(const char *prefix, char *dir, size_t len, char *full_id);
+
+/* id -> path relative to its hierarchy ("/system.slice/x.scope"), from a
+ * cache that is rescanned on a miss (at most once a second) and keeps
+ * removed cgroups for a minute. NULL when unknown. */
+const char *cg_path_of(uint64_t id, bool v1);
+
+/* Pure: the container of a cgroup path (CONTRACT section 5). */
+bool cg_parse_container(const char *path, struct container_info *ci);
+
+void cg_cleanup(void);
+
+#endif

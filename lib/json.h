@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * JSON-lines writer. Every record is one object on one line with "type",
+ * "tool" and "ts" first. Strings are escaped for RFC 8259 and made valid
+ * UTF-8: invalid bytes become U+FFFD, so a hostile comm or path still
+ * gives a line that jq accepts.
+ */
+#ifndef AISCOPE_JSON_H
+#define AISCOPE_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define JW_MAX_DEPTH 16
+
+struct jw {
+	FILE *f;
+	int depth;
+	bool after_key;
+	bool need_comma[JW_MAX_DEPTH];
+};
+
+void jw_init(struct jw *w, FILE *f);
+/* {"type":type,"tool":tool,"ts":"<RFC 3339 of realtime_ns>" */
+void jw_record_begin(struct jw *w, const char *type, const char *tool, uint64_t realtime_ns);
+void jw_record_end(struct jw *w);
+
+void jw_key(struct jw *w, const char *key);
+void jw_obj_begin(struct jw *w);
+void jw_obj_end(struct jw *w);
+void jw_arr_begin(struct jw *w);
+void jw_arr_end(struct jw *w);
+void jw_str(struct jw *w, const char *s);		/* NULL: null */
+void jw_strn(struct jw *w, const char *s, size_t n);	/* stops at NUL or n */
+void jw_u64(struct jw *w, uint64_t v);
+void jw_i64(struct jw *w, int64_t v);
+void jw_double(struct jw *w, double v, int decimals);	/* non-finite: null */
+void jw_bool(struct jw *w, bool v);
+void jw_null(struct jw *w);
+void jw_hex(struct jw *w, uint64_t v);			/* "0x..." string */
+
+/* key + value shorthands */
+void jw_kstr(struct jw *w, const char *key, const char *s);
+void jw_kstrn(struct jw *w, const char *key, const char *s, size_t n);
+void jw_ku64(struct jw *w, const char *key, uint64_t v);
+void jw_ki64(struct jw *w, const char *key, int64_t v);
+void jw_kdouble(struct jw *w, const char *key, double v, int decimals);
+void jw_kbool(struct jw *w, const char *key, bool v);
+void jw_knull(struct jw *w, const char *key);
+
+/* The escaped, quoted form of s[0..n) (stops at NUL). */
+void json_write_string(FILE *f, const char *s, size_t n);
+
+#endif

@@ -1,0 +1,395 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/bpf.h>
+#include <linux/capability.h>
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include "kfeatures.h"
+
+#ifndef CAP_PERFMON
+#define CAP_PERFMON 38
+#endif
+#ifndef CAP_BPF
+#define CAP_BPF 39
+#endif
+
+#define VMLINUX_BTF "/sys/kernel/btf/vmlinux"
+#define MAX_CACHE 64
+#ifndef ENOTSUPP
+#define ENOTSUPP 524	/* kernel-internal, seen through BPF */
+#endif
+
+struct fentry_result {
+	char func[128];
+	int err;
+	char why[PROBE_WHY_LEN];
+};
+
+static struct {
+	bool init;
+	struct btf *kernel;	/* in-kernel BTF, or NULL */
+	struct btf *external;	/* --btf, or NULL */
+	const char *btf_path;
+	char tracefs[256];
+	int tracefs_state;	/* 0 unknown, 1 found, -1 none */
+	int kprobes;		/* 0 unknown, 1 yes, -1 no */
+	char **ksyms;
+	size_t nksyms;
+	struct fentry_result fentry[MAX_CACHE];
+	int nfentry;
+} F;
+
+static struct btf *core_btf(void)
+{
+	return F.external ? F.external : F.kernel;
+}
+
+int features_init(const char *btf_path)
+{
+	if (F.init)
+		return 0;
+	F.init = true;
+	if (!access(VMLINUX_BTF, R_OK)) {
+		F.kernel = btf__parse(VMLINUX_BTF, NULL);
+		if (!F.kernel)
+			F.kernel = NULL;
+	}
+	if (btf_path) {
+		F.external = btf__parse(btf_path, NULL);
+		if (!F.external)
+			return -errno ? -errno : -EINVAL;
+		F.btf_path = btf_path;
+	}
+	return 0;
+}
+
+void features_cleanup(void)
+{
+	btf__free(F.kernel);
+	btf__free(F.external);
+	for (size_t i = 0; i < F.nksyms; i++)
+		free(F.ksyms[i]);
+	free(F.ksyms);
+	memset(&F, 0, sizeof(F));
+}
+
+bool feat_kernel_btf(void)
+{
+	return F.kernel != NULL;
+}
+
+bool feat_core_btf(void)
+{
+	return core_btf() != NULL;
+}
+
+const char *feat_btf_source(void)
+{
+	if (F.external)
+		return F.btf_path;
+	return F.kernel ? VMLINUX_BTF : NULL;
+}
+
+static long enum_value(struct btf *btf, const char *enum_name, const char *name, bool *found)
+{
+	int id;
+	const struct btf_type *t;
+
+	*found = false;
+	if (!btf)
+		return 0;
+	id = btf__find_by_name_kind(btf, enum_name, BTF_KIND_ENUM);
+	if (id <= 0)
+		return 0;
+	t = btf__type_by_id(btf, id);
+	for (int i = 0; i < btf_vlen(t); i++) {
+		const struct btf_enum *e = btf_enum(t) + i;
+
+		if (!strcmp(btf__name_by_offset(btf, e->name_off), name)) {
+			*found = true;
+			return e->val;
+		}
+	}
+	return 0;
+}
+
+bool feat_boot_clock(void)
+{
+	bool found;
+
+	enum_value(core_btf(), "bpf_func_id", "BPF_FUNC_ktime_get_boot_ns", &found);
+	return found;
+}
+
+int feat_cgroup_ssid(const char *controller)
+{
+	char name[64];
+	bool found;
+	long v;
+
+	snprintf(name, sizeof(name), "%s_cgrp_id", controller);
+	v = enum_value(core_btf(), "cgroup_subsys_id", name, &found);
+	return found ? (int)v : -1;
+}
+
+static bool has_cap(const struct __user_cap_data_struct *d, int cap)
+{
+	return d[cap / 32].effective & (1U << (cap % 32));
+}
+
+bool feat_privileged(char *why, size_t len)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = {};
+
+	if (syscall(SYS_capget, &hdr, data)) {
+		snprintf(why, len, "cannot read capabilities: %s", strerror(errno));
+		return false;
+	}
+	if (has_cap(data, CAP_SYS_ADMIN) || (has_cap(data, CAP_BPF) && has_cap(data, CAP_PERFMON)))
+		return true;
+	snprintf(why, len, "needs root, or CAP_BPF and CAP_PERFMON (running as uid %u without them)",
+		 (unsigned int)geteuid());
+	return false;
+}
+
+const char *feat_tracefs(void)
+{
+	static const char *const candidates[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+	char p[PATH_MAX];
+
+	if (F.tracefs_state)
+		return F.tracefs_state > 0 ? F.tracefs : NULL;
+	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
+		snprintf(p, sizeof(p), "%s/events", candidates[i]);
+		if (!access(p, F_OK)) {
+			snprintf(F.tracefs, sizeof(F.tracefs), "%s", candidates[i]);
+			F.tracefs_state = 1;
+			return F.tracefs;
+		}
+	}
+	/* CONTRACT 6: mount it where classic tracepoints need it */
+	if (!mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, NULL)) {
+		snprintf(F.tracefs, sizeof(F.tracefs), "/sys/kernel/tracing");
+		F.tracefs_state = 1;
+		return F.tracefs;
+	}
+	F.tracefs_state = -1;
+	return NULL;
+}
+
+static bool btf_has_tp(struct btf *btf, const char *tp)
+{
+	char name[160];
+
+	if (!btf)
+		return false;
+	snprintf(name, sizeof(name), "btf_trace_%s", tp);
+	return btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF) > 0;
+}
+
+static int op_tp_btf(void *ctx, const char *tp, char *why, size_t len)
+{
+	if (!F.kernel) {
+		snprintf(why, len, "no kernel BTF");
+		return -ENOENT;
+	}
+	if (!btf_has_tp(F.kernel, tp)) {
+		snprintf(why, len, "not in kernel BTF");
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static int tracefs_has(const char *cat_name)
+{
+	const char *tfs = feat_tracefs();
+	char p[PATH_MAX];
+
+	if (!tfs)
+		return -ENODEV;
+	snprintf(p, sizeof(p), "%s/events/%s/id", tfs, cat_name);
+	return access(p, F_OK) ? -ENOENT : 0;
+}
+
+static int op_raw_tp(void *ctx, const char *tp, char *why, size_t len)
+{
+	if (btf_has_tp(F.kernel, tp) || btf_has_tp(F.external, tp))
+		return 0;
+	/* without BTF the tracepoint is known from tracefs, under some category */
+	if (feat_tracefs()) {
+		char p[PATH_MAX];
+		FILE *f;
+		char line[256];
+		size_t n = strlen(tp);
+
+		snprintf(p, sizeof(p), "%s/available_events", feat_tracefs());
+		f = fopen(p, "r");
+		if (f) {
+			while (fgets(line, sizeof(line), f)) {
+				char *c = strchr(line, ':');
+
+				if (c && !strncmp(c + 1, tp, n) && (c[1 + n] == '\n' || !c[1 + n])) {
+					fclose(f);
+					return 0;
+				}
+			}
+			fclose(f);
+		}
+	}
+	snprintf(why, len, "tracepoint not found");
+	return -ENOENT;
+}
+
+static int op_tracepoint(void *ctx, const char *cat_name, char *why, size_t len)
+{
+	int err = tracefs_has(cat_name);
+
+	if (err == -ENODEV)
+		snprintf(why, len, "tracefs not mounted and cannot be mounted");
+	else if (err)
+		snprintf(why, len, "not in tracefs");
+	return err;
+}
+
+static int op_fentry(void *ctx, const char *func, char *why, size_t len)
+{
+	struct bpf_insn insns[2] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	struct fentry_result *r;
+	int id, fd, lfd;
+
+	for (int i = 0; i < F.nfentry; i++) {
+		if (!strcmp(F.fentry[i].func, func)) {
+			snprintf(why, len, "%s", F.fentry[i].why);
+			return F.fentry[i].err;
+		}
+	}
+	if (!F.kernel) {
+		snprintf(why, len, "no kernel BTF");
+		return -ENOENT;
+	}
+	id = btf__find_by_name_kind(F.kernel, func, BTF_KIND_FUNC);
+	if (id <= 0) {
+		snprintf(why, len, "not in kernel BTF");
+		return -ENOENT;
+	}
+	/* being in BTF does not make a function attachable: load and attach */
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_TRACE_FENTRY,
+		    .attach_btf_id = id);
+	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, NULL, "GPL", insns, 2, &opts);
+	if (fd < 0) {
+		int err = -errno;
+
+		snprintf(why, len, "%s", err == -EPERM ? "not permitted" :
+			 err == -ENOTSUPP || err == -EOPNOTSUPP ? "not supported" : strerror(-err));
+		fd = err;
+	} else {
+		lfd = bpf_raw_tracepoint_open(NULL, fd);
+		if (lfd < 0) {
+			int err = -errno;
+
+			snprintf(why, len, "attach failed: %s", err == -ENOTSUPP ? "not supported" :
+				 strerror(-err));
+			close(fd);
+			fd = err;
+		} else {
+			close(lfd);
+			close(fd);
+			fd = 0;
+		}
+	}
+	if (F.nfentry < MAX_CACHE) {
+		r = &F.fentry[F.nfentry++];
+		snprintf(r->func, sizeof(r->func), "%s", func);
+		r->err = fd;
+		snprintf(r->why, sizeof(r->why), "%s", fd ? why : "");
+	}
+	return fd;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void load_ksyms(void)
+{
+	FILE *f = fopen("/proc/kallsyms", "r");
+	char line[512], name[256], type;
+	size_t cap = 0;
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%*s %c %255s", &type, name) != 2)
+			continue;
+		if (type != 't' && type != 'T')
+			continue;
+		if (F.nksyms == cap) {
+			char **n = realloc(F.ksyms, (cap = cap ? cap * 2 : 65536) * sizeof(char *));
+
+			if (!n)
+				break;
+			F.ksyms = n;
+		}
+		F.ksyms[F.nksyms++] = strdup(name);
+	}
+	fclose(f);
+	qsort(F.ksyms, F.nksyms, sizeof(char *), cmp_str);
+}
+
+static int op_kprobe(void *ctx, const char *func, char *why, size_t len)
+{
+	const char *tfs;
+	char p[PATH_MAX];
+
+	if (!F.kprobes) {
+		F.kprobes = -1;
+		if (!access("/sys/bus/event_source/devices/kprobe/type", F_OK))
+			F.kprobes = 1;
+		tfs = feat_tracefs();
+		if (tfs) {
+			snprintf(p, sizeof(p), "%s/kprobe_events", tfs);
+			if (!access(p, F_OK))
+				F.kprobes = 1;
+		}
+		if (F.kprobes > 0)
+			load_ksyms();
+	}
+	if (F.kprobes < 0) {
+		snprintf(why, len, "kprobes not supported");
+		return -EOPNOTSUPP;
+	}
+	if (!bsearch(&func, F.ksyms, F.nksyms, sizeof(char *), cmp_str)) {
+		snprintf(why, len, "no such kernel function");
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static const struct feat_ops real_ops = {
+	.fentry = op_fentry,
+	.tp_btf = op_tp_btf,
+	.raw_tp = op_raw_tp,
+	.tracepoint = op_tracepoint,
+	.kprobe = op_kprobe,
+};
+
+const struct feat_ops *features_ops(void)
+{
+	return &real_ops;
+}

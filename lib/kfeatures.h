@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * What this kernel and this process can do, probed once and cached:
+ * kernel BTF, tracefs, kprobes, trial fentry loads, BPF helpers,
+ * privileges. The one place where tools learn about the kernel.
+ */
+#ifndef AISCOPE_KFEATURES_H
+#define AISCOPE_KFEATURES_H
+
+#include <stdbool.h>
+#include "probe.h"
+
+/* btf_path: --btf FILE or NULL. 0, or -errno when that file is unusable. */
+int features_init(const char *btf_path);
+void features_cleanup(void);
+const struct feat_ops *features_ops(void);
+
+bool feat_kernel_btf(void);		/* /sys/kernel/btf/vmlinux */
+bool feat_core_btf(void);		/* kernel BTF or --btf */
+const char *feat_btf_source(void);	/* path of the BTF used for CO-RE, or NULL */
+bool feat_boot_clock(void);		/* bpf_ktime_get_boot_ns() exists */
+/* cgroup_subsys_id of a v1 controller from BTF, -1 if unknown */
+int feat_cgroup_ssid(const char *controller);
+/* root, or CAP_BPF+CAP_PERFMON, or CAP_SYS_ADMIN; else a reason in why */
+bool feat_privileged(char *why, size_t len);
+/* tracefs mount point, mounting it at /sys/kernel/tracing if needed */
+const char *feat_tracefs(void);
+
+#endif

@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "kfeatures.h"
+#include "json.h"
+#include "opts.h"
+#include "probe.h"
+#include "util.h"
+
+struct aiscope_env env = {
+	.interval_ns = NSEC_PER_SEC,
+	.buffer_size = AISCOPE_DEFAULT_BUFFER,
+	.probe_mask = PM_ALL,
+	.rows = AISCOPE_DEFAULT_ROWS,
+};
+
+enum {
+	OPT_CONTAINER = 0x100,
+	OPT_COMM,
+	OPT_WIDE,
+	OPT_BUFFER_SIZE,
+	OPT_BTF,
+	OPT_LIST_PROBES,
+	OPT_PROBE_MODE,
+};
+
+static const struct argp_option common_opts[] = {
+	{ NULL, 0, NULL, 0, "Filters (applied in the kernel):", 1 },
+	{ "pid", 'p', "PID[,PID...]", 0, "Only these processes (thread-group ids)", 1 },
+	{ "tid", 't', "TID[,TID...]", 0, "Only these threads", 1 },
+	{ "cgroup", 'c', "PATH", 0, "Only tasks in this cgroup directory or below it", 1 },
+	{ "container", OPT_CONTAINER, "ID", 0, "Only this container: full id or unique prefix (>= 4 hex)", 1 },
+	{ "uid", 'u', "UID", 0, "Only this user (number or name)", 1 },
+	{ "comm", OPT_COMM, "NAME", 0, "Only tasks whose comm is NAME (first 15 bytes)", 1 },
+	{ NULL, 0, NULL, 0, "Output and lifetime:", 2 },
+	{ "json", 'j', NULL, 0, "JSON lines on stdout", 2 },
+	{ "interval", 'i', "DUR", 0, "Reporting interval (default 1s)", 2 },
+	{ "duration", 'd', "DUR", 0, "Stop after DUR (500ms, 10, 10s, 2m)", 2 },
+	{ "count", 'n', "N", 0, "Stop after N records (events, or intervals)", 2 },
+	{ "timestamp", 'T', NULL, 0, "Add a TIME column to tables", 2 },
+	{ "noclear", 'C', NULL, 0, "Never clear the screen between intervals", 2 },
+	{ "rows", 'r', "N", 0, "Rows per interval (default 20, 0: all)", 2 },
+	{ "sort", 's', "KEY", 0, "Sort key of top-like tables", 2 },
+	{ "wide", OPT_WIDE, NULL, 0, "Never truncate strings in tables", 2 },
+	{ NULL, 0, NULL, 0, "Kernel side:", 3 },
+	{ "buffer-size", OPT_BUFFER_SIZE, "SIZE", 0, "Ring buffer size (default 8M; 256K, 64M)", 3 },
+	{ "btf", OPT_BTF, "FILE", 0, "External BTF for kernels without /sys/kernel/btf/vmlinux", 3 },
+	{ "list-probes", OPT_LIST_PROBES, NULL, 0, "Print the attach plan and exit", 3 },
+	{ "probe-mode", OPT_PROBE_MODE, "MECH[,MECH...]", 0,
+	  "Use only these mechanisms: fentry, kprobe, tp_btf, raw_tp, tracepoint", 3 },
+	{ "verbose", 'v', NULL, 0, "Attach decisions and libbpf debug output on stderr", 3 },
+	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show this help", -1 },
+	{},
+};
+
+void usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fprintf(stderr, "%s: ", env.tool ? env.tool : program_invocation_short_name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(EXIT_USAGE);
+}
+
+void aiscope_fail(int code, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (env.json) {
+		struct jw w;
+
+		jw_init(&w, stdout);
+		jw_record_begin(&w, "error", env.tool, clock_ns(CLOCK_REALTIME));
+		jw_kstr(&w, "message", msg);
+		jw_ki64(&w, "exit_code", code);
+		jw_record_end(&w);
+	}
+	fflush(stdout);
+	fprintf(stderr, "%s: %s\n", env.tool, msg);
+	exit(code);
+}
+
+static ssize_t discard_write(void *cookie, const char *buf, size_t size)
+{
+	return size;
+}
+
+static void parse_ids(const char *arg, uint32_t *ids, int *n, const char *what)
+{
+	int r = parse_u32_list(arg, ids, AISCOPE_MAX_IDS);
+
+	if (r == -E2BIG)
+		usage_error("too many %ss (at most %d): '%s'", what, AISCOPE_MAX_IDS, arg);
+	if (r <= 0)
+		usage_error("invalid %s list '%s': expected numbers separated by commas", what, arg);
+	for (int i = 0; i < r; i++)
+		if (!ids[i])
+			usage_error("invalid %s 0", what);
+	*n = r;
+}
+
+static uint64_t parse_dur_arg(const char *arg, const char *opt)
+{
+	uint64_t ns;
+
+	if (parse_duration(arg, &ns) || !ns)
+		usage_error("invalid %s '%s': expected a positive duration such as 500ms, 10, 10s or 2m",
+			    opt, arg);
+	return ns;
+}
+
+static uint64_t parse_count_arg(const char *arg, const char *opt)
+{
+	uint64_t v;
+
+	if (parse_u64(arg, &v) || !v)
+		usage_error("invalid %s '%s': expected a positive integer", opt, arg);
+	return v;
+}
+
+static void parse_uid(const char *arg)
+{
+	uint64_t v;
+	struct passwd *pw;
+
+	if (!parse_u64(arg, &v)) {
+		if (v > UINT32_MAX - 1)
+			usage_error("invalid uid '%s'", arg);
+		env.uid = v;
+	} else if ((pw = getpwnam(arg))) {
+		env.uid = pw->pw_uid;
+	} else {
+		usage_error("no such user '%s'", arg);
+	}
+	env.has_uid = true;
+}
+
+static void parse_buffer_size(const char *arg)
+{
+	uint64_t v, p = 4096;
+
+	if (parse_size(arg, &v) || v < 4096 || v > (1ULL << 30))
+		usage_error("invalid --buffer-size '%s': expected 4K to 1G, e.g. 256K or 64M", arg);
+	while (p < v)
+		p <<= 1;	/* the ring buffer needs a power of two */
+	env.buffer_size = p;
+}
+
+static int positional;
+
+static error_t parse_common(int key, char *arg, struct argp_state *state)
+{
+	uint64_t v;
+
+	switch (key) {
+	case ARGP_KEY_INIT: {
+		static FILE *discard;
+		cookie_io_functions_t io = { .write = discard_write };
+
+		/* argp would add "Try --help" to every error: one line is the contract */
+		if (!discard)
+			discard = fopencookie(NULL, "w", io);
+		if (discard)
+			state->err_stream = discard;
+		break;
+	}
+	case 'p':
+		parse_ids(arg, env.pids, &env.npids, "pid");
+		break;
+	case 't':
+		parse_ids(arg, env.tids, &env.ntids, "tid");
+		break;
+	case 'c':
+		if (!*arg)
+			usage_error("invalid --cgroup: empty path");
+		env.cgroup_arg = arg;
+		break;
+	case OPT_CONTAINER:
+		env.container_arg = arg;
+		break;
+	case 'u':
+		parse_uid(arg);
+		break;
+	case OPT_COMM:
+		if (!*arg)
+			usage_error("invalid --comm: empty name");
+		/* the kernel keeps 15 bytes of a task's name */
+		snprintf(env.comm, sizeof(env.comm), "%s", arg);
+		break;
+	case 'j':
+		env.json = true;
+		break;
+	case 'i':
+		env.interval_ns = parse_dur_arg(arg, "--interval");
+		break;
+	case 'd':
+		env.duration_ns = parse_dur_arg(arg, "--duration");
+		break;
+	case 'n':
+		env.count = parse_count_arg(arg, "--count");
+		break;
+	case 'T':
+		env.timestamp = true;
+		break;
+	case 'C':
+		env.noclear = true;
+		break;
+	case 'r':
+		if (parse_u64(arg, &v) || v > 1000000)
+			usage_error("invalid --rows '%s': expected a number (0: all)", arg);
+		env.rows = v;
+		env.rows_set = true;
+		break;
+	case 's':
+		env.sort = arg;
+		break;
+	case OPT_WIDE:
+		env.wide = true;
+		break;
+	case OPT_BUFFER_SIZE:
+		parse_buffer_size(arg);
+		break;
+	case OPT_BTF:
+		if (access(arg, R_OK))
+			usage_error("cannot read BTF file '%s': %s", arg, strerror(errno));
+		env.btf_path = arg;
+		break;
+	case OPT_LIST_PROBES:
+		env.list_probes = true;
+		break;
+	case OPT_PROBE_MODE:
+		if (probe_parse_mode(arg, &env.probe_mask))
+			usage_error("invalid --probe-mode '%s': expected a list of fentry, kprobe, tp_btf, raw_tp, tracepoint",
+				    arg);
+		break;
+	case 'v':
+		env.verbose = true;
+		break;
+	case 'h':
+		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
+		break;
+	case ARGP_KEY_ARG:
+		if (!(env.kind & AISCOPE_AGGREGATING) || positional >= 2)
+			usage_error("unexpected argument '%s'", arg);
+		if (positional++ == 0)
+			env.interval_ns = parse_dur_arg(arg, "interval");
+		else
+			env.count = parse_count_arg(arg, "count");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static const struct argp common_argp = {
+	.options = common_opts,
+	.parser = parse_common,
+};
+
+const struct argp_child aiscope_argp_children[] = {
+	{ &common_argp, 0, NULL, 0 },
+	{},
+};
+
+static void print_version(FILE *f, struct argp_state *state)
+{
+	fprintf(f, "%s %s (aiscope)\n", env.tool, AISCOPE_VERSION);
+}
+
+static void check_ids_exist(const uint32_t *ids, int n, const char *what)
+{
+	char path[64];
+
+	for (int i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "/proc/%u", ids[i]);
+		if (access(path, F_OK))
+			usage_error("no such %s %u", what, ids[i]);
+	}
+}
+
+static void resolve_cgroup(const char *dir, const char *what)
+{
+	struct cg_target *t = &env.cg[env.ncg];
+	int err = cg_target_of_dir(dir, t);
+
+	switch (err) {
+	case 0:
+		env.ncg++;
+		return;
+	case -ENOENT:
+		usage_error("no such cgroup '%s'", dir);
+	case -ENOTDIR:
+	case -EXDEV:
+		usage_error("%s '%s' is not a cgroup directory", what, dir);
+	case -EOPNOTSUPP:
+		usage_error("%s '%s' is in a named v1 hierarchy: use the cgroup2 or a controller's directory",
+			    what, dir);
+	default:
+		usage_error("cannot use cgroup '%s': %s", dir, strerror(-err));
+	}
+}
+
+static void resolve_filters(void)
+{
+	check_ids_exist(env.pids, env.npids, "process");
+	check_ids_exist(env.tids, env.ntids, "thread");
+	if (env.cgroup_arg)
+		resolve_cgroup(env.cgroup_arg, "--cgroup");
+	if (env.container_arg) {
+		char dir[4096];
+		int err = cg_find_container(env.container_arg, dir, sizeof(dir), env.container_id);
+
+		if (err == -EINVAL)
+			usage_error("invalid container id '%s': expected 4 to 64 lowercase hex digits",
+				    env.container_arg);
+		if (err == -EEXIST)
+			usage_error("container id prefix '%s' is ambiguous: give more digits",
+				    env.container_arg);
+		if (err)
+			usage_error("no such container '%s'", env.container_arg);
+		resolve_cgroup(dir, "container cgroup");
+	}
+}
+
+void aiscope_parse(const struct argp *argp, int argc, char **argv, const char *tool,
+		   unsigned int kind)
+{
+	int err;
+
+	env.tool = tool;
+	env.kind = kind;
+	env.start_mono_ns = clock_ns(CLOCK_MONOTONIC);
+	argp_program_version_hook = print_version;
+	argp_err_exit_status = EXIT_USAGE;
+	if (argp_parse(argp, argc, argv, 0, NULL, NULL))
+		exit(EXIT_USAGE);
+	env.tty = isatty(STDOUT_FILENO);
+	if (!env.rows_set && (env.json || !env.tty))
+		env.rows = 0;
+	err = features_init(env.btf_path);
+	if (err)
+		usage_error("cannot parse BTF file '%s': %s", env.btf_path, strerror(-err));
+	cg_init(NULL, feat_cgroup_ssid);
+	resolve_filters();
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The options every tool shares (CONTRACT section 2), parsed by one argp
+ * child parser into the global env. A tool adds its own argp on top:
+ *
+ *	static const struct argp argp = {
+ *		.options = opts, .parser = parse_arg, .doc = doc,
+ *		.children = aiscope_argp_children,
+ *	};
+ *	aiscope_parse(&argp, argc, argv, "schedlat", AISCOPE_AGGREGATING);
+ */
+#ifndef AISCOPE_OPTS_H
+#define AISCOPE_OPTS_H
+
+#include <argp.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "aiscope_common.h"
+#include "cgroup.h"
+
+#define AISCOPE_DEFAULT_BUFFER	(8ULL << 20)
+#define AISCOPE_DEFAULT_ROWS	20
+
+/* What a tool is, for defaults and for validation. */
+#define AISCOPE_AGGREGATING	0x1	/* prints intervals: -i, positional interval count */
+#define AISCOPE_STREAMING	0x2	/* prints events */
+
+struct aiscope_env {
+	const char *tool;
+	unsigned int kind;
+	/* filters */
+	uint32_t pids[AISCOPE_MAX_IDS];
+	int npids;
+	uint32_t tids[AISCOPE_MAX_IDS];
+	int ntids;
+	bool has_uid;
+	uint32_t uid;
+	char comm[AISCOPE_COMM_LEN];
+	const char *cgroup_arg;
+	const char *container_arg;
+	/* output and lifetime */
+	bool json;
+	bool timestamp;
+	bool noclear;
+	bool wide;
+	uint64_t interval_ns;
+	uint64_t duration_ns;
+	uint64_t count;
+	int rows;		/* 0: all */
+	bool rows_set;
+	const char *sort;
+	uint64_t buffer_size;
+	const char *btf_path;
+	bool list_probes;
+	bool verbose;
+	unsigned int probe_mask;
+	/* resolved by aiscope_parse() */
+	struct cg_target cg[AISCOPE_MAX_CG_FILTERS];
+	int ncg;
+	char container_id[CONTAINER_ID_LEN + 1];
+	bool tty;		/* stdout is a terminal */
+	uint64_t start_mono_ns;
+};
+
+extern struct aiscope_env env;
+extern const struct argp_child aiscope_argp_children[];
+
+/* Parses argv (usage errors exit 2 with one line) and resolves the
+ * filters: pids exist, cgroup and container directories found. */
+void aiscope_parse(const struct argp *argp, int argc, char **argv, const char *tool,
+		   unsigned int kind);
+
+/* One line "tool: message" on stderr and exit 2. */
+void __attribute__((noreturn, format(printf, 1, 2))) usage_error(const char *fmt, ...);
+/* Fatal error: stderr line, a JSON "error" record with --json, exit code. */
+void __attribute__((noreturn, format(printf, 2, 3))) aiscope_fail(int code, const char *fmt, ...);
+
+#define EXIT_RUNTIME	1
+#define EXIT_USAGE	2
+#define EXIT_CANNOT_RUN	77
+
+#endif

@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <bpf/libbpf.h>
+#include "json.h"
+#include "probe.h"
+
+static const char *const mech_names[PM_NR] = {
+	[PM_FENTRY] = "fentry", [PM_FEXIT] = "fexit", [PM_TP_BTF] = "tp_btf",
+	[PM_RAW_TP] = "raw_tp", [PM_TRACEPOINT] = "tracepoint",
+	[PM_KPROBE] = "kprobe", [PM_KRETPROBE] = "kretprobe",
+};
+
+const char *probe_mech_name(enum probe_mech m)
+{
+	return m < PM_NR ? mech_names[m] : "?";
+}
+
+int probe_parse_mode(const char *s, unsigned int *mask)
+{
+	char buf[128], *tok, *save;
+	unsigned int m = 0;
+
+	if (!s || !*s || strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, s);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(tok, "fentry") || !strcmp(tok, "fexit"))
+			m |= PM_BIT(PM_FENTRY) | PM_BIT(PM_FEXIT);
+		else if (!strcmp(tok, "kprobe") || !strcmp(tok, "kretprobe"))
+			m |= PM_BIT(PM_KPROBE) | PM_BIT(PM_KRETPROBE);
+		else if (!strcmp(tok, "tp_btf"))
+			m |= PM_BIT(PM_TP_BTF);
+		else if (!strcmp(tok, "raw_tp"))
+			m |= PM_BIT(PM_RAW_TP);
+		else if (!strcmp(tok, "tracepoint"))
+			m |= PM_BIT(PM_TRACEPOINT);
+		else
+			return -EINVAL;
+	}
+	if (!m)
+		return -EINVAL;
+	*mask = m;
+	return 0;
+}
+
+static int check(const struct feat_ops *ops, const struct probe_cand *c, char *why, size_t len)
+{
+	switch (c->mech) {
+	case PM_FENTRY:
+	case PM_FEXIT:
+		return ops->fentry(ops->ctx, c->target, why, len);
+	case PM_TP_BTF:
+		return ops->tp_btf(ops->ctx, c->target, why, len);
+	case PM_RAW_TP:
+		return ops->raw_tp(ops->ctx, c->target, why, len);
+	case PM_TRACEPOINT:
+		return ops->tracepoint(ops->ctx, c->target, why, len);
+	case PM_KPROBE:
+	case PM_KRETPROBE:
+		return ops->kprobe(ops->ctx, c->target, why, len);
+	default:
+		snprintf(why, len, "unknown mechanism");
+		return -EINVAL;
+	}
+}
+
+int probe_resolve(struct probe_hook *hooks, int n, const struct feat_ops *ops,
+		  unsigned int allowed)
+{
+	int missing = 0;
+
+	for (int i = 0; i < n; i++) {
+		struct probe_hook *h = &hooks[i];
+
+		h->chosen = -1;
+		for (int j = 0; j < PROBE_MAX_CANDS && h->cand[j].target; j++) {
+			const struct probe_cand *c = &h->cand[j];
+
+			h->why[j][0] = 0;
+			if (!(allowed & PM_BIT(c->mech))) {
+				h->status[j] = PS_EXCLUDED;
+				snprintf(h->why[j], PROBE_WHY_LEN, "excluded by --probe-mode");
+				continue;
+			}
+			if (check(ops, c, h->why[j], PROBE_WHY_LEN)) {
+				h->status[j] = PS_UNAVAILABLE;
+				if (!h->why[j][0])
+					snprintf(h->why[j], PROBE_WHY_LEN, "not supported");
+				continue;
+			}
+			if (h->chosen < 0) {
+				h->chosen = j;
+				h->status[j] = PS_CHOSEN;
+			} else {
+				h->status[j] = PS_AVAILABLE;
+			}
+		}
+		if (h->chosen < 0 && !h->optional)
+			missing++;
+	}
+	return missing ? -ENOENT : 0;
+}
+
+const struct probe_hook *probe_first_missing(const struct probe_hook *hooks, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (hooks[i].chosen < 0 && !hooks[i].optional)
+			return &hooks[i];
+	return NULL;
+}
+
+void probe_explain(const struct probe_hook *h, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	off += snprintf(buf + off, len - off, "tried");
+	for (int j = 0; j < PROBE_MAX_CANDS && h->cand[j].target && off < len; j++)
+		off += snprintf(buf + off, len - off, "%s %s:%s (%s)", j ? "," : "",
+				probe_mech_name(h->cand[j].mech), h->cand[j].target,
+				h->why[j][0] ? h->why[j] : "not tried");
+}
+
+int probe_prepare(struct bpf_object *obj, struct probe_hook *hooks, int n)
+{
+	int err;
+
+	for (int i = 0; i < n; i++) {
+		struct probe_hook *h = &hooks[i];
+
+		for (int j = 0; j < PROBE_MAX_CANDS && h->cand[j].target; j++) {
+			const struct probe_cand *c = &h->cand[j];
+			struct bpf_program *p = bpf_object__find_program_by_name(obj, c->prog);
+
+			if (!p)
+				return -ENOENT;
+			if (j != h->chosen) {
+				bpf_program__set_autoload(p, false);
+				continue;
+			}
+			bpf_program__set_autoload(p, true);
+			if (c->mech == PM_FENTRY || c->mech == PM_FEXIT || c->mech == PM_TP_BTF) {
+				err = bpf_program__set_attach_target(p, 0, c->target);
+				if (err)
+					return err;
+			}
+		}
+	}
+	return 0;
+}
+
+int probe_attach(struct bpf_object *obj, struct probe_hook *hooks, int n,
+		 const struct probe_hook **err_hook)
+{
+	for (int i = 0; i < n; i++) {
+		struct probe_hook *h = &hooks[i];
+		const struct probe_cand *c;
+		struct bpf_program *p;
+		struct bpf_link *l = NULL;
+		char cat[64];
+		const char *slash;
+
+		if (h->chosen < 0)
+			continue;
+		c = &h->cand[h->chosen];
+		p = bpf_object__find_program_by_name(obj, c->prog);
+		if (!p)
+			return -ENOENT;
+		switch (c->mech) {
+		case PM_FENTRY:
+		case PM_FEXIT:
+		case PM_TP_BTF:
+			l = bpf_program__attach_trace(p);
+			break;
+		case PM_RAW_TP:
+			l = bpf_program__attach_raw_tracepoint(p, c->target);
+			break;
+		case PM_TRACEPOINT:
+			slash = strchr(c->target, '/');
+			if (!slash || (size_t)(slash - c->target) >= sizeof(cat))
+				return -EINVAL;
+			memcpy(cat, c->target, slash - c->target);
+			cat[slash - c->target] = 0;
+			l = bpf_program__attach_tracepoint(p, cat, slash + 1);
+			break;
+		case PM_KPROBE:
+		case PM_KRETPROBE:
+			l = bpf_program__attach_kprobe(p, c->mech == PM_KRETPROBE, c->target);
+			break;
+		default:
+			break;
+		}
+		if (!l) {
+			int err = -errno;
+
+			if (err_hook)
+				*err_hook = h;
+			return err ? err : -EINVAL;
+		}
+		h->link = l;
+	}
+	return 0;
+}
+
+void probe_detach(struct probe_hook *hooks, int n)
+{
+	for (int i = 0; i < n; i++) {
+		bpf_link__destroy(hooks[i].link);
+		hooks[i].link = NULL;
+	}
+}
+
+static const char *status_name(enum probe_status s)
+{
+	switch (s) {
+	case PS_CHOSEN: return "chosen";
+	case PS_AVAILABLE: return "available";
+	case PS_UNAVAILABLE: return "unavailable";
+	case PS_EXCLUDED: return "excluded";
+	default: return "untried";
+	}
+}
+
+void probe_print_plan(FILE *f, const struct probe_hook *hooks, int n, struct jw *jw,
+		      const char *tool, unsigned long long realtime_ns)
+{
+	if (!jw)
+		fprintf(f, "%-22s %-11s %-34s %s\n", "HOOK", "MECHANISM", "TARGET", "STATUS");
+	for (int i = 0; i < n; i++) {
+		const struct probe_hook *h = &hooks[i];
+
+		for (int j = 0; j < PROBE_MAX_CANDS && h->cand[j].target; j++) {
+			const struct probe_cand *c = &h->cand[j];
+			bool why = h->status[j] == PS_UNAVAILABLE || h->status[j] == PS_EXCLUDED;
+
+			if (jw) {
+				jw_record_begin(jw, "probe", tool, realtime_ns);
+				jw_kstr(jw, "hook", h->name);
+				jw_kbool(jw, "optional", h->optional);
+				jw_kstr(jw, "mechanism", probe_mech_name(c->mech));
+				jw_kstr(jw, "target", c->target);
+				jw_kstr(jw, "status", status_name(h->status[j]));
+				jw_kstr(jw, "reason", why ? h->why[j] : NULL);
+				jw_record_end(jw);
+				continue;
+			}
+			fprintf(f, "%-22s %-11s %-34s %s%s%s\n", j ? "" : h->name,
+				probe_mech_name(c->mech), c->target, status_name(h->status[j]),
+				why ? ": " : "", why ? h->why[j] : "");
+		}
+		if (!jw && h->chosen < 0)
+			fprintf(f, "%-22s %-11s %-34s %s\n", "", "-", "-",
+				h->optional ? "none: optional, output without it" : "none: cannot run");
+	}
+}
+
+const char *probe_summary(const struct probe_hook *hooks, int n)
+{
+	int mech = -1;
+
+	for (int i = 0; i < n; i++) {
+		int m;
+
+		if (hooks[i].chosen < 0)
+			continue;
+		m = hooks[i].cand[hooks[i].chosen].mech;
+		if (mech >= 0 && m != mech)
+			return "mixed";
+		mech = m;
+	}
+	return mech < 0 ? "none" : probe_mech_name(mech);
+}

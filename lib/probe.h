@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The attach resolver. Each hook lists candidates, richest first; the first
+ * one that this kernel supports (and --probe-mode allows) is chosen, every
+ * other program is left unloaded. Support is decided by probing (BTF, a
+ * trial fentry load, tracefs), never by kernel version. The probes sit
+ * behind struct feat_ops so that tests can run the resolver against fake
+ * kernels.
+ */
+#ifndef AISCOPE_PROBE_H
+#define AISCOPE_PROBE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+struct bpf_object;
+struct bpf_link;
+struct jw;
+
+enum probe_mech {
+	PM_FENTRY,
+	PM_FEXIT,
+	PM_TP_BTF,
+	PM_RAW_TP,
+	PM_TRACEPOINT,		/* classic, target "category/name" */
+	PM_KPROBE,
+	PM_KRETPROBE,
+	PM_NR,
+};
+
+#define PM_BIT(m)	(1U << (m))
+#define PM_ALL		((1U << PM_NR) - 1)
+
+#define PROBE_MAX_CANDS	8
+#define PROBE_WHY_LEN	96
+
+struct probe_cand {
+	enum probe_mech mech;
+	const char *target;	/* function or tracepoint */
+	const char *prog;	/* program name in the BPF object */
+};
+
+enum probe_status { PS_UNTRIED, PS_CHOSEN, PS_AVAILABLE, PS_UNAVAILABLE, PS_EXCLUDED };
+
+struct probe_hook {
+	const char *name;
+	bool optional;		/* the tool runs without it, with less output */
+	struct probe_cand cand[PROBE_MAX_CANDS];
+	/* filled by probe_resolve() */
+	int chosen;		/* index into cand, -1: none */
+	enum probe_status status[PROBE_MAX_CANDS];
+	char why[PROBE_MAX_CANDS][PROBE_WHY_LEN];
+	struct bpf_link *link;
+};
+
+/* Each returns 0 when supported, else a negative errno, with a short
+ * reason in why ("not in kernel BTF", "kprobes not supported"). */
+struct feat_ops {
+	void *ctx;
+	int (*fentry)(void *ctx, const char *func, char *why, size_t len);
+	int (*tp_btf)(void *ctx, const char *tp, char *why, size_t len);
+	int (*raw_tp)(void *ctx, const char *tp, char *why, size_t len);
+	int (*tracepoint)(void *ctx, const char *cat_name, char *why, size_t len);
+	int (*kprobe)(void *ctx, const char *func, char *why, size_t len);
+};
+
+const char *probe_mech_name(enum probe_mech m);
+/* "fentry,tp_btf" -> mask; "fentry" covers fexit, "kprobe" kretprobe.
+ * Returns 0 or -EINVAL. */
+int probe_parse_mode(const char *s, unsigned int *mask);
+
+/* Returns 0, or -ENOENT when a required hook has no candidate. */
+int probe_resolve(struct probe_hook *hooks, int n, const struct feat_ops *ops,
+		  unsigned int allowed);
+/* "tried tp_btf:sched_switch (not in kernel BTF), raw_tp:... (...)" */
+void probe_explain(const struct probe_hook *h, char *buf, size_t len);
+/* The first required hook without a candidate, NULL if none. */
+const struct probe_hook *probe_first_missing(const struct probe_hook *hooks, int n);
+/* Disables every program but the chosen ones; retargets renamed functions. */
+int probe_prepare(struct bpf_object *obj, struct probe_hook *hooks, int n);
+/* Attaches the chosen programs; -errno with err_hook set on failure. */
+int probe_attach(struct bpf_object *obj, struct probe_hook *hooks, int n,
+		 const struct probe_hook **err_hook);
+void probe_detach(struct probe_hook *hooks, int n);
+/* --list-probes */
+void probe_print_plan(FILE *f, const struct probe_hook *hooks, int n, struct jw *jw,
+		      const char *tool, unsigned long long realtime_ns);
+/* "tp_btf" when every chosen candidate uses it, else "mixed" */
+const char *probe_summary(const struct probe_hook *hooks, int n);
+
+#endif

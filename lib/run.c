@@ -1,0 +1,410 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include "kfeatures.h"
+#include "opts.h"
+#include "run.h"
+#include "util.h"
+
+static int64_t rt_offset;
+static bool rt_offset_set;
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (!env.verbose)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+const struct bpf_object_open_opts *aiscope_open_opts(void)
+{
+	static struct bpf_object_open_opts opts = { .sz = sizeof(opts) };
+
+	libbpf_set_print(libbpf_print);
+	opts.btf_custom_path = env.btf_path;
+	return &opts;
+}
+
+static void refresh_offset(void)
+{
+	rt_offset = clock_realtime_offset(feat_boot_clock());
+	rt_offset_set = true;
+}
+
+uint64_t aiscope_realtime(uint64_t bpf_ns)
+{
+	if (!rt_offset_set)
+		refresh_offset();
+	return bpf_ns + rt_offset;
+}
+
+uint64_t aiscope_now_realtime(void)
+{
+	return clock_ns(CLOCK_REALTIME);
+}
+
+void aiscope_map_resize(struct bpf_object *obj, const char *name, uint32_t entries)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(obj, name);
+
+	if (!m || bpf_map__set_max_entries(m, entries))
+		aiscope_fail(EXIT_RUNTIME, "cannot size BPF map %s", name);
+}
+
+static void configure_filter(volatile struct aiscope_filter_cfg *cfg)
+{
+	cfg->by_pid = env.npids > 0;
+	cfg->by_tid = env.ntids > 0;
+	cfg->by_uid = env.has_uid;
+	cfg->uid = env.uid;
+	cfg->by_comm = env.comm[0] != 0;
+	for (int i = 0; i < AISCOPE_COMM_LEN; i++)
+		cfg->comm[i] = env.comm[i];
+	cfg->ncg = env.ncg;
+	for (int i = 0; i < env.ncg; i++) {
+		cfg->cg[i].ssid = env.cg[i].ssid;
+		cfg->cg[i].level = env.cg[i].level;
+		cfg->cg[i].id = env.cg[i].id;
+	}
+	cfg->attr_ssid = cg_attr_ssid();
+}
+
+void aiscope_bpf_prepare(struct aiscope_bpf *b, struct bpf_object *obj,
+			 volatile struct aiscope_filter_cfg *cfg)
+{
+	const struct probe_hook *missing;
+	char why[1024];
+	int err;
+
+	b->obj = obj;
+	err = probe_resolve(b->hooks, b->nhooks, features_ops(), env.probe_mask);
+	if (env.list_probes) {
+		struct jw w;
+
+		jw_init(&w, stdout);
+		probe_print_plan(stdout, b->hooks, b->nhooks, env.json ? &w : NULL, env.tool,
+				 aiscope_now_realtime());
+		exit(0);
+	}
+	if (env.verbose)
+		probe_print_plan(stderr, b->hooks, b->nhooks, NULL, env.tool, 0);
+	if (err && (missing = probe_first_missing(b->hooks, b->nhooks))) {
+		probe_explain(missing, why, sizeof(why));
+		aiscope_fail(EXIT_CANNOT_RUN, "no way to attach %s on this kernel: %s", missing->name, why);
+	}
+	if (!feat_privileged(why, sizeof(why)))
+		aiscope_fail(EXIT_CANNOT_RUN, "%s", why);
+	if (!feat_core_btf())
+		aiscope_fail(EXIT_CANNOT_RUN,
+			     "this kernel has no BTF (/sys/kernel/btf/vmlinux): pass one with --btf FILE");
+	err = probe_prepare(obj, b->hooks, b->nhooks);
+	if (err)
+		aiscope_fail(EXIT_RUNTIME, "cannot prepare BPF programs: %s", strerror(-err));
+	configure_filter(cfg);
+	aiscope_map_resize(obj, "aiscope_events",
+			   b->streaming ? env.buffer_size : (uint32_t)getpagesize());
+}
+
+static void fill_ids(struct bpf_object *obj, const char *name, const uint32_t *ids, int n)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(obj, name);
+	__u8 one = 1;
+
+	for (int i = 0; i < n; i++)
+		if (!m || bpf_map__update_elem(m, &ids[i], sizeof(ids[i]), &one, sizeof(one), BPF_ANY))
+			aiscope_fail(EXIT_RUNTIME, "cannot fill BPF map %s: %s", name, strerror(errno));
+}
+
+void aiscope_bpf_load(struct aiscope_bpf *b, int err)
+{
+	if (err == -EPERM)
+		aiscope_fail(EXIT_CANNOT_RUN, "not permitted to load BPF programs (%s)", strerror(-err));
+	if (err)
+		aiscope_fail(EXIT_RUNTIME, "failed to load BPF programs: %s (-v shows the verifier log)",
+			     strerror(-err));
+	fill_ids(b->obj, "aiscope_pids", env.pids, env.npids);
+	fill_ids(b->obj, "aiscope_tids", env.tids, env.ntids);
+	if (b->streaming) {
+		struct bpf_map *m = bpf_object__find_map_by_name(b->obj, "aiscope_events");
+
+		b->rb = ring_buffer__new(bpf_map__fd(m), b->on_event, b->ctx, NULL);
+		if (!b->rb)
+			aiscope_fail(EXIT_RUNTIME, "cannot open the ring buffer: %s", strerror(errno));
+	}
+}
+
+void aiscope_bpf_attach(struct aiscope_bpf *b)
+{
+	const struct probe_hook *h = NULL;
+	int err = probe_attach(b->obj, b->hooks, b->nhooks, &h);
+
+	if (!err)
+		return;
+	if (h) {
+		const struct probe_cand *c = &h->cand[h->chosen];
+
+		aiscope_fail(err == -EPERM ? EXIT_CANNOT_RUN : EXIT_RUNTIME,
+			     "cannot attach %s with %s:%s: %s", h->name, probe_mech_name(c->mech),
+			     c->target, strerror(-err));
+	}
+	aiscope_fail(EXIT_RUNTIME, "cannot attach: %s", strerror(-err));
+}
+
+void aiscope_bpf_destroy(struct aiscope_bpf *b)
+{
+	ring_buffer__free(b->rb);
+	b->rb = NULL;
+	probe_detach(b->hooks, b->nhooks);
+}
+
+/* ---- lost events ---- */
+
+static void read_lost(struct aiscope_bpf *b, uint64_t now[AISCOPE_LOST_NR])
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(b->obj, "aiscope_lost");
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t vals[ncpu > 0 ? ncpu : 1];
+
+	memset(now, 0, sizeof(uint64_t) * AISCOPE_LOST_NR);
+	if (!m || ncpu <= 0)
+		return;
+	for (uint32_t k = 0; k < AISCOPE_LOST_NR; k++) {
+		if (bpf_map__lookup_elem(m, &k, sizeof(k), vals, sizeof(vals), 0))
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			now[k] += vals[c];
+	}
+}
+
+uint64_t aiscope_lost_total(const struct aiscope_bpf *b)
+{
+	uint64_t t = 0;
+
+	for (int k = 0; k < AISCOPE_LOST_NR; k++)
+		t += b->lost[k];
+	return t;
+}
+
+uint64_t aiscope_lost_check(struct aiscope_bpf *b)
+{
+	uint64_t now[AISCOPE_LOST_NR], d[AISCOPE_LOST_NR], total = 0;
+
+	read_lost(b, now);
+	for (int k = 0; k < AISCOPE_LOST_NR; k++) {
+		d[k] = now[k] - b->lost[k];
+		b->lost[k] = now[k];
+		total += d[k];
+	}
+	if (!total)
+		return 0;
+	if (env.json) {
+		struct jw w;
+
+		jw_init(&w, stdout);
+		jw_record_begin(&w, "lost", env.tool, aiscope_now_realtime());
+		jw_ku64(&w, "lost_events", total);
+		jw_ku64(&w, "ringbuf_full", d[AISCOPE_LOST_RINGBUF]);
+		jw_ku64(&w, "map_full", d[AISCOPE_LOST_MAP]);
+		jw_record_end(&w);
+	}
+	fprintf(stderr, "%s: lost %llu events (ring buffer full: %llu, map full: %llu): %s\n",
+		env.tool, (unsigned long long)total, (unsigned long long)d[AISCOPE_LOST_RINGBUF],
+		(unsigned long long)d[AISCOPE_LOST_MAP],
+		d[AISCOPE_LOST_RINGBUF] ? "try a larger --buffer-size or a filter"
+					: "try a filter (-p, -c, --container)");
+	return total;
+}
+
+/* ---- event loop ---- */
+
+static int timer_fd(uint64_t ns, bool periodic)
+{
+	struct itimerspec its = {};
+	int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+
+	if (fd < 0)
+		return -1;
+	its.it_value.tv_sec = ns / NSEC_PER_SEC;
+	its.it_value.tv_nsec = ns % NSEC_PER_SEC;
+	if (periodic)
+		its.it_interval = its.it_value;
+	timerfd_settime(fd, 0, &its, NULL);
+	return fd;
+}
+
+static bool stdout_broken(void)
+{
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return false;
+	return errno == EPIPE || ferror(stdout);
+}
+
+int aiscope_loop_stop(struct aiscope_loop *l, const char *reason)
+{
+	if (!l->exit_reason)
+		l->exit_reason = reason;
+	return -ECANCELED;
+}
+
+enum { SRC_SIGNAL = 1, SRC_TICK, SRC_DEADLINE, SRC_RING, SRC_STDOUT };
+
+static int add_fd(int ep, int fd, uint32_t events, uint64_t tag)
+{
+	struct epoll_event ev = { .events = events, .data.u64 = tag };
+
+	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+int aiscope_loop_run(struct aiscope_loop *l)
+{
+	struct aiscope_bpf *b = l->bpf;
+	uint64_t tick_ns = l->tick_ns ? l->tick_ns : NSEC_PER_SEC;
+	int ep, sfd, tfd, dfd = -1;
+	sigset_t mask;
+
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	tfd = timer_fd(tick_ns, true);
+	if (sfd < 0 || ep < 0 || tfd < 0)
+		aiscope_fail(EXIT_RUNTIME, "cannot set up the event loop: %s", strerror(errno));
+	add_fd(ep, sfd, EPOLLIN, SRC_SIGNAL);
+	add_fd(ep, tfd, EPOLLIN, SRC_TICK);
+	if (env.duration_ns) {
+		uint64_t spent = clock_ns(CLOCK_MONOTONIC) - env.start_mono_ns;
+
+		dfd = timer_fd(env.duration_ns > spent ? env.duration_ns - spent : 1, false);
+		add_fd(ep, dfd, EPOLLIN, SRC_DEADLINE);
+	}
+	if (b->rb)
+		add_fd(ep, ring_buffer__epoll_fd(b->rb), EPOLLIN, SRC_RING);
+	/* a pipe whose reader went away reports EPOLLERR: leave at once */
+	add_fd(ep, STDOUT_FILENO, 0, SRC_STDOUT);
+	refresh_offset();
+
+	while (!l->exit_reason) {
+		struct epoll_event evs[8];
+		int n = epoll_wait(ep, evs, 8, -1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			l->exit_reason = "error";
+			break;
+		}
+		for (int i = 0; i < n && !l->exit_reason; i++) {
+			uint64_t exp;
+			struct signalfd_siginfo si;
+
+			switch (evs[i].data.u64) {
+			case SRC_SIGNAL:
+				if (read(sfd, &si, sizeof(si)) > 0)
+					l->exit_reason = "signal";
+				break;
+			case SRC_DEADLINE:
+				l->exit_reason = "duration";
+				break;
+			case SRC_STDOUT:
+				l->exit_reason = "pipe";
+				break;
+			case SRC_RING:
+				if (ring_buffer__consume(b->rb) < 0 && !l->exit_reason)
+					l->exit_reason = "error";
+				break;
+			case SRC_TICK:
+				if (read(tfd, &exp, sizeof(exp)) < 0)
+					break;
+				refresh_offset();
+				/* events stamped before the tick belong before it */
+				if (b->rb)
+					ring_buffer__consume(b->rb);
+				l->ticks++;
+				if (l->on_tick && l->on_tick(l->ctx) == AISCOPE_STOP)
+					aiscope_loop_stop(l, "count");
+				aiscope_lost_check(b);
+				break;
+			}
+		}
+		if (stdout_broken())
+			l->exit_reason = "pipe";
+	}
+	/* drain what is already in the buffer, unless nobody reads it */
+	if (b->rb && strcmp(l->exit_reason, "pipe") && strcmp(l->exit_reason, "count"))
+		ring_buffer__consume(b->rb);
+	close(ep);
+	close(sfd);
+	close(tfd);
+	if (dfd >= 0)
+		close(dfd);
+	if (!strcmp(l->exit_reason, "pipe")) {
+		/* CONTRACT 7: a closed stdout ends the tool at once, silently */
+		aiscope_bpf_destroy(b);
+		_exit(0);
+	}
+	return !strcmp(l->exit_reason, "error") ? -1 : 0;
+}
+
+/* ---- identity ---- */
+
+const char *aiscope_ident_cgroup(const struct aiscope_ident *id, struct container_info *ci)
+{
+	const char *path = cg_path_of(id->cgroup_id, id->cgroup_v1);
+
+	if (!path || !cg_parse_container(path, ci))
+		memset(ci, 0, sizeof(*ci));
+	return path;
+}
+
+const char *aiscope_container_short(const struct container_info *ci, char *buf)
+{
+	if (!ci->id[0])
+		return "-";
+	memcpy(buf, ci->id, 12);
+	buf[12] = 0;
+	return buf;
+}
+
+void aiscope_ident_json(struct jw *w, const struct aiscope_ident *id, bool with_tid)
+{
+	struct container_info ci;
+	const char *path = aiscope_ident_cgroup(id, &ci);
+
+	jw_ku64(w, "pid", id->pid);
+	if (with_tid)
+		jw_ku64(w, "tid", id->tid);
+	else
+		jw_knull(w, "tid");
+	jw_kstrn(w, "comm", id->comm, sizeof(id->comm));
+	jw_ku64(w, "uid", id->uid);
+	jw_ku64(w, "cgroup_id", id->cgroup_id);
+	jw_kstr(w, "cgroup", path);
+	jw_kstr(w, "container_id", ci.id[0] ? ci.id : NULL);
+	jw_kstr(w, "runtime", ci.runtime);
+	jw_kstr(w, "pod_uid", ci.pod_uid[0] ? ci.pod_uid : NULL);
+}
+
+void aiscope_summary_begin(struct jw *w, const struct aiscope_bpf *b, const struct aiscope_loop *l,
+			   uint64_t events)
+{
+	jw_record_begin(w, "summary", env.tool, aiscope_now_realtime());
+	jw_ku64(w, "duration_ns", clock_ns(CLOCK_MONOTONIC) - env.start_mono_ns);
+	jw_ku64(w, "events", events);
+	jw_ku64(w, "lost_events", aiscope_lost_total(b));
+	jw_kstr(w, "exit_reason", l->exit_reason);
+	jw_kstr(w, "probes", probe_summary(b->hooks, b->nhooks));
+}

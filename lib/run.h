@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * A tool's life around its skeleton: prepare (attach plan, --list-probes,
+ * privileges, filters, buffer size), load, attach, the event loop (ring
+ * buffer, interval timer, SIGINT/SIGTERM, --duration, closed stdout) and
+ * lost-event accounting.
+ *
+ *	skel = x_bpf__open_opts(aiscope_open_opts());
+ *	aiscope_bpf_prepare(&b, skel->obj, &skel->rodata->aiscope_filter);
+ *	aiscope_bpf_load(&b, x_bpf__load(skel));
+ *	aiscope_bpf_attach(&b);
+ *	aiscope_loop_run(&loop);
+ */
+#ifndef AISCOPE_RUN_H
+#define AISCOPE_RUN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <bpf/libbpf.h>
+#include "aiscope_common.h"
+#include "cgroup.h"
+#include "json.h"
+#include "probe.h"
+
+struct aiscope_bpf {
+	struct bpf_object *obj;
+	struct probe_hook *hooks;
+	int nhooks;
+	bool streaming;			/* events go through the ring buffer */
+	ring_buffer_sample_fn on_event;
+	void *ctx;
+	/* filled in */
+	struct ring_buffer *rb;
+	uint64_t lost[AISCOPE_LOST_NR];	/* totals so far */
+};
+
+#define AISCOPE_STOP 1
+
+struct aiscope_loop {
+	struct aiscope_bpf *bpf;
+	/* every interval (aggregating tools); returns AISCOPE_STOP to end */
+	int (*on_tick)(void *ctx);
+	void *ctx;
+	uint64_t tick_ns;		/* 0: no interval callback */
+	/* filled in */
+	const char *exit_reason;	/* signal|duration|count|pipe|error */
+	uint64_t ticks;
+};
+
+const struct bpf_object_open_opts *aiscope_open_opts(void);
+/* Exits 0 after --list-probes, 77 when a hook is missing or privileges
+ * are, 1 on other errors. */
+void aiscope_bpf_prepare(struct aiscope_bpf *b, struct bpf_object *obj,
+			 volatile struct aiscope_filter_cfg *cfg);
+void aiscope_bpf_load(struct aiscope_bpf *b, int load_err);
+void aiscope_bpf_attach(struct aiscope_bpf *b);
+void aiscope_bpf_destroy(struct aiscope_bpf *b);
+/* Sets a map's size before load (tools size maps from options). */
+void aiscope_map_resize(struct bpf_object *obj, const char *map, uint32_t entries);
+
+int aiscope_loop_run(struct aiscope_loop *l);
+/* From a ring-buffer callback: end the loop (e.g. --count reached). */
+int aiscope_loop_stop(struct aiscope_loop *l, const char *reason);
+
+/* Boot-clock ns of a BPF event -> realtime ns. */
+uint64_t aiscope_realtime(uint64_t bpf_ns);
+uint64_t aiscope_now_realtime(void);
+/* Reads the lost counters; reports a non-zero delta as a "lost" record or
+ * a stderr warning. Returns the delta. */
+uint64_t aiscope_lost_check(struct aiscope_bpf *b);
+uint64_t aiscope_lost_total(const struct aiscope_bpf *b);
+
+/* Identity of CONTRACT section 4: pid, tid, comm, uid, cgroup_id, cgroup,
+ * container_id, runtime, pod_uid. tid < 0 writes null. */
+void aiscope_ident_json(struct jw *w, const struct aiscope_ident *id, bool with_tid);
+/* The cgroup path (NULL if unknown) and the container of an identity. */
+const char *aiscope_ident_cgroup(const struct aiscope_ident *id, struct container_info *ci);
+/* 12-character container id for tables, "-" for none */
+const char *aiscope_container_short(const struct container_info *ci, char *buf);
+
+/* {"type":"summary",... common keys; the caller adds its own and ends it */
+void aiscope_summary_begin(struct jw *w, const struct aiscope_bpf *b, const struct aiscope_loop *l,
+			   uint64_t events);
+
+#endif

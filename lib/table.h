@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Table writer: UPPERCASE headers, numbers right-aligned and never cut,
+ * strings elided with "~" only on a terminal and never with --wide.
+ * Control bytes in strings are shown as '?', so a hostile comm cannot
+ * move the cursor.
+ */
+#ifndef AISCOPE_TABLE_H
+#define AISCOPE_TABLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define TC_LEFT		0x1	/* strings: left-aligned, elidable */
+
+struct tcol {
+	const char *name;
+	int width;
+	unsigned int flags;
+};
+
+struct table {
+	FILE *f;
+	const struct tcol *cols;
+	int ncols;
+	bool elide;		/* a terminal without --wide */
+	int cur;		/* column being written */
+};
+
+void table_init(struct table *t, FILE *f, const struct tcol *cols, int ncols, bool elide);
+void table_header(struct table *t);
+void table_str(struct table *t, const char *s);
+void table_u64(struct table *t, uint64_t v);
+void table_fixed(struct table *t, double v, int decimals);
+void table_end_row(struct table *t);
+
+/* Start of an interval block: on a terminal (unless noclear) clear the
+ * screen and print title; otherwise "# <RFC 3339> interval=<dur>". */
+void table_block_begin(FILE *f, bool redraw, uint64_t realtime_ns, uint64_t interval_ns,
+		       const char *title);
+
+#endif

@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include "util.h"
+
+int parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+	unsigned long long x;
+
+	if (!s || !*s || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	x = strtoull(s, &end, 10);
+	if (errno || *end)
+		return -EINVAL;
+	*v = x;
+	return 0;
+}
+
+/* Splits "1.5ms" into 1.5 and "ms"; integer and fraction kept apart so
+ * that "0.000000001s" stays exact. */
+static int parse_scaled(const char *s, uint64_t *whole, uint64_t *frac_num,
+			uint64_t *frac_den, const char **unit)
+{
+	const char *p = s;
+	uint64_t w = 0, num = 0, den = 1;
+	int digits = 0;
+
+	if (!s || !*s)
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++, digits++) {
+		if (w > (UINT64_MAX - 9) / 10)
+			return -ERANGE;
+		w = w * 10 + (*p - '0');
+	}
+	if (*p == '.') {
+		p++;
+		for (; *p >= '0' && *p <= '9'; p++, digits++) {
+			if (den < 1000000000000ULL) {
+				num = num * 10 + (*p - '0');
+				den *= 10;
+			}
+		}
+	}
+	if (!digits)
+		return -EINVAL;
+	*whole = w;
+	*frac_num = num;
+	*frac_den = den;
+	*unit = p;
+	return 0;
+}
+
+static int scale(uint64_t whole, uint64_t num, uint64_t den, uint64_t mult, uint64_t *out)
+{
+	if (whole && mult > UINT64_MAX / whole)
+		return -ERANGE;
+	*out = whole * mult + (num * mult) / den;
+	return 0;
+}
+
+int parse_duration(const char *s, uint64_t *ns)
+{
+	static const struct { const char *unit; uint64_t mult; } units[] = {
+		{ "", NSEC_PER_SEC }, { "ns", 1 }, { "us", NSEC_PER_USEC },
+		{ "ms", NSEC_PER_MSEC }, { "s", NSEC_PER_SEC },
+		{ "m", 60 * NSEC_PER_SEC }, { "h", 3600 * NSEC_PER_SEC },
+		{ "d", 86400 * NSEC_PER_SEC },
+	};
+	uint64_t w, num, den;
+	const char *unit;
+	size_t i;
+
+	if (parse_scaled(s, &w, &num, &den, &unit))
+		return -EINVAL;
+	for (i = 0; i < ARRAY_SIZE(units); i++)
+		if (!strcmp(unit, units[i].unit))
+			return scale(w, num, den, units[i].mult, ns) ? -EINVAL : 0;
+	return -EINVAL;
+}
+
+int parse_size(const char *s, uint64_t *bytes)
+{
+	static const struct { const char *unit; uint64_t mult; } units[] = {
+		{ "", 1 }, { "B", 1 },
+		{ "K", 1ULL << 10 }, { "KiB", 1ULL << 10 }, { "KB", 1ULL << 10 },
+		{ "M", 1ULL << 20 }, { "MiB", 1ULL << 20 }, { "MB", 1ULL << 20 },
+		{ "G", 1ULL << 30 }, { "GiB", 1ULL << 30 }, { "GB", 1ULL << 30 },
+	};
+	uint64_t w, num, den;
+	const char *unit;
+	size_t i;
+
+	if (parse_scaled(s, &w, &num, &den, &unit))
+		return -EINVAL;
+	for (i = 0; i < ARRAY_SIZE(units); i++)
+		if (!strcasecmp(unit, units[i].unit))
+			return scale(w, num, den, units[i].mult, bytes) ? -EINVAL : 0;
+	return -EINVAL;
+}
+
+int parse_u32_list(const char *s, uint32_t *out, int max)
+{
+	const char *p = s;
+	int n = 0;
+
+	if (!s || !*s)
+		return -EINVAL;
+	while (*p) {
+		char *end;
+		unsigned long v;
+
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		errno = 0;
+		v = strtoul(p, &end, 10);
+		if (errno || v > UINT32_MAX || (*end && *end != ','))
+			return -EINVAL;
+		if (n >= max)
+			return -E2BIG;
+		out[n++] = v;
+		p = end;
+		if (*p == ',') {
+			p++;
+			if (!*p)
+				return -EINVAL;
+		}
+	}
+	return n;
+}
+
+void fmt_duration(uint64_t ns, char *buf, size_t len)
+{
+	static const struct { const char *unit; uint64_t div; } units[] = {
+		{ "h", 3600 * NSEC_PER_SEC }, { "m", 60 * NSEC_PER_SEC },
+		{ "s", NSEC_PER_SEC }, { "ms", NSEC_PER_MSEC }, { "us", NSEC_PER_USEC },
+	};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(units); i++) {
+		if (ns < units[i].div)
+			continue;
+		if (ns % units[i].div == 0)
+			snprintf(buf, len, "%llu%s", (unsigned long long)(ns / units[i].div),
+				 units[i].unit);
+		else
+			snprintf(buf, len, "%.3g%s", (double)ns / units[i].div, units[i].unit);
+		return;
+	}
+	snprintf(buf, len, "%lluns", (unsigned long long)ns);
+}
+
+uint64_t clock_ns(int clockid)
+{
+	struct timespec ts;
+
+	clock_gettime(clockid, &ts);
+	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
+}
+
+int64_t clock_realtime_offset(bool boot_clock)
+{
+	int clk = boot_clock ? CLOCK_BOOTTIME : CLOCK_MONOTONIC;
+	uint64_t a, b, r;
+
+	/* bracket the realtime read to halve the error of the pair */
+	a = clock_ns(clk);
+	r = clock_ns(CLOCK_REALTIME);
+	b = clock_ns(clk);
+	return (int64_t)(r - (a + (b - a) / 2));
+}
+
+void fmt_rfc3339_ns(uint64_t realtime_ns, char *buf, size_t len)
+{
+	time_t sec = realtime_ns / NSEC_PER_SEC;
+	struct tm tm;
+	char base[24];
+
+	gmtime_r(&sec, &tm);
+	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, len, "%s.%09lluZ", base, (unsigned long long)(realtime_ns % NSEC_PER_SEC));
+}
+
+void fmt_hms(uint64_t realtime_ns, char *buf, size_t len)
+{
+	time_t sec = realtime_ns / NSEC_PER_SEC;
+	struct tm tm;
+
+	localtime_r(&sec, &tm);
+	strftime(buf, len, "%H:%M:%S", &tm);
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Parsing of durations, sizes and lists; clocks and timestamps. */
+#ifndef AISCOPE_UTIL_H
+#define AISCOPE_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#define NSEC_PER_USEC	1000ULL
+#define NSEC_PER_MSEC	1000000ULL
+#define NSEC_PER_SEC	1000000000ULL
+
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+
+/* "500ms", "10" (seconds), "10s", "2m", "1h", "250us", "1.5s". 0 or -EINVAL. */
+int parse_duration(const char *s, uint64_t *ns);
+/* "4096", "256K", "64M", "1G" (powers of 1024, optional "iB"/"B"). */
+int parse_size(const char *s, uint64_t *bytes);
+/* "1,2,3" into out[] (at most max); returns the count or -EINVAL/-E2BIG. */
+int parse_u32_list(const char *s, uint32_t *out, int max);
+int parse_u64(const char *s, uint64_t *v);
+
+/* Human form of a duration: "1s", "500ms", "1.5s". */
+void fmt_duration(uint64_t ns, char *buf, size_t len);
+
+/* CLOCK_REALTIME minus the clock BPF stamps events with. */
+int64_t clock_realtime_offset(bool boot_clock);
+uint64_t clock_ns(int clockid);
+/* "2026-11-29T08:17:31.123456789Z" (buf >= 32 bytes). */
+void fmt_rfc3339_ns(uint64_t realtime_ns, char *buf, size_t len);
+/* Local "HH:MM:SS" for -T columns. */
+void fmt_hms(uint64_t realtime_ns, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,678 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * schedlat: are my threads waiting for a CPU, and whose?
+ *
+ * Run-queue latency per process, thread, cgroup, container or host,
+ * aggregated in the kernel in log-linear histograms; --min streams single
+ * long waits with the task that held the CPU.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "kfeatures.h"
+#include "hist.h"
+#include "json.h"
+#include "opts.h"
+#include "run.h"
+#include "table.h"
+#include "util.h"
+#include "schedlat.h"
+#include "schedlat.skel.h"
+
+#define TOOL "schedlat"
+#define BY_CONTAINER 100	/* user-space grouping of SCHEDLAT_BY_CGROUP rows */
+
+static const char doc[] =
+"Run-queue latency: how long runnable tasks wait for a CPU, and whose.\n"
+"\n"
+"Every interval a top-like table per process (or --by tid|cgroup|container|host)\n"
+"with waits, percentiles, preemptions and migrations, aggregated in the kernel.\n"
+"-H prints histograms instead; --min DUR streams each wait longer than DUR with\n"
+"the task that held the CPU.\n"
+"\n"
+"USAGE: schedlat [OPTIONS] [interval [count]]"
+"\v"
+"EXAMPLES:\n"
+"  schedlat                      # top-like table of waiting processes, every second\n"
+"  schedlat -H                   # host-wide histogram, like runqlat\n"
+"  schedlat --by container -s p99  # containers by p99 wait\n"
+"  schedlat --min 10ms           # each wait over 10 ms, with the task that held the CPU\n"
+"  schedlat -p 1234 -j -d 30s | jq 'select(.type==\"sample\") | .p99_ns'\n"
+"  schedlat -c /sys/fs/cgroup/unified/train.slice 5 3   # 3 intervals of 5 s\n"
+"\n"
+"Exit status: 0 done, 1 runtime error, 2 usage error, 77 cannot run here.";
+
+enum { OPT_BY = 0x200, OPT_MIN };
+
+static const struct argp_option opts[] = {
+	{ NULL, 0, NULL, 0, "schedlat:", 0 },
+	{ "by", OPT_BY, "KEY", 0, "Group by pid (default), tid, cgroup, container or host", 0 },
+	{ "hist", 'H', NULL, 0, "Print log2 histograms (host-wide unless --by)", 0 },
+	{ "min", OPT_MIN, "DUR", 0, "Stream each wait longer than DUR (e.g. 10ms)", 0 },
+	{},
+};
+
+static const char *const sort_keys[] = { "wait", "p99", "max", "runs", "avg", NULL };
+
+static struct {
+	int by;			/* SCHEDLAT_BY_* or BY_CONTAINER */
+	bool by_set;
+	bool hist;
+	uint64_t min_ns;
+	const char *sort;
+} cfg = { .by = SCHEDLAT_BY_PID, .sort = "wait" };
+
+static error_t parse_arg(int key, char *arg, struct argp_state *state)
+{
+	static const struct { const char *name; int by; } bys[] = {
+		{ "pid", SCHEDLAT_BY_PID }, { "tid", SCHEDLAT_BY_TID },
+		{ "cgroup", SCHEDLAT_BY_CGROUP }, { "container", BY_CONTAINER },
+		{ "host", SCHEDLAT_BY_HOST },
+	};
+	size_t i;
+
+	switch (key) {
+	case OPT_BY:
+		for (i = 0; i < ARRAY_SIZE(bys); i++)
+			if (!strcmp(arg, bys[i].name))
+				break;
+		if (i == ARRAY_SIZE(bys))
+			usage_error("invalid --by '%s': expected pid, tid, cgroup, container or host", arg);
+		cfg.by = bys[i].by;
+		cfg.by_set = true;
+		break;
+	case 'H':
+		cfg.hist = true;
+		break;
+	case OPT_MIN:
+		if (parse_duration(arg, &cfg.min_ns) || !cfg.min_ns)
+			usage_error("invalid --min '%s': expected a positive duration such as 10ms", arg);
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static const struct argp argp = {
+	.options = opts,
+	.parser = parse_arg,
+	.doc = doc,
+	.children = aiscope_argp_children,
+};
+
+static struct probe_hook hooks[] = {
+	{ .name = "sched_wakeup", .cand = {
+		{ PM_TP_BTF, "sched_wakeup", "wakeup_btf" },
+		{ PM_RAW_TP, "sched_wakeup", "wakeup_raw" },
+		{ PM_TRACEPOINT, "sched/sched_wakeup", "wakeup_tp" } } },
+	{ .name = "sched_wakeup_new", .cand = {
+		{ PM_TP_BTF, "sched_wakeup_new", "wakeup_new_btf" },
+		{ PM_RAW_TP, "sched_wakeup_new", "wakeup_new_raw" },
+		{ PM_TRACEPOINT, "sched/sched_wakeup_new", "wakeup_new_tp" } } },
+	{ .name = "sched_switch", .cand = {
+		{ PM_TP_BTF, "sched_switch", "switch_btf" },
+		{ PM_RAW_TP, "sched_switch", "switch_raw" },
+		{ PM_TRACEPOINT, "sched/sched_switch", "switch_tp" } } },
+	{ .name = "sched_migrate_task", .optional = true, .cand = {
+		{ PM_TP_BTF, "sched_migrate_task", "migrate_btf" },
+		{ PM_RAW_TP, "sched_migrate_task", "migrate_raw" },
+		{ PM_TRACEPOINT, "sched/sched_migrate_task", "migrate_tp" } } },
+	{ .name = "sched_process_exit", .cand = {
+		{ PM_TP_BTF, "sched_process_exit", "exit_btf" },
+		{ PM_RAW_TP, "sched_process_exit", "exit_raw" },
+		{ PM_TRACEPOINT, "sched/sched_process_exit", "exit_tp" } } },
+};
+
+/* ---- one interval's rows ---- */
+
+struct row {
+	struct aiscope_ident ident;
+	bool has_ident;
+	struct container_info ci;
+	const char *cgroup;
+	struct hist h;
+	uint64_t preemptions;
+	uint64_t migrations;
+};
+
+static struct {
+	struct schedlat_bpf *skel;
+	struct aiscope_bpf bpf;
+	struct aiscope_loop loop;
+	struct jw jw;
+	struct row *rows;
+	size_t nrows, cap;
+	struct row host;		/* this interval */
+	struct row total;		/* the whole run */
+	uint64_t last_tick_mono;
+	uint64_t events;		/* --min events printed */
+} S;
+
+static struct row *row_for(const struct schedlat_key *key, const struct schedlat_stats *st)
+{
+	struct row *r;
+	struct container_info ci;
+	const char *cgroup = NULL;
+
+	if (cfg.by == SCHEDLAT_BY_CGROUP || cfg.by == BY_CONTAINER)
+		cgroup = aiscope_ident_cgroup(&st->ident, &ci);
+	if (cfg.by == BY_CONTAINER) {
+		/* every task outside containers folds into one row */
+		for (size_t i = 0; i < S.nrows; i++)
+			if (!strcmp(S.rows[i].ci.id, ci.id))
+				return &S.rows[i];
+	}
+	if (S.nrows == S.cap) {
+		size_t cap = S.cap ? S.cap * 2 : 64;
+		struct row *n = realloc(S.rows, cap * sizeof(*n));
+
+		if (!n)
+			aiscope_fail(EXIT_RUNTIME, "out of memory");
+		S.rows = n;
+		S.cap = cap;
+	}
+	r = &S.rows[S.nrows++];
+	memset(r, 0, sizeof(*r));
+	r->ident = st->ident;
+	r->has_ident = true;
+	if (cfg.by == SCHEDLAT_BY_CGROUP || cfg.by == BY_CONTAINER) {
+		r->ci = ci;
+		r->cgroup = cgroup;
+	} else {
+		aiscope_ident_cgroup(&st->ident, &r->ci);
+	}
+	(void)key;
+	return r;
+}
+
+static void add_stats(struct row *r, const struct schedlat_stats *st)
+{
+	hist_add_counts(&r->h, st->hist, st->wait_ns, st->max_ns);
+	r->preemptions += st->preemptions;
+	r->migrations += st->migrations;
+}
+
+/* Drain the keys of the interval that just closed. */
+static int collect(void)
+{
+	int fd = bpf_map__fd(S.skel->maps.stats);
+	uint32_t closed = S.skel->bss->epoch;
+	struct schedlat_key key, next, *keys = NULL;
+	struct schedlat_stats st;
+	size_t nkeys = 0, kcap = 0;
+	void *prev = NULL;
+
+	S.skel->bss->epoch = closed ^ 1;
+	S.nrows = 0;
+	memset(&S.host, 0, sizeof(S.host));
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (next.epoch != closed)
+			continue;
+		if (nkeys == kcap) {
+			size_t cap = kcap ? kcap * 2 : 256;
+			struct schedlat_key *n = realloc(keys, cap * sizeof(*n));
+
+			if (!n)
+				break;
+			keys = n;
+			kcap = cap;
+		}
+		keys[nkeys++] = next;
+	}
+	for (size_t i = 0; i < nkeys; i++) {
+		if (bpf_map_lookup_elem(fd, &keys[i], &st))
+			continue;
+		bpf_map_delete_elem(fd, &keys[i]);
+		add_stats(row_for(&keys[i], &st), &st);
+		add_stats(&S.host, &st);
+	}
+	free(keys);
+	hist_merge(&S.total.h, &S.host.h);
+	S.total.preemptions += S.host.preemptions;
+	S.total.migrations += S.host.migrations;
+	return 0;
+}
+
+static uint64_t sort_value(const struct row *r)
+{
+	switch (cfg.sort[0]) {
+	case 'p': return hist_percentile(&r->h, 99);
+	case 'm': return r->h.max;
+	case 'r': return r->h.total;
+	case 'a': return r->h.total ? r->h.sum / r->h.total : 0;
+	default: return r->h.sum;
+	}
+}
+
+static int cmp_rows(const void *a, const void *b)
+{
+	uint64_t va = sort_value(a), vb = sort_value(b);
+
+	if (va != vb)
+		return va < vb ? 1 : -1;
+	return ((const struct row *)a)->ident.tid < ((const struct row *)b)->ident.tid ? -1 : 1;
+}
+
+static size_t rows_shown(void)
+{
+	if (env.rows && (size_t)env.rows < S.nrows)
+		return env.rows;
+	return S.nrows;
+}
+
+static const char *by_name(void)
+{
+	switch (cfg.by) {
+	case SCHEDLAT_BY_TID: return "tid";
+	case SCHEDLAT_BY_CGROUP: return "cgroup";
+	case BY_CONTAINER: return "container";
+	case SCHEDLAT_BY_HOST: return "host";
+	default: return "pid";
+	}
+}
+
+/* ---- JSON ---- */
+
+static void json_identity(const struct row *r, bool host)
+{
+	struct jw *w = &S.jw;
+	bool task = !host && (cfg.by == SCHEDLAT_BY_PID || cfg.by == SCHEDLAT_BY_TID);
+	bool cgroup = !host && cfg.by == SCHEDLAT_BY_CGROUP;
+	bool container = !host && (cgroup || cfg.by == BY_CONTAINER || task);
+
+	jw_kstr(w, "by", host ? "host" : by_name());
+	if (task) {
+		jw_ku64(w, "pid", r->ident.pid);
+		if (cfg.by == SCHEDLAT_BY_TID)
+			jw_ku64(w, "tid", r->ident.tid);
+		else
+			jw_knull(w, "tid");
+		jw_kstrn(w, "comm", r->ident.comm, sizeof(r->ident.comm));
+		jw_ku64(w, "uid", r->ident.uid);
+	} else {
+		jw_knull(w, "pid");
+		jw_knull(w, "tid");
+		jw_knull(w, "comm");
+		jw_knull(w, "uid");
+	}
+	if (task || cgroup) {
+		jw_ku64(w, "cgroup_id", r->ident.cgroup_id);
+		jw_kstr(w, "cgroup", task ? cg_path_of(r->ident.cgroup_id, r->ident.cgroup_v1)
+					  : r->cgroup);
+	} else {
+		jw_knull(w, "cgroup_id");
+		jw_knull(w, "cgroup");
+	}
+	jw_kstr(w, "container_id", container && r->ci.id[0] ? r->ci.id : NULL);
+	jw_kstr(w, "runtime", container ? r->ci.runtime : NULL);
+	jw_kstr(w, "pod_uid", container && r->ci.pod_uid[0] ? r->ci.pod_uid : NULL);
+}
+
+static void json_stats(const struct row *r)
+{
+	struct jw *w = &S.jw;
+	const struct hist *h = &r->h;
+
+	jw_ku64(w, "runs", h->total);
+	jw_ku64(w, "wait_ns", h->sum);
+	jw_ku64(w, "avg_ns", h->total ? h->sum / h->total : 0);
+	jw_ku64(w, "p50_ns", hist_percentile(h, 50));
+	jw_ku64(w, "p99_ns", hist_percentile(h, 99));
+	jw_ku64(w, "max_ns", h->max);
+	jw_ku64(w, "preemptions", r->preemptions);
+	jw_ku64(w, "migrations", r->migrations);
+}
+
+static void json_row(const struct row *r, bool host, uint64_t now, uint64_t interval)
+{
+	struct jw *w = &S.jw;
+
+	jw_record_begin(w, cfg.hist ? "hist" : "sample", TOOL, now);
+	jw_ku64(w, "seq", S.loop.ticks);
+	jw_ku64(w, "interval_ns", interval);
+	json_identity(r, host);
+	if (cfg.hist) {
+		jw_kstr(w, "name", "runq_latency");
+		jw_kstr(w, "unit", "ns");
+		jw_ku64(w, "count", r->h.total);
+		jw_ku64(w, "sum_ns", r->h.sum);
+		hist_json_buckets(w, &r->h);
+	} else {
+		json_stats(r);
+	}
+	jw_record_end(w);
+}
+
+/* ---- tables ---- */
+
+static const struct tcol cols_pid[] = {
+	{ "PID", 7, 0 }, { "COMM", 15, TC_LEFT }, { "CONTAINER", 12, TC_LEFT },
+};
+static const struct tcol cols_tid[] = {
+	{ "TID", 7, 0 }, { "PID", 7, 0 }, { "COMM", 15, TC_LEFT }, { "CONTAINER", 12, TC_LEFT },
+};
+static const struct tcol cols_cgroup[] = {
+	{ "CGROUP", 40, TC_LEFT }, { "CONTAINER", 12, TC_LEFT },
+};
+static const struct tcol cols_container[] = {
+	{ "CONTAINER", 12, TC_LEFT }, { "RUNTIME", 10, TC_LEFT }, { "POD", 36, TC_LEFT },
+};
+static const struct tcol cols_stats[] = {
+	{ "RUNS", 8, 0 }, { "AVG(us)", 9, 0 }, { "P50(us)", 9, 0 }, { "P99(us)", 9, 0 },
+	{ "MAX(us)", 10, 0 }, { "WAIT(ms)", 10, 0 }, { "PREEMPT", 7, 0 }, { "MIGR", 6, 0 },
+};
+
+static struct tcol table_cols[16];
+static int table_ncols;
+static int key_ncols;
+
+static void build_columns(void)
+{
+	const struct tcol *key = cols_pid;
+	int nkey = ARRAY_SIZE(cols_pid);
+
+	switch (cfg.by) {
+	case SCHEDLAT_BY_TID: key = cols_tid; nkey = ARRAY_SIZE(cols_tid); break;
+	case SCHEDLAT_BY_CGROUP: key = cols_cgroup; nkey = ARRAY_SIZE(cols_cgroup); break;
+	case BY_CONTAINER: key = cols_container; nkey = ARRAY_SIZE(cols_container); break;
+	case SCHEDLAT_BY_HOST: key = NULL; nkey = 0; break;
+	}
+	table_ncols = 0;
+	if (env.timestamp)
+		table_cols[table_ncols++] = (struct tcol){ "TIME", 8, TC_LEFT };
+	if (!key)
+		table_cols[table_ncols++] = (struct tcol){ "SCOPE", 5, TC_LEFT };
+	for (int i = 0; i < nkey; i++)
+		table_cols[table_ncols++] = key[i];
+	key_ncols = table_ncols;
+	for (size_t i = 0; i < ARRAY_SIZE(cols_stats); i++)
+		table_cols[table_ncols++] = cols_stats[i];
+}
+
+static void table_key(struct table *t, const struct row *r, bool host, const char *hms)
+{
+	char buf[16];
+
+	if (env.timestamp)
+		table_str(t, hms);
+	if (host) {
+		/* the host line fills the key columns with its name */
+		for (int i = env.timestamp; i < key_ncols; i++)
+			table_str(t, i == env.timestamp ? "[host]" : "");
+		return;
+	}
+	switch (cfg.by) {
+	case SCHEDLAT_BY_TID:
+		table_u64(t, r->ident.tid);
+		/* fallthrough */
+	case SCHEDLAT_BY_PID:
+		table_u64(t, r->ident.pid);
+		table_str(t, r->ident.comm);
+		table_str(t, aiscope_container_short(&r->ci, buf));
+		break;
+	case SCHEDLAT_BY_CGROUP:
+		table_str(t, r->cgroup ? r->cgroup : "?");
+		table_str(t, aiscope_container_short(&r->ci, buf));
+		break;
+	case BY_CONTAINER:
+		table_str(t, r->ci.id[0] ? aiscope_container_short(&r->ci, buf) : "(none)");
+		table_str(t, r->ci.runtime ? r->ci.runtime : "-");
+		table_str(t, r->ci.pod_uid[0] ? r->ci.pod_uid : "-");
+		break;
+	}
+}
+
+static void table_row(struct table *t, const struct row *r, bool host, const char *hms)
+{
+	const struct hist *h = &r->h;
+
+	table_key(t, r, host, hms);
+	table_u64(t, h->total);
+	table_fixed(t, h->total ? (double)h->sum / h->total / 1e3 : 0, 1);
+	table_fixed(t, hist_percentile(h, 50) / 1e3, 1);
+	table_fixed(t, hist_percentile(h, 99) / 1e3, 1);
+	table_fixed(t, h->max / 1e3, 1);
+	table_fixed(t, h->sum / 1e6, 1);
+	table_u64(t, r->preemptions);
+	table_u64(t, r->migrations);
+	table_end_row(t);
+}
+
+static void print_hist_block(const struct row *r, bool host)
+{
+	uint64_t slots[LOG2_SLOTS];
+	int n = hist_log2(&r->h, NSEC_PER_USEC, slots);
+	char buf[16];
+
+	if (host)
+		printf("host");
+	else if (cfg.by == SCHEDLAT_BY_PID || cfg.by == SCHEDLAT_BY_TID)
+		printf("%s = %u %s", cfg.by == SCHEDLAT_BY_TID ? "tid" : "pid",
+		       cfg.by == SCHEDLAT_BY_TID ? r->ident.tid : r->ident.pid, r->ident.comm);
+	else if (cfg.by == SCHEDLAT_BY_CGROUP)
+		printf("cgroup = %s", r->cgroup ? r->cgroup : "?");
+	else
+		printf("container = %s", r->ci.id[0] ? aiscope_container_short(&r->ci, buf) : "(none)");
+	printf("  runs=%llu avg=%.1fus p50=%.1fus p99=%.1fus max=%.1fus\n",
+	       (unsigned long long)r->h.total,
+	       r->h.total ? (double)r->h.sum / r->h.total / 1e3 : 0,
+	       hist_percentile(&r->h, 50) / 1e3, hist_percentile(&r->h, 99) / 1e3, r->h.max / 1e3);
+	hist_print_log2(stdout, slots, n, "usecs");
+	putchar('\n');
+}
+
+static void print_interval(uint64_t interval)
+{
+	uint64_t now = aiscope_now_realtime();
+	size_t shown = rows_shown();
+	bool host_only = cfg.by == SCHEDLAT_BY_HOST;
+	char hms[16];
+	struct table t;
+
+	qsort(S.rows, S.nrows, sizeof(*S.rows), cmp_rows);
+	if (env.json) {
+		for (size_t i = 0; !host_only && i < shown; i++)
+			json_row(&S.rows[i], false, now, interval);
+		json_row(&S.host, true, now, interval);
+		return;
+	}
+	table_block_begin(stdout, env.tty && !env.noclear, now, interval, "schedlat");
+	if (cfg.hist) {
+		print_hist_block(&S.host, true);
+		for (size_t i = 0; !host_only && i < shown; i++)
+			print_hist_block(&S.rows[i], false);
+		return;
+	}
+	fmt_hms(now, hms, sizeof(hms));
+	table_init(&t, stdout, table_cols, table_ncols, env.tty && !env.wide);
+	table_header(&t);
+	table_row(&t, &S.host, true, hms);
+	for (size_t i = 0; !host_only && i < shown; i++)
+		table_row(&t, &S.rows[i], false, hms);
+	if (shown < S.nrows)
+		printf("... %zu more (-r 0 shows all)\n", S.nrows - shown);
+}
+
+static int on_tick(void *ctx)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC), interval = now - S.last_tick_mono;
+
+	S.last_tick_mono = now;
+	collect();
+	print_interval(interval);
+	if (env.count && S.loop.ticks >= env.count)
+		return AISCOPE_STOP;
+	return 0;
+}
+
+/* ---- --min: streamed waits ---- */
+
+static const struct tcol cols_event[] = {
+	{ "TIME", 8, TC_LEFT }, { "PID", 7, 0 }, { "TID", 7, 0 }, { "COMM", 15, TC_LEFT },
+	{ "CONTAINER", 12, TC_LEFT }, { "CPU", 3, 0 }, { "LAT(us)", 10, 0 },
+	{ "PREV_PID", 8, 0 }, { "PREV_COMM", 15, TC_LEFT },
+};
+
+static int on_event(void *ctx, void *data, size_t len)
+{
+	const struct schedlat_event *e = data;
+	uint64_t rt = aiscope_realtime(e->ts);
+	struct container_info ci;
+	struct table t;
+	char hms[16], buf[16];
+
+	if (len < sizeof(*e))
+		return 0;
+	S.events++;
+	if (env.json) {
+		struct jw *w = &S.jw;
+
+		jw_record_begin(w, "event", TOOL, rt);
+		jw_kstr(w, "event", "wait");
+		aiscope_ident_json(w, &e->task, true);
+		jw_ku64(w, "cpu", e->cpu);
+		jw_ku64(w, "wait_ns", e->wait_ns);
+		jw_ku64(w, "prev_pid", e->prev_pid);
+		jw_ku64(w, "prev_tid", e->prev_tid);
+		jw_kstrn(w, "prev_comm", e->prev_comm, sizeof(e->prev_comm));
+		jw_record_end(w);
+	} else {
+		aiscope_ident_cgroup(&e->task, &ci);
+		table_init(&t, stdout, cols_event + !env.timestamp,
+			   ARRAY_SIZE(cols_event) - !env.timestamp, env.tty && !env.wide);
+		if (env.timestamp) {
+			fmt_hms(rt, hms, sizeof(hms));
+			table_str(&t, hms);
+		}
+		table_u64(&t, e->task.pid);
+		table_u64(&t, e->task.tid);
+		table_str(&t, e->task.comm);
+		table_str(&t, aiscope_container_short(&ci, buf));
+		table_u64(&t, e->cpu);
+		table_fixed(&t, e->wait_ns / 1e3, 1);
+		table_u64(&t, e->prev_pid);
+		table_str(&t, e->prev_comm);
+		table_end_row(&t);
+	}
+	if (env.count && S.events >= env.count)
+		return aiscope_loop_stop(&S.loop, "count");
+	return 0;
+}
+
+/* ---- summary ---- */
+
+static void print_summary(void)
+{
+	const struct hist *h = &S.total.h;
+	uint64_t events = cfg.min_ns ? S.events : h->total;
+
+	if (env.json) {
+		aiscope_summary_begin(&S.jw, &S.bpf, &S.loop, events);
+		if (!cfg.min_ns) {
+			jw_ku64(&S.jw, "intervals", S.loop.ticks);
+			json_stats(&S.total);
+		}
+		jw_record_end(&S.jw);
+		return;
+	}
+	if (cfg.min_ns) {
+		fprintf(stderr, "%s: %llu waits over the threshold, %llu lost\n", TOOL,
+			(unsigned long long)S.events, (unsigned long long)aiscope_lost_total(&S.bpf));
+		return;
+	}
+	printf("# summary: %llu runs, wait %.1f ms, avg %.1f us, p50 %.1f us, p99 %.1f us, max %.1f us, %llu preemptions, %llu migrations, %llu lost events\n",
+	       (unsigned long long)h->total, h->sum / 1e6,
+	       h->total ? (double)h->sum / h->total / 1e3 : 0, hist_percentile(h, 50) / 1e3,
+	       hist_percentile(h, 99) / 1e3, h->max / 1e3,
+	       (unsigned long long)S.total.preemptions, (unsigned long long)S.total.migrations,
+	       (unsigned long long)aiscope_lost_total(&S.bpf));
+}
+
+static void validate(void)
+{
+	size_t i;
+
+	if (env.sort) {
+		for (i = 0; sort_keys[i]; i++)
+			if (!strcmp(env.sort, sort_keys[i]))
+				break;
+		if (!sort_keys[i])
+			usage_error("invalid --sort '%s': expected wait, p99, max, runs or avg", env.sort);
+		cfg.sort = env.sort;
+	}
+	if (cfg.min_ns && (cfg.hist || cfg.by_set))
+		usage_error("--min streams single waits: it cannot be combined with -H or --by");
+	if (cfg.hist && !cfg.by_set)
+		cfg.by = SCHEDLAT_BY_HOST;
+}
+
+int main(int argc, char **argv)
+{
+	int by;
+
+	aiscope_parse(&argp, argc, argv, TOOL, AISCOPE_AGGREGATING | AISCOPE_STREAMING);
+	validate();
+	jw_init(&S.jw, stdout);
+
+	S.skel = schedlat_bpf__open_opts(aiscope_open_opts());
+	if (!S.skel)
+		aiscope_fail(EXIT_RUNTIME, "cannot open the BPF object: %s", strerror(errno));
+	by = cfg.by == BY_CONTAINER ? SCHEDLAT_BY_CGROUP : cfg.by;
+	S.skel->rodata->key_by = by;
+	S.skel->rodata->min_ns = cfg.min_ns;
+	S.skel->rodata->have_filter = env.npids || env.ntids || env.has_uid || env.comm[0] || env.ncg;
+
+	S.bpf = (struct aiscope_bpf){
+		.hooks = hooks, .nhooks = ARRAY_SIZE(hooks),
+		.streaming = cfg.min_ns > 0, .on_event = on_event,
+	};
+	aiscope_bpf_prepare(&S.bpf, S.skel->obj, &S.skel->rodata->aiscope_filter);
+	if (!strcmp(probe_summary(hooks, ARRAY_SIZE(hooks)), "tracepoint") ||
+	    !strcmp(probe_summary(hooks, ARRAY_SIZE(hooks)), "mixed"))
+		aiscope_map_resize(S.skel->obj, "tasks", 65536);
+	if (cfg.min_ns)
+		aiscope_map_resize(S.skel->obj, "stats", 1);
+	aiscope_bpf_load(&S.bpf, schedlat_bpf__load(S.skel));
+	aiscope_bpf_attach(&S.bpf);
+
+	build_columns();
+	if (cfg.min_ns && !env.json) {
+		struct table t;
+
+		table_init(&t, stdout, cols_event + !env.timestamp,
+			   ARRAY_SIZE(cols_event) - !env.timestamp, false);
+		table_header(&t);
+	}
+	fprintf(stderr, "Tracing run-queue latency (%s)... Ctrl-C to end.\n",
+		probe_summary(hooks, ARRAY_SIZE(hooks)));
+	fflush(stdout);
+
+	S.last_tick_mono = clock_ns(CLOCK_MONOTONIC);
+	S.loop = (struct aiscope_loop){
+		.bpf = &S.bpf,
+		.on_tick = cfg.min_ns ? NULL : on_tick,
+		.tick_ns = cfg.min_ns ? 0 : env.interval_ns,
+	};
+	aiscope_loop_run(&S.loop);
+
+	/* the interval cut short by a signal or --duration still counts */
+	if (!cfg.min_ns && strcmp(S.loop.exit_reason, "count")) {
+		on_tick(NULL);
+		aiscope_lost_check(&S.bpf);
+	}
+	print_summary();
+	fflush(stdout);
+	aiscope_bpf_destroy(&S.bpf);
+	schedlat_bpf__destroy(S.skel);
+	cg_cleanup();
+	features_cleanup();
+	return strcmp(S.loop.exit_reason, "error") ? 0 : EXIT_RUNTIME;
+}
