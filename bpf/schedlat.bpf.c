@@ -175,14 +175,17 @@ static __always_inline int on_wakeup(struct task_struct *p)
 	return 0;
 }
 
-static __always_inline void prev_leaves(struct task_struct *prev, bool preempt, bool runnable)
+/* A task leaving the CPU still runnable waits again from now. Like the
+ * kernel's nivcsw, that is an involuntary switch whether it was preempted
+ * or rescheduled on its way back to user space. */
+static __always_inline void prev_leaves(struct task_struct *prev, bool runnable)
 {
 	struct aiscope_ident id;
 
 	if (!runnable || !aiscope_task_pass(prev))
 		return;
 	enqueue(BPF_CORE_READ(prev, pid));
-	if (!preempt)
+	if (min_ns)
 		return;
 	task_ident(prev, &id);
 	count_event(&id, false);
@@ -194,7 +197,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	__u64 now, wait;
 	struct aiscope_ident id;
 
-	prev_leaves(prev, preempt, preempt || aiscope_task_state(prev) == TASK_RUNNING);
+	prev_leaves(prev, preempt || aiscope_task_state(prev) == TASK_RUNNING);
 	now = aiscope_now();
 	wait = dequeue(BPF_CORE_READ(next, pid), now);
 	if (!wait)
@@ -348,8 +351,7 @@ int switch_tp(struct trace_event_raw_sched_switch *ctx)
 	c = cache_current(prev);
 	if (c && c->pass && !(state & TP_STATE_SLEEP_MASK)) {
 		enqueue(c->ident.tid);
-		if (state)
-			count_event(&c->ident, false);
+		count_event(&c->ident, false);
 	}
 	now = aiscope_now();
 	wait = dequeue(next_tid, now);

@@ -665,6 +665,7 @@ int main(int argc, char **argv)
 
 	/* the interval cut short by a signal or --duration still counts */
 	if (!cfg.min_ns && strcmp(S.loop.exit_reason, "count")) {
+		S.loop.ticks++;
 		on_tick(NULL);
 		aiscope_lost_check(&S.bpf);
 	}

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Runs every test layer this machine can run and ends with the line
+#   N passed, N failed, N skipped
+# Exits non-zero when anything failed. Usage: tests/run.sh [BUILD_DIR]
+# Layers: C unit tests (TAP), bats files (contract and end-to-end), and,
+# with AISCOPE_TEST_VM=1, the VM matrix.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+export AISCOPE_BUILD=${1:-$top/build}
+case $AISCOPE_BUILD in /*) ;; *) AISCOPE_BUILD=$top/$AISCOPE_BUILD ;; esac
+cd "$top" || exit 1
+
+passed=0 failed=0 skipped=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+# count TAP lines of one suite, echoing them with a label
+count_tap() {
+	local label=$1 line
+	while IFS= read -r line; do
+		printf '[%s] %s\n' "$label" "$line"
+		case $line in
+		"not ok "*) failed=$((failed + 1)) ;;
+		"ok "*"# skip"*|"ok "*"# SKIP"*) skipped=$((skipped + 1)) ;;
+		"ok "*) passed=$((passed + 1)) ;;
+		esac
+	done
+}
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "tests/run.sh: not root: the end-to-end tests will be skipped (run 'sudo make test')" >&2
+fi
+
+for t in "$AISCOPE_BUILD"/tests/test_*; do
+	[ -x "$t" ] || continue
+	name=$(basename "$t")
+	"$t" > "$log" 2>&1
+	rc=$?
+	count_tap "unit:$name" < "$log"
+	if [ $rc -ne 0 ] && ! grep -q '^not ok' "$log"; then
+		echo "[unit:$name] not ok - exited $rc"
+		failed=$((failed + 1))
+	fi
+done
+
+for f in tests/*.bats; do
+	[ -e "$f" ] || continue
+	name=$(basename "$f" .bats)
+	bats --tap "$f" > "$log" 2>&1
+	rc=$?
+	count_tap "$name" < "$log"
+	if [ $rc -ne 0 ] && ! grep -q '^not ok' "$log"; then
+		echo "[$name] not ok - bats exited $rc"
+		failed=$((failed + 1))
+	fi
+done
+
+if [ "${AISCOPE_TEST_VM:-0}" = 1 ] && [ -x scripts/vm/run-matrix.sh ]; then
+	scripts/vm/run-matrix.sh > "$log" 2>&1
+	count_tap vm < "$log"
+fi
+
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]

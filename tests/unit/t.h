@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * A minimal TAP producer for the C unit tests: one "ok"/"not ok" line per
+ * test function, the failed checks as "#" diagnostics. tests/run.sh counts
+ * the lines.
+ *
+ *	static void test_x(void) { CHECK(1 + 1 == 2); CHECK_STR(s, "a"); }
+ *	int main(void) { RUN(test_x); return t_done(); }
+ */
+#ifndef AISCOPE_T_H
+#define AISCOPE_T_H
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+static int t_num, t_failed_tests, t_cur_failed;
+
+#define CHECK(cond) do {							\
+	if (!(cond)) {								\
+		t_cur_failed++;							\
+		printf("# %s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
+	}									\
+} while (0)
+
+#define CHECK_EQ(a, b) do {							\
+	long long _a = (long long)(a), _b = (long long)(b);			\
+	if (_a != _b) {								\
+		t_cur_failed++;							\
+		printf("# %s:%d: %s == %lld, expected %s == %lld\n", __FILE__,	\
+		       __LINE__, #a, _a, #b, _b);				\
+	}									\
+} while (0)
+
+#define CHECK_STR(a, b) do {							\
+	const char *_a = (a), *_b = (b);					\
+	if (!_a || !_b || strcmp(_a, _b)) {					\
+		t_cur_failed++;							\
+		printf("# %s:%d: %s is \"%s\", expected \"%s\"\n", __FILE__,	\
+		       __LINE__, #a, _a ? _a : "(null)", _b ? _b : "(null)");	\
+	}									\
+} while (0)
+
+#define RUN(fn) do {								\
+	t_cur_failed = 0;							\
+	fn();									\
+	t_num++;								\
+	if (t_cur_failed)							\
+		t_failed_tests++;						\
+	printf("%sok %d - %s\n", t_cur_failed ? "not " : "", t_num, #fn);	\
+	fflush(stdout);								\
+} while (0)
+
+static inline int t_done(void)
+{
+	printf("1..%d\n", t_num);
+	return t_failed_tests ? 1 : 0;
+}
+
+#endif
