@@ -181,10 +181,12 @@ static __always_inline int on_wakeup(struct task_struct *p)
 static __always_inline void prev_leaves(struct task_struct *prev, bool runnable)
 {
 	struct aiscope_ident id;
+	__u32 tid = BPF_CORE_READ(prev, pid);
 
-	if (!runnable || !aiscope_task_pass(prev))
+	/* the idle tasks (tid 0) always leave runnable: not a preemption */
+	if (!tid || !runnable || !aiscope_task_pass(prev))
 		return;
-	enqueue(BPF_CORE_READ(prev, pid));
+	enqueue(tid);
 	if (min_ns)
 		return;
 	task_ident(prev, &id);
@@ -349,7 +351,7 @@ int switch_tp(struct trace_event_raw_sched_switch *ctx)
 
 	bpf_core_read(&state, bpf_core_field_size(ctx->prev_state), &ctx->prev_state);
 	c = cache_current(prev);
-	if (c && c->pass && !(state & TP_STATE_SLEEP_MASK)) {
+	if (c && c->pass && c->ident.tid && !(state & TP_STATE_SLEEP_MASK)) {
 		enqueue(c->ident.tid);
 		count_event(&c->ident, false);
 	}

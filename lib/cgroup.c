@@ -269,9 +269,12 @@ static bool match_id(const char *comp, size_t len, const char *prefix, const cha
 /* "pod<uid>" or "kubepods-<qos>-pod<uid_with_underscores>.slice" */
 static bool match_pod(const char *comp, size_t len, char *uid)
 {
-	const char *p = NULL;
+	const char *p = NULL, *colon = memchr(comp, ':', len);
 	size_t n;
 
+	/* containerd's raw form "<pod slice>:cri-containerd:<id>" */
+	if (colon)
+		len = colon - comp;
 	for (size_t i = 0; i + 3 <= len; i++)
 		if (!strncmp(comp + i, "pod", 3) && (i == 0 || comp[i - 1] == '-'))
 			p = comp + i + 3;

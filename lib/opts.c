@@ -28,34 +28,37 @@ enum {
 	OPT_BTF,
 	OPT_LIST_PROBES,
 	OPT_PROBE_MODE,
+	OPT_USAGE,
 };
 
 static const struct argp_option common_opts[] = {
-	{ NULL, 0, NULL, 0, "Filters (applied in the kernel):", 1 },
-	{ "pid", 'p', "PID[,PID...]", 0, "Only these processes (thread-group ids)", 1 },
-	{ "tid", 't', "TID[,TID...]", 0, "Only these threads", 1 },
-	{ "cgroup", 'c', "PATH", 0, "Only tasks in this cgroup directory or below it", 1 },
-	{ "container", OPT_CONTAINER, "ID", 0, "Only this container: full id or unique prefix (>= 4 hex)", 1 },
-	{ "uid", 'u', "UID", 0, "Only this user (number or name)", 1 },
-	{ "comm", OPT_COMM, "NAME", 0, "Only tasks whose comm is NAME (first 15 bytes)", 1 },
-	{ NULL, 0, NULL, 0, "Output and lifetime:", 2 },
-	{ "json", 'j', NULL, 0, "JSON lines on stdout", 2 },
-	{ "interval", 'i', "DUR", 0, "Reporting interval (default 1s)", 2 },
-	{ "duration", 'd', "DUR", 0, "Stop after DUR (500ms, 10, 10s, 2m)", 2 },
-	{ "count", 'n', "N", 0, "Stop after N records (events, or intervals)", 2 },
-	{ "timestamp", 'T', NULL, 0, "Add a TIME column to tables", 2 },
-	{ "noclear", 'C', NULL, 0, "Never clear the screen between intervals", 2 },
-	{ "rows", 'r', "N", 0, "Rows per interval (default 20, 0: all)", 2 },
-	{ "sort", 's', "KEY", 0, "Sort key of top-like tables", 2 },
-	{ "wide", OPT_WIDE, NULL, 0, "Never truncate strings in tables", 2 },
-	{ NULL, 0, NULL, 0, "Kernel side:", 3 },
-	{ "buffer-size", OPT_BUFFER_SIZE, "SIZE", 0, "Ring buffer size (default 8M; 256K, 64M)", 3 },
-	{ "btf", OPT_BTF, "FILE", 0, "External BTF for kernels without /sys/kernel/btf/vmlinux", 3 },
-	{ "list-probes", OPT_LIST_PROBES, NULL, 0, "Print the attach plan and exit", 3 },
+	{ NULL, 0, NULL, 0, "Filters (applied in the kernel):", 10 },
+	{ "pid", 'p', "PID[,PID...]", 0, "Only these processes (thread-group ids)", 10 },
+	{ "tid", 't', "TID[,TID...]", 0, "Only these threads", 10 },
+	{ "cgroup", 'c', "PATH", 0, "Only tasks in this cgroup directory or below it", 10 },
+	{ "container", OPT_CONTAINER, "ID", 0, "Only this container: full id or unique prefix (>= 4 hex)", 10 },
+	{ "uid", 'u', "UID", 0, "Only this user (number or name)", 10 },
+	{ "comm", OPT_COMM, "NAME", 0, "Only tasks whose comm is NAME (first 15 bytes)", 10 },
+	{ NULL, 0, NULL, 0, "Output and lifetime:", 11 },
+	{ "json", 'j', NULL, 0, "JSON lines on stdout", 11 },
+	{ "interval", 'i', "DUR", 0, "Reporting interval (default 1s)", 11 },
+	{ "duration", 'd', "DUR", 0, "Stop after DUR (500ms, 10, 10s, 2m)", 11 },
+	{ "count", 'n', "N", 0, "Stop after N records (events, or intervals)", 11 },
+	{ "timestamp", 'T', NULL, 0, "Add a TIME column to tables", 11 },
+	{ "noclear", 'C', NULL, 0, "Never clear the screen between intervals", 11 },
+	{ "rows", 'r', "N", 0, "Rows per interval (default 20, 0: all)", 11 },
+	{ "sort", 's', "KEY", 0, "Sort key of top-like tables", 11 },
+	{ "wide", OPT_WIDE, NULL, 0, "Never truncate strings in tables", 11 },
+	{ NULL, 0, NULL, 0, "Kernel side:", 12 },
+	{ "buffer-size", OPT_BUFFER_SIZE, "SIZE", 0, "Ring buffer size (default 8M; 256K, 64M)", 12 },
+	{ "btf", OPT_BTF, "FILE", 0, "External BTF for kernels without /sys/kernel/btf/vmlinux", 12 },
+	{ "list-probes", OPT_LIST_PROBES, NULL, 0, "Print the attach plan and exit", 12 },
 	{ "probe-mode", OPT_PROBE_MODE, "MECH[,MECH...]", 0,
-	  "Use only these mechanisms: fentry, kprobe, tp_btf, raw_tp, tracepoint", 3 },
-	{ "verbose", 'v', NULL, 0, "Attach decisions and libbpf debug output on stderr", 3 },
-	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show this help", -1 },
+	  "Use only these mechanisms: fentry, kprobe, tp_btf, raw_tp, tracepoint", 12 },
+	{ "verbose", 'v', NULL, 0, "Attach decisions and libbpf debug output on stderr", 12 },
+	{ "help", 'h', NULL, 0, "Give this help list", -1 },
+	{ "usage", OPT_USAGE, NULL, 0, "Give a short usage message", -1 },
+	{ "version", 'V', NULL, 0, "Print program version", -1 },
 	{},
 };
 
@@ -253,6 +256,12 @@ static error_t parse_common(int key, char *arg, struct argp_state *state)
 	case 'h':
 		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
 		break;
+	case 'V':
+		printf("%s %s (aiscope)\n", env.tool, AISCOPE_VERSION);
+		exit(0);
+	case OPT_USAGE:
+		argp_state_help(state, stdout, ARGP_HELP_USAGE | ARGP_HELP_EXIT_OK);
+		break;
 	case ARGP_KEY_ARG:
 		if (!(env.kind & AISCOPE_AGGREGATING) || positional >= 2)
 			usage_error("unexpected argument '%s'", arg);
@@ -276,11 +285,6 @@ const struct argp_child aiscope_argp_children[] = {
 	{ &common_argp, 0, NULL, 0 },
 	{},
 };
-
-static void print_version(FILE *f, struct argp_state *state)
-{
-	fprintf(f, "%s %s (aiscope)\n", env.tool, AISCOPE_VERSION);
-}
 
 static void check_ids_exist(const uint32_t *ids, int n, const char *what)
 {
@@ -345,9 +349,8 @@ void aiscope_parse(const struct argp *argp, int argc, char **argv, const char *t
 	env.tool = tool;
 	env.kind = kind;
 	env.start_mono_ns = clock_ns(CLOCK_MONOTONIC);
-	argp_program_version_hook = print_version;
 	argp_err_exit_status = EXIT_USAGE;
-	if (argp_parse(argp, argc, argv, 0, NULL, NULL))
+	if (argp_parse(argp, argc, argv, ARGP_NO_HELP, NULL, NULL))
 		exit(EXIT_USAGE);
 	env.tty = isatty(STDOUT_FILENO);
 	if (!env.rows_set && (env.json || !env.tty))

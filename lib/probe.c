@@ -24,6 +24,9 @@ int probe_parse_mode(const char *s, unsigned int *mask)
 
 	if (!s || !*s || strlen(s) >= sizeof(buf))
 		return -EINVAL;
+	/* strtok_r would skip empty elements: "fentry,,tp_btf", ",fentry" */
+	if (s[0] == ',' || s[strlen(s) - 1] == ',' || strstr(s, ",,"))
+		return -EINVAL;
 	strcpy(buf, s);
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (!strcmp(tok, "fentry") || !strcmp(tok, "fexit"))

@@ -13,7 +13,8 @@ int parse_u64(const char *s, uint64_t *v)
 	char *end;
 	unsigned long long x;
 
-	if (!s || !*s || *s == '-' || *s == '+')
+	/* strtoull would skip spaces and take " -1" as UINT64_MAX */
+	if (!s || *s < '0' || *s > '9')
 		return -EINVAL;
 	errno = 0;
 	x = strtoull(s, &end, 10);
@@ -35,7 +36,7 @@ static int parse_scaled(const char *s, uint64_t *whole, uint64_t *frac_num,
 	if (!s || !*s)
 		return -EINVAL;
 	for (; *p >= '0' && *p <= '9'; p++, digits++) {
-		if (w > (UINT64_MAX - 9) / 10)
+		if (w > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
 			return -ERANGE;
 		w = w * 10 + (*p - '0');
 	}
@@ -59,9 +60,14 @@ static int parse_scaled(const char *s, uint64_t *whole, uint64_t *frac_num,
 
 static int scale(uint64_t whole, uint64_t num, uint64_t den, uint64_t mult, uint64_t *out)
 {
+	/* num < den <= 10^12: the product needs 128 bits, the result < mult */
+	uint64_t frac = (uint64_t)((unsigned __int128)num * mult / den);
+
 	if (whole && mult > UINT64_MAX / whole)
 		return -ERANGE;
-	*out = whole * mult + (num * mult) / den;
+	if (whole * mult > UINT64_MAX - frac)
+		return -ERANGE;
+	*out = whole * mult + frac;
 	return 0;
 }
 

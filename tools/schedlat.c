@@ -30,18 +30,18 @@
 static const char doc[] =
 "Run-queue latency: how long runnable tasks wait for a CPU, and whose.\n"
 "\n"
-"Every interval a top-like table per process (or --by tid|cgroup|container|host)\n"
-"with waits, percentiles, preemptions and migrations, aggregated in the kernel.\n"
-"-H prints histograms instead; --min DUR streams each wait longer than DUR with\n"
-"the task that held the CPU.\n"
+"Every interval, a top-like table per process (or thread, cgroup, container,\n"
+"host) of waits, percentiles, preemptions and migrations, aggregated in the\n"
+"kernel. -H prints histograms instead; --min DUR streams each wait longer than\n"
+"DUR with the task that held the CPU.\n"
 "\n"
 "USAGE: schedlat [OPTIONS] [interval [count]]"
 "\v"
 "EXAMPLES:\n"
-"  schedlat                      # top-like table of waiting processes, every second\n"
+"  schedlat                      # processes that waited most, each second\n"
 "  schedlat -H                   # host-wide histogram, like runqlat\n"
 "  schedlat --by container -s p99  # containers by p99 wait\n"
-"  schedlat --min 10ms           # each wait over 10 ms, with the task that held the CPU\n"
+"  schedlat --min 10ms           # each wait over 10 ms and who held the CPU\n"
 "  schedlat -p 1234 -j -d 30s | jq 'select(.type==\"sample\") | .p99_ns'\n"
 "  schedlat -c /sys/fs/cgroup/unified/train.slice 5 3   # 3 intervals of 5 s\n"
 "\n"
@@ -50,10 +50,10 @@ static const char doc[] =
 enum { OPT_BY = 0x200, OPT_MIN };
 
 static const struct argp_option opts[] = {
-	{ NULL, 0, NULL, 0, "schedlat:", 0 },
-	{ "by", OPT_BY, "KEY", 0, "Group by pid (default), tid, cgroup, container or host", 0 },
-	{ "hist", 'H', NULL, 0, "Print log2 histograms (host-wide unless --by)", 0 },
-	{ "min", OPT_MIN, "DUR", 0, "Stream each wait longer than DUR (e.g. 10ms)", 0 },
+	{ NULL, 0, NULL, 0, "schedlat:", 1 },
+	{ "by", OPT_BY, "KEY", 0, "Group by pid (default), tid, cgroup, container, host", 1 },
+	{ "hist", 'H', NULL, 0, "Print log2 histograms (host-wide unless --by)", 1 },
+	{ "min", OPT_MIN, "DUR", 0, "Stream each wait longer than DUR (e.g. 10ms)", 1 },
 	{},
 };
 

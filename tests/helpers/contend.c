@@ -11,6 +11,8 @@
  * ends it. With ROUNDS the rounds start by themselves (for the demo).
  * Outside rounds nothing runs, so the run-queue waits of a round are
  * exactly the change of run_delay in /proc/PID/task/(*)/schedstat.
+ * CPU -1: workers hop between CPU 0 and 1 every millisecond instead, so
+ * that each hop is a migration (se.nr_migrations in /proc/PID/task/(*)/sched).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -35,21 +37,36 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static void *worker(void *arg)
+static void pin(int to)
 {
 	cpu_set_t set;
-	char c;
 
 	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
+	CPU_SET(to, &set);
 	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+static void *worker(void *arg)
+{
+	char c;
+
+	pin(cpu < 0 ? 0 : cpu);
 	prctl(PR_SET_NAME, "contend-w");
 	while (read(go_pipe[0], &c, 1) == 1) {
-		double end = now_ms() + spin_ms;
+		double start = now_ms(), end = start + spin_ms, next_hop = start + 1;
 		volatile unsigned long x = 0;
+		int on = 0;
 
-		while (now_ms() < end)
+		while (now_ms() < end) {
 			x++;
+			if (cpu < 0 && now_ms() >= next_hop) {
+				on ^= 1;
+				pin(on);
+				next_hop += 1;
+			}
+		}
+		if (cpu < 0 && on)
+			pin(0);
 		if (write(done_pipe[1], "d", 1) != 1)
 			break;
 	}

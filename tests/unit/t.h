@@ -15,6 +15,10 @@
 #include <string.h>
 
 static int t_num, t_failed_tests, t_cur_failed;
+static const char *t_skip_why;
+
+/* Inside a test function: report it as skipped (TAP "# skip") and return. */
+#define SKIP(why) do { t_skip_why = (why); return; } while (0)
 
 #define CHECK(cond) do {							\
 	if (!(cond)) {								\
@@ -43,11 +47,14 @@ static int t_num, t_failed_tests, t_cur_failed;
 
 #define RUN(fn) do {								\
 	t_cur_failed = 0;							\
+	t_skip_why = NULL;							\
 	fn();									\
 	t_num++;								\
 	if (t_cur_failed)							\
 		t_failed_tests++;						\
-	printf("%sok %d - %s\n", t_cur_failed ? "not " : "", t_num, #fn);	\
+	printf("%sok %d - %s%s%s\n", t_cur_failed ? "not " : "", t_num, #fn,	\
+	       t_skip_why && !t_cur_failed ? " # skip " : "",			\
+	       t_skip_why && !t_cur_failed ? t_skip_why : "");			\
 	fflush(stdout);								\
 } while (0)
 

@@ -1,0 +1,264 @@
+# shellcheck shell=bash
+# scripts/bench/lib.sh: helpers shared by every tool's benchmark.
+#
+# Source it from scripts/bench/<tool>.sh (bash 5: uses $EPOCHREALTIME).
+# Benchmarks report, they do not pass or fail: see spec/TESTING.md.
+#
+#   bench_init                       temp dir, root check, machine facts
+#   median / ratio / fmt             numbers (stdin / args)
+#   bench_mode NAME STREAM MARKER CMD...
+#                                    register a way to run a tool: STREAM (stdout
+#                                    or stderr) carries MARKER once it is attached
+#   bench_start NAME / bench_stop / bench_wait
+#                                    run a registered mode in the background until
+#                                    its marker shows; times in BENCH_T_* (us)
+#   run_overhead REPS WORKLOAD NAME...
+#                                    interleaved pairs (bare, tool) per mode
+#   run_lifecycle REPS NAME...       exec -> attached -> exit of self-ending modes
+#   peak_rss_kib CMD...              peak RSS (KiB) of CMD, /usr/bin/time %M
+#   vmhwm_kib PID                    VmHWM (KiB) of a running process
+#   md_row / md_header               markdown table lines
+#   md_section FILE NAME BODYFILE    replace (or append) the section NAME of FILE,
+#                                    between <!-- bench:NAME:begin/end --> markers
+
+BENCH_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+bench_log() { printf '[bench] %s\n' "$*" >&2; }
+bench_die() { printf '[bench] error: %s\n' "$*" >&2; exit 1; }
+
+bench_init() {
+	[ "$(id -u)" = 0 ] || bench_die "run as root (BPF programs are loaded)"
+	[ -n "${EPOCHREALTIME:-}" ] || bench_die "bash 5 is needed (EPOCHREALTIME)"
+	BENCH_TMP=$(mktemp -d /tmp/aiscope-bench.XXXXXX)
+	trap 'bench_cleanup' EXIT
+	trap 'exit 130' INT TERM
+	BENCH_NPROC=$(nproc)
+	BENCH_KERNEL=$(uname -r)
+	BENCH_DATE=$(date -u +%Y-%m-%dT%H:%MZ)
+	BENCH_CPU=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+	BENCH_LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
+	BENCH_OS=$(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")
+}
+
+bench_cleanup() {
+	[ -n "${BENCH_PID:-}" ] && kill -INT "$BENCH_PID" 2>/dev/null && wait "$BENCH_PID" 2>/dev/null
+	[ -n "${BENCH_LOAD_PID:-}" ] && kill "$BENCH_LOAD_PID" 2>/dev/null
+	[ -n "${BENCH_TMP:-}" ] && rm -rf "$BENCH_TMP"
+}
+
+# need CMD [PACKAGE]: fail with a hint when a command is missing
+need() {
+	command -v "$1" >/dev/null || bench_die "$1 not found (apt-get install ${2:-$1})"
+}
+
+# ---- numbers ----
+
+# median of the numbers on stdin (one per line; blank lines ignored)
+median() {
+	sort -g | awk 'NF { v[n++] = $1 } END {
+		if (!n) { print "nan"; exit }
+		if (n % 2) print v[(n - 1) / 2]; else printf "%.6g\n", (v[n/2 - 1] + v[n/2]) / 2 }'
+}
+
+# min and max of the numbers on stdin, "MIN-MAX"
+spread() {
+	sort -g | awk -v d="${1:-3}" 'NF { v[n++] = $1 } END {
+		if (!n) { print "-"; exit }
+		printf "%.*f-%.*f\n", d, v[0], d, v[n-1] }'
+}
+
+# ratio A B [DECIMALS]: A/B
+ratio() { awk -v a="$1" -v b="$2" -v d="${3:-3}" 'BEGIN { if (b == 0 || a == "nan" || b == "nan") print "nan"; else printf "%.*f\n", d, a / b }'; }
+
+# fmt X [DECIMALS]: fixed-point
+fmt() { awk -v a="$1" -v d="${2:-1}" 'BEGIN { if (a == "nan") print "nan"; else printf "%.*f\n", d, a }'; }
+
+# us_since T0 [T1]: microseconds between two $EPOCHREALTIME values
+us_since() {
+	local t0=${1/./} t1=${2:-$EPOCHREALTIME}
+	t1=${t1/./}
+	echo $(( 10#$t1 - 10#$t0 ))
+}
+
+# cmp_le A B: true when A <= B (floats)
+cmp_le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
+
+# ---- tool modes ----
+
+declare -gA BENCH_STREAM BENCH_MARKER BENCH_CMD
+
+# bench_mode NAME STREAM MARKER CMD...: STREAM is stdout or stderr; the
+# other stream goes to /dev/null, and the marker stream is drained to
+# /dev/null once MARKER (a substring) has shown.
+bench_mode() {
+	local name=$1 stream=$2 marker=$3
+	shift 3
+	case $stream in stdout|stderr) ;; *) bench_die "bench_mode $name: stream must be stdout or stderr" ;; esac
+	BENCH_STREAM[$name]=$stream
+	BENCH_MARKER[$name]=$marker
+	BENCH_CMD[$name]=$(printf '%q ' "$@")
+}
+
+bench_cmd_text() { printf '%s' "${BENCH_CMD[$1]% }"; }
+
+# bench_start NAME: start it, return once its marker shows (or it failed).
+# Sets BENCH_PID, BENCH_T_EXEC (EPOCHREALTIME just before the fork) and
+# BENCH_T_READY (when the marker line was read).
+bench_start() {
+	local name=$1 fifo line fd
+	[ -n "${BENCH_CMD[$name]:-}" ] || bench_die "unknown mode $name"
+	fifo=$BENCH_TMP/fifo.$name.$RANDOM
+	mkfifo "$fifo"
+	BENCH_T_READY=
+	BENCH_T_EXEC=$EPOCHREALTIME
+	if [ "${BENCH_STREAM[$name]}" = stderr ]; then
+		eval "exec ${BENCH_CMD[$name]}" >/dev/null 2>"$fifo" &
+	else
+		eval "exec ${BENCH_CMD[$name]}" >"$fifo" 2>/dev/null &
+	fi
+	BENCH_PID=$!
+	exec {fd}<"$fifo"
+	while IFS= read -r line <&"$fd"; do
+		if [[ $line == *"${BENCH_MARKER[$name]}"* ]]; then
+			BENCH_T_READY=$EPOCHREALTIME
+			break
+		fi
+	done
+	# keep the pipe drained so that the tool never blocks on it
+	cat <&"$fd" >/dev/null &
+	BENCH_DRAIN_PID=$!
+	exec {fd}<&-
+	rm -f "$fifo"
+	if [ -z "$BENCH_T_READY" ]; then
+		wait "$BENCH_PID"
+		bench_log "$name: exited before its ready marker: $(bench_cmd_text "$name")"
+		BENCH_PID=
+		return 1
+	fi
+}
+
+# bench_wait: wait for the started tool to end by itself; BENCH_T_EXIT
+bench_wait() {
+	local rc=0
+	wait "$BENCH_PID" || rc=$?
+	BENCH_T_EXIT=$EPOCHREALTIME
+	wait "$BENCH_DRAIN_PID" 2>/dev/null
+	BENCH_PID=
+	return $rc
+}
+
+# bench_stop: SIGINT (Ctrl-C) the started tool and wait for it
+bench_stop() {
+	kill -INT "$BENCH_PID" 2>/dev/null
+	bench_wait || true
+}
+
+# ---- measurements ----
+
+# run_overhead REPS WORKLOAD NAME...: WORKLOAD is a command (function) that
+# prints one throughput figure. For each repetition and each NAME, in
+# turn: WORKLOAD bare, then WORKLOAD with NAME attached; the pair gives
+# one ratio, so that drift between repetitions cancels. Results, one
+# value a line, in $BENCH_TMP/ovh/NAME.{bare,tool,ratio}.
+run_overhead() {
+	local reps=$1 workload=$2 r name bare tool
+	shift 2
+	mkdir -p "$BENCH_TMP/ovh"
+	for ((r = 1; r <= reps; r++)); do
+		for name in "$@"; do
+			bare=$($workload)
+			bench_start "$name" || bench_die "$name did not start"
+			tool=$($workload)
+			bench_stop
+			echo "$bare" >>"$BENCH_TMP/ovh/$name.bare"
+			echo "$tool" >>"$BENCH_TMP/ovh/$name.tool"
+			ratio "$tool" "$bare" 4 >>"$BENCH_TMP/ovh/$name.ratio"
+			bench_log "overhead rep $r/$reps $name: bare $bare, with tool $tool"
+		done
+	done
+}
+
+# ovh_median NAME KIND: median of bare, tool or ratio
+ovh_median() { median <"$BENCH_TMP/ovh/$1.$2"; }
+ovh_spread() { spread "${3:-3}" <"$BENCH_TMP/ovh/$1.$2"; }
+
+# run_lifecycle REPS NAME...: the modes must end by themselves. Results in
+# $BENCH_TMP/life/NAME.{ready,exit} (microseconds since exec).
+run_lifecycle() {
+	local reps=$1 r name
+	shift
+	mkdir -p "$BENCH_TMP/life"
+	for ((r = 1; r <= reps; r++)); do
+		for name in "$@"; do
+			bench_start "$name" || bench_die "$name did not start"
+			bench_wait || bench_log "$name: exit status $?"
+			us_since "$BENCH_T_EXEC" "$BENCH_T_READY" >>"$BENCH_TMP/life/$name.ready"
+			us_since "$BENCH_T_EXEC" "$BENCH_T_EXIT" >>"$BENCH_TMP/life/$name.exit"
+		done
+	done
+}
+
+# life_median_ms NAME ready|exit
+life_median_ms() { awk '{ print $1 / 1000 }' "$BENCH_TMP/life/$1.$2" | median; }
+
+# peak_rss_kib CMD...: peak RSS of CMD (its output to /dev/null), in KiB,
+# from getrusage's ru_maxrss as /usr/bin/time -f %M reports it
+peak_rss_kib() {
+	local out=$BENCH_TMP/rss.$RANDOM
+	/usr/bin/time -f %M -o "$out" "$@" >/dev/null 2>&1 || true
+	tail -n 1 "$out"
+	rm -f "$out"
+}
+
+# vmhwm_kib PID: peak RSS so far of a running process
+vmhwm_kib() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
+
+# kib_to_mib KIB
+kib_to_mib() { awk -v k="$1" 'BEGIN { if (k == "nan") print "nan"; else printf "%.1f\n", k / 1024 }'; }
+
+# ---- markdown ----
+
+# md_row CELL...: one table row
+md_row() {
+	local c line="|"
+	for c in "$@"; do line+=" $c |"; done
+	printf '%s\n' "$line"
+}
+
+# md_header CELL...: header row and its separator
+md_header() {
+	local c sep="|"
+	md_row "$@"
+	for c in "$@"; do sep+="---|"; done
+	printf '%s\n' "$sep"
+}
+
+# md_section FILE NAME BODYFILE: replace the text between
+# <!-- bench:NAME:begin --> and <!-- bench:NAME:end --> in FILE with
+# BODYFILE, or append the section when FILE lacks it. Other sections,
+# and the text outside the markers, are kept.
+md_section() {
+	local file=$1 name=$2 body=$3 begin end tmp
+	begin="<!-- bench:$name:begin -->"
+	end="<!-- bench:$name:end -->"
+	tmp=$file.tmp.$$
+	if [ ! -f "$file" ]; then
+		cat >"$file" <<-'EOF'
+		# Performance
+
+		Side-by-side benchmarks of each aiscope tool against its nearest existing peer, on the
+		same workload in the same run, written by `scripts/bench/<tool>.sh` (run as root). They
+		report, they do not pass or fail (spec/TESTING.md, Benchmarks). Each section below is
+		rewritten by its own script between its markers; text outside the markers is kept.
+		EOF
+	fi
+	if grep -qF "$begin" "$file"; then
+		awk -v b="$begin" -v e="$end" -v f="$body" '
+			$0 == b { print; while ((getline l < f) > 0) print l; skip = 1; next }
+			$0 == e { skip = 0 }
+			!skip' "$file" >"$tmp"
+	else
+		{ cat "$file"; printf '\n%s\n' "$begin"; cat "$body"; printf '%s\n' "$end"; } >"$tmp"
+	fi
+	mv "$tmp" "$file"
+}

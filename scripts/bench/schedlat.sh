@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# scripts/bench/schedlat.sh: schedlat beside its peers, in one run, as ratios.
+#
+# Peers: libbpf-tools runqlat (Debian package libbpf-tools) and bpftrace with
+# scripts/bench/runqlat-like.bt (bpftrace's runqlat.bt needs kernel headers).
+# Writes the schedlat section of docs/PERFORMANCE.md. Run as root:
+#
+#   scripts/bench/schedlat.sh            # REPS=5
+#   REPS=3 LOOPS=100000 scripts/bench/schedlat.sh
+#
+# Environment: REPS (repetitions, default 5), LOOPS (perf bench sched pipe
+# loops, default 200000: 1-2 s a run on 2 CPUs), LOAD_SECS (length of the
+# RSS-under-load runs, default 5), OUT (default docs/PERFORMANCE.md),
+# SCHEDLAT (default build/schedlat), RUNQLAT (default: runqlat on PATH or
+# /usr/sbin/runqlat), BPFTRACE (default bpftrace).
+set -u -o pipefail
+
+. "$(dirname "$0")/lib.sh"
+
+REPS=${REPS:-5}
+LOOPS=${LOOPS:-200000}
+LOAD_SECS=${LOAD_SECS:-5}
+OUT=${OUT:-$BENCH_ROOT/docs/PERFORMANCE.md}
+SCHEDLAT=${SCHEDLAT:-$BENCH_ROOT/build/schedlat}
+RUNQLAT=${RUNQLAT:-$(command -v runqlat || echo /usr/sbin/runqlat)}
+BPFTRACE=${BPFTRACE:-bpftrace}
+BT=$BENCH_ROOT/scripts/bench/runqlat-like.bt
+
+bench_init
+need perf linux-perf
+need stdbuf coreutils
+[ -x /usr/bin/time ] || bench_die "/usr/bin/time not found (apt-get install time)"
+[ -x "$SCHEDLAT" ] || bench_die "$SCHEDLAT not built (make)"
+[ -x "$RUNQLAT" ] || bench_die "runqlat not found (apt-get install libbpf-tools)"
+need "$BPFTRACE" bpftrace
+cd "$BENCH_ROOT" || exit 1
+
+# paths as the doc shows them
+rel() { local p=${1#"$BENCH_ROOT"/}; printf '%s' "$p"; }
+S=$(rel "$SCHEDLAT")
+B=$(rel "$BT")
+
+# ---- the workload: one figure, ops/sec ----
+pipe_ops() {
+	perf bench sched pipe -l "$LOOPS" 2>/dev/null | awk '/ops\/sec/ { print $1 }'
+}
+
+# ---- modes ----
+# Every tool runs under `stdbuf -oL` so that a marker on stdout (runqlat's)
+# is seen when it is printed, and all three pay the same extra exec.
+SMARK="Ctrl-C to end."			# schedlat, stderr, after attach
+RMARK="Tracing run queue latency"	# runqlat, stdout, after attach
+BMARK="Attaching"			# bpftrace, stderr, "Attaching N probes..."
+
+# overhead: tools left running, output to /dev/null, stopped with SIGINT
+bench_mode schedlat      stderr "$SMARK" stdbuf -oL "$SCHEDLAT" -C
+bench_mode schedlat-json stderr "$SMARK" stdbuf -oL "$SCHEDLAT" -j
+bench_mode runqlat       stdout "$RMARK" stdbuf -oL "$RUNQLAT" 1
+bench_mode bpftrace      stderr "$BMARK" stdbuf -oL "$BPFTRACE" "$BT" 1000 0
+OVH_MODES=(schedlat schedlat-json runqlat bpftrace)
+declare -A OVH_LABEL=(
+	[schedlat]="schedlat (table)" [schedlat-json]="schedlat (--json)"
+	[runqlat]="libbpf-tools runqlat" [bpftrace]="bpftrace runqlat-like.bt")
+declare -A OVH_CMD=(
+	[schedlat]="$S -C >/dev/null" [schedlat-json]="$S -j >/dev/null"
+	[runqlat]="runqlat 1 >/dev/null" [bpftrace]="bpftrace $B 1000 0 >/dev/null")
+
+# lifecycle: one interval, then exit by themselves
+bench_mode l-schedlat-short stderr "$SMARK" stdbuf -oL "$SCHEDLAT" -C -n 1 -i 1ms
+bench_mode l-runqlat-short  stdout "$RMARK" stdbuf -oL "$RUNQLAT" 0 1
+bench_mode l-bpftrace-short stderr "$BMARK" stdbuf -oL "$BPFTRACE" "$BT" 1 1
+bench_mode l-schedlat-1s    stderr "$SMARK" stdbuf -oL "$SCHEDLAT" -C -n 1 -i 1s
+bench_mode l-runqlat-1s     stdout "$RMARK" stdbuf -oL "$RUNQLAT" 1 1
+bench_mode l-bpftrace-1s    stderr "$BMARK" stdbuf -oL "$BPFTRACE" "$BT" 1000 1
+LIFE_MODES=(l-schedlat-short l-runqlat-short l-bpftrace-short l-schedlat-1s l-runqlat-1s l-bpftrace-1s)
+declare -A LIFE_TOOL=(
+	[l-schedlat-short]=schedlat [l-runqlat-short]=runqlat [l-bpftrace-short]=bpftrace
+	[l-schedlat-1s]=schedlat [l-runqlat-1s]=runqlat [l-bpftrace-1s]=bpftrace)
+declare -A LIFE_CMD=(
+	[l-schedlat-short]="$S -C -n 1 -i 1ms" [l-runqlat-short]="runqlat 0 1"
+	[l-bpftrace-short]="bpftrace $B 1 1"
+	[l-schedlat-1s]="$S -C -n 1 -i 1s" [l-runqlat-1s]="runqlat 1 1"
+	[l-bpftrace-1s]="bpftrace $B 1000 1")
+declare -A LIFE_IVAL_MS=(
+	[l-schedlat-short]=1 [l-runqlat-short]=0 [l-bpftrace-short]=1
+	[l-schedlat-1s]=1000 [l-runqlat-1s]=1000 [l-bpftrace-1s]=1000)
+
+# ---- run ----
+probe_mode=$("$SCHEDLAT" -C -n 1 -i 1ms 2>&1 >/dev/null | sed -n 's/.*latency (\(.*\))\.\.\..*/\1/p')
+bench_log "schedlat attaches with: ${probe_mode:-?}; REPS=$REPS LOOPS=$LOOPS"
+
+bench_log "overhead: ${#OVH_MODES[@]} modes x $REPS pairs"
+run_overhead "$REPS" pipe_ops "${OVH_MODES[@]}"
+
+bench_log "lifecycle: ${#LIFE_MODES[@]} modes x $REPS"
+run_lifecycle "$REPS" "${LIFE_MODES[@]}"
+
+# peak RSS: the short runs (idle machine), REPS times each
+mkdir -p "$BENCH_TMP/rss"
+bench_log "peak RSS, short runs"
+for ((r = 1; r <= REPS; r++)); do
+	peak_rss_kib "$SCHEDLAT" -C -n 1 -i 1ms >>"$BENCH_TMP/rss/short-schedlat"
+	peak_rss_kib "$RUNQLAT" 0 1 >>"$BENCH_TMP/rss/short-runqlat"
+	peak_rss_kib "$BPFTRACE" "$BT" 1 1 >>"$BENCH_TMP/rss/short-bpftrace"
+done
+
+# peak RSS of LOAD_SECS runs while perf bench sched pipe runs
+load_start() {
+	set -m
+	perf bench sched pipe -l 1000000000 >/dev/null 2>&1 &
+	BENCH_LOAD_PID=$!
+	set +m
+}
+load_stop() { kill -- "-$BENCH_LOAD_PID" 2>/dev/null; wait "$BENCH_LOAD_PID" 2>/dev/null; BENCH_LOAD_PID=; }
+declare -A LOAD_CMD=(
+	[schedlat]="$S -C -d ${LOAD_SECS}s" [schedlat-json]="$S -j -d ${LOAD_SECS}s"
+	[runqlat]="runqlat 1 $LOAD_SECS" [bpftrace]="bpftrace $B 1000 $LOAD_SECS")
+bench_log "peak RSS, ${LOAD_SECS} s runs under load"
+for ((r = 1; r <= REPS; r++)); do
+	load_start
+	peak_rss_kib "$SCHEDLAT" -C -d "${LOAD_SECS}s" >>"$BENCH_TMP/rss/load-schedlat"
+	peak_rss_kib "$SCHEDLAT" -j -d "${LOAD_SECS}s" >>"$BENCH_TMP/rss/load-schedlat-json"
+	peak_rss_kib "$RUNQLAT" 1 "$LOAD_SECS" >>"$BENCH_TMP/rss/load-runqlat"
+	peak_rss_kib "$BPFTRACE" "$BT" 1000 "$LOAD_SECS" >>"$BENCH_TMP/rss/load-bpftrace"
+	load_stop
+	bench_log "rss rep $r/$REPS done"
+done
+rss_mib() { kib_to_mib "$(median <"$BENCH_TMP/rss/$1")"; }
+
+# ---- report ----
+body=$BENCH_TMP/section.md
+rq_ratio=$(ovh_median runqlat ratio)
+sl_ratio=$(ovh_median schedlat ratio)
+sj_ratio=$(ovh_median schedlat-json ratio)
+{
+	echo "## schedlat"
+	echo
+	echo "Peers: libbpf-tools \`runqlat\` (Debian package \`libbpf-tools\`) and bpftrace $("$BPFTRACE" --version 2>/dev/null | awk '{ print $2 }')"
+	echo "with [\`scripts/bench/runqlat-like.bt\`](../scripts/bench/runqlat-like.bt), the same logic as"
+	echo "bpftrace's \`runqlat.bt\` on the classic \`sched_wakeup\`, \`sched_wakeup_new\` and \`sched_switch\`"
+	echo "tracepoints (the packaged \`runqlat.bt\` includes kernel headers that are not installed here)."
+	echo
+	echo "Machine: $BENCH_NPROC CPUs ($BENCH_CPU), kernel $BENCH_KERNEL, $BENCH_OS; run $BENCH_DATE,"
+	echo "load average at start $BENCH_LOAD. schedlat attached with \`${probe_mode:-?}\`."
+	echo "Medians of REPS=$REPS; other work on the machine during the run adds noise (see the min-max)."
+	echo
+	echo "### Overhead: \`perf bench sched pipe -l $LOOPS\`"
+	echo
+	echo "Pairs, interleaved: for each repetition and each tool, the workload bare, then with the tool"
+	echo "attached; ratio = ops/sec with the tool / ops/sec of its bare run (1.000: no cost)."
+	echo
+	md_header tool command "bare ops/s" "with tool ops/s" "ratio" "ratio min-max"
+	for m in "${OVH_MODES[@]}"; do
+		md_row "${OVH_LABEL[$m]}" "\`${OVH_CMD[$m]}\`" "$(fmt "$(ovh_median "$m" bare)" 0)" \
+			"$(fmt "$(ovh_median "$m" tool)" 0)" "**$(fmt "$(ovh_median "$m" ratio)" 3)**" \
+			"$(ovh_spread "$m" ratio)"
+	done
+	echo
+	echo "### Lifecycle: exec -> attached -> exit"
+	echo
+	echo "One interval, then the tool exits by itself. *attached*: when the ready line is read"
+	echo "(schedlat: \"Tracing run-queue latency ... Ctrl-C to end.\" on stderr, printed after attach;"
+	echo "runqlat: \"Tracing run queue latency...\" on stdout; bpftrace: \"Attaching N probes...\" on"
+	echo "stderr). *exit*: when wait() returns. *exit - interval*: exec -> exit less the nominal"
+	echo "interval, i.e. load + attach + report + detach + exit. runqlat takes whole seconds only"
+	echo "(\`runqlat 0.1 1\` parses as \`0 1\`), so its short run is \`runqlat 0 1\`. Every command runs"
+	echo "under \`stdbuf -oL\` (for runqlat's stdout marker), so each includes the same extra exec."
+	echo
+	md_header tool command "exec->attached (ms)" "exec->exit (ms)" "exit - interval (ms)" "vs runqlat"
+	for m in "${LIFE_MODES[@]}"; do
+		rdy=$(life_median_ms "$m" ready)
+		ext=$(life_median_ms "$m" exit)
+		net=$(awk -v e="$ext" -v i="${LIFE_IVAL_MS[$m]}" 'BEGIN { print e - i }')
+		peer=l-runqlat-${m##*-}
+		pnet=$(awk -v e="$(life_median_ms "$peer" exit)" -v i="${LIFE_IVAL_MS[$peer]}" 'BEGIN { print e - i }')
+		eval "net_$(tr - _ <<<"$m")=$net"
+		md_row "${LIFE_TOOL[$m]}" "\`${LIFE_CMD[$m]}\`" "$(fmt "$rdy" 1)" "$(fmt "$ext" 1)" \
+			"$(fmt "$net" 1)" "$(ratio "$net" "$pnet" 2)"
+	done
+	echo
+	echo "### Peak RSS"
+	echo
+	echo "getrusage's ru_maxrss of the tool process, as \`/usr/bin/time -f %M\` reports it (no stdbuf);"
+	echo "\"under load\": a ${LOAD_SECS} s run while \`perf bench sched pipe\` runs."
+	echo
+	md_header tool run command "peak RSS (MiB)"
+	md_row schedlat short "\`${LIFE_CMD[l-schedlat-short]}\`" "$(rss_mib short-schedlat)"
+	md_row runqlat short "\`${LIFE_CMD[l-runqlat-short]}\`" "$(rss_mib short-runqlat)"
+	md_row bpftrace short "\`${LIFE_CMD[l-bpftrace-short]}\`" "$(rss_mib short-bpftrace)"
+	md_row schedlat "${LOAD_SECS} s, under load" "\`${LOAD_CMD[schedlat]}\`" "$(rss_mib load-schedlat)"
+	md_row "schedlat --json" "${LOAD_SECS} s, under load" "\`${LOAD_CMD[schedlat-json]}\`" "$(rss_mib load-schedlat-json)"
+	md_row runqlat "${LOAD_SECS} s, under load" "\`${LOAD_CMD[runqlat]}\`" "$(rss_mib load-runqlat)"
+	md_row bpftrace "${LOAD_SECS} s, under load" "\`${LOAD_CMD[bpftrace]}\`" "$(rss_mib load-bpftrace)"
+	echo
+	echo "### Targets"
+	echo
+	met() { if "$@"; then echo "**met**"; else echo "**not met**"; fi; }
+	echo "- Overhead no worse than runqlat's: schedlat ratio $(fmt "$sl_ratio" 3) (table),"
+	echo "  $(fmt "$sj_ratio" 3) (--json) vs runqlat $(fmt "$rq_ratio" 3):" \
+		"$(met eval 'cmp_le "$rq_ratio" "$sl_ratio" && cmp_le "$rq_ratio" "$sj_ratio"')."
+	echo "- Lifecycle at most half of runqlat's (exit - interval, short runs): schedlat" \
+		"$(fmt "$net_l_schedlat_short" 1) ms vs runqlat $(fmt "$net_l_runqlat_short" 1) ms:" \
+		"$(met cmp_le "$net_l_schedlat_short" "$(awk -v r="$net_l_runqlat_short" 'BEGIN { print r / 2 }')")"
+	echo "  (1 s runs: $(fmt "$net_l_schedlat_1s" 1) ms vs $(fmt "$net_l_runqlat_1s" 1) ms)."
+	smax=$(cat "$BENCH_TMP"/rss/short-schedlat "$BENCH_TMP"/rss/load-schedlat "$BENCH_TMP"/rss/load-schedlat-json | sort -g | tail -n 1)
+	echo "- Peak RSS under 8 MiB: schedlat at most $(kib_to_mib "$smax") MiB over all its runs:" \
+		"$(met awk -v k="$smax" 'BEGIN { exit !(k < 8192) }')."
+	echo
+	echo "### Reproduce"
+	echo
+	echo "As root, after \`make\`: \`scripts/bench/schedlat.sh\` (about 4 minutes on 2 CPUs; REPS, LOOPS"
+	echo "and LOAD_SECS change the repetitions, the workload length and the RSS run length). It rewrites"
+	echo "this section only. Needs \`perf\` (linux-perf), \`runqlat\` (libbpf-tools), \`bpftrace\`,"
+	echo "\`/usr/bin/time\` (time). Exact commands: the tables above; the workload is"
+	echo "\`perf bench sched pipe -l $LOOPS\` (two processes, unpinned) and ops/sec is read from its output."
+} >"$body"
+
+mkdir -p "$(dirname "$OUT")"
+md_section "$OUT" schedlat "$body"
+bench_log "wrote the schedlat section of $(rel "$OUT")"
+cat "$body"

@@ -1,0 +1,134 @@
+#!/bin/sh
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# Installs the Debian packages aiscope needs, only those that are missing.
+#
+#   scripts/deps.sh            build, test and benchmark packages (native)
+#   scripts/deps.sh --arm64    the same, plus the arm64 cross toolchain and
+#                              arm64 libraries (adds the arm64 architecture)
+#
+# Needs root (apt-get). Does nothing, quickly, when everything is installed.
+# `apt-get update` runs only when something must be installed: first when the
+# package lists are absent or the arm64 architecture was just added, otherwise
+# only after a failed install (stale lists), which is then retried once.
+set -eu
+
+# build: the tools, BPF objects and skeletons
+BUILD_PKGS="libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev libc6-dev make gcc pkg-config"
+# tests and benchmarks: bats, jq, setpriv/runuser (util-linux), ps/pgrep (procps),
+# file (build checks), and the peers the benchmarks compare against
+TEST_PKGS="bats jq util-linux procps file libbpf-tools bpftrace linux-perf"
+# cross build for arm64 (libbpf-dev and friends are Multi-Arch: same)
+ARM64_PKGS="gcc-aarch64-linux-gnu libc6-dev-arm64-cross libbpf-dev:arm64 libelf-dev:arm64 zlib1g-dev:arm64"
+
+me=deps.sh
+say() { printf '%s: %s\n' "$me" "$*" >&2; }
+
+arm64=0
+for a in "$@"; do
+	case $a in
+	--arm64) arm64=1 ;;
+	-h|--help) sed -n '3,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) say "unknown argument '$a' (usage: deps.sh [--arm64])"; exit 2 ;;
+	esac
+done
+
+if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
+	say "this is not a Debian-like system (no dpkg-query/apt-get): install by hand:"
+	say "  $BUILD_PKGS $TEST_PKGS"
+	exit 1
+fi
+
+native=$(dpkg --print-architecture)
+
+# installed PKG: true when PKG (optionally PKG:ARCH) is installed; an
+# unqualified name must be installed for the native architecture (or be
+# Architecture: all), so that libbpf-dev:arm64 alone does not count as libbpf-dev.
+installed() {
+	case $1 in
+	*:*)
+		[ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" = installed ]
+		;;
+	*)
+		dpkg-query -W -f='${db:Status-Status} ${Architecture}\n' "$1" 2>/dev/null |
+			grep -Eq "^installed ($native|all)\$"
+		;;
+	esac
+}
+
+want="$BUILD_PKGS $TEST_PKGS"
+[ $arm64 -eq 1 ] && want="$want $ARM64_PKGS"
+
+need_update=0
+if [ $arm64 -eq 1 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+	if [ "$(id -u)" -ne 0 ]; then
+		say "the arm64 architecture must be added (dpkg --add-architecture arm64): run as root"
+		exit 1
+	fi
+	say "adding the arm64 architecture (dpkg --add-architecture arm64)"
+	dpkg --add-architecture arm64
+	need_update=1
+fi
+
+missing=
+for p in $want; do
+	installed "$p" || missing="$missing $p"
+done
+missing=${missing# }
+
+if [ -z "$missing" ]; then
+	if [ $arm64 -eq 1 ]; then say "all packages present (arm64 cross build included)"
+	else say "all packages present"; fi
+	exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+	say "missing packages: $missing"
+	say "run as root (make deps) to install them"
+	exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+APT="apt-get -q -y -o Dpkg::Use-Pty=0 -o APT::Color=0"
+
+update() {
+	say "apt-get update"
+	# a failing third-party source must not stop us: the install decides
+	$APT -qq update </dev/null || say "apt-get update reported errors; trying the install anyway"
+}
+
+install() {
+	# shellcheck disable=SC2086 # word splitting of the package list is intended
+	$APT -qq install $missing </dev/null
+}
+
+# no package lists at all (fresh container image): update first
+have_lists=0
+for f in /var/lib/apt/lists/*_Packages*; do
+	[ -e "$f" ] && have_lists=1 && break
+done
+[ $have_lists -eq 1 ] || need_update=1
+
+say "installing: $missing"
+[ $need_update -eq 1 ] && update
+if ! install; then
+	if [ $need_update -eq 1 ]; then
+		say "apt-get install failed"
+		exit 1
+	fi
+	say "apt-get install failed: package lists may be stale; updating and retrying once"
+	update
+	if ! install; then
+		say "apt-get install failed again"
+		exit 1
+	fi
+fi
+
+still=
+for p in $missing; do
+	installed "$p" || still="$still $p"
+done
+if [ -n "$still" ]; then
+	say "still missing after install:$still"
+	exit 1
+fi
+say "done"

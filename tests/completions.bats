@@ -1,0 +1,403 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# The documentation that ships with every tool, kept in step with the tool
+# (CONTRACT section 8): for each tools/<tool>.c,
+#   - the bash, zsh and fish completions offer exactly the options that
+#     "<tool> --help" lists (long options and short letters), and complete a
+#     value after exactly the options that take one;
+#   - man/<tool>.8 exists, renders without groff warnings, has the contract's
+#     sections and exit codes, and its OPTIONS describe exactly those of --help;
+#   - README.md has a row for it.
+# No root needed. zsh and fish are used when installed; without them their
+# files are read as text (and when they are installed, the text reading is
+# checked against what the shell itself sees, so that the fallback stays true).
+
+TOP=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
+BIN=${AISCOPE_BUILD:-$TOP/build}
+case $BIN in /*) ;; *) BIN=$TOP/$BIN ;; esac
+BASH_COMPLETION=${BASH_COMPLETION:-/usr/share/bash-completion/bash_completion}
+
+setup() {
+	cd "$TOP" || return 1
+}
+
+# every tool: the names of tools/*.c
+tools() {
+	local f
+	for f in "$TOP"/tools/*.c; do
+		[ -e "$f" ] || continue
+		f=${f##*/}
+		echo "${f%.c}"
+	done
+}
+
+need_binary() {
+	[ -x "$BIN/$1" ] || {
+		echo "$BIN/$1 is not built (run make, or set AISCOPE_BUILD)" >&2
+		return 1
+	}
+}
+
+# help_opts TOOL [args]: the options "TOOL --help" lists, one per line
+# ("-p", "--pid"), sorted; with "args", only those that take a value.
+# An option line is "  -x, --long=ARG   text" or "      --long=ARG   text".
+help_opts() {
+	local out
+	need_binary "$1" || return 1
+	out=$(env -u ARGP_HELP_FMT "$BIN/$1" --help) || return 1
+	printf '%s\n' "$out" | awk -v want="${2:-}" '
+		/^  -[^- ]/ || /^      --[[:alnum:]]/ {
+			s = $0
+			sub(/^ +/, "", s)
+			sub(/  .*/, "", s)		# the description starts after two spaces
+			arg = s ~ /=/ || s ~ /^-[^-] [^ ]/
+			n = split(s, parts, ", ")
+			for (i = 1; i <= n; i++) {
+				o = parts[i]
+				sub(/[= [].*/, "", o)
+				if (want != "args" || arg)
+					print o
+			}
+		}' | LC_ALL=C sort -u
+}
+
+# same SET_A SET_B WHAT: compares two sorted lists, shows the difference
+same() {
+	if [ "$1" != "$2" ]; then
+		echo "$3 differ (< only in the first list, > only in the second):" >&2
+		diff <(printf '%s\n' "$1") <(printf '%s\n' "$2") >&2
+		return 1
+	fi
+	[ -n "$1" ] || { echo "$3: empty option list" >&2; return 1; }
+}
+
+# ---- bash ----
+
+# bash_complete TOOL BASH_COMPLETION_FILE|"" WORD...: what the completion
+# function offers for the last WORD, one per line. Words are given as
+# readline splits them (COMP_WORDBREAKS), e.g. "--by" "=" "c" for --by=c.
+bash_complete() {
+	local tool=$1 bc=$2
+	shift 2
+	bash --norc --noprofile -c '
+		tool=$1 bc=$2 top=$3
+		shift 3
+		if [ -n "$bc" ]; then
+			. "$bc" || exit 1
+		fi
+		. "$top/completions/bash/$tool" || exit 1
+		[ "$(complete -p "$tool")" = "complete -F _$tool $tool" ] ||
+			{ echo "no complete -F _$tool $tool" >&2; exit 1; }
+		COMP_WORDS=("$@")
+		COMP_CWORD=$(($# - 1))
+		COMP_LINE=$(printf "%s " "$@")
+		COMP_LINE=${COMP_LINE% }
+		COMP_LINE=${COMP_LINE// = /=}
+		COMP_LINE=${COMP_LINE% =}
+		[[ ${COMP_WORDS[COMP_CWORD]} == = ]] && COMP_LINE+="="
+		COMP_POINT=${#COMP_LINE}
+		COMP_TYPE=9 COMP_KEY=9
+		COMPREPLY=()
+		"_$tool" "$tool" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+		printf "%s\n" "${COMPREPLY[@]}"
+	' bash "$tool" "$bc" "$TOP" "$@"
+}
+
+# bash_opts TOOL BC: the options offered for "TOOL -" and "TOOL --"
+bash_opts() {
+	local one two
+	one=$(bash_complete "$1" "$2" "$1" -) || return 1
+	two=$(bash_complete "$1" "$2" "$1" --) || return 1
+	# "--" must offer the long options of "-", no more, no less
+	same "$(printf '%s\n' "$one" | grep -- '^--' | LC_ALL=C sort -u)" \
+		"$(printf '%s\n' "$two" | LC_ALL=C sort -u)" "bash: '$1 --' and the long options of '$1 -'" ||
+		return 1
+	printf '%s\n' "$one" "$two" | grep -v '^$' | LC_ALL=C sort -u
+}
+
+# bash_arg_opts TOOL BC: the options after which "-" completes a value
+# rather than options (run where no file name starts with "-")
+bash_arg_opts() {
+	local o out
+	help_opts "$1" | while IFS= read -r o; do
+		out=$(bash_complete "$1" "$2" "$1" "$o" -) || exit 1
+		printf '%s\n' "$out" | grep -q -- '^-' || printf '%s\n' "$o"
+	done | LC_ALL=C sort -u
+	[ "${PIPESTATUS[0]}${PIPESTATUS[1]}" = 00 ]
+}
+
+check_bash() {
+	local bc=$1 t help got empty
+	empty=$BATS_TEST_TMPDIR/empty
+	mkdir -p "$empty"
+	for t in $(tools); do
+		help=$(help_opts "$t") || return 1
+		got=$(bash_opts "$t" "$bc") || return 1
+		same "$help" "$got" "bash: options of $t" || return 1
+		help=$(help_opts "$t" args) || return 1
+		got=$(cd "$empty" && bash_arg_opts "$t" "$bc") || return 1
+		same "$help" "$got" "bash: options of $t that take a value" || return 1
+	done
+}
+
+@test "bash completion offers exactly the options of --help (plain bash)" {
+	check_bash ""
+}
+
+@test "bash completion offers exactly the options of --help (with bash-completion)" {
+	[ -r "$BASH_COMPLETION" ] || skip "bash-completion is not installed"
+	check_bash "$BASH_COMPLETION"
+}
+
+@test "bash completion completes values, also after --opt=" {
+	local t bc
+	for bc in "" "$BASH_COMPLETION"; do
+		[ -z "$bc" ] || [ -r "$bc" ] || continue
+		for t in $(tools); do
+			run bash_complete "$t" "$bc" "$t" --probe-mode tp_btf,r
+			[ "$status" -eq 0 ]
+			[ "$output" = "tp_btf,raw_tp" ]
+			run bash_complete "$t" "$bc" "$t" --probe-mode = ""
+			[ "$status" -eq 0 ]
+			[ "$(printf '%s\n' "$output" | LC_ALL=C sort | tr '\n' ' ')" = "fentry kprobe raw_tp tp_btf tracepoint " ]
+			run bash_complete "$t" "$bc" "$t" --probe-mode =
+			[ "$(printf '%s\n' "$output" | LC_ALL=C sort | tr '\n' ' ')" = "fentry kprobe raw_tp tp_btf tracepoint " ]
+			run bash_complete "$t" "$bc" "$t" -j --probe-mode = tr
+			[ "$output" = tracepoint ]
+			run bash_complete "$t" "$bc" "$t" -p "$$,"
+			[[ "$output" == *"$$,$$"* ]]
+			run bash_complete "$t" "$bc" "$t" -c /sys/fs/cgr
+			[[ "$output" == /sys/fs/cgroup* ]]
+			# after "--" only arguments follow
+			run bash_complete "$t" "$bc" "$t" -- -
+			[ -z "$output" ]
+		done
+		run bash_complete schedlat "$bc" schedlat --by = c
+		[ "$(printf '%s\n' "$output" | tr '\n' ' ')" = "cgroup container " ]
+		run bash_complete schedlat "$bc" schedlat -s p
+		[ "$output" = p99 ]
+	done
+}
+
+# ---- zsh ----
+
+# zsh_specs_zsh TOOL: the _arguments specs as zsh itself expands them
+zsh_specs_zsh() {
+	zsh -f -c '
+		fpath=("$2/completions/zsh" $fpath)
+		autoload -Uz "_$1"
+		_arguments() {
+			# drop _arguments own flags; every spec has a [description]
+			while [[ $1 == -[sSCwWn0] ]]; do shift; done
+			print -rl -- "$@"
+		}
+		"_$1"
+	' zsh "$1" "$TOP"
+}
+
+# zsh_specs_text TOOL: the same, from the file's text: its _arguments
+# command expands alike in bash (quotes and {a,b} braces)
+zsh_specs_text() {
+	local cmd
+	cmd=$(awk '/^_arguments/ { on = 1 } on { print; if ($0 !~ /\\$/) exit }' \
+		"$TOP/completions/zsh/_$1")
+	[ -n "$cmd" ] || { echo "no _arguments in completions/zsh/_$1" >&2; return 1; }
+	bash --norc --noprofile -c '
+		_arguments() {
+			while [[ $1 == -[sSCwWn0] ]]; do shift; done
+			printf "%s\n" "$@"
+		}
+		eval "$1"
+	' bash "$cmd"
+}
+
+# zsh_parse [args]: specs on stdin -> option names (with "args": those
+# that take a value: a ":message:action" after the description)
+zsh_parse() {
+	awk -v want="${1:-}" '
+		/^[0-9*]*:/ { next }			# positional arguments
+		{
+			s = $0
+			if (s ~ /^\(/) sub(/^\([^)]*\)/, "", s)	# exclusion list
+			sub(/^[*!]/, "", s)
+			if (!match(s, /^(--[[:alnum:]][[:alnum:]-]*[[:alnum:]]|--[[:alnum:]]|-[^-])/))
+				next
+			name = substr(s, 1, RLENGTH)
+			rest = substr(s, RLENGTH + 1)
+			sub(/\[[^]]*\]/, "", rest)		# the description
+			if (want != "args" || rest ~ /:/)
+				print name
+		}' | LC_ALL=C sort -u
+}
+
+@test "zsh completion offers exactly the options of --help" {
+	local t help specs text
+	for t in $(tools); do
+		[ "$(head -n 1 "completions/zsh/_$t")" = "#compdef $t" ]
+		text=$(zsh_specs_text "$t")
+		if command -v zsh >/dev/null 2>&1; then
+			specs=$(zsh_specs_zsh "$t")
+			# the text reading used where zsh is missing must agree with zsh
+			same "$specs" "$text" "zsh: specs of $t read as text vs by zsh"
+		else
+			specs=$text
+		fi
+		help=$(help_opts "$t")
+		same "$help" "$(printf '%s\n' "$specs" | zsh_parse)" "zsh: options of $t"
+		help=$(help_opts "$t" args)
+		same "$help" "$(printf '%s\n' "$specs" | zsh_parse args)" \
+			"zsh: options of $t that take a value"
+	done
+}
+
+# ---- fish ----
+
+# fish_text TOOL [args]: options of the "complete -c TOOL" lines, read as
+# text: -s/-l (and -x/-r) come before -a and -d on each line
+fish_text() {
+	sed -nE "s/^complete -c $1 //p" "$TOP/completions/fish/$1.fish" |
+		sed -E 's/ -[ad] .*//' | awk -v want="${2:-}" '{
+			arg = 0
+			for (i = 1; i <= NF; i++)
+				if ($i == "-x" || $i == "-r" || $i == "--exclusive" || $i == "--require-parameter")
+					arg = 1
+			if (want == "args" && !arg)
+				next
+			for (i = 1; i < NF; i++) {
+				v = $(i + 1)
+				gsub(/\047|"/, "", v)
+				if ($i == "-s" || $i == "--short-option") print "-" v
+				if ($i == "-l" || $i == "--long-option") print "--" v
+			}
+		}' | LC_ALL=C sort -u
+}
+
+# fish_run TOOL: the options fish offers for "TOOL -" and "TOOL --"
+fish_run() {
+	# shellcheck disable=SC2016 # fish expands $argv
+	fish --no-config -c 'source $argv[1]; complete -C"$argv[2] -"; complete -C"$argv[2] --"' \
+		"$TOP/completions/fish/$1.fish" "$1" | cut -f1 | grep -- '^-' | LC_ALL=C sort -u
+}
+
+# fish_run_args TOOL: options that take a value, from fish's own listing
+fish_run_args() {
+	# shellcheck disable=SC2016 # fish expands $argv
+	fish --no-config -c 'source $argv[1]; complete -c $argv[2]' \
+		"$TOP/completions/fish/$1.fish" "$1" |
+		sed -E 's/ -[ad] .*//' | awk '/--exclusive|--require-parameter/ {
+			for (i = 1; i < NF; i++) {
+				if ($i == "-s") print "-" $(i + 1)
+				if ($i == "-l") print "--" $(i + 1)
+			}
+		}' | tr -d "'" | LC_ALL=C sort -u
+}
+
+@test "fish completion offers exactly the options of --help" {
+	local t help got text
+	for t in $(tools); do
+		help=$(help_opts "$t")
+		text=$(fish_text "$t")
+		if command -v fish >/dev/null 2>&1; then
+			got=$(fish_run "$t")
+			same "$got" "$text" "fish: options of $t read as text vs offered by fish"
+		else
+			got=$text
+		fi
+		same "$help" "$got" "fish: options of $t"
+		help=$(help_opts "$t" args)
+		got=$(fish_text "$t" args)
+		if command -v fish >/dev/null 2>&1; then
+			same "$(fish_run_args "$t")" "$got" \
+				"fish: options of $t that take a value, read as text vs by fish"
+		fi
+		same "$help" "$got" "fish: options of $t that take a value"
+	done
+}
+
+# ---- every tool ships its documentation ----
+
+# the Makefile's TOOLS (what make builds and installs)
+make_tools() {
+	# shellcheck disable=SC2016 # make expands $(TOOLS)
+	printf 'aiscope-print-tools:\n\t@echo $(TOOLS)\n' |
+		make --no-print-directory -s -f Makefile -f - aiscope-print-tools
+}
+
+@test "every tool has a man page, bash, zsh and fish completions and a README row" {
+	local t missing=
+	[ -n "$(tools)" ]
+	for t in $(tools); do
+		[ -f "man/$t.8" ] || missing+=" man/$t.8"
+		[ -f "completions/bash/$t" ] || missing+=" completions/bash/$t"
+		[ -f "completions/zsh/_$t" ] || missing+=" completions/zsh/_$t"
+		[ -f "completions/fish/$t.fish" ] || missing+=" completions/fish/$t.fish"
+		# a row of the tools table: | [`tool`](man/tool.8) | ... (not "planned")
+		grep -Eq "^\| \[\`$t\`\]\(man/$t\.8\) \|" README.md || missing+=" README.md row for $t"
+		grep -E "^\| \[?\`$t\`" README.md | grep -qi planned && missing+=" README.md: $t still 'planned'"
+		[[ " $(make_tools) " == *" $t "* ]] || missing+=" Makefile TOOLS entry for $t"
+	done
+	[ -f man/aiscope.7 ] || missing+=" man/aiscope.7"
+	[ -z "$missing" ] || { echo "missing:$missing" >&2; false; }
+}
+
+@test "no man page or completion for a tool that does not exist" {
+	local f t stale=
+	for f in man/*.8 completions/bash/* completions/zsh/_* completions/fish/*.fish; do
+		[ -e "$f" ] || continue
+		t=${f##*/}
+		t=${t#_}
+		t=${t%.8}
+		t=${t%.fish}
+		[ -f "tools/$t.c" ] || stale+=" $f"
+	done
+	[ -z "$stale" ] || { echo "files for no tool:$stale" >&2; false; }
+}
+
+@test "man pages render without groff warnings" {
+	command -v groff >/dev/null 2>&1 || skip "groff is not installed"
+	local f out
+	for f in man/*.8 man/*.7; do
+		out=$(groff -man -Tutf8 -ww -z "$f" 2>&1)
+		[ -z "$out" ] || { echo "$f: $out" >&2; false; }
+	done
+}
+
+@test "each man page has the contract's sections and exit codes" {
+	local t s missing=
+	for t in $(tools); do
+		for s in NAME SYNOPSIS DESCRIPTION OPTIONS FIELDS "EXIT STATUS" REQUIREMENTS \
+			OVERHEAD EXAMPLES "SEE ALSO"; do
+			grep -q "^\.SH \"\{0,1\}$s\"\{0,1\}\$" "man/$t.8" || missing+=" $t.8:section '$s'"
+		done
+		# EXIT STATUS entries: ".TP" then ".B <code>"
+		for s in 0 1 2 77; do
+			grep -q "^\.B $s\$" "man/$t.8" || missing+=" $t.8:exit status $s"
+		done
+	done
+	[ -z "$missing" ] || { echo "missing:$missing" >&2; false; }
+}
+
+# man_opts TOOL: the options that OPTIONS of man/TOOL.8 describes: those in
+# its .TP tags ("\-p", "\-\-pid=" in roff), sorted
+man_opts() {
+	awk '/^\.SH/ { in_opts = ($0 ~ /^\.SH "?OPTIONS"?$/) }
+		in_opts && tag {
+			n = split($0, w, /[ "]+/)
+			for (i = 1; i <= n; i++)
+				if (w[i] ~ /^\\-/) {
+					o = w[i]
+					sub(/=.*/, "", o)
+					gsub(/\\-/, "-", o)
+					print o
+				}
+		}
+		{ tag = in_opts && $0 == ".TP" }' "$TOP/man/$1.8" | LC_ALL=C sort -u
+}
+
+@test "each man page describes exactly the options of --help" {
+	local t
+	for t in $(tools); do
+		same "$(help_opts "$t")" "$(man_opts "$t")" "man/$t.8: OPTIONS"
+	done
+}

@@ -1,0 +1,146 @@
+# Shared helpers for the bats suites. Load with: load lib
+#
+# Every suite runs the tools from $AISCOPE_BUILD (set by tests/run.sh,
+# default build/), keeps its files in $BATS_TEST_TMPDIR, and ends whatever
+# it started in teardown (aiscope_teardown).
+
+AISCOPE_BUILD=${AISCOPE_BUILD:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)/build}
+BIN=$AISCOPE_BUILD
+HELPERS=$AISCOPE_BUILD/tests/helpers
+TEST_PIDS=()
+TEST_CGROUPS=()
+
+need_root() {
+	[ "$(id -u)" -eq 0 ] || skip "needs root"
+}
+
+# wait_for FILE PATTERN [SECONDS]: until FILE has a line matching PATTERN
+wait_for() {
+	local file=$1 pattern=$2 limit=${3:-10} i=0
+	while ! grep -q -- "$pattern" "$file" 2>/dev/null; do
+		sleep 0.05
+		i=$((i + 1))
+		if [ $i -ge $((limit * 20)) ]; then
+			echo "timed out waiting for '$pattern' in $file:" >&2
+			cat "$file" >&2
+			return 1
+		fi
+	done
+}
+
+# start_bg NAME CMD...: runs CMD in the background with stdout in
+# $BATS_TEST_TMPDIR/NAME.out and stderr in NAME.err; sets BG_PID
+start_bg() {
+	local name=$1
+	shift
+	"$@" > "$BATS_TEST_TMPDIR/$name.out" 2> "$BATS_TEST_TMPDIR/$name.err" &
+	BG_PID=$!
+	TEST_PIDS+=("$BG_PID")
+}
+
+# start_contend NAME THREADS CPU SPIN_MS: sets CONTEND_PID
+start_contend() {
+	local name=$1
+	shift
+	start_bg "$name" "$HELPERS/contend" "$@"
+	wait_for "$BATS_TEST_TMPDIR/$name.out" '^ready'
+	CONTEND_PID=$(awk '/^ready/ {print $2}' "$BATS_TEST_TMPDIR/$name.out")
+}
+
+# contend_round NAME PID N: starts round N and waits for its end
+contend_round() {
+	kill -USR1 "$2"
+	wait_for "$BATS_TEST_TMPDIR/$1.out" "^done $3$" 30
+}
+
+# start_tool NAME TOOL ARGS...: starts a tool and waits until it is attached
+# (its "Tracing" line on stderr); sets TOOL_PID
+start_tool() {
+	local name=$1 tool=$2
+	shift 2
+	start_bg "$name" "$BIN/$tool" "$@"
+	TOOL_PID=$BG_PID
+	wait_for "$BATS_TEST_TMPDIR/$name.err" 'Tracing'
+}
+
+# stop_tool PID [SIGNAL]: signals the tool and returns its exit status
+stop_tool() {
+	local rc=0
+	kill -"${2:-INT}" "$1"
+	wait "$1" || rc=$?
+	return $rc
+}
+
+# sum_task_field PID FILE AWK_EXPR: sums a per-thread figure over /proc/PID/task
+sum_run_delay() {
+	cat /proc/"$1"/task/*/schedstat | awk '{s += $2} END {print s + 0}'
+}
+
+sum_nivcsw() {
+	cat /proc/"$1"/task/*/status | awk '/^nonvoluntary_ctxt_switches/ {s += $2} END {print s + 0}'
+}
+
+sum_migrations() {
+	cat /proc/"$1"/task/*/sched | awk '/^se.nr_migrations/ {s += $3} END {print s + 0}'
+}
+
+# within PCT A B: |A - B| <= PCT% of B
+within() {
+	awk -v p="$1" -v a="$2" -v b="$3" 'BEGIN {
+		d = a - b; if (d < 0) d = -d
+		if (b == 0 ? a != 0 : d > b * p / 100) {
+			printf "%s is not within %s%% of %s\n", a, p, b > "/dev/stderr"; exit 1 }
+	}'
+}
+
+# every line of FILE is valid JSON
+all_json() {
+	local n
+	n=$(wc -l < "$1")
+	[ "$n" -gt 0 ] || { echo "no output in $1" >&2; return 1; }
+	jq -e -c . "$1" > /dev/null || { echo "invalid JSON in $1:" >&2; cat "$1" >&2; return 1; }
+	[ "$(jq -c . "$1" | wc -l)" -eq "$n" ] || { echo "not one object per line" >&2; return 1; }
+}
+
+# make_cgroup DIR: creates a cgroup directory, removed in teardown
+make_cgroup() {
+	mkdir -p "$1"
+	TEST_CGROUPS+=("$1")
+}
+
+# move_to_cgroup DIR PID: the whole process, thread by thread for v1
+move_to_cgroup() {
+	local t
+	if [ -e "$1/cgroup.threads" ] || [ "$(stat -f -c %T "$1")" = cgroup2fs ]; then
+		echo "$2" > "$1/cgroup.procs"
+	else
+		for t in /proc/"$2"/task/*; do
+			echo "${t##*/}" > "$1/tasks"
+		done
+	fi
+}
+
+random_hex64() {
+	od -An -N32 -tx1 /dev/urandom | tr -d ' \n'
+}
+
+aiscope_teardown() {
+	local p d root
+	for p in "${TEST_PIDS[@]}"; do
+		kill -TERM "$p" 2>/dev/null
+	done
+	for p in "${TEST_PIDS[@]}"; do
+		wait "$p" 2>/dev/null
+	done
+	for d in "${TEST_CGROUPS[@]}"; do
+		[ -d "$d" ] || continue
+		root=${d%/*}
+		while read -r p; do
+			echo "$p" > "$root/cgroup.procs" 2>/dev/null
+		done < "$d/cgroup.procs"
+		rmdir "$d" 2>/dev/null || sleep 0.2
+		rmdir "$d" 2>/dev/null
+	done
+	TEST_PIDS=()
+	TEST_CGROUPS=()
+}

@@ -1,0 +1,536 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* lib/cgroup.c: container ids from cgroup paths (CONTRACT section 5,
+ * research/conventions.md 3.1), and the hierarchy scan against a fake root. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <ftw.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "t.h"
+#include "cgroup.h"
+#include "util.h"
+
+#define ID  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define ID2 "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
+#define UPPER "0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF"
+#define ID63 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde"
+#define UID_DASH "1f2e3d4c-5b6a-4789-8abc-def012345678"
+#define UID_UNDER "1f2e3d4c_5b6a_4789_8abc_def012345678"
+#define UID_STATIC "0123456789abcdef0123456789abcdef"
+
+static struct container_info ci;
+
+/* parse path; expect a container with id, runtime (NULL allowed), pod uid ("" none) */
+static void expect(const char *path, const char *id, const char *runtime, const char *pod)
+{
+	bool ok = cg_parse_container(path, &ci);
+
+	if (!ok || strcmp(ci.id, id) || strcmp(ci.pod_uid, pod) ||
+	    (runtime ? !ci.runtime || strcmp(ci.runtime, runtime) : ci.runtime != NULL))
+		printf("# path %s: got ok=%d id=%s runtime=%s pod=%s\n", path, ok, ci.id,
+		       ci.runtime ? ci.runtime : "(null)", ci.pod_uid);
+	CHECK(ok);
+	CHECK_STR(ci.id, id);
+	if (runtime)
+		CHECK_STR(ci.runtime, runtime);
+	else
+		CHECK(ci.runtime == NULL);
+	CHECK_STR(ci.pod_uid, pod);
+}
+
+/* expect no container; pod uid as given */
+static void expect_none(const char *path, const char *pod)
+{
+	bool ok = cg_parse_container(path, &ci);
+
+	if (ok)
+		printf("# path %s: unexpected container %s\n", path, ci.id);
+	CHECK(!ok);
+	CHECK_STR(ci.id, "");
+	CHECK(ci.runtime == NULL);
+	CHECK_STR(ci.pod_uid, pod);
+}
+
+static void test_docker_systemd(void)
+{
+	expect("/system.slice/docker-" ID ".scope", ID, "docker", "");
+	expect("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_UNDER
+	       ".slice/docker-" ID ".scope", ID, "docker", UID_DASH);
+}
+
+static void test_docker_cgroupfs(void)
+{
+	expect("/docker/" ID, ID, "docker", "");
+	/* GitHub Actions' cgroup parent: an id, runtime unknown */
+	CHECK(cg_parse_container("/actions_job/" ID, &ci));
+	CHECK_STR(ci.id, ID);
+}
+
+static void test_containerd_systemd_burstable(void)
+{
+	expect("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_UNDER
+	       ".slice/cri-containerd-" ID ".scope", ID, "containerd", UID_DASH);
+}
+
+static void test_containerd_systemd_guaranteed_and_besteffort(void)
+{
+	expect("/kubepods.slice/kubepods-pod" UID_UNDER ".slice/cri-containerd-" ID ".scope",
+	       ID, "containerd", UID_DASH);
+	expect("/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" UID_UNDER
+	       ".slice/cri-containerd-" ID ".scope", ID, "containerd", UID_DASH);
+}
+
+static void test_kind_prefix(void)
+{
+	expect("/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-burstable.slice/"
+	       "kubelet-kubepods-burstable-pod" UID_UNDER ".slice/cri-containerd-" ID ".scope",
+	       ID, "containerd", UID_DASH);
+}
+
+static void test_containerd_cgroupfs(void)
+{
+	expect("/kubepods/burstable/pod" UID_DASH "/" ID, ID, NULL, UID_DASH);
+	expect("/kubepods/pod" UID_DASH "/" ID, ID, NULL, UID_DASH);
+	expect("/kubepods/besteffort/pod" UID_DASH "/" ID2, ID2, NULL, UID_DASH);
+}
+
+static void test_containerd_raw_runc(void)
+{
+	expect("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_UNDER
+	       ".slice:cri-containerd:" ID, ID, "containerd", UID_DASH);
+	expect("/system.slice:cri-containerd:" ID, ID, "containerd", "");
+}
+
+static void test_crio_systemd(void)
+{
+	const char *pod = "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod"
+			  UID_UNDER ".slice/";
+	char path[512];
+
+	snprintf(path, sizeof(path), "%scrio-%s.scope", pod, ID);
+	expect(path, ID, "crio", UID_DASH);
+	/* crun's "container" child is the same container */
+	snprintf(path, sizeof(path), "%scrio-%s.scope/container", pod, ID);
+	expect(path, ID, "crio", UID_DASH);
+}
+
+static void test_crio_conmon_is_not_a_container(void)
+{
+	const char *pod = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
+			  UID_UNDER ".slice/";
+	char path[512];
+
+	snprintf(path, sizeof(path), "%scrio-conmon-%s.scope", pod, ID);
+	expect_none(path, UID_DASH);
+	/* its sibling with the same id is the workload */
+	snprintf(path, sizeof(path), "%scrio-%s.scope", pod, ID);
+	expect(path, ID, "crio", UID_DASH);
+	expect_none("/crio-conmon-" ID, "");
+}
+
+static void test_crio_cgroupfs(void)
+{
+	expect("/kubepods/besteffort/pod" UID_DASH "/crio-" ID, ID, "crio", UID_DASH);
+	expect("/kubepods/besteffort/pod" UID_DASH "/crio-" ID "/container", ID, "crio", UID_DASH);
+}
+
+static void test_podman(void)
+{
+	expect("/machine.slice/libpod-" ID ".scope", ID, "podman", "");
+	expect("/machine.slice/libpod-" ID ".scope/container", ID, "podman", "");
+	expect("/libpod_parent/libpod-" ID, ID, "podman", "");
+	expect_none("/machine.slice/libpod-conmon-" ID ".scope", "");
+}
+
+static void test_podman_rootless(void)
+{
+	expect("/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" ID
+	       ".scope/container", ID, "podman", "");
+	expect("/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" ID ".scope",
+	       ID, "podman", "");
+}
+
+static void test_nerdctl(void)
+{
+	expect("/system.slice/nerdctl-" ID ".scope", ID, "containerd", "");
+}
+
+static void test_static_pod_uid(void)
+{
+	/* static pods: 32-hex md5 uid without dashes */
+	expect("/kubepods/burstable/pod" UID_STATIC "/" ID, ID, NULL, UID_STATIC);
+	expect("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_STATIC
+	       ".slice/cri-containerd-" ID ".scope", ID, "containerd", UID_STATIC);
+}
+
+static void test_pod_without_container(void)
+{
+	/* the pod slice itself: a pod uid but no container */
+	expect_none("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
+		    UID_UNDER ".slice", UID_DASH);
+	expect_none("/kubepods/burstable/pod" UID_DASH, UID_DASH);
+	/* too short or too long to be a pod uid */
+	expect_none("/kubepods/burstable/pod0123456789abcdef0123456789abcde", "");
+	expect_none("/kubepods/burstable/pod" UID_DASH "0", "");
+}
+
+static void test_leaf_wins(void)
+{
+	/* docker in docker: the innermost id is the one the task runs in */
+	expect("/docker/" ID "/docker/" ID2, ID2, "docker", "");
+	/* a sub-cgroup below a container is still that container */
+	expect("/system.slice/docker-" ID ".scope/init.scope", ID, "docker", "");
+}
+
+static void test_rejects_uppercase(void)
+{
+	expect_none("/docker/" UPPER, "");
+	expect_none("/system.slice/docker-" UPPER ".scope", "");
+	expect_none("/system.slice/cri-containerd-" UPPER ".scope", "");
+}
+
+static void test_rejects_wrong_length(void)
+{
+	expect_none("/docker/" ID63, "");
+	expect_none("/docker/" ID "0", "");
+	expect_none("/system.slice/docker-" ID63 ".scope", "");
+	expect_none("/system.slice/docker-" ID "a.scope", "");
+	expect_none("/system.slice/crio-" ID63 ".scope", "");
+}
+
+static void test_rejects_wrong_affixes(void)
+{
+	expect_none("/system.slice/docker-" ID ".service", "");
+	expect_none("/system.slice/docker-" ID ".scopex", "");
+	expect_none("/system.slice/podman-" ID ".scope", "");
+	expect_none("/system.slice/xdocker-" ID ".scope", "");
+	expect_none("/docker/g123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "");
+}
+
+static void test_host_paths(void)
+{
+	expect_none("/", "");
+	expect_none("", "");
+	expect_none("//", "");
+	expect_none("/user.slice/user-1000.slice/session-1.scope", "");
+	expect_none("/system.slice/docker.service", "");
+	expect_none("/system.slice/containerd.service", "");
+	expect_none("/init.scope", "");
+	expect_none("/kubepods.slice/kubepods-burstable.slice", "");
+}
+
+static void test_no_slash_and_trailing_slash(void)
+{
+	expect("docker-" ID ".scope", ID, "docker", "");
+	expect("/system.slice/docker-" ID ".scope/", ID, "docker", "");
+	expect("//docker//" ID "//", ID, "docker", "");
+}
+
+static void test_reuses_info(void)
+{
+	/* a parse after a hit leaves nothing of the previous result */
+	CHECK(cg_parse_container("/kubepods/burstable/pod" UID_DASH "/crio-" ID, &ci));
+	CHECK(!cg_parse_container("/user.slice", &ci));
+	CHECK_STR(ci.id, "");
+	CHECK_STR(ci.pod_uid, "");
+	CHECK(ci.runtime == NULL);
+}
+
+/* ---- cg_init against a fake root ---- */
+
+static char root[64];
+
+static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(p);
+}
+
+static void rm_root(void)
+{
+	if (root[0])
+		nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	root[0] = 0;
+}
+
+static int mkdirs(const char *rel)
+{
+	char p[512];
+
+	snprintf(p, sizeof(p), "%s/%s", root, rel);
+	for (char *s = p + strlen(root) + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = 0;
+		if (mkdir(p, 0755) && errno != EEXIST)
+			return -1;
+		*s = '/';
+	}
+	return mkdir(p, 0755) && errno != EEXIST ? -1 : 0;
+}
+
+static int make_root(const char *mountinfo)
+{
+	char p[256];
+	FILE *f;
+
+	snprintf(root, sizeof(root), "/tmp/aiscope-test-cg.XXXXXX");
+	if (!mkdtemp(root)) {
+		root[0] = 0;
+		return -1;
+	}
+	if (mkdirs("proc/self"))
+		return -1;
+	snprintf(p, sizeof(p), "%s/proc/self/mountinfo", root);
+	f = fopen(p, "w");
+	if (!f)
+		return -1;
+	fputs(mountinfo, f);
+	fclose(f);
+	return 0;
+}
+
+/* kernel ids, as in enum cgroup_subsys_id of a 6.x kernel */
+static int fake_ssid(const char *ctrl)
+{
+	static const char *const ids[] = {
+		"cpuset", "cpu", "cpuacct", "io", "memory", "devices", "freezer", "net_cls",
+		"perf_event", "net_prio", "hugetlb", "pids", "rdma", "misc",
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(ids); i++)
+		if (!strcmp(ctrl, ids[i]))
+			return (int)i;
+	return -1;
+}
+
+static int no_memory_ssid(const char *ctrl)
+{
+	return strcmp(ctrl, "memory") ? fake_ssid(ctrl) : -1;
+}
+
+#define TMPFS "25 1 0:23 / /sys/fs/cgroup ro,nosuid,nodev,noexec shared:9 - tmpfs tmpfs ro,mode=755\n"
+#define UNIFIED "26 25 0:24 / /sys/fs/cgroup/unified rw,nosuid,nodev,noexec,relatime shared:10 - cgroup2 cgroup2 rw,nsdelegate\n"
+#define SYSTEMD "27 25 0:25 / /sys/fs/cgroup/systemd rw,nosuid,nodev,noexec,relatime shared:11 - cgroup cgroup rw,xattr,name=systemd\n"
+#define CPU "30 25 0:28 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid,nodev,noexec,relatime shared:14 - cgroup cgroup rw,cpu,cpuacct\n"
+#define MEMORY "31 25 0:29 / /sys/fs/cgroup/memory rw,nosuid,nodev,noexec,relatime shared:15 - cgroup cgroup rw,memory\n"
+#define PIDS "32 25 0:30 / /sys/fs/cgroup/pids rw,nosuid,nodev,noexec,relatime shared:16 - cgroup cgroup rw,pids\n"
+#define V2ONLY "25 1 0:23 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:9 - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot\n"
+#define PROC "22 1 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw\n"
+
+static void test_init_hybrid(void)
+{
+	CHECK_EQ(make_root(PROC TMPFS UNIFIED SYSTEMD CPU MEMORY PIDS), 0);
+	CHECK_EQ(cg_init(root, fake_ssid), 0);
+	CHECK_EQ(cg_mode(), CG_MODE_HYBRID);
+	CHECK_STR(cg_mode_name(cg_mode()), "hybrid");
+	CHECK_EQ(cg_attr_ssid(), 4);	/* memory first */
+	cg_cleanup();
+	rm_root();
+}
+
+static void test_init_hybrid_without_memory(void)
+{
+	CHECK_EQ(make_root(TMPFS UNIFIED SYSTEMD PIDS CPU), 0);
+	CHECK_EQ(cg_init(root, fake_ssid), 0);
+	CHECK_EQ(cg_mode(), CG_MODE_HYBRID);
+	CHECK_EQ(cg_attr_ssid(), 1);	/* then cpu, before pids */
+	cg_cleanup();
+	rm_root();
+}
+
+static void test_init_hybrid_unknown_ssid(void)
+{
+	CHECK_EQ(make_root(TMPFS UNIFIED MEMORY PIDS), 0);
+	/* memory's id unknown to the kernel BTF: fall back to pids */
+	CHECK_EQ(cg_init(root, no_memory_ssid), 0);
+	CHECK_EQ(cg_attr_ssid(), 11);
+	/* no lookup at all: no attribution hierarchy */
+	CHECK_EQ(cg_init(root, NULL), 0);
+	CHECK_EQ(cg_mode(), CG_MODE_HYBRID);
+	CHECK_EQ(cg_attr_ssid(), -1);
+	cg_cleanup();
+	rm_root();
+}
+
+static void test_init_v2(void)
+{
+	CHECK_EQ(make_root(PROC V2ONLY), 0);
+	CHECK_EQ(cg_init(root, fake_ssid), 0);
+	CHECK_EQ(cg_mode(), CG_MODE_V2);
+	CHECK_STR(cg_mode_name(cg_mode()), "v2");
+	CHECK_EQ(cg_attr_ssid(), -1);
+	cg_cleanup();
+	rm_root();
+}
+
+static void test_init_v1(void)
+{
+	CHECK_EQ(make_root(TMPFS SYSTEMD CPU MEMORY PIDS), 0);
+	CHECK_EQ(cg_init(root, fake_ssid), 0);
+	CHECK_EQ(cg_mode(), CG_MODE_V1);
+	CHECK_STR(cg_mode_name(cg_mode()), "v1");
+	CHECK_EQ(cg_attr_ssid(), 4);
+	cg_cleanup();
+	rm_root();
+}
+
+static void test_init_none_and_missing(void)
+{
+	CHECK_EQ(make_root(PROC TMPFS), 0);
+	CHECK_EQ(cg_init(root, fake_ssid), 0);
+	CHECK_EQ(cg_mode(), CG_MODE_NONE);
+	CHECK_STR(cg_mode_name(cg_mode()), "none");
+	CHECK_EQ(cg_attr_ssid(), -1);
+	rm_root();
+	CHECK_EQ(cg_init("/nonexistent/aiscope-test", fake_ssid), -ENOENT);
+	CHECK_EQ(cg_mode(), CG_MODE_NONE);
+	cg_cleanup();
+}
+
+static void test_cleanup_resets(void)
+{
+	CHECK_EQ(make_root(TMPFS UNIFIED MEMORY), 0);
+	CHECK_EQ(cg_init(root, fake_ssid), 0);
+	CHECK_EQ(cg_mode(), CG_MODE_HYBRID);
+	cg_cleanup();
+	CHECK_EQ(cg_mode(), CG_MODE_NONE);
+	CHECK_EQ(cg_attr_ssid(), -1);
+	rm_root();
+}
+
+static uint64_t ino_of(const char *rel)
+{
+	char p[512];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/%s", root, rel);
+	return stat(p, &st) ? 0 : st.st_ino;
+}
+
+static void test_path_of_fake_tree(void)
+{
+	CHECK_EQ(make_root(TMPFS UNIFIED SYSTEMD MEMORY), 0);
+	CHECK_EQ(mkdirs("sys/fs/cgroup/unified/system.slice/docker-" ID ".scope"), 0);
+	CHECK_EQ(mkdirs("sys/fs/cgroup/memory/system.slice/docker-" ID ".scope"), 0);
+	CHECK_EQ(mkdirs("sys/fs/cgroup/systemd/user.slice"), 0);
+	CHECK_EQ(cg_init(root, fake_ssid), 0);
+	CHECK_STR(cg_path_of(ino_of("sys/fs/cgroup/unified/system.slice/docker-" ID ".scope"), false),
+		  "/system.slice/docker-" ID ".scope");
+	CHECK_STR(cg_path_of(ino_of("sys/fs/cgroup/unified/system.slice"), false), "/system.slice");
+	CHECK_STR(cg_path_of(ino_of("sys/fs/cgroup/unified"), false), "/");
+	CHECK_STR(cg_path_of(ino_of("sys/fs/cgroup/memory/system.slice/docker-" ID ".scope"), true),
+		  "/system.slice/docker-" ID ".scope");
+	/* the named systemd hierarchy is not scanned */
+	CHECK(cg_path_of(ino_of("sys/fs/cgroup/systemd/user.slice"), false) == NULL);
+	CHECK(cg_path_of(ino_of("sys/fs/cgroup/systemd/user.slice"), true) == NULL);
+	CHECK(cg_path_of(0, false) == NULL);
+	cg_cleanup();
+	rm_root();
+}
+
+static void test_find_container_fake_tree(void)
+{
+	char dir[4096], full[CONTAINER_ID_LEN + 1], want[4096];
+
+	CHECK_EQ(make_root(TMPFS UNIFIED MEMORY), 0);
+	CHECK_EQ(mkdirs("sys/fs/cgroup/unified/system.slice/docker-" ID ".scope"), 0);
+	CHECK_EQ(mkdirs("sys/fs/cgroup/memory/system.slice/docker-" ID ".scope"), 0);
+	CHECK_EQ(mkdirs("sys/fs/cgroup/memory/docker/" ID2), 0);
+	CHECK_EQ(mkdirs("sys/fs/cgroup/unified/machine.slice/libpod-conmon-"
+			"0123aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.scope"), 0);
+	CHECK_EQ(cg_init(root, fake_ssid), 0);
+	/* found in both hierarchies: one container, the v2 directory */
+	CHECK_EQ(cg_find_container("0123", dir, sizeof(dir), full), 0);
+	CHECK_STR(full, ID);
+	snprintf(want, sizeof(want), "%s/sys/fs/cgroup/unified/system.slice/docker-%s.scope", root, ID);
+	CHECK_STR(dir, want);
+	/* only in the v1 memory hierarchy */
+	CHECK_EQ(cg_find_container("fedcba98", dir, sizeof(dir), full), 0);
+	CHECK_STR(full, ID2);
+	snprintf(want, sizeof(want), "%s/sys/fs/cgroup/memory/docker/%s", root, ID2);
+	CHECK_STR(dir, want);
+	CHECK_EQ(cg_find_container(ID, dir, sizeof(dir), full), 0);
+	CHECK_EQ(cg_find_container("abcd", dir, sizeof(dir), full), -ENOENT);
+	CHECK_EQ(cg_find_container("012", dir, sizeof(dir), full), -EINVAL);
+	CHECK_EQ(cg_find_container("0123ABCD", dir, sizeof(dir), full), -EINVAL);
+	CHECK_EQ(cg_find_container("xyzw", dir, sizeof(dir), full), -EINVAL);
+	CHECK_EQ(cg_find_container(ID "0", dir, sizeof(dir), full), -EINVAL);
+	cg_cleanup();
+	rm_root();
+}
+
+static void test_find_container_ambiguous(void)
+{
+	char dir[4096], full[CONTAINER_ID_LEN + 1];
+
+	CHECK_EQ(make_root(UNIFIED), 0);
+	CHECK_EQ(mkdirs("sys/fs/cgroup/unified/system.slice/docker-" ID ".scope"), 0);
+	CHECK_EQ(mkdirs("sys/fs/cgroup/unified/system.slice/docker-"
+			"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdee.scope"), 0);
+	CHECK_EQ(cg_init(root, fake_ssid), 0);
+	CHECK_EQ(cg_find_container("0123", dir, sizeof(dir), full), -EEXIST);
+	CHECK_EQ(cg_find_container(ID, dir, sizeof(dir), full), 0);
+	CHECK_STR(full, ID);
+	cg_cleanup();
+	rm_root();
+}
+
+static void test_target_of_dir_outside_cgroupfs(void)
+{
+	struct cg_target t;
+	char p[256];
+	FILE *f;
+
+	CHECK_EQ(make_root(UNIFIED), 0);
+	CHECK_EQ(cg_init(root, fake_ssid), 0);
+	CHECK_EQ(cg_target_of_dir(root, &t), -EXDEV);
+	snprintf(p, sizeof(p), "%s/nope", root);
+	CHECK_EQ(cg_target_of_dir(p, &t), -ENOENT);
+	snprintf(p, sizeof(p), "%s/proc/self/mountinfo", root);
+	f = fopen(p, "r");
+	CHECK(f != NULL);
+	if (f)
+		fclose(f);
+	CHECK_EQ(cg_target_of_dir(p, &t), -ENOTDIR);
+	cg_cleanup();
+	rm_root();
+}
+
+int main(void)
+{
+	RUN(test_docker_systemd);
+	RUN(test_docker_cgroupfs);
+	RUN(test_containerd_systemd_burstable);
+	RUN(test_containerd_systemd_guaranteed_and_besteffort);
+	RUN(test_kind_prefix);
+	RUN(test_containerd_cgroupfs);
+	RUN(test_containerd_raw_runc);
+	RUN(test_crio_systemd);
+	RUN(test_crio_conmon_is_not_a_container);
+	RUN(test_crio_cgroupfs);
+	RUN(test_podman);
+	RUN(test_podman_rootless);
+	RUN(test_nerdctl);
+	RUN(test_static_pod_uid);
+	RUN(test_pod_without_container);
+	RUN(test_leaf_wins);
+	RUN(test_rejects_uppercase);
+	RUN(test_rejects_wrong_length);
+	RUN(test_rejects_wrong_affixes);
+	RUN(test_host_paths);
+	RUN(test_no_slash_and_trailing_slash);
+	RUN(test_reuses_info);
+	RUN(test_init_hybrid);
+	RUN(test_init_hybrid_without_memory);
+	RUN(test_init_hybrid_unknown_ssid);
+	RUN(test_init_v2);
+	RUN(test_init_v1);
+	RUN(test_init_none_and_missing);
+	RUN(test_cleanup_resets);
+	RUN(test_path_of_fake_tree);
+	RUN(test_find_container_fake_tree);
+	RUN(test_find_container_ambiguous);
+	RUN(test_target_of_dir_outside_cgroupfs);
+	return t_done();
+}

@@ -1,0 +1,451 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* lib/probe.c: the attach resolver against fake kernels. */
+#include <errno.h>
+#include <stdlib.h>
+#include "t.h"
+#include "probe.h"
+#include "util.h"
+
+/* A fake kernel, driven by a table. */
+struct fake {
+	const char *const *fentry_ok;	/* functions fentry can attach to; NULL: none */
+	const char *fentry_why;		/* reason for the others */
+	const char *const *btf_tps;	/* tracepoints in kernel BTF; NULL: tp_btf missing */
+	bool tracefs;			/* classic tracepoints readable */
+	bool kprobes;
+	bool silent_raw_tp;		/* raw_tp fails without a reason */
+	int calls[PM_NR];
+};
+
+static bool in_list(const char *const *l, const char *s)
+{
+	for (; l && *l; l++)
+		if (!strcmp(*l, s))
+			return true;
+	return false;
+}
+
+static int f_fentry(void *ctx, const char *func, char *why, size_t len)
+{
+	struct fake *k = ctx;
+
+	k->calls[PM_FENTRY]++;
+	if (in_list(k->fentry_ok, func))
+		return 0;
+	snprintf(why, len, "%s", k->fentry_why ? k->fentry_why : "not permitted");
+	return -EPERM;
+}
+
+static int f_tp_btf(void *ctx, const char *tp, char *why, size_t len)
+{
+	struct fake *k = ctx;
+
+	k->calls[PM_TP_BTF]++;
+	if (in_list(k->btf_tps, tp))
+		return 0;
+	snprintf(why, len, "not in kernel BTF");
+	return -ENOENT;
+}
+
+static int f_raw_tp(void *ctx, const char *tp, char *why, size_t len)
+{
+	struct fake *k = ctx;
+
+	k->calls[PM_RAW_TP]++;
+	if (k->silent_raw_tp)
+		return -EINVAL;
+	return 0;
+}
+
+static int f_tracepoint(void *ctx, const char *cat_name, char *why, size_t len)
+{
+	struct fake *k = ctx;
+
+	k->calls[PM_TRACEPOINT]++;
+	if (k->tracefs)
+		return 0;
+	snprintf(why, len, "tracefs not mounted");
+	return -ENOENT;
+}
+
+static int f_kprobe(void *ctx, const char *func, char *why, size_t len)
+{
+	struct fake *k = ctx;
+
+	k->calls[PM_KPROBE]++;
+	if (k->kprobes)
+		return 0;
+	snprintf(why, len, "kprobes not supported");
+	return -EOPNOTSUPP;
+}
+
+static struct feat_ops ops_for(struct fake *k)
+{
+	struct feat_ops o = {
+		.ctx = k, .fentry = f_fentry, .tp_btf = f_tp_btf, .raw_tp = f_raw_tp,
+		.tracepoint = f_tracepoint, .kprobe = f_kprobe,
+	};
+
+	return o;
+}
+
+static const char *const sched_tps[] = { "sched_switch", "sched_wakeup", NULL };
+
+/* The test machines: tp_btf, raw_tp; no kprobes, fentry EPERM, no tracefs. */
+static struct fake test_host(void)
+{
+	struct fake k = { .btf_tps = sched_tps };
+
+	return k;
+}
+
+static struct probe_hook sched_hook(void)
+{
+	struct probe_hook h = {
+		.name = "sched_switch",
+		.cand = {
+			{ PM_TP_BTF, "sched_switch", "tp_btf_switch" },
+			{ PM_RAW_TP, "sched_switch", "raw_tp_switch" },
+			{ PM_TRACEPOINT, "sched/sched_switch", "tp_switch" },
+		},
+	};
+
+	return h;
+}
+
+static struct probe_hook page_hook(bool optional)
+{
+	struct probe_hook h = {
+		.name = "page_access",
+		.optional = optional,
+		.cand = {
+			{ PM_FENTRY, "folio_mark_accessed", "fentry_fma" },
+			{ PM_FENTRY, "mark_page_accessed", "fentry_mpa" },
+			{ PM_KPROBE, "folio_mark_accessed", "kprobe_fma" },
+			{ PM_KPROBE, "mark_page_accessed", "kprobe_mpa" },
+		},
+	};
+
+	return h;
+}
+
+static void test_first_supported_chosen(void)
+{
+	struct fake k = test_host();
+	struct feat_ops o = ops_for(&k);
+	struct probe_hook h = sched_hook();
+
+	CHECK_EQ(probe_resolve(&h, 1, &o, PM_ALL), 0);
+	CHECK_EQ(h.chosen, 0);
+	CHECK_EQ(h.status[0], PS_CHOSEN);
+	CHECK_EQ(h.status[1], PS_AVAILABLE);
+	CHECK_EQ(h.status[2], PS_UNAVAILABLE);
+	CHECK_STR(h.why[0], "");
+	CHECK_STR(h.why[1], "");
+	CHECK_STR(h.why[2], "tracefs not mounted");
+	CHECK(probe_first_missing(&h, 1) == NULL);
+}
+
+static void test_fallback_when_tp_btf_missing(void)
+{
+	struct fake k = test_host();
+	struct feat_ops o = ops_for(&k);
+	struct probe_hook h = sched_hook();
+
+	k.btf_tps = NULL;
+	k.tracefs = true;
+	CHECK_EQ(probe_resolve(&h, 1, &o, PM_ALL), 0);
+	CHECK_EQ(h.chosen, 1);
+	CHECK_EQ(h.status[0], PS_UNAVAILABLE);
+	CHECK_STR(h.why[0], "not in kernel BTF");
+	CHECK_EQ(h.status[1], PS_CHOSEN);
+	CHECK_EQ(h.status[2], PS_AVAILABLE);
+}
+
+static void test_renamed_function_candidate(void)
+{
+	static const char *const fentry_ok[] = { "mark_page_accessed", NULL };
+	struct fake k = { .fentry_ok = fentry_ok, .kprobes = true };
+	struct feat_ops o = ops_for(&k);
+	struct probe_hook h = page_hook(false);
+
+	CHECK_EQ(probe_resolve(&h, 1, &o, PM_ALL), 0);
+	CHECK_EQ(h.chosen, 1);
+	CHECK_EQ(h.status[0], PS_UNAVAILABLE);
+	CHECK_STR(h.why[0], "not permitted");
+	CHECK_EQ(h.status[1], PS_CHOSEN);
+	CHECK_EQ(h.status[2], PS_AVAILABLE);
+	CHECK_EQ(h.status[3], PS_AVAILABLE);
+}
+
+static void test_required_hook_missing(void)
+{
+	struct fake k = test_host();
+	struct feat_ops o = ops_for(&k);
+	struct probe_hook hooks[2] = { sched_hook(), page_hook(false) };
+
+	CHECK_EQ(probe_resolve(hooks, 2, &o, PM_ALL), -ENOENT);
+	CHECK_EQ(hooks[0].chosen, 0);
+	CHECK_EQ(hooks[1].chosen, -1);
+	for (int j = 0; j < 4; j++)
+		CHECK_EQ(hooks[1].status[j], PS_UNAVAILABLE);
+	CHECK(probe_first_missing(hooks, 2) == &hooks[1]);
+	/* every candidate was really tried */
+	CHECK_EQ(k.calls[PM_FENTRY], 2);
+	CHECK_EQ(k.calls[PM_KPROBE], 2);
+}
+
+static void test_optional_hook_missing(void)
+{
+	struct fake k = test_host();
+	struct feat_ops o = ops_for(&k);
+	struct probe_hook hooks[2] = { page_hook(true), sched_hook() };
+
+	CHECK_EQ(probe_resolve(hooks, 2, &o, PM_ALL), 0);
+	CHECK_EQ(hooks[0].chosen, -1);
+	CHECK_EQ(hooks[1].chosen, 0);
+	CHECK(probe_first_missing(hooks, 2) == NULL);
+}
+
+static void test_first_missing_is_first(void)
+{
+	struct fake k = { .fentry_why = "not permitted" };
+	struct feat_ops o = ops_for(&k);
+	struct probe_hook hooks[3] = { page_hook(true), sched_hook(), page_hook(false) };
+
+	/* no tp_btf, no tracefs: sched_switch falls to raw_tp */
+	CHECK_EQ(probe_resolve(hooks, 3, &o, PM_ALL), -ENOENT);
+	CHECK_EQ(hooks[1].chosen, 1);
+	CHECK(probe_first_missing(hooks, 3) == &hooks[2]);
+	CHECK(probe_first_missing(hooks, 2) == NULL);
+	hooks[0].optional = false;
+	CHECK(probe_first_missing(hooks, 3) == &hooks[0]);
+}
+
+static void test_mode_mask_excludes(void)
+{
+	struct fake k = test_host();
+	struct feat_ops o = ops_for(&k);
+	struct probe_hook h = sched_hook();
+
+	k.tracefs = true;
+	CHECK_EQ(probe_resolve(&h, 1, &o, PM_BIT(PM_RAW_TP) | PM_BIT(PM_TRACEPOINT)), 0);
+	CHECK_EQ(h.chosen, 1);
+	CHECK_EQ(h.status[0], PS_EXCLUDED);
+	CHECK_STR(h.why[0], "excluded by --probe-mode");
+	CHECK_EQ(h.status[1], PS_CHOSEN);
+	CHECK_EQ(h.status[2], PS_AVAILABLE);
+	/* an excluded mechanism is never probed */
+	CHECK_EQ(k.calls[PM_TP_BTF], 0);
+}
+
+static void test_mode_mask_excludes_all(void)
+{
+	struct fake k = test_host();
+	struct feat_ops o = ops_for(&k);
+	struct probe_hook h = sched_hook();
+	char buf[256];
+
+	CHECK_EQ(probe_resolve(&h, 1, &o, PM_BIT(PM_KPROBE) | PM_BIT(PM_KRETPROBE)), -ENOENT);
+	CHECK_EQ(h.chosen, -1);
+	for (int j = 0; j < 3; j++)
+		CHECK_EQ(h.status[j], PS_EXCLUDED);
+	CHECK(probe_first_missing(&h, 1) == &h);
+	probe_explain(&h, buf, sizeof(buf));
+	CHECK_STR(buf, "tried tp_btf:sched_switch (excluded by --probe-mode), "
+		  "raw_tp:sched_switch (excluded by --probe-mode), "
+		  "tracepoint:sched/sched_switch (excluded by --probe-mode)");
+}
+
+static void test_silent_failure_gets_reason(void)
+{
+	struct fake k = { .silent_raw_tp = true };
+	struct feat_ops o = ops_for(&k);
+	struct probe_hook h = sched_hook();
+
+	CHECK_EQ(probe_resolve(&h, 1, &o, PM_ALL), -ENOENT);
+	CHECK_EQ(h.status[1], PS_UNAVAILABLE);
+	CHECK_STR(h.why[1], "not supported");
+}
+
+static void test_resolve_is_repeatable(void)
+{
+	struct fake k = test_host();
+	struct feat_ops o = ops_for(&k);
+	struct probe_hook h = sched_hook();
+
+	/* a second run with another mask leaves no stale status or reason */
+	CHECK_EQ(probe_resolve(&h, 1, &o, PM_BIT(PM_RAW_TP)), 0);
+	CHECK_EQ(h.chosen, 1);
+	CHECK_EQ(probe_resolve(&h, 1, &o, PM_ALL), 0);
+	CHECK_EQ(h.chosen, 0);
+	CHECK_EQ(h.status[0], PS_CHOSEN);
+	CHECK_STR(h.why[0], "");
+	CHECK_EQ(h.status[1], PS_AVAILABLE);
+}
+
+static void test_fexit_and_kretprobe_use_same_probes(void)
+{
+	static const char *const fentry_ok[] = { "tcp_sendmsg", NULL };
+	struct fake k = { .fentry_ok = fentry_ok };
+	struct feat_ops o = ops_for(&k);
+	struct probe_hook h = {
+		.name = "send_ret",
+		.cand = {
+			{ PM_FEXIT, "tcp_sendmsg", "fexit_send" },
+			{ PM_KRETPROBE, "tcp_sendmsg", "kretprobe_send" },
+		},
+	};
+
+	CHECK_EQ(probe_resolve(&h, 1, &o, PM_ALL), 0);
+	CHECK_EQ(h.chosen, 0);
+	CHECK_EQ(k.calls[PM_FENTRY], 1);
+	CHECK_EQ(h.status[1], PS_UNAVAILABLE);
+	CHECK_STR(h.why[1], "kprobes not supported");
+	CHECK_EQ(k.calls[PM_KPROBE], 1);
+	/* "fentry" in --probe-mode covers fexit */
+	CHECK_EQ(probe_resolve(&h, 1, &o, PM_BIT(PM_FENTRY)), -ENOENT);
+	CHECK_EQ(h.status[0], PS_EXCLUDED);
+}
+
+static void test_explain_names_every_candidate(void)
+{
+	struct fake k = test_host();
+	struct feat_ops o = ops_for(&k);
+	struct probe_hook h = page_hook(false);
+	char buf[512];
+
+	probe_resolve(&h, 1, &o, PM_ALL);
+	probe_explain(&h, buf, sizeof(buf));
+	CHECK_STR(buf, "tried fentry:folio_mark_accessed (not permitted), "
+		  "fentry:mark_page_accessed (not permitted), "
+		  "kprobe:folio_mark_accessed (kprobes not supported), "
+		  "kprobe:mark_page_accessed (kprobes not supported)");
+}
+
+static void test_explain_two_candidates(void)
+{
+	struct fake k = test_host();
+	struct feat_ops o = ops_for(&k);
+	struct probe_hook h = {
+		.name = "f",
+		.cand = { { PM_FENTRY, "f", "p1" }, { PM_KPROBE, "f", "p2" } },
+	};
+	char buf[256];
+
+	CHECK_EQ(probe_resolve(&h, 1, &o, PM_ALL), -ENOENT);
+	probe_explain(&h, buf, sizeof(buf));
+	CHECK_STR(buf, "tried fentry:f (not permitted), kprobe:f (kprobes not supported)");
+}
+
+static void test_explain_truncates_safely(void)
+{
+	struct fake k = test_host();
+	struct feat_ops o = ops_for(&k);
+	struct probe_hook h = page_hook(false);
+	struct { char buf[24]; char canary[8]; } s;
+
+	memset(s.canary, 'Z', sizeof(s.canary));
+	probe_resolve(&h, 1, &o, PM_ALL);
+	probe_explain(&h, s.buf, sizeof(s.buf));
+	CHECK_STR(s.buf, "tried fentry:folio_mark");
+	CHECK(!memcmp(s.canary, "ZZZZZZZZ", 8));
+	/* the cut falls exactly after "tried" */
+	probe_explain(&h, s.buf, 6);
+	CHECK_STR(s.buf, "tried");
+	CHECK(!memcmp(s.canary, "ZZZZZZZZ", 8));
+}
+
+static unsigned int mode(const char *s)
+{
+	unsigned int m = 0xdead;
+
+	return probe_parse_mode(s, &m) ? 0xdead : m;
+}
+
+static void test_parse_mode(void)
+{
+	CHECK_EQ(mode("fentry"), PM_BIT(PM_FENTRY) | PM_BIT(PM_FEXIT));
+	CHECK_EQ(mode("fexit"), PM_BIT(PM_FENTRY) | PM_BIT(PM_FEXIT));
+	CHECK_EQ(mode("kprobe"), PM_BIT(PM_KPROBE) | PM_BIT(PM_KRETPROBE));
+	CHECK_EQ(mode("kretprobe"), PM_BIT(PM_KPROBE) | PM_BIT(PM_KRETPROBE));
+	CHECK_EQ(mode("tp_btf,raw_tp"), PM_BIT(PM_TP_BTF) | PM_BIT(PM_RAW_TP));
+	CHECK_EQ(mode("tracepoint"), PM_BIT(PM_TRACEPOINT));
+	CHECK_EQ(mode("fentry,tp_btf,raw_tp,tracepoint,kprobe"), PM_ALL);
+	CHECK_EQ(mode("raw_tp,raw_tp"), PM_BIT(PM_RAW_TP));
+}
+
+static void test_parse_mode_rejects(void)
+{
+	unsigned int m = 7;
+
+	CHECK_EQ(probe_parse_mode("", &m), -EINVAL);
+	CHECK_EQ(probe_parse_mode(NULL, &m), -EINVAL);
+	CHECK_EQ(probe_parse_mode("bogus", &m), -EINVAL);
+	CHECK_EQ(probe_parse_mode("fentry,,x", &m), -EINVAL);
+	CHECK_EQ(probe_parse_mode("fentry,bogus", &m), -EINVAL);
+	CHECK_EQ(probe_parse_mode("FENTRY", &m), -EINVAL);
+	CHECK_EQ(probe_parse_mode("fentry ", &m), -EINVAL);
+	CHECK_EQ(probe_parse_mode("fentry,,tp_btf", &m), -EINVAL);
+	CHECK_EQ(probe_parse_mode(",fentry", &m), -EINVAL);
+	CHECK_EQ(probe_parse_mode("fentry,", &m), -EINVAL);
+	CHECK_EQ(probe_parse_mode(",", &m), -EINVAL);
+	CHECK_EQ(m, 7);
+}
+
+static void test_mech_names(void)
+{
+	CHECK_STR(probe_mech_name(PM_FENTRY), "fentry");
+	CHECK_STR(probe_mech_name(PM_FEXIT), "fexit");
+	CHECK_STR(probe_mech_name(PM_TP_BTF), "tp_btf");
+	CHECK_STR(probe_mech_name(PM_RAW_TP), "raw_tp");
+	CHECK_STR(probe_mech_name(PM_TRACEPOINT), "tracepoint");
+	CHECK_STR(probe_mech_name(PM_KPROBE), "kprobe");
+	CHECK_STR(probe_mech_name(PM_KRETPROBE), "kretprobe");
+	CHECK_STR(probe_mech_name(PM_NR), "?");
+}
+
+static void test_summary(void)
+{
+	struct fake k = test_host();
+	struct feat_ops o = ops_for(&k);
+	struct probe_hook hooks[3] = { sched_hook(), sched_hook(), page_hook(true) };
+
+	hooks[1].name = "sched_wakeup";
+	hooks[1].cand[0].target = "sched_wakeup";
+	probe_resolve(hooks, 3, &o, PM_ALL);
+	/* the optional hook without a candidate does not count */
+	CHECK_STR(probe_summary(hooks, 3), "tp_btf");
+	probe_resolve(hooks, 3, &o, PM_BIT(PM_RAW_TP));
+	CHECK_STR(probe_summary(hooks, 3), "raw_tp");
+	hooks[1].cand[0].target = "sched_stat_runtime";	/* not in BTF */
+	probe_resolve(hooks, 3, &o, PM_ALL);
+	CHECK_EQ(hooks[1].chosen, 1);
+	CHECK_STR(probe_summary(hooks, 3), "mixed");
+	probe_resolve(hooks, 3, &o, PM_BIT(PM_KPROBE));
+	CHECK_STR(probe_summary(hooks, 3), "none");
+	CHECK_STR(probe_summary(hooks, 0), "none");
+}
+
+int main(void)
+{
+	RUN(test_first_supported_chosen);
+	RUN(test_fallback_when_tp_btf_missing);
+	RUN(test_renamed_function_candidate);
+	RUN(test_required_hook_missing);
+	RUN(test_optional_hook_missing);
+	RUN(test_first_missing_is_first);
+	RUN(test_mode_mask_excludes);
+	RUN(test_mode_mask_excludes_all);
+	RUN(test_silent_failure_gets_reason);
+	RUN(test_resolve_is_repeatable);
+	RUN(test_fexit_and_kretprobe_use_same_probes);
+	RUN(test_explain_names_every_candidate);
+	RUN(test_explain_two_candidates);
+	RUN(test_explain_truncates_safely);
+	RUN(test_parse_mode);
+	RUN(test_parse_mode_rejects);
+	RUN(test_mech_names);
+	RUN(test_summary);
+	return t_done();
+}

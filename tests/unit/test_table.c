@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* lib/table.c: column layout, elision, control bytes, interval headers. */
+#include <stdlib.h>
+#include "t.h"
+#include "table.h"
+#include "util.h"
+
+static const struct tcol cols[] = {
+	{ "PID", 7, 0 },
+	{ "COMM", 8, TC_LEFT },
+	{ "LAT(us)", 8, 0 },
+	{ "CGROUP", 10, TC_LEFT },
+};
+
+static char out[4096];
+static char *mbuf;
+static size_t mlen;
+static FILE *mf;
+static struct table t;
+
+static void open_table(const struct tcol *c, int n, bool elide)
+{
+	mbuf = NULL;
+	mlen = 0;
+	mf = open_memstream(&mbuf, &mlen);
+	table_init(&t, mf, c, n, elide);
+}
+
+static const char *done(void)
+{
+	fclose(mf);
+	snprintf(out, sizeof(out), "%s", mbuf);
+	free(mbuf);
+	return out;
+}
+
+static void row(uint64_t pid, const char *comm, uint64_t lat, const char *cg)
+{
+	table_u64(&t, pid);
+	table_str(&t, comm);
+	table_u64(&t, lat);
+	table_str(&t, cg);
+	table_end_row(&t);
+}
+
+static void test_header(void)
+{
+	open_table(cols, 4, true);
+	table_header(&t);
+	/* right-aligned "PID" in 7, "COMM" padded to 8, "LAT(us)" in 8, last unpadded */
+	CHECK_STR(done(), "    PID COMM      LAT(us) CGROUP\n");
+}
+
+static void test_header_last_right_aligned(void)
+{
+	static const struct tcol c[] = { { "COMM", 6, TC_LEFT }, { "COUNT", 7, 0 } };
+
+	open_table(c, 2, false);
+	table_header(&t);
+	table_str(&t, "a");
+	table_u64(&t, 5);
+	table_end_row(&t);
+	CHECK_STR(done(), "COMM     COUNT\n"
+			  "a            5\n");
+}
+
+static void test_row_alignment(void)
+{
+	open_table(cols, 4, true);
+	table_header(&t);
+	row(42, "bash", 1234, "/a");
+	row(1, "", 0, "");
+	CHECK_STR(done(), "    PID COMM      LAT(us) CGROUP\n"
+			  "     42 bash         1234 /a\n"
+			  "      1                 0 \n");
+}
+
+static void test_elide_only_when_longer(void)
+{
+	open_table(cols, 4, true);
+	row(7, "12345678", 1, "0123456789");		/* exactly the widths: kept */
+	row(7, "123456789", 1, "0123456789A");		/* one more: cut with ~ */
+	row(7, "averyverylongname", 1, "/system.slice/x.scope");
+	CHECK_STR(done(), "      7 12345678        1 0123456789\n"
+			  "      7 1234567~        1 012345678~\n"
+			  "      7 averyve~        1 /system.s~\n");
+}
+
+static void test_no_elide_when_wide(void)
+{
+	open_table(cols, 4, false);
+	row(7, "averyverylongname", 1, "/system.slice/x.scope");
+	row(8, "short", 2, "/b");
+	CHECK_STR(done(), "      7 averyverylongname        1 /system.slice/x.scope\n"
+			  "      8 short           2 /b\n");
+}
+
+static void test_numbers_never_truncated(void)
+{
+	open_table(cols, 4, true);
+	row(123456789012ULL, "x", 18446744073709551615ULL, "/");
+	CHECK_STR(done(), "123456789012 x        18446744073709551615 /\n");
+}
+
+static void test_control_bytes(void)
+{
+	open_table(cols, 4, false);
+	row(1, "a\tb\x1b[2J", 2, "x\ny\rz\x7f");
+	CHECK_STR(done(), "      1 a?b?[2J         2 x?y?z?\n");
+}
+
+static void test_control_bytes_when_elided(void)
+{
+	open_table(cols, 4, true);
+	row(1, "\x01\x02\x03\x04\x05\x06\x07\x08\x09", 2, "/");
+	CHECK_STR(done(), "      1 ???????~        2 /\n");
+}
+
+static void test_utf8_bytes_pass(void)
+{
+	open_table(cols, 4, false);
+	row(1, "caf\xc3\xa9", 2, "/");
+	/* widths count bytes: 5 bytes + 3 pad */
+	CHECK_STR(done(), "      1 caf\xc3\xa9           2 /\n");
+}
+
+static void test_null_string(void)
+{
+	open_table(cols, 4, true);
+	row(1, NULL, 2, NULL);
+	CHECK_STR(done(), "      1                 2 \n");
+}
+
+static void test_right_aligned_string_column(void)
+{
+	static const struct tcol c[] = {
+		{ "STATE", 6, 0 }, { "DEV", 4, 0 }, { "NAME", 4, TC_LEFT },
+	};
+
+	open_table(c, 3, true);
+	table_header(&t);
+	table_str(&t, "up");
+	table_str(&t, "eth0x");
+	table_str(&t, "n");
+	table_end_row(&t);
+	CHECK_STR(done(), " STATE  DEV NAME\n"
+			  "    up eth~ n\n");
+}
+
+static void test_fixed(void)
+{
+	static const struct tcol c[] = { { "AVG(ms)", 8, 0 }, { "PCT", 6, 0 } };
+
+	open_table(c, 2, true);
+	table_header(&t);
+	table_fixed(&t, 1.5, 2);
+	table_fixed(&t, 99.999, 1);
+	table_end_row(&t);
+	table_fixed(&t, 123456789.25, 2);
+	table_fixed(&t, 0, 1);
+	table_end_row(&t);
+	CHECK_STR(done(), " AVG(ms)    PCT\n"
+			  "    1.50  100.0\n"
+			  "123456789.25    0.0\n");
+}
+
+static void test_single_column(void)
+{
+	static const struct tcol c[] = { { "PATH", 10, TC_LEFT } };
+
+	open_table(c, 1, true);
+	table_header(&t);
+	table_str(&t, "/x");
+	table_end_row(&t);
+	table_str(&t, "/a/very/long/path");
+	table_end_row(&t);
+	CHECK_STR(done(), "PATH\n/x\n/a/very/l~\n");
+}
+
+static void test_block_begin_append(void)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	table_block_begin(f, false, 1764404251123456789ULL, NSEC_PER_SEC, "schedlat");
+	table_block_begin(f, false, 0, 500 * NSEC_PER_MSEC, "schedlat");
+	table_block_begin(f, false, 951782400000000001ULL, 120 * NSEC_PER_SEC, "x");
+	fclose(f);
+	snprintf(out, sizeof(out), "%s", buf);
+	free(buf);
+	CHECK_STR(out, "# 2025-11-29T08:17:31.123456789Z interval=1s\n"
+		       "# 1970-01-01T00:00:00.000000000Z interval=500ms\n"
+		       "# 2000-02-29T00:00:00.000000001Z interval=2m\n");
+}
+
+static void test_block_begin_redraw(void)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	setenv("TZ", "UTC", 1);
+	tzset();
+	table_block_begin(f, true, 1764404251123456789ULL, 1500 * NSEC_PER_MSEC, "schedlat");
+	fclose(f);
+	snprintf(out, sizeof(out), "%s", buf);
+	free(buf);
+	CHECK_STR(out, "\033[H\033[2Jschedlat  08:17:31  interval=1.5s\n\n");
+}
+
+int main(void)
+{
+	RUN(test_header);
+	RUN(test_header_last_right_aligned);
+	RUN(test_row_alignment);
+	RUN(test_elide_only_when_longer);
+	RUN(test_no_elide_when_wide);
+	RUN(test_numbers_never_truncated);
+	RUN(test_control_bytes);
+	RUN(test_control_bytes_when_elided);
+	RUN(test_utf8_bytes_pass);
+	RUN(test_null_string);
+	RUN(test_right_aligned_string_column);
+	RUN(test_fixed);
+	RUN(test_single_column);
+	RUN(test_block_begin_append);
+	RUN(test_block_begin_redraw);
+	return t_done();
+}

@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* lib/util.c: duration, size and list parsing; formatting; clocks. */
+#include <errno.h>
+#include <stdlib.h>
+#include "t.h"
+#include "util.h"
+
+/* parse_duration(s) must give exactly want */
+static int dur_is(const char *s, uint64_t want)
+{
+	uint64_t v = 12345;
+
+	return parse_duration(s, &v) == 0 && v == want;
+}
+
+static int dur_bad(const char *s)
+{
+	uint64_t v = 12345;
+
+	return parse_duration(s, &v) == -EINVAL && v == 12345;
+}
+
+static void test_duration_units(void)
+{
+	CHECK(dur_is("500ms", 500000000ULL));
+	CHECK(dur_is("10", 10000000000ULL));
+	CHECK(dur_is("10s", 10000000000ULL));
+	CHECK(dur_is("2m", 120000000000ULL));
+	CHECK(dur_is("1h", 3600000000000ULL));
+	CHECK(dur_is("1d", 86400000000000ULL));
+	CHECK(dur_is("250us", 250000ULL));
+	CHECK(dur_is("1ns", 1ULL));
+	CHECK(dur_is("0", 0ULL));
+	CHECK(dur_is("0s", 0ULL));
+}
+
+static void test_duration_fractions(void)
+{
+	CHECK(dur_is("1.5s", 1500000000ULL));
+	CHECK(dur_is("1.5ms", 1500000ULL));
+	CHECK(dur_is("0.5", 500000000ULL));
+	CHECK(dur_is(".25s", 250000000ULL));
+	CHECK(dur_is("0.000000001s", 1ULL));
+	CHECK(dur_is("2.5m", 150000000000ULL));
+	CHECK(dur_is("0.1h", 360000000000ULL));
+	/* below a nanosecond truncates to 0 */
+	CHECK(dur_is("0.0000000001s", 0ULL));
+	/* a long fraction must not overflow the intermediate product */
+	CHECK(dur_is("0.333333333333s", 333333333ULL));
+	CHECK(dur_is("1.999999999999s", 1999999999ULL));
+	CHECK(dur_is("0.123456789012d", 10666666570636ULL));
+}
+
+static void test_duration_rejects(void)
+{
+	CHECK(dur_bad(""));
+	CHECK(dur_bad("abc"));
+	CHECK(dur_bad("10x"));
+	CHECK(dur_bad("-1"));
+	CHECK(dur_bad("+1"));
+	CHECK(dur_bad("1..2"));
+	CHECK(dur_bad("s"));
+	CHECK(dur_bad("."));
+	CHECK(dur_bad(" 1s"));
+	CHECK(dur_bad("1s "));
+	CHECK(dur_bad("1 s"));
+	CHECK(dur_bad("1S"));
+	CHECK(dur_bad("1sec"));
+	CHECK(dur_bad("1e3"));
+	CHECK(dur_bad("99999999999999999999"));
+	CHECK(dur_bad(NULL));
+}
+
+static void test_duration_overflow_edges(void)
+{
+	/* 18446744073.709551615 s is exactly UINT64_MAX ns */
+	CHECK(dur_is("18446744073.709551615s", UINT64_MAX));
+	CHECK(dur_bad("18446744073.709551616s"));
+	CHECK(dur_bad("18446744074s"));
+	CHECK(dur_bad("18446744074"));
+	CHECK(dur_is("18446744073709551615ns", UINT64_MAX));
+	CHECK(dur_bad("18446744073709551616ns"));
+	CHECK(dur_bad("5124096h"));
+	CHECK(dur_is("5124095h", 5124095ULL * 3600000000000ULL));
+}
+
+static int size_is(const char *s, uint64_t want)
+{
+	uint64_t v = 7;
+
+	return parse_size(s, &v) == 0 && v == want;
+}
+
+static int size_bad(const char *s)
+{
+	uint64_t v = 7;
+
+	return parse_size(s, &v) == -EINVAL && v == 7;
+}
+
+static void test_size_units(void)
+{
+	CHECK(size_is("4096", 4096ULL));
+	CHECK(size_is("256K", 262144ULL));
+	CHECK(size_is("64M", 67108864ULL));
+	CHECK(size_is("1G", 1073741824ULL));
+	CHECK(size_is("1KiB", 1024ULL));
+	CHECK(size_is("1KB", 1024ULL));
+	CHECK(size_is("100B", 100ULL));
+	CHECK(size_is("8m", 8388608ULL));
+	CHECK(size_is("2g", 2147483648ULL));
+	CHECK(size_is("3mib", 3145728ULL));
+	CHECK(size_is("1.5K", 1536ULL));
+	CHECK(size_is("0", 0ULL));
+}
+
+static void test_size_rejects(void)
+{
+	CHECK(size_bad("1T"));
+	CHECK(size_bad(""));
+	CHECK(size_bad("K"));
+	CHECK(size_bad("-1K"));
+	CHECK(size_bad("1 K"));
+	CHECK(size_bad("1Kb2"));
+	CHECK(size_bad("1KK"));
+	CHECK(size_bad("99999999999999999999"));
+	CHECK(size_bad("17179869184G"));	/* 2^34 GiB == 2^64 bytes */
+	CHECK(size_is("17179869183G", 17179869183ULL << 30));
+	CHECK(size_bad(NULL));
+}
+
+static void test_u32_list_ok(void)
+{
+	uint32_t v[4] = { 0 };
+
+	CHECK_EQ(parse_u32_list("1,2,3", v, 4), 3);
+	CHECK_EQ(v[0], 1);
+	CHECK_EQ(v[1], 2);
+	CHECK_EQ(v[2], 3);
+	CHECK_EQ(parse_u32_list("4294967295", v, 4), 1);
+	CHECK_EQ(v[0], 4294967295LL);
+	CHECK_EQ(parse_u32_list("0", v, 4), 1);
+	CHECK_EQ(v[0], 0);
+	CHECK_EQ(parse_u32_list("7,8,9,10", v, 4), 4);
+	CHECK_EQ(v[3], 10);
+}
+
+static void test_u32_list_rejects(void)
+{
+	uint32_t v[4];
+
+	CHECK_EQ(parse_u32_list("1,,2", v, 4), -EINVAL);
+	CHECK_EQ(parse_u32_list("1,", v, 4), -EINVAL);
+	CHECK_EQ(parse_u32_list(",1", v, 4), -EINVAL);
+	CHECK_EQ(parse_u32_list("a", v, 4), -EINVAL);
+	CHECK_EQ(parse_u32_list("1,a", v, 4), -EINVAL);
+	CHECK_EQ(parse_u32_list("1a", v, 4), -EINVAL);
+	CHECK_EQ(parse_u32_list("4294967296", v, 4), -EINVAL);
+	CHECK_EQ(parse_u32_list("99999999999999999999999", v, 4), -EINVAL);
+	CHECK_EQ(parse_u32_list("-1", v, 4), -EINVAL);
+	CHECK_EQ(parse_u32_list("1,-1", v, 4), -EINVAL);
+	CHECK_EQ(parse_u32_list(" 1", v, 4), -EINVAL);
+	CHECK_EQ(parse_u32_list("1, 2", v, 4), -EINVAL);
+	CHECK_EQ(parse_u32_list("", v, 4), -EINVAL);
+	CHECK_EQ(parse_u32_list(NULL, v, 4), -EINVAL);
+}
+
+static void test_u32_list_too_many(void)
+{
+	uint32_t v[3] = { 0, 0, 0 };
+
+	CHECK_EQ(parse_u32_list("1,2,3", v, 2), -E2BIG);
+	CHECK_EQ(parse_u32_list("1,2", v, 2), 2);
+	CHECK_EQ(parse_u32_list("5", v, 0), -E2BIG);
+	CHECK_EQ(v[2], 0);	/* never written past max */
+}
+
+static void test_u64(void)
+{
+	uint64_t v = 3;
+
+	CHECK_EQ(parse_u64("0", &v), 0);
+	CHECK_EQ(v, 0);
+	CHECK_EQ(parse_u64("42", &v), 0);
+	CHECK_EQ(v, 42);
+	CHECK_EQ(parse_u64("18446744073709551615", &v), 0);
+	CHECK(v == UINT64_MAX);
+	v = 3;
+	CHECK_EQ(parse_u64("18446744073709551616", &v), -EINVAL);
+	CHECK_EQ(parse_u64("-1", &v), -EINVAL);
+	CHECK_EQ(parse_u64("+1", &v), -EINVAL);
+	CHECK_EQ(parse_u64(" 1", &v), -EINVAL);
+	CHECK_EQ(parse_u64(" -1", &v), -EINVAL);
+	CHECK_EQ(parse_u64("1 ", &v), -EINVAL);
+	CHECK_EQ(parse_u64("12a", &v), -EINVAL);
+	CHECK_EQ(parse_u64("0x10", &v), -EINVAL);
+	CHECK_EQ(parse_u64("", &v), -EINVAL);
+	CHECK_EQ(parse_u64(NULL, &v), -EINVAL);
+	CHECK_EQ(v, 3);
+}
+
+static const char *fdur(uint64_t ns)
+{
+	static char buf[32];
+
+	fmt_duration(ns, buf, sizeof(buf));
+	return buf;
+}
+
+static void test_fmt_duration(void)
+{
+	CHECK_STR(fdur(1000000000ULL), "1s");
+	CHECK_STR(fdur(500000000ULL), "500ms");
+	CHECK_STR(fdur(1500000000ULL), "1.5s");
+	CHECK_STR(fdur(120000000000ULL), "2m");
+	CHECK_STR(fdur(90000000000ULL), "1.5m");
+	CHECK_STR(fdur(3600000000000ULL), "1h");
+	CHECK_STR(fdur(250000ULL), "250us");
+	CHECK_STR(fdur(1500ULL), "1.5us");
+	CHECK_STR(fdur(1234567ULL), "1.23ms");
+	CHECK_STR(fdur(10ULL), "10ns");
+	CHECK_STR(fdur(999ULL), "999ns");
+	CHECK_STR(fdur(0ULL), "0ns");
+}
+
+static void test_fmt_duration_roundtrip(void)
+{
+	static const uint64_t vals[] = {
+		1ULL, 1000ULL, 250000ULL, 1000000ULL, 500000000ULL, 1000000000ULL,
+		10000000000ULL, 120000000000ULL, 3600000000000ULL, 1500000000ULL,
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(vals); i++) {
+		uint64_t back = 0;
+
+		CHECK_EQ(parse_duration(fdur(vals[i]), &back), 0);
+		CHECK_EQ(back, vals[i]);
+	}
+}
+
+static const char *rfc(uint64_t ns)
+{
+	static char buf[40];
+
+	fmt_rfc3339_ns(ns, buf, sizeof(buf));
+	return buf;
+}
+
+static void test_rfc3339(void)
+{
+	CHECK_STR(rfc(0), "1970-01-01T00:00:00.000000000Z");
+	CHECK_STR(rfc(999999999ULL), "1970-01-01T00:00:00.999999999Z");
+	/* 1764404251 s = 20421 days + 29851 s; day 20421 is 2025-11-29 */
+	CHECK_STR(rfc(1764404251123456789ULL), "2025-11-29T08:17:31.123456789Z");
+	/* 11016 days: 2000-02-29, a leap day */
+	CHECK_STR(rfc(951782400000000001ULL), "2000-02-29T00:00:00.000000001Z");
+	/* the last second of 1999 */
+	CHECK_STR(rfc(946684799000000500ULL), "1999-12-31T23:59:59.000000500Z");
+	CHECK_EQ(strlen(rfc(1764404251123456789ULL)), 30);
+}
+
+static void test_hms_utc(void)
+{
+	char buf[16];
+
+	setenv("TZ", "UTC", 1);
+	tzset();
+	fmt_hms(1764404251123456789ULL, buf, sizeof(buf));
+	CHECK_STR(buf, "08:17:31");
+	fmt_hms(0, buf, sizeof(buf));
+	CHECK_STR(buf, "00:00:00");
+}
+
+static uint64_t absdiff(int64_t a, int64_t b)
+{
+	return a > b ? (uint64_t)(a - b) : (uint64_t)(b - a);
+}
+
+static void test_clock_offset(void)
+{
+	int64_t boot_off = clock_realtime_offset(true);
+	int64_t mono_off = clock_realtime_offset(false);
+	int64_t rt, bt, mt;
+
+	rt = (int64_t)clock_ns(CLOCK_REALTIME);
+	bt = (int64_t)clock_ns(CLOCK_BOOTTIME);
+	mt = (int64_t)clock_ns(CLOCK_MONOTONIC);
+	CHECK(absdiff(rt - boot_off, bt) < NSEC_PER_MSEC);
+	CHECK(absdiff(rt - mono_off, mt) < NSEC_PER_MSEC);
+	/* boot time includes suspend: its offset is never larger */
+	CHECK(boot_off <= mono_off + (int64_t)NSEC_PER_MSEC);
+	/* a realtime clock after 2020 */
+	CHECK(rt > 1577836800LL * (int64_t)NSEC_PER_SEC);
+}
+
+int main(void)
+{
+	RUN(test_duration_units);
+	RUN(test_duration_fractions);
+	RUN(test_duration_rejects);
+	RUN(test_duration_overflow_edges);
+	RUN(test_size_units);
+	RUN(test_size_rejects);
+	RUN(test_u32_list_ok);
+	RUN(test_u32_list_rejects);
+	RUN(test_u32_list_too_many);
+	RUN(test_u64);
+	RUN(test_fmt_duration);
+	RUN(test_fmt_duration_roundtrip);
+	RUN(test_rfc3339);
+	RUN(test_hms_utc);
+	RUN(test_clock_offset);
+	return t_done();
+}
