@@ -85,11 +85,12 @@ static __always_inline struct schedlat_stats *stats_for(const struct aiscope_ide
 	return st;
 }
 
-/* For --by pid the row is the process: name it after its leader. */
+/* For --by pid the row is the process: name it after its leader. Streamed
+ * waits name the thread that waited. */
 static __always_inline void task_ident(struct task_struct *t, struct aiscope_ident *id)
 {
 	aiscope_task_ident(t, id);
-	if (key_by == SCHEDLAT_BY_PID)
+	if (key_by == SCHEDLAT_BY_PID && !min_ns)
 		BPF_CORE_READ_STR_INTO(&id->comm, t, group_leader, comm);
 }
 
