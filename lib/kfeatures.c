@@ -38,6 +38,9 @@ struct fentry_result {
 
 static struct {
 	bool init;
+	bool has_kernel_btf;	/* survive feat_release_btf() */
+	bool has_core_btf;
+	int boot_clock;		/* 0 unknown, 1 yes, -1 no */
 	struct btf *kernel;	/* in-kernel BTF, or NULL */
 	struct btf *external;	/* --btf, or NULL */
 	const char *btf_path;
@@ -71,7 +74,18 @@ int features_init(const char *btf_path)
 			return -errno ? -errno : -EINVAL;
 		F.btf_path = btf_path;
 	}
+	F.has_kernel_btf = F.kernel != NULL;
+	F.has_core_btf = core_btf() != NULL;
+	F.boot_clock = feat_boot_clock() ? 1 : -1;
 	return 0;
+}
+
+void feat_release_btf(void)
+{
+	btf__free(F.kernel);
+	btf__free(F.external);
+	F.kernel = NULL;
+	F.external = NULL;
 }
 
 void features_cleanup(void)
@@ -86,19 +100,19 @@ void features_cleanup(void)
 
 bool feat_kernel_btf(void)
 {
-	return F.kernel != NULL;
+	return F.has_kernel_btf;
 }
 
 bool feat_core_btf(void)
 {
-	return core_btf() != NULL;
+	return F.has_core_btf;
 }
 
 const char *feat_btf_source(void)
 {
-	if (F.external)
+	if (F.btf_path)
 		return F.btf_path;
-	return F.kernel ? VMLINUX_BTF : NULL;
+	return F.has_kernel_btf ? VMLINUX_BTF : NULL;
 }
 
 static long enum_value(struct btf *btf, const char *enum_name, const char *name, bool *found)
@@ -128,6 +142,8 @@ bool feat_boot_clock(void)
 {
 	bool found;
 
+	if (F.boot_clock)
+		return F.boot_clock > 0;
 	enum_value(core_btf(), "bpf_func_id", "BPF_FUNC_ktime_get_boot_ns", &found);
 	return found;
 }

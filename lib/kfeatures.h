@@ -13,6 +13,9 @@
 /* btf_path: --btf FILE or NULL. 0, or -errno when that file is unusable. */
 int features_init(const char *btf_path);
 void features_cleanup(void);
+/* Frees the parsed BTF once the attach plan is made: libbpf parses its own
+ * copy at load, and two copies would double the peak memory. */
+void feat_release_btf(void);
 const struct feat_ops *features_ops(void);
 
 bool feat_kernel_btf(void);		/* /sys/kernel/btf/vmlinux */

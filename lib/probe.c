@@ -125,6 +125,14 @@ void probe_explain(const struct probe_hook *h, char *buf, size_t len)
 				h->why[j][0] ? h->why[j] : "not tried");
 }
 
+/* "tp_btf/sched_switch" names sched_switch */
+static bool sec_names_target(const struct bpf_program *p, const char *target)
+{
+	const char *sec = bpf_program__section_name(p), *slash = strchr(sec, '/');
+
+	return slash && !strcmp(slash + 1, target);
+}
+
 int probe_prepare(struct bpf_object *obj, struct probe_hook *hooks, int n)
 {
 	int err;
@@ -143,7 +151,10 @@ int probe_prepare(struct bpf_object *obj, struct probe_hook *hooks, int n)
 				continue;
 			}
 			bpf_program__set_autoload(p, true);
-			if (c->mech == PM_FENTRY || c->mech == PM_FEXIT || c->mech == PM_TP_BTF) {
+			/* only renamed targets: retargeting makes libbpf parse the
+			 * kernel's BTF once more */
+			if ((c->mech == PM_FENTRY || c->mech == PM_FEXIT || c->mech == PM_TP_BTF) &&
+			    !sec_names_target(p, c->target)) {
 				err = bpf_program__set_attach_target(p, 0, c->target);
 				if (err)
 					return err;

@@ -108,6 +108,7 @@ void aiscope_bpf_prepare(struct aiscope_bpf *b, struct bpf_object *obj,
 	if (!feat_core_btf())
 		aiscope_fail(EXIT_CANNOT_RUN,
 			     "this kernel has no BTF (/sys/kernel/btf/vmlinux): pass one with --btf FILE");
+	feat_release_btf();
 	err = probe_prepare(obj, b->hooks, b->nhooks);
 	if (err)
 		aiscope_fail(EXIT_RUNTIME, "cannot prepare BPF programs: %s", strerror(-err));

@@ -11,7 +11,8 @@
 #                                    or stderr) carries MARKER once it is attached
 #   bench_start NAME / bench_stop / bench_wait
 #                                    run a registered mode in the background until
-#                                    its marker shows; times in BENCH_T_* (us)
+#                                    its marker shows (at most BENCH_READY_TIMEOUT
+#                                    s, default 30); times in BENCH_T_*
 #   run_overhead REPS WORKLOAD NAME...
 #                                    interleaved pairs (bare, tool) per mode
 #   run_lifecycle REPS NAME...       exec -> attached -> exit of self-ending modes
@@ -21,11 +22,13 @@
 #   md_section FILE NAME BODYFILE    replace (or append) the section NAME of FILE,
 #                                    between <!-- bench:NAME:begin/end --> markers
 
+# shellcheck disable=SC2034
 BENCH_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 bench_log() { printf '[bench] %s\n' "$*" >&2; }
 bench_die() { printf '[bench] error: %s\n' "$*" >&2; exit 1; }
 
+# shellcheck disable=SC2034 # BENCH_* facts are for the scripts that source this
 bench_init() {
 	[ "$(id -u)" = 0 ] || bench_die "run as root (BPF programs are loaded)"
 	[ -n "${EPOCHREALTIME:-}" ] || bench_die "bash 5 is needed (EPOCHREALTIME)"
@@ -118,7 +121,7 @@ bench_start() {
 	fi
 	BENCH_PID=$!
 	exec {fd}<"$fifo"
-	while IFS= read -r line <&"$fd"; do
+	while IFS= read -r -t "${BENCH_READY_TIMEOUT:-30}" line <&"$fd"; do
 		if [[ $line == *"${BENCH_MARKER[$name]}"* ]]; then
 			BENCH_T_READY=$EPOCHREALTIME
 			break
@@ -130,7 +133,9 @@ bench_start() {
 	exec {fd}<&-
 	rm -f "$fifo"
 	if [ -z "$BENCH_T_READY" ]; then
+		kill -INT "$BENCH_PID" 2>/dev/null
 		wait "$BENCH_PID"
+		wait "$BENCH_DRAIN_PID" 2>/dev/null
 		bench_log "$name: exited before its ready marker: $(bench_cmd_text "$name")"
 		BENCH_PID=
 		return 1

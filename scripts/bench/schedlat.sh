@@ -9,16 +9,19 @@
 #   REPS=3 LOOPS=100000 scripts/bench/schedlat.sh
 #
 # Environment: REPS (repetitions, default 5), LOOPS (perf bench sched pipe
-# loops, default 200000: 1-2 s a run on 2 CPUs), LOAD_SECS (length of the
+# loops, default 150000: 1-2 s a run on 2 CPUs), PIN_CPU (CPU both workload
+# processes are pinned to, default 0; empty: unpinned), LOAD_SECS (length of the
 # RSS-under-load runs, default 5), OUT (default docs/PERFORMANCE.md),
 # SCHEDLAT (default build/schedlat), RUNQLAT (default: runqlat on PATH or
 # /usr/sbin/runqlat), BPFTRACE (default bpftrace).
 set -u -o pipefail
 
+# shellcheck source=scripts/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
 
 REPS=${REPS:-5}
-LOOPS=${LOOPS:-200000}
+LOOPS=${LOOPS:-150000}
+PIN_CPU=${PIN_CPU-0}
 LOAD_SECS=${LOAD_SECS:-5}
 OUT=${OUT:-$BENCH_ROOT/docs/PERFORMANCE.md}
 SCHEDLAT=${SCHEDLAT:-$BENCH_ROOT/build/schedlat}
@@ -41,22 +44,29 @@ S=$(rel "$SCHEDLAT")
 B=$(rel "$BT")
 
 # ---- the workload: one figure, ops/sec ----
+# Pinned to one CPU by default: every operation is then a wakeup and a
+# context switch on that CPU (the most sched events per op), and the
+# figure is stable; unpinned on a 2-vCPU VM it swings between cross-CPU
+# wakeups (IPI-bound, ~5x slower) and same-CPU runs from one run to the next.
+PIN=()
+[ -n "$PIN_CPU" ] && PIN=(taskset -c "$PIN_CPU")
 pipe_ops() {
-	perf bench sched pipe -l "$LOOPS" 2>/dev/null | awk '/ops\/sec/ { print $1 }'
+	"${PIN[@]}" perf bench sched pipe -l "$LOOPS" 2>/dev/null | awk '/ops\/sec/ { print $1 }'
 }
+WORKLOAD="${PIN[*]}${PIN_CPU:+ }perf bench sched pipe -l $LOOPS"
 
 # ---- modes ----
 # Every tool runs under `stdbuf -oL` so that a marker on stdout (runqlat's)
 # is seen when it is printed, and all three pay the same extra exec.
 SMARK="Ctrl-C to end."			# schedlat, stderr, after attach
 RMARK="Tracing run queue latency"	# runqlat, stdout, after attach
-BMARK="Attaching"			# bpftrace, stderr, "Attaching N probes..."
+BMARK="Attaching"			# bpftrace, stdout (not stderr), "Attaching N probes..."
 
 # overhead: tools left running, output to /dev/null, stopped with SIGINT
 bench_mode schedlat      stderr "$SMARK" stdbuf -oL "$SCHEDLAT" -C
 bench_mode schedlat-json stderr "$SMARK" stdbuf -oL "$SCHEDLAT" -j
 bench_mode runqlat       stdout "$RMARK" stdbuf -oL "$RUNQLAT" 1
-bench_mode bpftrace      stderr "$BMARK" stdbuf -oL "$BPFTRACE" "$BT" 1000 0
+bench_mode bpftrace      stdout "$BMARK" stdbuf -oL "$BPFTRACE" "$BT" 1000 0
 OVH_MODES=(schedlat schedlat-json runqlat bpftrace)
 declare -A OVH_LABEL=(
 	[schedlat]="schedlat (table)" [schedlat-json]="schedlat (--json)"
@@ -68,10 +78,10 @@ declare -A OVH_CMD=(
 # lifecycle: one interval, then exit by themselves
 bench_mode l-schedlat-short stderr "$SMARK" stdbuf -oL "$SCHEDLAT" -C -n 1 -i 1ms
 bench_mode l-runqlat-short  stdout "$RMARK" stdbuf -oL "$RUNQLAT" 0 1
-bench_mode l-bpftrace-short stderr "$BMARK" stdbuf -oL "$BPFTRACE" "$BT" 1 1
+bench_mode l-bpftrace-short stdout "$BMARK" stdbuf -oL "$BPFTRACE" "$BT" 1 1
 bench_mode l-schedlat-1s    stderr "$SMARK" stdbuf -oL "$SCHEDLAT" -C -n 1 -i 1s
 bench_mode l-runqlat-1s     stdout "$RMARK" stdbuf -oL "$RUNQLAT" 1 1
-bench_mode l-bpftrace-1s    stderr "$BMARK" stdbuf -oL "$BPFTRACE" "$BT" 1000 1
+bench_mode l-bpftrace-1s    stdout "$BMARK" stdbuf -oL "$BPFTRACE" "$BT" 1000 1
 LIFE_MODES=(l-schedlat-short l-runqlat-short l-bpftrace-short l-schedlat-1s l-runqlat-1s l-bpftrace-1s)
 declare -A LIFE_TOOL=(
 	[l-schedlat-short]=schedlat [l-runqlat-short]=runqlat [l-bpftrace-short]=bpftrace
@@ -129,6 +139,7 @@ rss_mib() { kib_to_mib "$(median <"$BENCH_TMP/rss/$1")"; }
 
 # ---- report ----
 body=$BENCH_TMP/section.md
+declare -A NET
 rq_ratio=$(ovh_median runqlat ratio)
 sl_ratio=$(ovh_median schedlat ratio)
 sj_ratio=$(ovh_median schedlat-json ratio)
@@ -144,7 +155,7 @@ sj_ratio=$(ovh_median schedlat-json ratio)
 	echo "load average at start $BENCH_LOAD. schedlat attached with \`${probe_mode:-?}\`."
 	echo "Medians of REPS=$REPS; other work on the machine during the run adds noise (see the min-max)."
 	echo
-	echo "### Overhead: \`perf bench sched pipe -l $LOOPS\`"
+	echo "### Overhead: \`$WORKLOAD\`"
 	echo
 	echo "Pairs, interleaved: for each repetition and each tool, the workload bare, then with the tool"
 	echo "attached; ratio = ops/sec with the tool / ops/sec of its bare run (1.000: no cost)."
@@ -161,7 +172,7 @@ sj_ratio=$(ovh_median schedlat-json ratio)
 	echo "One interval, then the tool exits by itself. *attached*: when the ready line is read"
 	echo "(schedlat: \"Tracing run-queue latency ... Ctrl-C to end.\" on stderr, printed after attach;"
 	echo "runqlat: \"Tracing run queue latency...\" on stdout; bpftrace: \"Attaching N probes...\" on"
-	echo "stderr). *exit*: when wait() returns. *exit - interval*: exec -> exit less the nominal"
+	echo "stdout). *exit*: when wait() returns. *exit - interval*: exec -> exit less the nominal"
 	echo "interval, i.e. load + attach + report + detach + exit. runqlat takes whole seconds only"
 	echo "(\`runqlat 0.1 1\` parses as \`0 1\`), so its short run is \`runqlat 0 1\`. Every command runs"
 	echo "under \`stdbuf -oL\` (for runqlat's stdout marker), so each includes the same extra exec."
@@ -173,7 +184,7 @@ sj_ratio=$(ovh_median schedlat-json ratio)
 		net=$(awk -v e="$ext" -v i="${LIFE_IVAL_MS[$m]}" 'BEGIN { print e - i }')
 		peer=l-runqlat-${m##*-}
 		pnet=$(awk -v e="$(life_median_ms "$peer" exit)" -v i="${LIFE_IVAL_MS[$peer]}" 'BEGIN { print e - i }')
-		eval "net_$(tr - _ <<<"$m")=$net"
+		NET[$m]=$net
 		md_row "${LIFE_TOOL[$m]}" "\`${LIFE_CMD[$m]}\`" "$(fmt "$rdy" 1)" "$(fmt "$ext" 1)" \
 			"$(fmt "$net" 1)" "$(ratio "$net" "$pnet" 2)"
 	done
@@ -195,13 +206,14 @@ sj_ratio=$(ovh_median schedlat-json ratio)
 	echo "### Targets"
 	echo
 	met() { if "$@"; then echo "**met**"; else echo "**not met**"; fi; }
+	ovh_target() { cmp_le "$rq_ratio" "$sl_ratio" && cmp_le "$rq_ratio" "$sj_ratio"; }
 	echo "- Overhead no worse than runqlat's: schedlat ratio $(fmt "$sl_ratio" 3) (table),"
 	echo "  $(fmt "$sj_ratio" 3) (--json) vs runqlat $(fmt "$rq_ratio" 3):" \
-		"$(met eval 'cmp_le "$rq_ratio" "$sl_ratio" && cmp_le "$rq_ratio" "$sj_ratio"')."
+		"$(met ovh_target)."
 	echo "- Lifecycle at most half of runqlat's (exit - interval, short runs): schedlat" \
-		"$(fmt "$net_l_schedlat_short" 1) ms vs runqlat $(fmt "$net_l_runqlat_short" 1) ms:" \
-		"$(met cmp_le "$net_l_schedlat_short" "$(awk -v r="$net_l_runqlat_short" 'BEGIN { print r / 2 }')")"
-	echo "  (1 s runs: $(fmt "$net_l_schedlat_1s" 1) ms vs $(fmt "$net_l_runqlat_1s" 1) ms)."
+		"$(fmt "${NET[l-schedlat-short]}" 1) ms vs runqlat $(fmt "${NET[l-runqlat-short]}" 1) ms:" \
+		"$(met cmp_le "${NET[l-schedlat-short]}" "$(awk -v r="${NET[l-runqlat-short]}" 'BEGIN { print r / 2 }')")"
+	echo "  (1 s runs: $(fmt "${NET[l-schedlat-1s]}" 1) ms vs $(fmt "${NET[l-runqlat-1s]}" 1) ms)."
 	smax=$(cat "$BENCH_TMP"/rss/short-schedlat "$BENCH_TMP"/rss/load-schedlat "$BENCH_TMP"/rss/load-schedlat-json | sort -g | tail -n 1)
 	echo "- Peak RSS under 8 MiB: schedlat at most $(kib_to_mib "$smax") MiB over all its runs:" \
 		"$(met awk -v k="$smax" 'BEGIN { exit !(k < 8192) }')."
@@ -212,7 +224,7 @@ sj_ratio=$(ovh_median schedlat-json ratio)
 	echo "and LOAD_SECS change the repetitions, the workload length and the RSS run length). It rewrites"
 	echo "this section only. Needs \`perf\` (linux-perf), \`runqlat\` (libbpf-tools), \`bpftrace\`,"
 	echo "\`/usr/bin/time\` (time). Exact commands: the tables above; the workload is"
-	echo "\`perf bench sched pipe -l $LOOPS\` (two processes, unpinned) and ops/sec is read from its output."
+	echo "\`$WORKLOAD\` (two processes${PIN_CPU:+, both on CPU $PIN_CPU}) and ops/sec is read from its output."
 } >"$body"
 
 mkdir -p "$(dirname "$OUT")"
