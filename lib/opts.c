@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <bpf/libbpf.h>
 #include "kfeatures.h"
 #include "json.h"
 #include "opts.h"
@@ -341,6 +342,15 @@ static void resolve_filters(void)
 	}
 }
 
+/* libbpf speaks on stderr only when asked to (-v): the tools say what went
+ * wrong in their own words. */
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (!env.verbose)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
 void aiscope_parse(const struct argp *argp, int argc, char **argv, const char *tool,
 		   unsigned int kind)
 {
@@ -355,9 +365,14 @@ void aiscope_parse(const struct argp *argp, int argc, char **argv, const char *t
 	env.tty = isatty(STDOUT_FILENO);
 	if (!env.rows_set && (env.json || !env.tty))
 		env.rows = 0;
+	libbpf_set_print(libbpf_print);
 	err = features_init(env.btf_path);
-	if (err)
-		usage_error("cannot parse BTF file '%s': %s", env.btf_path, strerror(-err));
+	if (err) {
+		char msg[128];
+
+		libbpf_strerror(err, msg, sizeof(msg));
+		usage_error("cannot parse BTF file '%s': %s", env.btf_path, msg);
+	}
 	cg_init(NULL, feat_cgroup_ssid);
 	resolve_filters();
 }

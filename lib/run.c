@@ -20,18 +20,10 @@
 static int64_t rt_offset;
 static bool rt_offset_set;
 
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	if (!env.verbose)
-		return 0;
-	return vfprintf(stderr, fmt, ap);
-}
-
 const struct bpf_object_open_opts *aiscope_open_opts(void)
 {
 	static struct bpf_object_open_opts opts = { .sz = sizeof(opts) };
 
-	libbpf_set_print(libbpf_print);
 	opts.btf_custom_path = env.btf_path;
 	return &opts;
 }

@@ -415,3 +415,39 @@ check_cgroup_filter() {
 	jq -e -s '([.[] | select(.type == "lost") | .lost_events] | add) == .[-1].lost_events' "$BATS_TEST_TMPDIR/s.out"
 	grep -q 'lost .* events .*--buffer-size' "$BATS_TEST_TMPDIR/s.err"
 }
+
+@test "schedlat on a terminal redraws each interval in place; -C appends" {
+	need_root
+	command -v script > /dev/null || skip "script(1) missing"
+	script -qfec "$BIN/schedlat -d 1.5" /dev/null > "$BATS_TEST_TMPDIR/tty" 2>&1
+	[ "$(grep -c $'\033\\[H\033\\[2J' "$BATS_TEST_TMPDIR/tty")" -ge 2 ]
+	grep -q 'schedlat  [0-9:]*  interval=1s' "$BATS_TEST_TMPDIR/tty"
+	script -qfec "$BIN/schedlat -C -d 1.5" /dev/null > "$BATS_TEST_TMPDIR/tty" 2>&1
+	! grep -q $'\033\\[2J' "$BATS_TEST_TMPDIR/tty"
+	grep -q '^# 20.*interval=1s' "$BATS_TEST_TMPDIR/tty"
+}
+
+@test "schedlat -s sorts the rows of every interval" {
+	need_root
+	start_contend w 3 0 200
+	for key in runs max; do
+		start_tool s schedlat -j -s "$key" -i 300ms
+		contend_round w "$CONTEND_PID" "$([ $key = runs ] && echo 1 || echo 2)"
+		stop_tool "$TOOL_PID"
+		field=$([ $key = runs ] && echo runs || echo max_ns)
+		jq -e -s --arg f "$field" 'map(select(.type == "sample" and .by == "pid")) | group_by(.seq) |
+			all(map(.[$f]) as $v | $v == ($v | sort | reverse))' "$BATS_TEST_TMPDIR/s.out"
+	done
+}
+
+@test "schedlat --btf takes an external BTF file; a broken one is a usage error" {
+	need_root
+	run --separate-stderr "$BIN/schedlat" --btf /sys/kernel/btf/vmlinux -j -n 1 -i 200ms
+	[ "$status" -eq 0 ]
+	echo "$output" | tail -1 | jq -e '.type == "summary"'
+	head -c 4096 /dev/urandom > "$BATS_TEST_TMPDIR/bad.btf"
+	run "$BIN/schedlat" --btf "$BATS_TEST_TMPDIR/bad.btf" -d 1
+	[ "$status" -eq 2 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == *"cannot parse BTF file"* ]]
+}
