@@ -324,7 +324,8 @@ static bool match_container(const char *comp, size_t len, const char *parent, si
 	}
 	/* cgroupfs driver: /docker/<id>, /actions_job/<id>, /kubepods/.../pod<uid>/<id> */
 	if (match_id(comp, len, "", "", ci->id)) {
-		if (plen == 6 && !strncmp(parent, "docker", 6))
+		if ((plen == 6 && !strncmp(parent, "docker", 6)) ||
+		    (plen == 11 && !strncmp(parent, "actions_job", 11)))
 			ci->runtime = "docker";
 		else
 			ci->runtime = NULL;

@@ -49,8 +49,12 @@ void table_str(struct table *t, const char *s)
 	if (!s)
 		s = "";
 	n = shown = strlen(s);
-	if (t->elide && (int)n > c->width && c->width > 1)
+	if (t->elide && (int)n > c->width && c->width > 1) {
 		shown = c->width - 1;
+		/* never cut a UTF-8 sequence in half */
+		while (shown > 0 && ((unsigned char)s[shown] & 0xC0) == 0x80)
+			shown--;
+	}
 	cut = shown < n;
 	pad = c->width - (int)(shown + cut);
 	if (!(c->flags & TC_LEFT))

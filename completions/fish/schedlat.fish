@@ -44,7 +44,7 @@ complete -c schedlat -l btf -x -a '(__fish_complete_path (__aiscope_value))' -d 
 complete -c schedlat -l list-probes -d 'Print the attach plan and exit'
 complete -c schedlat -l probe-mode -x -a '(__fish_complete_list , "printf \'%s\n\' fentry kprobe tp_btf raw_tp tracepoint")' -d 'Use only these mechanisms'
 complete -c schedlat -s v -l verbose -d 'Attach decisions and libbpf debug output on stderr'
-complete -c schedlat -s '?' -l help -d 'Give this help list'
+complete -c schedlat -s h -l help -d 'Give this help list'
 complete -c schedlat -l usage -d 'Give a short usage message'
 complete -c schedlat -s V -l version -d 'Print program version'
 
