@@ -159,4 +159,4 @@ clean:
 help:
 	@sed -n '2,9p' Makefile | sed 's/^# \{0,1\}//'
 
--include $(wildcard $(O)/*.d $(O)/lib/*.d $(O)/bpf/*.d $(O)/tests/*.d)
+-include $(wildcard $(O)/*.d $(O)/lib/*.d $(O)/bpf/*.d $(O)/tests/*.d $(O)/tests/helpers/*.d)

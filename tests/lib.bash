@@ -73,15 +73,15 @@ stop_tool() {
 
 # sum_task_field PID FILE AWK_EXPR: sums a per-thread figure over /proc/PID/task
 sum_run_delay() {
-	cat /proc/"$1"/task/*/schedstat | awk '{s += $2} END {print s + 0}'
+	cat /proc/"$1"/task/*/schedstat | awk '{s += $2} END {printf "%.0f\n", s}'
 }
 
 sum_nivcsw() {
-	cat /proc/"$1"/task/*/status | awk '/^nonvoluntary_ctxt_switches/ {s += $2} END {print s + 0}'
+	cat /proc/"$1"/task/*/status | awk '/^nonvoluntary_ctxt_switches/ {s += $2} END {printf "%.0f\n", s}'
 }
 
 sum_migrations() {
-	cat /proc/"$1"/task/*/sched | awk '/^se.nr_migrations/ {s += $3} END {print s + 0}'
+	cat /proc/"$1"/task/*/sched | awk '/^se.nr_migrations/ {s += $3} END {printf "%.0f\n", s}'
 }
 
 # within PCT A B: |A - B| <= PCT% of B

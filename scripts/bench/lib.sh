@@ -5,6 +5,7 @@
 # Benchmarks report, they do not pass or fail: see spec/TESTING.md.
 #
 #   bench_init                       temp dir, root check, machine facts
+#   bench_foreign_progs              tracing BPF programs loaded by others
 #   median / ratio / fmt             numbers (stdin / args)
 #   bench_mode NAME STREAM MARKER CMD...
 #                                    register a way to run a tool: STREAM (stdout
@@ -41,6 +42,16 @@ bench_init() {
 	BENCH_CPU=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 	BENCH_LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
 	BENCH_OS=$(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")
+	BENCH_FOREIGN_START=$(bench_foreign_progs)
+}
+
+# bench_foreign_progs: tracing BPF programs loaded by others (kprobe,
+# tracepoint, raw_tracepoint, tracing, perf_event): they tax the workload
+# of every mode alike and shrink the differences; "?" without bpftool
+bench_foreign_progs() {
+	command -v bpftool >/dev/null || { echo "?"; return; }
+	bpftool prog show 2>/dev/null |
+		grep -cE '^[0-9]+: (kprobe|tracepoint|raw_tracepoint|tracing|perf_event) '
 }
 
 bench_cleanup() {

@@ -9,7 +9,7 @@
 #   REPS=3 LOOPS=100000 scripts/bench/schedlat.sh
 #
 # Environment: REPS (repetitions, default 5), LOOPS (perf bench sched pipe
-# loops, default 150000: 1-2 s a run on 2 CPUs), PIN_CPU (CPU both workload
+# loops; default: calibrated for about 1.5 s a bare run), PIN_CPU (CPU both workload
 # processes are pinned to, default 0; empty: unpinned), LOAD_SECS (length of the
 # RSS-under-load runs, default 5), OUT (default docs/PERFORMANCE.md),
 # SCHEDLAT (default build/schedlat), RUNQLAT (default: runqlat on PATH or
@@ -20,7 +20,7 @@ set -u -o pipefail
 . "$(dirname "$0")/lib.sh"
 
 REPS=${REPS:-5}
-LOOPS=${LOOPS:-150000}
+LOOPS=${LOOPS:-}
 PIN_CPU=${PIN_CPU-0}
 LOAD_SECS=${LOAD_SECS:-5}
 OUT=${OUT:-$BENCH_ROOT/docs/PERFORMANCE.md}
@@ -53,6 +53,12 @@ PIN=()
 pipe_ops() {
 	"${PIN[@]}" perf bench sched pipe -l "$LOOPS" 2>/dev/null | awk '/ops\/sec/ { print $1 }'
 }
+if [ -z "$LOOPS" ]; then
+	LOOPS=50000
+	ops=$(pipe_ops)
+	[[ $ops =~ ^[0-9]+$ ]] || bench_die "perf bench sched pipe gave no ops/sec"
+	LOOPS=$(( (ops * 3 / 2 + 9999) / 10000 * 10000 ))
+fi
 WORKLOAD="${PIN[*]}${PIN_CPU:+ }perf bench sched pipe -l $LOOPS"
 
 # ---- modes ----
@@ -138,6 +144,7 @@ done
 rss_mib() { kib_to_mib "$(median <"$BENCH_TMP/rss/$1")"; }
 
 # ---- report ----
+foreign_end=$(bench_foreign_progs)
 body=$BENCH_TMP/section.md
 declare -A NET
 rq_ratio=$(ovh_median runqlat ratio)
@@ -152,7 +159,8 @@ sj_ratio=$(ovh_median schedlat-json ratio)
 	echo "tracepoints (the packaged \`runqlat.bt\` includes kernel headers that are not installed here)."
 	echo
 	echo "Machine: $BENCH_NPROC CPUs ($BENCH_CPU), kernel $BENCH_KERNEL, $BENCH_OS; run $BENCH_DATE,"
-	echo "load average at start $BENCH_LOAD. schedlat attached with \`${probe_mode:-?}\`."
+	echo "load average at start $BENCH_LOAD; tracing BPF programs of others loaded: $BENCH_FOREIGN_START at"
+	echo "start, $foreign_end at the end. schedlat attached with \`${probe_mode:-?}\`."
 	echo "Medians of REPS=$REPS; other work on the machine during the run adds noise (see the min-max)."
 	echo
 	echo "### Overhead: \`$WORKLOAD\`"

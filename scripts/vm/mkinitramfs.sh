@@ -1,0 +1,92 @@
+#!/bin/sh
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# Builds a VM initramfs (cpio newc, gzip) for scripts/vm/run-matrix.sh:
+#
+#   scripts/vm/mkinitramfs.sh OUT.cpio.gz BUSYBOX TOOLS_DIR HELPERS_DIR
+#
+#   /init                     tests/vm/init
+#   /bin/busybox              BUSYBOX (static; applet links made at boot)
+#   /opt/aiscope/bin/         the static tools found in TOOLS_DIR ($TOOLS)
+#   /opt/aiscope/helpers/     the static test helpers in HELPERS_DIR
+#   /opt/aiscope/tests/       tests/vm/*.sh (the runner and one file per tool)
+#   /dev/console              so that /init has a console before devtmpfs
+#
+# The archive is written by this script (no cpio or root needed), all files
+# owned by root. TOOLS (default: every tool named in tests/vm/*.sh that
+# exists in TOOLS_DIR) may be set to a list of names.
+set -eu
+top=$(cd "$(dirname "$0")/../.." && pwd)
+me=vm/mkinitramfs.sh
+die() { printf '%s: %s\n' "$me" "$*" >&2; exit 1; }
+
+[ $# -eq 4 ] || die "usage: mkinitramfs.sh OUT.cpio.gz BUSYBOX TOOLS_DIR HELPERS_DIR"
+out=$1 busybox=$2 tools=$3 helpers=$4
+[ -x "$busybox" ] || die "no busybox at $busybox"
+
+stage=$out.d
+rm -rf "$stage"
+mkdir -p "$stage/bin" "$stage/dev" "$stage/proc" "$stage/sys" "$stage/tmp" "$stage/run" \
+	"$stage/opt/aiscope/bin" "$stage/opt/aiscope/helpers" "$stage/opt/aiscope/tests"
+cp "$busybox" "$stage/bin/busybox"
+ln -s busybox "$stage/bin/sh"
+cp "$top/tests/vm/init" "$stage/init"
+cp "$top"/tests/vm/*.sh "$stage/opt/aiscope/tests/"
+chmod 0755 "$stage/init" "$stage"/opt/aiscope/tests/*.sh
+n=0
+for f in "$helpers"/*; do
+	case $f in *.d|*.o) continue ;; esac
+	[ -f "$f" ] && [ -x "$f" ] || continue
+	cp "$f" "$stage/opt/aiscope/helpers/"
+	n=$((n + 1))
+done
+[ $n -gt 0 ] || die "no test helpers in $helpers"
+if [ -z "${TOOLS:-}" ]; then
+	TOOLS=$(cd "$top/tests/vm" && ls *.sh | sed 's/\.sh$//' | grep -vx -e run -e lib || true)
+fi
+n=0
+for t in $TOOLS; do
+	[ -x "$tools/$t" ] || die "tool $t not built in $tools"
+	cp "$tools/$t" "$stage/opt/aiscope/bin/"
+	n=$((n + 1))
+done
+[ $n -gt 0 ] || die "no tools to test"
+
+# ---- cpio newc writer ----
+ino=1000
+# hdr NAME MODE_HEX SIZE [RDEVMAJ RDEVMIN]
+hdr() {
+	nsz=$((${#1} + 1))
+	printf '070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X' \
+		"$ino" "$((0x$2))" 0 0 1 0 "$3" 0 0 "${4:-0}" "${5:-0}" "$nsz" 0
+	printf '%s\0' "$1"
+	pad $(((110 + nsz) % 4))
+	ino=$((ino + 1))
+}
+pad() {
+	[ "$1" -eq 0 ] || head -c $((4 - $1)) /dev/zero
+}
+emit() {
+	(cd "$stage" && find . -mindepth 1 | sed 's|^\./||' | LC_ALL=C sort) | while read -r p; do
+		f=$stage/$p
+		if [ -L "$f" ]; then
+			t=$(readlink "$f")
+			hdr "$p" A1FF ${#t}
+			printf '%s' "$t"
+			pad $((${#t} % 4))
+		elif [ -d "$f" ]; then
+			hdr "$p" 41ED 0
+		else
+			mode=$(stat -c %a "$f")
+			case $mode in *[1357]?? ) m=81ED ;; *) m=81A4 ;; esac
+			sz=$(stat -c %s "$f")
+			hdr "$p" $m "$sz"
+			cat "$f"
+			pad $((sz % 4))
+		fi
+	done
+	hdr dev/console 2180 0 5 1
+	hdr TRAILER!!! 0 0
+}
+emit | gzip -9 > "$out.tmp"
+mv "$out.tmp" "$out"
+rm -rf "$stage"
