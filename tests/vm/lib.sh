@@ -1,0 +1,158 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# Helpers for the tests that run inside the VMs (busybox sh: POSIX sh, busybox
+# awk/grep/sed; no bash, jq or bats). Sourced by tests/vm/run.sh.
+#
+# A test is a shell function run by run_test in a subshell with its output
+# in $T/log; it returns 0 (pass), 77 (skip: reason in $T/skip) or anything
+# else (fail). Its log is printed as TAP diagnostics ("#   ...") either way,
+# so the numbers compared are in the serial log. Processes it starts with
+# bg are ended after it.
+
+H=/opt/aiscope/helpers
+T=/tmp/t
+N=0
+FAILED=0
+
+# run_test NAME LIMIT_S FUNC [ARGS...]
+run_test() {
+	_name=$1 _lim=$2
+	shift 2
+	rm -rf "$T"
+	mkdir -p "$T"
+	: > "$T/pids"
+	_t0=$(date +%s)
+	( "$@" ) > "$T/log" 2>&1 &
+	_tp=$!
+	( sleep "$_lim"; echo "timed out after ${_lim}s" >> "$T/log"; kill -KILL "$_tp" ) 2>/dev/null &
+	_wd=$!
+	wait "$_tp"
+	_rc=$?
+	kill "$_wd" 2>/dev/null
+	wait "$_wd" 2>/dev/null
+	for _p in $(cat "$T/pids"); do kill -TERM "$_p" 2>/dev/null; done
+	sleep 0.2
+	for _p in $(cat "$T/pids"); do kill -KILL "$_p" 2>/dev/null; done
+	N=$((N + 1))
+	sed -n '1,60s/^/#   /p' "$T/log"
+	if [ $_rc -eq 0 ]; then
+		echo "ok $N - $_name ($(($(date +%s) - _t0)) s)"
+	elif [ $_rc -eq 77 ]; then
+		echo "ok $N - $_name # skip $(cat "$T/skip" 2>/dev/null)"
+	else
+		FAILED=$((FAILED + 1))
+		echo "not ok $N - $_name (exit $_rc, $(($(date +%s) - _t0)) s)"
+	fi
+}
+
+skip_test() {
+	echo "$*" > "$T/skip"
+	exit 77
+}
+
+fail() {
+	echo "FAIL: $*"
+	exit 1
+}
+
+# bg NAME CMD...: CMD in the background, stdout in $T/NAME.out, stderr in
+# $T/NAME.err; sets BG
+bg() {
+	_n=$1
+	shift
+	"$@" > "$T/$_n.out" 2> "$T/$_n.err" &
+	BG=$!
+	echo "$BG" >> "$T/pids"
+}
+
+# wait_for FILE PATTERN [SECONDS]
+wait_for() {
+	_i=0
+	while ! grep -q -- "$2" "$1" 2>/dev/null; do
+		sleep 0.1
+		_i=$((_i + 1))
+		if [ $_i -ge $((${3:-30} * 10)) ]; then
+			echo "timed out waiting for '$2' in $1:"
+			cat "$1"
+			return 1
+		fi
+	done
+}
+
+# start_contend NAME THREADS CPU SPIN_MS: sets CONTEND_PID
+start_contend() {
+	_n=$1
+	shift
+	bg "$_n" "$H/contend" "$@"
+	wait_for "$T/$_n.out" '^ready' || fail "contend did not start"
+	CONTEND_PID=$(awk '/^ready/ {print $2}' "$T/$_n.out")
+}
+
+# contend_round NAME PID N: starts round N and waits for its end
+contend_round() {
+	kill -USR1 "$2"
+	wait_for "$T/$1.out" "^done $3\$" 60 || fail "round $3 did not end"
+}
+
+# start_tool NAME TOOL ARGS...: starts a tool and waits until it is attached
+# (its "Tracing" line on stderr); sets TOOL_PID
+start_tool() {
+	_n=$1
+	shift
+	bg "$_n" "$@"
+	TOOL_PID=$BG
+	wait_for "$T/$_n.err" 'Tracing' 60 || { cat "$T/$_n.out"; fail "$2 did not attach"; }
+}
+
+# stop_tool PID [SIGNAL]: signals the tool and returns its exit status
+stop_tool() {
+	kill -"${2:-INT}" "$1"
+	wait "$1"
+}
+
+sum_run_delay() {
+	cat /proc/"$1"/task/*/schedstat | awk '{s += $2} END {print s + 0}'
+}
+
+sum_nivcsw() {
+	cat /proc/"$1"/task/*/status | awk '/^nonvoluntary_ctxt_switches/ {s += $2} END {print s + 0}'
+}
+
+sum_migrations() {
+	cat /proc/"$1"/task/*/sched | awk '/^se.nr_migrations/ {s += $3} END {print s + 0}'
+}
+
+# within PCT A B: |A - B| <= PCT% of B
+within() {
+	awk -v p="$1" -v a="$2" -v b="$3" 'BEGIN {
+		d = a - b; if (d < 0) d = -d
+		if (b == 0 ? a != 0 : d > b * p / 100) {
+			printf "%s is not within %s%% of %s\n", a, p, b; exit 1 }
+	}'
+}
+
+# JSON lines (compact, as the tools print them), without jq:
+# jsel FILE PATTERN...: the lines containing every PATTERN (fixed strings)
+jsel() {
+	_f=$1
+	shift
+	awk -v pats="$(printf '%s\001' "$@")" 'BEGIN { n = split(pats, p, "\001") - 1 }
+		{ for (i = 1; i <= n; i++) if (index($0, p[i]) == 0) next; print }' "$_f"
+}
+
+# jval KEY: the value of KEY on each stdin line that has it (numbers, null,
+# true/false, or strings without their quotes)
+jval() {
+	sed -n "s/.*\"$1\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p" | sed 's/^"\(.*\)"$/\1/'
+}
+
+# jsum KEY: the sum of jval KEY over stdin
+jsum() {
+	jval "$1" | awk '{s += $1} END {printf "%.0f\n", s}'
+}
+
+# json_ok FILE: non-empty, and every line one object (a shallow check)
+json_ok() {
+	[ -s "$1" ] || fail "no output in $1"
+	_bad=$(grep -cv '^{".*}$' "$1")
+	[ "$_bad" -eq 0 ] || { grep -v '^{".*}$' "$1" | head -5; fail "$_bad lines of $1 are not JSON objects"; }
+}

@@ -1,0 +1,163 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# schedlat inside the test VMs: the end-to-end subset of tests/schedlat.bats
+# against the kernel's own figures, for each attach mechanism the kernel has.
+# Sourced by tests/vm/run.sh (busybox sh; see lib.sh).
+
+SL=/opt/aiscope/bin/schedlat
+HOOKS="sched_wakeup sched_wakeup_new sched_switch sched_migrate_task sched_process_exit"
+
+# the plan: every hook has one chosen mechanism, recorded in the log
+t_list_probes() {
+	$SL --list-probes > "$T/plan" 2>&1 || { cat "$T/plan"; fail "--list-probes exited $?"; }
+	cat "$T/plan"
+	chosen=
+	for h in $HOOKS; do
+		m=$(awk -v h="$h" '/^[^ ]/ { cur = ($1 == h); if (cur && $4 == "chosen") print $2; next }
+			cur && $3 == "chosen" { print $1 }' "$T/plan")
+		case $m in
+		tp_btf|raw_tp|tracepoint) chosen="$chosen $h=$m" ;;
+		*) fail "hook $h: no chosen mechanism ('$m')" ;;
+		esac
+	done
+	echo "mechanisms:$chosen"
+	$SL --list-probes -j > "$T/plan.j" || fail "--list-probes -j exited $?"
+	json_ok "$T/plan.j"
+	[ "$(jsel "$T/plan.j" '"type":"probe"' '"tool":"schedlat"' | wc -l)" -eq 15 ] || fail "not 15 probe records"
+	[ "$(jsel "$T/plan.j" '"status":"chosen"' | wc -l)" -eq 5 ] || fail "not 5 chosen"
+	# every mechanism can be forced, and then is the one chosen for all hooks
+	for mode in tp_btf raw_tp tracepoint; do
+		$SL --list-probes --probe-mode $mode > "$T/plan.$mode" || fail "--probe-mode $mode exited $?"
+		n=$(grep -c " $mode .*chosen" "$T/plan.$mode")
+		[ "$n" -eq 5 ] || { cat "$T/plan.$mode"; fail "--probe-mode $mode: $n hooks chose it"; }
+	done
+}
+
+# wait MODE: 4 threads pinned to CPU 0 contend for two rounds; the tool's
+# total wait for the process equals the run_delay delta within 10%. The
+# preemption figures are kept in /tmp/preempt.MODE for t_preempt.
+t_wait() {
+	mode=$1
+	rm -f "/tmp/preempt.$mode"
+	start_contend w 4 0 250
+	start_tool s $SL -j -p "$CONTEND_PID" --probe-mode "$mode"
+	before=$(sum_run_delay "$CONTEND_PID")
+	nb=$(sum_nivcsw "$CONTEND_PID")
+	contend_round w "$CONTEND_PID" 1
+	contend_round w "$CONTEND_PID" 2
+	after=$(sum_run_delay "$CONTEND_PID")
+	na=$(sum_nivcsw "$CONTEND_PID")
+	stop_tool "$TOOL_PID" || fail "schedlat exited $?: $(cat "$T/s.err")"
+	json_ok "$T/s.out"
+	truth=$((after - before))
+	tool=$(jsel "$T/s.out" '"type":"sample"' '"by":"pid"' | jsum wait_ns)
+	host=$(jsel "$T/s.out" '"type":"sample"' '"by":"host"' | jsum wait_ns)
+	pre=$(jsel "$T/s.out" '"type":"sample"' '"by":"pid"' | jsum preemptions)
+	echo "mode $mode: run_delay delta $truth ns, schedlat $tool ns (host line $host ns)"
+	echo "$pre $((na - nb))" > "/tmp/preempt.$mode"
+	[ "$truth" -gt 500000000 ] || fail "the workload did not contend (run_delay delta $truth ns)"
+	within 10 "$tool" "$truth" || fail "wait"
+	others=$(jsel "$T/s.out" '"type":"sample"' '"by":"pid"' | jval pid | grep -vcx "$CONTEND_PID")
+	[ "$others" -eq 0 ] || fail "$others rows of other processes"
+	[ "$host" = "$tool" ] || fail "the host line ($host) is not the sum of the rows ($tool)"
+	last=$(tail -1 "$T/s.out")
+	case $last in *'"type":"summary"'*) ;; *) fail "the last line is not a summary: $last" ;; esac
+	[ "$(echo "$last" | jval probes)" = "$mode" ] || fail "summary probes: $(echo "$last" | jval probes)"
+	[ "$(echo "$last" | jval exit_reason)" = signal ] || fail "summary exit_reason: $last"
+}
+
+# preempt MODE: the preemptions of t_wait MODE equal the delta of
+# nonvoluntary_ctxt_switches within 5%
+t_preempt() {
+	[ -s "/tmp/preempt.$1" ] || fail "no measurement: the wait test of $1 did not get that far"
+	read -r pre truth < "/tmp/preempt.$1"
+	echo "mode $1: nonvoluntary_ctxt_switches delta $truth, schedlat preemptions $pre"
+	[ "$truth" -gt 20 ] || fail "too few preemptions to compare"
+	within 5 "$pre" "$truth" || fail "preemptions"
+}
+
+t_migrations() {
+	[ "$(nproc)" -ge 2 ] || skip_test "needs two CPUs"
+	start_contend w 2 -1 300
+	start_tool s $SL -j -p "$CONTEND_PID"
+	before=$(sum_migrations "$CONTEND_PID")
+	contend_round w "$CONTEND_PID" 1
+	after=$(sum_migrations "$CONTEND_PID")
+	stop_tool "$TOOL_PID" || fail "schedlat exited $?"
+	json_ok "$T/s.out"
+	tool=$(jsel "$T/s.out" '"type":"sample"' '"by":"pid"' | jsum migrations)
+	echo "se.nr_migrations delta $((after - before)), schedlat $tool"
+	[ $((after - before)) -gt 100 ] || fail "too few migrations"
+	within 5 "$tool" "$((after - before))" || fail "migrations"
+}
+
+# --min streams each long wait of the process; -n stops after N
+t_min() {
+	start_contend w 4 0 300
+	start_tool s $SL -j --min 2ms -p "$CONTEND_PID"
+	stream=$TOOL_PID
+	start_tool n $SL -j --min 2ms -p "$CONTEND_PID" -n 3
+	counted=$TOOL_PID
+	contend_round w "$CONTEND_PID" 1
+	wait "$counted" || fail "schedlat -n 3 exited $?"
+	stop_tool "$stream" || fail "schedlat exited $?"
+	json_ok "$T/s.out"
+	jsel "$T/s.out" '"type":"event"' > "$T/ev"
+	n=$(wc -l < "$T/ev")
+	echo "$n events over 2 ms"
+	[ "$n" -gt 10 ] || fail "only $n events"
+	[ "$(grep -c '"event":"wait"' "$T/ev")" -eq "$n" ] || fail "events not of type wait"
+	short=$(jval wait_ns < "$T/ev" | awk '$1 < 2000000' | wc -l)
+	[ "$short" -eq 0 ] || fail "$short events under 2 ms"
+	others=$(jval pid < "$T/ev" | grep -vcx "$CONTEND_PID")
+	[ "$others" -eq 0 ] || fail "$others events of other processes"
+	[ "$(grep -c '"comm":"contend-w"' "$T/ev")" -eq "$n" ] || fail "comm is not contend-w"
+	# the CPU was held by the other workers
+	held=$(jval prev_pid < "$T/ev" | grep -cx "$CONTEND_PID")
+	echo "$held of $n held by a sibling worker"
+	[ $((held * 2)) -gt "$n" ] || fail "prev_pid is mostly not the process"
+	[ "$(jsel "$T/n.out" '"type":"event"' | wc -l)" -eq 3 ] || fail "-n 3 did not print 3 events"
+	last=$(tail -1 "$T/n.out")
+	case $last in *'"type":"summary"'*'"events":3,'*'"exit_reason":"count"'*) ;;
+	*) fail "-n 3 summary: $last" ;; esac
+}
+
+# no function-hook candidates: forcing fentry or kprobe exits 77 naming the tried ones
+t_no_function_hooks() {
+	for mode in fentry kprobe; do
+		$SL --probe-mode $mode -d 1 > "$T/o" 2>&1
+		rc=$?
+		cat "$T/o"
+		[ $rc -eq 77 ] || fail "--probe-mode $mode exited $rc, not 77"
+		[ "$(wc -l < "$T/o")" -eq 1 ] || fail "not one line"
+		grep -q 'tried tp_btf:sched_wakeup (excluded by --probe-mode), raw_tp:sched_wakeup (excluded by --probe-mode), tracepoint:sched/sched_wakeup (excluded by --probe-mode)' "$T/o" ||
+			fail "the line does not name the candidates"
+	done
+}
+
+# a 4 KiB ring buffer with --min 1ns overflows under a context-switch storm
+t_lost() {
+	start_tool s $SL -j --min 1ns --buffer-size 4K
+	"$H/pingpong" 50000 || fail "pingpong failed"
+	sleep 1.2
+	stop_tool "$TOOL_PID" || fail "schedlat exited $?"
+	json_ok "$T/s.out"
+	last=$(tail -1 "$T/s.out")
+	lost=$(echo "$last" | jval lost_events)
+	events=$(echo "$last" | jval events)
+	echo "events $events, lost $lost"
+	case $last in *'"type":"summary"'*) ;; *) fail "no summary: $last" ;; esac
+	[ "${lost:-0}" -gt 0 ] || fail "no lost events reported"
+	sum=$(jsel "$T/s.out" '"type":"lost"' | jsum lost_events)
+	[ "$sum" = "$lost" ] || fail "lost records add up to $sum, the summary says $lost"
+	grep -q 'lost .* events .*--buffer-size' "$T/s.err" || { cat "$T/s.err"; fail "no warning on stderr"; }
+}
+
+run_test "schedlat --list-probes: a mechanism for every hook" 120 t_list_probes
+for m in tp_btf raw_tp tracepoint; do
+	run_test "schedlat $m: wait vs run_delay" 180 t_wait $m
+	run_test "schedlat $m: preemptions vs nonvoluntary_ctxt_switches" 10 t_preempt $m
+done
+run_test "schedlat migrations vs se.nr_migrations" 120 t_migrations
+run_test "schedlat --min streams each long wait, -n stops" 120 t_min
+run_test "schedlat --probe-mode fentry|kprobe exits 77 naming the candidates" 60 t_no_function_hooks
+run_test "schedlat reports lost events (--min 1ns --buffer-size 4K, pingpong)" 240 t_lost
