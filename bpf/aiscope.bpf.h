@@ -18,7 +18,7 @@
 #define EEXIST 17
 #endif
 
-const volatile struct aiscope_filter_cfg aiscope_filter = {
+const volatile struct aiscope_cfg aiscope_cfg = {
 	.attr_ssid = -1,
 };
 
@@ -64,6 +64,18 @@ static __always_inline void *aiscope_reserve(__u64 size)
 	if (!ev)
 		aiscope_count_lost(AISCOPE_LOST_RINGBUF);
 	return ev;
+}
+
+/* Wake the reader only when a batch is queued: one wakeup per event costs
+ * a context switch each, and user space polls the buffer anyway every
+ * AISCOPE_POLL_MS. */
+static __always_inline void aiscope_submit(void *ev)
+{
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	if (bpf_ringbuf_query(&aiscope_events, BPF_RB_AVAIL_DATA) >= aiscope_cfg.wakeup_bytes)
+		flags = BPF_RB_FORCE_WAKEUP;
+	bpf_ringbuf_submit(ev, flags);
 }
 
 /* Boot-time clock where the kernel has it (5.8+), so that timestamps keep
@@ -125,7 +137,7 @@ static __always_inline bool aiscope_cg_match(struct task_struct *t,
 static __always_inline bool aiscope_comm_eq(const char *comm)
 {
 	for (int i = 0; i < AISCOPE_COMM_LEN; i++) {
-		if (comm[i] != aiscope_filter.comm[i])
+		if (comm[i] != aiscope_cfg.comm[i])
 			return false;
 		if (!comm[i])
 			break;
@@ -138,28 +150,28 @@ static __always_inline bool aiscope_task_pass(struct task_struct *t)
 {
 	__u32 id;
 
-	if (aiscope_filter.by_pid) {
+	if (aiscope_cfg.by_pid) {
 		id = BPF_CORE_READ(t, tgid);
 		if (!bpf_map_lookup_elem(&aiscope_pids, &id))
 			return false;
 	}
-	if (aiscope_filter.by_tid) {
+	if (aiscope_cfg.by_tid) {
 		id = BPF_CORE_READ(t, pid);
 		if (!bpf_map_lookup_elem(&aiscope_tids, &id))
 			return false;
 	}
-	if (aiscope_filter.by_uid && BPF_CORE_READ(t, real_cred, uid.val) != aiscope_filter.uid)
+	if (aiscope_cfg.by_uid && BPF_CORE_READ(t, real_cred, uid.val) != aiscope_cfg.uid)
 		return false;
-	if (aiscope_filter.by_comm) {
+	if (aiscope_cfg.by_comm) {
 		char comm[AISCOPE_COMM_LEN];
 
 		BPF_CORE_READ_STR_INTO(&comm, t, comm);
 		if (!aiscope_comm_eq(comm))
 			return false;
 	}
-	if (aiscope_filter.ncg > 0 && !aiscope_cg_match(t, &aiscope_filter.cg[0]))
+	if (aiscope_cfg.ncg > 0 && !aiscope_cg_match(t, &aiscope_cfg.cg[0]))
 		return false;
-	if (aiscope_filter.ncg > 1 && !aiscope_cg_match(t, &aiscope_filter.cg[1]))
+	if (aiscope_cfg.ncg > 1 && !aiscope_cg_match(t, &aiscope_cfg.cg[1]))
 		return false;
 	return true;
 }
@@ -167,9 +179,9 @@ static __always_inline bool aiscope_task_pass(struct task_struct *t)
 /* Filter for tracepoints that only know pids (classic tracepoints). */
 static __always_inline bool aiscope_ids_pass(__u32 tgid, __u32 tid)
 {
-	if (aiscope_filter.by_pid && !bpf_map_lookup_elem(&aiscope_pids, &tgid))
+	if (aiscope_cfg.by_pid && !bpf_map_lookup_elem(&aiscope_pids, &tgid))
 		return false;
-	if (aiscope_filter.by_tid && !bpf_map_lookup_elem(&aiscope_tids, &tid))
+	if (aiscope_cfg.by_tid && !bpf_map_lookup_elem(&aiscope_tids, &tid))
 		return false;
 	return true;
 }
@@ -183,9 +195,9 @@ static __always_inline void aiscope_task_cgroup_id(struct task_struct *t,
 
 	id->cgroup_v1 = 0;
 	id->cgroup_id = BPF_CORE_READ(cg, kn, id);
-	if (aiscope_filter.attr_ssid < 0 || BPF_CORE_READ(cg, level) > 0)
+	if (aiscope_cfg.attr_ssid < 0 || BPF_CORE_READ(cg, level) > 0)
 		return;
-	cg = aiscope_task_cgroup(t, aiscope_filter.attr_ssid);
+	cg = aiscope_task_cgroup(t, aiscope_cfg.attr_ssid);
 	if (!cg || BPF_CORE_READ(cg, level) == 0)
 		return;
 	id->cgroup_id = BPF_CORE_READ(cg, kn, id);

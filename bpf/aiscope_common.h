@@ -40,9 +40,10 @@ struct aiscope_cg_filter {
 	__u64 id;
 };
 
-/* Filter settings, one read-only global per BPF object, filled by
- * aiscope_filter_configure() before load. */
-struct aiscope_filter_cfg {
+/* Shared settings, one read-only global (aiscope_cfg) per BPF object,
+ * filled by aiscope_bpf_prepare() before load: the filter, and when the
+ * ring buffer wakes its reader. */
+struct aiscope_cfg {
 	__u8 by_pid;		/* consult map aiscope_pids */
 	__u8 by_tid;		/* consult map aiscope_tids */
 	__u8 by_uid;
@@ -52,6 +53,7 @@ struct aiscope_filter_cfg {
 	__s32 attr_ssid;	/* v1 controller for identity on hybrid hosts, -1: none */
 	char comm[AISCOPE_COMM_LEN];
 	struct aiscope_cg_filter cg[AISCOPE_MAX_CG_FILTERS];
+	__u64 wakeup_bytes;	/* wake the reader once this much is queued */
 };
 
 #endif

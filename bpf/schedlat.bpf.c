@@ -109,7 +109,7 @@ static __always_inline void emit_wait(const struct aiscope_ident *id, __u64 now,
 	BPF_CORE_READ_STR_INTO(&ev->prev_comm, prev, comm);
 	ev->cpu = bpf_get_smp_processor_id();
 	ev->pad = 0;
-	bpf_ringbuf_submit(ev, 0);
+	aiscope_submit(ev);
 }
 
 static __always_inline void account_wait(const struct aiscope_ident *id, __u64 now, __u64 wait,

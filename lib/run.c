@@ -54,7 +54,7 @@ void aiscope_map_resize(struct bpf_object *obj, const char *name, uint32_t entri
 		aiscope_fail(EXIT_RUNTIME, "cannot size BPF map %s", name);
 }
 
-static void configure_filter(volatile struct aiscope_filter_cfg *cfg)
+static void configure_cfg(volatile struct aiscope_cfg *cfg)
 {
 	cfg->by_pid = env.npids > 0;
 	cfg->by_tid = env.ntids > 0;
@@ -70,10 +70,11 @@ static void configure_filter(volatile struct aiscope_filter_cfg *cfg)
 		cfg->cg[i].id = env.cg[i].id;
 	}
 	cfg->attr_ssid = cg_attr_ssid();
+	cfg->wakeup_bytes = env.buffer_size / 16;
 }
 
 void aiscope_bpf_prepare(struct aiscope_bpf *b, struct bpf_object *obj,
-			 volatile struct aiscope_filter_cfg *cfg)
+			 volatile struct aiscope_cfg *cfg)
 {
 	const struct probe_hook *missing;
 	char why[1024];
@@ -104,7 +105,7 @@ void aiscope_bpf_prepare(struct aiscope_bpf *b, struct bpf_object *obj,
 	err = probe_prepare(obj, b->hooks, b->nhooks);
 	if (err)
 		aiscope_fail(EXIT_RUNTIME, "cannot prepare BPF programs: %s", strerror(-err));
-	configure_filter(cfg);
+	configure_cfg(cfg);
 	aiscope_map_resize(obj, "aiscope_events",
 			   b->streaming ? env.buffer_size : (uint32_t)getpagesize());
 }
@@ -250,7 +251,7 @@ int aiscope_loop_stop(struct aiscope_loop *l, const char *reason)
 	return -ECANCELED;
 }
 
-enum { SRC_SIGNAL = 1, SRC_TICK, SRC_DEADLINE, SRC_RING, SRC_STDOUT };
+enum { SRC_SIGNAL = 1, SRC_TICK, SRC_DEADLINE, SRC_RING, SRC_POLL, SRC_STDOUT };
 
 static int add_fd(int ep, int fd, uint32_t events, uint64_t tag)
 {
@@ -263,7 +264,7 @@ int aiscope_loop_run(struct aiscope_loop *l)
 {
 	struct aiscope_bpf *b = l->bpf;
 	uint64_t tick_ns = l->tick_ns ? l->tick_ns : NSEC_PER_SEC;
-	int ep, sfd, tfd, dfd = -1;
+	int ep, sfd, tfd, dfd = -1, pfd = -1;
 	sigset_t mask;
 
 	signal(SIGPIPE, SIG_IGN);
@@ -284,8 +285,11 @@ int aiscope_loop_run(struct aiscope_loop *l)
 		dfd = timer_fd(env.duration_ns > spent ? env.duration_ns - spent : 1, false);
 		add_fd(ep, dfd, EPOLLIN, SRC_DEADLINE);
 	}
-	if (b->rb)
+	if (b->rb) {
 		add_fd(ep, ring_buffer__epoll_fd(b->rb), EPOLLIN, SRC_RING);
+		pfd = timer_fd(AISCOPE_POLL_MS * NSEC_PER_MSEC, true);
+		add_fd(ep, pfd, EPOLLIN, SRC_POLL);
+	}
 	/* a pipe whose reader went away reports EPOLLERR: leave at once */
 	add_fd(ep, STDOUT_FILENO, 0, SRC_STDOUT);
 	refresh_offset();
@@ -315,6 +319,11 @@ int aiscope_loop_run(struct aiscope_loop *l)
 			case SRC_STDOUT:
 				l->exit_reason = "pipe";
 				break;
+			case SRC_POLL:
+				/* events queued without a wakeup */
+				if (read(pfd, &exp, sizeof(exp)) < 0)
+					break;
+				__attribute__((fallthrough));
 			case SRC_RING:
 				if (ring_buffer__consume(b->rb) < 0 && !l->exit_reason)
 					l->exit_reason = "error";
@@ -344,6 +353,8 @@ int aiscope_loop_run(struct aiscope_loop *l)
 	close(tfd);
 	if (dfd >= 0)
 		close(dfd);
+	if (pfd >= 0)
+		close(pfd);
 	if (!strcmp(l->exit_reason, "pipe")) {
 		/* CONTRACT 7: a closed stdout ends the tool at once, silently */
 		aiscope_bpf_destroy(b);

@@ -6,7 +6,7 @@
  * lost-event accounting.
  *
  *	skel = x_bpf__open_opts(aiscope_open_opts());
- *	aiscope_bpf_prepare(&b, skel->obj, &skel->rodata->aiscope_filter);
+ *	aiscope_bpf_prepare(&b, skel->obj, &skel->rodata->aiscope_cfg);
  *	aiscope_bpf_load(&b, x_bpf__load(skel));
  *	aiscope_bpf_attach(&b);
  *	aiscope_loop_run(&loop);
@@ -35,6 +35,9 @@ struct aiscope_bpf {
 };
 
 #define AISCOPE_STOP 1
+/* the ring buffer is read at least this often (ms), and when a sixteenth
+ * of it is full */
+#define AISCOPE_POLL_MS 100
 
 struct aiscope_loop {
 	struct aiscope_bpf *bpf;
@@ -51,7 +54,7 @@ const struct bpf_object_open_opts *aiscope_open_opts(void);
 /* Exits 0 after --list-probes, 77 when a hook is missing or privileges
  * are, 1 on other errors. */
 void aiscope_bpf_prepare(struct aiscope_bpf *b, struct bpf_object *obj,
-			 volatile struct aiscope_filter_cfg *cfg);
+			 volatile struct aiscope_cfg *cfg);
 void aiscope_bpf_load(struct aiscope_bpf *b, int load_err);
 void aiscope_bpf_attach(struct aiscope_bpf *b);
 void aiscope_bpf_destroy(struct aiscope_bpf *b);

@@ -634,7 +634,7 @@ int main(int argc, char **argv)
 		.hooks = hooks, .nhooks = ARRAY_SIZE(hooks),
 		.streaming = cfg.min_ns > 0, .on_event = on_event,
 	};
-	aiscope_bpf_prepare(&S.bpf, S.skel->obj, &S.skel->rodata->aiscope_filter);
+	aiscope_bpf_prepare(&S.bpf, S.skel->obj, &S.skel->rodata->aiscope_cfg);
 	if (!strcmp(probe_summary(hooks, ARRAY_SIZE(hooks)), "tracepoint") ||
 	    !strcmp(probe_summary(hooks, ARRAY_SIZE(hooks)), "mixed"))
 		aiscope_map_resize(S.skel->obj, "tasks", 65536);

@@ -17,6 +17,9 @@
 #   run_overhead REPS WORKLOAD NAME...
 #                                    interleaved pairs (bare, tool) per mode
 #   run_lifecycle REPS NAME...       exec -> attached -> exit of self-ending modes
+#   run_bpf_cost REPS WORKLOAD OPS CLASSES NAME...
+#                                    BPF run time per event of each mode's programs
+#                                    (kernel.bpf_stats_enabled), by program-name class
 #   peak_rss_kib CMD...              peak RSS (KiB) of CMD, /usr/bin/time %M
 #   vmhwm_kib PID                    VmHWM (KiB) of a running process
 #   md_row / md_header               markdown table lines
@@ -55,6 +58,7 @@ bench_foreign_progs() {
 }
 
 bench_cleanup() {
+	[ -n "${BENCH_STATS_SAVED:-}" ] && echo "$BENCH_STATS_SAVED" >/proc/sys/kernel/bpf_stats_enabled
 	[ -n "${BENCH_PID:-}" ] && kill -INT "$BENCH_PID" 2>/dev/null && wait "$BENCH_PID" 2>/dev/null
 	[ -n "${BENCH_LOAD_PID:-}" ] && kill "$BENCH_LOAD_PID" 2>/dev/null
 	[ -n "${BENCH_TMP:-}" ] && rm -rf "$BENCH_TMP"
@@ -216,6 +220,59 @@ run_lifecycle() {
 
 # life_median_ms NAME ready|exit
 life_median_ms() { awk '{ print $1 / 1000 }' "$BENCH_TMP/life/$1.$2" | median; }
+
+# bpf_prog_costs PID: "NAME RUN_CNT RUN_TIME_NS" for each BPF program PID
+# holds (run_* count only while kernel.bpf_stats_enabled is 1)
+bpf_prog_costs() {
+	local id
+	awk '/^prog_id:/ { print $2 }' /proc/"$1"/fdinfo/* 2>/dev/null | sort -un | while read -r id; do
+		bpftool prog show id "$id" 2>/dev/null | awk 'NR == 1 {
+			for (i = 1; i < NF; i++) {
+				if ($i == "name") n = $(i + 1)
+				if ($i == "run_time_ns") t = $(i + 1)
+				if ($i == "run_cnt") c = $(i + 1)
+			}
+			print n, c + 0, t + 0 }'
+	done
+}
+
+# run_bpf_cost REPS WORKLOAD OPS CLASSES NAME...: for each repetition and
+# mode: start it, turn kernel.bpf_stats_enabled on, run WORKLOAD once (OPS
+# operations), read the run time of the mode's programs, turn stats off,
+# stop it. CLASSES: space-separated substrings of program names (e.g.
+# "switch wakeup"); for each, ns per event of the programs whose name holds
+# it, in $BENCH_TMP/cost/NAME.CLASS; all programs' run time per workload
+# operation in $BENCH_TMP/cost/NAME.perop. Separate from run_overhead: the
+# stats themselves cost a little on every program run.
+run_bpf_cost() {
+	local reps=$1 workload=$2 ops=$3 classes=$4 r name c costs
+	shift 4
+	command -v bpftool >/dev/null || { bench_log "no bpftool: BPF cost not measured"; return 1; }
+	mkdir -p "$BENCH_TMP/cost"
+	BENCH_STATS_SAVED=$(cat /proc/sys/kernel/bpf_stats_enabled)
+	for ((r = 1; r <= reps; r++)); do
+		for name in "$@"; do
+			bench_start "$name" || bench_die "$name did not start"
+			echo 1 >/proc/sys/kernel/bpf_stats_enabled
+			$workload >/dev/null
+			costs=$(bpf_prog_costs "$BENCH_PID")
+			echo "$BENCH_STATS_SAVED" >/proc/sys/kernel/bpf_stats_enabled
+			bench_stop
+			for c in $classes; do
+				awk -v c="$c" 'index($1, c) { n += $2; t += $3 }
+					END { if (n) printf "%.1f\n", t / n; else print "nan" }' \
+					<<<"$costs" >>"$BENCH_TMP/cost/$name.$c"
+			done
+			awk -v o="$ops" '{ t += $3 } END { printf "%.1f\n", t / o }' <<<"$costs" \
+				>>"$BENCH_TMP/cost/$name.perop"
+		done
+		bench_log "bpf cost rep $r/$reps done"
+	done
+	BENCH_STATS_SAVED=
+}
+
+# cost_median NAME CLASS|perop
+cost_median() { grep -v nan "$BENCH_TMP/cost/$1.$2" | median; }
 
 # peak_rss_kib CMD...: peak RSS of CMD (its output to /dev/null), in KiB,
 # from getrusage's ru_maxrss as /usr/bin/time -f %M reports it

@@ -108,6 +108,10 @@ bench_log "schedlat attaches with: ${probe_mode:-?}; REPS=$REPS LOOPS=$LOOPS"
 bench_log "overhead: ${#OVH_MODES[@]} modes x $REPS pairs"
 run_overhead "$REPS" pipe_ops "${OVH_MODES[@]}"
 
+bench_log "BPF cost per event: ${#OVH_MODES[@]} modes x $REPS"
+have_cost=1
+run_bpf_cost "$REPS" pipe_ops "$LOOPS" "switch wakeup" "${OVH_MODES[@]}" || have_cost=
+
 bench_log "lifecycle: ${#LIFE_MODES[@]} modes x $REPS"
 run_lifecycle "$REPS" "${LIFE_MODES[@]}"
 
@@ -175,6 +179,26 @@ sj_ratio=$(ovh_median schedlat-json ratio)
 			"$(ovh_spread "$m" ratio)"
 	done
 	echo
+	echo "### BPF cost per event"
+	echo
+	echo "The run time of each tool's own BPF programs as the kernel counts it with"
+	echo "\`kernel.bpf_stats_enabled=1\` during one more workload run per repetition (separate runs: the"
+	echo "stats cost a little themselves). It does not swing with the bare throughput as the ratio"
+	echo "does, so it is the steadier comparison on a shared machine. ns/loop: all the tool's"
+	echo "programs' run time divided by the workload's loops."
+	echo
+	if [ -n "$have_cost" ]; then
+		md_header tool "sched_switch (ns/event)" "sched_wakeup* (ns/event)" "all programs (ns/loop)" "switch vs runqlat"
+		rq_sw=$(cost_median runqlat switch)
+		for m in "${OVH_MODES[@]}"; do
+			sw=$(cost_median "$m" switch)
+			md_row "${OVH_LABEL[$m]}" "$(fmt "$sw" 0)" "$(fmt "$(cost_median "$m" wakeup)" 0)" \
+				"$(fmt "$(cost_median "$m" perop)" 0)" "$(ratio "$sw" "$rq_sw" 2)"
+		done
+	else
+		echo "Not measured: bpftool is missing."
+	fi
+	echo
 	echo "### Lifecycle: exec -> attached -> exit"
 	echo
 	echo "One interval, then the tool exits by itself. *attached*: when the ready line is read"
@@ -218,6 +242,8 @@ sj_ratio=$(ovh_median schedlat-json ratio)
 	echo "- Overhead no worse than runqlat's: schedlat ratio $(fmt "$sl_ratio" 3) (table),"
 	echo "  $(fmt "$sj_ratio" 3) (--json) vs runqlat $(fmt "$rq_ratio" 3):" \
 		"$(met ovh_target)."
+	[ -n "$have_cost" ] && echo "  BPF run time per sched_switch: schedlat $(fmt "$(cost_median schedlat switch)" 0) ns" \
+		"vs runqlat $(fmt "$(cost_median runqlat switch)" 0) ns."
 	echo "- Lifecycle at most half of runqlat's (exit - interval, short runs): schedlat" \
 		"$(fmt "${NET[l-schedlat-short]}" 1) ms vs runqlat $(fmt "${NET[l-runqlat-short]}" 1) ms:" \
 		"$(met cmp_le "${NET[l-schedlat-short]}" "$(awk -v r="${NET[l-runqlat-short]}" 'BEGIN { print r / 2 }')")"

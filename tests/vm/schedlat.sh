@@ -110,7 +110,7 @@ t_min() {
 	[ "$short" -eq 0 ] || fail "$short events under 2 ms"
 	others=$(jval pid < "$T/ev" | grep -vcx "$CONTEND_PID")
 	[ "$others" -eq 0 ] || fail "$others events of other processes"
-	[ "$(grep -c '"comm":"contend-w"' "$T/ev")" -eq "$n" ] || fail "comm is not contend-w"
+	[ "$(jval comm < "$T/ev" | grep -cx contend-w)" -eq "$n" ] || { grep -v '"comm":"contend-w"' "$T/ev" | head -3; fail "comm is not contend-w"; }
 	# the CPU was held by the other workers
 	held=$(jval prev_pid < "$T/ev" | grep -cx "$CONTEND_PID")
 	echo "$held of $n held by a sibling worker"
