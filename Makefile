@@ -160,3 +160,9 @@ help:
 	@sed -n '2,9p' Makefile | sed 's/^# \{0,1\}//'
 
 -include $(wildcard $(O)/*.d $(O)/lib/*.d $(O)/bpf/*.d $(O)/tests/*.d $(O)/tests/helpers/*.d)
+
+# Layer 4 of the tests: the end-to-end subset in qemu on Debian's own 6.1
+# kernels, x86_64 and arm64 (builds the static tools, helpers and initramfs).
+.PHONY: test-vm
+test-vm:
+	$(Q)scripts/vm/run-matrix.sh

@@ -185,7 +185,8 @@ sj_ratio=$(ovh_median schedlat-json ratio)
 	echo "\`kernel.bpf_stats_enabled=1\` during one more workload run per repetition (separate runs: the"
 	echo "stats cost a little themselves). It does not swing with the bare throughput as the ratio"
 	echo "does, so it is the steadier comparison on a shared machine. ns/loop: all the tool's"
-	echo "programs' run time divided by the workload's loops."
+	echo "programs' run time divided by the workload's loops. For bpftrace's classic tracepoints the kernel"
+	echo "also fills a trace record before each run, which this does not count (the ratio does)."
 	echo
 	if [ -n "$have_cost" ]; then
 		md_header tool "sched_switch (ns/event)" "sched_wakeup* (ns/event)" "all programs (ns/loop)" "switch vs runqlat"

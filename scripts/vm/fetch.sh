@@ -47,7 +47,7 @@ download() {
 kdir=$CACHE/kernels
 mkdir -p "$kdir" || die "cannot create $kdir"
 eval "pin=\${VM_KERNEL_PKG_$arch:-}"
-pkg= ver=
+pkg='' ver=''
 if [ -n "$pin" ]; then
 	pkg=${pin%:*}
 else

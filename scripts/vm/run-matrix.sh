@@ -75,8 +75,9 @@ run_vm() {
 		fi
 	fi
 	helpers=$(ls tests/helpers/*.c | sed "s|^tests/helpers/\(.*\)\.c\$|$bdir/tests/helpers/\1|")
+	# (not the options of a calling make: this build is its own)
 	# shellcheck disable=SC2086
-	if ! make --no-print-directory $mk tools $helpers > "$out/$arch-build.log" 2>&1; then
+	if ! env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory $mk tools $helpers > "$out/$arch-build.log" 2>&1; then
 		tail -20 "$out/$arch-build.log" | sed "s/^/# [$label] /"
 		tap not_ok "[$label] build (make $mk tools test helpers; log $out/$arch-build.log)"
 		return

@@ -77,7 +77,7 @@ t_preempt() {
 
 t_migrations() {
 	[ "$(nproc)" -ge 2 ] || skip_test "needs two CPUs"
-	start_contend w 2 -1 300
+	start_contend w 2 -1 1000
 	start_tool s $SL -j -p "$CONTEND_PID"
 	before=$(sum_migrations "$CONTEND_PID")
 	contend_round w "$CONTEND_PID" 1
@@ -86,7 +86,7 @@ t_migrations() {
 	json_ok "$T/s.out"
 	tool=$(jsel "$T/s.out" '"type":"sample"' '"by":"pid"' | jsum migrations)
 	echo "se.nr_migrations delta $((after - before)), schedlat $tool"
-	[ $((after - before)) -gt 100 ] || fail "too few migrations"
+	[ $((after - before)) -gt 50 ] || fail "too few migrations"
 	within 5 "$tool" "$((after - before))" || fail "migrations"
 }
 
@@ -110,11 +110,17 @@ t_min() {
 	[ "$short" -eq 0 ] || fail "$short events under 2 ms"
 	others=$(jval pid < "$T/ev" | grep -vcx "$CONTEND_PID")
 	[ "$others" -eq 0 ] || fail "$others events of other processes"
-	[ "$(jval comm < "$T/ev" | grep -cx contend-w)" -eq "$n" ] || { grep -v '"comm":"contend-w"' "$T/ev" | head -3; fail "comm is not contend-w"; }
+	# the workers (contend-w) wait on CPU 0; the main thread (contend) may
+	# also wait over 2 ms on the other, emulated CPU, where the shell runs
+	w=$(jval comm < "$T/ev" | grep -cx contend-w)
+	m=$(jval comm < "$T/ev" | grep -cx contend)
+	echo "$w of the workers, $m of the main thread"
+	[ $((w + m)) -eq "$n" ] || { jval comm < "$T/ev" | sort | uniq -c; fail "events of other threads"; }
+	[ "$w" -gt 10 ] || fail "only $w events of the workers"
 	# the CPU was held by the other workers
-	held=$(jval prev_pid < "$T/ev" | grep -cx "$CONTEND_PID")
-	echo "$held of $n held by a sibling worker"
-	[ $((held * 2)) -gt "$n" ] || fail "prev_pid is mostly not the process"
+	held=$(grep '"comm":"contend-w"' "$T/ev" | jval prev_pid | grep -cx "$CONTEND_PID")
+	echo "$held of $w waits of the workers held by a sibling worker"
+	[ $((held * 2)) -gt "$w" ] || fail "prev_pid is mostly not the process"
 	[ "$(jsel "$T/n.out" '"type":"event"' | wc -l)" -eq 3 ] || fail "-n 3 did not print 3 events"
 	last=$(tail -1 "$T/n.out")
 	case $last in *'"type":"summary"'*'"events":3,'*'"exit_reason":"count"'*) ;;
@@ -137,7 +143,8 @@ t_no_function_hooks() {
 # a 4 KiB ring buffer with --min 1ns overflows under a context-switch storm
 t_lost() {
 	start_tool s $SL -j --min 1ns --buffer-size 4K
-	"$H/pingpong" 50000 || fail "pingpong failed"
+	# both ends on one CPU: cross-CPU wakeups are slow under emulation
+	taskset -c 0 "$H/pingpong" 50000 || fail "pingpong failed"
 	sleep 1.2
 	stop_tool "$TOOL_PID" || fail "schedlat exited $?"
 	json_ok "$T/s.out"
@@ -160,4 +167,4 @@ done
 run_test "schedlat migrations vs se.nr_migrations" 120 t_migrations
 run_test "schedlat --min streams each long wait, -n stops" 120 t_min
 run_test "schedlat --probe-mode fentry|kprobe exits 77 naming the candidates" 60 t_no_function_hooks
-run_test "schedlat reports lost events (--min 1ns --buffer-size 4K, pingpong)" 240 t_lost
+run_test "schedlat reports lost events (--min 1ns --buffer-size 4K, pingpong)" 180 t_lost
