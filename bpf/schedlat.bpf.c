@@ -26,7 +26,7 @@ __u32 epoch;				/* written by user space each interval */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, 16384);	/* tasks runnable at once */
 	__type(key, __u32);		/* tid */
 	__type(value, __u64);		/* enqueue time */
 } enqueued SEC(".maps");
@@ -34,6 +34,8 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
+	/* rows of two intervals; only those alive take memory */
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct schedlat_key);
 	__type(value, struct schedlat_stats);
 } stats SEC(".maps");
@@ -47,54 +49,75 @@ struct {
 
 static const struct schedlat_stats zero_stats;
 
-static __always_inline void enqueue(__u32 tid)
+/* A task as the hooks see it: pid and tid already read, and where the rest
+ * of its identity comes from (its task_struct, or the classic-tracepoint
+ * cache). Only the cheap fields are read per event; the identity is built
+ * when a stats row is created. */
+struct who {
+	struct task_struct *task;
+	const struct aiscope_ident *cached;
+	__u32 pid;
+	__u32 tid;
+};
+
+static __always_inline void enqueue(__u32 tid, __u64 now)
 {
-	__u64 ts;
-
-	/* the idle tasks (tid 0) are always runnable and never wait */
-	if (!tid)
-		return;
-	ts = aiscope_now();
-
-	if (bpf_map_update_elem(&enqueued, &tid, &ts, BPF_ANY))
+	if (bpf_map_update_elem(&enqueued, &tid, &now, BPF_ANY))
 		aiscope_count_lost(AISCOPE_LOST_MAP);
-}
-
-static __always_inline struct schedlat_stats *stats_for(const struct aiscope_ident *id)
-{
-	struct schedlat_key key = { .epoch = *(volatile __u32 *)&epoch };
-	struct schedlat_stats *st;
-
-	switch (key_by) {
-	case SCHEDLAT_BY_PID:
-		key.id = id->pid;
-		break;
-	case SCHEDLAT_BY_TID:
-		key.id = id->tid;
-		break;
-	case SCHEDLAT_BY_CGROUP:
-		key.id = id->cgroup_id;
-		key.cgroup_v1 = id->cgroup_v1;
-		break;
-	default:
-		break;
-	}
-	st = aiscope_lookup_or_init(&stats, &key, &zero_stats);
-	if (st && !st->ident.tid)
-		st->ident = *id;
-	return st;
 }
 
 /* For --by pid the row is the process: name it after its leader. Streamed
  * waits name the thread that waited. */
-static __always_inline void task_ident(struct task_struct *t, struct aiscope_ident *id)
+static __always_inline void fill_ident(const struct who *w, struct aiscope_ident *id)
 {
+	struct task_struct *t = w->task;	/* CO-RE macros want a plain pointer */
+
+	if (w->cached) {
+		*id = *w->cached;
+		return;
+	}
 	aiscope_task_ident(t, id);
 	if (key_by == SCHEDLAT_BY_PID && !min_ns)
 		BPF_CORE_READ_STR_INTO(&id->comm, t, group_leader, comm);
 }
 
-static __always_inline void emit_wait(const struct aiscope_ident *id, __u64 now, __u64 wait,
+static __always_inline struct schedlat_stats *stats_of(const struct who *w)
+{
+	struct schedlat_key key = { .epoch = *(volatile __u32 *)&epoch };
+	struct aiscope_ident id;
+	struct schedlat_stats *st;
+
+	switch (key_by) {
+	case SCHEDLAT_BY_PID:
+		key.id = w->pid;
+		break;
+	case SCHEDLAT_BY_TID:
+		key.id = w->tid;
+		break;
+	case SCHEDLAT_BY_CGROUP:
+		if (w->cached) {
+			id.cgroup_id = w->cached->cgroup_id;
+			id.cgroup_v1 = w->cached->cgroup_v1;
+		} else {
+			aiscope_task_cgroup_id(w->task, &id);
+		}
+		key.id = id.cgroup_id;
+		key.cgroup_v1 = id.cgroup_v1;
+		break;
+	default:
+		break;
+	}
+	st = bpf_map_lookup_elem(&stats, &key);
+	if (st)
+		return st;
+	fill_ident(w, &id);
+	st = aiscope_lookup_or_init(&stats, &key, &zero_stats);
+	if (st && !st->ident.tid)
+		st->ident = id;
+	return st;
+}
+
+static __always_inline void emit_wait(const struct who *w, __u64 now, __u64 wait,
 				      struct task_struct *prev)
 {
 	struct schedlat_event *ev = aiscope_reserve(sizeof(*ev));
@@ -103,7 +126,7 @@ static __always_inline void emit_wait(const struct aiscope_ident *id, __u64 now,
 		return;
 	ev->ts = now;
 	ev->wait_ns = wait;
-	ev->task = *id;
+	fill_ident(w, &ev->task);
 	ev->prev_pid = BPF_CORE_READ(prev, tgid);
 	ev->prev_tid = BPF_CORE_READ(prev, pid);
 	BPF_CORE_READ_STR_INTO(&ev->prev_comm, prev, comm);
@@ -112,7 +135,7 @@ static __always_inline void emit_wait(const struct aiscope_ident *id, __u64 now,
 	aiscope_submit(ev);
 }
 
-static __always_inline void account_wait(const struct aiscope_ident *id, __u64 now, __u64 wait,
+static __always_inline void account_wait(const struct who *w, __u64 now, __u64 wait,
 					 struct task_struct *prev)
 {
 	struct schedlat_stats *st;
@@ -120,10 +143,10 @@ static __always_inline void account_wait(const struct aiscope_ident *id, __u64 n
 
 	if (min_ns) {
 		if (wait >= min_ns)
-			emit_wait(id, now, wait, prev);
+			emit_wait(w, now, wait, prev);
 		return;
 	}
-	st = stats_for(id);
+	st = stats_of(w);
 	if (!st)
 		return;
 	slot = hist_bucket(wait);
@@ -152,13 +175,13 @@ static __always_inline __u64 dequeue(__u32 tid, __u64 now)
 	return now > ts ? now - ts : 0;
 }
 
-static __always_inline void count_event(const struct aiscope_ident *id, bool migration)
+static __always_inline void count_event(const struct who *w, bool migration)
 {
 	struct schedlat_stats *st;
 
 	if (min_ns)
 		return;
-	st = stats_for(id);
+	st = stats_of(w);
 	if (!st)
 		return;
 	if (migration)
@@ -167,57 +190,36 @@ static __always_inline void count_event(const struct aiscope_ident *id, bool mig
 		__sync_fetch_and_add(&st->preemptions, 1);
 }
 
-/* ---- task-pointer hooks: tp_btf and raw_tp ---- */
-
-static __always_inline int on_wakeup(struct task_struct *p)
-{
-	if (aiscope_task_pass(p))
-		enqueue(BPF_CORE_READ(p, pid));
-	return 0;
-}
-
 /* A task leaving the CPU still runnable waits again from now. Like the
  * kernel's nivcsw, that is an involuntary switch whether it was preempted
- * or rescheduled on its way back to user space. */
-static __always_inline void prev_leaves(struct task_struct *prev, bool runnable)
+ * or rescheduled on its way back to user space. The idle tasks (tid 0)
+ * always leave runnable and never wait. */
+static __always_inline int on_switch(const struct who *prev, bool runnable,
+				     const struct who *next, struct task_struct *prev_task)
 {
-	struct aiscope_ident id;
-	__u32 tid = BPF_CORE_READ(prev, pid);
+	__u64 now = aiscope_now(), wait;
 
-	/* the idle tasks (tid 0) always leave runnable: not a preemption */
-	if (!tid || !runnable || !aiscope_task_pass(prev))
-		return;
-	enqueue(tid);
-	if (min_ns)
-		return;
-	task_ident(prev, &id);
-	count_event(&id, false);
-}
-
-static __always_inline int on_switch(bool preempt, struct task_struct *prev,
-				     struct task_struct *next)
-{
-	__u64 now, wait;
-	struct aiscope_ident id;
-
-	prev_leaves(prev, preempt || aiscope_task_state(prev) == TASK_RUNNING);
-	now = aiscope_now();
-	wait = dequeue(BPF_CORE_READ(next, pid), now);
-	if (!wait)
-		return 0;
-	task_ident(next, &id);
-	account_wait(&id, now, wait, prev);
+	if (runnable && prev->tid && (prev->cached || aiscope_task_pass(prev->task))) {
+		enqueue(prev->tid, now);
+		count_event(prev, false);
+	}
+	wait = dequeue(next->tid, now);
+	if (wait)
+		account_wait(next, now, wait, prev_task);
 	return 0;
 }
 
-static __always_inline int on_migrate(struct task_struct *p)
+static __always_inline int on_wakeup(struct task_struct *p, __u32 tid)
 {
-	struct aiscope_ident id;
+	if (tid && aiscope_task_pass(p))
+		enqueue(tid, aiscope_now());
+	return 0;
+}
 
-	if (!aiscope_task_pass(p))
-		return 0;
-	task_ident(p, &id);
-	count_event(&id, true);
+static __always_inline int on_migrate(const struct who *w)
+{
+	if (w->cached || aiscope_task_pass(w->task))
+		count_event(w, true);
 	return 0;
 }
 
@@ -228,85 +230,113 @@ static __always_inline int on_exit(__u32 tid)
 	return 0;
 }
 
+/* ---- tp_btf: task pointers the verifier knows, read with plain loads ---- */
+
+static __always_inline long task_state_btf(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return t->__state;
+	return ((struct task_struct___o *)t)->state;
+}
+
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(wakeup_btf, struct task_struct *p)
 {
-	return on_wakeup(p);
+	return on_wakeup(p, p->pid);
 }
 
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(wakeup_new_btf, struct task_struct *p)
 {
-	return on_wakeup(p);
+	return on_wakeup(p, p->pid);
 }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	return on_switch(preempt, prev, next);
+	struct who p = { .task = prev, .pid = prev->tgid, .tid = prev->pid };
+	struct who n = { .task = next, .pid = next->tgid, .tid = next->pid };
+
+	return on_switch(&p, preempt || task_state_btf(prev) == TASK_RUNNING, &n, prev);
 }
 
 SEC("tp_btf/sched_migrate_task")
-int BPF_PROG(migrate_btf, struct task_struct *p)
+int BPF_PROG(migrate_btf, struct task_struct *t)
 {
-	return on_migrate(p);
+	struct who w = { .task = t, .pid = t->tgid, .tid = t->pid };
+
+	return on_migrate(&w);
 }
 
 SEC("tp_btf/sched_process_exit")
-int BPF_PROG(exit_btf, struct task_struct *p)
+int BPF_PROG(exit_btf, struct task_struct *t)
 {
-	return on_exit(BPF_CORE_READ(p, pid));
+	return on_exit(t->pid);
+}
+
+/* ---- raw_tp: the same pointers as raw arguments, read with CO-RE ---- */
+
+static __always_inline void who_raw(struct who *w, struct task_struct *t)
+{
+	w->task = t;
+	w->cached = NULL;
+	w->pid = BPF_CORE_READ(t, tgid);
+	w->tid = BPF_CORE_READ(t, pid);
 }
 
 SEC("raw_tp/sched_wakeup")
 int BPF_PROG(wakeup_raw, struct task_struct *p)
 {
-	return on_wakeup(p);
+	return on_wakeup(p, BPF_CORE_READ(p, pid));
 }
 
 SEC("raw_tp/sched_wakeup_new")
 int BPF_PROG(wakeup_new_raw, struct task_struct *p)
 {
-	return on_wakeup(p);
+	return on_wakeup(p, BPF_CORE_READ(p, pid));
 }
 
 SEC("raw_tp/sched_switch")
 int BPF_PROG(switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	return on_switch(preempt, prev, next);
+	struct who p, n;
+
+	who_raw(&p, prev);
+	who_raw(&n, next);
+	return on_switch(&p, preempt || aiscope_task_state(prev) == TASK_RUNNING, &n, prev);
 }
 
 SEC("raw_tp/sched_migrate_task")
-int BPF_PROG(migrate_raw, struct task_struct *p)
+int BPF_PROG(migrate_raw, struct task_struct *t)
 {
-	return on_migrate(p);
+	struct who w;
+
+	who_raw(&w, t);
+	return on_migrate(&w);
 }
 
 SEC("raw_tp/sched_process_exit")
-int BPF_PROG(exit_raw, struct task_struct *p)
+int BPF_PROG(exit_raw, struct task_struct *t)
 {
-	return on_exit(BPF_CORE_READ(p, pid));
+	return on_exit(BPF_CORE_READ(t, pid));
 }
 
 /* ---- classic tracepoints: records carry pids, not tasks ---- */
 
-static __always_inline struct schedlat_task *cached_task(__u32 tid)
-{
-	return bpf_map_lookup_elem(&tasks, &tid);
-}
-
 /* The task leaving the CPU is current: remember who it is for the moment
  * it is woken or switched in again, when only its pid is known. */
-static __always_inline struct schedlat_task *cache_current(struct task_struct *cur)
+static __always_inline struct schedlat_task *cache_current(struct task_struct *cur, __u32 tid)
 {
-	struct schedlat_task *c;
-	__u32 tid = BPF_CORE_READ(cur, pid);
 	static const struct schedlat_task zero_task;
+	struct schedlat_task *c;
+	struct who w = { .task = cur };
 
+	if (!tid)
+		return NULL;
 	c = aiscope_lookup_or_init(&tasks, &tid, &zero_task);
 	if (!c)
 		return NULL;
-	task_ident(cur, &c->ident);
+	fill_ident(&w, &c->ident);
 	c->pass = aiscope_task_pass(cur);
 	return c;
 }
@@ -317,7 +347,7 @@ static __always_inline bool cached_pass(__u32 tid)
 
 	if (!have_filter)
 		return true;
-	c = cached_task(tid);
+	c = bpf_map_lookup_elem(&tasks, &tid);
 	return c && c->pass;
 }
 
@@ -326,8 +356,8 @@ int wakeup_tp(struct trace_event_raw_sched_wakeup_template *ctx)
 {
 	__u32 tid = ctx->pid;
 
-	if (cached_pass(tid))
-		enqueue(tid);
+	if (tid && cached_pass(tid))
+		enqueue(tid, aiscope_now());
 	return 0;
 }
 
@@ -336,51 +366,56 @@ int wakeup_new_tp(struct trace_event_raw_sched_wakeup_template *ctx)
 {
 	__u32 tid = ctx->pid;
 
-	if (cached_pass(tid))
-		enqueue(tid);
+	if (tid && cached_pass(tid))
+		enqueue(tid, aiscope_now());
 	return 0;
 }
 
 SEC("tracepoint/sched/sched_switch")
 int switch_tp(struct trace_event_raw_sched_switch *ctx)
 {
-	struct task_struct *prev = (void *)bpf_get_current_task();
-	struct schedlat_task *c, *next;
-	struct aiscope_ident id = {};
-	__u64 state = 0, now, wait;
+	struct task_struct *cur = (void *)bpf_get_current_task();
+	struct aiscope_ident first_run = {};
+	struct schedlat_task *c, *nc;
+	struct who p = {}, n = {};
+	__u64 state = 0;
 	__u32 next_tid = ctx->next_pid;
 
 	bpf_core_read(&state, bpf_core_field_size(ctx->prev_state), &ctx->prev_state);
-	c = cache_current(prev);
-	if (c && c->pass && c->ident.tid && !(state & TP_STATE_SLEEP_MASK)) {
-		enqueue(c->ident.tid);
-		count_event(&c->ident, false);
+	c = cache_current(cur, ctx->prev_pid);
+	if (c) {
+		p.cached = &c->ident;
+		p.pid = c->ident.pid;
+		p.tid = c->ident.tid;
 	}
-	now = aiscope_now();
-	wait = dequeue(next_tid, now);
-	if (!wait)
-		return 0;
-	next = cached_task(next_tid);
-	if (next) {
-		id = next->ident;
+	nc = bpf_map_lookup_elem(&tasks, &next_tid);
+	if (nc) {
+		n.cached = &nc->ident;
 	} else {
 		/* first run of a new task: only its tid and comm are known */
-		id.pid = next_tid;
-		id.tid = next_tid;
-		bpf_probe_read_kernel_str(&id.comm, sizeof(id.comm), ctx->next_comm);
+		first_run.pid = next_tid;
+		first_run.tid = next_tid;
+		bpf_probe_read_kernel_str(&first_run.comm, sizeof(first_run.comm), ctx->next_comm);
+		n.cached = &first_run;
 	}
-	account_wait(&id, now, wait, prev);
-	return 0;
+	n.pid = n.cached->pid;
+	n.tid = next_tid;
+	return on_switch(&p, c && c->pass && !(state & TP_STATE_SLEEP_MASK), &n, cur);
 }
 
 SEC("tracepoint/sched/sched_migrate_task")
 int migrate_tp(struct trace_event_raw_sched_migrate_task *ctx)
 {
-	struct schedlat_task *c = cached_task(ctx->pid);
+	__u32 tid = ctx->pid;
+	struct schedlat_task *c = bpf_map_lookup_elem(&tasks, &tid);
+	struct who w = {};
 
-	if (c && c->pass)
-		count_event(&c->ident, true);
-	return 0;
+	if (!c || !c->pass)
+		return 0;
+	w.cached = &c->ident;
+	w.pid = c->ident.pid;
+	w.tid = c->ident.tid;
+	return on_migrate(&w);
 }
 
 SEC("tracepoint/sched/sched_process_exit")

@@ -255,8 +255,9 @@ sj_ratio=$(ovh_median schedlat-json ratio)
 	echo
 	echo "### Reproduce"
 	echo
-	echo "As root, after \`make\`: \`scripts/bench/schedlat.sh\` (about 4 minutes on 2 CPUs; REPS, LOOPS"
-	echo "and LOAD_SECS change the repetitions, the workload length and the RSS run length). It rewrites"
+	echo "As root, after \`make\`: \`scripts/bench/schedlat.sh\` (4-5 minutes on 2 CPUs; REPS, LOOPS, PIN_CPU"
+	echo "and LOAD_SECS change the repetitions, the workload length (default: calibrated to about 1.5 s bare),"
+	echo "the CPU the workload is pinned to (empty: unpinned) and the RSS run length). It rewrites"
 	echo "this section only. Needs \`perf\` (linux-perf), \`runqlat\` (libbpf-tools), \`bpftrace\`,"
 	echo "\`/usr/bin/time\` (time). Exact commands: the tables above; the workload is"
 	echo "\`$WORKLOAD\` (two processes${PIN_CPU:+, both on CPU $PIN_CPU}) and ops/sec is read from its output."
