@@ -15,6 +15,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include "btfscan.h"
 #include "kfeatures.h"
 
 #ifndef CAP_PERFMON
@@ -36,13 +37,20 @@ struct fentry_result {
 	char why[PROBE_WHY_LEN];
 };
 
+/* A BTF to ask: our own index for raw BTF, libbpf's parser for ELF files
+ * given to --btf. */
+struct kbtf {
+	struct btfscan *scan;
+	struct btf *btf;
+};
+
 static struct {
 	bool init;
 	bool has_kernel_btf;	/* survive feat_release_btf() */
 	bool has_core_btf;
 	int boot_clock;		/* 0 unknown, 1 yes, -1 no */
-	struct btf *kernel;	/* in-kernel BTF, or NULL */
-	struct btf *external;	/* --btf, or NULL */
+	struct kbtf kernel;	/* in-kernel BTF */
+	struct kbtf external;	/* --btf */
 	const char *btf_path;
 	char tracefs[256];
 	int tracefs_state;	/* 0 unknown, 1 found, -1 none */
@@ -53,45 +61,103 @@ static struct {
 	int nfentry;
 } F;
 
-static struct btf *core_btf(void)
+static bool kbtf_ok(const struct kbtf *k)
 {
-	return F.external ? F.external : F.kernel;
+	return k->scan || k->btf;
+}
+
+static int kbtf_open(struct kbtf *k, const char *path)
+{
+	k->scan = btfscan_open(path);
+	if (k->scan)
+		return 0;
+	if (errno != EINVAL)
+		return -errno;
+	k->btf = btf__parse(path, NULL);
+	return k->btf ? 0 : -errno;
+}
+
+static void kbtf_close(struct kbtf *k)
+{
+	btfscan_free(k->scan);
+	btf__free(k->btf);
+	k->scan = NULL;
+	k->btf = NULL;
+}
+
+/* id of a TYPEDEF or FUNC, -1 if none */
+static int kbtf_find(const struct kbtf *k, const char *name, int kind)
+{
+	int id;
+
+	if (k->scan)
+		return btfscan_find(k->scan, name, kind);
+	if (!k->btf)
+		return -1;
+	id = btf__find_by_name_kind(k->btf, name, kind);
+	return id > 0 ? id : -1;
+}
+
+static bool kbtf_enum_value(const struct kbtf *k, const char *enum_name, const char *name,
+			    long long *out)
+{
+	const struct btf_type *t;
+	int id;
+
+	if (k->scan)
+		return btfscan_enum_value(k->scan, enum_name, name, out);
+	if (!k->btf)
+		return false;
+	id = btf__find_by_name_kind(k->btf, enum_name, BTF_KIND_ENUM);
+	if (id <= 0)
+		return false;
+	t = btf__type_by_id(k->btf, id);
+	for (int i = 0; i < btf_vlen(t); i++) {
+		const struct btf_enum *e = btf_enum(t) + i;
+
+		if (!strcmp(btf__name_by_offset(k->btf, e->name_off), name)) {
+			*out = e->val;
+			return true;
+		}
+	}
+	return false;
+}
+
+static const struct kbtf *core_btf(void)
+{
+	return kbtf_ok(&F.external) ? &F.external : &F.kernel;
 }
 
 int features_init(const char *btf_path)
 {
+	int err;
+
 	if (F.init)
 		return 0;
 	F.init = true;
-	if (!access(VMLINUX_BTF, R_OK)) {
-		F.kernel = btf__parse(VMLINUX_BTF, NULL);
-		if (!F.kernel)
-			F.kernel = NULL;
-	}
+	if (!access(VMLINUX_BTF, R_OK))
+		kbtf_open(&F.kernel, VMLINUX_BTF);
 	if (btf_path) {
-		F.external = btf__parse(btf_path, NULL);
-		if (!F.external)
-			return -errno ? -errno : -EINVAL;
+		err = kbtf_open(&F.external, btf_path);
+		if (err)
+			return err;
 		F.btf_path = btf_path;
 	}
-	F.has_kernel_btf = F.kernel != NULL;
-	F.has_core_btf = core_btf() != NULL;
+	F.has_kernel_btf = kbtf_ok(&F.kernel);
+	F.has_core_btf = kbtf_ok(core_btf());
 	F.boot_clock = feat_boot_clock() ? 1 : -1;
 	return 0;
 }
 
 void feat_release_btf(void)
 {
-	btf__free(F.kernel);
-	btf__free(F.external);
-	F.kernel = NULL;
-	F.external = NULL;
+	kbtf_close(&F.kernel);
+	kbtf_close(&F.external);
 }
 
 void features_cleanup(void)
 {
-	btf__free(F.kernel);
-	btf__free(F.external);
+	feat_release_btf();
 	for (size_t i = 0; i < F.nksyms; i++)
 		free(F.ksyms[i]);
 	free(F.ksyms);
@@ -115,48 +181,22 @@ const char *feat_btf_source(void)
 	return F.has_kernel_btf ? VMLINUX_BTF : NULL;
 }
 
-static long enum_value(struct btf *btf, const char *enum_name, const char *name, bool *found)
-{
-	int id;
-	const struct btf_type *t;
-
-	*found = false;
-	if (!btf)
-		return 0;
-	id = btf__find_by_name_kind(btf, enum_name, BTF_KIND_ENUM);
-	if (id <= 0)
-		return 0;
-	t = btf__type_by_id(btf, id);
-	for (int i = 0; i < btf_vlen(t); i++) {
-		const struct btf_enum *e = btf_enum(t) + i;
-
-		if (!strcmp(btf__name_by_offset(btf, e->name_off), name)) {
-			*found = true;
-			return e->val;
-		}
-	}
-	return 0;
-}
-
 bool feat_boot_clock(void)
 {
-	bool found;
+	long long v;
 
 	if (F.boot_clock)
 		return F.boot_clock > 0;
-	enum_value(core_btf(), "bpf_func_id", "BPF_FUNC_ktime_get_boot_ns", &found);
-	return found;
+	return kbtf_enum_value(core_btf(), "bpf_func_id", "BPF_FUNC_ktime_get_boot_ns", &v);
 }
 
 int feat_cgroup_ssid(const char *controller)
 {
 	char name[64];
-	bool found;
-	long v;
+	long long v;
 
 	snprintf(name, sizeof(name), "%s_cgrp_id", controller);
-	v = enum_value(core_btf(), "cgroup_subsys_id", name, &found);
-	return found ? (int)v : -1;
+	return kbtf_enum_value(core_btf(), "cgroup_subsys_id", name, &v) ? (int)v : -1;
 }
 
 static bool has_cap(const struct __user_cap_data_struct *d, int cap)
@@ -205,23 +245,21 @@ const char *feat_tracefs(void)
 	return NULL;
 }
 
-static bool btf_has_tp(struct btf *btf, const char *tp)
+static bool btf_has_tp(const struct kbtf *k, const char *tp)
 {
 	char name[160];
 
-	if (!btf)
-		return false;
 	snprintf(name, sizeof(name), "btf_trace_%s", tp);
-	return btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF) > 0;
+	return kbtf_find(k, name, BTF_KIND_TYPEDEF) > 0;
 }
 
 static int op_tp_btf(void *ctx, const char *tp, char *why, size_t len)
 {
-	if (!F.kernel) {
+	if (!F.has_kernel_btf) {
 		snprintf(why, len, "no kernel BTF");
 		return -ENOENT;
 	}
-	if (!btf_has_tp(F.kernel, tp)) {
+	if (!btf_has_tp(&F.kernel, tp)) {
 		snprintf(why, len, "not in kernel BTF");
 		return -ENOENT;
 	}
@@ -241,7 +279,7 @@ static int tracefs_has(const char *cat_name)
 
 static int op_raw_tp(void *ctx, const char *tp, char *why, size_t len)
 {
-	if (btf_has_tp(F.kernel, tp) || btf_has_tp(F.external, tp))
+	if (btf_has_tp(&F.kernel, tp) || btf_has_tp(&F.external, tp))
 		return 0;
 	/* without BTF the tracepoint is known from tracefs, under some category */
 	if (feat_tracefs()) {
@@ -294,11 +332,11 @@ static int op_fentry(void *ctx, const char *func, char *why, size_t len)
 			return F.fentry[i].err;
 		}
 	}
-	if (!F.kernel) {
+	if (!F.has_kernel_btf) {
 		snprintf(why, len, "no kernel BTF");
 		return -ENOENT;
 	}
-	id = btf__find_by_name_kind(F.kernel, func, BTF_KIND_FUNC);
+	id = kbtf_find(&F.kernel, func, BTF_KIND_FUNC);
 	if (id <= 0) {
 		snprintf(why, len, "not in kernel BTF");
 		return -ENOENT;

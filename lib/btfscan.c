@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "btfscan.h"
+
+#define BTF_MAGIC	0xeB9F
+
+enum {
+	K_INT = 1, K_PTR, K_ARRAY, K_STRUCT, K_UNION, K_ENUM, K_FWD, K_TYPEDEF,
+	K_VOLATILE, K_CONST, K_RESTRICT, K_FUNC, K_FUNC_PROTO, K_VAR, K_DATASEC,
+	K_FLOAT, K_DECL_TAG, K_TYPE_TAG, K_ENUM64,
+};
+
+struct hdr {
+	uint16_t magic;
+	uint8_t version;
+	uint8_t flags;
+	uint32_t hdr_len;
+	uint32_t type_off;
+	uint32_t type_len;
+	uint32_t str_off;
+	uint32_t str_len;
+};
+
+struct type {
+	uint32_t name_off;
+	uint32_t info;
+	uint32_t size_or_type;
+};
+
+struct btfscan {
+	char *data;
+	const char *strs;
+	uint32_t str_len;
+	const char *types;
+	uint32_t *offs;		/* offset in types of each id, from 1 */
+	uint32_t ntypes;
+	uint32_t *hash;		/* ids of TYPEDEF, ENUM and ENUM64 types by name */
+	uint32_t hash_cap;
+};
+
+static int kind_of(const struct type *t)
+{
+	return (t->info >> 24) & 0x1f;
+}
+
+static int vlen_of(const struct type *t)
+{
+	return t->info & 0xffff;
+}
+
+/* bytes that follow the common header, -1 for an unknown kind */
+static long extra_len(const struct type *t)
+{
+	switch (kind_of(t)) {
+	case K_INT: case K_VAR: case K_DECL_TAG: return 4;
+	case K_ARRAY: return 12;
+	case K_STRUCT: case K_UNION: case K_DATASEC: case K_ENUM64: return 12L * vlen_of(t);
+	case K_ENUM: case K_FUNC_PROTO: return 8L * vlen_of(t);
+	case K_PTR: case K_FWD: case K_TYPEDEF: case K_VOLATILE: case K_CONST:
+	case K_RESTRICT: case K_FUNC: case K_FLOAT: case K_TYPE_TAG: return 0;
+	default: return -1;
+	}
+}
+
+static const char *name_at(const struct btfscan *b, uint32_t off)
+{
+	return off < b->str_len ? b->strs + off : "";
+}
+
+static const struct type *type_at(const struct btfscan *b, uint32_t id)
+{
+	return (const struct type *)(b->types + b->offs[id]);
+}
+
+static uint32_t str_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+static bool indexed(int kind)
+{
+	return kind == K_TYPEDEF || kind == K_ENUM || kind == K_ENUM64;
+}
+
+static int build(struct btfscan *b, size_t size)
+{
+	const struct hdr *h = (const void *)b->data;
+	uint32_t off = 0, cap = 1024, n = 0;
+
+	if (size < sizeof(*h) || h->magic != BTF_MAGIC || h->hdr_len > size ||
+	    (uint64_t)h->hdr_len + h->type_off + h->type_len > size ||
+	    (uint64_t)h->hdr_len + h->str_off + h->str_len > size)
+		return -EINVAL;
+	b->types = b->data + h->hdr_len + h->type_off;
+	b->strs = b->data + h->hdr_len + h->str_off;
+	b->str_len = h->str_len;
+	b->offs = malloc(cap * sizeof(*b->offs));
+	if (!b->offs)
+		return -ENOMEM;
+	b->offs[n++] = 0;	/* id 0 is void */
+	while (off + sizeof(struct type) <= h->type_len) {
+		const struct type *t = (const void *)(b->types + off);
+		long extra = extra_len(t);
+
+		if (extra < 0)
+			return -EINVAL;
+		if (n == cap) {
+			uint32_t *o = realloc(b->offs, (cap *= 2) * sizeof(*o));
+
+			if (!o)
+				return -ENOMEM;
+			b->offs = o;
+		}
+		b->offs[n++] = off;
+		off += sizeof(*t) + extra;
+	}
+	b->ntypes = n;
+	/* open addressing, at most half full */
+	for (b->hash_cap = 1024; b->hash_cap < n; b->hash_cap <<= 1)
+		;
+	b->hash = calloc(b->hash_cap, sizeof(*b->hash));
+	if (!b->hash)
+		return -ENOMEM;
+	for (uint32_t id = 1; id < n; id++) {
+		const struct type *t = type_at(b, id);
+		uint32_t i;
+
+		if (!indexed(kind_of(t)) || !t->name_off)
+			continue;
+		for (i = str_hash(name_at(b, t->name_off)) & (b->hash_cap - 1); b->hash[i];
+		     i = (i + 1) & (b->hash_cap - 1))
+			;
+		b->hash[i] = id;
+	}
+	return 0;
+}
+
+struct btfscan *btfscan_new(const void *data, size_t size)
+{
+	struct btfscan *b = calloc(1, sizeof(*b));
+	int err;
+
+	if (!b || !(b->data = malloc(size ? size : 1))) {
+		free(b);
+		errno = ENOMEM;
+		return NULL;
+	}
+	memcpy(b->data, data, size);
+	err = build(b, size);
+	if (err) {
+		btfscan_free(b);
+		errno = -err;
+		return NULL;
+	}
+	return b;
+}
+
+struct btfscan *btfscan_open(const char *path)
+{
+	struct btfscan *b = calloc(1, sizeof(*b));
+	size_t size = 0, cap = 1 << 20;
+	int fd, err;
+	ssize_t r;
+
+	if (!b)
+		return NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		goto fail;
+	/* sysfs reports no useful size: read until EOF, growing the buffer */
+	b->data = malloc(cap);
+	while (b->data && (r = read(fd, b->data + size, cap - size)) > 0) {
+		size += r;
+		if (size == cap) {
+			char *d = realloc(b->data, cap *= 2);
+
+			if (!d) {
+				free(b->data);
+				b->data = NULL;
+			}
+			b->data = d;
+		}
+	}
+	close(fd);
+	if (!b->data) {
+		errno = ENOMEM;
+		goto fail;
+	}
+	err = build(b, size);
+	if (err) {
+		errno = -err;
+		goto fail;
+	}
+	return b;
+fail:
+	err = errno;
+	btfscan_free(b);
+	errno = err;
+	return NULL;
+}
+
+static int find_indexed(const struct btfscan *b, const char *name, int kind)
+{
+	for (uint32_t i = str_hash(name) & (b->hash_cap - 1); b->hash[i];
+	     i = (i + 1) & (b->hash_cap - 1)) {
+		const struct type *t = type_at(b, b->hash[i]);
+
+		if ((kind < 0 ? kind_of(t) == K_ENUM || kind_of(t) == K_ENUM64 : kind_of(t) == kind) &&
+		    !strcmp(name_at(b, t->name_off), name))
+			return b->hash[i];
+	}
+	return -1;
+}
+
+int btfscan_find(const struct btfscan *b, const char *name, int kind)
+{
+	if (kind == K_TYPEDEF)
+		return find_indexed(b, name, kind);
+	for (uint32_t id = 1; id < b->ntypes; id++) {
+		const struct type *t = type_at(b, id);
+
+		if (kind_of(t) == kind && !strcmp(name_at(b, t->name_off), name))
+			return id;
+	}
+	return -1;
+}
+
+bool btfscan_enum_value(const struct btfscan *b, const char *enum_name, const char *val,
+			long long *out)
+{
+	int id = find_indexed(b, enum_name, -1);
+	const struct type *t;
+	const uint32_t *m;
+
+	if (id < 0)
+		return false;
+	t = type_at(b, id);
+	m = (const uint32_t *)(t + 1);
+	for (int i = 0; i < vlen_of(t); i++) {
+		int words = kind_of(t) == K_ENUM ? 2 : 3;
+		const uint32_t *e = m + i * words;
+
+		if (strcmp(name_at(b, e[0]), val))
+			continue;
+		if (words == 2)
+			*out = (t->info >> 31) ? (long long)(int32_t)e[1] : (long long)e[1];
+		else
+			*out = (long long)(((uint64_t)e[2] << 32) | e[1]);
+		return true;
+	}
+	return false;
+}
+
+void btfscan_free(struct btfscan *b)
+{
+	if (!b)
+		return;
+	free(b->data);
+	free(b->offs);
+	free(b->hash);
+	free(b);
+}
