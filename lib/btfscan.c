@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "btfscan.h"
@@ -35,6 +36,7 @@ struct type {
 
 struct btfscan {
 	char *data;
+	size_t mapped;		/* data is mmap()ed, this long */
 	const char *strs;
 	uint32_t str_len;
 	const char *types;
@@ -165,47 +167,65 @@ struct btfscan *btfscan_new(const void *data, size_t size)
 	return b;
 }
 
+/* Kernels since 6.16 let /sys/kernel/btf/vmlinux be mapped: no copy. */
+static int map_file(struct btfscan *b, int fd, size_t *size)
+{
+	struct stat st;
+	void *p;
+
+	if (fstat(fd, &st) || st.st_size <= 0)
+		return -1;
+	p = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (p == MAP_FAILED)
+		return -1;
+	b->data = p;
+	b->mapped = st.st_size;
+	*size = st.st_size;
+	return 0;
+}
+
+static int read_file(struct btfscan *b, int fd, size_t *size)
+{
+	size_t cap = 1 << 20;
+	ssize_t r;
+
+	*size = 0;
+	b->data = malloc(cap);
+	while (b->data && (r = read(fd, b->data + *size, cap - *size)) > 0) {
+		*size += r;
+		if (*size == cap) {
+			char *d = realloc(b->data, cap *= 2);
+
+			if (!d)
+				free(b->data);
+			b->data = d;
+		}
+	}
+	return b->data ? 0 : -ENOMEM;
+}
+
 struct btfscan *btfscan_open(const char *path)
 {
 	struct btfscan *b = calloc(1, sizeof(*b));
-	size_t size = 0, cap = 1 << 20;
+	size_t size;
 	int fd, err;
-	ssize_t r;
 
 	if (!b)
 		return NULL;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0) {
+		err = -errno;
 		goto fail;
-	/* sysfs reports no useful size: read until EOF, growing the buffer */
-	b->data = malloc(cap);
-	while (b->data && (r = read(fd, b->data + size, cap - size)) > 0) {
-		size += r;
-		if (size == cap) {
-			char *d = realloc(b->data, cap *= 2);
-
-			if (!d) {
-				free(b->data);
-				b->data = NULL;
-			}
-			b->data = d;
-		}
 	}
+	err = map_file(b, fd, &size) ? read_file(b, fd, &size) : 0;
 	close(fd);
-	if (!b->data) {
-		errno = ENOMEM;
-		goto fail;
-	}
-	err = build(b, size);
-	if (err) {
-		errno = -err;
-		goto fail;
-	}
-	return b;
+	if (!err)
+		err = build(b, size);
+	if (!err)
+		return b;
 fail:
-	err = errno;
 	btfscan_free(b);
-	errno = err;
+	errno = -err;
 	return NULL;
 }
 
@@ -265,7 +285,10 @@ void btfscan_free(struct btfscan *b)
 {
 	if (!b)
 		return;
-	free(b->data);
+	if (b->mapped)
+		munmap(b->data, b->mapped);
+	else
+		free(b->data);
 	free(b->offs);
 	free(b->hash);
 	free(b);
