@@ -55,6 +55,7 @@ ALL_CFLAGS := -std=gnu11 $(CFLAGS) -Wall -Wextra -Wno-unused-parameter \
 LDLIBS := -lbpf -lelf -lz
 ifeq ($(STATIC),1)
 LDFLAGS += -static
+ALL_CFLAGS += -DAISCOPE_STATIC
 endif
 
 LIB_SRCS := $(wildcard lib/*.c)

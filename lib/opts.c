@@ -136,18 +136,45 @@ static uint64_t parse_count_arg(const char *arg, const char *opt)
 	return v;
 }
 
+#ifdef AISCOPE_STATIC
+/* Static builds cannot load NSS modules: read /etc/passwd itself. */
+static bool user_uid(const char *name, uint32_t *uid)
+{
+	FILE *f = fopen("/etc/passwd", "r");
+	struct passwd *pw;
+	bool found = false;
+
+	if (!f)
+		return false;
+	while ((pw = fgetpwent(f)))
+		if (!strcmp(pw->pw_name, name)) {
+			*uid = pw->pw_uid;
+			found = true;
+			break;
+		}
+	fclose(f);
+	return found;
+}
+#else
+static bool user_uid(const char *name, uint32_t *uid)
+{
+	struct passwd *pw = getpwnam(name);
+
+	if (pw)
+		*uid = pw->pw_uid;
+	return pw != NULL;
+}
+#endif
+
 static void parse_uid(const char *arg)
 {
 	uint64_t v;
-	struct passwd *pw;
 
 	if (!parse_u64(arg, &v)) {
 		if (v > UINT32_MAX - 1)
 			usage_error("invalid uid '%s'", arg);
 		env.uid = v;
-	} else if ((pw = getpwnam(arg))) {
-		env.uid = pw->pw_uid;
-	} else {
+	} else if (!user_uid(arg, &env.uid)) {
 		usage_error("no such user '%s'", arg);
 	}
 	env.has_uid = true;
