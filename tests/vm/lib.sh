@@ -33,7 +33,7 @@ run_test() {
 	sleep 0.2
 	for _p in $(cat "$T/pids"); do kill -KILL "$_p" 2>/dev/null; done
 	N=$((N + 1))
-	sed -n '1,60s/^/#   /p' "$T/log"
+	sed -n '1,80s/^/#   /p' "$T/log"
 	if [ $_rc -eq 0 ]; then
 		echo "ok $N - $_name ($(($(date +%s) - _t0)) s)"
 	elif [ $_rc -eq 77 ]; then
@@ -94,13 +94,27 @@ contend_round() {
 }
 
 # start_tool NAME TOOL ARGS...: starts a tool and waits until it is attached
-# (its "Tracing" line on stderr); sets TOOL_PID
+# (its "Tracing" line on stderr); sets TOOL_PID. When it ends or hangs
+# instead, its output and the end of its -v output (the verifier log) go to
+# the test's log, and the test fails.
 start_tool() {
 	_n=$1
 	shift
 	bg "$_n" "$@"
 	TOOL_PID=$BG
-	wait_for "$T/$_n.err" 'Tracing' 60 || { cat "$T/$_n.out"; fail "$2 did not attach"; }
+	_i=0
+	while ! grep -q Tracing "$T/$_n.err" 2>/dev/null; do
+		if ! kill -0 "$TOOL_PID" 2>/dev/null || [ $_i -ge 600 ]; then
+			wait "$TOOL_PID"
+			echo "$* did not attach (exit $?):"
+			cat "$T/$_n.err" "$T/$_n.out"
+			echo "---- the same with -v (last 40 lines):"
+			timeout 60 "$@" -v -d 1 2>&1 | tail -40
+			fail "$* did not attach"
+		fi
+		sleep 0.1
+		_i=$((_i + 1))
+	done
 }
 
 # stop_tool PID [SIGNAL]: signals the tool and returns its exit status
