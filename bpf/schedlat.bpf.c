@@ -321,6 +321,84 @@ int BPF_PROG(exit_raw, struct task_struct *t)
 	return on_exit(BPF_CORE_READ(t, pid));
 }
 
+/* ---- function hooks, for kernels whose tracepoints cannot be used ----
+ *
+ * ttwu_do_activate() puts a woken task on a run queue (a wakeup of a task
+ * still queued does not reach it, and needs no new timestamp);
+ * finish_task_switch(prev) runs on the next task, which is current. */
+
+SEC("fentry/ttwu_do_activate")
+int BPF_PROG(wakeup_fentry, struct rq *rq, struct task_struct *p)
+{
+	return on_wakeup(p, p->pid);
+}
+
+SEC("fentry/wake_up_new_task")
+int BPF_PROG(wakeup_new_fentry, struct task_struct *p)
+{
+	return on_wakeup(p, p->pid);
+}
+
+SEC("fentry/finish_task_switch")
+int BPF_PROG(switch_fentry, struct task_struct *prev)
+{
+	struct who p = { .task = prev, .pid = prev->tgid, .tid = prev->pid }, n;
+
+	who_raw(&n, (struct task_struct *)bpf_get_current_task());
+	return on_switch(&p, task_state_btf(prev) == TASK_RUNNING, &n, prev);
+}
+
+SEC("fentry/set_task_cpu")
+int BPF_PROG(migrate_fentry, struct task_struct *t)
+{
+	struct who w = { .task = t, .pid = t->tgid, .tid = t->pid };
+
+	return on_migrate(&w);
+}
+
+SEC("fentry/do_exit")
+int BPF_PROG(exit_fentry)
+{
+	return on_exit((__u32)bpf_get_current_pid_tgid());
+}
+
+SEC("kprobe/ttwu_do_activate")
+int BPF_KPROBE(wakeup_kprobe, struct rq *rq, struct task_struct *p)
+{
+	return on_wakeup(p, BPF_CORE_READ(p, pid));
+}
+
+SEC("kprobe/wake_up_new_task")
+int BPF_KPROBE(wakeup_new_kprobe, struct task_struct *p)
+{
+	return on_wakeup(p, BPF_CORE_READ(p, pid));
+}
+
+SEC("kprobe/finish_task_switch")
+int BPF_KPROBE(switch_kprobe, struct task_struct *prev)
+{
+	struct who p, n;
+
+	who_raw(&p, prev);
+	who_raw(&n, (struct task_struct *)bpf_get_current_task());
+	return on_switch(&p, aiscope_task_state(prev) == TASK_RUNNING, &n, prev);
+}
+
+SEC("kprobe/set_task_cpu")
+int BPF_KPROBE(migrate_kprobe, struct task_struct *t)
+{
+	struct who w;
+
+	who_raw(&w, t);
+	return on_migrate(&w);
+}
+
+SEC("kprobe/do_exit")
+int BPF_KPROBE(exit_kprobe)
+{
+	return on_exit((__u32)bpf_get_current_pid_tgid());
+}
+
 /* ---- classic tracepoints: records carry pids, not tasks ---- */
 
 /* The task leaving the CPU is current: remember who it is for the moment

@@ -406,6 +406,32 @@ static void load_ksyms(void)
 	qsort(F.ksyms, F.nksyms, sizeof(char *), cmp_str);
 }
 
+/* func itself, or a compiler clone of it that takes the whole function:
+ * "func.isra.0", "func.constprop.0" (not ".part.N": only a piece of it). */
+static const char *kprobe_symbol(void *ctx, const char *func)
+{
+	size_t n = strlen(func), lo = 0, hi = F.nksyms;
+	char **hit;
+
+	hit = bsearch(&func, F.ksyms, F.nksyms, sizeof(char *), cmp_str);
+	if (hit)
+		return *hit;
+	/* the clones sort right after func: find the first name >= func */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (strcmp(F.ksyms[mid], func) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < F.nksyms && !strncmp(F.ksyms[lo], func, n) && F.ksyms[lo][n] == '.'; lo++)
+		if (!strncmp(F.ksyms[lo] + n, ".isra.", 6) ||
+		    !strncmp(F.ksyms[lo] + n, ".constprop.", 11))
+			return F.ksyms[lo];
+	return NULL;
+}
+
 static int op_kprobe(void *ctx, const char *func, char *why, size_t len)
 {
 	const char *tfs;
@@ -428,7 +454,7 @@ static int op_kprobe(void *ctx, const char *func, char *why, size_t len)
 		snprintf(why, len, "kprobes not supported");
 		return -EOPNOTSUPP;
 	}
-	if (!bsearch(&func, F.ksyms, F.nksyms, sizeof(char *), cmp_str)) {
+	if (!kprobe_symbol(ctx, func)) {
 		snprintf(why, len, "no such kernel function");
 		return -ENOENT;
 	}
@@ -441,6 +467,7 @@ static const struct feat_ops real_ops = {
 	.raw_tp = op_raw_tp,
 	.tracepoint = op_tracepoint,
 	.kprobe = op_kprobe,
+	.kprobe_symbol = kprobe_symbol,
 };
 
 const struct feat_ops *features_ops(void)

@@ -69,8 +69,8 @@ static int check(const struct feat_ops *ops, const struct probe_cand *c, char *w
 	}
 }
 
-int probe_resolve(struct probe_hook *hooks, int n, const struct feat_ops *ops,
-		  unsigned int allowed)
+static int resolve(struct probe_hook *hooks, int n, const struct feat_ops *ops,
+		   unsigned int allowed, bool all)
 {
 	int missing = 0;
 
@@ -82,6 +82,11 @@ int probe_resolve(struct probe_hook *hooks, int n, const struct feat_ops *ops,
 			const struct probe_cand *c = &h->cand[j];
 
 			h->why[j][0] = 0;
+			h->symbol[j][0] = 0;
+			if (!all && h->chosen >= 0) {
+				h->status[j] = PS_UNTRIED;
+				continue;
+			}
 			if (!(allowed & PM_BIT(c->mech))) {
 				h->status[j] = PS_EXCLUDED;
 				snprintf(h->why[j], PROBE_WHY_LEN, "excluded by --probe-mode");
@@ -92,6 +97,12 @@ int probe_resolve(struct probe_hook *hooks, int n, const struct feat_ops *ops,
 				if (!h->why[j][0])
 					snprintf(h->why[j], PROBE_WHY_LEN, "not supported");
 				continue;
+			}
+			if ((c->mech == PM_KPROBE || c->mech == PM_KRETPROBE) && ops->kprobe_symbol) {
+				const char *sym = ops->kprobe_symbol(ops->ctx, c->target);
+
+				if (sym && strcmp(sym, c->target))
+					snprintf(h->symbol[j], PROBE_SYM_LEN, "%s", sym);
 			}
 			if (h->chosen < 0) {
 				h->chosen = j;
@@ -104,6 +115,18 @@ int probe_resolve(struct probe_hook *hooks, int n, const struct feat_ops *ops,
 			missing++;
 	}
 	return missing ? -ENOENT : 0;
+}
+
+int probe_resolve(struct probe_hook *hooks, int n, const struct feat_ops *ops,
+		  unsigned int allowed)
+{
+	return resolve(hooks, n, ops, allowed, true);
+}
+
+int probe_resolve_first(struct probe_hook *hooks, int n, const struct feat_ops *ops,
+			unsigned int allowed)
+{
+	return resolve(hooks, n, ops, allowed, false);
 }
 
 const struct probe_hook *probe_first_missing(const struct probe_hook *hooks, int n)
@@ -200,7 +223,9 @@ int probe_attach(struct bpf_object *obj, struct probe_hook *hooks, int n,
 			break;
 		case PM_KPROBE:
 		case PM_KRETPROBE:
-			l = bpf_program__attach_kprobe(p, c->mech == PM_KRETPROBE, c->target);
+			l = bpf_program__attach_kprobe(p, c->mech == PM_KRETPROBE,
+						       h->symbol[h->chosen][0] ? h->symbol[h->chosen]
+									       : c->target);
 			break;
 		default:
 			break;
@@ -232,7 +257,7 @@ static const char *status_name(enum probe_status s)
 	case PS_AVAILABLE: return "available";
 	case PS_UNAVAILABLE: return "unavailable";
 	case PS_EXCLUDED: return "excluded";
-	default: return "untried";
+	default: return "not needed";
 	}
 }
 
@@ -256,12 +281,14 @@ void probe_print_plan(FILE *f, const struct probe_hook *hooks, int n, struct jw 
 				jw_kstr(jw, "target", c->target);
 				jw_kstr(jw, "status", status_name(h->status[j]));
 				jw_kstr(jw, "reason", why ? h->why[j] : NULL);
+				jw_kstr(jw, "symbol", h->symbol[j][0] ? h->symbol[j] : NULL);
 				jw_record_end(jw);
 				continue;
 			}
-			fprintf(f, "%-22s %-11s %-34s %s%s%s\n", j ? "" : h->name,
+			fprintf(f, "%-22s %-11s %-34s %s%s%s%s%s\n", j ? "" : h->name,
 				probe_mech_name(c->mech), c->target, status_name(h->status[j]),
-				why ? ": " : "", why ? h->why[j] : "");
+				why ? ": " : "", why ? h->why[j] : "",
+				h->symbol[j][0] ? " as " : "", h->symbol[j]);
 		}
 		if (!jw && h->chosen < 0)
 			fprintf(f, "%-22s %-11s %-34s %s\n", "", "-", "-",

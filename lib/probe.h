@@ -33,6 +33,7 @@ enum probe_mech {
 
 #define PROBE_MAX_CANDS	8
 #define PROBE_WHY_LEN	96
+#define PROBE_SYM_LEN	128
 
 struct probe_cand {
 	enum probe_mech mech;
@@ -50,6 +51,9 @@ struct probe_hook {
 	int chosen;		/* index into cand, -1: none */
 	enum probe_status status[PROBE_MAX_CANDS];
 	char why[PROBE_MAX_CANDS][PROBE_WHY_LEN];
+	/* kprobes: the kernel's name of the target, e.g. with a ".isra.0"
+	 * suffix the compiler gave it; empty: the target itself */
+	char symbol[PROBE_MAX_CANDS][PROBE_SYM_LEN];
 	struct bpf_link *link;
 };
 
@@ -62,6 +66,8 @@ struct feat_ops {
 	int (*raw_tp)(void *ctx, const char *tp, char *why, size_t len);
 	int (*tracepoint)(void *ctx, const char *cat_name, char *why, size_t len);
 	int (*kprobe)(void *ctx, const char *func, char *why, size_t len);
+	/* optional: the kernel symbol a kprobe on func attaches to */
+	const char *(*kprobe_symbol)(void *ctx, const char *func);
 };
 
 const char *probe_mech_name(enum probe_mech m);
@@ -69,9 +75,14 @@ const char *probe_mech_name(enum probe_mech m);
  * Returns 0 or -EINVAL. */
 int probe_parse_mode(const char *s, unsigned int *mask);
 
-/* Returns 0, or -ENOENT when a required hook has no candidate. */
+/* Probes every candidate (for --list-probes). Returns 0, or -ENOENT when
+ * a required hook has no candidate. */
 int probe_resolve(struct probe_hook *hooks, int n, const struct feat_ops *ops,
 		  unsigned int allowed);
+/* The same, but stops at each hook's first usable candidate: the later
+ * ones stay PS_UNTRIED (a trial fentry load costs time). */
+int probe_resolve_first(struct probe_hook *hooks, int n, const struct feat_ops *ops,
+			unsigned int allowed);
 /* "tried tp_btf:sched_switch (not in kernel BTF), raw_tp:... (...)" */
 void probe_explain(const struct probe_hook *h, char *buf, size_t len);
 /* The first required hook without a candidate, NULL if none. */

@@ -81,7 +81,11 @@ void aiscope_bpf_prepare(struct aiscope_bpf *b, struct bpf_object *obj,
 	int err;
 
 	b->obj = obj;
-	err = probe_resolve(b->hooks, b->nhooks, features_ops(), env.probe_mask);
+	/* the whole plan only where it is shown */
+	if (env.list_probes || env.verbose)
+		err = probe_resolve(b->hooks, b->nhooks, features_ops(), env.probe_mask);
+	else
+		err = probe_resolve_first(b->hooks, b->nhooks, features_ops(), env.probe_mask);
 	if (env.list_probes) {
 		struct jw w;
 

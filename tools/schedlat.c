@@ -106,27 +106,40 @@ static const struct argp argp = {
 	.children = aiscope_argp_children,
 };
 
+/* Tracepoints first: their arguments are a stable ABI and they cannot be
+ * inlined away. The function hooks are for kernels where no tracepoint
+ * mechanism works (or --probe-mode asks for them). */
 static struct probe_hook hooks[] = {
 	{ .name = "sched_wakeup", .cand = {
 		{ PM_TP_BTF, "sched_wakeup", "wakeup_btf" },
 		{ PM_RAW_TP, "sched_wakeup", "wakeup_raw" },
-		{ PM_TRACEPOINT, "sched/sched_wakeup", "wakeup_tp" } } },
+		{ PM_TRACEPOINT, "sched/sched_wakeup", "wakeup_tp" },
+		{ PM_FENTRY, "ttwu_do_activate", "wakeup_fentry" },
+		{ PM_KPROBE, "ttwu_do_activate", "wakeup_kprobe" } } },
 	{ .name = "sched_wakeup_new", .cand = {
 		{ PM_TP_BTF, "sched_wakeup_new", "wakeup_new_btf" },
 		{ PM_RAW_TP, "sched_wakeup_new", "wakeup_new_raw" },
-		{ PM_TRACEPOINT, "sched/sched_wakeup_new", "wakeup_new_tp" } } },
+		{ PM_TRACEPOINT, "sched/sched_wakeup_new", "wakeup_new_tp" },
+		{ PM_FENTRY, "wake_up_new_task", "wakeup_new_fentry" },
+		{ PM_KPROBE, "wake_up_new_task", "wakeup_new_kprobe" } } },
 	{ .name = "sched_switch", .cand = {
 		{ PM_TP_BTF, "sched_switch", "switch_btf" },
 		{ PM_RAW_TP, "sched_switch", "switch_raw" },
-		{ PM_TRACEPOINT, "sched/sched_switch", "switch_tp" } } },
+		{ PM_TRACEPOINT, "sched/sched_switch", "switch_tp" },
+		{ PM_FENTRY, "finish_task_switch", "switch_fentry" },
+		{ PM_KPROBE, "finish_task_switch", "switch_kprobe" } } },
 	{ .name = "sched_migrate_task", .optional = true, .cand = {
 		{ PM_TP_BTF, "sched_migrate_task", "migrate_btf" },
 		{ PM_RAW_TP, "sched_migrate_task", "migrate_raw" },
-		{ PM_TRACEPOINT, "sched/sched_migrate_task", "migrate_tp" } } },
+		{ PM_TRACEPOINT, "sched/sched_migrate_task", "migrate_tp" },
+		{ PM_FENTRY, "set_task_cpu", "migrate_fentry" },
+		{ PM_KPROBE, "set_task_cpu", "migrate_kprobe" } } },
 	{ .name = "sched_process_exit", .cand = {
 		{ PM_TP_BTF, "sched_process_exit", "exit_btf" },
 		{ PM_RAW_TP, "sched_process_exit", "exit_raw" },
-		{ PM_TRACEPOINT, "sched/sched_process_exit", "exit_tp" } } },
+		{ PM_TRACEPOINT, "sched/sched_process_exit", "exit_tp" },
+		{ PM_FENTRY, "do_exit", "exit_fentry" },
+		{ PM_KPROBE, "do_exit", "exit_kprobe" } } },
 };
 
 /* ---- one interval's rows ---- */
