@@ -427,6 +427,50 @@ static void test_summary(void)
 	CHECK_STR(probe_summary(hooks, 0), "none");
 }
 
+static const char *f_kprobe_symbol(void *ctx, const char *func)
+{
+	/* the compiler cloned folio_mark_accessed; mark_page_accessed is plain */
+	if (!strcmp(func, "folio_mark_accessed"))
+		return "folio_mark_accessed.isra.0";
+	return func;
+}
+
+static void test_resolve_first_stops_at_chosen(void)
+{
+	struct fake k = test_host();
+	struct feat_ops o = ops_for(&k);
+	struct probe_hook h = sched_hook();
+
+	CHECK_EQ(probe_resolve_first(&h, 1, &o, PM_ALL), 0);
+	CHECK_EQ(h.chosen, 0);
+	CHECK_EQ(h.status[1], PS_UNTRIED);
+	CHECK_EQ(h.status[2], PS_UNTRIED);
+	/* the later candidates were not probed at all */
+	CHECK_EQ(k.calls[PM_RAW_TP], 0);
+	CHECK_EQ(k.calls[PM_TRACEPOINT], 0);
+	CHECK_EQ(probe_resolve(&h, 1, &o, PM_ALL), 0);
+	CHECK_EQ(h.status[1], PS_AVAILABLE);
+}
+
+static void test_kprobe_symbol_of_a_clone(void)
+{
+	struct fake k = test_host();
+	struct feat_ops o = ops_for(&k);
+	struct probe_hook h = page_hook(false);
+	char buf[512];
+	FILE *f = fmemopen(buf, sizeof(buf), "w");
+
+	k.kprobes = true;
+	o.kprobe_symbol = f_kprobe_symbol;
+	CHECK_EQ(probe_resolve(&h, 1, &o, PM_BIT(PM_KPROBE)), 0);
+	CHECK_EQ(h.chosen, 2);
+	CHECK_STR(h.symbol[2], "folio_mark_accessed.isra.0");
+	CHECK_STR(h.symbol[3], "");	/* the name itself: nothing to record */
+	probe_print_plan(f, &h, 1, NULL, "t", 0);
+	fclose(f);
+	CHECK(strstr(buf, "chosen as folio_mark_accessed.isra.0") != NULL);
+}
+
 int main(void)
 {
 	RUN(test_first_supported_chosen);
@@ -447,5 +491,7 @@ int main(void)
 	RUN(test_parse_mode_rejects);
 	RUN(test_mech_names);
 	RUN(test_summary);
+	RUN(test_resolve_first_stops_at_chosen);
+	RUN(test_kprobe_symbol_of_a_clone);
 	return t_done();
 }
