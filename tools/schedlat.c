@@ -146,9 +146,8 @@ static struct probe_hook hooks[] = {
 
 struct row {
 	struct aiscope_ident ident;
-	bool has_ident;
 	struct container_info ci;
-	const char *cgroup;
+	char *cgroup;			/* a copy: the path cache may rescan */
 	struct hist h;
 	uint64_t preemptions;
 	uint64_t migrations;
@@ -167,7 +166,7 @@ static struct {
 	uint64_t events;		/* --min events printed */
 } S;
 
-static struct row *row_for(const struct schedlat_key *key, const struct schedlat_stats *st)
+static struct row *row_for(const struct schedlat_stats *st)
 {
 	struct row *r;
 	struct container_info ci;
@@ -193,14 +192,12 @@ static struct row *row_for(const struct schedlat_key *key, const struct schedlat
 	r = &S.rows[S.nrows++];
 	memset(r, 0, sizeof(*r));
 	r->ident = st->ident;
-	r->has_ident = true;
 	if (cfg.by == SCHEDLAT_BY_CGROUP || cfg.by == BY_CONTAINER) {
 		r->ci = ci;
-		r->cgroup = cgroup;
+		r->cgroup = cgroup ? strdup(cgroup) : NULL;
 	} else {
 		aiscope_ident_cgroup(&st->ident, &r->ci);
 	}
-	(void)key;
 	return r;
 }
 
@@ -222,6 +219,8 @@ static int collect(void)
 	void *prev = NULL;
 
 	S.skel->bss->epoch = closed ^ 1;
+	for (size_t i = 0; i < S.nrows; i++)
+		free(S.rows[i].cgroup);
 	S.nrows = 0;
 	memset(&S.host, 0, sizeof(S.host));
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
@@ -244,7 +243,7 @@ static int collect(void)
 		if (bpf_map_lookup_elem(fd, &keys[i], &st))
 			continue;
 		bpf_map_delete_elem(fd, &keys[i]);
-		add_stats(row_for(&keys[i], &st), &st);
+		add_stats(row_for(&st), &st);
 		add_stats(&S.host, &st);
 	}
 	free(keys);
@@ -686,6 +685,9 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	aiscope_bpf_destroy(&S.bpf);
 	schedlat_bpf__destroy(S.skel);
+	for (size_t i = 0; i < S.nrows; i++)
+		free(S.rows[i].cgroup);
+	free(S.rows);
 	cg_cleanup();
 	features_cleanup();
 	return strcmp(S.loop.exit_reason, "error") ? 0 : EXIT_RUNTIME;
