@@ -9,10 +9,26 @@ BIN=$AISCOPE_BUILD
 HELPERS=$AISCOPE_BUILD/tests/helpers
 TEST_PIDS=()
 TEST_CGROUPS=()
+TEST_DIRS=()
 
 need_root() {
 	[ "$(id -u)" -eq 0 ] || skip "needs root"
 }
+
+# nobody_copy PROGRAM: copies PROGRAM to a world-readable directory (the
+# checkout may sit under one that nobody cannot enter); sets NOBODY_BIN.
+# Call it in the test's own shell, so that teardown removes the copy.
+nobody_copy() {
+	local dir
+	dir=$(mktemp -d /tmp/aiscope-nobody.XXXXXX)
+	chmod 755 "$dir"
+	cp "$1" "$dir/"
+	TEST_DIRS+=("$dir")
+	NOBODY_BIN=$dir/${1##*/}
+}
+
+# the prefix that runs a command as uid/gid 65534 without capabilities
+AS_NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 
 # wait_for FILE PATTERN [SECONDS]: until FILE has a line matching PATTERN
 wait_for() {
@@ -141,6 +157,10 @@ aiscope_teardown() {
 		rmdir "$d" 2>/dev/null || sleep 0.2
 		rmdir "$d" 2>/dev/null
 	done
+	for d in "${TEST_DIRS[@]}"; do
+		rm -rf "$d"
+	done
 	TEST_PIDS=()
 	TEST_CGROUPS=()
+	TEST_DIRS=()
 }

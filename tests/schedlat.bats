@@ -57,12 +57,13 @@ teardown() {
 @test "schedlat without privileges exits 77 and says what is missing" {
 	need_root
 	command -v setpriv > /dev/null || skip "setpriv missing"
-	run setpriv --reuid=65534 --regid=65534 --clear-groups "$BIN/schedlat" -d 1
+	nobody_copy "$BIN/schedlat"
+	run "${AS_NOBODY[@]}" "$NOBODY_BIN" -d 1
 	[ "$status" -eq 77 ]
 	[[ "$output" == *"CAP_BPF"* ]]
 	[ "${#lines[@]}" -eq 1 ]
 	# with --json the error is also the last stdout line
-	run setpriv --reuid=65534 --regid=65534 --clear-groups "$BIN/schedlat" -j -d 1
+	run "${AS_NOBODY[@]}" "$NOBODY_BIN" -j -d 1
 	[ "$status" -eq 77 ]
 	echo "$output" | grep '^{' | tail -1 | jq -e '.type == "error" and .exit_code == 77'
 }
@@ -75,7 +76,8 @@ teardown() {
 		echo "$output" | grep -E "^$hook +(tp_btf|raw_tp|tracepoint) .*chosen"
 	done
 	if command -v setpriv > /dev/null && [ "$(id -u)" -eq 0 ]; then
-		run setpriv --reuid=65534 --regid=65534 --clear-groups "$BIN/schedlat" --list-probes
+		nobody_copy "$BIN/schedlat"
+		run "${AS_NOBODY[@]}" "$NOBODY_BIN" --list-probes
 		[ "$status" -eq 0 ]
 	fi
 }
@@ -192,7 +194,8 @@ check_wait() {
 	need_root
 	command -v setpriv > /dev/null || skip "setpriv missing"
 	local nobody
-	start_bg w setpriv --reuid=65534 --regid=65534 --clear-groups "$HELPERS/contend" 2 0 100
+	nobody_copy "$HELPERS/contend"
+	start_bg w "${AS_NOBODY[@]}" "$NOBODY_BIN" 2 0 100
 	wait_for "$BATS_TEST_TMPDIR/w.out" '^ready'
 	nobody=$(awk '/^ready/ {print $2}' "$BATS_TEST_TMPDIR/w.out")
 	start_contend r 2 0 100
