@@ -47,6 +47,13 @@ struct {
 	__type(value, struct schedlat_task);
 } tasks SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);		/* sized by user space in classic mode */
+	__type(key, __u32);
+	__type(value, struct schedlat_pending);
+} pending SEC(".maps");
+
 static const struct schedlat_stats zero_stats;
 
 /* A task as the hooks see it: pid and tid already read, and where the rest
@@ -135,11 +142,12 @@ static __always_inline void emit_wait(const struct who *w, __u64 now, __u64 wait
 	aiscope_submit(ev);
 }
 
+static __always_inline void add_wait(struct schedlat_stats *st, __u64 wait);
+
 static __always_inline void account_wait(const struct who *w, __u64 now, __u64 wait,
 					 struct task_struct *prev)
 {
 	struct schedlat_stats *st;
-	__u32 slot;
 
 	if (min_ns) {
 		if (wait >= min_ns)
@@ -149,6 +157,13 @@ static __always_inline void account_wait(const struct who *w, __u64 now, __u64 w
 	st = stats_of(w);
 	if (!st)
 		return;
+	add_wait(st, wait);
+}
+
+static __always_inline void add_wait(struct schedlat_stats *st, __u64 wait)
+{
+	__u32 slot;
+
 	slot = hist_bucket(wait);
 	/* keep the bound check and the index in one register for the verifier */
 	asm volatile("" : "+r"(slot));
@@ -227,6 +242,7 @@ static __always_inline int on_exit(__u32 tid)
 {
 	bpf_map_delete_elem(&enqueued, &tid);
 	bpf_map_delete_elem(&tasks, &tid);
+	bpf_map_delete_elem(&pending, &tid);
 	return 0;
 }
 
@@ -401,11 +417,39 @@ int BPF_KPROBE(exit_kprobe)
 
 /* ---- classic tracepoints: records carry pids, not tasks ---- */
 
+/* A wait that ended before its task was known: account it now. */
+static __always_inline void settle_pending(const struct schedlat_task *c,
+					   const struct schedlat_pending *pd)
+{
+	struct who w = { .cached = &c->ident, .pid = c->ident.pid, .tid = c->ident.tid };
+	struct schedlat_stats *st;
+	struct schedlat_event *ev;
+
+	if (!min_ns) {
+		st = stats_of(&w);
+		if (st)
+			add_wait(st, pd->wait_ns);
+		return;
+	}
+	if (pd->wait_ns < min_ns || !(ev = aiscope_reserve(sizeof(*ev))))
+		return;
+	ev->ts = pd->ts;
+	ev->wait_ns = pd->wait_ns;
+	ev->task = c->ident;
+	ev->prev_pid = pd->prev_pid;
+	ev->prev_tid = pd->prev_tid;
+	__builtin_memcpy(ev->prev_comm, pd->prev_comm, sizeof(ev->prev_comm));
+	ev->cpu = pd->cpu;
+	ev->pad = 0;
+	aiscope_submit(ev);
+}
+
 /* The task leaving the CPU is current: remember who it is for the moment
  * it is woken or switched in again, when only its pid is known. */
 static __always_inline struct schedlat_task *cache_current(struct task_struct *cur, __u32 tid)
 {
 	static const struct schedlat_task zero_task;
+	struct schedlat_pending *pd;
 	struct schedlat_task *c;
 	struct who w = { .task = cur };
 
@@ -416,17 +460,25 @@ static __always_inline struct schedlat_task *cache_current(struct task_struct *c
 		return NULL;
 	fill_ident(&w, &c->ident);
 	c->pass = aiscope_task_pass(cur);
+	pd = bpf_map_lookup_elem(&pending, &tid);
+	if (pd) {
+		if (c->pass)
+			settle_pending(c, pd);
+		bpf_map_delete_elem(&pending, &tid);
+	}
 	return c;
 }
 
-static __always_inline bool cached_pass(__u32 tid)
+/* A task never seen leaving a CPU since we attached is enqueued: whether
+ * the filters pass it is decided when its wait is settled. */
+static __always_inline bool maybe_pass(__u32 tid)
 {
 	struct schedlat_task *c;
 
 	if (!have_filter)
 		return true;
 	c = bpf_map_lookup_elem(&tasks, &tid);
-	return c && c->pass;
+	return !c || c->pass;
 }
 
 SEC("tracepoint/sched/sched_wakeup")
@@ -434,7 +486,7 @@ int wakeup_tp(struct trace_event_raw_sched_wakeup_template *ctx)
 {
 	__u32 tid = ctx->pid;
 
-	if (tid && cached_pass(tid))
+	if (tid && maybe_pass(tid))
 		enqueue(tid, aiscope_now());
 	return 0;
 }
@@ -444,16 +496,33 @@ int wakeup_new_tp(struct trace_event_raw_sched_wakeup_template *ctx)
 {
 	__u32 tid = ctx->pid;
 
-	if (tid && cached_pass(tid))
+	if (tid && maybe_pass(tid))
 		enqueue(tid, aiscope_now());
 	return 0;
+}
+
+/* next has not been seen leaving a CPU: keep its wait for that moment */
+static __always_inline void defer_wait(__u32 tid, struct task_struct *cur, __u32 cpu)
+{
+	struct schedlat_pending pd = {};
+	__u64 now = aiscope_now();
+
+	pd.wait_ns = dequeue(tid, now);
+	if (!pd.wait_ns)
+		return;
+	pd.ts = now;
+	pd.prev_pid = BPF_CORE_READ(cur, tgid);
+	pd.prev_tid = BPF_CORE_READ(cur, pid);
+	BPF_CORE_READ_STR_INTO(&pd.prev_comm, cur, comm);
+	pd.cpu = cpu;
+	if (bpf_map_update_elem(&pending, &tid, &pd, BPF_ANY))
+		aiscope_count_lost(AISCOPE_LOST_MAP);
 }
 
 SEC("tracepoint/sched/sched_switch")
 int switch_tp(struct trace_event_raw_sched_switch *ctx)
 {
 	struct task_struct *cur = (void *)bpf_get_current_task();
-	struct aiscope_ident first_run = {};
 	struct schedlat_task *c, *nc;
 	struct who p = {}, n = {};
 	__u64 state = 0;
@@ -469,16 +538,14 @@ int switch_tp(struct trace_event_raw_sched_switch *ctx)
 	nc = bpf_map_lookup_elem(&tasks, &next_tid);
 	if (nc) {
 		n.cached = &nc->ident;
-	} else {
-		/* first run of a new task: only its tid and comm are known */
-		first_run.pid = next_tid;
-		first_run.tid = next_tid;
-		bpf_probe_read_kernel_str(&first_run.comm, sizeof(first_run.comm), ctx->next_comm);
-		n.cached = &first_run;
+		n.pid = nc->ident.pid;
+		n.tid = next_tid;
 	}
-	n.pid = n.cached->pid;
-	n.tid = next_tid;
-	return on_switch(&p, c && c->pass && !(state & TP_STATE_SLEEP_MASK), &n, cur);
+	/* without next's identity, on_switch only handles prev (tid 0 never waits) */
+	on_switch(&p, c && c->pass && !(state & TP_STATE_SLEEP_MASK), &n, cur);
+	if (!nc && next_tid)
+		defer_wait(next_tid, cur, bpf_get_smp_processor_id());
+	return 0;
 }
 
 SEC("tracepoint/sched/sched_migrate_task")

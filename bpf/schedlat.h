@@ -42,6 +42,19 @@ struct schedlat_event {
 	__u32 pad;
 };
 
+/* Classic-tracepoint mode only: a wait that ended before its task was ever
+ * seen leaving a CPU, kept until then, when its identity (and whether the
+ * filters pass it) becomes known. */
+struct schedlat_pending {
+	__u64 ts;
+	__u64 wait_ns;
+	__u32 prev_pid;
+	__u32 prev_tid;
+	char prev_comm[AISCOPE_COMM_LEN];
+	__u32 cpu;
+	__u32 pad;
+};
+
 /* Classic-tracepoint mode only: identity of tasks seen leaving a CPU. */
 struct schedlat_task {
 	struct aiscope_ident ident;

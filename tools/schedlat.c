@@ -608,6 +608,15 @@ static void print_summary(void)
 	       (unsigned long long)aiscope_lost_total(&S.bpf));
 }
 
+/* Classic tracepoints name tasks by pid: they need the identity cache. */
+static bool uses_classic_tracepoints(void)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(hooks); i++)
+		if (hooks[i].chosen >= 0 && hooks[i].cand[hooks[i].chosen].mech == PM_TRACEPOINT)
+			return true;
+	return false;
+}
+
 static void validate(void)
 {
 	size_t i;
@@ -647,9 +656,10 @@ int main(int argc, char **argv)
 		.streaming = cfg.min_ns > 0, .on_event = on_event,
 	};
 	aiscope_bpf_prepare(&S.bpf, S.skel->obj, &S.skel->rodata->aiscope_cfg);
-	if (!strcmp(probe_summary(hooks, ARRAY_SIZE(hooks)), "tracepoint") ||
-	    !strcmp(probe_summary(hooks, ARRAY_SIZE(hooks)), "mixed"))
+	if (uses_classic_tracepoints()) {
 		aiscope_map_resize(S.skel->obj, "tasks", 65536);
+		aiscope_map_resize(S.skel->obj, "pending", 16384);
+	}
 	if (cfg.min_ns)
 		aiscope_map_resize(S.skel->obj, "stats", 1);
 	aiscope_bpf_load(&S.bpf, schedlat_bpf__load(S.skel));
