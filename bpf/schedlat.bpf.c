@@ -536,10 +536,13 @@ int switch_tp(struct trace_event_raw_sched_switch *ctx)
 		p.tid = c->ident.tid;
 	}
 	nc = bpf_map_lookup_elem(&tasks, &next_tid);
-	if (nc) {
+	if (nc && nc->pass) {
 		n.cached = &nc->ident;
 		n.pid = nc->ident.pid;
 		n.tid = next_tid;
+	} else if (nc) {
+		/* filtered out, but enqueued while it was not known yet */
+		bpf_map_delete_elem(&enqueued, &next_tid);
 	}
 	/* without next's identity, on_switch only handles prev (tid 0 never waits) */
 	on_switch(&p, c && c->pass && !(state & TP_STATE_SLEEP_MASK), &n, cur);
