@@ -33,9 +33,10 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	/* rows of two intervals. Preallocated: every key is inserted anew at
+	 * each interval, and an on-demand allocation in this context can fail
+	 * in such a burst */
 	__uint(max_entries, 4096);
-	/* rows of two intervals; only those alive take memory */
-	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct schedlat_key);
 	__type(value, struct schedlat_stats);
 } stats SEC(".maps");
