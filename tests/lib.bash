@@ -141,14 +141,16 @@ random_hex64() {
 }
 
 aiscope_teardown() {
-	local p d root
+	local p d root i
 	for p in "${TEST_PIDS[@]}"; do
 		kill -TERM "$p" 2>/dev/null
 	done
 	for p in "${TEST_PIDS[@]}"; do
 		wait "$p" 2>/dev/null
 	done
-	for d in "${TEST_CGROUPS[@]}"; do
+	# children before their parents: the reverse of creation
+	for ((i = ${#TEST_CGROUPS[@]} - 1; i >= 0; i--)); do
+		d=${TEST_CGROUPS[i]}
 		[ -d "$d" ] || continue
 		root=${d%/*}
 		while read -r p; do

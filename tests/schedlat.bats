@@ -458,3 +458,9 @@ check_cgroup_filter() {
 	[ "${#lines[@]}" -eq 1 ]
 	[[ "$output" == *"cannot parse BTF file"* ]]
 }
+
+@test "schedlat tests leave no cgroup behind" {
+	local left
+	left=$(find /sys/fs/cgroup -maxdepth 3 -type d -name 'aiscope-test-*' 2>/dev/null | head -5)
+	[ -z "$left" ] || { echo "left behind: $left"; false; }
+}
