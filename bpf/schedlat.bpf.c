@@ -301,6 +301,20 @@ static __always_inline void who_raw(struct who *w, struct task_struct *t)
 	w->tid = BPF_CORE_READ(t, pid);
 }
 
+static __always_inline int migrate_raw_task(struct task_struct *t)
+{
+	struct who w;
+
+	who_raw(&w, t);
+	return on_migrate(&w);
+}
+
+/* sched_process_exit and do_exit run in the exiting task */
+static __always_inline int exit_current(void)
+{
+	return on_exit((__u32)bpf_get_current_pid_tgid());
+}
+
 SEC("raw_tp/sched_wakeup")
 int BPF_PROG(wakeup_raw, struct task_struct *p)
 {
@@ -326,10 +340,7 @@ int BPF_PROG(switch_raw, bool preempt, struct task_struct *prev, struct task_str
 SEC("raw_tp/sched_migrate_task")
 int BPF_PROG(migrate_raw, struct task_struct *t)
 {
-	struct who w;
-
-	who_raw(&w, t);
-	return on_migrate(&w);
+	return migrate_raw_task(t);
 }
 
 SEC("raw_tp/sched_process_exit")
@@ -376,7 +387,7 @@ int BPF_PROG(migrate_fentry, struct task_struct *t)
 SEC("fentry/do_exit")
 int BPF_PROG(exit_fentry)
 {
-	return on_exit((__u32)bpf_get_current_pid_tgid());
+	return exit_current();
 }
 
 SEC("kprobe/ttwu_do_activate")
@@ -404,16 +415,13 @@ int BPF_KPROBE(switch_kprobe, struct task_struct *prev)
 SEC("kprobe/set_task_cpu")
 int BPF_KPROBE(migrate_kprobe, struct task_struct *t)
 {
-	struct who w;
-
-	who_raw(&w, t);
-	return on_migrate(&w);
+	return migrate_raw_task(t);
 }
 
 SEC("kprobe/do_exit")
 int BPF_KPROBE(exit_kprobe)
 {
-	return on_exit((__u32)bpf_get_current_pid_tgid());
+	return exit_current();
 }
 
 /* ---- classic tracepoints: records carry pids, not tasks ---- */
@@ -482,24 +490,23 @@ static __always_inline bool maybe_pass(__u32 tid)
 	return !c || c->pass;
 }
 
-SEC("tracepoint/sched/sched_wakeup")
-int wakeup_tp(struct trace_event_raw_sched_wakeup_template *ctx)
+static __always_inline int wakeup_pid(__u32 tid)
 {
-	__u32 tid = ctx->pid;
-
 	if (tid && maybe_pass(tid))
 		enqueue(tid, aiscope_now());
 	return 0;
 }
 
+SEC("tracepoint/sched/sched_wakeup")
+int wakeup_tp(struct trace_event_raw_sched_wakeup_template *ctx)
+{
+	return wakeup_pid(ctx->pid);
+}
+
 SEC("tracepoint/sched/sched_wakeup_new")
 int wakeup_new_tp(struct trace_event_raw_sched_wakeup_template *ctx)
 {
-	__u32 tid = ctx->pid;
-
-	if (tid && maybe_pass(tid))
-		enqueue(tid, aiscope_now());
-	return 0;
+	return wakeup_pid(ctx->pid);
 }
 
 /* next has not been seen leaving a CPU: keep its wait for that moment */
@@ -570,7 +577,7 @@ int migrate_tp(struct trace_event_raw_sched_migrate_task *ctx)
 SEC("tracepoint/sched/sched_process_exit")
 int exit_tp(void *ctx)
 {
-	return on_exit((__u32)bpf_get_current_pid_tgid());
+	return exit_current();
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -164,11 +164,6 @@ void features_cleanup(void)
 	memset(&F, 0, sizeof(F));
 }
 
-bool feat_kernel_btf(void)
-{
-	return F.has_kernel_btf;
-}
-
 bool feat_core_btf(void)
 {
 	return F.has_core_btf;

@@ -18,7 +18,6 @@ void features_cleanup(void);
 void feat_release_btf(void);
 const struct feat_ops *features_ops(void);
 
-bool feat_kernel_btf(void);		/* /sys/kernel/btf/vmlinux */
 bool feat_core_btf(void);		/* kernel BTF or --btf */
 const char *feat_btf_source(void);	/* path of the BTF used for CO-RE, or NULL */
 bool feat_boot_clock(void);		/* bpf_ktime_get_boot_ns() exists */

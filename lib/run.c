@@ -94,8 +94,13 @@ void aiscope_bpf_prepare(struct aiscope_bpf *b, struct bpf_object *obj,
 				 aiscope_now_realtime());
 		exit(0);
 	}
-	if (env.verbose)
+	if (env.verbose) {
+		fprintf(stderr, "%s: BTF %s, cgroups %s, v1 attribution controller id %d, %s clock\n",
+			env.tool, feat_btf_source() ? feat_btf_source() : "none",
+			cg_mode_name(cg_mode()), cg_attr_ssid(),
+			feat_boot_clock() ? "boot" : "monotonic");
 		probe_print_plan(stderr, b->hooks, b->nhooks, NULL, env.tool, 0);
+	}
 	if (err && (missing = probe_first_missing(b->hooks, b->nhooks))) {
 		probe_explain(missing, why, sizeof(why));
 		aiscope_fail(EXIT_CANNOT_RUN, "no way to attach %s on this kernel: %s", missing->name, why);

@@ -31,33 +31,33 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "tests/run.sh: not root: the end-to-end tests will be skipped (run 'sudo make test')" >&2
 fi
 
-for t in "$AISCOPE_BUILD"/tests/test_*; do
-	[ -x "$t" ] || continue
-	name=$(basename "$t")
-	"$t" > "$log" 2>&1
+# run_suite LABEL CMD...: counts CMD's TAP lines; a suite that exits
+# non-zero without a failed test line (it crashed, or its runner did)
+# counts as one failure
+run_suite() {
+	local label=$1 rc
+	shift
+	"$@" > "$log" 2>&1
 	rc=$?
-	count_tap "unit:$name" < "$log"
+	count_tap "$label" < "$log"
 	if [ $rc -ne 0 ] && ! grep -q '^not ok' "$log"; then
-		echo "[unit:$name] not ok - exited $rc"
+		echo "[$label] not ok - $1 exited $rc"
 		failed=$((failed + 1))
 	fi
+}
+
+for t in "$AISCOPE_BUILD"/tests/test_*; do
+	[ -x "$t" ] || continue
+	run_suite "unit:$(basename "$t")" "$t"
 done
 
 for f in tests/*.bats; do
 	[ -e "$f" ] || continue
-	name=$(basename "$f" .bats)
-	bats --tap "$f" > "$log" 2>&1
-	rc=$?
-	count_tap "$name" < "$log"
-	if [ $rc -ne 0 ] && ! grep -q '^not ok' "$log"; then
-		echo "[$name] not ok - bats exited $rc"
-		failed=$((failed + 1))
-	fi
+	run_suite "$(basename "$f" .bats)" bats --tap "$f"
 done
 
 if [ "${AISCOPE_TEST_VM:-0}" = 1 ] && [ -x scripts/vm/run-matrix.sh ]; then
-	scripts/vm/run-matrix.sh > "$log" 2>&1
-	count_tap vm < "$log"
+	run_suite vm scripts/vm/run-matrix.sh
 fi
 
 echo "$passed passed, $failed failed, $skipped skipped"

@@ -209,7 +209,7 @@ static void add_stats(struct row *r, const struct schedlat_stats *st)
 }
 
 /* Drain the keys of the interval that just closed. */
-static int collect(void)
+static void collect(void)
 {
 	int fd = bpf_map__fd(S.skel->maps.stats);
 	uint32_t closed = S.skel->bss->epoch;
@@ -250,7 +250,6 @@ static int collect(void)
 	hist_merge(&S.total.h, &S.host.h);
 	S.total.preemptions += S.host.preemptions;
 	S.total.migrations += S.host.migrations;
-	return 0;
 }
 
 static uint64_t sort_value(const struct row *r)
