@@ -6,7 +6,8 @@
 #   make static          statically linked tools into build/static/
 #   make test | demo | deps | install | clean
 
-TOOLS := schedlat
+# every tools/<tool>.c is a tool (tests/completions.bats checks its docs)
+TOOLS := $(sort $(basename $(notdir $(wildcard tools/*.c))))
 VERSION := 0.1.0
 
 HOST_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')

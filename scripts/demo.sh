@@ -7,14 +7,18 @@
 # Installs missing packages (scripts/deps.sh), builds, then runs each tool
 # (or only the TOOLs named) for a few seconds. Needs root; no terminal needed.
 #
-# Adding a tool: write demo_<tool>() below (start a workload with start_bg,
-# show commands with `show`) and add <tool> to DEMOS.
+# Adding a tool: write scripts/demo/<tool>.sh defining demo_<tool>() (start a
+# workload with start_bg, show commands with `show`); tools without one are
+# skipped with a note.
 set -euo pipefail
 
-DEMOS=(schedlat)
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
+# the Makefile's order (schedlat first), then any demo file it does not name
+mapfile -t DEMOS < <(cd scripts/demo && ls *.sh | sed 's/\.sh$//' |
+	awk 'BEGIN { n = split("schedlat socketsnoop ipcsnoop cachestat oomwatch gpulaunch nclstat topograph", o, " "); for (i = 1; i <= n; i++) r[o[i]] = i }
+	     { print (($0 in r) ? r[$0] : 100) " " $0 }' | sort -n | cut -d" " -f2)
 B=build			# relative, so that the commands shown read well
 
 deps=1 build=1 only=()
@@ -91,32 +95,11 @@ start_bg() {
 	die "workload '$*' did not get ready"
 }
 
-# ---- schedlat: run-queue latency ----------------------------------------
-demo_schedlat() {
-	local pid
-
-	header "schedlat: run-queue latency (time spent runnable, waiting for a CPU)"
-	echo "Workload: tests/helpers/contend: 4 threads pinned to CPU 0, each spinning"
-	echo "200 ms per round, round after round, so they keep preempting each other."
-	# 60 rounds of ~200 ms outlast the steps below; it is killed at the end.
-	start_bg contend '^ready [0-9]+' "$B/tests/helpers/contend" 4 0 200 60
-	pid=$BG_PID
-	echo "contend is PID $pid"
-
-	header "Per-process table every second for 3 s, only PID $pid (-p), appended (-C)"
-	show "$B/schedlat" -p "$pid" -C -d 3s
-
-	header "Log2 histogram of its run-queue waits, 2 s (-H), like bcc's runqlat"
-	show "$B/schedlat" -p "$pid" -H -C -d 2s
-
-	header "Each wait over 5 ms as it happens, with the task that held the CPU (--min), first 5 (-n)"
-	show "$B/schedlat" -p "$pid" --min 5ms -n 5 -d 5s
-
-	header "JSON lines (-j) for one interval, through jq"
-	show_sh "$B/schedlat -p $pid -j -n 1 | jq -c 'select(.type==\"sample\") | {by, pid, comm, runs, p99_ms: (.p99_ns/1e6), wait_ms: (.wait_ns/1e6), preemptions}'"
-
-	stop_bg
-}
+# One file per tool: scripts/demo/<tool>.sh defines demo_<tool>().
+for f in "$top"/scripts/demo/*.sh; do
+	# shellcheck source=/dev/null
+	. "$f"
+done
 
 # ---- main ----------------------------------------------------------------
 if [ $deps -eq 1 ]; then
