@@ -1,0 +1,375 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "edge.h"
+#include "run.h"
+#include "util.h"
+
+#define EDGE_DEFAULT_MAX	(1U << 20)
+#define EDGE_MIN_BUCKETS	64
+
+struct edge_table {
+	struct edge **b;	/* chained buckets */
+	uint32_t nb;		/* power of two */
+	uint32_t n;
+	uint32_t max;
+	uint64_t dropped;
+};
+
+struct edge_table *edges_new(uint32_t max_edges)
+{
+	struct edge_table *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->nb = EDGE_MIN_BUCKETS;
+	t->b = calloc(t->nb, sizeof(*t->b));
+	if (!t->b) {
+		free(t);
+		return NULL;
+	}
+	t->max = max_edges ? max_edges : EDGE_DEFAULT_MAX;
+	return t;
+}
+
+static void edge_free(struct edge *e)
+{
+	free(e->kind);
+	free(e->channel);
+	free(e->src_endpoint);
+	free(e->dst_endpoint);
+	free(e);
+}
+
+void edges_free(struct edge_table *t)
+{
+	struct edge *e, *next;
+	uint32_t i;
+
+	if (!t)
+		return;
+	for (i = 0; i < t->nb; i++) {
+		for (e = t->b[i]; e; e = next) {
+			next = e->next;
+			edge_free(e);
+		}
+	}
+	free(t->b);
+	free(t);
+}
+
+/* FNV-1a, with a separator so that ("ab","c") and ("a","bc") differ */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *s = p;
+
+	while (n--) {
+		h ^= *s++;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static uint64_t fnv_str(uint64_t h, const char *s)
+{
+	if (s)
+		h = fnv(h, s, strlen(s) + 1);
+	else
+		h = fnv(h, "\xff", 1);	/* NULL differs from "" */
+	return h;
+}
+
+/* A side is keyed by whether it is a process, its pid and its endpoint. */
+static uint64_t side_hash(uint64_t h, const struct edge_side *s)
+{
+	uint32_t pid = s->id ? s->id->pid : 0;
+	unsigned char proc = s->id != NULL;
+
+	h = fnv(h, &proc, 1);
+	h = fnv(h, &pid, sizeof(pid));
+	return fnv_str(h, s->endpoint);
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+	if (!a || !b)
+		return a == b;
+	return !strcmp(a, b);
+}
+
+static bool side_eq(bool proc, const struct aiscope_ident *id, const char *ep,
+		    const struct edge_side *s)
+{
+	if (proc != (s->id != NULL))
+		return false;
+	if (proc && id->pid != s->id->pid)
+		return false;
+	return str_eq(ep, s->endpoint);
+}
+
+static bool edge_match(const struct edge *e, uint64_t h, const char *kind, const char *channel,
+		       const struct edge_side *src, const struct edge_side *dst)
+{
+	return e->hash == h && str_eq(e->kind, kind) && str_eq(e->channel, channel) &&
+	       side_eq(e->src_proc, &e->src_id, e->src_endpoint, src) &&
+	       side_eq(e->dst_proc, &e->dst_id, e->dst_endpoint, dst);
+}
+
+static int grow(struct edge_table *t)
+{
+	uint32_t nb = t->nb * 2, i;
+	struct edge **b = calloc(nb, sizeof(*b));
+	struct edge *e, *next;
+
+	if (!b)
+		return -ENOMEM;
+	for (i = 0; i < t->nb; i++) {
+		for (e = t->b[i]; e; e = next) {
+			next = e->next;
+			e->next = b[e->hash & (nb - 1)];
+			b[e->hash & (nb - 1)] = e;
+		}
+	}
+	free(t->b);
+	t->b = b;
+	t->nb = nb;
+	return 0;
+}
+
+static char *dup_or_null(const char *s, bool *fail)
+{
+	char *d;
+
+	if (!s)
+		return NULL;
+	d = strdup(s);
+	if (!d)
+		*fail = true;
+	return d;
+}
+
+static struct edge *edge_new(uint64_t h, const char *kind, const char *channel,
+			     const struct edge_side *src, const struct edge_side *dst)
+{
+	struct edge *e = calloc(1, sizeof(*e));
+	bool fail = false;
+
+	if (!e)
+		return NULL;
+	e->hash = h;
+	e->kind = dup_or_null(kind ? kind : "", &fail);
+	e->channel = dup_or_null(channel ? channel : "", &fail);
+	e->src_endpoint = dup_or_null(src->endpoint, &fail);
+	e->dst_endpoint = dup_or_null(dst->endpoint, &fail);
+	if (fail) {
+		edge_free(e);
+		return NULL;
+	}
+	e->src_proc = src->id != NULL;
+	e->dst_proc = dst->id != NULL;
+	return e;
+}
+
+struct edge *edge_get(struct edge_table *t, const char *kind, const char *channel,
+		      const struct edge_side *src, const struct edge_side *dst)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	struct edge *e;
+
+	kind = kind ? kind : "";
+	channel = channel ? channel : "";
+	h = fnv_str(h, kind);
+	h = fnv_str(h, channel);
+	h = side_hash(h, src);
+	h = side_hash(h, dst);
+	for (e = t->b[h & (t->nb - 1)]; e; e = e->next) {
+		if (edge_match(e, h, kind, channel, src, dst))
+			goto found;
+	}
+	if (t->n >= t->max) {
+		t->dropped++;
+		return NULL;
+	}
+	if (t->n >= t->nb && grow(t))
+		return NULL;
+	e = edge_new(h, kind, channel, src, dst);
+	if (!e)
+		return NULL;
+	e->next = t->b[h & (t->nb - 1)];
+	t->b[h & (t->nb - 1)] = e;
+	t->n++;
+found:
+	/* the latest identity wins: a comm changed by exec or prctl */
+	if (src->id)
+		e->src_id = *src->id;
+	if (dst->id)
+		e->dst_id = *dst->id;
+	return e;
+}
+
+static void stamp(struct edge *e, uint64_t ts)
+{
+	if (!e->first_ns || ts < e->first_ns)
+		e->first_ns = ts;
+	if (ts > e->last_ns)
+		e->last_ns = ts;
+}
+
+struct edge *edge_add(struct edge_table *t, const char *kind, const char *channel,
+		      const struct edge_side *src, const struct edge_side *dst,
+		      uint64_t bytes, uint64_t msgs, uint64_t ts)
+{
+	struct edge *e = edge_get(t, kind, channel, src, dst);
+
+	if (!e)
+		return NULL;
+	e->bytes += bytes;
+	e->msgs += msgs;
+	stamp(e, ts);
+	return e;
+}
+
+struct edge *edge_add_read(struct edge_table *t, const char *kind, const char *channel,
+			   const struct edge_side *src, const struct edge_side *dst,
+			   uint64_t bytes, uint64_t ts)
+{
+	struct edge *e = edge_get(t, kind, channel, src, dst);
+
+	if (!e)
+		return NULL;
+	e->read_bytes += bytes;
+	e->read_known = true;
+	stamp(e, ts);
+	return e;
+}
+
+uint32_t edges_count(const struct edge_table *t)
+{
+	return t->n;
+}
+
+uint64_t edges_dropped(const struct edge_table *t)
+{
+	return t->dropped;
+}
+
+static int edge_cmp(const void *pa, const void *pb)
+{
+	const struct edge *a = *(const struct edge * const *)pa;
+	const struct edge *b = *(const struct edge * const *)pb;
+	int c;
+
+	if (a->bytes != b->bytes)
+		return a->bytes > b->bytes ? -1 : 1;
+	c = strcmp(a->kind, b->kind);
+	if (c)
+		return c;
+	c = strcmp(a->channel, b->channel);
+	if (c)
+		return c;
+	if (a->first_ns != b->first_ns)
+		return a->first_ns < b->first_ns ? -1 : 1;
+	return 0;
+}
+
+void edges_each(struct edge_table *t, void (*fn)(struct edge *e, void *ctx), void *ctx)
+{
+	struct edge **v, *e;
+	uint32_t i, n = 0;
+
+	if (!t->n)
+		return;
+	v = malloc(t->n * sizeof(*v));
+	if (!v) {
+		/* unsorted rather than nothing */
+		for (i = 0; i < t->nb; i++)
+			for (e = t->b[i]; e; e = e->next)
+				fn(e, ctx);
+		return;
+	}
+	for (i = 0; i < t->nb; i++)
+		for (e = t->b[i]; e; e = e->next)
+			v[n++] = e;
+	qsort(v, n, sizeof(*v), edge_cmp);
+	for (i = 0; i < n; i++)
+		fn(v[i], ctx);
+	free(v);
+}
+
+void edge_side_json(struct jw *w, bool proc, const struct aiscope_ident *id,
+		    const char *endpoint)
+{
+	static const char *const nulls[] = {
+		"pid", "tid", "comm", "uid", "cgroup_id", "cgroup",
+		"container_id", "runtime", "pod_uid",
+	};
+	size_t i;
+
+	jw_obj_begin(w);
+	if (proc) {
+		aiscope_ident_json(w, id, false);
+	} else {
+		for (i = 0; i < sizeof(nulls) / sizeof(nulls[0]); i++)
+			jw_knull(w, nulls[i]);
+	}
+	jw_kstr(w, "endpoint", endpoint);
+	jw_obj_end(w);
+}
+
+static void ts_key(struct jw *w, const char *key, uint64_t ns)
+{
+	char buf[40];
+
+	if (!ns) {
+		jw_knull(w, key);
+		return;
+	}
+	fmt_rfc3339_ns(ns, buf, sizeof(buf));
+	jw_kstr(w, key, buf);
+}
+
+struct json_ctx {
+	struct jw *w;
+	const char *tool;
+	edge_extra_fn extra;
+	void *ctx;
+	uint32_t lines;
+};
+
+static void edge_json(struct edge *e, void *p)
+{
+	struct json_ctx *c = p;
+	struct jw *w = c->w;
+
+	jw_record_begin(w, "edge", c->tool, aiscope_now_realtime());	/* written at exit */
+	jw_kstr(w, "kind", e->kind);
+	jw_kstr(w, "channel", e->channel);
+	jw_key(w, "src");
+	edge_side_json(w, e->src_proc, &e->src_id, e->src_endpoint);
+	jw_key(w, "dst");
+	edge_side_json(w, e->dst_proc, &e->dst_id, e->dst_endpoint);
+	jw_ku64(w, "bytes", e->bytes);
+	jw_ku64(w, "msgs", e->msgs);
+	if (e->read_known)
+		jw_ku64(w, "read_bytes", e->read_bytes);
+	else
+		jw_knull(w, "read_bytes");
+	ts_key(w, "first_ts", e->first_ns);
+	ts_key(w, "last_ts", e->last_ns);
+	if (e->readers)
+		jw_ku64(w, "readers", e->readers);
+	if (c->extra)
+		c->extra(w, e, c->ctx);
+	jw_record_end(w);
+	c->lines++;
+}
+
+uint32_t edges_json(struct edge_table *t, struct jw *w, const char *tool,
+		    edge_extra_fn extra, void *ctx)
+{
+	struct json_ctx c = { .w = w, .tool = tool, .extra = extra, .ctx = ctx };
+
+	edges_each(t, edge_json, &c);
+	return c.lines;
+}
