@@ -65,6 +65,9 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRCS))
 HELPER_SRCS := $(wildcard tests/helpers/*.c)
 HELPER_BINS := $(patsubst tests/helpers/%.c,$(O)/tests/helpers/%,$(HELPER_SRCS))
+# BPF objects of unit tests (tests/bpf/<name>.bpf.c -> $(O)/tests/<name>.skel.h)
+# and libraries that unit tests load
+TEST_LIBS := $(O)/tests/libuargs.so
 
 ifeq ($(V),1)
 Q :=
@@ -82,9 +85,9 @@ all: tools test-bins
 
 tools: $(addprefix $(O)/,$(TOOLS))
 
-test-bins: $(UNIT_BINS) $(HELPER_BINS)
+test-bins: $(UNIT_BINS) $(HELPER_BINS) $(TEST_LIBS)
 
-$(O) $(O)/lib $(O)/bpf $(O)/tests $(O)/tests/helpers:
+$(O) $(O)/lib $(O)/bpf $(O)/tests $(O)/tests/bpf $(O)/tests/helpers:
 	$(Q)mkdir -p $@
 
 $(O)/bpf/%.bpf.o: bpf/%.bpf.c | $(O)/bpf
@@ -114,7 +117,23 @@ $(addprefix $(O)/,$(TOOLS)): $(O)/%: $(O)/%.o $(O)/libaiscope.a
 
 $(O)/tests/%.o: tests/unit/%.c | $(O)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -c $< -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -I$(O)/tests -c $< -o $@
+
+$(O)/tests/bpf/%.bpf.o: tests/bpf/%.bpf.c | $(O)/tests/bpf
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@
+	$(Q)$(LLVM_STRIP) -g $@
+
+$(O)/tests/%.skel.h: $(O)/tests/bpf/%.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
+
+$(O)/tests/test_uprobe.o: $(O)/tests/uprobe_args.skel.h
+
+# symbol versions, a _ptsz twin and a local function for test_uprobe
+$(O)/tests/libuargs.so: tests/unit/uargs_lib.c tests/unit/uargs_lib.map | $(O)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -shared -Wl,--version-script=tests/unit/uargs_lib.map $< -o $@
 
 $(O)/tests/test_%: $(O)/tests/test_%.o $(O)/libaiscope.a
 	$(call msg,LINK,$@)
@@ -161,7 +180,7 @@ clean:
 help:
 	@sed -n '2,9p' Makefile | sed 's/^# \{0,1\}//'
 
--include $(wildcard $(O)/*.d $(O)/lib/*.d $(O)/bpf/*.d $(O)/tests/*.d $(O)/tests/helpers/*.d)
+-include $(wildcard $(O)/*.d $(O)/lib/*.d $(O)/bpf/*.d $(O)/tests/*.d $(O)/tests/bpf/*.d $(O)/tests/helpers/*.d)
 
 # Layer 4 of the tests: the end-to-end subset in qemu on Debian's own 6.1
 # kernels, x86_64 and arm64 (builds the static tools, helpers and initramfs).

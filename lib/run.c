@@ -260,7 +260,7 @@ int aiscope_loop_stop(struct aiscope_loop *l, const char *reason)
 	return -ECANCELED;
 }
 
-enum { SRC_SIGNAL = 1, SRC_TICK, SRC_DEADLINE, SRC_RING, SRC_POLL, SRC_STDOUT };
+enum { SRC_SIGNAL = 1, SRC_TICK, SRC_DEADLINE, SRC_RING, SRC_POLL, SRC_STDOUT, SRC_AUX };
 
 static int add_fd(int ep, int fd, uint32_t events, uint64_t tag)
 {
@@ -299,6 +299,8 @@ int aiscope_loop_run(struct aiscope_loop *l)
 		pfd = timer_fd(AISCOPE_POLL_MS * NSEC_PER_MSEC, true);
 		add_fd(ep, pfd, EPOLLIN, SRC_POLL);
 	}
+	if (l->aux_rb)
+		add_fd(ep, ring_buffer__epoll_fd(l->aux_rb), EPOLLIN, SRC_AUX);
 	/* a pipe whose reader went away reports EPOLLERR: leave at once */
 	add_fd(ep, STDOUT_FILENO, 0, SRC_STDOUT);
 	refresh_offset();
@@ -335,6 +337,10 @@ int aiscope_loop_run(struct aiscope_loop *l)
 				__attribute__((fallthrough));
 			case SRC_RING:
 				if (ring_buffer__consume(b->rb) < 0 && !l->exit_reason)
+					l->exit_reason = "error";
+				break;
+			case SRC_AUX:
+				if (ring_buffer__consume(l->aux_rb) < 0 && !l->exit_reason)
 					l->exit_reason = "error";
 				break;
 			case SRC_TICK:

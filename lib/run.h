@@ -45,6 +45,9 @@ struct aiscope_loop {
 	int (*on_tick)(void *ctx);
 	void *ctx;
 	uint64_t tick_ns;		/* 0: no interval callback */
+	/* optional: a second ring buffer read as soon as it has data (its
+	 * producer wakes the reader), e.g. uprobe discovery events */
+	struct ring_buffer *aux_rb;
 	/* filled in */
 	const char *exit_reason;	/* signal|duration|count|pipe|error */
 	uint64_t ticks;

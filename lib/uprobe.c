@@ -1,0 +1,874 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include "uprobe.h"
+#include "uprobe_discover.h"
+
+/* ---- ELF symbols ---- */
+
+struct esym {
+	const char *name;
+	const char *ver;	/* NULL: unversioned */
+	uint64_t value, size;
+	bool hidden;		/* a non-default version (name@VER) */
+};
+
+struct elf_seg {
+	uint64_t vaddr, memsz, off, filesz;
+};
+
+struct elf_syms {
+	int fd;
+	Elf *elf;
+	bool native;
+	struct esym *syms;	/* sorted by value */
+	int n, cap;
+	struct esym **by_name;	/* sorted by name */
+	struct elf_seg *segs;
+	int nsegs;
+};
+
+#if defined(__x86_64__)
+#define NATIVE_MACHINE EM_X86_64
+#elif defined(__aarch64__)
+#define NATIVE_MACHINE EM_AARCH64
+#else
+#define NATIVE_MACHINE EM_NONE
+#endif
+
+static int push_sym(struct elf_syms *s, const struct esym *e)
+{
+	if (s->n == s->cap) {
+		int cap = s->cap ? s->cap * 2 : 256;
+		struct esym *n = realloc(s->syms, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		s->syms = n;
+		s->cap = cap;
+	}
+	s->syms[s->n++] = *e;
+	return 0;
+}
+
+/* Version names of .gnu.version_d, indexed by version index. */
+static int read_verdefs(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, const char **names, int max)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	size_t off = 0;
+	GElf_Verdef vd;
+	GElf_Verdaux va;
+
+	if (!d)
+		return -EINVAL;
+	for (size_t i = 0; i < sh->sh_info; i++) {
+		if (!gelf_getverdef(d, off, &vd))
+			break;
+		if (gelf_getverdaux(d, off + vd.vd_aux, &va) && vd.vd_ndx < max)
+			names[vd.vd_ndx] = elf_strptr(elf, sh->sh_link, va.vda_name);
+		if (!vd.vd_next)
+			break;
+		off += vd.vd_next;
+	}
+	return 0;
+}
+
+static bool is_func(const GElf_Sym *sym)
+{
+	int t = GELF_ST_TYPE(sym->st_info);
+
+	return (t == STT_FUNC || t == STT_GNU_IFUNC) && sym->st_shndx != SHN_UNDEF;
+}
+
+static int read_symtab(struct elf_syms *s, Elf_Scn *scn, GElf_Shdr *sh, Elf_Data *versym,
+		       const char **vernames, int nver)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	size_t count = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
+	GElf_Sym sym;
+	GElf_Versym vs;
+
+	if (!d)
+		return 0;
+	for (size_t i = 1; i < count; i++) {
+		struct esym e = { 0 };
+
+		if (!gelf_getsym(d, i, &sym) || !is_func(&sym))
+			continue;
+		e.name = elf_strptr(s->elf, sh->sh_link, sym.st_name);
+		if (!e.name || !*e.name)
+			continue;
+		e.value = sym.st_value;
+		e.size = sym.st_size;
+		if (versym && gelf_getversym(versym, i, &vs)) {
+			int idx = vs & 0x7fff;
+
+			e.hidden = vs & 0x8000;
+			if (idx > 1 && idx < nver)
+				e.ver = vernames[idx];
+		}
+		if (push_sym(s, &e))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int cmp_value(const void *a, const void *b)
+{
+	const struct esym *x = a, *y = b;
+
+	if (x->value != y->value)
+		return x->value < y->value ? -1 : 1;
+	/* the sized one first, so that lookups by offset find it */
+	return x->size > y->size ? -1 : x->size < y->size;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	const struct esym *x = *(struct esym *const *)a, *y = *(struct esym *const *)b;
+
+	return strcmp(x->name, y->name);
+}
+
+static int read_segments(struct elf_syms *s)
+{
+	size_t n;
+	GElf_Phdr ph;
+
+	if (elf_getphdrnum(s->elf, &n))
+		return -EINVAL;
+	s->segs = calloc(n ? n : 1, sizeof(*s->segs));
+	if (!s->segs)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (!gelf_getphdr(s->elf, i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		s->segs[s->nsegs++] = (struct elf_seg){ ph.p_vaddr, ph.p_memsz, ph.p_offset,
+							ph.p_filesz };
+	}
+	return 0;
+}
+
+static int read_all_syms(struct elf_syms *s)
+{
+	Elf_Scn *scn = NULL, *dynsym = NULL, *symtab = NULL, *verdef = NULL, *versym = NULL;
+	GElf_Shdr sh, dsh = { 0 }, ssh = { 0 }, vsh = { 0 };
+	const char *vernames[256] = { 0 };
+	int err;
+
+	while ((scn = elf_nextscn(s->elf, scn))) {
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		switch (sh.sh_type) {
+		case SHT_DYNSYM: dynsym = scn; dsh = sh; break;
+		case SHT_SYMTAB: symtab = scn; ssh = sh; break;
+		case SHT_GNU_verdef: verdef = scn; vsh = sh; break;
+		case SHT_GNU_versym: versym = scn; break;
+		}
+	}
+	if (verdef)
+		read_verdefs(s->elf, verdef, &vsh, vernames, 256);
+	if (dynsym) {
+		err = read_symtab(s, dynsym, &dsh, versym ? elf_getdata(versym, NULL) : NULL,
+				  vernames, 256);
+		if (err)
+			return err;
+	}
+	if (symtab) {
+		err = read_symtab(s, symtab, &ssh, NULL, NULL, 0);
+		if (err)
+			return err;
+	}
+	qsort(s->syms, s->n, sizeof(*s->syms), cmp_value);
+	s->by_name = malloc((s->n ? s->n : 1) * sizeof(*s->by_name));
+	if (!s->by_name)
+		return -ENOMEM;
+	for (int i = 0; i < s->n; i++)
+		s->by_name[i] = &s->syms[i];
+	qsort(s->by_name, s->n, sizeof(*s->by_name), cmp_name);
+	return 0;
+}
+
+struct elf_syms *elf_syms_open(const char *path)
+{
+	struct elf_syms *s;
+	GElf_Ehdr eh;
+	int err;
+
+	if (elf_version(EV_CURRENT) == EV_NONE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (s->fd < 0) {
+		err = errno;
+		free(s);
+		errno = err;
+		return NULL;
+	}
+	s->elf = elf_begin(s->fd, ELF_C_READ_MMAP, NULL);
+	if (!s->elf || elf_kind(s->elf) != ELF_K_ELF || !gelf_getehdr(s->elf, &eh)) {
+		elf_syms_free(s);
+		errno = ENOEXEC;
+		return NULL;
+	}
+	s->native = eh.e_machine == NATIVE_MACHINE;
+	err = read_segments(s);
+	if (!err)
+		err = read_all_syms(s);
+	if (err) {
+		elf_syms_free(s);
+		errno = -err;
+		return NULL;
+	}
+	return s;
+}
+
+void elf_syms_free(struct elf_syms *s)
+{
+	if (!s)
+		return;
+	if (s->elf)
+		elf_end(s->elf);
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->syms);
+	free(s->by_name);
+	free(s->segs);
+	free(s);
+}
+
+int elf_syms_count(const struct elf_syms *s)
+{
+	return s->n;
+}
+
+bool elf_syms_native(const struct elf_syms *s)
+{
+	return s->native;
+}
+
+int elf_syms_vaddr_to_off(const struct elf_syms *s, uint64_t vaddr, uint64_t *off)
+{
+	for (int i = 0; i < s->nsegs; i++) {
+		const struct elf_seg *g = &s->segs[i];
+
+		if (vaddr >= g->vaddr && vaddr < g->vaddr + g->filesz) {
+			*off = vaddr - g->vaddr + g->off;
+			return 0;
+		}
+	}
+	return -ERANGE;
+}
+
+int elf_syms_off_to_vaddr(const struct elf_syms *s, uint64_t off, uint64_t *vaddr)
+{
+	for (int i = 0; i < s->nsegs; i++) {
+		const struct elf_seg *g = &s->segs[i];
+
+		if (off >= g->off && off < g->off + g->filesz) {
+			*vaddr = off - g->off + g->vaddr;
+			return 0;
+		}
+	}
+	return -ERANGE;
+}
+
+/* The first by_name index whose name equals name, or -1. */
+static int first_named(const struct elf_syms *s, const char *name, size_t len)
+{
+	int lo = 0, hi = s->n;
+
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+		int c = strncmp(s->by_name[mid]->name, name, len);
+
+		if (c == 0 && s->by_name[mid]->name[len])
+			c = 1;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < s->n && !strncmp(s->by_name[lo]->name, name, len) && !s->by_name[lo]->name[len])
+		return lo;
+	return -1;
+}
+
+static const struct esym *find_sym(const struct elf_syms *s, const char *name)
+{
+	const char *at = strchr(name, '@');
+	size_t len = at ? (size_t)(at - name) : strlen(name);
+	const char *ver = at ? at + 1 + (at[1] == '@') : NULL;
+	const struct esym *best = NULL;
+	int i = first_named(s, name, len);
+
+	for (; i >= 0 && i < s->n; i++) {
+		const struct esym *e = s->by_name[i];
+
+		if (strncmp(e->name, name, len) || e->name[len])
+			break;
+		if (ver) {
+			if (e->ver && !strcmp(e->ver, ver))
+				return e;
+			continue;
+		}
+		/* a plain name: the default version wins over hidden ones */
+		if (!best || (best->hidden && !e->hidden))
+			best = e;
+	}
+	return best;
+}
+
+int elf_syms_offset(const struct elf_syms *s, const char *name, uint64_t *off)
+{
+	const struct esym *e = find_sym(s, name);
+
+	if (!e)
+		return -ENOENT;
+	return elf_syms_vaddr_to_off(s, e->value, off);
+}
+
+bool elf_syms_has(const struct elf_syms *s, const char *name)
+{
+	return find_sym(s, name) != NULL;
+}
+
+const char *elf_syms_at(const struct elf_syms *s, uint64_t off, uint64_t *delta)
+{
+	uint64_t v;
+	int lo = 0, hi = s->n;
+
+	if (elf_syms_off_to_vaddr(s, off, &v))
+		return NULL;
+	/* the last symbol starting at or below v */
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+
+		if (s->syms[mid].value <= v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* nested or overlapping symbols: walk back while one could cover v */
+	for (int i = lo - 1; i >= 0 && i >= lo - 64; i--) {
+		const struct esym *e = &s->syms[i];
+
+		if (v == e->value || v < e->value + e->size) {
+			/* the first of equal values is the sized one */
+			while (i > 0 && s->syms[i - 1].value == e->value)
+				e = &s->syms[--i];
+			if (delta)
+				*delta = v - e->value;
+			return e->name;
+		}
+	}
+	return NULL;
+}
+
+/* ---- process mappings ---- */
+
+int proc_maps_foreach(pid_t pid, int (*cb)(const struct proc_map *m, void *ctx), void *ctx)
+{
+	char fn[64], line[4096 + 256];
+	FILE *f;
+	int ret = 0;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
+	f = fopen(fn, "re");
+	if (!f)
+		return -errno;
+	while (!ret && fgets(line, sizeof(line), f)) {
+		struct proc_map m = { 0 };
+		unsigned int maj, min;
+		unsigned long long start, end, pgoff, ino;
+		char perms[8];
+		int pos = 0;
+		size_t l;
+
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &pgoff,
+			   &maj, &min, &ino, &pos) < 7 || !ino)
+			continue;
+		l = strlen(line);
+		if (l && line[l - 1] == '\n')
+			line[l - 1] = 0;
+		m.start = start;
+		m.end = end;
+		m.pgoff = pgoff;
+		m.dev = makedev(maj, min);
+		m.ino = ino;
+		m.exec = perms[2] == 'x';
+		m.path = pos ? line + pos : "";
+		ret = cb(&m, ctx);
+	}
+	fclose(f);
+	return ret;
+}
+
+int proc_pids_foreach(int (*cb)(pid_t pid, void *ctx), void *ctx)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	int ret = 0;
+
+	if (!d)
+		return -errno;
+	while (!ret && (de = readdir(d))) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+
+		if (*end || pid <= 0)
+			continue;
+		ret = cb((pid_t)pid, ctx);
+	}
+	closedir(d);
+	return ret;
+}
+
+void proc_map_file(pid_t pid, const struct proc_map *m, char *buf, size_t len)
+{
+	snprintf(buf, len, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, m->start, m->end);
+}
+
+const char *uprobe_basename(const char *path, char *buf, size_t len)
+{
+	const char *b = strrchr(path, '/');
+	size_t n;
+
+	b = b ? b + 1 : path;
+	snprintf(buf, len, "%s", b);
+	n = strlen(buf);
+	if (n > 10 && !strcmp(buf + n - 10, " (deleted)"))
+		buf[n - 10] = 0;
+	return buf;
+}
+
+/* ---- uprobe bookkeeping ---- */
+
+struct uprobe_lib *uprobe_set_find(struct uprobe_set *set, uint64_t dev, uint64_t ino)
+{
+	for (int i = 0; i < set->n; i++)
+		if (set->libs[i]->dev == dev && set->libs[i]->ino == ino)
+			return set->libs[i];
+	return NULL;
+}
+
+struct uprobe_lib *uprobe_set_add(struct uprobe_set *set, const char *open_path,
+				  const char *path, int kind, bool *created)
+{
+	struct uprobe_lib *lib;
+	struct stat st;
+
+	*created = false;
+	if (stat(open_path, &st))
+		return NULL;
+	lib = uprobe_set_find(set, st.st_dev, st.st_ino);
+	if (lib) {
+		lib->seen = set->gen;
+		return lib;
+	}
+	if (set->max_libs && set->n >= set->max_libs) {
+		errno = ENOSPC;
+		return NULL;
+	}
+	if (set->n == set->cap) {
+		int cap = set->cap ? set->cap * 2 : 8;
+		struct uprobe_lib **n = realloc(set->libs, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		set->libs = n;
+		set->cap = cap;
+	}
+	lib = calloc(1, sizeof(*lib));
+	if (!lib)
+		return NULL;
+	lib->syms = elf_syms_open(open_path);
+	if (!lib->syms) {
+		int err = errno;
+
+		free(lib);
+		errno = err;
+		return NULL;
+	}
+	lib->dev = st.st_dev;
+	lib->ino = st.st_ino;
+	lib->kind = kind;
+	lib->seen = set->gen;
+	snprintf(lib->path, sizeof(lib->path), "%s", path);
+	snprintf(lib->open_path, sizeof(lib->open_path), "%s", open_path);
+	set->libs[set->n++] = lib;
+	*created = true;
+	return lib;
+}
+
+int uprobe_lib_attach_off(struct uprobe_lib *lib, struct bpf_program *prog, uint64_t off,
+			  bool retprobe, pid_t pid)
+{
+	struct bpf_link *link;
+	long err;
+
+	if (lib->nlinks == lib->cap) {
+		int cap = lib->cap ? lib->cap * 2 : 16;
+		struct bpf_link **n = realloc(lib->links, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		lib->links = n;
+		lib->cap = cap;
+	}
+	link = bpf_program__attach_uprobe(prog, retprobe, pid, lib->open_path, off);
+	err = libbpf_get_error(link);
+	if (err)
+		return (int)err;
+	lib->links[lib->nlinks++] = link;
+	lib->attached++;
+	return 0;
+}
+
+int uprobe_lib_attach(struct uprobe_lib *lib, struct bpf_program *prog, const char *sym,
+		      bool retprobe, pid_t pid)
+{
+	uint64_t off;
+	int err = elf_syms_offset(lib->syms, sym, &off);
+
+	if (err) {
+		lib->missing++;
+		return err;
+	}
+	return uprobe_lib_attach_off(lib, prog, off, retprobe, pid);
+}
+
+void uprobe_set_begin_scan(struct uprobe_set *set)
+{
+	set->gen++;
+}
+
+static void lib_free(struct uprobe_lib *lib)
+{
+	for (int i = 0; i < lib->nlinks; i++)
+		bpf_link__destroy(lib->links[i]);
+	free(lib->links);
+	elf_syms_free(lib->syms);
+	free(lib);
+}
+
+int uprobe_set_prune(struct uprobe_set *set)
+{
+	int kept = 0, removed = 0;
+
+	for (int i = 0; i < set->n; i++) {
+		struct uprobe_lib *lib = set->libs[i];
+
+		if (lib->seen == set->gen || lib->pinned) {
+			set->libs[kept++] = lib;
+			continue;
+		}
+		lib_free(lib);
+		removed++;
+	}
+	set->n = kept;
+	return removed;
+}
+
+void uprobe_set_free(struct uprobe_set *set)
+{
+	for (int i = 0; i < set->n; i++)
+		lib_free(set->libs[i]);
+	free(set->libs);
+	set->libs = NULL;
+	set->n = set->cap = 0;
+}
+
+struct ldso_ctx {
+	char *buf;
+	size_t len;
+	bool found;
+};
+
+static int ldso_cb(const struct proc_map *m, void *ctx)
+{
+	struct ldso_ctx *c = ctx;
+	char base[64];
+
+	uprobe_basename(m->path, base, sizeof(base));
+	if (strncmp(base, "ld-linux", 8) && strncmp(base, "ld-musl", 7) && strncmp(base, "ld.so", 5))
+		return 0;
+	snprintf(c->buf, c->len, "%s", m->path);
+	c->found = true;
+	return 1;
+}
+
+int uprobe_ldso_path(pid_t pid, char *buf, size_t len)
+{
+	struct ldso_ctx c = { buf, len, false };
+	int err = proc_maps_foreach(pid, ldso_cb, &c);
+
+	if (err < 0)
+		return err;
+	return c.found ? 0 : -ENOENT;
+}
+
+/* ---- discovery ---- */
+
+static struct uprobe_lib *set_find_map(struct uprobe_set *set, uint64_t dev, uint64_t ino)
+{
+	for (int i = 0; i < set->n; i++)
+		if (set->libs[i]->map_dev == dev && set->libs[i]->map_ino == ino)
+			return set->libs[i];
+	return NULL;
+}
+
+static bool is_ldso(const struct proc_map *m)
+{
+	char base[64];
+
+	uprobe_basename(m->path, base, sizeof(base));
+	return !strncmp(base, "ld-linux", 8) || !strncmp(base, "ld-musl", 7) ||
+	       !strncmp(base, "ld.so", 5);
+}
+
+struct scan_ctx {
+	struct uprobe_scanner *s;
+	pid_t pid;
+	uint64_t last_dev, last_ino;
+};
+
+static void scan_new(struct uprobe_scanner *s, struct uprobe_lib *lib)
+{
+	if (lib->kind == UPROBE_KIND_LDSO) {
+		if (uprobe_lib_attach(lib, s->dlopen_prog, "_dl_debug_state", false, -1))
+			s->failed++;
+		return;
+	}
+	s->attach(lib, s->ctx);
+}
+
+static int scan_cb(const struct proc_map *m, void *ctx)
+{
+	struct scan_ctx *c = ctx;
+	struct uprobe_scanner *s = c->s;
+	struct uprobe_lib *lib;
+	char open_path[64];
+	bool created;
+	int kind;
+
+	/* a file is mapped several times in a row (r--p, r-xp, ...) */
+	if (m->dev == c->last_dev && m->ino == c->last_ino)
+		return 0;
+	c->last_dev = m->dev;
+	c->last_ino = m->ino;
+	lib = set_find_map(s->set, m->dev, m->ino);
+	if (lib) {
+		lib->seen = s->set->gen;
+		return 0;
+	}
+	if (s->dlopen_prog && is_ldso(m))
+		kind = UPROBE_KIND_LDSO;
+	else
+		kind = s->classify(m, s->ctx);
+	if (kind < 0)
+		return 0;
+	proc_map_file(c->pid, m, open_path, sizeof(open_path));
+	lib = uprobe_set_add(s->set, open_path, m->path, kind, &created);
+	if (!lib) {
+		s->failed++;
+		return 0;
+	}
+	lib->map_dev = m->dev;
+	lib->map_ino = m->ino;
+	if (created)
+		scan_new(s, lib);
+	return 0;
+}
+
+int uprobe_scan_pid(struct uprobe_scanner *s, pid_t pid)
+{
+	struct scan_ctx c = { s, pid, 0, 0 };
+	int err = proc_maps_foreach(pid, scan_cb, &c);
+
+	s->scans++;
+	return err < 0 ? err : 0;
+}
+
+static int scan_all_cb(pid_t pid, void *ctx)
+{
+	uprobe_scan_pid(ctx, pid);
+	return 0;
+}
+
+int uprobe_scan_all(struct uprobe_scanner *s, const uint32_t *pids, int npids)
+{
+	uprobe_set_begin_scan(s->set);
+	if (npids > 0) {
+		for (int i = 0; i < npids; i++)
+			uprobe_scan_pid(s, (pid_t)pids[i]);
+	} else {
+		proc_pids_foreach(scan_all_cb, s);
+	}
+	return uprobe_set_prune(s->set);
+}
+
+struct uprobe_lib *uprobe_scan_add_path(struct uprobe_scanner *s, const char *path, int kind)
+{
+	struct uprobe_lib *lib;
+	bool created;
+
+	lib = uprobe_set_add(s->set, path, path, kind, &created);
+	if (!lib)
+		return NULL;
+	lib->pinned = true;
+	if (created)
+		scan_new(s, lib);
+	return lib;
+}
+
+static int discover_event(void *ctx, void *data, size_t len)
+{
+	const struct uprobe_discover_ev *ev = data;
+
+	if (len >= sizeof(*ev))
+		uprobe_scan_pid(ctx, (pid_t)ev->pid);
+	return 0;
+}
+
+struct ring_buffer *uprobe_discover_open(struct bpf_object *obj, struct uprobe_scanner *s)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(obj, "uprobe_discover_rb");
+
+	if (!m) {
+		errno = ENOENT;
+		return NULL;
+	}
+	return ring_buffer__new(bpf_map__fd(m), discover_event, s, NULL);
+}
+
+/* ---- names of addresses ---- */
+
+struct cache_ent {
+	uint64_t dev, ino, used;
+	struct elf_syms *syms;
+};
+
+struct elf_cache {
+	struct cache_ent *e;
+	int n, max;
+	uint64_t clock;
+};
+
+struct elf_cache *elf_cache_new(int max)
+{
+	struct elf_cache *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->max = max > 0 ? max : 1;
+	c->e = calloc(c->max, sizeof(*c->e));
+	if (!c->e) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void elf_cache_free(struct elf_cache *c)
+{
+	if (!c)
+		return;
+	for (int i = 0; i < c->n; i++)
+		elf_syms_free(c->e[i].syms);
+	free(c->e);
+	free(c);
+}
+
+const struct elf_syms *elf_cache_get(struct elf_cache *c, uint64_t dev, uint64_t ino,
+				     const char *path)
+{
+	struct cache_ent *slot;
+	struct elf_syms *s;
+
+	for (int i = 0; i < c->n; i++) {
+		if (c->e[i].dev == dev && c->e[i].ino == ino) {
+			c->e[i].used = ++c->clock;
+			return c->e[i].syms;
+		}
+	}
+	s = elf_syms_open(path);
+	if (!s)
+		return NULL;
+	if (c->n < c->max) {
+		slot = &c->e[c->n++];
+	} else {
+		slot = &c->e[0];
+		for (int i = 1; i < c->n; i++)
+			if (c->e[i].used < slot->used)
+				slot = &c->e[i];
+		elf_syms_free(slot->syms);
+	}
+	*slot = (struct cache_ent){ dev, ino, ++c->clock, s };
+	return s;
+}
+
+struct locate_ctx {
+	pid_t pid;
+	uint64_t addr;
+	struct addr_loc *loc;
+};
+
+static int locate_cb(const struct proc_map *m, void *ctx)
+{
+	struct locate_ctx *c = ctx;
+
+	if (c->addr < m->start || c->addr >= m->end)
+		return 0;
+	c->loc->dev = m->dev;
+	c->loc->ino = m->ino;
+	c->loc->off = c->addr - m->start + m->pgoff;
+	uprobe_basename(m->path, c->loc->module, sizeof(c->loc->module));
+	proc_map_file(c->pid, m, c->loc->open_path, sizeof(c->loc->open_path));
+	return 1;
+}
+
+int uprobe_addr_locate(pid_t pid, uint64_t addr, struct addr_loc *loc)
+{
+	struct locate_ctx c = { pid, addr, loc };
+	int ret = proc_maps_foreach(pid, locate_cb, &c);
+
+	if (ret < 0)
+		return ret;
+	return ret ? 0 : -ENOENT;
+}
+
+int uprobe_addr_name(struct elf_cache *c, pid_t pid, uint64_t addr, char *buf, size_t len)
+{
+	struct addr_loc loc;
+	const struct elf_syms *s;
+	const char *name;
+	uint64_t delta;
+	int err = uprobe_addr_locate(pid, addr, &loc);
+
+	if (err)
+		return err;
+	s = elf_cache_get(c, loc.dev, loc.ino, loc.open_path);
+	name = s ? elf_syms_at(s, loc.off, &delta) : NULL;
+	if (name && !delta) {
+		snprintf(buf, len, "%s", name);
+		return 1;
+	}
+	snprintf(buf, len, "%s+0x%" PRIx64, loc.module, loc.off);
+	return 0;
+}

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * User-space probing: ELF symbols, process mappings and uprobe bookkeeping.
+ *
+ * - elf_syms: one file's function symbols from .dynsym and .symtab, with
+ *   symbol versions (name, name@VER, name@@VER), name -> file offset (what
+ *   a uprobe attaches to) and file offset -> symbol (names of addresses).
+ * - proc_maps_foreach(): the file-backed mappings of a process.
+ * - uprobe_set: the libraries a tool has attached to, one entry per inode
+ *   (st_dev, st_ino): a library mapped by many processes (8 ranks, every
+ *   container) is probed once, and BPF filters by process. Links are kept
+ *   per library and released when it is pruned or the set is freed.
+ * - elf_cache + uprobe_addr_name(): "what function is at this address of
+ *   process P", keyed by inode and file offset, never by virtual address.
+ *
+ * - uprobe_scanner: discovery. A process is scanned when BPF reports an exec
+ *   or a library load (bpf/uprobe_discover.bpf.h: sched_process_exec, and a
+ *   uprobe on ld.so's _dl_debug_state, which runs after every dlopen and
+ *   after a new program's libraries are mapped, before main), and every
+ *   process is rescanned periodically as a fallback (static executables,
+ *   libraries mapped without ld.so). Calls made between the load of a new
+ *   library and the attach (a few milliseconds) are not seen; a library
+ *   named up front (uprobe_scan_add_path) loses none.
+ */
+#ifndef AISCOPE_UPROBE_H
+#define AISCOPE_UPROBE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "probe.h"
+
+struct bpf_program;
+struct bpf_link;
+struct bpf_object;
+struct ring_buffer;
+
+/* ---- ELF symbols ---- */
+
+struct elf_syms;
+
+/* Reads the function symbols of an ELF file. NULL with errno set
+ * (ENOEXEC: not ELF, ENOENT, EACCES, ...). */
+struct elf_syms *elf_syms_open(const char *path);
+void elf_syms_free(struct elf_syms *s);
+/* Function symbols read (both tables, duplicates included). */
+int elf_syms_count(const struct elf_syms *s);
+/* Whether the file is ELF for the machine this tool was built for. */
+bool elf_syms_native(const struct elf_syms *s);
+
+/*
+ * File offset of function `name`: "name" (the default version where there
+ * are several, else the only one), "name@VER" or "name@@VER" (that
+ * version). Both tables are searched, so local symbols of .symtab (kernel
+ * stubs, a static CUDA runtime in an executable) resolve too.
+ * Returns 0, -ENOENT (no such function) or -ERANGE (not in a loaded segment).
+ */
+int elf_syms_offset(const struct elf_syms *s, const char *name, uint64_t *off);
+bool elf_syms_has(const struct elf_syms *s, const char *name);
+
+/* The function containing file offset off (value <= v < value + size; a
+ * size-0 symbol only at its exact address). Returns its name (valid while
+ * s is) and the offset into it, or NULL. */
+const char *elf_syms_at(const struct elf_syms *s, uint64_t off, uint64_t *delta);
+
+/* Virtual address <-> file offset through the PT_LOAD headers. */
+int elf_syms_vaddr_to_off(const struct elf_syms *s, uint64_t vaddr, uint64_t *off);
+int elf_syms_off_to_vaddr(const struct elf_syms *s, uint64_t off, uint64_t *vaddr);
+
+/* ---- process mappings ---- */
+
+struct proc_map {
+	uint64_t start, end, pgoff;
+	uint64_t dev;		/* makedev(major, minor) as maps shows it */
+	uint64_t ino;
+	bool exec;
+	const char *path;	/* "" for anonymous mappings; may end in " (deleted)" */
+};
+
+/* Calls cb for every mapping of pid with a file behind it (inode != 0) in
+ * maps order; a non-zero return stops the walk and is returned. -errno when
+ * the maps file cannot be read (the process is gone: -ENOENT or -ESRCH). */
+int proc_maps_foreach(pid_t pid, int (*cb)(const struct proc_map *m, void *ctx), void *ctx);
+/* Calls cb for every process in /proc; non-zero stops. */
+int proc_pids_foreach(int (*cb)(pid_t pid, void *ctx), void *ctx);
+/* The path from which this process's mapping can be opened by us, even in
+ * another mount namespace or when the file is deleted:
+ * /proc/PID/map_files/START-END. */
+void proc_map_file(pid_t pid, const struct proc_map *m, char *buf, size_t len);
+
+/* The base name of a maps path, without " (deleted)". */
+const char *uprobe_basename(const char *path, char *buf, size_t len);
+
+/* ---- uprobe bookkeeping ---- */
+
+struct uprobe_lib {
+	uint64_t dev, ino;	/* of the file (stat of open_path) */
+	char path[256];		/* as the first process that mapped it saw it */
+	char open_path[64];	/* what we attach through (see proc_map_file) */
+	int kind;		/* the tool's classification */
+	struct elf_syms *syms;
+	struct bpf_link **links;
+	int nlinks, cap;
+	unsigned int seen;	/* generation of the last scan that found it */
+	int attached;		/* probes attached */
+	int missing;		/* symbols asked for and absent */
+	bool pinned;		/* given by the user (--lib): never pruned */
+	uint64_t map_dev, map_ino;	/* as /proc/PID/maps shows them */
+};
+
+struct uprobe_set {
+	struct uprobe_lib **libs;
+	int n, cap;
+	unsigned int gen;	/* current scan generation */
+	int max_libs;		/* 0: unlimited */
+};
+
+/* The entry for this inode, or NULL. */
+struct uprobe_lib *uprobe_set_find(struct uprobe_set *set, uint64_t dev, uint64_t ino);
+/*
+ * The entry for the file at open_path (stat()ed for its inode); a new one
+ * reads its symbols and sets *created so that the caller attaches its
+ * probes. path is what users see. NULL with errno on failure (ENOSPC: the
+ * set is full).
+ */
+struct uprobe_lib *uprobe_set_add(struct uprobe_set *set, const char *open_path,
+				  const char *path, int kind, bool *created);
+/* Attaches prog (entry, or return probe) to symbol sym of lib, for all
+ * processes (-1) or one. Returns 0, -ENOENT when the library lacks sym
+ * (counted in lib->missing), or the attach error. */
+int uprobe_lib_attach(struct uprobe_lib *lib, struct bpf_program *prog, const char *sym,
+		      bool retprobe, pid_t pid);
+/* The same at a file offset. */
+int uprobe_lib_attach_off(struct uprobe_lib *lib, struct bpf_program *prog, uint64_t off,
+			  bool retprobe, pid_t pid);
+/* Starts a scan generation; entries found during it are marked seen. */
+void uprobe_set_begin_scan(struct uprobe_set *set);
+/* Detaches and removes the libraries no process mapped in the scan just
+ * finished. Returns how many were removed. */
+int uprobe_set_prune(struct uprobe_set *set);
+/* Detaches everything. */
+void uprobe_set_free(struct uprobe_set *set);
+
+/* The path of the dynamic loader mapped by pid (its r_brk function
+ * _dl_debug_state runs after every library load and unload), or -ENOENT. */
+int uprobe_ldso_path(pid_t pid, char *buf, size_t len);
+
+/* ---- discovery ---- */
+
+/* Kind of the dynamic loader's entry in a set (tools use small kinds). */
+#define UPROBE_KIND_LDSO	0x10000
+
+/*
+ * Finds the files a tool probes in processes' mappings and attaches to
+ * each new inode once. classify() says which mappings matter (a kind >= 0,
+ * or -1); attach() puts the tool's probes on a library seen for the first
+ * time. With dlopen_prog (bpf/uprobe_discover.bpf.h's uprobe_disc_dlopen),
+ * the dynamic loader of every scanned process is probed too, so that
+ * libraries loaded later are reported at once.
+ */
+struct uprobe_scanner {
+	struct uprobe_set *set;
+	/* called once per file and process, with its first mapping (which
+	 * is usually not the executable one) */
+	int (*classify)(const struct proc_map *m, void *ctx);
+	void (*attach)(struct uprobe_lib *lib, void *ctx);
+	void *ctx;
+	struct bpf_program *dlopen_prog;
+	/* counters */
+	uint64_t scans;		/* processes scanned */
+	uint64_t failed;	/* files that could not be read or attached */
+};
+
+/* Scans one process. 0, or -errno when its maps cannot be read. */
+int uprobe_scan_pid(struct uprobe_scanner *s, pid_t pid);
+/* A full scan of every process (or of pids[0..npids) when npids > 0),
+ * then drops libraries no longer mapped anywhere. Returns how many
+ * libraries were dropped. */
+int uprobe_scan_all(struct uprobe_scanner *s, const uint32_t *pids, int npids);
+/* Adds a library by path (--lib): attached now, never pruned. NULL with
+ * errno when it cannot be read. */
+struct uprobe_lib *uprobe_scan_add_path(struct uprobe_scanner *s, const char *path, int kind);
+
+/* The ring buffer of bpf/uprobe_discover.bpf.h in obj, each event a scan
+ * of its process (hand it to struct aiscope_loop's aux_rb). NULL with
+ * errno when obj has no such map. */
+struct ring_buffer *uprobe_discover_open(struct bpf_object *obj, struct uprobe_scanner *s);
+
+/* The exec hook of bpf/uprobe_discover.bpf.h, for a tool's hook table. */
+#define UPROBE_DISCOVER_HOOK {							\
+	.name = "exec", .optional = true, .cand = {				\
+		{ PM_TP_BTF, "sched_process_exec", "uprobe_disc_exec_btf" },	\
+		{ PM_RAW_TP, "sched_process_exec", "uprobe_disc_exec_raw" },	\
+		{ PM_TRACEPOINT, "sched/sched_process_exec", "uprobe_disc_exec_tp" }, \
+	} }
+
+/* ---- names of addresses ---- */
+
+struct elf_cache;
+
+/* At most max files kept open (least recently used dropped). */
+struct elf_cache *elf_cache_new(int max);
+void elf_cache_free(struct elf_cache *c);
+/* The symbols of the file with this inode, opened through path on a miss;
+ * NULL if it cannot be read. */
+const struct elf_syms *elf_cache_get(struct elf_cache *c, uint64_t dev, uint64_t ino,
+				     const char *path);
+
+/* Where addr of process pid is: the mapping's file inode, file offset and
+ * base name. Returns 0, -ENOENT (no file mapping there) or -errno. */
+struct addr_loc {
+	uint64_t dev, ino, off;
+	char module[64];
+	char open_path[64];
+};
+int uprobe_addr_locate(pid_t pid, uint64_t addr, struct addr_loc *loc);
+
+/* The function at addr of pid: its symbol name (raw, mangled) when the
+ * file's symbols say, else "module+0xOFF" (stable across runs of a build).
+ * Returns 1 for a symbol name, 0 for the fallback, -errno when addr is in
+ * no file mapping. */
+int uprobe_addr_name(struct elf_cache *c, pid_t pid, uint64_t addr, char *buf, size_t len);
+
+#endif

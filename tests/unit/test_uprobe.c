@@ -1,0 +1,486 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * lib/uprobe.c against a library built for the test (uargs_lib.c): symbol
+ * offsets checked against where the dynamic loader really mapped each
+ * function, versions, local symbols, names of addresses; and, as root,
+ * bpf/uprobe_args.bpf.h end to end: uprobes on the library decode the
+ * sentinel arguments this test passes, structs by value and stack
+ * arguments included.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include "t.h"
+#include "uprobe.h"
+#include "aiscope_common.h"
+#include "uargs_lib.h"
+#include "uprobe_args.skel.h"
+
+static char lib_path[PATH_MAX + 16];
+static void *lib;
+
+/* File offset of a loaded address, from our own maps: the truth that
+ * elf_syms_offset() must match. */
+struct off_ctx {
+	uint64_t addr, off;
+	bool found;
+};
+
+static int off_cb(const struct proc_map *m, void *ctx)
+{
+	struct off_ctx *c = ctx;
+
+	if (c->addr < m->start || c->addr >= m->end)
+		return 0;
+	c->off = c->addr - m->start + m->pgoff;
+	c->found = true;
+	return 1;
+}
+
+static uint64_t true_off(const void *addr)
+{
+	struct off_ctx c = { (uint64_t)(uintptr_t)addr, 0, false };
+
+	proc_maps_foreach(getpid(), off_cb, &c);
+	return c.found ? c.off : (uint64_t)-1;
+}
+
+static void test_offsets(void)
+{
+	static const char *const names[] = {
+		"uargs_launch", "uargs_launch_ptsz", "uargs_cu_launch", "uargs_init_rank",
+		"uargs_split16", "uargs_call_local",
+	};
+	struct elf_syms *s = elf_syms_open(lib_path);
+	uint64_t off, delta;
+
+	CHECK(s);
+	if (!s)
+		return;
+	CHECK(elf_syms_native(s));
+	CHECK(elf_syms_count(s) >= 8);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		void *a = dlsym(lib, names[i]);
+
+		CHECK(a);
+		CHECK_EQ(elf_syms_offset(s, names[i], &off), 0);
+		CHECK_EQ(off, true_off(a));
+		CHECK_STR(elf_syms_at(s, off, &delta), names[i]);
+		CHECK_EQ(delta, 0);
+		/* inside the function: same name, the distance in delta */
+		CHECK_STR(elf_syms_at(s, off + 1, &delta), names[i]);
+		CHECK_EQ(delta, 1);
+	}
+	CHECK_EQ(elf_syms_offset(s, "uargs_nonexistent", &off), -ENOENT);
+	CHECK(!elf_syms_has(s, "uargs_launc"));
+	CHECK(!elf_syms_has(s, "uargs_launch_"));
+	elf_syms_free(s);
+}
+
+static void test_versions(void)
+{
+	struct elf_syms *s = elf_syms_open(lib_path);
+	void *v0 = dlvsym(lib, "uargs_ver", "UARGS_0");
+	void *v1 = dlvsym(lib, "uargs_ver", "UARGS_1");
+	uint64_t off;
+
+	CHECK(s && v0 && v1 && v0 != v1);
+	if (!s || !v0 || !v1)
+		return;
+	CHECK_EQ(elf_syms_offset(s, "uargs_ver@UARGS_0", &off), 0);
+	CHECK_EQ(off, true_off(v0));
+	CHECK_EQ(elf_syms_offset(s, "uargs_ver@@UARGS_1", &off), 0);
+	CHECK_EQ(off, true_off(v1));
+	/* a plain name is the default version, as dlsym has it */
+	CHECK_EQ(elf_syms_offset(s, "uargs_ver", &off), 0);
+	CHECK_EQ(off, true_off(dlsym(lib, "uargs_ver")));
+	CHECK_EQ(off, true_off(v1));
+	CHECK_EQ(elf_syms_offset(s, "uargs_ver@UARGS_9", &off), -ENOENT);
+	elf_syms_free(s);
+}
+
+static void test_local_and_bad(void)
+{
+	struct elf_syms *s = elf_syms_open(lib_path);
+	uint64_t off;
+
+	CHECK(s);
+	if (!s)
+		return;
+	/* only .symtab has it: found all the same (stubs of CUDA kernels) */
+	CHECK_EQ(elf_syms_offset(s, "uargs_local_impl", &off), 0);
+	CHECK(dlsym(lib, "uargs_local_impl") == NULL);
+	elf_syms_free(s);
+	errno = 0;
+	CHECK(elf_syms_open("/proc/self/status") == NULL);
+	CHECK_EQ(errno, ENOEXEC);
+	CHECK(elf_syms_open("/nonexistent/lib.so") == NULL);
+	CHECK_EQ(errno, ENOENT);
+}
+
+struct find_ctx {
+	const char *base;
+	int found;
+	struct proc_map m;
+	char path[PATH_MAX];
+};
+
+static int find_cb(const struct proc_map *m, void *ctx)
+{
+	struct find_ctx *c = ctx;
+	char b[64];
+
+	if (strcmp(uprobe_basename(m->path, b, sizeof(b)), c->base) || !m->exec)
+		return 0;
+	c->found++;
+	c->m = *m;
+	snprintf(c->path, sizeof(c->path), "%s", m->path);
+	return 0;
+}
+
+static void test_maps_and_names(void)
+{
+	struct find_ctx c = { .base = "libuargs.so" };
+	struct elf_cache *cache;
+	char buf[128], mf[64];
+	uint8_t *a = dlsym(lib, "uargs_split16");
+	int r;
+
+	CHECK_EQ(proc_maps_foreach(getpid(), find_cb, &c), 0);
+	CHECK_EQ(c.found, 1);
+	CHECK_STR(c.path, lib_path);
+	proc_map_file(getpid(), &c.m, mf, sizeof(mf));
+	/* following map_files links takes CAP_SYS_ADMIN */
+	if (geteuid() != 0)
+		SKIP("not root: map_files");
+	CHECK(access(mf, R_OK) == 0);
+	cache = elf_cache_new(2);
+	CHECK_EQ(uprobe_addr_name(cache, getpid(), (uint64_t)(uintptr_t)a, buf, sizeof(buf)), 1);
+	CHECK_STR(buf, "uargs_split16");
+	/* not a function start: the stable fallback, never the raw address */
+	r = uprobe_addr_name(cache, getpid(), (uint64_t)(uintptr_t)a + 2, buf, sizeof(buf));
+	CHECK_EQ(r, 0);
+	snprintf(mf, sizeof(mf), "libuargs.so+0x%" PRIx64, true_off(a) + 2);
+	CHECK_STR(buf, mf);
+	CHECK_EQ(uprobe_addr_name(cache, getpid(), 16, buf, sizeof(buf)), -ENOENT);
+	CHECK_EQ(proc_maps_foreach(INT_MAX, find_cb, &c), -ENOENT);
+	CHECK_STR(uprobe_basename("/x/libcudart.so.13 (deleted)", buf, sizeof(buf)),
+		  "libcudart.so.13");
+	elf_cache_free(cache);
+}
+
+static void test_set(void)
+{
+	struct uprobe_set set = { 0 };
+	struct find_ctx c = { .base = "libuargs.so" };
+	struct uprobe_lib *a, *b;
+	char mf[64];
+	bool created;
+
+	if (geteuid() != 0)
+		SKIP("not root: map_files");
+	proc_maps_foreach(getpid(), find_cb, &c);
+	proc_map_file(getpid(), &c.m, mf, sizeof(mf));
+	uprobe_set_begin_scan(&set);
+	a = uprobe_set_add(&set, lib_path, lib_path, 7, &created);
+	CHECK(a && created);
+	/* the same inode through map_files: one entry */
+	b = uprobe_set_add(&set, mf, "other", 0, &created);
+	CHECK(b == a && !created);
+	CHECK_EQ(set.n, 1);
+	CHECK(a && a->kind == 7);
+	CHECK(uprobe_set_find(&set, a->dev, a->ino) == a);
+	CHECK(uprobe_set_add(&set, "/nonexistent", "x", 0, &created) == NULL);
+	/* a scan that does not find it removes it */
+	uprobe_set_begin_scan(&set);
+	CHECK_EQ(uprobe_set_prune(&set), 1);
+	CHECK_EQ(set.n, 0);
+	uprobe_set_free(&set);
+}
+
+static int classify_uargs(const struct proc_map *m, void *ctx)
+{
+	char b[64];
+
+	return strcmp(uprobe_basename(m->path, b, sizeof(b)), "libuargs.so") ? -1 : 3;
+}
+
+static void count_attach(struct uprobe_lib *lib, void *ctx)
+{
+	(*(int *)ctx)++;
+	CHECK_EQ(lib->kind, 3);
+}
+
+static void test_scanner(void)
+{
+	struct uprobe_set set = { 0 };
+	int calls = 0;
+	struct uprobe_scanner sc = {
+		.set = &set, .classify = classify_uargs, .attach = count_attach, .ctx = &calls,
+	};
+	uint32_t me = getpid();
+	bool created;
+
+	if (geteuid() != 0)
+		SKIP("not root: map_files");
+	CHECK_EQ(uprobe_scan_pid(&sc, getpid()), 0);
+	CHECK_EQ(calls, 1);
+	CHECK_EQ(set.n, 1);
+	/* a second scan finds the same inode: nothing attached again */
+	CHECK_EQ(uprobe_scan_pid(&sc, getpid()), 0);
+	CHECK_EQ(calls, 1);
+	CHECK_EQ(uprobe_scan_pid(&sc, INT_MAX), -ENOENT);
+	CHECK(uprobe_set_add(&set, lib_path, lib_path, 3, &created) && !created);
+	CHECK_EQ(uprobe_scan_all(&sc, &me, 1), 0);
+	CHECK_EQ(set.n, 1);
+	CHECK(uprobe_scan_add_path(&sc, "/nonexistent/libcudart.so", 3) == NULL);
+	/* a pinned library stays although no process maps it */
+	CHECK(uprobe_scan_add_path(&sc, "/proc/self/exe", 3) != NULL);
+	CHECK_EQ(calls, 2);
+	CHECK_EQ(uprobe_scan_all(&sc, &me, 1), 0);
+	CHECK_EQ(set.n, 2);
+	/* unpinned, and no scan finds it (classify does not want it): dropped */
+	set.libs[1]->pinned = false;
+	CHECK_EQ(uprobe_scan_all(&sc, &me, 1), 1);
+	CHECK_EQ(set.n, 1);
+	CHECK_STR(set.n ? set.libs[0]->path : NULL, lib_path);
+	/* a scan that sees no process maps nothing */
+	uprobe_set_begin_scan(&set);
+	CHECK_EQ(uprobe_set_prune(&set), 1);
+	CHECK_EQ(set.n, 0);
+	uprobe_set_free(&set);
+}
+
+/* ---- end to end, as root ---- */
+
+static struct uprobe_args_bpf *skel;
+static struct uprobe_set bset;
+static const char *bpf_skip_why;
+
+/* Not root: skipped. Root and no BPF: a failure. */
+#define NEED_BPF() do {							\
+	if (!skel && bpf_skip_why)						\
+		SKIP(bpf_skip_why);						\
+	if (!skel) {								\
+		CHECK(!"BPF setup failed");					\
+		return;								\
+	}									\
+} while (0)
+
+static int attach(struct uprobe_lib *l, struct bpf_program *p, const char *sym, bool ret)
+{
+	int err = uprobe_lib_attach(l, p, sym, ret, -1);
+
+	if (err)
+		printf("# attach %s: %s\n", sym, strerror(-err));
+	return err;
+}
+
+static bool setup_bpf(void)
+{
+	struct uprobe_lib *l;
+	bool created;
+	int err = 0;
+
+	if (geteuid() != 0) {
+		bpf_skip_why = "not root";
+		return false;
+	}
+	if (!getenv("T_VERBOSE"))
+		libbpf_set_print(NULL);
+	skel = uprobe_args_bpf__open();
+	if (!skel) {
+		printf("# cannot open the BPF object\n");
+		return false;
+	}
+	skel->rodata->target_tgid = getpid();
+	if (uprobe_args_bpf__load(skel)) {
+		printf("# cannot load the BPF object (T_VERBOSE=1 shows why)\n");
+		uprobe_args_bpf__destroy(skel);
+		skel = NULL;
+		return false;
+	}
+	l = uprobe_set_add(&bset, lib_path, lib_path, 0, &created);
+	if (!l)
+		return false;
+	err |= attach(l, skel->progs.t_launch, "uargs_launch", false);
+	err |= attach(l, skel->progs.t_launch_ret, "uargs_launch", true);
+	err |= attach(l, skel->progs.t_launch_ptsz, "uargs_launch_ptsz", false);
+	err |= attach(l, skel->progs.t_cu_launch, "uargs_cu_launch", false);
+	err |= attach(l, skel->progs.t_init_rank, "uargs_init_rank", false);
+	err |= attach(l, skel->progs.t_split16, "uargs_split16", false);
+	CHECK_EQ(err, 0);
+	CHECK_EQ(l->attached, 6);
+	return !err;
+}
+
+static void test_decode_launch(void)
+{
+	int (*f)(const void *, struct uargs_dim3, struct uargs_dim3, void **, size_t, void *) =
+		dlsym(lib, "uargs_launch");
+	int (*fp)(const void *, struct uargs_dim3, struct uargs_dim3, void **, size_t, void *) =
+		dlsym(lib, "uargs_launch_ptsz");
+	struct uargs_dim3 g = { 4, 2, 1 }, b = { 256, 1, 1 };
+	void *args[1];
+	int rc;
+
+	NEED_BPF();
+	rc = f((void *)0x1111, g, b, args, 1024, (void *)0x1234);
+	CHECK_EQ(skel->bss->launch.hits, 1);
+	CHECK_EQ(skel->bss->launch.func, 0x1111);
+	CHECK_EQ(skel->bss->launch.grid.x, 4);
+	CHECK_EQ(skel->bss->launch.grid.y, 2);
+	CHECK_EQ(skel->bss->launch.grid.z, 1);
+	CHECK_EQ(skel->bss->launch.block.x, 256);
+	CHECK_EQ(skel->bss->launch.block.y, 1);
+	CHECK_EQ(skel->bss->launch.block.z, 1);
+	CHECK_EQ(skel->bss->launch.args, (uintptr_t)args);
+	CHECK_EQ(skel->bss->launch.smem, 1024);
+	CHECK_EQ(skel->bss->launch.stream, 0x1234);
+	CHECK_EQ(skel->bss->launch.rc, rc);
+	CHECK(rc != 0);
+	g = (struct uargs_dim3){ 7, 8, 9 };
+	b = (struct uargs_dim3){ 32, 4, 2 };
+	fp((void *)0x2222, g, b, NULL, 4096, (void *)0x5678);
+	CHECK_EQ(skel->bss->launch_ptsz.hits, 1);
+	CHECK_EQ(skel->bss->launch_ptsz.func, 0x2222);
+	CHECK_EQ(skel->bss->launch_ptsz.grid.x, 7);
+	CHECK_EQ(skel->bss->launch_ptsz.grid.y, 8);
+	CHECK_EQ(skel->bss->launch_ptsz.grid.z, 9);
+	CHECK_EQ(skel->bss->launch_ptsz.block.x, 32);
+	CHECK_EQ(skel->bss->launch_ptsz.block.y, 4);
+	CHECK_EQ(skel->bss->launch_ptsz.block.z, 2);
+	CHECK_EQ(skel->bss->launch_ptsz.smem, 4096);
+	CHECK_EQ(skel->bss->launch_ptsz.stream, 0x5678);
+	CHECK_EQ(skel->bss->launch.hits, 1);
+}
+
+static void test_decode_stack_args(void)
+{
+	int (*cu)(void *, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
+		  unsigned int, unsigned int, void *, void **, void **) =
+		dlsym(lib, "uargs_cu_launch");
+
+	NEED_BPF();
+	cu((void *)0xf00d, 4, 2, 1, 256, 3, 5, 1024, (void *)0x1234, (void **)0xaaa0,
+	   (void **)0xbbb0);
+	CHECK_EQ(skel->bss->cu.hits, 1);
+	CHECK_EQ(skel->bss->cu.f, 0xf00d);
+	CHECK_EQ(skel->bss->cu.g[0], 4);
+	CHECK_EQ(skel->bss->cu.g[1], 2);
+	CHECK_EQ(skel->bss->cu.g[2], 1);
+	CHECK_EQ(skel->bss->cu.b[0], 256);
+	CHECK_EQ(skel->bss->cu.b[1], 3);
+	CHECK_EQ(skel->bss->cu.b[2], 5);
+	CHECK_EQ(skel->bss->cu.smem, 1024);
+	CHECK_EQ(skel->bss->cu.stream, 0x1234);
+	CHECK_EQ(skel->bss->cu.params, 0xaaa0);
+	CHECK_EQ(skel->bss->cu.extra, 0xbbb0);
+	CHECK_EQ((unsigned int)skel->bss->nth7, 5);
+}
+
+static void test_decode_big_struct(void)
+{
+	int (*ir)(void **, int, struct uargs_id128, int) = dlsym(lib, "uargs_init_rank");
+	int (*sp)(long, long, long, long, long, struct uargs_pair16, long) =
+		dlsym(lib, "uargs_split16");
+	struct uargs_id128 id;
+	void *comm;
+
+	NEED_BPF();
+	for (int i = 0; i < 128; i++)
+		id.internal[i] = (char)(i * 7 + 3);
+	ir(&comm, 8, id, 3);
+	CHECK_EQ(skel->bss->init.hits, 1);
+	CHECK_EQ(skel->bss->init.comm, (uintptr_t)&comm);
+	CHECK_EQ(skel->bss->init.nranks, 8);
+	CHECK_EQ(skel->bss->init.rank, 3);
+	CHECK(!memcmp(skel->bss->init.id.internal, id.internal, 128));
+	/* a 16-byte struct when one register is left: all of it on the
+	 * stack, and the next argument takes the free register (x86-64) or
+	 * the stack (arm64) */
+	sp(11, 12, 13, 14, 15, (struct uargs_pair16){ 0x1616, 0x1717 }, 0x1818);
+	CHECK_EQ(skel->bss->split.hits, 1);
+	CHECK_EQ(skel->bss->split.a, 11);
+	CHECK_EQ(skel->bss->split.e, 15);
+	CHECK_EQ(skel->bss->split.s.lo, 0x1616);
+	CHECK_EQ(skel->bss->split.s.hi, 0x1717);
+	CHECK_EQ(skel->bss->split.g, 0x1818);
+}
+
+static int count_scan_attach(const struct proc_map *m, void *ctx)
+{
+	return -1;
+}
+
+/* bpf/uprobe_discover.bpf.h: a dlopen of a new library reports us, the
+ * scanner probes our ld.so */
+static void test_discover_dlopen(void)
+{
+	struct uprobe_set set = { 0 };
+	struct uprobe_scanner sc = { .set = &set, .classify = count_scan_attach };
+	struct ring_buffer *rb;
+	char copy[] = "/tmp/libuargs-copy.XXXXXX", cmd[PATH_MAX * 2 + 64];
+	uint64_t before;
+	void *h;
+	int fd;
+
+	NEED_BPF();
+	sc.dlopen_prog = skel->progs.uprobe_disc_dlopen;
+	rb = uprobe_discover_open(skel->obj, &sc);
+	CHECK(rb);
+	CHECK_EQ(uprobe_scan_pid(&sc, getpid()), 0);
+	CHECK_EQ(set.n, 1);
+	CHECK(set.n && set.libs[0]->kind == UPROBE_KIND_LDSO && set.libs[0]->attached == 1);
+	fd = mkstemp(copy);
+	CHECK(fd >= 0);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "cp %s %s", lib_path, copy);
+	CHECK_EQ(system(cmd), 0);
+	before = sc.scans;
+	h = dlopen(copy, RTLD_NOW);
+	CHECK(h);
+	/* ld.so reports the change twice (adding, consistent) */
+	CHECK(ring_buffer__consume(rb) >= 1);
+	CHECK(sc.scans >= before + 1);
+	if (h)
+		dlclose(h);
+	unlink(copy);
+	ring_buffer__free(rb);
+	uprobe_set_free(&set);
+}
+
+int main(void)
+{
+	char self[PATH_MAX - 16];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n <= 0)
+		return 1;
+	self[n] = 0;
+	*strrchr(self, '/') = 0;
+	snprintf(lib_path, sizeof(lib_path), "%s/libuargs.so", self);
+	lib = dlopen(lib_path, RTLD_NOW);
+	if (!lib) {
+		printf("Bail out! cannot load %s: %s\n", lib_path, dlerror());
+		return 1;
+	}
+	RUN(test_offsets);
+	RUN(test_versions);
+	RUN(test_local_and_bad);
+	RUN(test_maps_and_names);
+	RUN(test_set);
+	RUN(test_scanner);
+	setup_bpf();
+	RUN(test_decode_launch);
+	RUN(test_decode_stack_args);
+	RUN(test_decode_big_struct);
+	RUN(test_discover_dlopen);
+	uprobe_set_free(&bset);
+	uprobe_args_bpf__destroy(skel);
+	return t_done();
+}
