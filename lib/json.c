@@ -6,7 +6,7 @@
 
 /* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid.
  * Rejects overlong forms, surrogates and code points above U+10FFFF. */
-static size_t utf8_seq_len(const unsigned char *s, size_t n)
+size_t utf8_seq_len(const unsigned char *s, size_t n)
 {
 	unsigned char c = s[0];
 	size_t len, i;

@@ -50,6 +50,10 @@ void jw_kdouble(struct jw *w, const char *key, double v, int decimals);
 void jw_kbool(struct jw *w, const char *key, bool v);
 void jw_knull(struct jw *w, const char *key);
 
+/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid
+ * (overlong forms, surrogates, above U+10FFFF). */
+size_t utf8_seq_len(const unsigned char *s, size_t n);
+
 /* The escaped, quoted form of s[0..n) (stops at NUL). */
 void json_write_string(FILE *f, const char *s, size_t n);
 

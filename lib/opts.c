@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "kfeatures.h"
 #include "json.h"
+#include "metrics.h"
 #include "opts.h"
 #include "probe.h"
 #include "util.h"
@@ -30,6 +32,8 @@ enum {
 	OPT_LIST_PROBES,
 	OPT_PROBE_MODE,
 	OPT_USAGE,
+	OPT_PROMETHEUS,
+	OPT_LISTEN,
 };
 
 static const struct argp_option common_opts[] = {
@@ -314,6 +318,80 @@ const struct argp_child aiscope_argp_children[] = {
 	{},
 };
 
+/* Only in tools that pass AISCOPE_METRICS (aggregating tools that export
+ * their figures): aiscope_parse() adds this child to the tool's argp. */
+static const struct argp_option metrics_opts[] = {
+	{ NULL, 0, NULL, 0, "Metrics (Prometheus):", 13 },
+	{ "prometheus", OPT_PROMETHEUS, "FILE", 0,
+	  "Write metrics to FILE each interval (node_exporter textfile format: FILE.tmp, then rename)", 13 },
+	{ "listen", OPT_LISTEN, "ADDR:PORT", 0,
+	  "Serve metrics at http://ADDR:PORT/metrics (ADDR defaults to 127.0.0.1; port 0: any free one)", 13 },
+	{},
+};
+
+static void check_prom_file(const char *arg)
+{
+	char dir[4096];
+	const char *slash = strrchr(arg, '/');
+	struct stat st;
+
+	if (!*arg || arg[strlen(arg) - 1] == '/')
+		usage_error("invalid --prometheus '%s': expected a file name", arg);
+	if (!stat(arg, &st) && S_ISDIR(st.st_mode))
+		usage_error("invalid --prometheus '%s': is a directory", arg);
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == arg)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - arg), arg);
+	/* FILE.tmp is created next to FILE, then renamed over it */
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode))
+		usage_error("invalid --prometheus '%s': no such directory '%s'", arg, dir);
+	if (access(dir, W_OK | X_OK))
+		usage_error("invalid --prometheus '%s': cannot write in '%s': %s", arg, dir,
+			    strerror(errno));
+}
+
+static error_t parse_metrics(int key, char *arg, struct argp_state *state)
+{
+	switch (key) {
+	case OPT_PROMETHEUS:
+		check_prom_file(arg);
+		env.prom_file = arg;
+		break;
+	case OPT_LISTEN:
+		if (!*arg)
+			usage_error("invalid --listen: empty address");
+		env.listen = arg;
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static const struct argp metrics_argp = {
+	.options = metrics_opts,
+	.parser = parse_metrics,
+};
+
+/* The tool's argp with the metrics child next to its own children. */
+static const struct argp *with_metrics(const struct argp *argp)
+{
+	static struct argp_child kids[8];
+	static struct argp top;
+	int n = 0;
+
+	for (const struct argp_child *c = argp->children; c && c->argp && n < 6; c++)
+		kids[n++] = *c;
+	kids[n++] = (struct argp_child){ &metrics_argp, 0, NULL, 0 };
+	kids[n] = (struct argp_child){};
+	top = *argp;
+	top.children = kids;
+	return &top;
+}
+
 static void check_ids_exist(const uint32_t *ids, int n, const char *what)
 {
 	char path[64];
@@ -387,6 +465,8 @@ void aiscope_parse(const struct argp *argp, int argc, char **argv, const char *t
 	env.kind = kind;
 	env.start_mono_ns = clock_ns(CLOCK_MONOTONIC);
 	argp_err_exit_status = EXIT_USAGE;
+	if ((kind & AISCOPE_METRICS) && (kind & AISCOPE_AGGREGATING))
+		argp = with_metrics(argp);
 	if (argp_parse(argp, argc, argv, ARGP_NO_HELP, NULL, NULL))
 		exit(EXIT_USAGE);
 	env.tty = isatty(STDOUT_FILENO);
@@ -402,4 +482,5 @@ void aiscope_parse(const struct argp *argp, int argc, char **argv, const char *t
 	}
 	cg_init(NULL, feat_cgroup_ssid);
 	resolve_filters();
+	metrics_setup(tool, env.prom_file, env.listen);
 }

@@ -24,6 +24,8 @@
 /* What a tool is, for defaults and for validation. */
 #define AISCOPE_AGGREGATING	0x1	/* prints intervals: -i, positional interval count */
 #define AISCOPE_STREAMING	0x2	/* prints events */
+/* with AISCOPE_AGGREGATING: offers --prometheus and --listen (lib/metrics.h) */
+#define AISCOPE_METRICS		0x4
 
 struct aiscope_env {
 	const char *tool;
@@ -54,6 +56,9 @@ struct aiscope_env {
 	bool list_probes;
 	bool verbose;
 	unsigned int probe_mask;
+	/* metrics (AISCOPE_METRICS tools) */
+	const char *prom_file;
+	const char *listen;
 	/* resolved by aiscope_parse() */
 	struct cg_target cg[AISCOPE_MAX_CG_FILTERS];
 	int ncg;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include "kfeatures.h"
+#include "metrics.h"
 #include "opts.h"
 #include "run.h"
 #include "util.h"
@@ -166,6 +167,8 @@ void aiscope_bpf_attach(struct aiscope_bpf *b)
 
 void aiscope_bpf_destroy(struct aiscope_bpf *b)
 {
+	/* the last interval's figures (tools print it after the loop) */
+	metrics_publish(b);
 	ring_buffer__free(b->rb);
 	b->rb = NULL;
 	probe_detach(b->hooks, b->nhooks);
@@ -260,7 +263,8 @@ int aiscope_loop_stop(struct aiscope_loop *l, const char *reason)
 	return -ECANCELED;
 }
 
-enum { SRC_SIGNAL = 1, SRC_TICK, SRC_DEADLINE, SRC_RING, SRC_POLL, SRC_STDOUT, SRC_AUX };
+enum { SRC_SIGNAL = 1, SRC_TICK, SRC_DEADLINE, SRC_RING, SRC_POLL, SRC_STDOUT, SRC_AUX, SRC_SWEEP,
+	SRC_HTTP = 0x100 };	/* SRC_HTTP and up: the metrics server's sockets */
 
 static int add_fd(int ep, int fd, uint32_t events, uint64_t tag)
 {
@@ -273,7 +277,7 @@ int aiscope_loop_run(struct aiscope_loop *l)
 {
 	struct aiscope_bpf *b = l->bpf;
 	uint64_t tick_ns = l->tick_ns ? l->tick_ns : NSEC_PER_SEC;
-	int ep, sfd, tfd, dfd = -1, pfd = -1;
+	int ep, sfd, tfd, dfd = -1, pfd = -1, wfd = -1;
 	sigset_t mask;
 
 	signal(SIGPIPE, SIG_IGN);
@@ -303,6 +307,15 @@ int aiscope_loop_run(struct aiscope_loop *l)
 		add_fd(ep, ring_buffer__epoll_fd(l->aux_rb), EPOLLIN, SRC_AUX);
 	/* a pipe whose reader went away reports EPOLLERR: leave at once */
 	add_fd(ep, STDOUT_FILENO, 0, SRC_STDOUT);
+	if (metrics_listening()) {
+		if (metrics_attach(ep, SRC_HTTP))
+			aiscope_fail(EXIT_RUNTIME, "cannot serve metrics: %s", strerror(errno));
+		/* closes connections past their deadline */
+		wfd = timer_fd(NSEC_PER_SEC, true);
+		add_fd(ep, wfd, EPOLLIN, SRC_SWEEP);
+	}
+	/* FILE and /metrics exist from the start (build info, zero counters) */
+	metrics_publish(b);
 	refresh_offset();
 
 	while (!l->exit_reason) {
@@ -319,7 +332,15 @@ int aiscope_loop_run(struct aiscope_loop *l)
 			uint64_t exp;
 			struct signalfd_siginfo si;
 
+			if (metrics_owns(evs[i].data.u64)) {
+				metrics_event(evs[i].data.u64, evs[i].events);
+				continue;
+			}
 			switch (evs[i].data.u64) {
+			case SRC_SWEEP:
+				if (read(wfd, &exp, sizeof(exp)) > 0)
+					metrics_sweep();
+				break;
 			case SRC_SIGNAL:
 				if (read(sfd, &si, sizeof(si)) > 0)
 					l->exit_reason = "signal";
@@ -354,6 +375,7 @@ int aiscope_loop_run(struct aiscope_loop *l)
 				if (l->on_tick && l->on_tick(l->ctx) == AISCOPE_STOP)
 					aiscope_loop_stop(l, "count");
 				aiscope_lost_check(b);
+				metrics_publish(b);
 				break;
 			}
 		}
@@ -370,6 +392,9 @@ int aiscope_loop_run(struct aiscope_loop *l)
 		close(dfd);
 	if (pfd >= 0)
 		close(pfd);
+	if (wfd >= 0)
+		close(wfd);
+	metrics_stop();
 	if (!strcmp(l->exit_reason, "pipe")) {
 		/* CONTRACT 7: a closed stdout ends the tool at once, silently */
 		aiscope_bpf_destroy(b);

@@ -17,6 +17,7 @@
 #include "kfeatures.h"
 #include "hist.h"
 #include "json.h"
+#include "metrics.h"
 #include "opts.h"
 #include "run.h"
 #include "table.h"
@@ -44,6 +45,7 @@ static const char doc[] =
 "  schedlat --min 10ms           # each wait over 10 ms and who held the CPU\n"
 "  schedlat -p 1234 -j -d 30s | jq 'select(.type==\"sample\") | .p99_ns'\n"
 "  schedlat -c /sys/fs/cgroup/unified/train.slice 5 3   # 3 intervals of 5 s\n"
+"  schedlat --by cgroup --listen :9464 -i 15s   # Prometheus scrapes /metrics\n"
 "\n"
 "Exit status: 0 done, 1 runtime error, 2 usage error, 77 cannot run here.";
 
@@ -141,6 +143,52 @@ static struct probe_hook hooks[] = {
 		{ PM_FENTRY, "do_exit", "exit_fentry" },
 		{ PM_KPROBE, "do_exit", "exit_kprobe" } } },
 };
+
+/* ---- Prometheus metrics, by cgroup whatever --by says ---- */
+
+static struct {
+	struct prom_family *wait, *runs, *preemptions, *migrations;
+} P;
+
+static void metrics_init(void)
+{
+	const char *const *lbl = aiscope_cgroup_labels;
+
+	if (!aiscope_metrics())
+		return;
+	P.wait = aiscope_metric_latency("aiscope_schedlat_wait_seconds",
+		"Run-queue waits: from wakeup or preemption until the task runs on a CPU.", lbl);
+	P.runs = aiscope_metric_counter("aiscope_schedlat_runs_total",
+		"Times a task got a CPU after waiting in a run queue.", lbl);
+	P.preemptions = aiscope_metric_counter("aiscope_schedlat_preemptions_total",
+		"Involuntary context switches: a running task put back on the run queue.", lbl);
+	P.migrations = aiscope_metric_counter("aiscope_schedlat_migrations_total",
+		"Moves of a task to another CPU.", lbl);
+}
+
+/* One BPF key's interval, added to the series of its cgroup. With --by
+ * host the key's identity is just the first task seen: no labels. */
+static void metrics_add(const struct schedlat_stats *st)
+{
+	static const char *const none[AISCOPE_CGROUP_NLABELS] = { "", "", "" };
+	const char *vals[AISCOPE_CGROUP_NLABELS];
+	const char *const *v = none;
+	struct container_info ci;
+	struct hist h;
+
+	if (!P.wait)
+		return;
+	if (cfg.by != SCHEDLAT_BY_HOST) {
+		aiscope_cgroup_values(&st->ident, vals, &ci);
+		v = vals;
+	}
+	hist_reset(&h);
+	hist_add_counts(&h, st->hist, st->wait_ns, st->max_ns);
+	prom_hist_add(P.wait, v, &h);
+	prom_counter_add(P.runs, v, h.total);
+	prom_counter_add(P.preemptions, v, st->preemptions);
+	prom_counter_add(P.migrations, v, st->migrations);
+}
 
 /* ---- one interval's rows ---- */
 
@@ -243,6 +291,7 @@ static void collect(void)
 		if (bpf_map_lookup_elem(fd, &keys[i], &st))
 			continue;
 		bpf_map_delete_elem(fd, &keys[i]);
+		metrics_add(&st);
 		add_stats(row_for(&st), &st);
 		add_stats(&S.host, &st);
 	}
@@ -630,6 +679,8 @@ static void validate(void)
 	}
 	if (cfg.min_ns && (cfg.hist || cfg.by_set))
 		usage_error("--min streams single waits: it cannot be combined with -H or --by");
+	if (cfg.min_ns && (env.prom_file || env.listen))
+		usage_error("--min streams single waits: --prometheus and --listen need the interval views");
 	if (cfg.hist && !cfg.by_set)
 		cfg.by = SCHEDLAT_BY_HOST;
 }
@@ -638,8 +689,10 @@ int main(int argc, char **argv)
 {
 	int by;
 
-	aiscope_parse(&argp, argc, argv, TOOL, AISCOPE_AGGREGATING | AISCOPE_STREAMING);
+	aiscope_parse(&argp, argc, argv, TOOL,
+		      AISCOPE_AGGREGATING | AISCOPE_STREAMING | AISCOPE_METRICS);
 	validate();
+	metrics_init();
 	jw_init(&S.jw, stdout);
 
 	S.skel = schedlat_bpf__open_opts(aiscope_open_opts());

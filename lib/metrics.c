@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include "metrics.h"
+#include "opts.h"
+#include "run.h"
+#include "util.h"
+
+static struct {
+	struct prom_reg *reg;
+	const char *file;
+	struct prom_http http;
+	bool listening;
+	bool write_failed;		/* warned once per failing streak */
+	struct prom_family *lost;
+	const char *tool;
+} M = { .http = { .lfd = -1, .ep = -1 } };
+
+const char *const aiscope_cgroup_labels[] = { "cgroup", "container_id", "pod_uid", NULL };
+
+struct prom_reg *aiscope_metrics(void)
+{
+	return M.reg;
+}
+
+void aiscope_cgroup_path_values(const char *path, const char *vals[AISCOPE_CGROUP_NLABELS],
+				struct container_info *ci)
+{
+	if (!path || !cg_parse_container(path, ci))
+		memset(ci, 0, sizeof(*ci));
+	vals[0] = path ? path : "";
+	vals[1] = ci->id;
+	vals[2] = ci->pod_uid;
+}
+
+void aiscope_cgroup_values(const struct aiscope_ident *id, const char *vals[AISCOPE_CGROUP_NLABELS],
+			   struct container_info *ci)
+{
+	aiscope_cgroup_path_values(cg_path_of(id->cgroup_id, id->cgroup_v1), vals, ci);
+}
+
+static struct prom_family *check(struct prom_family *f, const char *name)
+{
+	if (!f)
+		aiscope_fail(EXIT_RUNTIME, "cannot register metric %s: %s", name, strerror(errno));
+	return f;
+}
+
+struct prom_family *aiscope_metric_counter(const char *name, const char *help,
+					   const char *const *labels)
+{
+	return check(prom_counter(M.reg, name, help, labels), name);
+}
+
+struct prom_family *aiscope_metric_gauge(const char *name, const char *help,
+					 const char *const *labels)
+{
+	return check(prom_gauge(M.reg, name, help, labels), name);
+}
+
+struct prom_family *aiscope_metric_latency(const char *name, const char *help,
+					   const char *const *labels)
+{
+	uint64_t b[PROM_MAX_BOUNDS];
+	int n = prom_log2_bounds(b, PROM_MAX_BOUNDS, 10, 36);
+
+	return check(prom_histogram(M.reg, name, help, labels, b, n, 9), name);
+}
+
+static void shared_families(const char *tool)
+{
+	static const char *const build_labels[] = { "tool", "version", "kernel", NULL };
+	static const char *const lost_labels[] = { "tool", "kind", NULL };
+	struct prom_family *build;
+	struct utsname u;
+
+	build = aiscope_metric_gauge("aiscope_build_info",
+		"aiscope tool, version and the kernel it runs on; always 1.", build_labels);
+	if (uname(&u))
+		snprintf(u.release, sizeof(u.release), "unknown");
+	prom_gauge_set(build, (const char *[]){ tool, AISCOPE_VERSION, u.release }, 1);
+	/* HELP must be the same in every tool: node_exporter merges the files */
+	M.lost = aiscope_metric_counter("aiscope_lost_events_total",
+		"Events the kernel side could not deliver: ring buffer full (ringbuf_full) or map full (map_full).",
+		lost_labels);
+	prom_counter_set(M.lost, (const char *[]){ tool, "ringbuf_full" }, 0);
+	prom_counter_set(M.lost, (const char *[]){ tool, "map_full" }, 0);
+}
+
+void metrics_setup(const char *tool, const char *file, const char *listen)
+{
+	char err[256];
+
+	if (!file && !listen)
+		return;
+	M.reg = prom_reg_new();
+	if (!M.reg)
+		aiscope_fail(EXIT_RUNTIME, "out of memory");
+	prom_reg_set_idle(M.reg, AISCOPE_METRICS_IDLE_NS);
+	M.tool = tool;
+	M.file = file;
+	shared_families(tool);
+	if (listen) {
+		if (prom_http_listen(&M.http, listen, err, sizeof(err)))
+			usage_error("cannot listen on '%s': %s", listen, err);
+		M.listening = true;
+		fprintf(stderr, "%s: serving metrics at http://%s/metrics\n", tool, M.http.addr);
+	}
+}
+
+void metrics_publish(const struct aiscope_bpf *b)
+{
+	size_t len = 0;
+	char *text;
+	int err;
+
+	if (!M.reg)
+		return;
+	prom_reg_set_time(M.reg, clock_ns(CLOCK_MONOTONIC));
+	if (b) {
+		prom_counter_set(M.lost, (const char *[]){ M.tool, "ringbuf_full" },
+				 b->lost[AISCOPE_LOST_RINGBUF]);
+		prom_counter_set(M.lost, (const char *[]){ M.tool, "map_full" },
+				 b->lost[AISCOPE_LOST_MAP]);
+	}
+	text = prom_render(M.reg, &len);
+	if (!text) {
+		fprintf(stderr, "%s: cannot render metrics: out of memory\n", M.tool);
+		return;
+	}
+	if (M.file) {
+		err = prom_write_file(M.file, text, len);
+		if (err && !M.write_failed)
+			fprintf(stderr, "%s: cannot write metrics to %s: %s (will retry each interval)\n",
+				M.tool, M.file, strerror(-err));
+		M.write_failed = err != 0;
+	}
+	if (M.listening)
+		prom_http_set_body(&M.http, text, len);
+	free(text);
+}
+
+int metrics_attach(int ep, uint64_t tag)
+{
+	if (!M.listening)
+		return 0;
+	return prom_http_attach(&M.http, ep, tag);
+}
+
+bool metrics_listening(void)
+{
+	return M.listening;
+}
+
+bool metrics_owns(uint64_t tag)
+{
+	return M.listening && prom_http_owns(&M.http, tag);
+}
+
+void metrics_event(uint64_t tag, uint32_t events)
+{
+	prom_http_event(&M.http, tag, events, clock_ns(CLOCK_MONOTONIC));
+}
+
+void metrics_sweep(void)
+{
+	if (M.listening)
+		prom_http_sweep(&M.http, clock_ns(CLOCK_MONOTONIC));
+}
+
+void metrics_stop(void)
+{
+	if (!M.listening)
+		return;
+	prom_http_close(&M.http);
+	M.listening = false;
+}

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * --prometheus FILE and --listen ADDR:PORT for aggregating tools: the
+ * tool's own metric families live in one registry next to the shared
+ * aiscope_build_info and aiscope_lost_events_total; the event loop
+ * (lib/run.c) publishes it after every interval: FILE is rewritten
+ * (FILE.tmp, then rename) and GET /metrics serves the same text.
+ *
+ * A tool offers the options by passing AISCOPE_METRICS to aiscope_parse()
+ * and adds its families when aiscope_metrics() is not NULL:
+ *
+ *	if (aiscope_metrics())
+ *		runs = aiscope_metric_counter("aiscope_x_runs_total", "Runs.",
+ *					      aiscope_cgroup_labels);
+ *	... each interval, per row:
+ *	aiscope_cgroup_values(&row->ident, vals, &ci);
+ *	prom_counter_add(runs, vals, row->runs);
+ */
+#ifndef AISCOPE_METRICS_H
+#define AISCOPE_METRICS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "aiscope_common.h"
+#include "cgroup.h"
+#include "prom.h"
+
+/* A series untouched this long may give its place to a new label set. */
+#define AISCOPE_METRICS_IDLE_NS	(600ULL * 1000000000ULL)
+
+struct aiscope_bpf;
+
+/* The registry, or NULL when neither --prometheus nor --listen was given. */
+struct prom_reg *aiscope_metrics(void);
+
+/* cgroup (path), container_id, pod_uid: what metrics are keyed by */
+#define AISCOPE_CGROUP_NLABELS 3
+extern const char *const aiscope_cgroup_labels[];
+/* Values for aiscope_cgroup_labels; unknown ones are "". The strings live
+ * in ci and the cgroup path cache: use them before the next lookup. */
+void aiscope_cgroup_values(const struct aiscope_ident *id, const char *vals[AISCOPE_CGROUP_NLABELS],
+			   struct container_info *ci);
+/* The same from a cgroup path already known (NULL: none). */
+void aiscope_cgroup_path_values(const char *path, const char *vals[AISCOPE_CGROUP_NLABELS],
+				struct container_info *ci);
+
+/* Registration that cannot fail at run time: a bad name exits 1. */
+struct prom_family *aiscope_metric_counter(const char *name, const char *help,
+					   const char *const *labels);
+struct prom_family *aiscope_metric_gauge(const char *name, const char *help,
+					 const char *const *labels);
+/* A latency histogram in seconds from ns values: power-of-two buckets
+ * from 2^10 - 1 ns (about 1 us) to 2^36 - 1 ns (about 69 s), then +Inf. */
+struct prom_family *aiscope_metric_latency(const char *name, const char *help,
+					   const char *const *labels);
+
+/* ---- for lib/opts.c and lib/run.c ---- */
+
+/* After the options: the registry, the shared families, the listening
+ * socket (a bad address or a busy port is a usage error). */
+void metrics_setup(const char *tool, const char *file, const char *listen);
+/* Lost counters, render, FILE and the HTTP body. */
+void metrics_publish(const struct aiscope_bpf *b);
+int metrics_attach(int ep, uint64_t tag);
+bool metrics_owns(uint64_t tag);
+void metrics_event(uint64_t tag, uint32_t events);
+void metrics_sweep(void);
+bool metrics_listening(void);
+/* Stops serving (the registry stays for a last publish). */
+void metrics_stop(void);
+
+#endif

@@ -1,0 +1,432 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * GET /metrics over HTTP/1.1 inside the tool's own epoll loop: no thread,
+ * so the exposition served is always a whole interval's. Every connection
+ * is non-blocking, answered once and closed ("Connection: close"), and
+ * has an absolute deadline: a client that sends slowly, never reads, or
+ * sends garbage costs at most one slot for PROM_HTTP_TIMEOUT_NS.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "prom.h"
+
+/* ---- ADDR:PORT ---- */
+
+static int parse_port(const char *s, char *port, size_t len)
+{
+	char *end;
+	long v;
+
+	if (!*s || strlen(s) >= len)
+		return -EINVAL;
+	for (const char *p = s; *p; p++)
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+	v = strtol(s, &end, 10);
+	if (v < 0 || v > 65535)
+		return -EINVAL;
+	snprintf(port, len, "%ld", v);
+	return 0;
+}
+
+/* host: "" for loopback */
+static int split_spec(const char *spec, char *host, size_t hlen, char *port, size_t plen)
+{
+	const char *colon;
+	size_t n;
+
+	if (spec[0] == '[') {
+		const char *close = strchr(spec, ']');
+
+		if (!close || close[1] != ':' || close == spec + 1)
+			return -EINVAL;
+		n = close - spec - 1;
+		if (n >= hlen)
+			return -EINVAL;
+		memcpy(host, spec + 1, n);
+		host[n] = 0;
+		return parse_port(close + 2, port, plen);
+	}
+	colon = strrchr(spec, ':');
+	if (!colon) {
+		host[0] = 0;
+		return parse_port(spec, port, plen);
+	}
+	n = colon - spec;
+	if (n >= hlen || memchr(spec, ':', n))
+		return -EINVAL;		/* a bare IPv6 address needs brackets */
+	memcpy(host, spec, n);
+	host[n] = 0;
+	return parse_port(colon + 1, port, plen);
+}
+
+static void fmt_bound(struct prom_http *s)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char ip[INET6_ADDRSTRLEN] = "?";
+	int port = 0;
+
+	if (getsockname(s->lfd, (struct sockaddr *)&ss, &sl))
+		return;
+	if (ss.ss_family == AF_INET6) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+
+		inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof(ip));
+		port = ntohs(a->sin6_port);
+		snprintf(s->addr, sizeof(s->addr), "[%s]:%d", ip, port);
+		return;
+	}
+	inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, ip, sizeof(ip));
+	port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	snprintf(s->addr, sizeof(s->addr), "%s:%d", ip, port);
+}
+
+static int bind_one(const struct addrinfo *ai)
+{
+	int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			ai->ai_protocol);
+	int one = 1, err;
+
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ai->ai_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 64)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+int prom_http_listen(struct prom_http *s, const char *spec, char *err, size_t errlen)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
+	struct addrinfo *res = NULL;
+	char host[256], port[8];
+	int fd = -EADDRNOTAVAIL, gai;
+
+	memset(s, 0, sizeof(*s));
+	s->lfd = -1;
+	s->ep = -1;
+	for (int i = 0; i < PROM_HTTP_MAX_CONNS; i++)
+		s->conns[i].fd = -1;
+	if (!spec || split_spec(spec, host, sizeof(host), port, sizeof(port))) {
+		snprintf(err, errlen, "expected ADDR:PORT, [IPV6]:PORT or PORT (0 to 65535)");
+		return -EINVAL;
+	}
+	gai = getaddrinfo(host[0] ? host : "127.0.0.1", port, &hints, &res);
+	if (gai) {
+		snprintf(err, errlen, "%s", gai_strerror(gai));
+		return -EINVAL;
+	}
+	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+		fd = bind_one(ai);
+		if (fd >= 0)
+			break;
+	}
+	freeaddrinfo(res);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s", strerror(-fd));
+		return fd;
+	}
+	s->lfd = fd;
+	fmt_bound(s);
+	return 0;
+}
+
+/* ---- connections ---- */
+
+int prom_http_nconns(const struct prom_http *s)
+{
+	int n = 0;
+
+	for (int i = 0; i < PROM_HTTP_MAX_CONNS; i++)
+		n += s->conns[i].fd >= 0;
+	return n;
+}
+
+static void conn_close(struct prom_http *s, struct prom_http_conn *c)
+{
+	if (c->fd < 0)
+		return;
+	if (s->ep >= 0)
+		epoll_ctl(s->ep, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	free(c->out);
+	c->fd = -1;
+	c->out = NULL;
+	c->olen = c->ooff = c->rlen = 0;
+}
+
+static int conn_watch(struct prom_http *s, struct prom_http_conn *c, uint32_t events, int op)
+{
+	struct epoll_event ev = {
+		.events = events,
+		.data.u64 = s->tag + 1 + (c - s->conns),
+	};
+
+	return epoll_ctl(s->ep, op, c->fd, &ev);
+}
+
+static void conn_write(struct prom_http *s, struct prom_http_conn *c);
+
+static void conn_respond(struct prom_http *s, struct prom_http_conn *c, int code,
+			 const char *reason, const char *extra, bool head)
+{
+	size_t blen = code == 200 ? s->blen : strlen(reason) + 1;	/* with a newline */
+	char hdr[512];
+	int n;
+
+	n = snprintf(hdr, sizeof(hdr),
+		     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n",
+		     code, reason, code == 200 ? PROM_CONTENT_TYPE : "text/plain; charset=utf-8",
+		     blen, extra ? extra : "");
+	c->out = malloc(n + blen);
+	if (!c->out) {
+		conn_close(s, c);
+		return;
+	}
+	memcpy(c->out, hdr, n);
+	c->olen = n;
+	if (!head) {
+		if (code == 200) {
+			if (blen)
+				memcpy(c->out + n, s->body, blen);
+		} else {
+			memcpy(c->out + n, reason, blen - 1);
+			c->out[n + blen - 1] = '\n';
+		}
+		c->olen += blen;
+	}
+	c->ooff = 0;
+	if (code == 200)
+		s->served++;
+	conn_watch(s, c, EPOLLOUT, EPOLL_CTL_MOD);
+	conn_write(s, c);
+}
+
+static bool token_char(char ch)
+{
+	return ch > ' ' && ch < 0x7f && !strchr("()<>@,;:\\\"/[]?={}", ch);
+}
+
+/* The request line of a complete header block. */
+static void conn_request(struct prom_http *s, struct prom_http_conn *c)
+{
+	char *line = c->req, *eol = strpbrk(line, "\r\n"), *target, *version, *q;
+	size_t mlen;
+	bool head;
+
+	if (eol)
+		*eol = 0;
+	target = strchr(line, ' ');
+	if (!target)
+		goto bad;
+	mlen = target - line;
+	for (size_t i = 0; i < mlen; i++)
+		if (!token_char(line[i]))
+			goto bad;
+	*target++ = 0;
+	version = strchr(target, ' ');
+	if (!version || mlen == 0 || target[0] != '/')
+		goto bad;
+	*version++ = 0;
+	if (strcmp(version, "HTTP/1.1") && strcmp(version, "HTTP/1.0"))
+		goto bad;
+	head = !strcmp(line, "HEAD");
+	if (strcmp(line, "GET") && !head) {
+		conn_respond(s, c, 405, "Method Not Allowed", "Allow: GET, HEAD\r\n", false);
+		return;
+	}
+	q = strchr(target, '?');
+	if (q)
+		*q = 0;
+	if (strcmp(target, "/metrics")) {
+		conn_respond(s, c, 404, "Not Found", NULL, head);
+		return;
+	}
+	conn_respond(s, c, 200, "OK", NULL, head);
+	return;
+bad:
+	conn_respond(s, c, 400, "Bad Request", NULL, false);
+}
+
+static bool header_done(const struct prom_http_conn *c)
+{
+	return memmem(c->req, c->rlen, "\r\n\r\n", 4) || memmem(c->req, c->rlen, "\n\n", 2);
+}
+
+static void conn_read(struct prom_http *s, struct prom_http_conn *c)
+{
+	for (;;) {
+		ssize_t n;
+
+		if (c->out) {
+			/* answered: what the client still sends is thrown away */
+			char junk[1024];
+
+			n = recv(c->fd, junk, sizeof(junk), MSG_DONTWAIT);
+			if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+				conn_close(s, c);
+			if (n <= 0)
+				return;
+			continue;
+		}
+		n = recv(c->fd, c->req + c->rlen, PROM_HTTP_REQ_MAX - 1 - c->rlen, MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0) {
+			conn_close(s, c);
+			return;
+		}
+		c->rlen += n;
+		c->req[c->rlen] = 0;
+		if (header_done(c)) {
+			conn_request(s, c);
+			return;
+		}
+		if (c->rlen == PROM_HTTP_REQ_MAX - 1) {
+			conn_respond(s, c, 431, "Request Header Fields Too Large", NULL, false);
+			return;
+		}
+	}
+}
+
+static void conn_write(struct prom_http *s, struct prom_http_conn *c)
+{
+	while (c->ooff < c->olen) {
+		ssize_t n = send(c->fd, c->out + c->ooff, c->olen - c->ooff,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0) {
+			conn_close(s, c);
+			return;
+		}
+		c->ooff += n;
+	}
+	/* all sent: wait for the client to close, so that closing first with
+	 * its bytes unread cannot reset the connection under the response */
+	shutdown(c->fd, SHUT_WR);
+	free(c->out);
+	c->out = malloc(1);
+	c->olen = c->ooff = 0;
+	if (!c->out)
+		conn_close(s, c);
+	else
+		conn_watch(s, c, EPOLLIN | EPOLLRDHUP, EPOLL_CTL_MOD);
+}
+
+static void do_accept(struct prom_http *s, uint64_t now_ns)
+{
+	for (;;) {
+		int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), i;
+		struct prom_http_conn *c;
+
+		if (fd < 0)
+			return;
+		for (i = 0; i < PROM_HTTP_MAX_CONNS && s->conns[i].fd >= 0; i++)
+			;
+		if (i == PROM_HTTP_MAX_CONNS) {
+			static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\n"
+				"Content-Length: 0\r\nConnection: close\r\n\r\n";
+
+			/* best effort, never waits */
+			(void)!send(fd, busy, sizeof(busy) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+			s->rejected++;
+			close(fd);
+			continue;
+		}
+		c = &s->conns[i];
+		memset(c, 0, sizeof(*c));
+		c->fd = fd;
+		c->deadline_ns = now_ns + PROM_HTTP_TIMEOUT_NS;
+		if (conn_watch(s, c, EPOLLIN | EPOLLRDHUP, EPOLL_CTL_ADD))
+			conn_close(s, c);
+	}
+}
+
+int prom_http_attach(struct prom_http *s, int ep, uint64_t tag)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = tag };
+
+	s->ep = ep;
+	s->tag = tag;
+	return epoll_ctl(ep, EPOLL_CTL_ADD, s->lfd, &ev) ? -errno : 0;
+}
+
+bool prom_http_owns(const struct prom_http *s, uint64_t tag)
+{
+	return s->lfd >= 0 && tag >= s->tag && tag <= s->tag + PROM_HTTP_MAX_CONNS;
+}
+
+void prom_http_event(struct prom_http *s, uint64_t tag, uint32_t events, uint64_t now_ns)
+{
+	struct prom_http_conn *c;
+
+	if (tag == s->tag) {
+		do_accept(s, now_ns);
+		return;
+	}
+	c = &s->conns[tag - s->tag - 1];
+	if (c->fd < 0)
+		return;
+	if (events & EPOLLERR) {
+		conn_close(s, c);
+		return;
+	}
+	if (c->out && c->ooff < c->olen) {
+		conn_write(s, c);
+		return;
+	}
+	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP))
+		conn_read(s, c);
+}
+
+void prom_http_sweep(struct prom_http *s, uint64_t now_ns)
+{
+	for (int i = 0; i < PROM_HTTP_MAX_CONNS; i++)
+		if (s->conns[i].fd >= 0 && now_ns >= s->conns[i].deadline_ns)
+			conn_close(s, &s->conns[i]);
+}
+
+int prom_http_set_body(struct prom_http *s, const char *body, size_t len)
+{
+	char *b = malloc(len ? len : 1);
+
+	if (!b)
+		return -ENOMEM;
+	memcpy(b, body, len);
+	free(s->body);
+	s->body = b;
+	s->blen = len;
+	return 0;
+}
+
+void prom_http_close(struct prom_http *s)
+{
+	for (int i = 0; i < PROM_HTTP_MAX_CONNS; i++)
+		conn_close(s, &s->conns[i]);
+	if (s->lfd >= 0) {
+		if (s->ep >= 0)
+			epoll_ctl(s->ep, EPOLL_CTL_DEL, s->lfd, NULL);
+		close(s->lfd);
+	}
+	s->lfd = -1;
+	free(s->body);
+	s->body = NULL;
+	s->blen = 0;
+}
