@@ -16,7 +16,7 @@ set -eu
 BUILD_PKGS="libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev libc6-dev make gcc pkg-config"
 # tests and benchmarks: bats, jq, setpriv/runuser (util-linux), ps/pgrep (procps),
 # file (build checks), and the peers the benchmarks compare against
-TEST_PKGS="bats jq util-linux procps file libbpf-tools bpftrace linux-perf bsdutils zsh fish bash-completion groff-base man-db time"
+TEST_PKGS="bats jq util-linux procps file libbpf-tools bpftrace linux-perf bsdutils zsh fish bash-completion groff-base man-db time curl iproute2 prometheus prometheus-node-exporter"
 # cross build for arm64 (libbpf-dev and friends are Multi-Arch: same)
 ARM64_PKGS="gcc-aarch64-linux-gnu libc6-dev-arm64-cross libbpf-dev:arm64 libelf-dev:arm64 zlib1g-dev:arm64"
 

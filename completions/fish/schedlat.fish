@@ -52,3 +52,6 @@ complete -c schedlat -s V -l version -d 'Print program version'
 complete -c schedlat -l by -x -a 'pid tid cgroup container host' -d 'Group by pid (default), tid, cgroup, container or host'
 complete -c schedlat -s H -l hist -d 'Print log2 histograms (host-wide unless --by)'
 complete -c schedlat -l min -x -d 'Stream each wait longer than DUR (e.g. 10ms)'
+# tool-specific: metrics (aggregating tools that export them)
+complete -c schedlat -l prometheus -x -a '(__fish_complete_path (__aiscope_value))' -d 'Write metrics to FILE each interval (node_exporter textfile format)'
+complete -c schedlat -l listen -x -d 'Serve metrics at http://ADDR:PORT/metrics (default address 127.0.0.1)'

@@ -1,0 +1,367 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# Fleet scale: --prometheus and --listen against real consumers from
+# Debian's packages (promtool, a Prometheus server, node_exporter's textfile
+# collector), the figures compared with the tool's own JSON (exactly) and
+# with the kernel's (/proc), and the deploy/ manifests against the
+# Kubernetes API schema.
+
+bats_require_minimum_version 1.5.0
+load lib
+
+TOP=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
+
+teardown() {
+	aiscope_teardown
+}
+
+# ---- helpers ----
+
+# the tools whose --help offers --prometheus
+metrics_tools() {
+	local f t
+	for f in "$TOP"/tools/*.c; do
+		t=${f##*/}
+		t=${t%.c}
+		[ -x "$BIN/$t" ] || continue
+		"$BIN/$t" --help 2>/dev/null | grep -q -- '--prometheus=FILE' && echo "$t"
+	done
+}
+
+# free_port: a TCP port nothing listens on now
+free_port() {
+	local p i
+	for i in $(seq 100); do
+		p=$((20000 + RANDOM % 40000))
+		ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return 0; }
+	done
+	return 1
+}
+
+# metrics_url ERRFILE: the URL the tool said it serves
+metrics_url() {
+	sed -n 's|^.*: serving metrics at \(http://[^ ]*\)$|\1|p' "$1" | head -1
+}
+
+# prom_value FILE SERIES: the value of one sample line ("name{labels}")
+prom_value() {
+	awk -v k="$2" 'substr($0, 1, length(k) + 1) == k " " { print $NF; f = 1 } END { exit !f }' "$1"
+}
+
+# sec_to_ns DECIMAL: "1.5" -> 1500000000, exactly (no floating point)
+sec_to_ns() {
+	local s=$1 int frac
+	int=${s%%.*}
+	frac=
+	[[ $s == *.* ]] && frac=${s#*.}
+	frac=$(printf '%-9s' "$frac" | tr ' ' 0)
+	echo $((10#$int * 1000000000 + 10#${frac:0:9}))
+}
+
+# wait_http URL [SECONDS]: until URL answers 200
+wait_http() {
+	local i
+	for i in $(seq $((${2:-30} * 10))); do
+		curl -sf -o /dev/null -m 2 "$1" && return 0
+		sleep 0.1
+	done
+	echo "no answer from $1" >&2
+	return 1
+}
+
+# a fake docker container on the cgroup2 hierarchy with a contending
+# process (4 threads on CPU 0) in it: sets CID, CONTEND_PID
+start_container_workload() {
+	local root
+	root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
+	[ -n "$root" ] || skip "no cgroup2 mount"
+	CID=$(random_hex64)
+	make_cgroup "$root/docker-$CID.scope"
+	start_contend w 4 0 250
+	move_to_cgroup "$root/docker-$CID.scope" "$CONTEND_PID"
+}
+
+# json_sum FILE KEY: KEY summed over the schedlat samples of container CID
+json_sum() {
+	jq -s --arg id "$CID" --arg k "$2" \
+		'[.[] | select(.type == "sample" and .container_id == $id) | .[$k]] | add // 0' "$1"
+}
+
+# normalize: sample lines of aiscope_ metrics as "name{sorted labels} value"
+# with the value as a number, so that two renderings can be compared
+normalize() {
+	grep '^aiscope_' | awk '{
+		v = $NF; line = substr($0, 1, length($0) - length(v) - 1)
+		name = line; labels = ""
+		i = index(line, "{")
+		if (i) { name = substr(line, 1, i - 1); labels = substr(line, i + 1, length(line) - i - 1) }
+		n = split(labels, l, /",/)
+		for (j = 1; j < n; j++) l[j] = l[j] "\""
+		# node_exporter writes le="1.023e-06" for le="0.000001023"
+		for (j = 1; j <= n; j++) if (l[j] ~ /^le="[0-9.e+-]+"$/) {
+			x = substr(l[j], 5, length(l[j]) - 5); l[j] = sprintf("le=\"%.17g\"", x + 0) }
+		# insertion sort of the labels
+		for (j = 2; j <= n; j++) { x = l[j]; k = j - 1; while (k > 0 && l[k] > x) { l[k + 1] = l[k]; k-- }; l[k + 1] = x }
+		s = ""
+		for (j = 1; j <= n; j++) if (l[j] != "") s = s (s == "" ? "" : ",") l[j]
+		printf "%s{%s} %.17g\n", name, s, v + 0
+	}' | LC_ALL=C sort
+}
+
+# ---- the options ----
+
+@test "tools that export metrics take --prometheus and --listen; bad values exit 2 with one line" {
+	local t args bad
+	[ -n "$(metrics_tools)" ]
+	for t in $(metrics_tools); do
+		"$BIN/$t" --help | grep -q -- '--listen=ADDR:PORT'
+		bad=(
+			"--prometheus /nonexistent/dir/x.prom" "--prometheus /tmp" "--prometheus /tmp/"
+			"--prometheus=" "--listen abc" "--listen 127.0.0.1:70000" "--listen ::1:80"
+			"--listen 256.1.1.1:80" "--listen="
+		)
+		for args in "${bad[@]}"; do
+			# shellcheck disable=SC2086
+			"$BIN/$t" $args -d 1 > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/err" && {
+				echo "$t '$args' succeeded"; false; }
+			rc=$?
+			[ "$rc" -eq 2 ] || { echo "$t '$args' exited $rc"; cat "$BATS_TEST_TMPDIR/err"; false; }
+			[ "$(wc -l < "$BATS_TEST_TMPDIR/err")" -eq 1 ] || {
+				echo "$t '$args' printed:"; cat "$BATS_TEST_TMPDIR/err"; false; }
+			[ ! -s "$BATS_TEST_TMPDIR/out" ]
+		done
+	done
+	# schedlat's streaming mode has no intervals to export
+	run "$BIN/schedlat" --min 1ms --prometheus "$BATS_TEST_TMPDIR/x.prom"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--min"*"--prometheus"* ]]
+}
+
+@test "a port in use is a usage error naming the address" {
+	need_root
+	local url port
+	start_tool a schedlat -i 500ms --listen 127.0.0.1:0
+	url=$(metrics_url "$BATS_TEST_TMPDIR/a.err")
+	port=${url##*:}
+	port=${port%%/*}
+	run "$BIN/schedlat" --listen "127.0.0.1:$port" -d 1
+	[ "$status" -eq 2 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == "schedlat: cannot listen on '127.0.0.1:$port': Address already in use" ]]
+	stop_tool "$TOOL_PID"
+}
+
+# ---- --prometheus FILE against the JSON and the kernel ----
+
+@test "schedlat --prometheus: the file's series equal the JSON exactly and the kernel's run_delay" {
+	need_root
+	local f=$BATS_TEST_TMPDIR/tf/schedlat.prom cg before after nb na sel n
+	mkdir -p "$BATS_TEST_TMPDIR/tf"
+	start_container_workload
+	start_tool s schedlat -j --by cgroup --container "${CID:0:12}" --prometheus "$f"
+	# complete from the start: build info and zero lost counters
+	grep -q '^aiscope_build_info{tool="schedlat",version="[0-9.]*",kernel="'"$(uname -r)"'"} 1$' "$f"
+	[ "$(prom_value "$f" 'aiscope_lost_events_total{tool="schedlat",kind="ringbuf_full"}')" = 0 ]
+	before=$(sum_run_delay "$CONTEND_PID")
+	nb=$(sum_nivcsw "$CONTEND_PID")
+	contend_round w "$CONTEND_PID" 1
+	contend_round w "$CONTEND_PID" 2
+	after=$(sum_run_delay "$CONTEND_PID")
+	na=$(sum_nivcsw "$CONTEND_PID")
+	stop_tool "$TOOL_PID"
+	all_json "$BATS_TEST_TMPDIR/s.out"
+	[ ! -e "$f.tmp" ]
+	cg=$(jq -r -s --arg id "$CID" '[.[] | select(.type == "sample" and .container_id == $id)][0].cgroup' \
+		"$BATS_TEST_TMPDIR/s.out")
+	[[ "$cg" == */docker-$CID.scope ]]
+	sel="{cgroup=\"$cg\",container_id=\"$CID\",pod_uid=\"\"}"
+	cat "$f"
+	# one cgroup passed the filter: one series per metric, exact totals
+	[ "$(grep -c '^aiscope_schedlat_runs_total' "$f")" -eq 1 ]
+	n=$(json_sum "$BATS_TEST_TMPDIR/s.out" runs)
+	echo "runs: JSON $n, metric $(prom_value "$f" "aiscope_schedlat_runs_total$sel")"
+	[ "$n" -gt 100 ]
+	[ "$(prom_value "$f" "aiscope_schedlat_runs_total$sel")" -eq "$n" ]
+	[ "$(prom_value "$f" "aiscope_schedlat_wait_seconds_count$sel")" -eq "$n" ]
+	[ "$(prom_value "$f" "aiscope_schedlat_wait_seconds_bucket${sel%\}},le=\"+Inf\"}")" -eq "$n" ]
+	[ "$(prom_value "$f" "aiscope_schedlat_preemptions_total$sel")" -eq \
+		"$(json_sum "$BATS_TEST_TMPDIR/s.out" preemptions)" ]
+	[ "$(prom_value "$f" "aiscope_schedlat_migrations_total$sel")" -eq \
+		"$(json_sum "$BATS_TEST_TMPDIR/s.out" migrations)" ]
+	[ "$(sec_to_ns "$(prom_value "$f" "aiscope_schedlat_wait_seconds_sum$sel")")" -eq \
+		"$(json_sum "$BATS_TEST_TMPDIR/s.out" wait_ns)" ]
+	# cumulative buckets: never decreasing, every power-of-two edge present
+	[ "$(grep -c "^aiscope_schedlat_wait_seconds_bucket" "$f")" -eq 28 ]
+	grep "^aiscope_schedlat_wait_seconds_bucket" "$f" | awk '$NF < prev { exit 1 } { prev = $NF }'
+	# and the kernel's own figures
+	echo "run_delay delta $((after - before)) ns, nivcsw delta $((na - nb))"
+	within 10 "$(json_sum "$BATS_TEST_TMPDIR/s.out" wait_ns)" "$((after - before))"
+	within 5 "$(prom_value "$f" "aiscope_schedlat_preemptions_total$sel")" "$((na - nb))"
+	# labels say where, never who
+	! grep -Eq '(^|[{,])(pid|tid|comm)=' "$f"
+	if command -v promtool > /dev/null; then
+		promtool check metrics < "$f"
+	fi
+}
+
+# ---- --listen ----
+
+@test "schedlat --listen serves /metrics on loopback, 404 elsewhere, and outlives bad clients" {
+	need_root
+	local url base port code i
+	start_tool s schedlat --by cgroup -i 300ms --listen :0
+	url=$(metrics_url "$BATS_TEST_TMPDIR/s.err")
+	[[ "$url" =~ ^http://127\.0\.0\.1:[0-9]+/metrics$ ]]
+	base=${url%/metrics}
+	port=${base##*:}
+	curl -sf -D "$BATS_TEST_TMPDIR/h" "$url" > "$BATS_TEST_TMPDIR/m1"
+	grep -qi '^Content-Type: text/plain; version=0.0.4' "$BATS_TEST_TMPDIR/h"
+	grep -q '^aiscope_build_info{tool="schedlat"' "$BATS_TEST_TMPDIR/m1"
+	[ "$(curl -s -o /dev/null -w '%{http_code}' "$base/")" = 404 ]
+	[ "$(curl -s -o /dev/null -w '%{http_code}' "$base/metrics/x")" = 404 ]
+	[ "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$url")" = 405 ]
+	[ "$(curl -s -o /dev/null -w '%{http_code}' -I "$url")" = 200 ]
+	# a client that says half a request and waits, one that speaks TLS,
+	# one that sends a huge header: the scrape still answers at once
+	exec 7<> "/dev/tcp/127.0.0.1/$port"
+	printf 'GET /met' >&7
+	exec 6<> "/dev/tcp/127.0.0.1/$port"
+	printf '\x16\x03\x01\x02\x00\r\n\r\n' >&6
+	read -r -t 5 code <&6
+	[[ "$code" == "HTTP/1.1 400 "* ]]
+	exec 6>&-
+	exec 6<> "/dev/tcp/127.0.0.1/$port"
+	{ printf 'GET /metrics HTTP/1.1\r\nX: '; head -c 20000 /dev/zero | tr '\0' a; } >&6
+	read -r -t 5 code <&6
+	[[ "$code" == "HTTP/1.1 431 "* ]]
+	exec 6>&-
+	# two intervals closed: the first one's figures are published
+	for i in $(seq 100); do
+		[ "$(grep -c 'interval=' "$BATS_TEST_TMPDIR/s.out")" -ge 2 ] && break
+		sleep 0.1
+	done
+	curl -sf -m 3 "$url" > "$BATS_TEST_TMPDIR/m2"
+	grep -q '^aiscope_schedlat_runs_total{' "$BATS_TEST_TMPDIR/m2" || { cat "$BATS_TEST_TMPDIR/m2"; cat "$BATS_TEST_TMPDIR/s.err"; false; }
+	exec 7>&-
+	kill -0 "$TOOL_PID"
+	stop_tool "$TOOL_PID"
+}
+
+# ---- promtool ----
+
+@test "promtool check metrics accepts every tool's output" {
+	need_root
+	command -v promtool > /dev/null || skip "promtool (package prometheus) is not installed"
+	local t f by
+	for t in $(metrics_tools); do
+		f=$BATS_TEST_TMPDIR/$t.prom
+		"$BIN/$t" -i 400ms -d 1.5 --prometheus "$f" > /dev/null 2> "$BATS_TEST_TMPDIR/$t.err" || {
+			cat "$BATS_TEST_TMPDIR/$t.err"; false; }
+		grep -q "^aiscope_build_info{tool=\"$t\"" "$f"
+		grep -q "^aiscope_${t}_" "$f" || { echo "$t: no aiscope_${t}_ metric"; cat "$f"; false; }
+		promtool check metrics < "$f" || { cat "$f"; false; }
+	done
+	# schedlat's series are by cgroup whatever --by is
+	for by in pid tid cgroup container host; do
+		f=$BATS_TEST_TMPDIR/schedlat-$by.prom
+		"$BIN/schedlat" --by "$by" -i 400ms -d 1.2 --prometheus "$f" > /dev/null
+		promtool check metrics < "$f" || { cat "$f"; false; }
+	done
+	[ "$(grep -c '^aiscope_schedlat_runs_total' "$BATS_TEST_TMPDIR/schedlat-host.prom")" -eq 1 ]
+	grep -q '^aiscope_schedlat_runs_total{cgroup="",container_id="",pod_uid=""} [1-9]' \
+		"$BATS_TEST_TMPDIR/schedlat-host.prom"
+}
+
+# ---- a real Prometheus server ----
+
+@test "a Prometheus server scrapes schedlat and its API returns the workload's figures" {
+	need_root
+	command -v prometheus > /dev/null || skip "prometheus is not installed"
+	local url target pport api before after nb na i want got pre wait
+	start_container_workload
+	start_tool s schedlat -j --by cgroup --container "${CID:0:12}" --listen 127.0.0.1:0
+	url=$(metrics_url "$BATS_TEST_TMPDIR/s.err")
+	target=${url#http://}
+	target=${target%/metrics}
+	pport=$(free_port)
+	cat > "$BATS_TEST_TMPDIR/prometheus.yml" <<-EOF
+	global:
+	  scrape_interval: 1s
+	  evaluation_interval: 1s
+	scrape_configs:
+	  - job_name: aiscope
+	    static_configs:
+	      - targets: ['$target']
+	EOF
+	promtool check config "$BATS_TEST_TMPDIR/prometheus.yml"
+	start_bg prom prometheus --config.file="$BATS_TEST_TMPDIR/prometheus.yml" \
+		--storage.tsdb.path="$BATS_TEST_TMPDIR/tsdb" --web.listen-address="127.0.0.1:$pport" \
+		--log.level=warn
+	api=http://127.0.0.1:$pport/api/v1
+	wait_http "http://127.0.0.1:$pport/-/ready" 60
+	before=$(sum_run_delay "$CONTEND_PID")
+	nb=$(sum_nivcsw "$CONTEND_PID")
+	contend_round w "$CONTEND_PID" 1
+	contend_round w "$CONTEND_PID" 2
+	after=$(sum_run_delay "$CONTEND_PID")
+	na=$(sum_nivcsw "$CONTEND_PID")
+	# the workload is idle now: wait for an interval to close, then for a
+	# scrape that has it; the JSON's totals are final
+	sleep 1.5
+	q() {
+		curl -sf "$api/query" --data-urlencode "query=$1" |
+			jq -r '.data.result | if length == 1 then .[0].value[1] else "n=\(length)" end'
+	}
+	for i in $(seq 60); do
+		want=$(json_sum "$BATS_TEST_TMPDIR/s.out" runs)
+		got=$(q "aiscope_schedlat_runs_total{container_id=\"$CID\"}")
+		[ "$got" = "$want" ] && break
+		sleep 0.5
+	done
+	echo "runs: JSON $want, Prometheus $got"
+	[ "$want" -gt 100 ]
+	[ "$got" = "$want" ]
+	[ "$(q 'up{job="aiscope"}')" = 1 ]
+	pre=$(json_sum "$BATS_TEST_TMPDIR/s.out" preemptions)
+	[ "$(q "aiscope_schedlat_preemptions_total{container_id=\"$CID\"}")" = "$pre" ]
+	[ "$(q "aiscope_schedlat_wait_seconds_count{container_id=\"$CID\"}")" = "$want" ]
+	[ "$(q "aiscope_schedlat_wait_seconds_bucket{container_id=\"$CID\",le=\"+Inf\"}")" = "$want" ]
+	wait=$(q "aiscope_schedlat_wait_seconds_sum{container_id=\"$CID\"} * 1e9")
+	echo "wait: JSON $(json_sum "$BATS_TEST_TMPDIR/s.out" wait_ns) ns, Prometheus $wait, run_delay $((after - before))"
+	within 0.0001 "$wait" "$(json_sum "$BATS_TEST_TMPDIR/s.out" wait_ns)"
+	within 10 "$wait" "$((after - before))"
+	within 5 "$pre" "$((na - nb))"
+	# PromQL over the histogram works: the p50 lies between two edges
+	got=$(q "histogram_quantile(0.5, sum by (le) (aiscope_schedlat_wait_seconds_bucket{container_id=\"$CID\"}))")
+	awk -v v="$got" 'BEGIN { exit !(v > 0 && v < 68.8) }'
+	[ "$(q 'aiscope_build_info{tool="schedlat"}')" = 1 ]
+	stop_tool "$TOOL_PID"
+}
+
+# ---- node_exporter's textfile collector ----
+
+@test "node_exporter's textfile collector serves the file's metrics unchanged" {
+	need_root
+	command -v prometheus-node-exporter > /dev/null || skip "prometheus-node-exporter is not installed"
+	local dir=$BATS_TEST_TMPDIR/textfile nport url
+	mkdir -p "$dir"
+	start_container_workload
+	start_tool s schedlat --by cgroup -i 300ms --prometheus "$dir/schedlat.prom"
+	contend_round w "$CONTEND_PID" 1
+	stop_tool "$TOOL_PID"
+	nport=$(free_port)
+	start_bg ne prometheus-node-exporter --collector.disable-defaults --collector.textfile \
+		--collector.textfile.directory="$dir" --web.listen-address="127.0.0.1:$nport"
+	url=http://127.0.0.1:$nport/metrics
+	wait_http "$url" 30
+	curl -sf "$url" > "$BATS_TEST_TMPDIR/ne.txt"
+	grep -q '^node_textfile_scrape_error 0$' "$BATS_TEST_TMPDIR/ne.txt"
+	grep -q "^node_textfile_mtime_seconds{file=\"$dir/schedlat.prom\"}" "$BATS_TEST_TMPDIR/ne.txt" ||
+		grep -q '^node_textfile_mtime_seconds{file="schedlat.prom"}' "$BATS_TEST_TMPDIR/ne.txt"
+	normalize < "$dir/schedlat.prom" > "$BATS_TEST_TMPDIR/want"
+	normalize < "$BATS_TEST_TMPDIR/ne.txt" > "$BATS_TEST_TMPDIR/got"
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/want")" -gt 30 ]
+	grep -q "container_id=\"$CID\"" "$BATS_TEST_TMPDIR/got"
+	diff "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/got"
+}
