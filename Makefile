@@ -54,6 +54,9 @@ ALL_CFLAGS := -std=gnu11 $(CFLAGS) -Wall -Wextra -Wno-unused-parameter \
 	-Wmissing-field-initializers -Werror -MMD -MP \
 	-I$(O) -Ilib -Ibpf -DAISCOPE_VERSION='"$(VERSION)"'
 LDLIBS := -lbpf -lelf -lz
+# extra libraries of one binary: LDLIBS_<name> (lib/demangle.c needs libstdc++)
+LDLIBS_gpulaunch := -lstdc++
+LDLIBS_test_demangle := -lstdc++
 ifeq ($(STATIC),1)
 LDFLAGS += -static
 ALL_CFLAGS += -DAISCOPE_STATIC
@@ -68,6 +71,9 @@ HELPER_BINS := $(patsubst tests/helpers/%.c,$(O)/tests/helpers/%,$(HELPER_SRCS))
 # BPF objects of unit tests (tests/bpf/<name>.bpf.c -> $(O)/tests/<name>.skel.h)
 # and libraries that unit tests load
 TEST_LIBS := $(O)/tests/libuargs.so
+# programs that call the real CUDA libraries (dynamic: they dlopen them)
+CUDA_SRCS := $(wildcard tests/cuda/*.c)
+CUDA_BINS := $(patsubst tests/cuda/%.c,$(O)/tests/cuda/%,$(CUDA_SRCS))
 
 ifeq ($(V),1)
 Q :=
@@ -85,9 +91,9 @@ all: tools test-bins
 
 tools: $(addprefix $(O)/,$(TOOLS))
 
-test-bins: $(UNIT_BINS) $(HELPER_BINS) $(TEST_LIBS)
+test-bins: $(UNIT_BINS) $(HELPER_BINS) $(TEST_LIBS) $(CUDA_BINS)
 
-$(O) $(O)/lib $(O)/bpf $(O)/tests $(O)/tests/bpf $(O)/tests/helpers:
+$(O) $(O)/lib $(O)/bpf $(O)/tests $(O)/tests/bpf $(O)/tests/helpers $(O)/tests/cuda:
 	$(Q)mkdir -p $@
 
 $(O)/bpf/%.bpf.o: bpf/%.bpf.c | $(O)/bpf
@@ -113,7 +119,7 @@ $(O)/%.o: tools/%.c $(O)/%.skel.h | $(O)
 
 $(addprefix $(O)/,$(TOOLS)): $(O)/%: $(O)/%.o $(O)/libaiscope.a
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ $(LDLIBS) $(LDLIBS_$(notdir $@)) -o $@
 
 $(O)/tests/%.o: tests/unit/%.c | $(O)/tests
 	$(call msg,CC,$@)
@@ -130,6 +136,10 @@ $(O)/tests/%.skel.h: $(O)/tests/bpf/%.bpf.o
 
 $(O)/tests/test_uprobe.o: $(O)/tests/uprobe_args.skel.h
 
+$(O)/tests/cuda/%: tests/cuda/%.c | $(O)/tests/cuda
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $< -o $@ -ldl
+
 # symbol versions, a _ptsz twin and a local function for test_uprobe
 $(O)/tests/libuargs.so: tests/unit/uargs_lib.c tests/unit/uargs_lib.map | $(O)/tests
 	$(call msg,CC,$@)
@@ -137,7 +147,7 @@ $(O)/tests/libuargs.so: tests/unit/uargs_lib.c tests/unit/uargs_lib.map | $(O)/t
 
 $(O)/tests/test_%: $(O)/tests/test_%.o $(O)/libaiscope.a
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ $(LDLIBS) $(LDLIBS_$(notdir $@)) -o $@
 
 # Test helpers are static so that the VM images can carry them.
 $(O)/tests/helpers/%: tests/helpers/%.c | $(O)/tests/helpers
@@ -180,7 +190,7 @@ clean:
 help:
 	@sed -n '2,9p' Makefile | sed 's/^# \{0,1\}//'
 
--include $(wildcard $(O)/*.d $(O)/lib/*.d $(O)/bpf/*.d $(O)/tests/*.d $(O)/tests/bpf/*.d $(O)/tests/helpers/*.d)
+-include $(wildcard $(O)/*.d $(O)/lib/*.d $(O)/bpf/*.d $(O)/tests/*.d $(O)/tests/bpf/*.d $(O)/tests/helpers/*.d $(O)/tests/cuda/*.d)
 
 # Layer 4 of the tests: the end-to-end subset in qemu on Debian's own 6.1
 # kernels, x86_64 and arm64 (builds the static tools, helpers and initramfs).

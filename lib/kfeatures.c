@@ -469,3 +469,24 @@ const struct feat_ops *features_ops(void)
 {
 	return &real_ops;
 }
+
+/* Sleepable uprobe programs (6.0+) can fault user pages in
+ * (bpf_copy_from_user): a trial load of a trivial one. */
+bool feat_sleepable_uprobe(void)
+{
+	static int cached = -1;
+	struct bpf_insn insns[2] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .prog_flags = BPF_F_SLEEPABLE);
+	int fd;
+
+	if (cached >= 0)
+		return cached;
+	fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, NULL, "GPL", insns, 2, &opts);
+	cached = fd >= 0;
+	if (fd >= 0)
+		close(fd);
+	return cached;
+}

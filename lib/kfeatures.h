@@ -25,6 +25,8 @@ bool feat_boot_clock(void);		/* bpf_ktime_get_boot_ns() exists */
 int feat_cgroup_ssid(const char *controller);
 /* root, or CAP_BPF+CAP_PERFMON, or CAP_SYS_ADMIN; else a reason in why */
 bool feat_privileged(char *why, size_t len);
+/* sleepable uprobe programs load (6.0+) */
+bool feat_sleepable_uprobe(void);
 /* tracefs mount point, mounting it at /sys/kernel/tracing if needed */
 const char *feat_tracefs(void);
 

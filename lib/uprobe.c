@@ -516,9 +516,10 @@ struct uprobe_lib *uprobe_set_add(struct uprobe_set *set, const char *open_path,
 	return lib;
 }
 
-int uprobe_lib_attach_off(struct uprobe_lib *lib, struct bpf_program *prog, uint64_t off,
-			  bool retprobe, pid_t pid)
+int uprobe_lib_attach_cookie(struct uprobe_lib *lib, struct bpf_program *prog, uint64_t off,
+			     bool retprobe, pid_t pid, uint64_t cookie)
 {
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = retprobe, .bpf_cookie = cookie);
 	struct bpf_link *link;
 	long err;
 
@@ -531,13 +532,19 @@ int uprobe_lib_attach_off(struct uprobe_lib *lib, struct bpf_program *prog, uint
 		lib->links = n;
 		lib->cap = cap;
 	}
-	link = bpf_program__attach_uprobe(prog, retprobe, pid, lib->open_path, off);
+	link = bpf_program__attach_uprobe_opts(prog, pid, lib->open_path, off, &opts);
 	err = libbpf_get_error(link);
 	if (err)
 		return (int)err;
 	lib->links[lib->nlinks++] = link;
 	lib->attached++;
 	return 0;
+}
+
+int uprobe_lib_attach_off(struct uprobe_lib *lib, struct bpf_program *prog, uint64_t off,
+			  bool retprobe, pid_t pid)
+{
+	return uprobe_lib_attach_cookie(lib, prog, off, retprobe, pid, 0);
 }
 
 int uprobe_lib_attach(struct uprobe_lib *lib, struct bpf_program *prog, const char *sym,
@@ -606,7 +613,7 @@ static int ldso_cb(const struct proc_map *m, void *ctx)
 	char base[64];
 
 	uprobe_basename(m->path, base, sizeof(base));
-	if (strncmp(base, "ld-linux", 8) && strncmp(base, "ld-musl", 7) && strncmp(base, "ld.so", 5))
+	if (strncmp(base, "ld-linux", 8) && strncmp(base, "ld-musl", 7))
 		return 0;
 	snprintf(c->buf, c->len, "%s", m->path);
 	c->found = true;
@@ -637,15 +644,17 @@ static bool is_ldso(const struct proc_map *m)
 {
 	char base[64];
 
+	/* ld-linux-x86-64.so.2, ld-linux-aarch64.so.1, ld-musl-x86_64.so.1;
+	 * not /etc/ld.so.cache, which ld.so maps too */
 	uprobe_basename(m->path, base, sizeof(base));
-	return !strncmp(base, "ld-linux", 8) || !strncmp(base, "ld-musl", 7) ||
-	       !strncmp(base, "ld.so", 5);
+	return !strncmp(base, "ld-linux", 8) || !strncmp(base, "ld-musl", 7);
 }
 
 struct scan_ctx {
 	struct uprobe_scanner *s;
 	pid_t pid;
 	uint64_t last_dev, last_ino;
+	uint64_t exe_dev, exe_ino;	/* of /proc/PID/exe, as maps shows them */
 };
 
 static void scan_new(struct uprobe_scanner *s, struct uprobe_lib *lib)
@@ -677,16 +686,22 @@ static int scan_cb(const struct proc_map *m, void *ctx)
 		lib->seen = s->set->gen;
 		return 0;
 	}
-	if (s->dlopen_prog && is_ldso(m))
+	if (s->dlopen_prog && is_ldso(m)) {
 		kind = UPROBE_KIND_LDSO;
-	else
-		kind = s->classify(m, s->ctx);
+	} else {
+		struct proc_map mm = *m;
+
+		mm.main_exe = m->dev == c->exe_dev && m->ino == c->exe_ino;
+		kind = s->classify(&mm, s->ctx);
+	}
 	if (kind < 0)
 		return 0;
 	proc_map_file(c->pid, m, open_path, sizeof(open_path));
 	lib = uprobe_set_add(s->set, open_path, m->path, kind, &created);
 	if (!lib) {
-		s->failed++;
+		/* a process that exited meanwhile is no failure */
+		if (errno != ENOENT)
+			s->failed++;
 		return 0;
 	}
 	lib->map_dev = m->dev;
@@ -698,8 +713,19 @@ static int scan_cb(const struct proc_map *m, void *ctx)
 
 int uprobe_scan_pid(struct uprobe_scanner *s, pid_t pid)
 {
-	struct scan_ctx c = { s, pid, 0, 0 };
-	int err = proc_maps_foreach(pid, scan_cb, &c);
+	struct scan_ctx c = { s, pid, 0, 0, 0, 0 };
+	char exe[64];
+	struct stat st;
+	int err;
+
+	/* maps shows the device numbers of the file's own superblock, which
+	 * stat() of the exe link gives too */
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
+	if (!stat(exe, &st)) {
+		c.exe_dev = makedev(major(st.st_dev), minor(st.st_dev));
+		c.exe_ino = st.st_ino;
+	}
+	err = proc_maps_foreach(pid, scan_cb, &c);
 
 	s->scans++;
 	return err < 0 ? err : 0;

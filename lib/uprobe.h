@@ -75,6 +75,7 @@ struct proc_map {
 	uint64_t dev;		/* makedev(major, minor) as maps shows it */
 	uint64_t ino;
 	bool exec;
+	bool main_exe;		/* uprobe_scanner only: the process's executable */
 	const char *path;	/* "" for anonymous mappings; may end in " (deleted)" */
 };
 
@@ -134,6 +135,9 @@ int uprobe_lib_attach(struct uprobe_lib *lib, struct bpf_program *prog, const ch
 /* The same at a file offset. */
 int uprobe_lib_attach_off(struct uprobe_lib *lib, struct bpf_program *prog, uint64_t off,
 			  bool retprobe, pid_t pid);
+/* The same with a BPF cookie (bpf_get_attach_cookie(), kernel 5.15+). */
+int uprobe_lib_attach_cookie(struct uprobe_lib *lib, struct bpf_program *prog, uint64_t off,
+			     bool retprobe, pid_t pid, uint64_t cookie);
 /* Starts a scan generation; entries found during it are marked seen. */
 void uprobe_set_begin_scan(struct uprobe_set *set);
 /* Detaches and removes the libraries no process mapped in the scan just

@@ -202,11 +202,17 @@ static void test_set(void)
 	uprobe_set_free(&set);
 }
 
+static int main_exe_seen;
+
 static int classify_uargs(const struct proc_map *m, void *ctx)
 {
 	char b[64];
 
-	return strcmp(uprobe_basename(m->path, b, sizeof(b)), "libuargs.so") ? -1 : 3;
+	uprobe_basename(m->path, b, sizeof(b));
+	/* the scanner tells the process's executable from its libraries */
+	if (m->main_exe)
+		main_exe_seen += !strcmp(b, "test_uprobe") ? 1 : 1000;
+	return strcmp(b, "libuargs.so") ? -1 : 3;
 }
 
 static void count_attach(struct uprobe_lib *lib, void *ctx)
@@ -230,6 +236,7 @@ static void test_scanner(void)
 	CHECK_EQ(uprobe_scan_pid(&sc, getpid()), 0);
 	CHECK_EQ(calls, 1);
 	CHECK_EQ(set.n, 1);
+	CHECK_EQ(main_exe_seen, 1);
 	/* a second scan finds the same inode: nothing attached again */
 	CHECK_EQ(uprobe_scan_pid(&sc, getpid()), 0);
 	CHECK_EQ(calls, 1);
