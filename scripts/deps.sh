@@ -12,13 +12,13 @@
 # only after a failed install (stale lists), which is then retried once.
 set -eu
 
-# build: the tools, BPF objects and skeletons
-BUILD_PKGS="libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev libc6-dev make gcc pkg-config"
+# build: the tools, BPF objects and skeletons (libstdc++: lib/demangle.c)
+BUILD_PKGS="libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev libc6-dev make gcc pkg-config libstdc++-12-dev"
 # tests and benchmarks: bats, jq, setpriv/runuser (util-linux), ps/pgrep (procps),
 # file (build checks), and the peers the benchmarks compare against
 TEST_PKGS="bats jq util-linux procps file libbpf-tools bpftrace linux-perf bsdutils zsh fish bash-completion groff-base man-db time curl iproute2 prometheus prometheus-node-exporter"
 # cross build for arm64 (libbpf-dev and friends are Multi-Arch: same)
-ARM64_PKGS="gcc-aarch64-linux-gnu libc6-dev-arm64-cross libbpf-dev:arm64 libelf-dev:arm64 zlib1g-dev:arm64"
+ARM64_PKGS="gcc-aarch64-linux-gnu libc6-dev-arm64-cross libstdc++-12-dev-arm64-cross libbpf-dev:arm64 libelf-dev:arm64 zlib1g-dev:arm64"
 
 me=deps.sh
 say() { printf '%s: %s\n' "$me" "$*" >&2; }
