@@ -186,6 +186,19 @@ int cg_attr_ssid(void)
 	return cg.attr >= 0 ? cg.hier[cg.attr].ssid : -1;
 }
 
+const char *cg_v2_mount(void)
+{
+	return cg.v2 >= 0 ? cg.hier[cg.v2].mnt : NULL;
+}
+
+const char *cg_v1_mount(const char *controller)
+{
+	for (int i = 0; i < cg.nhier; i++)
+		if (!cg.hier[i].v2 && has_controller(&cg.hier[i], controller))
+			return cg.hier[i].mnt;
+	return NULL;
+}
+
 /* The hierarchy whose mount point is the longest prefix of path. */
 static int hier_of_path(const char *path)
 {

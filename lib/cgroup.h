@@ -40,6 +40,11 @@ const char *cg_mode_name(enum cg_mode m);
  * pure v2 hosts or when the kernel's controller ids are unknown. */
 int cg_attr_ssid(void);
 
+/* Mount point of the cgroup2 hierarchy, or of the v1 hierarchy that
+ * carries controller; NULL when there is none. */
+const char *cg_v2_mount(void);
+const char *cg_v1_mount(const char *controller);
+
 /* A directory given to -c: its hierarchy, level and id. -ENOENT, -ENOTDIR,
  * -EXDEV (not in a cgroup hierarchy), -EOPNOTSUPP (named v1 hierarchy). */
 int cg_target_of_dir(const char *dir, struct cg_target *t);

@@ -1,0 +1,439 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * oomwatch: OOM kills with their context, and large allocations.
+ *
+ * The victim hook is mark_victim, which the kernel fires once per task it
+ * marks as an OOM victim, in the task that ran into the OOM (the trigger).
+ * Its prototype changed (upstream ~6.8, and in 6.1.y backports): it was
+ * (int pid) and is (struct task_struct *task, uid_t uid), with the event
+ * fields growing from pid alone to comm, total_vm, rss and oom_score_adj.
+ * The layout is detected with CO-RE (does trace_event_raw_mark_victim have
+ * total_vm?), so one program per mechanism serves both kernels.
+ *
+ * oom_kill_process (fentry, else kprobe), where it can be hooked, runs just
+ * before in the same task and leaves its oom_control for the victim hook:
+ * the OOM domain (oc->memcg, NULL for a global OOM), totalpages, points.
+ * Without it, user space tells memcg from global OOMs by the kernel stack
+ * the victim hook records, and the domain is the victim's nearest memcg
+ * whose usage sits at its limit.
+ *
+ * Large allocations come from the syscall tracepoints: mmap and mremap at
+ * entry (the size asked for), brk at exit (the growth it got).
+ */
+#include "aiscope.bpf.h"
+#include "oomwatch.h"
+
+/* unlimited page counters hold LONG_MAX / PAGE_SIZE: anything this large
+ * (256 PiB of 4 KiB pages) is no limit */
+#define LIMIT_NONE_PAGES	(1ULL << 46)
+#define MEMCG_MAX_DEPTH		8
+
+const volatile __u64 alloc_min = 512ULL << 20;
+
+/* oom_kill_process's context for the victim hook, by trigger thread */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, struct oomwatch_ctx);
+} oom_ctx SEC(".maps");
+
+/* brk: the break before a large request, by thread, until the syscall ends */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u64);
+} brk_start SEC(".maps");
+
+/* Before 6.2, mm->rss_stat was one struct of atomic counters; since, it is
+ * an array of percpu_counters (whose .count is what get_mm_counter reads). */
+struct mm_rss_stat___o {
+	atomic_long_t count[4];
+} __attribute__((preserve_access_index));
+
+struct mm_struct___o {
+	struct mm_rss_stat___o rss_stat;
+} __attribute__((preserve_access_index));
+
+/* The old mark_victim event had no more than the pid. */
+struct trace_event_raw_mark_victim___o {
+	char comm[16];
+} __attribute__((preserve_access_index));
+
+/* ---- memory cgroups ---- */
+
+static __always_inline struct mem_cgroup *task_memcg(struct task_struct *t)
+{
+	struct cgroup_subsys_state *css = NULL;
+	struct css_set *cset;
+	int id;
+
+	if (!bpf_core_enum_value_exists(enum cgroup_subsys_id, memory_cgrp_id))
+		return NULL;
+	id = bpf_core_enum_value(enum cgroup_subsys_id, memory_cgrp_id);
+	cset = BPF_CORE_READ(t, cgroups);
+	if (!cset)
+		return NULL;
+	bpf_core_read(&css, sizeof(css), &cset->subsys[id & 15]);
+	if (!css)
+		return NULL;
+	return (void *)css - bpf_core_field_offset(struct mem_cgroup, css);
+}
+
+static __always_inline void memcg_read(struct mem_cgroup *m, struct oomwatch_memcg *out)
+{
+	__u64 max = BPF_CORE_READ(m, memory.max);
+
+	out->id = BPF_CORE_READ(m, css.cgroup, kn, id);
+	out->max_pages = max >= LIMIT_NONE_PAGES ? OOMWATCH_NO_LIMIT : max;
+	out->usage_pages = BPF_CORE_READ(m, memory.usage.counter);
+}
+
+static __always_inline struct mem_cgroup *memcg_parent(struct mem_cgroup *m)
+{
+	struct cgroup_subsys_state *p = BPF_CORE_READ(m, css.parent);
+
+	if (!p)
+		return NULL;
+	return (void *)p - bpf_core_field_offset(struct mem_cgroup, css);
+}
+
+/* The memcg whose limit a charge from m ran into: the nearest one (m or an
+ * ancestor) whose usage is within a charge batch or so of its limit; else
+ * the nearest limited one. near_only: report nothing but a full one. */
+static __always_inline bool memcg_domain(struct mem_cgroup *m, struct oomwatch_memcg *out,
+					 bool near_only)
+{
+	struct oomwatch_memcg r;
+	bool have = false;
+
+	for (int i = 0; i < MEMCG_MAX_DEPTH && m; i++) {
+		__u64 slack;
+
+		memcg_read(m, &r);
+		if (r.max_pages != OOMWATCH_NO_LIMIT) {
+			slack = r.max_pages >> 6;
+			if (slack < 512)
+				slack = 512;
+			if (r.usage_pages + slack >= r.max_pages) {
+				*out = r;
+				return true;
+			}
+			if (!have && !near_only) {
+				*out = r;
+				have = true;
+			}
+		}
+		m = memcg_parent(m);
+	}
+	return have;
+}
+
+/* ---- kill events ---- */
+
+static __always_inline __u64 mm_counter(struct mm_struct *mm, int member)
+{
+	struct mm_struct___o *old = (void *)mm;
+	long v = 0;
+
+	if (bpf_core_type_exists(struct mm_rss_stat___o))
+		v = BPF_CORE_READ(old, rss_stat.count[member & 3].counter);
+	else
+		v = BPF_CORE_READ(mm, rss_stat[member & 3].count);
+	return v > 0 ? v : 0;
+}
+
+static __always_inline void victim_mm(struct task_struct *t, struct oomwatch_kill *e)
+{
+	struct mm_struct *mm = BPF_CORE_READ(t, mm);
+
+	e->oom_score_adj = BPF_CORE_READ(t, signal, oom_score_adj);
+	e->flags |= OOMWATCH_F_ADJ;
+	if (!mm)
+		return;
+	e->total_vm_pages = BPF_CORE_READ(mm, total_vm);
+	e->anon_pages = mm_counter(mm, MM_ANONPAGES);
+	e->file_pages = mm_counter(mm, MM_FILEPAGES);
+	e->shmem_pages = mm_counter(mm, MM_SHMEMPAGES);
+	e->pgtables_bytes = BPF_CORE_READ(mm, pgtables_bytes.counter);
+	e->flags |= OOMWATCH_F_MM;
+}
+
+static __always_inline struct oomwatch_kill *kill_begin(void *ctx)
+{
+	struct oomwatch_kill *e = aiscope_reserve(sizeof(*e));
+	struct task_struct *cur = (void *)bpf_get_current_task();
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct oomwatch_ctx *c;
+	long n;
+
+	if (!e)
+		return NULL;
+	__builtin_memset(e, 0, sizeof(*e));
+	e->kind = OOMWATCH_EV_KILL;
+	e->ts = aiscope_now();
+	e->order = -1;
+	aiscope_task_ident(cur, &e->trigger);
+	c = bpf_map_lookup_elem(&oom_ctx, &tid);
+	if (c) {
+		e->memcg = c->memcg;
+		e->totalpages = c->totalpages;
+		e->points = c->points;
+		e->order = c->order;
+		e->scope = c->scope;
+		e->flags |= OOMWATCH_F_CONTEXT;
+		if (c->memcg.id)
+			e->flags |= OOMWATCH_F_MEMCG;
+		bpf_map_delete_elem(&oom_ctx, &tid);
+	}
+	n = bpf_get_stack(ctx, e->stack, sizeof(e->stack), 0);
+	e->nframes = n > 0 ? n / sizeof(__u64) : 0;
+	return e;
+}
+
+/* The victim's memcg: its own, and unless oom_kill_process said, the one
+ * whose full limit would explain a memcg OOM. */
+static __always_inline void kill_memcg(struct task_struct *t, struct oomwatch_kill *e)
+{
+	struct mem_cgroup *m = task_memcg(t);
+
+	if (!m)
+		return;
+	memcg_read(m, &e->own);
+	if (e->flags & OOMWATCH_F_CONTEXT)
+		return;
+	if (memcg_domain(m, &e->memcg, true))
+		e->flags |= OOMWATCH_F_MEMCG;
+}
+
+/* A victim known by its task_struct (tp_btf, raw_tp on the new layout). */
+static __always_inline int victim_task(void *ctx, struct task_struct *t, __u32 uid, bool has_uid)
+{
+	struct oomwatch_kill *e;
+
+	if (!aiscope_task_pass(t))
+		return 0;
+	e = kill_begin(ctx);
+	if (!e)
+		return 0;
+	aiscope_task_ident(t, &e->victim);
+	if (has_uid)
+		e->victim.uid = uid;
+	e->flags |= OOMWATCH_F_TASK | OOMWATCH_F_UID;
+	victim_mm(t, e);
+	kill_memcg(t, e);
+	aiscope_submit(e);
+	return 0;
+}
+
+/* The old layout: a pid, nothing else. */
+static __always_inline int victim_pid(void *ctx, __u32 pid)
+{
+	struct oomwatch_kill *e;
+
+	if (!aiscope_ids_pass(pid, pid))
+		return 0;
+	e = kill_begin(ctx);
+	if (!e)
+		return 0;
+	e->victim.pid = pid;
+	e->victim.tid = pid;
+	aiscope_submit(e);
+	return 0;
+}
+
+static __always_inline bool victim_has_task(void)
+{
+	return bpf_core_field_exists(struct trace_event_raw_mark_victim, total_vm);
+}
+
+SEC("tp_btf/mark_victim")
+int victim_btf(__u64 *ctx)
+{
+	if (victim_has_task())
+		return victim_task(ctx, (struct task_struct *)ctx[0], (__u32)ctx[1], true);
+	return victim_pid(ctx, (__u32)ctx[0]);
+}
+
+SEC("raw_tp/mark_victim")
+int victim_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	if (victim_has_task())
+		return victim_task(ctx, (struct task_struct *)ctx->args[0], (__u32)ctx->args[1], true);
+	return victim_pid(ctx, (__u32)ctx->args[0]);
+}
+
+/* Classic: the fields the event carries, and a pid. comm is a __data_loc
+ * string on the new layout. */
+SEC("tracepoint/oom/mark_victim")
+int victim_tp(struct trace_event_raw_mark_victim *tp)
+{
+	struct oomwatch_kill *e;
+	__u32 pid = BPF_CORE_READ(tp, pid);
+
+	if (!aiscope_ids_pass(pid, pid))
+		return 0;
+	if (aiscope_cfg.by_uid && victim_has_task() && BPF_CORE_READ(tp, uid) != aiscope_cfg.uid)
+		return 0;
+	e = kill_begin(tp);
+	if (!e)
+		return 0;
+	e->victim.pid = pid;
+	e->victim.tid = pid;
+	if (bpf_core_field_exists(tp->__data_loc_comm)) {
+		__u32 loc = BPF_CORE_READ(tp, __data_loc_comm);
+
+		bpf_probe_read_kernel_str(e->victim.comm, sizeof(e->victim.comm),
+					  (void *)tp + (loc & 0xffff));
+	} else if (bpf_core_field_exists(((struct trace_event_raw_mark_victim___o *)tp)->comm)) {
+		BPF_CORE_READ_STR_INTO(&e->victim.comm, (struct trace_event_raw_mark_victim___o *)tp,
+				       comm);
+	}
+	if (victim_has_task()) {
+		/* the event's sizes are in kB */
+		e->victim.uid = BPF_CORE_READ(tp, uid);
+		e->total_vm_pages = BPF_CORE_READ(tp, total_vm);
+		e->anon_pages = BPF_CORE_READ(tp, anon_rss);
+		e->file_pages = BPF_CORE_READ(tp, file_rss);
+		e->shmem_pages = BPF_CORE_READ(tp, shmem_rss);
+		e->pgtables_bytes = BPF_CORE_READ(tp, pgtables) << 10;
+		e->oom_score_adj = BPF_CORE_READ(tp, oom_score_adj);
+		e->flags |= OOMWATCH_F_MM | OOMWATCH_F_ADJ | OOMWATCH_F_UID |
+			    OOMWATCH_F_KB;
+	}
+	aiscope_submit(e);
+	return 0;
+}
+
+/* ---- oom_kill_process: the OOM's context ---- */
+
+static __always_inline int on_oom_kill(struct oom_control *oc)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct oomwatch_ctx c = {};
+	struct mem_cgroup *m = BPF_CORE_READ(oc, memcg);
+
+	c.totalpages = BPF_CORE_READ(oc, totalpages);
+	c.points = BPF_CORE_READ(oc, chosen_points);
+	c.order = BPF_CORE_READ(oc, order);
+	c.scope = m ? OOMWATCH_SCOPE_MEMCG : OOMWATCH_SCOPE_GLOBAL;
+	if (m)
+		memcg_read(m, &c.memcg);
+	if (bpf_map_update_elem(&oom_ctx, &tid, &c, BPF_ANY))
+		aiscope_count_lost(AISCOPE_LOST_MAP);
+	return 0;
+}
+
+SEC("fentry/oom_kill_process")
+int BPF_PROG(oomkill_fentry, struct oom_control *oc)
+{
+	return on_oom_kill(oc);
+}
+
+SEC("kprobe/oom_kill_process")
+int BPF_KPROBE(oomkill_kprobe, struct oom_control *oc)
+{
+	return on_oom_kill(oc);
+}
+
+/* ---- large allocations ---- */
+
+static __always_inline int alloc_event(__u32 sys, __u64 size, __u64 prot, __u64 flags, __s64 fd)
+{
+	struct task_struct *t = (void *)bpf_get_current_task();
+	struct oomwatch_alloc *e;
+	struct mem_cgroup *m;
+
+	if (!aiscope_task_pass(t))
+		return 0;
+	e = aiscope_reserve(sizeof(*e));
+	if (!e)
+		return 0;
+	__builtin_memset(e, 0, sizeof(*e));
+	e->kind = OOMWATCH_EV_ALLOC;
+	e->syscall = sys;
+	e->ts = aiscope_now();
+	e->size = size;
+	e->prot = prot;
+	e->flags = flags;
+	e->fd = fd;
+	aiscope_task_ident(t, &e->task);
+	m = task_memcg(t);
+	if (m && !memcg_domain(m, &e->memcg, false))
+		memcg_read(m, &e->memcg);
+	aiscope_submit(e);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_mmap")
+int mmap_tp(struct trace_event_raw_sys_enter *ctx)
+{
+	__u64 len = ctx->args[1];
+
+	if (len < alloc_min)
+		return 0;
+	return alloc_event(OOMWATCH_SYS_MMAP, len, ctx->args[2], ctx->args[3], (int)ctx->args[4]);
+}
+
+SEC("fentry/ksys_mmap_pgoff")
+int BPF_PROG(mmap_fentry, unsigned long addr, unsigned long len, unsigned long prot,
+	     unsigned long flags, unsigned long fd)
+{
+	if (len < alloc_min)
+		return 0;
+	return alloc_event(OOMWATCH_SYS_MMAP, len, prot, flags, (int)fd);
+}
+
+SEC("kprobe/ksys_mmap_pgoff")
+int BPF_KPROBE(mmap_kprobe, unsigned long addr, unsigned long len, unsigned long prot,
+	       unsigned long flags, unsigned long fd)
+{
+	if (len < alloc_min)
+		return 0;
+	return alloc_event(OOMWATCH_SYS_MMAP, len, prot, flags, (int)fd);
+}
+
+/* mremap(old_addr, old_len, new_len, flags, new_addr): the growth */
+SEC("tracepoint/syscalls/sys_enter_mremap")
+int mremap_tp(struct trace_event_raw_sys_enter *ctx)
+{
+	__u64 old_len = ctx->args[1], new_len = ctx->args[2];
+
+	if (new_len <= old_len || new_len - old_len < alloc_min)
+		return 0;
+	return alloc_event(OOMWATCH_SYS_MREMAP, new_len - old_len, 0, ctx->args[3], -1);
+}
+
+SEC("tracepoint/syscalls/sys_enter_brk")
+int brk_enter_tp(struct trace_event_raw_sys_enter *ctx)
+{
+	struct task_struct *t = (void *)bpf_get_current_task();
+	__u64 want = ctx->args[0], cur = BPF_CORE_READ(t, mm, brk);
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+	if (want <= cur || want - cur < alloc_min)
+		return 0;
+	if (bpf_map_update_elem(&brk_start, &tid, &cur, BPF_ANY))
+		aiscope_count_lost(AISCOPE_LOST_MAP);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_brk")
+int brk_exit_tp(struct trace_event_raw_sys_exit *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 *start = bpf_map_lookup_elem(&brk_start, &tid);
+	__u64 from, to = ctx->ret;
+
+	if (!start)
+		return 0;
+	from = *start;
+	bpf_map_delete_elem(&brk_start, &tid);
+	/* brk returns the old break when it could not move it */
+	if (to <= from || to - from < alloc_min)
+		return 0;
+	return alloc_event(OOMWATCH_SYS_BRK, to - from, 0, 0, -1);
+}
+
+char LICENSE[] SEC("license") = "GPL";

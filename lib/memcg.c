@@ -1,0 +1,386 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "memcg.h"
+#include "util.h"
+
+/* v1 reports "no limit" as PAGE_COUNTER_MAX pages in bytes (~2^63) */
+#define V1_UNLIMITED	(1ULL << 62)
+#define READ_BUF	4096
+#define MAX_DEPTH	64
+
+/* ---- parsers ---- */
+
+int memcg_parse_limit(const char *s, uint64_t *v)
+{
+	char *end;
+	unsigned long long x;
+
+	while (*s == ' ')
+		s++;
+	if (!strncmp(s, "max", 3) && (s[3] == 0 || s[3] == '\n')) {
+		*v = MEMCG_NO_LIMIT;
+		return 0;
+	}
+	errno = 0;
+	x = strtoull(s, &end, 10);
+	if (errno || end == s || (*end && *end != '\n'))
+		return -EINVAL;
+	*v = x >= V1_UNLIMITED ? MEMCG_NO_LIMIT : x;
+	return 0;
+}
+
+bool memcg_parse_key(const char *buf, const char *key, uint64_t *v)
+{
+	size_t n = strlen(key);
+	const char *p = buf;
+
+	while (p && *p) {
+		if (!strncmp(p, key, n) && p[n] == ' ') {
+			char *end;
+
+			*v = strtoull(p + n + 1, &end, 10);
+			return end != p + n + 1;
+		}
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return false;
+}
+
+static double psi_avg10(const char *buf, const char *kind)
+{
+	size_t n = strlen(kind);
+	const char *p = buf;
+
+	while (p && *p) {
+		if (!strncmp(p, kind, n) && !strncmp(p + n, " avg10=", 7))
+			return strtod(p + n + 7, NULL);
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return -1;
+}
+
+void memcg_parse_psi(const char *buf, double *some10, double *full10)
+{
+	*some10 = psi_avg10(buf, "some");
+	*full10 = psi_avg10(buf, "full");
+}
+
+uint64_t memcg_working_set(const struct memcg_reading *r)
+{
+	if (r->inactive_file == MEMCG_UNKNOWN)
+		return MEMCG_UNKNOWN;
+	return r->usage > r->inactive_file ? r->usage - r->inactive_file : 0;
+}
+
+/* ---- reading ---- */
+
+/* A whole small file into buf (NUL-terminated); -errno. */
+static int pread_all(int fd, char *buf, size_t len)
+{
+	ssize_t n;
+
+	if (fd < 0)
+		return -EBADF;
+	n = pread(fd, buf, len - 1, 0);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	return 0;
+}
+
+static int read_u64_file(int fd, uint64_t *v)
+{
+	char buf[64];
+	int err = pread_all(fd, buf, sizeof(buf));
+
+	return err ? err : memcg_parse_limit(buf, v);
+}
+
+int memcg_read(struct memcg *m, bool (*want_stat)(const struct memcg_reading *r, void *ctx),
+	       void *ctx)
+{
+	struct memcg_reading *r = &m->cur;
+	char buf[READ_BUF];
+	int err;
+
+	m->prev = m->cur;
+	m->have_prev = m->prev.usage != MEMCG_UNKNOWN;
+	r->inactive_file = MEMCG_UNKNOWN;
+	err = read_u64_file(m->fd_usage, &r->usage);
+	if (err) {
+		r->usage = MEMCG_UNKNOWN;
+		return err;
+	}
+	if (read_u64_file(m->fd_limit, &r->limit))
+		r->limit = MEMCG_NO_LIMIT;
+	if (m->v1) {
+		if (read_u64_file(m->fd_events, &r->limit_hits))
+			r->limit_hits = MEMCG_UNKNOWN;
+		if (pread_all(m->fd_oomctl, buf, sizeof(buf)) ||
+		    !memcg_parse_key(buf, "oom_kill", &r->oom_kills))
+			r->oom_kills = MEMCG_UNKNOWN;
+		r->ooms = MEMCG_UNKNOWN;
+		r->psi_some10 = r->psi_full10 = -1;
+	} else {
+		if (pread_all(m->fd_events, buf, sizeof(buf)) ||
+		    !memcg_parse_key(buf, "max", &r->limit_hits))
+			r->limit_hits = MEMCG_UNKNOWN;
+		if (!memcg_parse_key(buf, "oom", &r->ooms))
+			r->ooms = MEMCG_UNKNOWN;
+		if (!memcg_parse_key(buf, "oom_kill", &r->oom_kills))
+			r->oom_kills = MEMCG_UNKNOWN;
+		if (pread_all(m->fd_psi, buf, sizeof(buf)))
+			r->psi_some10 = r->psi_full10 = -1;
+		else
+			memcg_parse_psi(buf, &r->psi_some10, &r->psi_full10);
+	}
+	if (want_stat && !want_stat(r, ctx))
+		return 0;
+	if (!pread_all(m->fd_stat, buf, sizeof(buf)) &&
+	    !memcg_parse_key(buf, m->v1 ? "total_inactive_file" : "inactive_file", &r->inactive_file))
+		r->inactive_file = MEMCG_UNKNOWN;
+	return 0;
+}
+
+/* ---- the set ---- */
+
+static int cmp_memcg(const void *a, const void *b)
+{
+	const struct memcg *x = *(struct memcg *const *)a, *y = *(struct memcg *const *)b;
+
+	if (x->v1 != y->v1)
+		return x->v1 ? 1 : -1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static struct memcg *find(struct memcg_set *s, uint64_t id, bool v1)
+{
+	struct memcg key = { .id = id, .v1 = v1 }, *kp = &key, **hit;
+
+	hit = bsearch(&kp, s->cg, s->nsorted, sizeof(*s->cg), cmp_memcg);
+	return hit ? *hit : NULL;
+}
+
+static int open_at(struct memcg_set *s, int dfd, const char *name)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 && errno != ENOENT)
+		s->open_errors++;
+	return fd;
+}
+
+static void memcg_close(struct memcg *m)
+{
+	int *fds[] = { &m->fd_usage, &m->fd_limit, &m->fd_stat, &m->fd_events, &m->fd_oomctl,
+		       &m->fd_psi };
+
+	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+	free(m->path);
+	free(m);
+}
+
+static struct memcg *memcg_open(struct memcg_set *s, int dfd, uint64_t id, bool v1,
+				const char *path)
+{
+	struct memcg *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	m->id = id;
+	m->v1 = v1;
+	m->path = strdup(*path ? path : "/");
+	m->fd_oomctl = m->fd_psi = -1;
+	m->cur.usage = MEMCG_UNKNOWN;
+	if (v1) {
+		m->fd_usage = open_at(s, dfd, "memory.usage_in_bytes");
+		m->fd_limit = open_at(s, dfd, "memory.limit_in_bytes");
+		m->fd_events = open_at(s, dfd, "memory.failcnt");
+		m->fd_oomctl = open_at(s, dfd, "memory.oom_control");
+	} else {
+		m->fd_usage = open_at(s, dfd, "memory.current");
+		m->fd_limit = open_at(s, dfd, "memory.max");
+		m->fd_events = open_at(s, dfd, "memory.events");
+		m->fd_psi = open_at(s, dfd, "memory.pressure");
+	}
+	m->fd_stat = open_at(s, dfd, "memory.stat");
+	if (!m->path || m->fd_usage < 0) {
+		memcg_close(m);
+		return NULL;
+	}
+	return m;
+}
+
+static void add(struct memcg_set *s, struct memcg *m)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 256;
+		struct memcg **n = realloc(s->cg, cap * sizeof(*n));
+
+		if (!n) {
+			memcg_close(m);
+			return;
+		}
+		s->cg = n;
+		s->cap = cap;
+	}
+	s->cg[s->n++] = m;
+}
+
+static bool in_prefix(const struct memcg_set *s, const char *path)
+{
+	size_t n;
+
+	if (!s->prefix || !strcmp(s->prefix, "/"))
+		return true;
+	n = strlen(s->prefix);
+	return !strncmp(path, s->prefix, n) && (path[n] == 0 || path[n] == '/');
+}
+
+/* Could a cgroup below path be in the prefix? (walk pruning) */
+static bool toward_prefix(const struct memcg_set *s, const char *path)
+{
+	size_t n = strlen(path);
+
+	if (!s->prefix || in_prefix(s, path))
+		return true;
+	return !strncmp(s->prefix, path, n) && s->prefix[n] == '/';
+}
+
+static void visit(struct memcg_set *s, int dfd, const char *abs, char *path, size_t plen,
+		  bool v1, int depth)
+{
+	struct stat st;
+	struct memcg *m;
+	DIR *d;
+	struct dirent *de;
+
+	if (fstat(dfd, &st)) {
+		close(dfd);
+		return;
+	}
+	/* the roots are the host: /proc/pressure/memory speaks for them */
+	if (depth > 0 && in_prefix(s, path)) {
+		m = find(s, st.st_ino, v1);
+		if (!m && (m = memcg_open(s, dfd, st.st_ino, v1, path)))
+			add(s, m);
+		if (m)
+			m->scan_gen = s->scan_gen;
+	}
+	if (s->inotify_fd >= 0 && abs)
+		inotify_add_watch(s->inotify_fd, abs, IN_CREATE | IN_DELETE | IN_ONLYDIR);
+	if (depth >= MAX_DEPTH || !(d = fdopendir(dfd))) {
+		if (depth >= MAX_DEPTH)
+			close(dfd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		char sub[PATH_MAX];
+		int fd;
+
+		if (de->d_type != DT_DIR || de->d_name[0] == '.' || plen + 1 + n >= PATH_MAX)
+			continue;
+		path[plen] = '/';
+		memcpy(path + plen + 1, de->d_name, n + 1);
+		if (toward_prefix(s, path)) {
+			fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			snprintf(sub, sizeof(sub), "%s/%s", abs, de->d_name);
+			if (fd >= 0)
+				visit(s, fd, sub, path, plen + 1 + n, v1, depth + 1);
+		}
+		path[plen] = 0;
+	}
+	closedir(d);
+}
+
+static void walk(struct memcg_set *s, const char *root, bool v1)
+{
+	char path[PATH_MAX] = "";
+	int fd;
+
+	if (!*root)
+		return;
+	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0)
+		visit(s, fd, root, path, 0, v1, 0);
+}
+
+void memcg_set_rescan(struct memcg_set *s)
+{
+	size_t w = 0;
+
+	s->scan_gen++;
+	s->dirty = false;
+	s->nsorted = s->n;
+	s->last_scan_ns = clock_ns(CLOCK_MONOTONIC);
+	/* new entries are appended unsorted during the walk; find() must
+	 * only see the sorted part */
+	walk(s, s->v1_root, true);
+	walk(s, s->v2_root, false);
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->cg[i]->scan_gen != s->scan_gen) {
+			memcg_close(s->cg[i]);
+			continue;
+		}
+		s->cg[w++] = s->cg[i];
+	}
+	s->n = w;
+	qsort(s->cg, s->n, sizeof(*s->cg), cmp_memcg);
+	s->nsorted = s->n;
+}
+
+void memcg_set_refresh(struct memcg_set *s)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+
+	if (s->inotify_fd >= 0) {
+		while (read(s->inotify_fd, buf, sizeof(buf)) > 0)
+			s->dirty = true;
+	}
+	if (s->rescan_ns && clock_ns(CLOCK_MONOTONIC) - s->last_scan_ns >= s->rescan_ns)
+		s->dirty = true;
+	if (s->dirty)
+		memcg_set_rescan(s);
+}
+
+int memcg_set_init(struct memcg_set *s, const char *v1_root, const char *v2_root,
+		   const char *prefix, bool watch)
+{
+	memset(s, 0, sizeof(*s));
+	snprintf(s->v1_root, sizeof(s->v1_root), "%s", v1_root ? v1_root : "");
+	snprintf(s->v2_root, sizeof(s->v2_root), "%s", v2_root ? v2_root : "");
+	s->prefix = prefix;
+	s->inotify_fd = watch ? inotify_init1(IN_NONBLOCK | IN_CLOEXEC) : -1;
+	s->rescan_ns = 30 * NSEC_PER_SEC;
+	memcg_set_rescan(s);
+	return 0;
+}
+
+void memcg_set_free(struct memcg_set *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		memcg_close(s->cg[i]);
+	free(s->cg);
+	if (s->inotify_fd >= 0)
+		close(s->inotify_fd);
+	memset(s, 0, sizeof(*s));
+	s->inotify_fd = -1;
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Memory cgroups read from their files, cheaply enough to poll a thousand
+ * of them every second: each cgroup's files stay open and are re-read with
+ * pread(); the tree is walked again only when inotify reports a directory
+ * made or removed, or on a slow timer. cgroup v1 (memory controller) and
+ * v2 (directories with memory.current) both.
+ */
+#ifndef AISCOPE_MEMCG_H
+#define AISCOPE_MEMCG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MEMCG_NO_LIMIT	UINT64_MAX
+#define MEMCG_UNKNOWN	UINT64_MAX
+
+/* One reading. Counters are cumulative; MEMCG_UNKNOWN where the cgroup
+ * version has no such file (v1 has no "oom" count, no per-cgroup PSI). */
+struct memcg_reading {
+	uint64_t usage;		/* bytes: memory.current, memory.usage_in_bytes */
+	uint64_t limit;		/* bytes: memory.max, memory.limit_in_bytes; MEMCG_NO_LIMIT */
+	uint64_t inactive_file;	/* bytes, MEMCG_UNKNOWN when memory.stat was not read */
+	uint64_t limit_hits;	/* v2 memory.events max; v1 memory.failcnt */
+	uint64_t ooms;		/* v2 memory.events oom */
+	uint64_t oom_kills;	/* v2 memory.events oom_kill; v1 memory.oom_control oom_kill */
+	double psi_some10;	/* memory.pressure avg10 (%), < 0 unknown */
+	double psi_full10;
+};
+
+struct memcg {
+	uint64_t id;		/* the directory's inode number (the cgroup id) */
+	bool v1;
+	char *path;		/* relative to its hierarchy, "/a/b" */
+	int fd_usage, fd_limit, fd_stat, fd_events, fd_oomctl, fd_psi;
+	struct memcg_reading cur, prev;
+	bool have_prev;
+	/* for the caller */
+	int level;
+	int psi_level;
+	uint64_t scan_gen;
+};
+
+struct memcg_set {
+	char v1_root[4096];	/* memory controller mount, "" none */
+	char v2_root[4096];	/* cgroup2 mount, "" none */
+	const char *prefix;	/* only cgroups whose path starts with it (or NULL) */
+	struct memcg **cg;	/* sorted by (v1, id) */
+	size_t n, cap;
+	size_t nsorted;		/* cg[0..nsorted) is sorted (during a rescan) */
+	int inotify_fd;
+	bool dirty;		/* the tree changed: rescan */
+	uint64_t scan_gen;
+	uint64_t last_scan_ns;
+	uint64_t rescan_ns;	/* periodic rescan, 0: never */
+	int open_errors;	/* files that could not be opened (EMFILE ...) */
+};
+
+/* Pure parsers (unit-tested). */
+/* "max", a number; v1's "unlimited" (>= 2^62) -> MEMCG_NO_LIMIT */
+int memcg_parse_limit(const char *s, uint64_t *v);
+/* value of "key N" lines (memory.stat, memory.events, oom_control) */
+bool memcg_parse_key(const char *buf, const char *key, uint64_t *v);
+/* "some avg10=1.23 ..." / "full avg10=..." lines (memory.pressure,
+ * /proc/pressure/memory); -1 where absent */
+void memcg_parse_psi(const char *buf, double *some10, double *full10);
+
+/* v1_root, v2_root: mount points ("" or NULL: none); prefix: see above. */
+int memcg_set_init(struct memcg_set *s, const char *v1_root, const char *v2_root,
+		   const char *prefix, bool watch);
+/* Walks the trees: opens new cgroups, closes removed ones. */
+void memcg_set_rescan(struct memcg_set *s);
+/* Rescans if inotify saw a change or the periodic rescan is due. */
+void memcg_set_refresh(struct memcg_set *s);
+/* Reads one cgroup (prev <- cur). memory.stat is read only when
+ * want_stat(reading) says so (it is the expensive file); -errno when the
+ * cgroup went away. */
+int memcg_read(struct memcg *m, bool (*want_stat)(const struct memcg_reading *r, void *ctx),
+	       void *ctx);
+void memcg_set_free(struct memcg_set *s);
+
+/* working set = usage - inactive_file (what kubelet and cAdvisor use);
+ * MEMCG_UNKNOWN when memory.stat was not read */
+uint64_t memcg_working_set(const struct memcg_reading *r);
+
+#endif

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * memhog: memory the tests know exactly.
+ *
+ *   memhog grow STEP_KIB EVERY_MS [MAX_KIB]
+ *	prints "ready PID", waits for SIGUSR1 (time to move it into a cgroup),
+ *	then allocates STEP_KIB every EVERY_MS, touching every page, printing
+ *	"at KIB" after each step; at MAX_KIB (default: never) it waits for a
+ *	signal.
+ *   memhog mmap SIZE_KIB
+ *	prints "ready PID", waits for SIGUSR1, maps SIZE_KIB of PROT_NONE
+ *	anonymous memory (nothing is touched, nothing is used), prints
+ *	"mapped KIB", and waits for a signal.
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t go;
+
+static void on_usr1(int sig)
+{
+	go = 1;
+}
+
+static void wait_go(void)
+{
+	sigset_t none;
+
+	sigemptyset(&none);
+	printf("ready %d\n", getpid());
+	fflush(stdout);
+	while (!go)
+		sigsuspend(&none);
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static int grow(long step_kib, long every_ms, long max_kib)
+{
+	long page = sysconf(_SC_PAGESIZE), total = 0;
+
+	for (;;) {
+		size_t len = step_kib * 1024;
+		char *p;
+
+		if (max_kib && total >= max_kib)
+			break;
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED) {
+			perror("mmap");
+			return 1;
+		}
+		/* touch every page: the memory is charged when it is used */
+		for (size_t off = 0; off < len; off += page)
+			p[off] = 1;
+		total += step_kib;
+		printf("at %ld\n", total);
+		fflush(stdout);
+		sleep_ms(every_ms);
+	}
+	for (;;)
+		pause();
+}
+
+static int map_none(long kib)
+{
+	void *p = mmap(NULL, kib * 1024, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		       -1, 0);
+
+	if (p == MAP_FAILED) {
+		perror("mmap");
+		return 1;
+	}
+	printf("mapped %ld\n", kib);
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
+int main(int argc, char **argv)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	sigaction(SIGUSR1, &sa, NULL);
+	if (argc >= 4 && !strcmp(argv[1], "grow")) {
+		wait_go();
+		return grow(atol(argv[2]), atol(argv[3]), argc > 4 ? atol(argv[4]) : 0);
+	}
+	if (argc == 3 && !strcmp(argv[1], "mmap")) {
+		wait_go();
+		return map_none(atol(argv[2]));
+	}
+	fprintf(stderr, "usage: memhog grow STEP_KIB EVERY_MS [MAX_KIB] | memhog mmap SIZE_KIB\n");
+	return 2;
+}

@@ -1,0 +1,1199 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * oomwatch: who got OOM-killed, why, and who is about to be?
+ *
+ * Streams OOM kills as the kernel marks each victim (BPF), alerts polled
+ * every interval from the memory cgroups' own files (working set against
+ * the limit, limit hits and OOM counts, pressure), and allocations of at
+ * least --alloc-min seen at the syscalls. --check scans every cgroup once
+ * and exits with a code a runbook can branch on.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "kfeatures.h"
+#include "json.h"
+#include "memcg.h"
+#include "opts.h"
+#include "run.h"
+#include "table.h"
+#include "util.h"
+#include "oomwatch.h"
+#include "oomwatch.skel.h"
+
+#define TOOL "oomwatch"
+
+/* --check exit codes: outside CONTRACT section 3 (0, 1, 2, 77) */
+#define EXIT_CHECK_WARN	3
+#define EXIT_CHECK_CRIT	4
+
+/* a level drops (and can alert again) this many points below its threshold */
+#define HYSTERESIS_PCT	2.0
+
+static const char doc[] =
+"OOM kills with their context, and warnings before they happen.\n"
+"\n"
+"Streams each OOM kill (victim, memcg or global, the memcg's limit and usage,\n"
+"RSS, oom_score_adj, the task that triggered it), alerts polled every interval\n"
+"from the memory cgroups (working set against the limit, limit hits, OOM\n"
+"counts, pressure), and allocations of at least --alloc-min. --check scans\n"
+"every memory cgroup once and exits 0 (all below --warn), 3 (warn) or 4 (crit).\n"
+"\n"
+"USAGE: oomwatch [OPTIONS]"
+"\v"
+"EXAMPLES:\n"
+"  oomwatch                      # kills, alerts and large allocations\n"
+"  oomwatch --warn 80 --crit 90 -i 5s   # earlier alerts, polled every 5 s\n"
+"  oomwatch -j | jq 'select(.event==\"oom_kill\") | [.pid,.comm,.limit_bytes]'\n"
+"  oomwatch --check; echo $?     # 0 ok, 3 warn, 4 crit\n"
+"  oomwatch --check -j | jq 'select(.type==\"sample\" and .level!=\"ok\")'\n"
+"  oomwatch --container 3f2a --alloc-min 1G\n"
+"\n"
+"Exit status: 0 done, 1 runtime error, 2 usage error, 77 cannot run here;\n"
+"--check: 0 ok, 3 warn, 4 crit.";
+
+enum { OPT_WARN = 0x200, OPT_CRIT, OPT_PSI_WARN, OPT_PSI_CRIT, OPT_ALLOC_MIN, OPT_CHECK };
+
+static const struct argp_option opts[] = {
+	{ NULL, 0, NULL, 0, "oomwatch:", 1 },
+	{ "warn", OPT_WARN, "PCT", 0, "Alert when a working set reaches PCT% of its limit (default 85)", 1 },
+	{ "crit", OPT_CRIT, "PCT", 0, "Critical from PCT% (default 95)", 1 },
+	{ "psi-warn", OPT_PSI_WARN, "PCT", 0, "Alert when memory pressure (full avg10) reaches PCT% (default 10)", 1 },
+	{ "psi-crit", OPT_PSI_CRIT, "PCT", 0, "Critical pressure from PCT% (default 40)", 1 },
+	{ "alloc-min", OPT_ALLOC_MIN, "SIZE", 0, "Report mmap/mremap/brk of at least SIZE (default 512M, 0: off)", 1 },
+	{ "check", OPT_CHECK, NULL, 0, "Scan every memory cgroup once; exit 0 ok, 3 warn, 4 crit", 1 },
+	{},
+};
+
+enum level { LVL_OK, LVL_WARN, LVL_CRIT };
+
+static const char *const level_names[] = { "ok", "warn", "crit" };
+static const char *const sort_keys[] = { "pct", "ws", "usage", "limit", NULL };
+
+static struct {
+	double warn, crit, psi_warn, psi_crit;
+	uint64_t alloc_min;
+	bool check;
+} cfg = { .warn = 85, .crit = 95, .psi_warn = 10, .psi_crit = 40, .alloc_min = 512ULL << 20 };
+
+static double parse_pct(const char *arg, const char *opt)
+{
+	char *end;
+	double v = strtod(arg, &end);
+
+	if (end == arg || *end || !(v > 0 && v <= 100))
+		usage_error("invalid %s '%s': expected a percentage above 0, at most 100", opt, arg);
+	return v;
+}
+
+static error_t parse_arg(int key, char *arg, struct argp_state *state)
+{
+	switch (key) {
+	case OPT_WARN:
+		cfg.warn = parse_pct(arg, "--warn");
+		break;
+	case OPT_CRIT:
+		cfg.crit = parse_pct(arg, "--crit");
+		break;
+	case OPT_PSI_WARN:
+		cfg.psi_warn = parse_pct(arg, "--psi-warn");
+		break;
+	case OPT_PSI_CRIT:
+		cfg.psi_crit = parse_pct(arg, "--psi-crit");
+		break;
+	case OPT_ALLOC_MIN:
+		if (parse_size(arg, &cfg.alloc_min))
+			usage_error("invalid --alloc-min '%s': expected a size such as 512M or 1G (0: off)",
+				    arg);
+		break;
+	case OPT_CHECK:
+		cfg.check = true;
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static const struct argp argp = {
+	.options = opts,
+	.parser = parse_arg,
+	.doc = doc,
+	.children = aiscope_argp_children,
+};
+
+/* The victim hook first: mark_victim fires once per victim, in every
+ * mechanism. oom_kill_process adds the OOM's context where a function hook
+ * works. The allocation hooks come last so that --alloc-min 0 drops them. */
+static struct probe_hook hooks[] = {
+	{ .name = "mark_victim", .cand = {
+		{ PM_TP_BTF, "mark_victim", "victim_btf" },
+		{ PM_RAW_TP, "mark_victim", "victim_raw" },
+		{ PM_TRACEPOINT, "oom/mark_victim", "victim_tp" } } },
+	{ .name = "oom_kill_process", .optional = true, .cand = {
+		{ PM_FENTRY, "oom_kill_process", "oomkill_fentry" },
+		{ PM_KPROBE, "oom_kill_process", "oomkill_kprobe" } } },
+	{ .name = "mmap", .optional = true, .cand = {
+		{ PM_TRACEPOINT, "syscalls/sys_enter_mmap", "mmap_tp" },
+		{ PM_FENTRY, "ksys_mmap_pgoff", "mmap_fentry" },
+		{ PM_KPROBE, "ksys_mmap_pgoff", "mmap_kprobe" } } },
+	{ .name = "mremap", .optional = true, .cand = {
+		{ PM_TRACEPOINT, "syscalls/sys_enter_mremap", "mremap_tp" } } },
+	{ .name = "brk", .optional = true, .cand = {
+		{ PM_TRACEPOINT, "syscalls/sys_enter_brk", "brk_enter_tp" } } },
+	{ .name = "brk_exit", .optional = true, .cand = {
+		{ PM_TRACEPOINT, "syscalls/sys_exit_brk", "brk_exit_tp" } } },
+};
+#define NHOOKS_KILL 2
+
+static struct {
+	struct oomwatch_bpf *skel;
+	struct aiscope_bpf bpf;
+	struct aiscope_loop loop;
+	struct jw jw;
+	struct table t;
+	struct memcg_set set;
+	const char *sysroot;
+	char host_psi[4096];
+	int host_psi_fd;
+	int host_level;
+	bool memcg_v1;		/* the kernel's memcgs are in a v1 hierarchy */
+	long page_size;
+	uint64_t events, kills, alerts, allocs;
+	/* kernel symbols that tell memcg from global OOMs, loaded at the
+	 * first kill that needs them */
+	bool ksyms_loaded;
+	uint64_t memcg_oom[2], global_oom[2][2];
+} S = { .host_psi_fd = -1 };
+
+/* ---- output helpers ---- */
+
+static const struct tcol cols_stream[] = {
+	{ "TIME", 8, TC_LEFT }, { "EVENT", 8, TC_LEFT }, { "LEVEL", 5, TC_LEFT },
+	{ "PID", 7, 0 }, { "COMM", 15, TC_LEFT }, { "CONTAINER", 12, TC_LEFT },
+	{ "CGROUP", 32, TC_LEFT }, { "USED(MiB)", 9, 0 }, { "LIMIT(MiB)", 10, 0 },
+	{ "USE(%)", 6, 0 }, { "DETAIL", 0, TC_LEFT },
+};
+
+static void stream_row_begin(uint64_t rt)
+{
+	char hms[16];
+
+	table_init(&S.t, stdout, cols_stream + !env.timestamp,
+		   ARRAY_SIZE(cols_stream) - !env.timestamp, env.tty && !env.wide);
+	if (env.timestamp) {
+		fmt_hms(rt, hms, sizeof(hms));
+		table_str(&S.t, hms);
+	}
+}
+
+static void table_mib(struct table *t, uint64_t bytes)
+{
+	if (bytes == MEMCG_UNKNOWN)
+		table_str(t, "-");
+	else
+		table_fixed(t, bytes / 1048576.0, 1);
+}
+
+static void table_pct(struct table *t, uint64_t part, uint64_t whole)
+{
+	if (part == MEMCG_UNKNOWN || whole == MEMCG_NO_LIMIT || !whole)
+		table_str(t, "-");
+	else
+		table_fixed(t, 100.0 * part / whole, 1);
+}
+
+static void jw_kbytes(struct jw *w, const char *key, uint64_t v)
+{
+	if (v == MEMCG_UNKNOWN)
+		jw_knull(w, key);
+	else
+		jw_ku64(w, key, v);
+}
+
+static void jw_kpct(struct jw *w, const char *key, uint64_t part, uint64_t whole)
+{
+	if (part == MEMCG_UNKNOWN || whole == MEMCG_NO_LIMIT || !whole)
+		jw_knull(w, key);
+	else
+		jw_kdouble(w, key, 100.0 * part / whole, 2);
+}
+
+static void jw_kpsi(struct jw *w, const char *key, double v)
+{
+	if (v < 0)
+		jw_knull(w, key);
+	else
+		jw_kdouble(w, key, v, 2);
+}
+
+static int count_event(void)
+{
+	S.events++;
+	if (env.count && S.events >= env.count)
+		return aiscope_loop_stop(&S.loop, "count");
+	return 0;
+}
+
+static uint64_t pages(uint64_t n)
+{
+	return n == OOMWATCH_NO_LIMIT ? MEMCG_NO_LIMIT : n * S.page_size;
+}
+
+static const char *short_path(const char *p)
+{
+	return p ? p : "?";
+}
+
+/* ---- memcg vs global from the kernel stack ---- */
+
+static void load_ksyms(void)
+{
+	static const char *const names[] = {
+		"mem_cgroup_out_of_memory", "out_of_memory", "pagefault_out_of_memory",
+	};
+	uint64_t start[3] = {}, end[3];
+	char line[512], name[256], type;
+	unsigned long long addr;
+	FILE *f;
+
+	S.ksyms_loaded = true;
+	for (int pass = 0; pass < 2; pass++) {
+		f = fopen("/proc/kallsyms", "r");
+		if (!f)
+			return;
+		for (int i = 0; i < 3; i++)
+			end[i] = pass ? UINT64_MAX : 0;
+		while (fgets(line, sizeof(line), f)) {
+			if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3 || !addr)
+				continue;
+			for (int i = 0; i < 3; i++) {
+				if (!pass && !strcmp(name, names[i]))
+					start[i] = addr;
+				/* a function ends where the next symbol starts */
+				if (pass && start[i] && addr > start[i] && addr < end[i])
+					end[i] = addr;
+			}
+		}
+		fclose(f);
+	}
+	if (start[0] && end[0] != UINT64_MAX) {
+		S.memcg_oom[0] = start[0];
+		S.memcg_oom[1] = end[0];
+	}
+	for (int i = 1; i < 3; i++) {
+		if (start[i] && end[i] != UINT64_MAX) {
+			S.global_oom[i - 1][0] = start[i];
+			S.global_oom[i - 1][1] = end[i];
+		}
+	}
+}
+
+static bool stack_has(const struct oomwatch_kill *e, const uint64_t range[2])
+{
+	uint32_t n = e->nframes < OOMWATCH_STACK_DEPTH ? e->nframes : OOMWATCH_STACK_DEPTH;
+
+	for (uint32_t i = 0; i < n && range[0]; i++)
+		if (e->stack[i] >= range[0] && e->stack[i] < range[1])
+			return true;
+	return false;
+}
+
+/* mem_cgroup_out_of_memory() calls out_of_memory(): look for it first */
+static int stack_scope(const struct oomwatch_kill *e)
+{
+	if (!S.ksyms_loaded)
+		load_ksyms();
+	if (stack_has(e, S.memcg_oom))
+		return OOMWATCH_SCOPE_MEMCG;
+	if (stack_has(e, S.global_oom[0]) || stack_has(e, S.global_oom[1]))
+		return OOMWATCH_SCOPE_GLOBAL;
+	return OOMWATCH_SCOPE_UNKNOWN;
+}
+
+/* ---- kill events ---- */
+
+/* The old mark_victim names a pid only: the rest from /proc, while the
+ * victim is still there. */
+static void proc_enrich(struct aiscope_ident *id, char *cgpath, size_t len)
+{
+	char path[64], line[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/comm", id->pid);
+	if ((f = fopen(path, "r"))) {
+		if (fgets(line, sizeof(line), f)) {
+			line[strcspn(line, "\n")] = 0;
+			snprintf(id->comm, sizeof(id->comm), "%.15s", line);
+		}
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/proc/%u/cgroup", id->pid);
+	if (!(f = fopen(path, "r")))
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *ctrl = strchr(line, ':'), *p = ctrl ? strchr(ctrl + 1, ':') : NULL;
+
+		if (!p)
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		*p = 0;
+		/* the memory controller's path names its memcg */
+		if (strstr(ctrl + 1, "memory") || (!S.memcg_v1 && !strcmp(line, "0")))
+			snprintf(cgpath, len, "%s", p + 1);
+	}
+	fclose(f);
+}
+
+struct kill_view {
+	int scope;
+	const char *scope_source;
+	const struct oomwatch_memcg *memcg;
+	const char *memcg_path;
+	const char *victim_cgroup;
+	struct container_info ci;
+	uint64_t limit, usage;
+	uint64_t unit;		/* bytes per size unit of the event */
+	char proc_cgroup[4096];
+};
+
+static void kill_view(const struct oomwatch_kill *e, struct aiscope_ident *victim,
+		      struct kill_view *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->scope = e->scope;
+	v->scope_source = "oom_kill_process";
+	if (!(e->flags & OOMWATCH_F_CONTEXT)) {
+		v->scope = stack_scope(e);
+		v->scope_source = v->scope ? "stack" : NULL;
+	}
+	/* a global OOM, or no full memcg found: the victim's own memcg */
+	v->memcg = (e->flags & OOMWATCH_F_MEMCG) && v->scope != OOMWATCH_SCOPE_GLOBAL ? &e->memcg
+										       : &e->own;
+	v->memcg_path = v->memcg->id ? cg_path_of(v->memcg->id, S.memcg_v1) : NULL;
+	v->limit = v->memcg->id ? pages(v->memcg->max_pages) : MEMCG_UNKNOWN;
+	v->usage = v->memcg->id ? pages(v->memcg->usage_pages) : MEMCG_UNKNOWN;
+	v->unit = e->flags & OOMWATCH_F_KB ? 1024 : S.page_size;
+	if (e->flags & OOMWATCH_F_TASK) {
+		v->victim_cgroup = aiscope_ident_cgroup(victim, &v->ci);
+		return;
+	}
+	proc_enrich(victim, v->proc_cgroup, sizeof(v->proc_cgroup));
+	if (v->proc_cgroup[0]) {
+		v->victim_cgroup = v->proc_cgroup;
+		cg_parse_container(v->proc_cgroup, &v->ci);
+	}
+}
+
+static const char *scope_name(int scope)
+{
+	return scope == OOMWATCH_SCOPE_MEMCG ? "memcg" : scope == OOMWATCH_SCOPE_GLOBAL ? "global" : NULL;
+}
+
+static void kill_json(const struct oomwatch_kill *e, const struct aiscope_ident *victim,
+		      const struct kill_view *v)
+{
+	struct jw *w = &S.jw;
+	bool mm = e->flags & OOMWATCH_F_MM;
+
+	jw_record_begin(w, "event", TOOL, aiscope_realtime(e->ts));
+	jw_kstr(w, "event", "oom_kill");
+	jw_ku64(w, "pid", victim->pid);
+	jw_knull(w, "tid");
+	jw_kstr(w, "comm", victim->comm[0] ? victim->comm : NULL);
+	if (e->flags & OOMWATCH_F_UID)
+		jw_ku64(w, "uid", victim->uid);
+	else
+		jw_knull(w, "uid");
+	if (e->flags & OOMWATCH_F_TASK)
+		jw_ku64(w, "cgroup_id", victim->cgroup_id);
+	else
+		jw_knull(w, "cgroup_id");
+	jw_kstr(w, "cgroup", v->victim_cgroup);
+	jw_kstr(w, "container_id", v->ci.id[0] ? v->ci.id : NULL);
+	jw_kstr(w, "runtime", v->ci.runtime);
+	jw_kstr(w, "pod_uid", v->ci.pod_uid[0] ? v->ci.pod_uid : NULL);
+	jw_kstr(w, "scope", scope_name(v->scope));
+	jw_kstr(w, "scope_source", v->scope_source);
+	if (v->memcg->id)
+		jw_ku64(w, "memcg_id", v->memcg->id);
+	else
+		jw_knull(w, "memcg_id");
+	jw_kstr(w, "memcg", v->memcg_path);
+	jw_kbytes(w, "limit_bytes", v->limit == MEMCG_NO_LIMIT ? MEMCG_UNKNOWN : v->limit);
+	jw_kbytes(w, "usage_bytes", v->usage);
+	jw_kbytes(w, "total_vm_bytes", mm ? e->total_vm_pages * v->unit : MEMCG_UNKNOWN);
+	jw_kbytes(w, "anon_rss_bytes", mm ? e->anon_pages * v->unit : MEMCG_UNKNOWN);
+	jw_kbytes(w, "file_rss_bytes", mm ? e->file_pages * v->unit : MEMCG_UNKNOWN);
+	jw_kbytes(w, "shmem_rss_bytes", mm ? e->shmem_pages * v->unit : MEMCG_UNKNOWN);
+	jw_kbytes(w, "pgtables_bytes", mm ? e->pgtables_bytes : MEMCG_UNKNOWN);
+	if (e->flags & OOMWATCH_F_ADJ)
+		jw_ki64(w, "oom_score_adj", e->oom_score_adj);
+	else
+		jw_knull(w, "oom_score_adj");
+	if (e->flags & OOMWATCH_F_CONTEXT) {
+		jw_ki64(w, "points", e->points);
+		jw_kbytes(w, "domain_bytes", pages(e->totalpages));
+		jw_ki64(w, "order", e->order);
+	} else {
+		jw_knull(w, "points");
+		jw_knull(w, "domain_bytes");
+		jw_knull(w, "order");
+	}
+	jw_ku64(w, "trigger_pid", e->trigger.pid);
+	jw_ku64(w, "trigger_tid", e->trigger.tid);
+	jw_kstrn(w, "trigger_comm", e->trigger.comm, sizeof(e->trigger.comm));
+	jw_kstr(w, "source", probe_mech_name(hooks[0].cand[hooks[0].chosen].mech));
+	jw_record_end(w);
+}
+
+static void kill_table(const struct oomwatch_kill *e, const struct aiscope_ident *victim,
+		       const struct kill_view *v)
+{
+	char detail[512], buf[16];
+	int n;
+
+	stream_row_begin(aiscope_realtime(e->ts));
+	table_str(&S.t, "oom_kill");
+	table_str(&S.t, "-");
+	table_u64(&S.t, victim->pid);
+	table_str(&S.t, victim->comm[0] ? victim->comm : "?");
+	table_str(&S.t, aiscope_container_short(&v->ci, buf));
+	table_str(&S.t, short_path(v->memcg_path ? v->memcg_path : v->victim_cgroup));
+	table_mib(&S.t, v->usage);
+	table_mib(&S.t, v->limit == MEMCG_NO_LIMIT ? MEMCG_UNKNOWN : v->limit);
+	table_pct(&S.t, v->usage, v->limit);
+	n = snprintf(detail, sizeof(detail), "%s", scope_name(v->scope) ? scope_name(v->scope) : "oom");
+	if (e->flags & OOMWATCH_F_MM)
+		n += snprintf(detail + n, sizeof(detail) - n,
+			      " anon=%.1fM file=%.1fM shmem=%.1fM vm=%.1fM",
+			      e->anon_pages * v->unit / 1048576.0, e->file_pages * v->unit / 1048576.0,
+			      e->shmem_pages * v->unit / 1048576.0,
+			      e->total_vm_pages * v->unit / 1048576.0);
+	if (e->flags & OOMWATCH_F_ADJ)
+		n += snprintf(detail + n, sizeof(detail) - n, " adj=%d", e->oom_score_adj);
+	snprintf(detail + n, sizeof(detail) - n, " trigger=%u/%.16s", e->trigger.pid,
+		 e->trigger.comm);
+	table_str(&S.t, detail);
+	table_end_row(&S.t);
+}
+
+static int on_kill(const struct oomwatch_kill *e)
+{
+	struct aiscope_ident victim = e->victim;
+	struct kill_view v;
+
+	kill_view(e, &victim, &v);
+	S.kills++;
+	if (env.json)
+		kill_json(e, &victim, &v);
+	else
+		kill_table(e, &victim, &v);
+	return count_event();
+}
+
+/* ---- allocations ---- */
+
+static const char *sys_name(uint32_t sys)
+{
+	static const char *const names[] = { "mmap", "mremap", "brk" };
+
+	return sys < ARRAY_SIZE(names) ? names[sys] : "?";
+}
+
+static void prot_str(const struct oomwatch_alloc *e, char *buf)
+{
+	bool has = e->syscall == OOMWATCH_SYS_MMAP;
+
+	buf[0] = !has || (e->prot & PROT_READ) ? 'r' : '-';
+	buf[1] = !has || (e->prot & PROT_WRITE) ? 'w' : '-';
+	buf[2] = has && (e->prot & PROT_EXEC) ? 'x' : '-';
+	buf[3] = 0;
+}
+
+static int on_alloc(const struct oomwatch_alloc *e)
+{
+	uint64_t limit = e->memcg.id ? pages(e->memcg.max_pages) : MEMCG_NO_LIMIT;
+	uint64_t usage = e->memcg.id ? pages(e->memcg.usage_pages) : MEMCG_UNKNOWN;
+	uint64_t headroom = limit == MEMCG_NO_LIMIT ? MEMCG_UNKNOWN
+				: limit > usage ? limit - usage : 0;
+	bool exceeds = headroom != MEMCG_UNKNOWN && e->size > headroom;
+	bool anon = e->syscall != OOMWATCH_SYS_MMAP || (e->flags & MAP_ANONYMOUS);
+	const char *memcg = e->memcg.id ? cg_path_of(e->memcg.id, S.memcg_v1) : NULL;
+	uint64_t rt = aiscope_realtime(e->ts);
+	char prot[4];
+
+	S.allocs++;
+	prot_str(e, prot);
+	if (env.json) {
+		struct jw *w = &S.jw;
+
+		jw_record_begin(w, "event", TOOL, rt);
+		jw_kstr(w, "event", "alloc");
+		jw_kstr(w, "level", exceeds ? "crit" : "warn");
+		aiscope_ident_json(w, &e->task, true);
+		jw_kstr(w, "syscall", sys_name(e->syscall));
+		jw_ku64(w, "size_bytes", e->size);
+		jw_kstr(w, "prot", prot);
+		jw_kbool(w, "anonymous", anon);
+		if (e->syscall == OOMWATCH_SYS_MMAP && !anon)
+			jw_ki64(w, "fd", e->fd);
+		else
+			jw_knull(w, "fd");
+		if (e->memcg.id)
+			jw_ku64(w, "memcg_id", e->memcg.id);
+		else
+			jw_knull(w, "memcg_id");
+		jw_kstr(w, "memcg", memcg);
+		jw_kbytes(w, "limit_bytes", limit == MEMCG_NO_LIMIT ? MEMCG_UNKNOWN : limit);
+		jw_kbytes(w, "usage_bytes", usage);
+		jw_kbytes(w, "headroom_bytes", headroom);
+		if (headroom == MEMCG_UNKNOWN)
+			jw_knull(w, "exceeds_headroom");
+		else
+			jw_kbool(w, "exceeds_headroom", exceeds);
+		jw_record_end(w);
+	} else {
+		struct container_info ci;
+		char detail[256], buf[16];
+
+		aiscope_ident_cgroup(&e->task, &ci);
+		stream_row_begin(rt);
+		table_str(&S.t, "alloc");
+		table_str(&S.t, exceeds ? "crit" : "warn");
+		table_u64(&S.t, e->task.pid);
+		table_str(&S.t, e->task.comm);
+		table_str(&S.t, aiscope_container_short(&ci, buf));
+		table_str(&S.t, short_path(memcg));
+		table_mib(&S.t, usage);
+		table_mib(&S.t, limit == MEMCG_NO_LIMIT ? MEMCG_UNKNOWN : limit);
+		table_pct(&S.t, usage, limit);
+		if (headroom == MEMCG_UNKNOWN)
+			snprintf(detail, sizeof(detail), "%s %.1fM %s%s no limit", sys_name(e->syscall),
+				 e->size / 1048576.0, prot, anon ? " anon" : " file");
+		else
+			snprintf(detail, sizeof(detail), "%s %.1fM %s%s headroom=%.1fM%s",
+				 sys_name(e->syscall), e->size / 1048576.0, prot,
+				 anon ? " anon" : " file", headroom / 1048576.0,
+				 exceeds ? " EXCEEDS" : "");
+		table_str(&S.t, detail);
+		table_end_row(&S.t);
+	}
+	return count_event();
+}
+
+static int on_event(void *ctx, void *data, size_t len)
+{
+	const uint32_t *kind = data;
+
+	if (len >= sizeof(struct oomwatch_kill) && *kind == OOMWATCH_EV_KILL)
+		return on_kill(data);
+	if (len >= sizeof(struct oomwatch_alloc) && *kind == OOMWATCH_EV_ALLOC)
+		return on_alloc(data);
+	return 0;
+}
+
+/* ---- polling the memory cgroups ---- */
+
+static bool limited(const struct memcg_reading *r)
+{
+	return r->limit != MEMCG_NO_LIMIT && r->limit > 0;
+}
+
+/* The working set is at most the usage: below the warn level, memory.stat
+ * (the expensive file) cannot change the verdict. */
+static bool want_stat_poll(const struct memcg_reading *r, void *ctx)
+{
+	return limited(r) && r->usage * 100.0 >= cfg.warn * r->limit;
+}
+
+static bool want_stat_check(const struct memcg_reading *r, void *ctx)
+{
+	return limited(r);
+}
+
+static double ws_pct(const struct memcg_reading *r)
+{
+	uint64_t ws = memcg_working_set(r);
+
+	if (!limited(r))
+		return -1;
+	/* memory.stat unread: the usage was below warn, and so is the working set */
+	return 100.0 * (ws == MEMCG_UNKNOWN ? r->usage : ws) / r->limit;
+}
+
+static enum level level_of(double v, double warn, double crit)
+{
+	return v >= crit ? LVL_CRIT : v >= warn ? LVL_WARN : LVL_OK;
+}
+
+/* The level to hold: rise at once, fall only below threshold - hysteresis. */
+static int next_level(int cur, double v, double warn, double crit)
+{
+	int now = level_of(v, warn, crit), held = cur;
+
+	if (now >= held)
+		return now;
+	if (held == LVL_CRIT && v >= crit - HYSTERESIS_PCT)
+		return LVL_CRIT;
+	if (held >= LVL_WARN && v >= warn - HYSTERESIS_PCT)
+		return LVL_WARN;
+	return now;
+}
+
+static uint64_t delta(uint64_t cur, uint64_t prev)
+{
+	if (cur == MEMCG_UNKNOWN || prev == MEMCG_UNKNOWN || cur < prev)
+		return cur == MEMCG_UNKNOWN ? MEMCG_UNKNOWN : 0;
+	return cur - prev;
+}
+
+struct alert {
+	enum level level;
+	char reason[96];
+	uint64_t limit_hits, ooms, oom_kills;
+};
+
+static void add_reason(struct alert *a, int l, const char *why)
+{
+	size_t n = strlen(a->reason);
+
+	if (l > (int)a->level)
+		a->level = l;
+	snprintf(a->reason + n, sizeof(a->reason) - n, "%s%s", n ? "," : "", why);
+}
+
+static void cgroup_ident_json(struct jw *w, const struct memcg *m)
+{
+	struct container_info ci;
+
+	cg_parse_container(m->path, &ci);
+	jw_knull(w, "pid");
+	jw_knull(w, "tid");
+	jw_knull(w, "comm");
+	jw_knull(w, "uid");
+	jw_ku64(w, "cgroup_id", m->id);
+	jw_kstr(w, "cgroup", m->path);
+	jw_kstr(w, "container_id", ci.id[0] ? ci.id : NULL);
+	jw_kstr(w, "runtime", ci.runtime);
+	jw_kstr(w, "pod_uid", ci.pod_uid[0] ? ci.pod_uid : NULL);
+	jw_ku64(w, "cgroup_version", m->v1 ? 1 : 2);
+}
+
+static void reading_json(struct jw *w, const struct memcg_reading *r)
+{
+	uint64_t ws = memcg_working_set(r);
+
+	jw_kbytes(w, "usage_bytes", r->usage);
+	jw_kbytes(w, "working_set_bytes", ws);
+	jw_kbytes(w, "inactive_file_bytes", r->inactive_file);
+	jw_kbytes(w, "limit_bytes", limited(r) ? r->limit : MEMCG_UNKNOWN);
+	jw_kpct(w, "working_set_pct", ws, limited(r) ? r->limit : MEMCG_NO_LIMIT);
+	jw_kpsi(w, "psi_some_avg10_pct", r->psi_some10);
+	jw_kpsi(w, "psi_full_avg10_pct", r->psi_full10);
+}
+
+static void alert_emit(const struct memcg *m, const struct alert *a)
+{
+	const struct memcg_reading *r = &m->cur;
+	uint64_t rt = aiscope_now_realtime();
+
+	S.alerts++;
+	if (env.json) {
+		struct jw *w = &S.jw;
+
+		jw_record_begin(w, "event", TOOL, rt);
+		jw_kstr(w, "event", "alert");
+		jw_kstr(w, "level", level_names[a->level]);
+		jw_kstr(w, "reason", a->reason);
+		cgroup_ident_json(w, m);
+		reading_json(w, r);
+		jw_kbytes(w, "limit_hits", a->limit_hits);
+		jw_kbytes(w, "ooms", a->ooms);
+		jw_kbytes(w, "oom_kills", a->oom_kills);
+		jw_record_end(w);
+	} else {
+		struct container_info ci;
+		char detail[256], buf[16];
+		uint64_t ws = memcg_working_set(r);
+		int n;
+
+		cg_parse_container(m->path, &ci);
+		stream_row_begin(rt);
+		table_str(&S.t, "alert");
+		table_str(&S.t, level_names[a->level]);
+		table_str(&S.t, "-");
+		table_str(&S.t, "-");
+		table_str(&S.t, aiscope_container_short(&ci, buf));
+		table_str(&S.t, m->path);
+		table_mib(&S.t, ws == MEMCG_UNKNOWN ? r->usage : ws);
+		table_mib(&S.t, limited(r) ? r->limit : MEMCG_UNKNOWN);
+		table_pct(&S.t, ws == MEMCG_UNKNOWN ? r->usage : ws, r->limit);
+		n = snprintf(detail, sizeof(detail), "%s", a->reason);
+		if (a->limit_hits && a->limit_hits != MEMCG_UNKNOWN)
+			n += snprintf(detail + n, sizeof(detail) - n, " limit_hits=+%llu",
+				      (unsigned long long)a->limit_hits);
+		if (a->ooms && a->ooms != MEMCG_UNKNOWN)
+			n += snprintf(detail + n, sizeof(detail) - n, " ooms=+%llu",
+				      (unsigned long long)a->ooms);
+		if (a->oom_kills && a->oom_kills != MEMCG_UNKNOWN)
+			n += snprintf(detail + n, sizeof(detail) - n, " oom_kills=+%llu",
+				      (unsigned long long)a->oom_kills);
+		if (r->psi_full10 >= 0)
+			snprintf(detail + n, sizeof(detail) - n, " psi_full=%.2f%%", r->psi_full10);
+		table_str(&S.t, detail);
+		table_end_row(&S.t);
+	}
+	count_event();
+}
+
+/* One cgroup's alert for this interval, if it has one. */
+static void poll_one(struct memcg *m)
+{
+	const struct memcg_reading *r = &m->cur, *p = &m->prev;
+	struct alert a = { .level = LVL_OK };
+	int l;
+
+	if (memcg_read(m, want_stat_poll, NULL)) {
+		S.set.dirty = true;	/* gone: the next rescan drops it */
+		return;
+	}
+	l = limited(r) ? next_level(m->level, ws_pct(r), cfg.warn, cfg.crit) : LVL_OK;
+	if (l > m->level)
+		add_reason(&a, l, "working_set");
+	m->level = l;
+	if (r->psi_full10 >= 0) {
+		l = next_level(m->psi_level, r->psi_full10, cfg.psi_warn, cfg.psi_crit);
+		if (l > m->psi_level)
+			add_reason(&a, l, "pressure");
+		m->psi_level = l;
+	}
+	if (m->have_prev) {
+		a.limit_hits = delta(r->limit_hits, p->limit_hits);
+		a.ooms = delta(r->ooms, p->ooms);
+		a.oom_kills = delta(r->oom_kills, p->oom_kills);
+	} else {
+		a.limit_hits = a.ooms = a.oom_kills = 0;
+	}
+	if (a.limit_hits && a.limit_hits != MEMCG_UNKNOWN)
+		add_reason(&a, LVL_WARN, "limit_hit");
+	if (a.ooms && a.ooms != MEMCG_UNKNOWN)
+		add_reason(&a, LVL_CRIT, "oom");
+	if (a.oom_kills && a.oom_kills != MEMCG_UNKNOWN)
+		add_reason(&a, LVL_CRIT, "oom_kill");
+	if (a.reason[0])
+		alert_emit(m, &a);
+}
+
+static bool read_host_psi(double *some, double *full)
+{
+	char buf[512];
+	ssize_t n;
+
+	*some = *full = -1;
+	if (S.host_psi_fd < 0)
+		return false;
+	n = pread(S.host_psi_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	memcg_parse_psi(buf, some, full);
+	return *full >= 0;
+}
+
+static void host_alert(double some, double full, int l)
+{
+	uint64_t rt = aiscope_now_realtime();
+
+	S.alerts++;
+	if (env.json) {
+		struct jw *w = &S.jw;
+
+		jw_record_begin(w, "event", TOOL, rt);
+		jw_kstr(w, "event", "alert");
+		jw_kstr(w, "level", level_names[l]);
+		jw_kstr(w, "reason", "host_pressure");
+		jw_knull(w, "pid");
+		jw_knull(w, "tid");
+		jw_knull(w, "comm");
+		jw_knull(w, "uid");
+		jw_knull(w, "cgroup_id");
+		jw_knull(w, "cgroup");
+		jw_knull(w, "container_id");
+		jw_knull(w, "runtime");
+		jw_knull(w, "pod_uid");
+		jw_knull(w, "cgroup_version");
+		jw_kpsi(w, "psi_some_avg10_pct", some);
+		jw_kpsi(w, "psi_full_avg10_pct", full);
+		jw_record_end(w);
+	} else {
+		char detail[128];
+
+		stream_row_begin(rt);
+		table_str(&S.t, "alert");
+		table_str(&S.t, level_names[l]);
+		table_str(&S.t, "-");
+		table_str(&S.t, "-");
+		table_str(&S.t, "-");
+		table_str(&S.t, "[host]");
+		table_str(&S.t, "-");
+		table_str(&S.t, "-");
+		table_str(&S.t, "-");
+		snprintf(detail, sizeof(detail), "host_pressure psi_some=%.2f%% psi_full=%.2f%%",
+			 some, full);
+		table_str(&S.t, detail);
+		table_end_row(&S.t);
+	}
+	count_event();
+}
+
+static void poll_host(void)
+{
+	double some, full;
+	int l;
+
+	if (!read_host_psi(&some, &full))
+		return;
+	l = next_level(S.host_level, full, cfg.psi_warn, cfg.psi_crit);
+	if (l > S.host_level)
+		host_alert(some, full, l);
+	S.host_level = l;
+}
+
+static void poll_all(void)
+{
+	memcg_set_refresh(&S.set);
+	for (size_t i = 0; i < S.set.n && !S.loop.exit_reason; i++)
+		poll_one(S.set.cg[i]);
+	if (!S.loop.exit_reason)
+		poll_host();
+}
+
+static int on_tick(void *ctx)
+{
+	poll_all();
+	return 0;
+}
+
+/* ---- setup ---- */
+
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	/* a thousand cgroups keep five thousand files open */
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static void open_cgroups(bool watch)
+{
+	const char *prefix = env.ncg ? env.cg[env.ncg - 1].path : NULL;
+	char path[4096];
+
+	raise_nofile();
+	S.memcg_v1 = cg_v1_mount("memory") != NULL;
+	memcg_set_init(&S.set, cg_v1_mount("memory"), cg_v2_mount(), prefix, watch);
+	if (S.set.open_errors)
+		fprintf(stderr, "%s: %d cgroup files could not be opened (%s): raise the open-file limit\n",
+			TOOL, S.set.open_errors, strerror(EMFILE));
+	snprintf(path, sizeof(path), "%s/proc/pressure/memory", S.sysroot ? S.sysroot : "");
+	S.host_psi_fd = open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/* ---- --check ---- */
+
+static const struct tcol cols_check[] = {
+	{ "LEVEL", 5, TC_LEFT }, { "CGROUP", 40, TC_LEFT }, { "CONTAINER", 12, TC_LEFT },
+	{ "USAGE(MiB)", 10, 0 }, { "WS(MiB)", 9, 0 }, { "LIMIT(MiB)", 10, 0 }, { "WS(%)", 6, 0 },
+	{ "PSI_FULL(%)", 11, 0 }, { "OOM_KILLS", 9, 0 },
+};
+
+struct check_row {
+	struct memcg *m;
+	enum level level;
+	double pct;
+};
+
+static double check_sort_value(const struct check_row *c)
+{
+	const struct memcg_reading *r = &c->m->cur;
+	uint64_t ws = memcg_working_set(r);
+
+	switch (env.sort ? env.sort[0] : 'p') {
+	case 'w': return ws == MEMCG_UNKNOWN ? 0 : ws;
+	case 'u': return r->usage;
+	case 'l': return limited(r) ? r->limit : 0;
+	default: return c->pct;
+	}
+}
+
+static int cmp_check(const void *a, const void *b)
+{
+	double x = check_sort_value(a), y = check_sort_value(b);
+
+	if (x != y)
+		return x < y ? 1 : -1;
+	return strcmp(((const struct check_row *)a)->m->path, ((const struct check_row *)b)->m->path);
+}
+
+static void check_row_json(const struct check_row *c, uint64_t now)
+{
+	struct jw *w = &S.jw;
+	const struct memcg_reading *r = &c->m->cur;
+
+	jw_record_begin(w, "sample", TOOL, now);
+	jw_ku64(w, "seq", 1);
+	jw_knull(w, "interval_ns");
+	jw_kstr(w, "level", level_names[c->level]);
+	cgroup_ident_json(w, c->m);
+	reading_json(w, r);
+	jw_kbytes(w, "limit_hits", r->limit_hits);
+	jw_kbytes(w, "ooms", r->ooms);
+	jw_kbytes(w, "oom_kills", r->oom_kills);
+	jw_record_end(w);
+}
+
+static void check_row_table(struct table *t, const struct check_row *c)
+{
+	const struct memcg_reading *r = &c->m->cur;
+	struct container_info ci;
+	char buf[16];
+	uint64_t ws = memcg_working_set(r);
+
+	cg_parse_container(c->m->path, &ci);
+	table_str(t, level_names[c->level]);
+	table_str(t, c->m->path);
+	table_str(t, aiscope_container_short(&ci, buf));
+	table_mib(t, r->usage);
+	table_mib(t, ws);
+	table_mib(t, limited(r) ? r->limit : MEMCG_UNKNOWN);
+	table_pct(t, ws, r->limit);
+	if (r->psi_full10 >= 0)
+		table_fixed(t, r->psi_full10, 2);
+	else
+		table_str(t, "-");
+	if (r->oom_kills == MEMCG_UNKNOWN)
+		table_str(t, "-");
+	else
+		table_u64(t, r->oom_kills);
+	table_end_row(t);
+}
+
+static int run_check(void)
+{
+	struct check_row *rows = calloc(S.set.n ? S.set.n : 1, sizeof(*rows));
+	size_t n = 0, shown, nwarn = 0, ncrit = 0;
+	uint64_t now = aiscope_now_realtime();
+	enum level worst = LVL_OK, hl = LVL_OK;
+	double some, full;
+	struct table t;
+	int code;
+
+	if (!rows)
+		aiscope_fail(EXIT_RUNTIME, "out of memory");
+	for (size_t i = 0; i < S.set.n; i++) {
+		struct memcg *m = S.set.cg[i];
+		const struct memcg_reading *r = &m->cur;
+		struct check_row *c = &rows[n];
+
+		if (memcg_read(m, want_stat_check, NULL))
+			continue;
+		if (!limited(r) && r->psi_full10 < 0)
+			continue;
+		c->m = m;
+		c->pct = limited(r) ? ws_pct(r) : 0;
+		c->level = limited(r) ? level_of(c->pct, cfg.warn, cfg.crit) : LVL_OK;
+		if (r->psi_full10 >= 0 && level_of(r->psi_full10, cfg.psi_warn, cfg.psi_crit) > c->level)
+			c->level = level_of(r->psi_full10, cfg.psi_warn, cfg.psi_crit);
+		if (!limited(r) && c->level == LVL_OK)
+			continue;	/* neither a limit nor pressure: nothing to say */
+		nwarn += c->level == LVL_WARN;
+		ncrit += c->level == LVL_CRIT;
+		if (c->level > worst)
+			worst = c->level;
+		n++;
+	}
+	if (read_host_psi(&some, &full)) {
+		hl = level_of(full, cfg.psi_warn, cfg.psi_crit);
+		if (hl > worst)
+			worst = hl;
+	}
+	qsort(rows, n, sizeof(*rows), cmp_check);
+	shown = env.rows && (size_t)env.rows < n ? (size_t)env.rows : n;
+	code = worst == LVL_CRIT ? EXIT_CHECK_CRIT : worst == LVL_WARN ? EXIT_CHECK_WARN : 0;
+	if (env.json) {
+		for (size_t i = 0; i < shown; i++)
+			check_row_json(&rows[i], now);
+		jw_record_begin(&S.jw, "summary", TOOL, now);
+		jw_ku64(&S.jw, "duration_ns", clock_ns(CLOCK_MONOTONIC) - env.start_mono_ns);
+		jw_ku64(&S.jw, "events", 0);
+		jw_ku64(&S.jw, "lost_events", 0);
+		jw_kstr(&S.jw, "exit_reason", "check");
+		jw_kstr(&S.jw, "level", level_names[worst]);
+		jw_ki64(&S.jw, "exit_code", code);
+		jw_ku64(&S.jw, "cgroups", S.set.n);
+		jw_ku64(&S.jw, "limited", n);
+		jw_ku64(&S.jw, "warn", nwarn);
+		jw_ku64(&S.jw, "crit", ncrit);
+		jw_kstr(&S.jw, "host_level", full >= 0 ? level_names[hl] : NULL);
+		jw_kpsi(&S.jw, "host_psi_some_avg10_pct", some);
+		jw_kpsi(&S.jw, "host_psi_full_avg10_pct", full);
+		jw_kdouble(&S.jw, "warn_pct", cfg.warn, 2);
+		jw_kdouble(&S.jw, "crit_pct", cfg.crit, 2);
+		jw_record_end(&S.jw);
+	} else {
+		table_init(&t, stdout, cols_check, ARRAY_SIZE(cols_check), env.tty && !env.wide);
+		table_header(&t);
+		for (size_t i = 0; i < shown; i++)
+			check_row_table(&t, &rows[i]);
+		if (shown < n)
+			printf("... %zu more (-r 0 shows all)\n", n - shown);
+		printf("# %s: %zu memory cgroups, %zu with a limit or pressure, %zu warn, %zu crit",
+		       level_names[worst], S.set.n, n, nwarn, ncrit);
+		if (full >= 0)
+			printf("; host pressure some %.2f%% full %.2f%% (%s)", some, full, level_names[hl]);
+		printf("\n");
+	}
+	fflush(stdout);
+	free(rows);
+	return code;
+}
+
+/* ---- summary ---- */
+
+static void print_summary(void)
+{
+	if (env.json) {
+		aiscope_summary_begin(&S.jw, &S.bpf, &S.loop, S.events);
+		jw_ku64(&S.jw, "oom_kills", S.kills);
+		jw_ku64(&S.jw, "alerts", S.alerts);
+		jw_ku64(&S.jw, "allocs", S.allocs);
+		jw_ku64(&S.jw, "cgroups", S.set.n);
+		jw_record_end(&S.jw);
+		return;
+	}
+	fprintf(stderr, "%s: %llu OOM kills, %llu alerts, %llu large allocations, %zu memory cgroups watched, %llu lost\n",
+		TOOL, (unsigned long long)S.kills, (unsigned long long)S.alerts,
+		(unsigned long long)S.allocs, S.set.n,
+		(unsigned long long)aiscope_lost_total(&S.bpf));
+}
+
+static void validate(void)
+{
+	size_t i;
+
+	if (cfg.warn > cfg.crit)
+		usage_error("--warn %.4g is above --crit %.4g", cfg.warn, cfg.crit);
+	if (cfg.psi_warn > cfg.psi_crit)
+		usage_error("--psi-warn %.4g is above --psi-crit %.4g", cfg.psi_warn, cfg.psi_crit);
+	if (env.sort) {
+		for (i = 0; sort_keys[i]; i++)
+			if (!strcmp(env.sort, sort_keys[i]))
+				break;
+		if (!sort_keys[i])
+			usage_error("invalid --sort '%s': expected pct, ws, usage or limit", env.sort);
+		if (!cfg.check)
+			usage_error("--sort orders the --check table: use it with --check");
+	}
+	if (cfg.check && (env.list_probes || env.duration_ns || env.count))
+		usage_error("--check is one scan: it takes no --list-probes, --duration or --count");
+}
+
+/* OOMWATCH_SYSROOT (tests): cgroup mounts, cgroup trees and
+ * /proc/pressure/memory under this directory */
+static void use_sysroot(void)
+{
+	S.sysroot = getenv("OOMWATCH_SYSROOT");
+	if (!S.sysroot || !*S.sysroot) {
+		S.sysroot = NULL;
+		return;
+	}
+	if (env.ncg)
+		usage_error("-c and --container cannot be combined with OOMWATCH_SYSROOT");
+	if (cg_init(S.sysroot, feat_cgroup_ssid))
+		usage_error("OOMWATCH_SYSROOT '%s': cannot read %s/proc/self/mountinfo", S.sysroot,
+			    S.sysroot);
+}
+
+int main(int argc, char **argv)
+{
+	int nhooks = ARRAY_SIZE(hooks);
+
+	aiscope_parse(&argp, argc, argv, TOOL, AISCOPE_STREAMING);
+	validate();
+	use_sysroot();
+	jw_init(&S.jw, stdout);
+	S.page_size = sysconf(_SC_PAGESIZE);
+
+	if (cfg.check) {
+		int code;
+
+		open_cgroups(false);
+		code = run_check();
+		memcg_set_free(&S.set);
+		cg_cleanup();
+		features_cleanup();
+		return code;
+	}
+
+	S.skel = oomwatch_bpf__open_opts(aiscope_open_opts());
+	if (!S.skel)
+		aiscope_fail(EXIT_RUNTIME, "cannot open the BPF object: %s", strerror(errno));
+	S.skel->rodata->alloc_min = cfg.alloc_min;
+	if (!cfg.alloc_min) {
+		/* no allocation hooks: leave their programs unloaded */
+		for (int i = NHOOKS_KILL; i < nhooks; i++)
+			for (int j = 0; j < PROBE_MAX_CANDS && hooks[i].cand[j].target; j++)
+				bpf_program__set_autoload(
+					bpf_object__find_program_by_name(S.skel->obj, hooks[i].cand[j].prog),
+					false);
+		nhooks = NHOOKS_KILL;
+	}
+	S.bpf = (struct aiscope_bpf){
+		.hooks = hooks, .nhooks = nhooks, .streaming = true, .on_event = on_event,
+	};
+	aiscope_bpf_prepare(&S.bpf, S.skel->obj, &S.skel->rodata->aiscope_cfg);
+	aiscope_bpf_load(&S.bpf, oomwatch_bpf__load(S.skel));
+	aiscope_bpf_attach(&S.bpf);
+
+	open_cgroups(true);
+	if (!env.json) {
+		table_init(&S.t, stdout, cols_stream + !env.timestamp,
+			   ARRAY_SIZE(cols_stream) - !env.timestamp, false);
+		table_header(&S.t);
+	}
+	fprintf(stderr, "Tracing OOM kills (%s), polling %zu memory cgroups every %.3g s... Ctrl-C to end.\n",
+		probe_summary(hooks, NHOOKS_KILL), S.set.n, env.interval_ns / 1e9);
+	S.loop = (struct aiscope_loop){
+		.bpf = &S.bpf, .on_tick = on_tick, .tick_ns = env.interval_ns,
+	};
+	/* a cgroup already above a level says so at once */
+	poll_all();
+	fflush(stdout);
+	if (!S.loop.exit_reason)
+		aiscope_loop_run(&S.loop);
+
+	print_summary();
+	fflush(stdout);
+	aiscope_bpf_destroy(&S.bpf);
+	oomwatch_bpf__destroy(S.skel);
+	memcg_set_free(&S.set);
+	if (S.host_psi_fd >= 0)
+		close(S.host_psi_fd);
+	cg_cleanup();
+	features_cleanup();
+	return strcmp(S.loop.exit_reason, "error") ? 0 : EXIT_RUNTIME;
+}
