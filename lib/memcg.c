@@ -111,45 +111,86 @@ static int read_u64_file(int fd, uint64_t *v)
 	return err ? err : memcg_parse_limit(buf, v);
 }
 
-int memcg_read(struct memcg *m, bool (*want_stat)(const struct memcg_reading *r, void *ctx),
-	       void *ctx)
+static bool limited(const struct memcg_reading *r)
+{
+	return r->limit != MEMCG_NO_LIMIT && r->limit > 0;
+}
+
+static int read_v1_counters(struct memcg *m, bool hot)
 {
 	struct memcg_reading *r = &m->cur;
+	char buf[READ_BUF];
+	uint64_t kills = r->oom_kills;
+	int err = pread_all(m->fd_oomctl, buf, sizeof(buf));
+
+	if (err == -ENODEV)
+		return err;
+	if (err || !memcg_parse_key(buf, "oom_kill", &r->oom_kills))
+		r->oom_kills = MEMCG_UNKNOWN;
+	r->ooms = MEMCG_UNKNOWN;
+	r->psi_some10 = r->psi_full10 = -1;
+	/* failcnt only moves at the limit: read it when near it, or when
+	 * a kill says the limit was reached (a hit in between shows later,
+	 * as the counter is cumulative) */
+	if ((hot || r->oom_kills != kills || !m->reads) && read_u64_file(m->fd_events, &r->limit_hits))
+		r->limit_hits = MEMCG_UNKNOWN;
+	return 0;
+}
+
+static int read_v2_counters(struct memcg *m)
+{
+	struct memcg_reading *r = &m->cur;
+	char buf[READ_BUF];
+	int err = pread_all(m->fd_events, buf, sizeof(buf));
+
+	if (err == -ENODEV)
+		return err;
+	if (err || !memcg_parse_key(buf, "max", &r->limit_hits))
+		r->limit_hits = MEMCG_UNKNOWN;
+	if (err || !memcg_parse_key(buf, "oom", &r->ooms))
+		r->ooms = MEMCG_UNKNOWN;
+	if (err || !memcg_parse_key(buf, "oom_kill", &r->oom_kills))
+		r->oom_kills = MEMCG_UNKNOWN;
+	if (pread_all(m->fd_psi, buf, sizeof(buf)))
+		r->psi_some10 = r->psi_full10 = -1;
+	else
+		memcg_parse_psi(buf, &r->psi_some10, &r->psi_full10);
+	return 0;
+}
+
+int memcg_read(struct memcg *m, unsigned int what,
+	       bool (*hot)(const struct memcg_reading *r, void *ctx), void *ctx)
+{
+	struct memcg_reading *r = &m->cur;
+	bool all = what & MEMCG_ALL, is_hot = false;
 	char buf[READ_BUF];
 	int err;
 
 	m->prev = m->cur;
-	m->have_prev = m->prev.usage != MEMCG_UNKNOWN;
+	m->have_prev = m->reads > 0;
 	r->inactive_file = MEMCG_UNKNOWN;
-	err = read_u64_file(m->fd_usage, &r->usage);
-	if (err) {
-		r->usage = MEMCG_UNKNOWN;
+	if (all || (what & MEMCG_LIMIT) || !m->reads) {
+		err = read_u64_file(m->fd_limit, &r->limit);
+		if (err == -ENODEV)
+			return err;
+		if (err)
+			r->limit = MEMCG_NO_LIMIT;
+	}
+	/* without a limit there is no ratio: the usage is not needed */
+	r->usage = MEMCG_UNKNOWN;
+	if (all || limited(r)) {
+		err = read_u64_file(m->fd_usage, &r->usage);
+		if (err) {
+			r->usage = MEMCG_UNKNOWN;
+			return err;
+		}
+		is_hot = !hot || hot(r, ctx);
+	}
+	err = m->v1 ? read_v1_counters(m, is_hot) : read_v2_counters(m);
+	if (err)
 		return err;
-	}
-	if (read_u64_file(m->fd_limit, &r->limit))
-		r->limit = MEMCG_NO_LIMIT;
-	if (m->v1) {
-		if (read_u64_file(m->fd_events, &r->limit_hits))
-			r->limit_hits = MEMCG_UNKNOWN;
-		if (pread_all(m->fd_oomctl, buf, sizeof(buf)) ||
-		    !memcg_parse_key(buf, "oom_kill", &r->oom_kills))
-			r->oom_kills = MEMCG_UNKNOWN;
-		r->ooms = MEMCG_UNKNOWN;
-		r->psi_some10 = r->psi_full10 = -1;
-	} else {
-		if (pread_all(m->fd_events, buf, sizeof(buf)) ||
-		    !memcg_parse_key(buf, "max", &r->limit_hits))
-			r->limit_hits = MEMCG_UNKNOWN;
-		if (!memcg_parse_key(buf, "oom", &r->ooms))
-			r->ooms = MEMCG_UNKNOWN;
-		if (!memcg_parse_key(buf, "oom_kill", &r->oom_kills))
-			r->oom_kills = MEMCG_UNKNOWN;
-		if (pread_all(m->fd_psi, buf, sizeof(buf)))
-			r->psi_some10 = r->psi_full10 = -1;
-		else
-			memcg_parse_psi(buf, &r->psi_some10, &r->psi_full10);
-	}
-	if (want_stat && !want_stat(r, ctx))
+	m->reads++;
+	if (!is_hot)
 		return 0;
 	if (!pread_all(m->fd_stat, buf, sizeof(buf)) &&
 	    !memcg_parse_key(buf, m->v1 ? "total_inactive_file" : "inactive_file", &r->inactive_file))
@@ -244,6 +285,66 @@ static void add(struct memcg_set *s, struct memcg *m)
 	s->cg[s->n++] = m;
 }
 
+/* ---- inotify: which directory a watch descriptor is ---- */
+
+static struct memcg_watch *watch_find(struct memcg_set *s, int wd)
+{
+	size_t lo = 0, hi = s->nwatch;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (s->watch[mid].wd == wd)
+			return &s->watch[mid];
+		if (s->watch[mid].wd < wd)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static int cmp_watch(const void *a, const void *b)
+{
+	return ((const struct memcg_watch *)a)->wd - ((const struct memcg_watch *)b)->wd;
+}
+
+static void watch_add(struct memcg_set *s, const char *abs, const char *path, bool v1)
+{
+	int wd = inotify_add_watch(s->inotify_fd, abs, IN_CREATE | IN_ONLYDIR);
+	struct memcg_watch *w;
+
+	if (wd < 0 || watch_find(s, wd))
+		return;
+	if (s->nwatch == s->capwatch) {
+		size_t cap = s->capwatch ? s->capwatch * 2 : 256;
+
+		w = realloc(s->watch, cap * sizeof(*w));
+		if (!w)
+			return;
+		s->watch = w;
+		s->capwatch = cap;
+	}
+	w = &s->watch[s->nwatch++];
+	w->wd = wd;
+	w->v1 = v1;
+	w->path = strdup(*path ? path : "");
+	/* wds grow, so this is an append, but for a wrap-around */
+	if (s->nwatch > 1 && w[-1].wd > wd)
+		qsort(s->watch, s->nwatch, sizeof(*s->watch), cmp_watch);
+}
+
+static void watch_forget(struct memcg_set *s, int wd)
+{
+	struct memcg_watch *w = watch_find(s, wd);
+
+	if (!w)
+		return;
+	free(w->path);
+	memmove(w, w + 1, (s->watch + s->nwatch - (w + 1)) * sizeof(*w));
+	s->nwatch--;
+}
+
 static bool in_prefix(const struct memcg_set *s, const char *path)
 {
 	size_t n;
@@ -269,6 +370,7 @@ static void visit(struct memcg_set *s, int dfd, const char *abs, char *path, siz
 {
 	struct stat st;
 	struct memcg *m;
+	bool known = false;
 	DIR *d;
 	struct dirent *de;
 
@@ -277,15 +379,21 @@ static void visit(struct memcg_set *s, int dfd, const char *abs, char *path, siz
 		return;
 	}
 	/* the roots are the host: /proc/pressure/memory speaks for them */
+	m = NULL;
 	if (depth > 0 && in_prefix(s, path)) {
 		m = find(s, st.st_ino, v1);
-		if (!m && (m = memcg_open(s, dfd, st.st_ino, v1, path)))
+		if (m) {
+			known = true;
+		} else if ((m = memcg_open(s, dfd, st.st_ino, v1, path))) {
 			add(s, m);
+		}
 		if (m)
 			m->scan_gen = s->scan_gen;
 	}
-	if (s->inotify_fd >= 0 && abs)
-		inotify_add_watch(s->inotify_fd, abs, IN_CREATE | IN_DELETE | IN_ONLYDIR);
+	/* a new directory, or one that is no cgroup we read (a root, a v2
+	 * cgroup without the memory controller): watch it for new children */
+	if (s->inotify_fd >= 0 && !known)
+		watch_add(s, abs, path, v1);
 	if (depth >= MAX_DEPTH || !(d = fdopendir(dfd))) {
 		if (depth >= MAX_DEPTH)
 			close(dfd);
@@ -347,18 +455,69 @@ void memcg_set_rescan(struct memcg_set *s)
 	s->nsorted = s->n;
 }
 
+static int depth_of(const char *path)
+{
+	int d = 0;
+
+	for (; *path; path++)
+		d += *path == '/';
+	return d;
+}
+
+/* A directory made under a watched one: open it and what is below it. */
+static void created(struct memcg_set *s, const struct inotify_event *ev)
+{
+	struct memcg_watch *w = watch_find(s, ev->wd);
+	char path[PATH_MAX], abs[PATH_MAX];
+	int fd;
+
+	if (!w || snprintf(path, sizeof(path), "%s/%s", w->path, ev->name) >= (int)sizeof(path))
+		return;
+	if (snprintf(abs, sizeof(abs), "%s%s", w->v1 ? s->v1_root : s->v2_root, path) >=
+	    (int)sizeof(abs) || !toward_prefix(s, path))
+		return;
+	fd = open(abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	/* visit() appends: find() must see them all sorted */
+	s->nsorted = s->n;
+	visit(s, fd, abs, path, strlen(path), w->v1, depth_of(path));
+	qsort(s->cg, s->n, sizeof(*s->cg), cmp_memcg);
+	s->nsorted = s->n;
+}
+
 void memcg_set_refresh(struct memcg_set *s)
 {
-	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+	ssize_t n;
 
-	if (s->inotify_fd >= 0) {
-		while (read(s->inotify_fd, buf, sizeof(buf)) > 0)
-			s->dirty = true;
+	while (s->inotify_fd >= 0 && (n = read(s->inotify_fd, buf, sizeof(buf))) > 0) {
+		for (char *p = buf; p < buf + n;) {
+			const struct inotify_event *ev = (const void *)p;
+
+			if (ev->mask & IN_Q_OVERFLOW)
+				s->dirty = true;
+			else if (ev->mask & IN_IGNORED)
+				watch_forget(s, ev->wd);
+			else if ((ev->mask & IN_CREATE) && (ev->mask & IN_ISDIR) && ev->len)
+				created(s, ev);
+			p += sizeof(*ev) + ev->len;
+		}
 	}
 	if (s->rescan_ns && clock_ns(CLOCK_MONOTONIC) - s->last_scan_ns >= s->rescan_ns)
 		s->dirty = true;
 	if (s->dirty)
 		memcg_set_rescan(s);
+}
+
+void memcg_set_drop(struct memcg_set *s, size_t i)
+{
+	if (i >= s->n)
+		return;
+	memcg_close(s->cg[i]);
+	memmove(&s->cg[i], &s->cg[i + 1], (s->n - i - 1) * sizeof(*s->cg));
+	s->n--;
+	s->nsorted = s->n;
 }
 
 int memcg_set_init(struct memcg_set *s, const char *v1_root, const char *v2_root,
@@ -369,7 +528,7 @@ int memcg_set_init(struct memcg_set *s, const char *v1_root, const char *v2_root
 	snprintf(s->v2_root, sizeof(s->v2_root), "%s", v2_root ? v2_root : "");
 	s->prefix = prefix;
 	s->inotify_fd = watch ? inotify_init1(IN_NONBLOCK | IN_CLOEXEC) : -1;
-	s->rescan_ns = 30 * NSEC_PER_SEC;
+	s->rescan_ns = 60 * NSEC_PER_SEC;
 	memcg_set_rescan(s);
 	return 0;
 }
@@ -379,6 +538,9 @@ void memcg_set_free(struct memcg_set *s)
 	for (size_t i = 0; i < s->n; i++)
 		memcg_close(s->cg[i]);
 	free(s->cg);
+	for (size_t i = 0; i < s->nwatch; i++)
+		free(s->watch[i].path);
+	free(s->watch);
 	if (s->inotify_fd >= 0)
 		close(s->inotify_fd);
 	memset(s, 0, sizeof(*s));

@@ -2,8 +2,8 @@
 /*
  * Memory cgroups read from their files, cheaply enough to poll a thousand
  * of them every second: each cgroup's files stay open and are re-read with
- * pread(); the tree is walked again only when inotify reports a directory
- * made or removed, or on a slow timer. cgroup v1 (memory controller) and
+ * pread(); inotify reports new directories, a removed cgroup fails its
+ * next read, and the whole tree is walked again only on a slow timer. cgroup v1 (memory controller) and
  * v2 (directories with memory.current) both.
  */
 #ifndef AISCOPE_MEMCG_H
@@ -36,10 +36,17 @@ struct memcg {
 	int fd_usage, fd_limit, fd_stat, fd_events, fd_oomctl, fd_psi;
 	struct memcg_reading cur, prev;
 	bool have_prev;
+	uint64_t reads;		/* successful reads so far */
 	/* for the caller */
 	int level;
 	int psi_level;
 	uint64_t scan_gen;
+};
+
+struct memcg_watch {
+	int wd;
+	bool v1;
+	char *path;		/* relative to its hierarchy, "" for the root */
 };
 
 struct memcg_set {
@@ -50,7 +57,9 @@ struct memcg_set {
 	size_t n, cap;
 	size_t nsorted;		/* cg[0..nsorted) is sorted (during a rescan) */
 	int inotify_fd;
-	bool dirty;		/* the tree changed: rescan */
+	struct memcg_watch *watch;	/* sorted by wd */
+	size_t nwatch, capwatch;
+	bool dirty;		/* inotify lost events: rescan */
 	uint64_t scan_gen;
 	uint64_t last_scan_ns;
 	uint64_t rescan_ns;	/* periodic rescan, 0: never */
@@ -71,13 +80,22 @@ int memcg_set_init(struct memcg_set *s, const char *v1_root, const char *v2_root
 		   const char *prefix, bool watch);
 /* Walks the trees: opens new cgroups, closes removed ones. */
 void memcg_set_rescan(struct memcg_set *s);
-/* Rescans if inotify saw a change or the periodic rescan is due. */
+/* Opens the cgroups inotify saw made (removed ones fail their next read:
+ * memcg_set_drop() them); rescans when inotify lost events or the slow
+ * periodic rescan is due. */
 void memcg_set_refresh(struct memcg_set *s);
-/* Reads one cgroup (prev <- cur). memory.stat is read only when
- * want_stat(reading) says so (it is the expensive file); -errno when the
- * cgroup went away. */
-int memcg_read(struct memcg *m, bool (*want_stat)(const struct memcg_reading *r, void *ctx),
-	       void *ctx);
+void memcg_set_drop(struct memcg_set *s, size_t i);
+/* Reads one cgroup (prev <- cur). A poll reads what can change the
+ * verdict: the limit at the first read and with MEMCG_LIMIT (it rarely
+ * changes), the usage only of limited cgroups, memory.stat and v1's
+ * memory.failcnt only when hot(reading) says the usage is near the limit
+ * (memory.stat is the expensive file); the counters each time. Fields not
+ * read keep their last value. MEMCG_ALL reads everything (hot still
+ * decides memory.stat). -errno when the cgroup went away. */
+#define MEMCG_ALL	0x1
+#define MEMCG_LIMIT	0x2
+int memcg_read(struct memcg *m, unsigned int what,
+	       bool (*hot)(const struct memcg_reading *r, void *ctx), void *ctx);
 void memcg_set_free(struct memcg_set *s);
 
 /* working set = usage - inactive_file (what kubelet and cAdvisor use);

@@ -39,6 +39,8 @@
 
 /* a level drops (and can alert again) this many points below its threshold */
 #define HYSTERESIS_PCT	2.0
+/* a cgroup's limit is read again every this many intervals */
+#define LIMIT_EVERY	10
 
 static const char doc[] =
 "OOM kills with their context, and warnings before they happen.\n"
@@ -757,17 +759,21 @@ static void alert_emit(const struct memcg *m, const struct alert *a)
 	count_event();
 }
 
-/* One cgroup's alert for this interval, if it has one. */
-static void poll_one(struct memcg *m)
+/* One cgroup's alert for this interval, if it has one; -errno when the
+ * cgroup is gone. */
+static int poll_one(struct memcg *m, size_t idx)
 {
 	const struct memcg_reading *r = &m->cur, *p = &m->prev;
 	struct alert a = { .level = LVL_OK };
 	int l;
 
-	if (memcg_read(m, want_stat_poll, NULL)) {
-		S.set.dirty = true;	/* gone: the next rescan drops it */
-		return;
-	}
+	/* limits rarely change: each cgroup re-reads its own every
+	 * LIMIT_EVERY ticks, spread over the ticks */
+	int err = memcg_read(m, (S.loop.ticks + idx) % LIMIT_EVERY ? 0 : MEMCG_LIMIT,
+			     want_stat_poll, NULL);
+
+	if (err)
+		return err;
 	l = limited(r) ? next_level(m->level, ws_pct(r), cfg.warn, cfg.crit) : LVL_OK;
 	if (l > m->level)
 		add_reason(&a, l, "working_set");
@@ -793,6 +799,7 @@ static void poll_one(struct memcg *m)
 		add_reason(&a, LVL_CRIT, "oom_kill");
 	if (a.reason[0])
 		alert_emit(m, &a);
+	return 0;
 }
 
 static bool read_host_psi(double *some, double *full)
@@ -873,8 +880,10 @@ static void poll_host(void)
 static void poll_all(void)
 {
 	memcg_set_refresh(&S.set);
-	for (size_t i = 0; i < S.set.n && !S.loop.exit_reason; i++)
-		poll_one(S.set.cg[i]);
+	for (size_t i = 0; i < S.set.n && !S.loop.exit_reason; i++) {
+		if (poll_one(S.set.cg[i], i))
+			memcg_set_drop(&S.set, i--);
+	}
 	if (!S.loop.exit_reason)
 		poll_host();
 }
@@ -1009,7 +1018,7 @@ static int run_check(void)
 		const struct memcg_reading *r = &m->cur;
 		struct check_row *c = &rows[n];
 
-		if (memcg_read(m, want_stat_check, NULL))
+		if (memcg_read(m, MEMCG_ALL, want_stat_check, NULL))
 			continue;
 		if (!limited(r) && r->psi_full10 < 0)
 			continue;

@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* lib/memcg: the parsers, and the set against fake v1 and v2 trees. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "memcg.h"
+#include "t.h"
+
+static void test_parse_limit(void)
+{
+	uint64_t v;
+
+	CHECK_EQ(memcg_parse_limit("max\n", &v), 0);
+	CHECK(v == MEMCG_NO_LIMIT);
+	CHECK_EQ(memcg_parse_limit("67108864\n", &v), 0);
+	CHECK_EQ(v, 67108864);
+	/* v1's unlimited: PAGE_COUNTER_MAX pages in bytes */
+	CHECK_EQ(memcg_parse_limit("9223372036854771712\n", &v), 0);
+	CHECK(v == MEMCG_NO_LIMIT);
+	CHECK_EQ(memcg_parse_limit("0", &v), 0);
+	CHECK_EQ(v, 0);
+	CHECK_EQ(memcg_parse_limit("", &v), -EINVAL);
+	CHECK_EQ(memcg_parse_limit("12x\n", &v), -EINVAL);
+	CHECK_EQ(memcg_parse_limit("maximum", &v), -EINVAL);
+}
+
+static void test_parse_key(void)
+{
+	const char *stat = "cache 4096\nrss 8192\ninactive_file 123\ntotal_inactive_file 456\n";
+	const char *events = "low 0\nhigh 3\nmax 17\noom 2\noom_kill 1\noom_group_kill 0\n";
+	uint64_t v = 0;
+
+	CHECK(memcg_parse_key(stat, "inactive_file", &v));
+	CHECK_EQ(v, 123);
+	CHECK(memcg_parse_key(stat, "total_inactive_file", &v));
+	CHECK_EQ(v, 456);
+	CHECK(memcg_parse_key(stat, "cache", &v));
+	CHECK_EQ(v, 4096);
+	CHECK(!memcg_parse_key(stat, "active_file", &v));
+	/* "oom" must not match "oom_kill" or "oom_group_kill" */
+	CHECK(memcg_parse_key(events, "oom", &v));
+	CHECK_EQ(v, 2);
+	CHECK(memcg_parse_key(events, "oom_kill", &v));
+	CHECK_EQ(v, 1);
+	CHECK(memcg_parse_key(events, "max", &v));
+	CHECK_EQ(v, 17);
+	CHECK(!memcg_parse_key("", "max", &v));
+	CHECK(!memcg_parse_key("max\n", "max", &v));
+}
+
+static void test_parse_psi(void)
+{
+	double some, full;
+
+	memcg_parse_psi("some avg10=12.50 avg60=1.00 avg300=0.00 total=123\n"
+			"full avg10=3.25 avg60=0.00 avg300=0.00 total=45\n", &some, &full);
+	CHECK(some == 12.5);
+	CHECK(full == 3.25);
+	/* the host's cpu.pressure style: no full line */
+	memcg_parse_psi("some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n", &some, &full);
+	CHECK(some == 0);
+	CHECK(full == -1);
+}
+
+static void test_working_set(void)
+{
+	struct memcg_reading r = { .usage = 1000, .inactive_file = 300 };
+
+	CHECK_EQ(memcg_working_set(&r), 700);
+	r.inactive_file = 2000;
+	CHECK_EQ(memcg_working_set(&r), 0);
+	r.inactive_file = MEMCG_UNKNOWN;
+	CHECK(memcg_working_set(&r) == MEMCG_UNKNOWN);
+}
+
+/* ---- fake trees ---- */
+
+static char root[64];
+
+static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(p);
+}
+
+static void put(const char *rel, const char *text)
+{
+	char p[512];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/%s", root, rel);
+	f = fopen(p, "w");
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+static void dir(const char *rel)
+{
+	char p[512];
+
+	snprintf(p, sizeof(p), "%s/%s", root, rel);
+	mkdir(p, 0755);
+}
+
+static struct memcg *by_path(struct memcg_set *s, const char *path)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->cg[i]->path, path))
+			return s->cg[i];
+	return NULL;
+}
+
+static void v2_cgroup(const char *rel, const char *current, const char *max, const char *inactive,
+		      const char *events)
+{
+	char p[256], stat[128];
+
+	dir(rel);
+	snprintf(p, sizeof(p), "%s/memory.current", rel);
+	put(p, current);
+	snprintf(p, sizeof(p), "%s/memory.max", rel);
+	put(p, max);
+	snprintf(stat, sizeof(stat), "anon 1\nactive_file 5\ninactive_file %s\n", inactive);
+	snprintf(p, sizeof(p), "%s/memory.stat", rel);
+	put(p, stat);
+	snprintf(p, sizeof(p), "%s/memory.events", rel);
+	put(p, events);
+	snprintf(p, sizeof(p), "%s/memory.pressure", rel);
+	put(p, "some avg10=1.50 avg60=0.00 avg300=0.00 total=1\nfull avg10=0.75 avg60=0.00 avg300=0.00 total=1\n");
+}
+
+static void test_set_v2(void)
+{
+	struct memcg_set s;
+	struct memcg *a, *b;
+	char gone[128];
+
+	snprintf(root, sizeof(root), "/tmp/aiscope-test-memcg.XXXXXX");
+	if (!mkdtemp(root))
+		SKIP("no temporary directory");
+	/* the root has no memory.current, like a real cgroup2 root */
+	put("cgroup.controllers", "memory\n");
+	dir("a.slice");
+	put("a.slice/cgroup.controllers", "\n");
+	v2_cgroup("a.slice/job", "900\n", "1000\n", "100", "low 0\nhigh 0\nmax 4\noom 1\noom_kill 1\n");
+	v2_cgroup("b", "50\n", "max\n", "10", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n");
+	memcg_set_init(&s, NULL, root, NULL, false);
+	CHECK_EQ(s.n, 2);
+	a = by_path(&s, "/a.slice/job");
+	b = by_path(&s, "/b");
+	CHECK(a && b);
+	if (!a || !b)
+		goto out;
+	CHECK(!a->v1);
+	CHECK_EQ(memcg_read(a, MEMCG_ALL, NULL, NULL), 0);
+	CHECK_EQ(a->cur.usage, 900);
+	CHECK_EQ(a->cur.limit, 1000);
+	CHECK_EQ(a->cur.inactive_file, 100);
+	CHECK_EQ(memcg_working_set(&a->cur), 800);
+	CHECK_EQ(a->cur.limit_hits, 4);
+	CHECK_EQ(a->cur.ooms, 1);
+	CHECK_EQ(a->cur.oom_kills, 1);
+	CHECK(a->cur.psi_full10 == 0.75 && a->cur.psi_some10 == 1.5);
+	CHECK(!a->have_prev);
+	/* the files stay open: a rewrite is seen by the next read */
+	put("a.slice/job/memory.events", "low 0\nhigh 0\nmax 9\noom 2\noom_kill 2\n");
+	CHECK_EQ(memcg_read(a, MEMCG_ALL, NULL, NULL), 0);
+	CHECK(a->have_prev);
+	CHECK_EQ(a->prev.limit_hits, 4);
+	CHECK_EQ(a->cur.limit_hits, 9);
+	CHECK_EQ(memcg_read(b, MEMCG_ALL, NULL, NULL), 0);
+	CHECK(b->cur.limit == MEMCG_NO_LIMIT);
+	/* a removed cgroup leaves the set at the next rescan; a new one joins */
+	v2_cgroup("c", "1\n", "2\n", "0", "max 0\n");
+	nftw(strcat(strcpy(gone, root), "/b"), rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	memcg_set_rescan(&s);
+	CHECK(by_path(&s, "/c") != NULL);
+	CHECK(by_path(&s, "/b") == NULL);
+	CHECK(by_path(&s, "/a.slice/job") == a);	/* kept, files still open */
+	CHECK_EQ(s.n, 2);
+	memcg_set_free(&s);
+	/* a prefix keeps only that subtree */
+	memcg_set_init(&s, NULL, root, "/a.slice", false);
+	CHECK_EQ(s.n, 1);
+	CHECK(by_path(&s, "/a.slice/job") != NULL);
+out:
+	memcg_set_free(&s);
+	nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void test_set_v1(void)
+{
+	struct memcg_set s;
+	struct memcg *a;
+
+	snprintf(root, sizeof(root), "/tmp/aiscope-test-memcg.XXXXXX");
+	if (!mkdtemp(root))
+		SKIP("no temporary directory");
+	put("memory.usage_in_bytes", "5000\n");
+	dir("job");
+	put("job/memory.usage_in_bytes", "67100000\n");
+	put("job/memory.limit_in_bytes", "67108864\n");
+	put("job/memory.stat", "cache 0\ninactive_file 7\ntotal_inactive_file 1000000\n");
+	put("job/memory.failcnt", "12\n");
+	put("job/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n");
+	memcg_set_init(&s, root, NULL, NULL, false);
+	/* the root is the host, not a cgroup to watch */
+	CHECK_EQ(s.n, 1);
+	a = by_path(&s, "/job");
+	CHECK(a != NULL);
+	if (a) {
+		CHECK(a->v1);
+		CHECK_EQ(memcg_read(a, MEMCG_ALL, NULL, NULL), 0);
+		CHECK_EQ(a->cur.usage, 67100000);
+		CHECK_EQ(a->cur.limit, 67108864);
+		/* v1's hierarchical figure, not the local one */
+		CHECK_EQ(a->cur.inactive_file, 1000000);
+		CHECK_EQ(a->cur.limit_hits, 12);
+		CHECK_EQ(a->cur.oom_kills, 3);
+		CHECK(a->cur.ooms == MEMCG_UNKNOWN);
+		CHECK(a->cur.psi_full10 < 0);
+	}
+	memcg_set_free(&s);
+	nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* inotify: a cgroup made later joins at the next refresh, with no rescan */
+static void test_set_watch(void)
+{
+	struct memcg_set s;
+	uint64_t gen;
+
+	snprintf(root, sizeof(root), "/tmp/aiscope-test-memcg.XXXXXX");
+	if (!mkdtemp(root))
+		SKIP("no temporary directory");
+	v2_cgroup("x", "10\n", "20\n", "5", "max 0\n");
+	memcg_set_init(&s, NULL, root, NULL, true);
+	CHECK_EQ(s.n, 1);
+	gen = s.scan_gen;
+	v2_cgroup("x/y", "1\n", "2\n", "0", "max 0\n");
+	v2_cgroup("z", "1\n", "2\n", "0", "max 0\n");
+	memcg_set_refresh(&s);
+	CHECK_EQ(s.scan_gen, gen);
+	CHECK_EQ(s.n, 3);
+	CHECK(by_path(&s, "/x/y") != NULL);
+	CHECK(by_path(&s, "/z") != NULL);
+	/* dropped by the caller when its read fails */
+	for (size_t i = 0; i < s.n; i++)
+		if (!strcmp(s.cg[i]->path, "/z"))
+			memcg_set_drop(&s, i);
+	CHECK_EQ(s.n, 2);
+	CHECK(by_path(&s, "/z") == NULL);
+	memcg_set_free(&s);
+	nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static bool never(const struct memcg_reading *r, void *ctx)
+{
+	return false;
+}
+
+static void test_stat_skipped(void)
+{
+	struct memcg_set s;
+	struct memcg *a;
+
+	snprintf(root, sizeof(root), "/tmp/aiscope-test-memcg.XXXXXX");
+	if (!mkdtemp(root))
+		SKIP("no temporary directory");
+	v2_cgroup("x", "10\n", "20\n", "5", "max 0\n");
+	memcg_set_init(&s, NULL, root, NULL, false);
+	a = by_path(&s, "/x");
+	CHECK(a != NULL);
+	if (a) {
+		CHECK_EQ(memcg_read(a, 0, never, NULL), 0);
+		CHECK(a->cur.inactive_file == MEMCG_UNKNOWN);
+		CHECK_EQ(a->cur.usage, 10);
+	}
+	memcg_set_free(&s);
+	nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int main(void)
+{
+	RUN(test_parse_limit);
+	RUN(test_parse_key);
+	RUN(test_parse_psi);
+	RUN(test_working_set);
+	RUN(test_set_v2);
+	RUN(test_set_v1);
+	RUN(test_set_watch);
+	RUN(test_stat_skipped);
+	return t_done();
+}
