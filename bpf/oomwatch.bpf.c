@@ -14,8 +14,8 @@
  * before in the same task and leaves its oom_control for the victim hook:
  * the OOM domain (oc->memcg, NULL for a global OOM), totalpages, points.
  * Without it, user space tells memcg from global OOMs by the kernel stack
- * the victim hook records, and the domain is the victim's nearest memcg
- * whose usage sits at its limit.
+ * the victim hook records, and the domain is the nearest memcg, from the
+ * triggering task's upward, whose usage sits at its limit.
  *
  * Large allocations come from the syscall tracepoints: mmap and mremap at
  * entry (the size asked for), brk at exit (the growth it got).
@@ -186,25 +186,26 @@ static __always_inline struct oomwatch_kill *kill_begin(void *ctx)
 		if (c->memcg.id)
 			e->flags |= OOMWATCH_F_MEMCG;
 		bpf_map_delete_elem(&oom_ctx, &tid);
+	} else {
+		/* a memcg OOM is the limit of the charging task's memcg or of
+		 * one of its ancestors: the nearest full one */
+		struct mem_cgroup *m = task_memcg(cur);
+
+		if (m && memcg_domain(m, &e->memcg, true))
+			e->flags |= OOMWATCH_F_MEMCG;
 	}
 	n = bpf_get_stack(ctx, e->stack, sizeof(e->stack), 0);
 	e->nframes = n > 0 ? n / sizeof(__u64) : 0;
 	return e;
 }
 
-/* The victim's memcg: its own, and unless oom_kill_process said, the one
- * whose full limit would explain a memcg OOM. */
-static __always_inline void kill_memcg(struct task_struct *t, struct oomwatch_kill *e)
+/* The victim's own memcg. */
+static __always_inline void victim_memcg(struct task_struct *t, struct oomwatch_kill *e)
 {
 	struct mem_cgroup *m = task_memcg(t);
 
-	if (!m)
-		return;
-	memcg_read(m, &e->own);
-	if (e->flags & OOMWATCH_F_CONTEXT)
-		return;
-	if (memcg_domain(m, &e->memcg, true))
-		e->flags |= OOMWATCH_F_MEMCG;
+	if (m)
+		memcg_read(m, &e->own);
 }
 
 /* A victim known by its task_struct (tp_btf, raw_tp on the new layout). */
@@ -219,10 +220,10 @@ static __always_inline int victim_task(void *ctx, struct task_struct *t, __u32 u
 		return 0;
 	aiscope_task_ident(t, &e->victim);
 	if (has_uid)
-		e->victim.uid = uid;
+		e->victim.uid = uid;	/* the event's: the task's real uid */
 	e->flags |= OOMWATCH_F_TASK | OOMWATCH_F_UID;
 	victim_mm(t, e);
-	kill_memcg(t, e);
+	victim_memcg(t, e);
 	aiscope_submit(e);
 	return 0;
 }
@@ -272,6 +273,10 @@ int victim_tp(struct trace_event_raw_mark_victim *tp)
 	struct oomwatch_kill *e;
 	__u32 pid = BPF_CORE_READ(tp, pid);
 
+	/* the trigger is often the victim itself: then its task is at hand */
+	if (pid == (__u32)bpf_get_current_pid_tgid())
+		return victim_task(tp, (struct task_struct *)bpf_get_current_task(),
+				   victim_has_task() ? BPF_CORE_READ(tp, uid) : 0, victim_has_task());
 	if (!aiscope_ids_pass(pid, pid))
 		return 0;
 	if (aiscope_cfg.by_uid && victim_has_task() && BPF_CORE_READ(tp, uid) != aiscope_cfg.uid)

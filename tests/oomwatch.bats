@@ -1,0 +1,386 @@
+#!/usr/bin/env bats
+# oomwatch: the command-line contract; real memcg OOM kills in a v1 memory
+# cgroup with a 64 MiB limit (the victim, its cgroup and limit against what
+# the test set up and the kernel's own log); alerts before the kill; a
+# 600 MiB mapping; --check exit codes; cgroup v2 (and v1) reading on fake
+# cgroup trees (OOMWATCH_SYSROOT).
+
+bats_require_minimum_version 1.5.0
+load lib
+
+MEMCG_ROOT=/sys/fs/cgroup/memory
+LIMIT=67108864
+
+teardown() {
+	aiscope_teardown
+}
+
+need_memcg_v1() {
+	need_root
+	[ -e "$MEMCG_ROOT/memory.limit_in_bytes" ] || skip "no v1 memory controller"
+}
+
+# v1 memory cgroup with a 64 MiB limit and no swap; sets CG and CG_REL
+make_memcg() {
+	CG_REL=/aiscope-oomw-$$-$1
+	CG=$MEMCG_ROOT$CG_REL
+	make_cgroup "$CG"
+	echo "$LIMIT" > "$CG/memory.limit_in_bytes"
+	# no swap in the way of the kill (where the kernel accounts it)
+	echo 0 > "$CG/memory.swappiness" 2>/dev/null || true
+	[ ! -e "$CG/memory.memsw.limit_in_bytes" ] || echo "$LIMIT" > "$CG/memory.memsw.limit_in_bytes"
+}
+
+# start_hog NAME ARGS...: memhog waiting for SIGUSR1; sets HOG_PID
+start_hog() {
+	local name=$1
+	shift
+	start_bg "$name" "$HELPERS/memhog" "$@"
+	wait_for "$BATS_TEST_TMPDIR/$name.out" '^ready'
+	HOG_PID=$(awk '/^ready/ {print $2}' "$BATS_TEST_TMPDIR/$name.out")
+}
+
+# the kernel's own line for a kill of pid $1: "anon-rss:NkB" -> N
+dmesg_anon_kb() {
+	dmesg 2>/dev/null | grep "Killed process $1 (" | tail -1 | sed -n 's/.*anon-rss:\([0-9]*\)kB.*/\1/p'
+}
+
+# ---- contract ----
+
+@test "oomwatch --help lists the shared and own options, examples and exit codes" {
+	run "$BIN/oomwatch" --help
+	[ "$status" -eq 0 ]
+	for opt in --pid --tid --cgroup --container --uid --comm --json --interval --duration \
+		--count --timestamp --wide --buffer-size --btf --list-probes --probe-mode \
+		--verbose --warn --crit --psi-warn --psi-crit --alloc-min --check; do
+		[[ "$output" == *"$opt"* ]] || { echo "missing $opt"; false; }
+	done
+	[[ "$output" == *EXAMPLES:* ]]
+	[[ "$output" == *"--check: 0 ok, 3 warn, 4 crit"* ]]
+	run "$BIN/oomwatch" --version
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ ^oomwatch\ [0-9]+\.[0-9]+\.[0-9]+ ]]
+	run "$BIN/oomwatch" --usage
+	[ "$status" -eq 0 ]
+	[[ "$output" == Usage:\ oomwatch* ]]
+}
+
+@test "oomwatch usage errors exit 2 with one line on stderr and nothing on stdout" {
+	local bad=(
+		"--bogus" "--warn 0" "--warn 101" "--warn x" "--crit 50" "--warn 90 --crit 80"
+		"--psi-warn 50 --psi-crit 20" "--psi-crit 0" "--alloc-min x" "--alloc-min -1"
+		"-s pct" "--check -s nope" "--check -d 1" "--check -n 2" "--check --list-probes"
+		"5" "-c /nonexistent" "-p 999999999" "--probe-mode foo" "-i 0"
+	)
+	for args in "${bad[@]}"; do
+		# shellcheck disable=SC2086
+		"$BIN/oomwatch" $args > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/err" && {
+			echo "'$args' succeeded"; false; }
+		rc=$?
+		[ "$rc" -eq 2 ] || { echo "'$args' exited $rc"; cat "$BATS_TEST_TMPDIR/err"; false; }
+		[ "$(wc -l < "$BATS_TEST_TMPDIR/err")" -eq 1 ] || {
+			echo "'$args' printed:"; cat "$BATS_TEST_TMPDIR/err"; false; }
+		[ ! -s "$BATS_TEST_TMPDIR/out" ] || { echo "'$args' wrote to stdout"; false; }
+	done
+}
+
+@test "oomwatch without privileges exits 77; --check needs none" {
+	need_root
+	command -v setpriv > /dev/null || skip "setpriv missing"
+	nobody_copy "$BIN/oomwatch"
+	run "${AS_NOBODY[@]}" "$NOBODY_BIN" -d 1
+	[ "$status" -eq 77 ]
+	[[ "$output" == *"CAP_BPF"* ]]
+	[ "${#lines[@]}" -eq 1 ]
+	run "${AS_NOBODY[@]}" "$NOBODY_BIN" -j -d 1
+	[ "$status" -eq 77 ]
+	echo "$output" | grep '^{' | tail -1 | jq -e '.type == "error" and .exit_code == 77'
+	# --check only reads cgroup files: any status but 1, 2 or 77
+	run "${AS_NOBODY[@]}" "$NOBODY_BIN" --check -j
+	[[ "$status" =~ ^(0|3|4)$ ]]
+	echo "$output" | tail -1 | jq -e '.type == "summary" and .exit_reason == "check"'
+}
+
+@test "oomwatch --list-probes: mark_victim chosen, oom_kill_process optional, per mechanism" {
+	run "$BIN/oomwatch" --list-probes
+	[ "$status" -eq 0 ]
+	echo "$output" | grep -E '^mark_victim +tp_btf +mark_victim +chosen'
+	echo "$output" | grep -E '^oom_kill_process +fentry'
+	echo "$output" | grep -E '^mmap +tracepoint +syscalls/sys_enter_mmap +chosen'
+	run "$BIN/oomwatch" --list-probes --probe-mode tracepoint -j
+	[ "$status" -eq 0 ]
+	echo "$output" | jq -e -s 'map(select(.hook == "mark_victim" and .status == "chosen")) |
+		length == 1 and .[0].mechanism == "tracepoint"'
+	# no usable victim hook: 77, naming what was tried
+	run "$BIN/oomwatch" --probe-mode kprobe -d 1
+	[ "$status" -eq 77 ]
+	[[ "$output" == *"mark_victim"*"tp_btf:mark_victim"*"tracepoint:oom/mark_victim"* ]]
+}
+
+# ---- real OOM kills ----
+
+@test "oomwatch: a memcg OOM kill in a 64 MiB v1 cgroup, with a warning before it" {
+	need_memcg_v1
+	make_memcg tpbtf
+	start_tool ow oomwatch -j -i 100ms
+	# 1 MiB every 100 ms: the 100 ms polls see it cross 85% well before the kill
+	start_hog hog grow 1024 100
+	move_to_cgroup "$CG" "$HOG_PID"
+	kill -USR1 "$HOG_PID"
+	local rc=0
+	wait "$HOG_PID" || rc=$?
+	[ "$rc" -eq 137 ]	# SIGKILL: the OOM killer
+	wait_for "$BATS_TEST_TMPDIR/ow.out" '"event":"oom_kill"' 5
+	sleep 0.3
+	stop_tool "$TOOL_PID"
+	local out=$BATS_TEST_TMPDIR/ow.out
+	all_json "$out"
+	# exactly one kill in our cgroup, and it is our process
+	[ "$(jq -s --arg cg "$CG_REL" 'map(select(.event == "oom_kill" and .memcg == $cg)) | length' "$out")" -eq 1 ]
+	[ "$(jq -s --argjson p "$HOG_PID" 'map(select(.event == "oom_kill" and .pid == $p)) | length' "$out")" -eq 1 ]
+	local kill
+	kill=$(jq -c --argjson p "$HOG_PID" 'select(.event == "oom_kill" and .pid == $p)' "$out")
+	echo "$kill"
+	echo "$kill" | jq -e --arg cg "$CG_REL" --argjson lim "$LIMIT" '
+		.comm == "memhog" and .cgroup == $cg and .memcg == $cg and .limit_bytes == $lim and
+		.scope == "memcg" and .scope_source == "stack" and .uid == 0 and .oom_score_adj == 0 and
+		.usage_bytes <= $lim and .usage_bytes >= $lim - 4194304 and
+		.anon_rss_bytes > 60 * 1048576 and .total_vm_bytes >= .anon_rss_bytes and
+		.trigger_pid == .pid and .trigger_comm == "memhog" and .source == "tp_btf"'
+	# the kernel's log of the same kill
+	local kb
+	kb=$(dmesg_anon_kb "$HOG_PID")
+	[ -z "$kb" ] || echo "$kill" | jq -e --argjson b "$((kb * 1024))" '.anon_rss_bytes == $b'
+	# a warning for that cgroup before the kill, with the figures behind it
+	jq -s --arg cg "$CG_REL" --argjson lim "$LIMIT" '
+		(map(.event == "oom_kill" and .memcg == $cg) | index(true)) as $k |
+		[.[0:$k][] | select(.event == "alert" and .cgroup == $cg and
+			(.level == "warn" or .level == "crit") and (.reason | contains("working_set")) and
+			.limit_bytes == $lim and .working_set_pct >= 85 and .cgroup_version == 1)] | length >= 1' "$out" |
+		grep -qx true
+	# and the kill shows in memory.oom_control afterwards: an oom_kill alert
+	jq -e -s --arg cg "$CG_REL" 'map(select(.event == "alert" and .cgroup == $cg and
+		(.reason | contains("oom_kill")) and .oom_kills == 1 and .level == "crit")) | length == 1' "$out"
+}
+
+@test "oomwatch: the kill through raw_tp and classic tracepoints, filtered by -c" {
+	need_memcg_v1
+	local mode
+	for mode in raw_tp tracepoint; do
+		make_memcg "$mode"
+		start_tool "ow-$mode" oomwatch -j -c "$CG" --probe-mode "$mode" --alloc-min 0
+		start_hog "hog-$mode" grow 4096 20
+		move_to_cgroup "$CG" "$HOG_PID"
+		kill -USR1 "$HOG_PID"
+		wait "$HOG_PID" || true
+		wait_for "$BATS_TEST_TMPDIR/ow-$mode.out" '"event":"oom_kill"' 5
+		sleep 0.3
+		stop_tool "$TOOL_PID"
+		all_json "$BATS_TEST_TMPDIR/ow-$mode.out"
+		[ "$(grep -c '"event":"oom_kill"' "$BATS_TEST_TMPDIR/ow-$mode.out")" -eq 1 ]
+		jq -e -s --argjson p "$HOG_PID" --arg cg "$CG_REL" --argjson lim "$LIMIT" --arg m "$mode" '
+			map(select(.event == "oom_kill")) | .[0] | .pid == $p and .comm == "memhog" and
+			.cgroup == $cg and .limit_bytes == $lim and .scope == "memcg" and .source == $m' \
+			"$BATS_TEST_TMPDIR/ow-$mode.out"
+	done
+}
+
+# ---- allocations ----
+
+@test "oomwatch: a 600 MiB mapping is reported with its process; --alloc-min 1G leaves it out" {
+	need_root
+	start_tool big oomwatch -j --alloc-min 1G -i 10s
+	local big_pid=$TOOL_PID
+	start_tool ow oomwatch -j -i 10s
+	start_hog hog mmap 614400
+	kill -USR1 "$HOG_PID"
+	wait_for "$BATS_TEST_TMPDIR/hog.out" '^mapped'
+	wait_for "$BATS_TEST_TMPDIR/ow.out" "\"pid\":$HOG_PID," 5
+	stop_tool "$TOOL_PID"
+	stop_tool "$big_pid"
+	all_json "$BATS_TEST_TMPDIR/ow.out"
+	jq -e -s --argjson p "$HOG_PID" 'map(select(.event == "alloc" and .pid == $p)) |
+		length == 1 and .[0].comm == "memhog" and .[0].syscall == "mmap" and
+		.[0].size_bytes == 629145600 and .[0].prot == "---" and .[0].anonymous and
+		(.[0].cgroup | type) == "string"' "$BATS_TEST_TMPDIR/ow.out"
+	! grep -q '"event":"alloc"' "$BATS_TEST_TMPDIR/big.out"
+}
+
+# ---- --check ----
+
+@test "oomwatch --check on a v1 cgroup above --warn exits 3, above --crit 4, below 0" {
+	need_memcg_v1
+	make_memcg check
+	start_hog hog grow 1024 1 57344		# 56 MiB of 64: 87.5%
+	move_to_cgroup "$CG" "$HOG_PID"
+	kill -USR1 "$HOG_PID"
+	wait_for "$BATS_TEST_TMPDIR/hog.out" '^at 57344$' 20
+	run "$BIN/oomwatch" --check -c "$CG" -j
+	[ "$status" -eq 3 ]
+	local usage
+	usage=$(cat "$CG/memory.usage_in_bytes")
+	echo "$output" | jq -e -s --arg cg "$CG_REL" --argjson lim "$LIMIT" --argjson u "$usage" '
+		map(select(.type == "sample")) | length == 1 and .[0].cgroup == $cg and
+		.[0].level == "warn" and .[0].limit_bytes == $lim and
+		(.[0].usage_bytes - $u | fabs) < 1048576 and .[0].working_set_pct >= 85 and
+		.[0].working_set_pct < 95'
+	echo "$output" | tail -1 | jq -e '.type == "summary" and .level == "warn" and .exit_code == 3'
+	run "$BIN/oomwatch" --check -c "$CG" --warn 50 --crit 80
+	[ "$status" -eq 4 ]
+	[[ "${lines[0]}" == LEVEL*CGROUP*WS* ]]
+	[[ "${lines[1]}" == crit*"$CG_REL"* ]]
+	run "$BIN/oomwatch" --check -c "$CG" --warn 95 --crit 99
+	[ "$status" -eq 0 ]
+}
+
+# ---- fake cgroup trees: v2 (and v1) reading without a v2 memory controller ----
+
+# fake_v2 DIR: a cgroup2 host at DIR/sys/fs/cgroup with three containers
+fake_v2() {
+	local t=$1 c
+	mkdir -p "$t/proc/self" "$t/proc/pressure" "$t/sys/fs/cgroup/system.slice"
+	echo "30 25 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate" \
+		> "$t/proc/self/mountinfo"
+	printf 'some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n' \
+		> "$t/proc/pressure/memory"
+	echo "cpu memory" > "$t/sys/fs/cgroup/cgroup.controllers"
+	FAKE_OK=$(random_hex64) FAKE_WARN=$(random_hex64) FAKE_CRIT=$(random_hex64)
+	# name current max inactive_file
+	fake_v2_cg "$t" "docker-$FAKE_OK.scope" 104857600 1073741824 0
+	fake_v2_cg "$t" "docker-$FAKE_WARN.scope" 996147200 1073741824 52428800
+	fake_v2_cg "$t" "docker-$FAKE_CRIT.scope" 1063256064 1073741824 0
+}
+
+fake_v2_cg() {
+	local d=$1/sys/fs/cgroup/system.slice/$2
+	mkdir -p "$d"
+	echo "$3" > "$d/memory.current"
+	echo "$4" > "$d/memory.max"
+	printf 'anon %s\nfile 0\nactive_file 0\ninactive_file %s\n' "$3" "$5" > "$d/memory.stat"
+	printf 'low 0\nhigh 0\nmax 3\noom 0\noom_kill 0\noom_group_kill 0\n' > "$d/memory.events"
+	printf 'some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n' \
+		> "$d/memory.pressure"
+}
+
+@test "oomwatch --check reads cgroup v2 files (fake tree): figures, containers, exit codes" {
+	local t=$BATS_TEST_TMPDIR/v2
+	fake_v2 "$t"
+	run env OOMWATCH_SYSROOT=$t "$BIN/oomwatch" --check -j
+	[ "$status" -eq 4 ]
+	echo "$output" > "$BATS_TEST_TMPDIR/check.json"
+	all_json "$BATS_TEST_TMPDIR/check.json"
+	# 996147200 - 52428800 = 943718400 of 1073741824: 87.89%
+	jq -e -s --arg id "$FAKE_WARN" 'map(select(.type == "sample" and .container_id == $id)) |
+		length == 1 and .[0].level == "warn" and .[0].runtime == "docker" and
+		.[0].cgroup_version == 2 and .[0].usage_bytes == 996147200 and
+		.[0].inactive_file_bytes == 52428800 and .[0].working_set_bytes == 943718400 and
+		.[0].limit_bytes == 1073741824 and .[0].working_set_pct == 87.89 and
+		.[0].limit_hits == 3 and .[0].oom_kills == 0 and .[0].psi_full_avg10_pct == 0' \
+		"$BATS_TEST_TMPDIR/check.json"
+	jq -e -s --arg id "$FAKE_CRIT" --arg ok "$FAKE_OK" '
+		(map(select(.container_id == $id)) | .[0].level == "crit" and .[0].working_set_pct == 99.02) and
+		(map(select(.container_id == $ok)) | .[0].level == "ok")' "$BATS_TEST_TMPDIR/check.json"
+	tail -1 "$BATS_TEST_TMPDIR/check.json" | jq -e '.type == "summary" and .level == "crit" and
+		.exit_code == 4 and .cgroups == 3 and .warn == 1 and .crit == 1'
+	# the sort: highest working set first
+	run env OOMWATCH_SYSROOT=$t "$BIN/oomwatch" --check
+	[ "$status" -eq 4 ]
+	[[ "${lines[1]}" == crit*"docker-$FAKE_CRIT.scope"*99.0* ]]
+	[[ "${lines[2]}" == warn*"docker-$FAKE_WARN.scope"*87.9* ]]
+	# the critical one gone: 3; then pressure makes the ok one crit again
+	rm -r "$t/sys/fs/cgroup/system.slice/docker-$FAKE_CRIT.scope"
+	run env OOMWATCH_SYSROOT=$t "$BIN/oomwatch" --check
+	[ "$status" -eq 3 ]
+	rm -r "$t/sys/fs/cgroup/system.slice/docker-$FAKE_WARN.scope"
+	run env OOMWATCH_SYSROOT=$t "$BIN/oomwatch" --check
+	[ "$status" -eq 0 ]
+	printf 'some avg10=70.00 avg60=0.00 avg300=0.00 total=9\nfull avg10=45.50 avg60=0.00 avg300=0.00 total=9\n' \
+		> "$t/sys/fs/cgroup/system.slice/docker-$FAKE_OK.scope/memory.pressure"
+	run env OOMWATCH_SYSROOT=$t "$BIN/oomwatch" --check -j
+	[ "$status" -eq 4 ]
+	echo "$output" | jq -e -s 'map(select(.type == "sample")) | .[0].psi_full_avg10_pct == 45.5 and
+		.[0].psi_some_avg10_pct == 70 and .[0].level == "crit"'
+	# unprivileged: the same answer
+	if [ "$(id -u)" -eq 0 ] && command -v setpriv > /dev/null; then
+		nobody_copy "$BIN/oomwatch"
+		cp -r "$t" "${NOBODY_BIN%/*}/root"
+		chmod -R a+rX "${NOBODY_BIN%/*}"
+		run env OOMWATCH_SYSROOT="${NOBODY_BIN%/*}/root" "${AS_NOBODY[@]}" "$NOBODY_BIN" --check
+		[ "$status" -eq 4 ]
+	fi
+}
+
+@test "oomwatch --check reads cgroup v1 files (fake tree), host pressure counts" {
+	local t=$BATS_TEST_TMPDIR/v1 d
+	mkdir -p "$t/proc/self" "$t/proc/pressure" "$t/sys/fs/cgroup/memory/job"
+	echo "35 25 0:31 / /sys/fs/cgroup/memory rw,nosuid,nodev,noexec,relatime shared:9 - cgroup cgroup rw,memory" \
+		> "$t/proc/self/mountinfo"
+	printf 'some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n' \
+		> "$t/proc/pressure/memory"
+	d=$t/sys/fs/cgroup/memory/job
+	echo 9000 > "$t/sys/fs/cgroup/memory/memory.usage_in_bytes"
+	echo 60000000 > "$d/memory.usage_in_bytes"
+	echo "$LIMIT" > "$d/memory.limit_in_bytes"
+	printf 'cache 0\ninactive_file 1\ntotal_inactive_file 2000000\n' > "$d/memory.stat"
+	echo 5 > "$d/memory.failcnt"
+	printf 'oom_kill_disable 0\nunder_oom 0\noom_kill 2\n' > "$d/memory.oom_control"
+	run env OOMWATCH_SYSROOT=$t "$BIN/oomwatch" --check -j
+	# 58000000 / 67108864 = 86.43%
+	[ "$status" -eq 3 ]
+	echo "$output" | jq -e -s 'map(select(.type == "sample")) | length == 1 and
+		.[0].cgroup == "/job" and .[0].cgroup_version == 1 and .[0].working_set_bytes == 58000000 and
+		.[0].working_set_pct == 86.43 and .[0].limit_hits == 5 and .[0].oom_kills == 2 and
+		.[0].ooms == null and .[0].psi_full_avg10_pct == null'
+	printf 'some avg10=50.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=12.00 avg60=0.00 avg300=0.00 total=0\n' \
+		> "$t/proc/pressure/memory"
+	echo 1000 > "$d/memory.usage_in_bytes"
+	run env OOMWATCH_SYSROOT=$t "$BIN/oomwatch" --check -j
+	[ "$status" -eq 3 ]
+	echo "$output" | tail -1 | jq -e '.host_level == "warn" and .host_psi_full_avg10_pct == 12'
+}
+
+@test "oomwatch alerts on a fake v2 tree: working set levels, memory.events deltas, pressure" {
+	need_root
+	local t=$BATS_TEST_TMPDIR/v2 d
+	fake_v2 "$t"
+	d=$t/sys/fs/cgroup/system.slice/docker-$FAKE_OK.scope
+	export OOMWATCH_SYSROOT=$t
+	start_tool ow oomwatch -j -i 100ms --alloc-min 0
+	unset OOMWATCH_SYSROOT
+	local out=$BATS_TEST_TMPDIR/ow.out
+	# the two cgroups above a level say so at once
+	wait_for "$out" "$FAKE_CRIT" 5
+	wait_for "$out" "$FAKE_WARN" 5
+	sleep 0.3
+	# the ok one: 4 limit hits and a kill, then its working set at 96%
+	printf 'low 0\nhigh 0\nmax 7\noom 1\noom_kill 1\noom_group_kill 0\n' > "$d/memory.events"
+	wait_for "$out" "\"container_id\":\"$FAKE_OK\"" 5
+	sleep 0.3
+	echo 1030792151 > "$d/memory.current"
+	wait_for "$out" '"reason":"working_set".*'"$FAKE_OK" 5
+	# the host under pressure
+	printf 'some avg10=80.00 avg60=0.00 avg300=0.00 total=9\nfull avg10=50.00 avg60=0.00 avg300=0.00 total=9\n' \
+		> "$t/proc/pressure/memory"
+	wait_for "$out" 'host_pressure' 5
+	sleep 0.3
+	stop_tool "$TOOL_PID"
+	all_json "$out"
+	jq -e -s --arg id "$FAKE_CRIT" 'map(select(.event == "alert" and .container_id == $id)) |
+		length == 1 and .[0].level == "crit" and .[0].reason == "working_set"' "$out"
+	jq -e -s --arg id "$FAKE_WARN" 'map(select(.event == "alert" and .container_id == $id)) |
+		length == 1 and .[0].level == "warn" and .[0].working_set_bytes == 943718400' "$out"
+	jq -e -s --arg id "$FAKE_OK" 'map(select(.event == "alert" and .container_id == $id)) |
+		length == 2 and
+		(.[0].reason == "limit_hit,oom,oom_kill" and .[0].level == "crit" and .[0].limit_hits == 4 and
+		 .[0].ooms == 1 and .[0].oom_kills == 1) and
+		(.[1].reason == "working_set" and .[1].level == "crit" and .[1].limit_hits == 0 and
+		 .[1].working_set_pct == 96)' "$out"
+	jq -e -s 'map(select(.reason == "host_pressure")) | length == 1 and .[0].level == "crit" and
+		.[0].psi_full_avg10_pct == 50 and .[0].cgroup == null' "$out"
+	tail -1 "$out" | jq -e '.type == "summary" and .alerts == 5 and .oom_kills == 0 and .cgroups == 3'
+}
+
+@test "oomwatch leaves no cgroup behind" {
+	need_memcg_v1
+	! ls -d "$MEMCG_ROOT"/aiscope-oomw-* 2>/dev/null
+}
