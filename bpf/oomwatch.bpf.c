@@ -160,16 +160,17 @@ static __always_inline void victim_mm(struct task_struct *t, struct oomwatch_kil
 	e->flags |= OOMWATCH_F_MM;
 }
 
-static __always_inline struct oomwatch_kill *kill_begin(void *ctx)
+/* The parts every victim record has. The caller reserved e and checked it
+ * once: a NULL check here, after inlining, would be a second one, which
+ * older verifiers (6.1) follow as if the reservation could have failed in
+ * between, and reject the program for a reference never released. */
+static __always_inline void kill_fill(void *ctx, struct oomwatch_kill *e)
 {
-	struct oomwatch_kill *e = aiscope_reserve(sizeof(*e));
 	struct task_struct *cur = (void *)bpf_get_current_task();
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct oomwatch_ctx *c;
 	long n;
 
-	if (!e)
-		return NULL;
 	__builtin_memset(e, 0, sizeof(*e));
 	e->kind = OOMWATCH_EV_KILL;
 	e->ts = aiscope_now();
@@ -196,7 +197,6 @@ static __always_inline struct oomwatch_kill *kill_begin(void *ctx)
 	}
 	n = bpf_get_stack(ctx, e->stack, sizeof(e->stack), 0);
 	e->nframes = n > 0 ? n / sizeof(__u64) : 0;
-	return e;
 }
 
 /* The victim's own memcg. */
@@ -215,9 +215,10 @@ static __always_inline int victim_task(void *ctx, struct task_struct *t, __u32 u
 
 	if (!aiscope_task_pass(t))
 		return 0;
-	e = kill_begin(ctx);
+	e = aiscope_reserve(sizeof(*e));
 	if (!e)
 		return 0;
+	kill_fill(ctx, e);
 	aiscope_task_ident(t, &e->victim);
 	if (has_uid)
 		e->victim.uid = uid;	/* the event's: the task's real uid */
@@ -235,9 +236,10 @@ static __always_inline int victim_pid(void *ctx, __u32 pid)
 
 	if (!aiscope_ids_pass(pid, pid))
 		return 0;
-	e = kill_begin(ctx);
+	e = aiscope_reserve(sizeof(*e));
 	if (!e)
 		return 0;
+	kill_fill(ctx, e);
 	e->victim.pid = pid;
 	e->victim.tid = pid;
 	aiscope_submit(e);
@@ -281,9 +283,10 @@ int victim_tp(struct trace_event_raw_mark_victim *tp)
 		return 0;
 	if (aiscope_cfg.by_uid && victim_has_task() && BPF_CORE_READ(tp, uid) != aiscope_cfg.uid)
 		return 0;
-	e = kill_begin(tp);
+	e = aiscope_reserve(sizeof(*e));
 	if (!e)
 		return 0;
+	kill_fill(tp, e);
 	e->victim.pid = pid;
 	e->victim.tid = pid;
 	if (bpf_core_field_exists(tp->__data_loc_comm)) {

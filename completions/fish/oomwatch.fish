@@ -1,0 +1,57 @@
+# fish completion for oomwatch(8), part of aiscope.
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# Installed as <datadir>/fish/vendor_completions.d/oomwatch.fish. Try it
+# without installing: source completions/fish/oomwatch.fish
+#
+# Adding a tool: copy this file to completions/fish/<tool>.fish, replace
+# "oomwatch" by the tool's name and edit the lines marked "tool-specific";
+# the shared lines are the options of lib/opts.c, the same in every tool.
+# One option per "complete" line, in the order -s SHORT -l LONG [-x -a VALUES]
+# -d TEXT; an option that takes a value has -x (not -r, which "complete -c"
+# does not list). tests/completions.bats compares them with "<tool> --help".
+
+# shared helper, identical in every aiscope tool's file: the value being
+# typed, also in the --long=value form
+function __aiscope_value
+    commandline -ct | string replace -r -- '^--[^=]*=' ''
+end
+
+# no positional arguments: never file names
+complete -c oomwatch -f
+
+# shared: filters (applied in the kernel)
+complete -c oomwatch -s p -l pid -x -a '(__fish_complete_list , __fish_complete_pids)' -d 'Only these processes (thread-group ids)'
+complete -c oomwatch -s t -l tid -x -a '(__fish_complete_list , "string replace -r \'.*/\' \'\' /proc/*/task/*")' -d 'Only these threads'
+complete -c oomwatch -s c -l cgroup -x -a '(__fish_complete_directories (__aiscope_value))' -d 'Only tasks in this cgroup directory or below it'
+complete -c oomwatch -l container -x -d 'Only this container: full id or unique prefix (>= 4 hex)'
+complete -c oomwatch -s u -l uid -x -a '(__fish_complete_users)' -d 'Only this user (number or name)'
+complete -c oomwatch -l comm -x -a '(cat /proc/*/comm 2>/dev/null | sort -u)' -d 'Only tasks whose comm is NAME (first 15 bytes)'
+# shared: output and lifetime
+complete -c oomwatch -s j -l json -d 'JSON lines on stdout'
+complete -c oomwatch -s i -l interval -x -d 'Reporting interval (default 1s)'
+complete -c oomwatch -s d -l duration -x -d 'Stop after DUR (500ms, 10, 10s, 2m)'
+complete -c oomwatch -s n -l count -x -d 'Stop after N records (events, or intervals)'
+complete -c oomwatch -s T -l timestamp -d 'Add a TIME column to tables'
+complete -c oomwatch -s C -l noclear -d 'Never clear the screen between intervals'
+complete -c oomwatch -s r -l rows -x -d 'Rows per interval (default 20, 0: all)'
+# tool-specific: the --sort keys
+complete -c oomwatch -s s -l sort -x -a 'pct ws usage limit' -d 'Sort key of top-like tables'
+complete -c oomwatch -l wide -d 'Never truncate strings in tables'
+# shared: kernel side
+complete -c oomwatch -l buffer-size -x -d 'Ring buffer size (default 8M; 256K, 64M)'
+complete -c oomwatch -l btf -x -a '(__fish_complete_path (__aiscope_value))' -d 'External BTF for kernels without /sys/kernel/btf/vmlinux'
+complete -c oomwatch -l list-probes -d 'Print the attach plan and exit'
+complete -c oomwatch -l probe-mode -x -a '(__fish_complete_list , "printf \'%s\n\' fentry kprobe tp_btf raw_tp tracepoint")' -d 'Use only these mechanisms'
+complete -c oomwatch -s v -l verbose -d 'Attach decisions and libbpf debug output on stderr'
+complete -c oomwatch -s h -l help -d 'Give this help list'
+complete -c oomwatch -l usage -d 'Give a short usage message'
+complete -c oomwatch -s V -l version -d 'Print program version'
+
+# tool-specific: oomwatch's own options
+complete -c oomwatch -l warn -x -d 'Alert when a working set reaches PCT% of its limit (default 85)'
+complete -c oomwatch -l crit -x -d 'Critical from PCT% (default 95)'
+complete -c oomwatch -l psi-warn -x -d 'Alert when memory pressure (full avg10) reaches PCT% (default 10)'
+complete -c oomwatch -l psi-crit -x -d 'Critical pressure from PCT% (default 40)'
+complete -c oomwatch -l alloc-min -x -d 'Report mmap/mremap/brk of at least SIZE (default 512M, 0: off)'
+complete -c oomwatch -l check -d 'Scan every memory cgroup once; exit 0 ok, 3 warn, 4 crit'

@@ -1,0 +1,218 @@
+#!/usr/bin/env bash
+# scripts/bench/oomwatch.sh: oomwatch beside libbpf-tools oomkill, and the
+# cost of polling a thousand memory cgroups every second.
+#
+# oomkill (Debian package libbpf-tools) hooks oom_kill_process with a kprobe
+# only; where the kernel has no kprobes it cannot attach, and this records
+# its own words for why, and how long it took to fail. Writes the oomwatch
+# section of docs/PERFORMANCE.md. Run as root:
+#
+#   scripts/bench/oomwatch.sh           # REPS=5, 3 polling windows of 20 s
+#
+# Environment: REPS (lifecycle repetitions, default 5), NCG (cgroups made
+# for the polling runs, default 1000), WINDOWS (polling windows, default 3),
+# WINDOW_S (seconds each, default 20), OUT (default docs/PERFORMANCE.md),
+# OOMWATCH (default build/oomwatch), OOMKILL (default: oomkill on PATH or
+# /usr/sbin/oomkill).
+set -u -o pipefail
+
+# shellcheck source=scripts/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+REPS=${REPS:-5}
+NCG=${NCG:-1000}
+WINDOWS=${WINDOWS:-3}
+WINDOW_S=${WINDOW_S:-20}
+OUT=${OUT:-$BENCH_ROOT/docs/PERFORMANCE.md}
+OOMWATCH=${OOMWATCH:-$BENCH_ROOT/build/oomwatch}
+OOMKILL=${OOMKILL:-$(command -v oomkill || echo /usr/sbin/oomkill)}
+MEMCG=/sys/fs/cgroup/memory
+
+bench_init
+[ -x /usr/bin/time ] || bench_die "/usr/bin/time not found (apt-get install time)"
+[ -x "$OOMWATCH" ] || bench_die "$OOMWATCH not built (make)"
+[ -e "$MEMCG/memory.limit_in_bytes" ] || bench_die "no v1 memory controller at $MEMCG"
+cd "$BENCH_ROOT" || exit 1
+rel() { local p=${1#"$BENCH_ROOT"/}; printf '%s' "$p"; }
+O=$(rel "$OOMWATCH")
+HZ=$(getconf CLK_TCK)
+
+# ---- the cgroups: made here, removed on any exit ----
+PARENT=$MEMCG/aiscope-bench-$$
+remove_cgroups() {
+	[ -d "$PARENT" ] || return 0
+	local d
+	for d in "$PARENT"/c*; do [ -d "$d" ] && rmdir "$d"; done
+	rmdir "$PARENT"
+}
+trap 'remove_cgroups; bench_cleanup' EXIT
+
+# ---- oomkill: can it attach here? ----
+OK_STATUS=absent
+OK_WHY="not installed (apt-get install libbpf-tools)"
+if [ -x "$OOMKILL" ]; then
+	out=$BENCH_TMP/oomkill.err
+	timeout 10 "$OOMKILL" >/dev/null 2>"$out"
+	rc=$?
+	if [ "$rc" = 124 ]; then
+		OK_STATUS=attached
+		OK_WHY="attached (ran until the 10 s timeout)"
+	else
+		OK_STATUS="exit $rc"
+		OK_WHY=$(grep -v '^$' "$out" | head -3 | tr '\n' ' ' | sed 's/ *$//; s/|/\\|/g')
+	fi
+	bench_log "oomkill: $OK_STATUS: $OK_WHY"
+fi
+
+# ---- lifecycle: exec -> attached -> exit ----
+bench_mode ow-kills stderr "Tracing" "$OOMWATCH" --alloc-min 0 -d 100ms
+bench_mode ow-all stderr "Tracing" "$OOMWATCH" -d 100ms
+bench_mode ow-json stderr "Tracing" "$OOMWATCH" -j -d 100ms
+declare -A LIFE_CMD=(
+	[ow-kills]="$O --alloc-min 0 -d 100ms"
+	[ow-all]="$O -d 100ms"
+	[ow-json]="$O -j -d 100ms"
+)
+run_lifecycle "$REPS" ow-kills ow-all ow-json
+# oomkill ends by itself here, failing: exec -> exit, no ready marker
+mkdir -p "$BENCH_TMP/okl"
+if [ -x "$OOMKILL" ] && [ "$OK_STATUS" != attached ]; then
+	for ((r = 1; r <= REPS; r++)); do
+		t0=$EPOCHREALTIME
+		"$OOMKILL" >/dev/null 2>&1
+		us_since "$t0" >>"$BENCH_TMP/okl/exit"
+	done
+fi
+
+# ---- peak RSS ----
+mkdir -p "$BENCH_TMP/rss"
+for ((r = 1; r <= 3; r++)); do
+	peak_rss_kib "$OOMWATCH" --alloc-min 0 -d 100ms >>"$BENCH_TMP/rss/kills"
+	peak_rss_kib "$OOMWATCH" -d 100ms >>"$BENCH_TMP/rss/all"
+	[ -x "$OOMKILL" ] && peak_rss_kib "$OOMKILL" >>"$BENCH_TMP/rss/oomkill"
+done
+
+# ---- polling cost: NCG memory cgroups, each with a limit ----
+mkdir "$PARENT" || bench_die "cannot make $PARENT"
+for ((i = 1; i <= NCG; i++)); do
+	mkdir "$PARENT/c$i" && echo 1G >"$PARENT/c$i/memory.limit_in_bytes"
+done
+bench_log "made $NCG memory cgroups under $PARENT"
+
+# cpu_ticks PID: utime + stime, clock ticks
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+# poll_window CMD...: runs it, waits 2 s (start-up, first scan), then
+# measures its CPU time over WINDOW_S seconds; prints the share of one CPU (%)
+poll_window() {
+	local pid a b
+	"$@" >/dev/null 2>"$BENCH_TMP/poll.err" &
+	pid=$!
+	sleep 2
+	a=$(cpu_ticks "$pid")
+	sleep "$WINDOW_S"
+	b=$(cpu_ticks "$pid")
+	kill -INT "$pid"
+	wait "$pid"
+	awk -v a="$a" -v b="$b" -v hz="$HZ" -v s="$WINDOW_S" 'BEGIN { printf "%.3f\n", (b - a) / hz / s * 100 }'
+}
+
+mkdir -p "$BENCH_TMP/poll"
+for ((w = 1; w <= WINDOWS; w++)); do
+	poll_window "$OOMWATCH" --alloc-min 0 -i 1s -c "$PARENT" >>"$BENCH_TMP/poll/sub"
+	poll_window "$OOMWATCH" --alloc-min 0 -i 1s >>"$BENCH_TMP/poll/host"
+	bench_log "polling window $w/$WINDOWS: $(tail -1 "$BENCH_TMP/poll/sub")% (only the $NCG), $(tail -1 "$BENCH_TMP/poll/host")% (every memory cgroup)"
+done
+WATCHED=$(sed -n 's/.*polling \([0-9]*\) memory cgroups.*/\1/p' "$BENCH_TMP/poll.err" | tail -1)
+# one cgroup near its limit: memory.stat and failcnt are read too
+"$OOMWATCH" --check -c "$PARENT/c1" -j >/dev/null 2>&1
+CHECK_T0=$EPOCHREALTIME
+"$OOMWATCH" --check -c "$PARENT" -j >/dev/null 2>&1
+CHECK_MS=$(awk -v u="$(us_since "$CHECK_T0")" 'BEGIN { printf "%.1f\n", u / 1000 }')
+CHECK_RSS=$(peak_rss_kib "$OOMWATCH" --check -c "$PARENT" -j)
+remove_cgroups
+
+# ---- report ----
+body=$BENCH_TMP/body.md
+{
+	echo "## oomwatch"
+	echo
+	echo "Peer: libbpf-tools \`oomkill\` (Debian package \`libbpf-tools\`)."
+	echo
+	echo "Machine: $BENCH_NPROC CPUs (${BENCH_CPU%% *}), kernel $BENCH_KERNEL, $BENCH_OS; run $BENCH_DATE,"
+	echo "load average at start $BENCH_LOAD; a shared 2-core VM (other engineers' builds and tests ran"
+	echo "at the same time), so every figure is a median and noisy."
+	echo
+	echo "### libbpf-tools oomkill here"
+	echo
+	echo "\`$(rel "$OOMKILL")\`: **$OK_STATUS**: \`$OK_WHY\`."
+	echo "oomkill hooks \`oom_kill_process\` with a kprobe only; this kernel has no kprobes"
+	echo "(CONFIG_KPROBES off) and no tracefs kprobe_events to fall back to, so it cannot report a"
+	echo "single kill here. oomwatch's victim hook is the \`oom:mark_victim\` tracepoint (tp_btf here),"
+	echo "and \`oom_kill_process\` only adds context where fentry or a kprobe works."
+	echo
+	echo "### Lifecycle: exec -> attached -> exit"
+	echo
+	echo "*attached*: the \"Tracing OOM kills ...\" line on stderr (printed after attach and the first"
+	echo "scan of the memory cgroups); *exit*: wait() returns. oomkill never attaches here: its"
+	echo "exec -> exit is the time it takes to fail. Medians of REPS=$REPS."
+	echo
+	md_header tool command "exec->attached (ms)" "exec->exit (ms)" "exit - 100 ms (ms)"
+	for m in ow-kills ow-all ow-json; do
+		rdy=$(life_median_ms "$m" ready)
+		ext=$(life_median_ms "$m" exit)
+		md_row oomwatch "\`${LIFE_CMD[$m]}\`" "$(fmt "$rdy" 1)" "$(fmt "$ext" 1)" \
+			"$(fmt "$(awk -v e="$ext" 'BEGIN { print e - 100 }')" 1)"
+	done
+	if [ -s "$BENCH_TMP/okl/exit" ]; then
+		okx=$(awk '{ print $1 / 1000 }' "$BENCH_TMP/okl/exit" | median)
+		md_row "libbpf-tools oomkill" "\`$(rel "$OOMKILL")\`" "never (fails)" "$(fmt "$okx" 1)" "-"
+	fi
+	echo
+	echo "### Peak RSS"
+	echo
+	echo "getrusage's ru_maxrss, \`/usr/bin/time -f %M\`, median of 3."
+	echo
+	md_header tool command "peak RSS (MiB)"
+	md_row oomwatch "\`$O --alloc-min 0 -d 100ms\`" "$(kib_to_mib "$(median <"$BENCH_TMP/rss/kills")")"
+	md_row oomwatch "\`$O -d 100ms\`" "$(kib_to_mib "$(median <"$BENCH_TMP/rss/all")")"
+	[ -s "$BENCH_TMP/rss/oomkill" ] &&
+		md_row "libbpf-tools oomkill (until it fails)" "\`$(rel "$OOMKILL")\`" "$(kib_to_mib "$(median <"$BENCH_TMP/rss/oomkill")")"
+	md_row "oomwatch --check, $NCG cgroups" "\`$O --check -c <parent> -j\`" "$(kib_to_mib "$CHECK_RSS")"
+	echo
+	echo "### Polling cost: $NCG memory cgroups at 1 s"
+	echo
+	echo "$NCG v1 memory cgroups made for the run, each with a 1 GiB limit (so each one's usage is"
+	echo "read every interval: the costlier case), far below it. oomwatch's CPU time (utime + stime"
+	echo "from /proc/PID/stat) over $WINDOWS windows of ${WINDOW_S} s each, after 2 s of start-up, as a"
+	echo "share of one CPU. *only the $NCG*: \`-c <parent>\`; *every memory cgroup*: the host's"
+	echo "others too ($WATCHED in all at the end; other engineers' jobs come and go, each in a"
+	echo "cgroup of its own, which inotify adds as they appear)."
+	echo
+	md_header run command "CPU (% of one CPU), median" "min-max"
+	md_row "only the $NCG" "\`$O --alloc-min 0 -i 1s -c <parent>\`" \
+		"**$(median <"$BENCH_TMP/poll/sub")**" "$(spread 3 <"$BENCH_TMP/poll/sub")"
+	md_row "every memory cgroup" "\`$O --alloc-min 0 -i 1s\`" \
+		"**$(median <"$BENCH_TMP/poll/host")**" "$(spread 3 <"$BENCH_TMP/poll/host")"
+	echo
+	echo "One \`--check\` scan of the $NCG (every file of each, memory.stat included): $CHECK_MS ms."
+	echo
+	echo "### Targets"
+	echo
+	med=$(median <"$BENCH_TMP/poll/host")
+	if cmp_le "$med" 1; then m="**met**"; else m="**not met**"; fi
+	echo "- Polling $NCG cgroups at 1 s under 1% of one CPU: $med% with every memory cgroup of the"
+	echo "  host: $m."
+	echo
+	echo "### Reproduce"
+	echo
+	echo "As root, after \`make\`: \`scripts/bench/oomwatch.sh\` (about $((WINDOWS * (WINDOW_S + 3) * 2 / 60 + 1)) minutes). NCG, WINDOWS,"
+	echo "WINDOW_S and REPS change the cgroups made, the polling windows and the lifecycle"
+	echo "repetitions. It makes its cgroups under $MEMCG/aiscope-bench-PID and removes them"
+	echo "(also when interrupted). It rewrites this section only."
+} >"$body"
+
+mkdir -p "$(dirname "$OUT")"
+md_section "$OUT" oomwatch "$body"
+bench_log "wrote the oomwatch section of $(rel "$OUT")"
+cat "$body"

@@ -1,0 +1,133 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# oomwatch inside the test VMs: cgroup v2 with the memory controller
+# enabled (the test hosts have only v1 memory), a 64 MiB memory.max, real
+# memcg OOM kills through each mechanism, the alert before the kill, and
+# --check on the v2 files. Sourced by tests/vm/run.sh (busybox sh; lib.sh).
+
+OW=/opt/aiscope/bin/oomwatch
+CG2=/sys/fs/cgroup
+LIMIT=67108864
+
+# a v2 cgroup with a 64 MiB limit: sets CG (the directory) and CG_REL
+v2_memcg() {
+	[ -e "$CG2/cgroup.controllers" ] || skip_test "no cgroup2 at $CG2"
+	grep -qw memory "$CG2/cgroup.controllers" || skip_test "no memory controller in cgroup2"
+	echo +memory > "$CG2/cgroup.subtree_control" || fail "cannot enable +memory"
+	CG_REL=/oomw-$1
+	CG=$CG2$CG_REL
+	mkdir -p "$CG" || fail "mkdir $CG"
+	echo "$LIMIT" > "$CG/memory.max" || fail "cannot set memory.max"
+	[ ! -e "$CG/memory.swap.max" ] || echo 0 > "$CG/memory.swap.max"
+	echo "$CG" >> "$CGLIST"
+}
+
+# the cgroups made, kept outside $T (run_test empties it) so that the
+# runner removes them after a test that failed half-way
+CGLIST=/tmp/oomwatch-cgroups
+
+cleanup_memcgs() {
+	[ -s "$CGLIST" ] || return 0
+	for d in $(cat "$CGLIST"); do
+		[ -d "$d" ] || continue
+		for p in $(cat "$d/cgroup.procs" 2>/dev/null); do
+			kill -KILL "$p" 2>/dev/null
+		done
+		sleep 0.2
+		rmdir "$d" 2>/dev/null || { sleep 0.5; rmdir "$d"; }
+	done
+	: > "$CGLIST"
+}
+
+# start_hog NAME ARGS...: memhog waiting for SIGUSR1; sets HOG_PID
+start_hog() {
+	_h=$1
+	shift
+	bg "$_h" "$H/memhog" "$@"
+	wait_for "$T/$_h.out" '^ready' || fail "memhog did not start"
+	HOG_PID=$(awk '/^ready/ {print $2}' "$T/$_h.out")
+}
+
+t_list_probes() {
+	$OW --list-probes > "$T/plan" 2>&1 || { cat "$T/plan"; fail "--list-probes exited $?"; }
+	cat "$T/plan"
+	grep -qE '^mark_victim +(tp_btf|raw_tp|tracepoint) .*chosen' "$T/plan" || fail "no victim hook"
+	# the layout this kernel's mark_victim has (6.1.y backports changed it)
+	grep -q total_vm /sys/kernel/tracing/events/oom/mark_victim/format 2>/dev/null &&
+		echo "mark_victim: task layout (comm, total_vm, rss, oom_score_adj)" ||
+		echo "mark_victim: pid-only layout"
+}
+
+# kill MODE [GROW_KIB EVERY_MS]: a memcg OOM kill in the 64 MiB cgroup
+t_kill() {
+	mode=$1
+	v2_memcg "$(echo "$mode" | tr , _)"
+	start_tool o $OW -j -i 100ms --probe-mode "$mode" --alloc-min 0
+	start_hog hog grow "${2:-1024}" "${3:-100}"
+	echo "$HOG_PID" > "$CG/cgroup.procs" || fail "cannot move memhog"
+	kill -USR1 "$HOG_PID"
+	wait "$HOG_PID"
+	rc=$?
+	[ "$rc" -eq 137 ] || fail "memhog exited $rc, not killed"
+	wait_for "$T/o.out" '"event":"oom_kill"' 10 || fail "no kill event"
+	sleep 0.5
+	stop_tool "$TOOL_PID" || fail "oomwatch exited $?: $(cat "$T/o.err")"
+	cleanup_memcgs
+	json_ok "$T/o.out"
+	jsel "$T/o.out" '"event":"oom_kill"' > "$T/kill"
+	cat "$T/kill"
+	[ "$(wc -l < "$T/kill")" -eq 1 ] || fail "$(wc -l < "$T/kill") kill events, not 1"
+	[ "$(jval pid < "$T/kill")" = "$HOG_PID" ] || fail "victim pid"
+	[ "$(jval comm < "$T/kill")" = memhog ] || fail "victim comm"
+	[ "$(jval cgroup < "$T/kill")" = "$CG_REL" ] || fail "victim cgroup"
+	[ "$(jval memcg < "$T/kill")" = "$CG_REL" ] || fail "memcg"
+	[ "$(jval limit_bytes < "$T/kill")" = "$LIMIT" ] || fail "limit"
+	[ "$(jval scope < "$T/kill")" = memcg ] || fail "scope"
+	src=$(jval scope_source < "$T/kill")
+	case $mode in
+	*fentry*|*kprobe*) [ "$src" = oom_kill_process ] || fail "scope_source $src, not oom_kill_process"
+		[ "$(jval domain_bytes < "$T/kill")" != null ] || fail "no domain_bytes from oom_kill_process" ;;
+	*) [ "$src" = stack ] || fail "scope_source $src" ;;
+	esac
+	# the kernel's log of it
+	kb=$(dmesg | grep "Killed process $HOG_PID (" | tail -1 | sed -n 's/.*anon-rss:\([0-9]*\)kB.*/\1/p')
+	echo "kernel anon-rss ${kb}kB, oomwatch $(jval anon_rss_bytes < "$T/kill") bytes"
+	[ -z "$kb" ] || [ "$(jval anon_rss_bytes < "$T/kill")" = $((kb * 1024)) ] || fail "anon_rss_bytes"
+	# the alert before the kill (v2 files, the same cgroup)
+	k=$(grep -n '"event":"oom_kill"' "$T/o.out" | cut -d: -f1)
+	head -n "$k" "$T/o.out" > "$T/before"
+	jsel "$T/before" '"event":"alert"' "\"cgroup\":\"$CG_REL\"" \
+		'"cgroup_version":2' '"reason":"working_set' > "$T/alerts"
+	cat "$T/alerts"
+	[ -s "$T/alerts" ] || [ "${2:-1024}" -gt 1024 ] || fail "no alert before the kill"
+}
+
+# --check on the v2 files: 56 MiB of 64 is 87.5%: warn (3)
+t_check() {
+	v2_memcg check
+	start_hog hog grow 1024 1 57344
+	echo "$HOG_PID" > "$CG/cgroup.procs" || fail "cannot move memhog"
+	kill -USR1 "$HOG_PID"
+	wait_for "$T/hog.out" '^at 57344$' 60 || fail "memhog did not reach 56 MiB"
+	$OW --check -j > "$T/c.out" 2> "$T/c.err"
+	rc=$?
+	cat "$T/c.out" "$T/c.err"
+	kill -KILL "$HOG_PID"
+	sleep 0.3
+	cleanup_memcgs
+	[ "$rc" -eq 3 ] || fail "--check exited $rc, not 3"
+	jsel "$T/c.out" '"type":"sample"' "\"cgroup\":\"$CG_REL\"" '"level":"warn"' '"cgroup_version":2' \
+		"\"limit_bytes\":$LIMIT" > "$T/row"
+	[ "$(wc -l < "$T/row")" -eq 1 ] || fail "no warn row for $CG_REL"
+}
+
+run_test "oomwatch --list-probes" 60 t_list_probes
+for m in tp_btf raw_tp tracepoint; do
+	run_test "oomwatch $m: memcg OOM kill in a v2 64 MiB cgroup, alert first" 180 t_kill $m
+	cleanup_memcgs
+done
+for m in fentry,kprobe kprobe; do
+	run_test "oomwatch $m + oom_kill_process: memcg OOM kill, its context" 180 t_kill "$m,tp_btf,raw_tp,tracepoint" 4096 20
+	cleanup_memcgs
+done
+run_test "oomwatch --check on cgroup v2 files: exit 3 above --warn" 180 t_check
+cleanup_memcgs
