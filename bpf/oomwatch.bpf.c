@@ -56,9 +56,8 @@ struct mm_struct___o {
 	struct mm_rss_stat___o rss_stat;
 } __attribute__((preserve_access_index));
 
-/* The old mark_victim event had no more than the pid. */
-struct trace_event_raw_mark_victim___o {
-	char comm[16];
+struct mm_struct___pcpu {
+	struct percpu_counter rss_stat[4];
 } __attribute__((preserve_access_index));
 
 /* ---- memory cgroups ---- */
@@ -135,12 +134,13 @@ static __always_inline bool memcg_domain(struct mem_cgroup *m, struct oomwatch_m
 static __always_inline __u64 mm_counter(struct mm_struct *mm, int member)
 {
 	struct mm_struct___o *old = (void *)mm;
+	struct mm_struct___pcpu *pcpu = (void *)mm;
 	long v = 0;
 
 	if (bpf_core_type_exists(struct mm_rss_stat___o))
 		v = BPF_CORE_READ(old, rss_stat.count[member & 3].counter);
 	else
-		v = BPF_CORE_READ(mm, rss_stat[member & 3].count);
+		v = BPF_CORE_READ(pcpu, rss_stat[member & 3].count);
 	return v > 0 ? v : 0;
 }
 
@@ -267,8 +267,8 @@ int victim_raw(struct bpf_raw_tracepoint_args *ctx)
 	return victim_pid(ctx, (__u32)ctx->args[0]);
 }
 
-/* Classic: the fields the event carries, and a pid. comm is a __data_loc
- * string on the new layout. */
+/* Classic: the fields the event carries (a __data_loc comm on the new
+ * layout; the old one has the pid alone). */
 SEC("tracepoint/oom/mark_victim")
 int victim_tp(struct trace_event_raw_mark_victim *tp)
 {
@@ -294,9 +294,6 @@ int victim_tp(struct trace_event_raw_mark_victim *tp)
 
 		bpf_probe_read_kernel_str(e->victim.comm, sizeof(e->victim.comm),
 					  (void *)tp + (loc & 0xffff));
-	} else if (bpf_core_field_exists(((struct trace_event_raw_mark_victim___o *)tp)->comm)) {
-		BPF_CORE_READ_STR_INTO(&e->victim.comm, (struct trace_event_raw_mark_victim___o *)tp,
-				       comm);
 	}
 	if (victim_has_task()) {
 		/* the event's sizes are in kB */
