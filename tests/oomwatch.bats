@@ -106,7 +106,8 @@ dmesg_anon_kb() {
 	[ "$status" -eq 0 ]
 	echo "$output" | grep -E '^mark_victim +tp_btf +mark_victim +chosen'
 	echo "$output" | grep -E '^oom_kill_process +fentry'
-	echo "$output" | grep -E '^mmap +tracepoint +syscalls/sys_enter_mmap +chosen'
+	echo "$output" | grep -E '^sys_enter +tp_btf +sys_enter +chosen'
+	echo "$output" | grep -E '^sys_exit +tp_btf +sys_exit +chosen'
 	run "$BIN/oomwatch" --list-probes --probe-mode tracepoint -j
 	[ "$status" -eq 0 ]
 	echo "$output" | jq -e -s 'map(select(.hook == "mark_victim" and .status == "chosen")) |
@@ -202,8 +203,35 @@ dmesg_anon_kb() {
 	jq -e -s --argjson p "$HOG_PID" 'map(select(.event == "alloc" and .pid == $p)) |
 		length == 1 and .[0].comm == "memhog" and .[0].syscall == "mmap" and
 		.[0].size_bytes == 629145600 and .[0].prot == "---" and .[0].anonymous and
-		(.[0].cgroup | type) == "string"' "$BATS_TEST_TMPDIR/ow.out"
+		.[0].level == "warn" and (.[0].cgroup | type) == "string"' "$BATS_TEST_TMPDIR/ow.out"
 	! grep -q '"event":"alloc"' "$BATS_TEST_TMPDIR/big.out"
+}
+
+@test "oomwatch: mmap, mremap and brk growth of 600 MiB, through each mechanism" {
+	need_root
+	local mode sys n
+	for mode in tp_btf raw_tp tracepoint; do
+		start_tool "ow-$mode" oomwatch -j -i 10s --probe-mode "$mode"
+		n=0
+		for sys in "mmap 614400" "mremap 102400 716800" "brk 614400"; do
+			n=$((n + 1))
+			# shellcheck disable=SC2086
+			start_hog "hog-$mode-$n" $sys
+			kill -USR1 "$HOG_PID"
+			wait_for "$BATS_TEST_TMPDIR/hog-$mode-$n.out" '^\(mapped\|remapped\|brk\) '
+			wait_for "$BATS_TEST_TMPDIR/ow-$mode.out" "\"pid\":$HOG_PID," 5
+			eval "pid_$n=$HOG_PID"
+		done
+		stop_tool "$TOOL_PID"
+		all_json "$BATS_TEST_TMPDIR/ow-$mode.out"
+		# shellcheck disable=SC2154
+		jq -e -s --argjson a "$pid_1" --argjson b "$pid_2" --argjson c "$pid_3" '
+			[map(select(.event == "alloc" and (.pid == $a or .pid == $b or .pid == $c)))[] |
+			 [.pid, .syscall, .size_bytes, .comm]] ==
+			[[$a, "mmap", 629145600, "memhog"], [$b, "mremap", 629145600, "memhog"],
+			 [$c, "brk", 629145600, "memhog"]]' "$BATS_TEST_TMPDIR/ow-$mode.out"
+		tail -1 "$BATS_TEST_TMPDIR/ow-$mode.out" | jq -e --arg m "$mode" '.probes == $m'
+	done
 }
 
 # ---- --check ----

@@ -145,16 +145,14 @@ static struct probe_hook hooks[] = {
 	{ .name = "oom_kill_process", .optional = true, .cand = {
 		{ PM_FENTRY, "oom_kill_process", "oomkill_fentry" },
 		{ PM_KPROBE, "oom_kill_process", "oomkill_kprobe" } } },
-	{ .name = "mmap", .optional = true, .cand = {
-		{ PM_TRACEPOINT, "syscalls/sys_enter_mmap", "mmap_tp" },
-		{ PM_FENTRY, "ksys_mmap_pgoff", "mmap_fentry" },
-		{ PM_KPROBE, "ksys_mmap_pgoff", "mmap_kprobe" } } },
-	{ .name = "mremap", .optional = true, .cand = {
-		{ PM_TRACEPOINT, "syscalls/sys_enter_mremap", "mremap_tp" } } },
-	{ .name = "brk", .optional = true, .cand = {
-		{ PM_TRACEPOINT, "syscalls/sys_enter_brk", "brk_enter_tp" } } },
-	{ .name = "brk_exit", .optional = true, .cand = {
-		{ PM_TRACEPOINT, "syscalls/sys_exit_brk", "brk_exit_tp" } } },
+	{ .name = "sys_enter", .optional = true, .cand = {
+		{ PM_TP_BTF, "sys_enter", "sysenter_btf" },
+		{ PM_RAW_TP, "sys_enter", "sysenter_raw" },
+		{ PM_TRACEPOINT, "raw_syscalls/sys_enter", "sysenter_tp" } } },
+	{ .name = "sys_exit", .optional = true, .cand = {
+		{ PM_TP_BTF, "sys_exit", "sysexit_btf" },
+		{ PM_RAW_TP, "sys_exit", "sysexit_raw" },
+		{ PM_TRACEPOINT, "raw_syscalls/sys_exit", "sysexit_tp" } } },
 };
 #define NHOOKS_KILL 2
 

@@ -11,6 +11,12 @@
  *	prints "ready PID", waits for SIGUSR1, maps SIZE_KIB of PROT_NONE
  *	anonymous memory (nothing is touched, nothing is used), prints
  *	"mapped KIB", and waits for a signal.
+ *   memhog mremap FROM_KIB TO_KIB
+ *	the same mapping of FROM_KIB, then grown to TO_KIB with mremap();
+ *	prints "remapped KIB".
+ *   memhog brk SIZE_KIB
+ *	moves the program break up by SIZE_KIB (untouched); prints
+ *	"brk KIB".
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -88,6 +94,33 @@ static int map_none(long kib)
 		pause();
 }
 
+static int remap(long from_kib, long to_kib)
+{
+	void *p = mmap(NULL, from_kib * 1024, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		       -1, 0);
+
+	if (p == MAP_FAILED || mremap(p, from_kib * 1024, to_kib * 1024, MREMAP_MAYMOVE) == MAP_FAILED) {
+		perror("mremap");
+		return 1;
+	}
+	printf("remapped %ld\n", to_kib);
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
+static int grow_brk(long kib)
+{
+	if (sbrk(kib * 1024) == (void *)-1) {
+		perror("sbrk");
+		return 1;
+	}
+	printf("brk %ld\n", kib);
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
 int main(int argc, char **argv)
 {
 	struct sigaction sa = { .sa_handler = on_usr1 };
@@ -102,6 +135,15 @@ int main(int argc, char **argv)
 		wait_go();
 		return map_none(atol(argv[2]));
 	}
-	fprintf(stderr, "usage: memhog grow STEP_KIB EVERY_MS [MAX_KIB] | memhog mmap SIZE_KIB\n");
+	if (argc == 4 && !strcmp(argv[1], "mremap")) {
+		wait_go();
+		return remap(atol(argv[2]), atol(argv[3]));
+	}
+	if (argc == 3 && !strcmp(argv[1], "brk")) {
+		wait_go();
+		return grow_brk(atol(argv[2]));
+	}
+	fprintf(stderr, "usage: memhog grow STEP_KIB EVERY_MS [MAX_KIB] | mmap SIZE_KIB |"
+		" mremap FROM_KIB TO_KIB | brk SIZE_KIB\n");
 	return 2;
 }

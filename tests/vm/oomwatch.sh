@@ -120,7 +120,34 @@ t_check() {
 	[ "$(wc -l < "$T/row")" -eq 1 ] || fail "no warn row for $CG_REL"
 }
 
+# alloc MODE: mmap, mremap growth and brk growth of 300 MiB each (nothing
+# touched), reported with their exact sizes
+t_alloc() {
+	mode=$1
+	start_tool o $OW -j -i 10s --alloc-min 256M --probe-mode "$mode"
+	n=0
+	for sys in "mmap 307200" "mremap 102400 409600" "brk 307200"; do
+		n=$((n + 1))
+		# shellcheck disable=SC2086
+		start_hog "h$n" $sys
+		kill -USR1 "$HOG_PID"
+		wait_for "$T/h$n.out" '^\(mapped\|remapped\|brk\) ' || fail "memhog $sys: $(cat "$T/h$n.err")"
+		wait_for "$T/o.out" "\"pid\":$HOG_PID," 10 || fail "no event for memhog $sys"
+		got=$(jsel "$T/o.out" '"event":"alloc"' "\"pid\":$HOG_PID,")
+		echo "$got"
+		[ "$(echo "$got" | jval syscall)" = "${sys%% *}" ] || fail "syscall of $sys"
+		[ "$(echo "$got" | jval size_bytes)" = 314572800 ] || fail "size of $sys"
+		[ "$(echo "$got" | jval comm)" = memhog ] || fail "comm of $sys"
+	done
+	stop_tool "$TOOL_PID" || fail "oomwatch exited $?"
+	json_ok "$T/o.out"
+	[ "$(tail -1 "$T/o.out" | jval probes)" = "$mode" ] || fail "summary probes: $(tail -1 "$T/o.out")"
+}
+
 run_test "oomwatch --list-probes" 60 t_list_probes
+for m in tp_btf raw_tp tracepoint; do
+	run_test "oomwatch $m: mmap, mremap and brk growth of 300 MiB" 120 t_alloc $m
+done
 for m in tp_btf raw_tp tracepoint; do
 	run_test "oomwatch $m: memcg OOM kill in a v2 64 MiB cgroup, alert first" 180 t_kill $m
 	cleanup_memcgs
