@@ -30,9 +30,13 @@
 
 const volatile __u64 alloc_min = 512ULL << 20;
 
-/* oom_kill_process's context for the victim hook, by trigger thread */
+/* oom_kill_process's context for the victim hook, by trigger thread. LRU:
+ * an entry whose victim hook never ran (filtered out, or the victim was
+ * marked already) ages out instead of filling the map. */
+#define CTX_MAX_AGE_NS	(10ULL * 1000000000ULL)
+
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 256);
 	__type(key, __u32);
 	__type(value, struct oomwatch_ctx);
@@ -40,7 +44,7 @@ struct {
 
 /* brk: the break before a large request, by thread, until the syscall ends */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1024);
 	__type(key, __u32);
 	__type(value, __u64);
@@ -177,6 +181,12 @@ static __always_inline void kill_fill(void *ctx, struct oomwatch_kill *e)
 	e->order = -1;
 	aiscope_task_ident(cur, &e->trigger);
 	c = bpf_map_lookup_elem(&oom_ctx, &tid);
+	/* oom_kill_process runs just before, dump_header's printing in
+	 * between: an older entry is another OOM's */
+	if (c && e->ts - c->ts > CTX_MAX_AGE_NS) {
+		bpf_map_delete_elem(&oom_ctx, &tid);
+		c = NULL;
+	}
 	if (c) {
 		e->memcg = c->memcg;
 		e->totalpages = c->totalpages;
@@ -319,6 +329,7 @@ static __always_inline int on_oom_kill(struct oom_control *oc)
 	struct oomwatch_ctx c = {};
 	struct mem_cgroup *m = BPF_CORE_READ(oc, memcg);
 
+	c.ts = aiscope_now();
 	c.totalpages = BPF_CORE_READ(oc, totalpages);
 	c.points = BPF_CORE_READ(oc, chosen_points);
 	c.order = BPF_CORE_READ(oc, order);

@@ -83,6 +83,7 @@ struct oomwatch_alloc {
 /* Written by oom_kill_process (fentry/kprobe), read by the victim hook that
  * runs in the same task a moment later. */
 struct oomwatch_ctx {
+	__u64 ts;		/* boot clock, ns */
 	struct oomwatch_memcg memcg;
 	__u64 totalpages;
 	__s64 points;
