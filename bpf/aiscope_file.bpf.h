@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Files and sockets seen from BPF: an fd of the current task to its
+ * struct file, a socket's inode number (the N of "socket:[N]"), its peer
+ * process, and the family of a sock. CO-RE reads only, so that tp_btf,
+ * raw_tp, classic tracepoints and fentry programs can all use them.
+ * Include after aiscope.bpf.h.
+ */
+#ifndef AISCOPE_FILE_BPF_H
+#define AISCOPE_FILE_BPF_H
+
+#define AISCOPE_S_IFMT		00170000
+#define AISCOPE_S_IFSOCK	0140000
+#define AISCOPE_S_IFIFO		0010000
+#define AISCOPE_AF_UNIX		1
+
+/* The struct file behind fd in the current task, NULL if none. */
+static __always_inline struct file *aiscope_fd_file(struct task_struct *t, long fd)
+{
+	struct file **fds;
+	struct file *f = NULL;
+	unsigned int max;
+
+	if (fd < 0)
+		return NULL;
+	max = BPF_CORE_READ(t, files, fdt, max_fds);
+	if ((unsigned long)fd >= max)
+		return NULL;
+	fds = BPF_CORE_READ(t, files, fdt, fd);
+	if (!fds)
+		return NULL;
+	bpf_core_read(&f, sizeof(f), &fds[fd]);
+	return f;
+}
+
+/* inode number of the socket ("socket:[N]"): struct socket sits first in
+ * struct socket_alloc, before its inode */
+static __always_inline __u64 aiscope_socket_ino(struct socket *sock)
+{
+	struct socket_alloc *sa = (void *)sock;
+
+	if (!sock)
+		return 0;
+	return BPF_CORE_READ(sa, vfs_inode.i_ino);
+}
+
+static __always_inline __u64 aiscope_sk_ino(struct sock *sk)
+{
+	if (!sk)
+		return 0;
+	return aiscope_socket_ino(BPF_CORE_READ(sk, sk_socket));
+}
+
+static __always_inline __u16 aiscope_sk_family(struct sock *sk)
+{
+	return BPF_CORE_READ(sk, __sk_common.skc_family);
+}
+
+/* The process at the other end, as recorded at connect, accept or
+ * socketpair (SO_PEERCRED): its tgid in the initial pid namespace. */
+static __always_inline __u32 aiscope_sk_peer_tgid(struct sock *sk)
+{
+	struct pid *p = BPF_CORE_READ(sk, sk_peer_pid);
+
+	if (!p)
+		return 0;
+	return BPF_CORE_READ(p, numbers[0].nr);
+}
+
+#endif

@@ -1,0 +1,964 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ipcsnoop: bytes and messages between local processes, per channel and
+ * per process, aggregated in the kernel.
+ *
+ * Two paths see the same operations; user space chooses per kind:
+ *  - function hooks (fexit) on the pipe, unix socket, SysV msg, POSIX mq
+ *    and eventfd implementations, where the kernel has them;
+ *  - the syscall path: tp_btf (or raw_tp, or classic) sys_enter/sys_exit.
+ *    It runs on every syscall of the host, so the syscall id is checked
+ *    against a bitmap first, then the shared filters, and only then the fd
+ *    is classified (struct file -> pipe, FIFO, eventfd, unix socket, mq).
+ *    What sys_enter learned waits in `pending` for sys_exit's result.
+ *  - unix sockets: tp_btf sock_send_length/sock_recv_length (6.3+), with
+ *    AF_UNIX checked first, or the syscall path where those are missing.
+ * fn_covers tells the syscall path which (kind, direction) a function
+ * hook already counts, so that nothing is counted twice.
+ */
+#include "aiscope.bpf.h"
+#include "aiscope_file.bpf.h"
+#include "ipcsnoop.h"
+
+/* a CO-RE readable task in every program type (raw_tp and classic
+ * tracepoints too); the helpers read it with bpf_probe_read */
+#define cur_task()	((struct task_struct *)bpf_get_current_task())
+
+#define PIPEFS_MAGIC	0x50495045
+#define MQUEUE_MAGIC	0x19800202
+#define MSG_PEEK	2
+#define SOCK_SEQPACKET	5
+
+#if defined(__TARGET_ARCH_x86)
+#define NR_read		0
+#define NR_write	1
+#define NR_readv	19
+#define NR_writev	20
+#define NR_shmat	30
+#define NR_sendto	44
+#define NR_recvfrom	45
+#define NR_sendmsg	46
+#define NR_recvmsg	47
+#define NR_shmdt	67
+#define NR_msgsnd	69
+#define NR_msgrcv	70
+#define NR_mq_timedsend	242
+#define NR_mq_timedreceive 243
+#define NR_splice	275
+#define NR_tee		276
+#define NR_vmsplice	278
+#define SYSCALL_NR(regs) BPF_CORE_READ(regs, orig_ax)
+#elif defined(__TARGET_ARCH_arm64)
+#define NR_read		63
+#define NR_write	64
+#define NR_readv	65
+#define NR_writev	66
+#define NR_vmsplice	75
+#define NR_splice	76
+#define NR_tee		77
+#define NR_mq_timedsend	182
+#define NR_mq_timedreceive 183
+#define NR_msgrcv	188
+#define NR_msgsnd	189
+#define NR_shmat	196
+#define NR_shmdt	197
+#define NR_sendto	206
+#define NR_recvfrom	207
+#define NR_sendmsg	211
+#define NR_recvmsg	212
+#define SYSCALL_NR(regs) BPF_CORE_READ(regs, syscallno)
+#else
+#error "ipcsnoop: unsupported architecture"
+#endif
+
+const volatile __u64 sys_ids[IPC_SYSCALL_WORDS];	/* ids the syscall path handles */
+const volatile __u32 fn_covers;		/* IPC_BIT(kind, dir) counted by function hooks */
+const volatile __u32 kinds = ~0U;	/* 1 << kind: --kind */
+const volatile bool unix_by_sys;	/* no sock_*_length hook: sockets via syscalls */
+const volatile bool events_on;		/* -e */
+
+__u32 epoch;				/* written by user space each interval */
+
+/* eventfd's f_op->write: data ksyms (eventfd_fops) are often missing
+ * from kallsyms, functions are there */
+extern const void eventfd_write __ksym __weak;
+
+struct pending {
+	struct ipc_key ch[2];	/* splice and tee: [0] written, [1] read */
+	__u8 dir[2];
+	__u8 n;
+	__u8 op;
+	__u32 peer_pid;
+	__u64 size;		/* msgsnd, mq_timedsend: the message size */
+	__u64 arg;		/* shmdt: the address */
+};
+
+enum { OP_RW = 1, OP_SPLICE, OP_MSGSND, OP_MSGRCV, OP_MQSEND, OP_MQRECV, OP_SHMAT, OP_SHMDT };
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);	/* threads inside an IPC syscall at once */
+	__type(key, __u32);
+	__type(value, struct pending);
+} pending SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	/* rows of two intervals, preallocated: every row is inserted anew at
+	 * each interval, in a burst */
+	__uint(max_entries, 8192);
+	__type(key, struct ipc_stat_key);
+	__type(value, struct ipc_stat);
+} stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 2048);	/* user space deletes what it has read */
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct ipc_key);
+	__type(value, struct ipc_name);
+} names SEC(".maps");
+
+/* shmat's address -> shmid, for shmdt */
+struct shm_key {
+	__u32 pid;
+	__u32 pad;
+	__u64 addr;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct shm_key);
+	__type(value, __u64);
+} shm_addrs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ipc_name);
+} name_buf SEC(".maps");
+
+static const struct ipc_stat zero_stat;
+
+/* Where a channel's name comes from, when it has one of its own. */
+struct name_src {
+	struct file *file;	/* FIFO path, mq name */
+	struct sock *sk;	/* unix: this socket's or its peer's address */
+	struct sock *peer;
+};
+
+static __always_inline bool kind_on(__u32 kind)
+{
+	return kinds & (1U << kind);
+}
+
+/* ---- names ---- */
+
+struct walk {
+	struct dentry *d;
+	struct vfsmount *vm;
+	struct mount *m;
+	__u32 depth;
+	__u32 flags;
+};
+
+/* one step up: a mount crossing, or one component into name_buf */
+static long walk_step(__u32 i, struct walk *w)
+{
+	struct dentry *d = w->d, *root, *parent;
+	struct vfsmount *vm = w->vm;
+	struct mount *m = w->m, *mp;
+	struct ipc_name *n;
+	const unsigned char *s;
+	__u32 zero = 0;
+
+	root = BPF_CORE_READ(vm, mnt_root);
+	if (d == root) {
+		mp = BPF_CORE_READ(m, mnt_parent);
+		if (mp == m)
+			return 1;
+		w->d = BPF_CORE_READ(m, mnt_mountpoint);
+		w->m = mp;
+		w->vm = &mp->mnt;
+		return 0;
+	}
+	parent = BPF_CORE_READ(d, d_parent);
+	if (parent == d)
+		return 1;
+	if (w->depth >= IPC_NAME_DEPTH) {
+		w->flags |= IPC_NAME_TRUNC;
+		return 1;
+	}
+	n = bpf_map_lookup_elem(&name_buf, &zero);
+	if (!n)
+		return 1;
+	s = BPF_CORE_READ(d, d_name.name);
+	bpf_probe_read_kernel_str(n->comp[w->depth & (IPC_NAME_DEPTH - 1)], IPC_NAME_LEN, s);
+	w->depth++;
+	w->d = parent;
+	return 0;
+}
+
+/* Dentry names leaf first up to the root of the mount namespace, crossing
+ * mount points (bpf_d_path() is not allowed in tracepoints). */
+static __always_inline void name_path(struct ipc_name *n, struct file *f)
+{
+	struct walk w = {
+		.d = BPF_CORE_READ(f, f_path.dentry),
+		.vm = BPF_CORE_READ(f, f_path.mnt),
+	};
+
+	w.m = container_of(w.vm, struct mount, mnt);
+	bpf_loop(IPC_NAME_DEPTH + 16, walk_step, &w, 0);
+	n->depth = w.depth;
+	n->flags = w.flags;
+}
+
+static __always_inline bool name_unix_addr(struct ipc_name *n, struct sock *sk)
+{
+	struct unix_sock *u = (void *)sk;
+	struct unix_address *a;
+	__u32 sz;
+	int len;
+
+	if (!sk)
+		return false;
+	a = BPF_CORE_READ(u, addr);
+	if (!a)
+		return false;
+	len = BPF_CORE_READ(a, len) - (int)sizeof(unsigned short);
+	if (len <= 0)
+		return false;
+	if (len > 108)
+		len = 108;
+	sz = len;
+	/* keep the bound in the register the helper gets */
+	asm volatile("" : "+r"(sz));
+	sz &= 127;
+	bpf_probe_read_kernel(n->raw, sz, &a->name[0].sun_path);
+	n->len = sz;
+	return true;
+}
+
+static __always_inline void make_name(const struct ipc_key *ch, const struct name_src *src)
+{
+	__u32 zero = 0;
+	struct ipc_name *n;
+	long err;
+
+	if (!src || (ch->kind != IPC_FIFO && ch->kind != IPC_UNIX && ch->kind != IPC_MQ))
+		return;
+	if (ch->kind != IPC_UNIX && !src->file)
+		return;
+	if (bpf_map_lookup_elem(&names, ch))
+		return;
+	n = bpf_map_lookup_elem(&name_buf, &zero);
+	if (!n)
+		return;
+	n->depth = 0;
+	n->flags = 0;
+	n->len = 0;
+	if (ch->kind == IPC_UNIX) {
+		/* the receiver's address (a server's path), else the sender's */
+		if (!name_unix_addr(n, src->peer) && !name_unix_addr(n, src->sk))
+			return;
+	} else if (ch->kind == IPC_MQ) {
+		struct file *f = src->file;
+		const unsigned char *s = BPF_CORE_READ(f, f_path.dentry, d_name.name);
+
+		bpf_probe_read_kernel_str(n->comp[0], IPC_NAME_LEN, s);
+		n->depth = 1;
+	} else if (src->file) {
+		name_path(n, src->file);
+	}
+	err = bpf_map_update_elem(&names, ch, n, BPF_NOEXIST);
+	if (err && err != -EEXIST)
+		aiscope_count_lost(AISCOPE_LOST_MAP);
+}
+
+/* ---- accounting ---- */
+
+static __always_inline void emit(const struct ipc_key *ch, __u32 dir, __u64 bytes,
+				 __u32 peer, __s64 ret, __u64 now)
+{
+	struct ipc_event *ev = aiscope_reserve(sizeof(*ev));
+
+	if (!ev)
+		return;
+	ev->ts = now;
+	ev->bytes = bytes;
+	ev->ch = *ch;
+	aiscope_task_ident(cur_task(), &ev->task);
+	ev->dir = dir;
+	ev->peer_pid = peer;
+	ev->ret = ret;
+	aiscope_submit(ev);
+}
+
+static __always_inline void account(const struct ipc_key *ch, __u32 dir, __u64 bytes,
+				    __u32 peer, const struct name_src *src, __s64 ret)
+{
+	struct ipc_stat_key key = {
+		.ch = *ch,
+		.pid = bpf_get_current_pid_tgid() >> 32,
+		.dir = dir,
+		.epoch = *(volatile __u32 *)&epoch,
+	};
+	struct ipc_stat *st;
+	__u64 now = aiscope_now();
+
+	st = bpf_map_lookup_elem(&stats, &key);
+	if (!st) {
+		make_name(ch, src);
+		st = aiscope_lookup_or_init(&stats, &key, &zero_stat);
+		if (!st)
+			goto out;
+		if (!st->first_ts) {
+			aiscope_task_ident(cur_task(), &st->ident);
+			st->first_ts = now;
+		}
+	}
+	__sync_fetch_and_add(&st->ops, 1);
+	__sync_fetch_and_add(&st->bytes, bytes);
+	st->last_ts = now;
+	if (peer)
+		st->peer_pid = peer;
+out:
+	if (events_on)
+		emit(ch, dir, bytes, peer, ret, now);
+}
+
+/* ---- unix sockets ---- */
+
+/* The channel of bytes that sk sends (send) or receives (recv): the
+ * receiving socket, and the sending one when the two are connected to each
+ * other (stream, seqpacket, socketpair). A datagram socket that many
+ * connect to (a server's bound socket) is one channel with many writers. */
+static __always_inline void unix_key(struct sock *sk, bool send, struct ipc_key *ch,
+				     struct name_src *src)
+{
+	struct unix_sock *u = (void *)sk, *pu;
+	struct sock *peer = BPF_CORE_READ(u, peer), *back = NULL;
+	__u64 self = aiscope_sk_ino(sk), other = aiscope_sk_ino(peer);
+	bool pair;
+
+	if (peer) {
+		pu = (void *)peer;
+		back = BPF_CORE_READ(pu, peer);
+	}
+	pair = peer && back == sk;
+	ch->kind = IPC_UNIX;
+	ch->pad = 0;
+	if (send) {
+		ch->id = other;
+		ch->id2 = pair || !peer ? self : 0;
+	} else {
+		ch->id = self;
+		ch->id2 = pair ? other : 0;
+	}
+	src->file = NULL;
+	src->sk = send ? sk : peer;
+	src->peer = send ? peer : sk;
+}
+
+static __always_inline void unix_op(struct sock *sk, bool send, long ret)
+{
+	struct ipc_key ch;
+	struct name_src src;
+
+	if (ret <= 0)
+		return;
+	unix_key(sk, send, &ch, &src);
+	account(&ch, send ? IPC_WRITE : IPC_READ, ret, aiscope_sk_peer_tgid(sk), &src, ret);
+}
+
+static __always_inline bool unix_pass(struct sock *sk)
+{
+	if (!sk || aiscope_sk_family(sk) != AISCOPE_AF_UNIX)
+		return false;
+	if (!kind_on(IPC_UNIX))
+		return false;
+	return aiscope_task_pass(cur_task());
+}
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(sock_send_btf, struct sock *sk, int ret, int flags)
+{
+	if (!unix_pass(sk))
+		return 0;
+	unix_op(sk, true, ret);
+	return 0;
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(sock_recv_btf, struct sock *sk, int ret, int flags)
+{
+	if ((flags & MSG_PEEK) || !unix_pass(sk))
+		return 0;
+	unix_op(sk, false, ret);
+	return 0;
+}
+
+SEC("raw_tp/sock_send_length")
+int BPF_PROG(sock_send_raw, struct sock *sk, int ret, int flags)
+{
+	if (!unix_pass(sk))
+		return 0;
+	unix_op(sk, true, ret);
+	return 0;
+}
+
+SEC("raw_tp/sock_recv_length")
+int BPF_PROG(sock_recv_raw, struct sock *sk, int ret, int flags)
+{
+	if ((flags & MSG_PEEK) || !unix_pass(sk))
+		return 0;
+	unix_op(sk, false, ret);
+	return 0;
+}
+
+/* unix_seqpacket_{send,recv}msg call the dgram functions: hooking those
+ * two covers all three socket types once. */
+SEC("fexit/unix_stream_sendmsg")
+int BPF_PROG(unix_stream_send_fexit, struct socket *sock, struct msghdr *msg, size_t len, int ret)
+{
+	struct sock *sk = BPF_CORE_READ(sock, sk);
+
+	if (!unix_pass(sk))
+		return 0;
+	unix_op(sk, true, ret);
+	return 0;
+}
+
+SEC("fexit/unix_dgram_sendmsg")
+int BPF_PROG(unix_dgram_send_fexit, struct socket *sock, struct msghdr *msg, size_t len, int ret)
+{
+	struct sock *sk = BPF_CORE_READ(sock, sk);
+
+	if (!unix_pass(sk))
+		return 0;
+	unix_op(sk, true, ret);
+	return 0;
+}
+
+SEC("fexit/unix_stream_recvmsg")
+int BPF_PROG(unix_stream_recv_fexit, struct socket *sock, struct msghdr *msg, size_t size,
+	     int flags, int ret)
+{
+	struct sock *sk = BPF_CORE_READ(sock, sk);
+
+	if ((flags & MSG_PEEK) || !unix_pass(sk))
+		return 0;
+	unix_op(sk, false, ret);
+	return 0;
+}
+
+SEC("fexit/unix_dgram_recvmsg")
+int BPF_PROG(unix_dgram_recv_fexit, struct socket *sock, struct msghdr *msg, size_t size,
+	     int flags, int ret)
+{
+	struct sock *sk = BPF_CORE_READ(sock, sk);
+
+	if ((flags & MSG_PEEK) || !unix_pass(sk))
+		return 0;
+	unix_op(sk, false, ret);
+	return 0;
+}
+
+/* ---- files: pipes, FIFOs, eventfd, unix sockets, mq ---- */
+
+/* the id /proc/PID/fdinfo shows as "eventfd-id" */
+static __always_inline __u64 eventfd_id(struct file *f)
+{
+	struct eventfd_ctx *ctx = BPF_CORE_READ(f, private_data);
+
+	return BPF_CORE_READ(ctx, id);
+}
+
+/* The channel behind f; IPC_NONE when it is none of ours or --kind or a
+ * function hook leaves it out. */
+static __always_inline __u32 classify(struct file *f, __u32 dir, struct ipc_key *ch,
+				      struct name_src *src, __u32 *peer)
+{
+	struct inode *ino;
+	__u32 mode, kind;
+	struct sock *sk;
+
+	if (!f)
+		return IPC_NONE;
+	ino = BPF_CORE_READ(f, f_inode);
+	mode = BPF_CORE_READ(ino, i_mode) & AISCOPE_S_IFMT;
+	ch->pad = 0;
+	ch->id2 = 0;
+	src->file = f;
+	src->sk = NULL;
+	src->peer = NULL;
+	if (mode == AISCOPE_S_IFIFO) {
+		if (BPF_CORE_READ(ino, i_sb, s_magic) == PIPEFS_MAGIC) {
+			kind = IPC_PIPE;
+		} else {
+			kind = IPC_FIFO;
+			ch->id2 = BPF_CORE_READ(ino, i_sb, s_dev);
+		}
+		ch->id = BPF_CORE_READ(ino, i_ino);
+	} else if (mode == AISCOPE_S_IFSOCK) {
+		if (!unix_by_sys)
+			return IPC_NONE;
+		struct socket *sock = BPF_CORE_READ(f, private_data);
+
+		sk = BPF_CORE_READ(sock, sk);
+		if (!sk || aiscope_sk_family(sk) != AISCOPE_AF_UNIX)
+			return IPC_NONE;
+		unix_key(sk, dir == IPC_WRITE, ch, src);
+		*peer = aiscope_sk_peer_tgid(sk);
+		kind = IPC_UNIX;
+	} else if (&eventfd_write && BPF_CORE_READ(f, f_op, write) == (void *)&eventfd_write) {
+		kind = IPC_EVENTFD;
+		ch->id = eventfd_id(f);
+	} else {
+		return IPC_NONE;
+	}
+	if (!kind_on(kind) || (fn_covers & IPC_BIT(kind, dir)))
+		return IPC_NONE;
+	ch->kind = kind;
+	return kind;
+}
+
+static __always_inline __u32 classify_fd(long fd, __u32 dir, struct ipc_key *ch,
+					 struct name_src *src, __u32 *peer)
+{
+	struct task_struct *t = cur_task();
+
+	return classify(aiscope_fd_file(t, fd), dir, ch, src, peer);
+}
+
+static __always_inline bool mq_fd(long fd, struct ipc_key *ch)
+{
+	struct file *f = aiscope_fd_file(cur_task(), fd);
+	struct inode *ino;
+
+	if (!f)
+		return false;
+	ino = BPF_CORE_READ(f, f_inode);
+	if (BPF_CORE_READ(ino, i_sb, s_magic) != MQUEUE_MAGIC)
+		return false;
+	ch->kind = IPC_MQ;
+	ch->id = BPF_CORE_READ(ino, i_ino);
+	ch->id2 = 0;
+	ch->pad = 0;
+	return true;
+}
+
+/* ---- the syscall path ---- */
+
+static __always_inline bool sys_wanted(long id)
+{
+	if ((unsigned long)id >= IPC_SYSCALL_WORDS * 64)
+		return false;
+	return sys_ids[(id >> 6) & (IPC_SYSCALL_WORDS - 1)] & (1ULL << (id & 63));
+}
+
+static __always_inline void pend(const struct pending *p)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+	if (bpf_map_update_elem(&pending, &tid, p, BPF_ANY))
+		aiscope_count_lost(AISCOPE_LOST_MAP);
+}
+
+/* One fd that the syscall reads (dir IPC_READ) or writes. */
+static __always_inline void enter_fd(long fd, __u32 dir)
+{
+	struct pending p = { .op = OP_RW, .n = 1, .dir = { dir } };
+	struct name_src src;
+
+	if (!classify_fd(fd, dir, &p.ch[0], &src, &p.peer_pid))
+		return;
+	/* a new channel's name while its file is at hand */
+	make_name(&p.ch[0], &src);
+	pend(&p);
+}
+
+static __always_inline void enter_splice(long fd_in, long fd_out)
+{
+	struct pending p = { .op = OP_SPLICE };
+	struct name_src src;
+	__u32 peer;
+
+	if (classify_fd(fd_out, IPC_WRITE, &p.ch[0], &src, &p.peer_pid)) {
+		make_name(&p.ch[0], &src);
+		p.dir[0] = IPC_WRITE;
+		p.n = 1;
+	}
+	if (fd_in >= 0 && classify_fd(fd_in, IPC_READ, &p.ch[1], &src, &peer)) {
+		make_name(&p.ch[1], &src);
+		p.dir[1] = IPC_READ;
+		p.n |= 2;
+	}
+	if (p.n)
+		pend(&p);
+}
+
+static __always_inline void enter_msq(long msqid, __u8 op, __u64 size)
+{
+	struct pending p = { .op = op, .n = 1, .size = size };
+
+	if (!kind_on(IPC_MSQ) || msqid < 0)
+		return;
+	p.ch[0].kind = IPC_MSQ;
+	p.ch[0].id = msqid;
+	p.dir[0] = op == OP_MSGSND ? IPC_WRITE : IPC_READ;
+	pend(&p);
+}
+
+static __always_inline void enter_mq(long fd, __u8 op, __u64 size)
+{
+	struct pending p = { .op = op, .n = 1, .size = size };
+	struct name_src src = {};
+
+	if (!kind_on(IPC_MQ) || !mq_fd(fd, &p.ch[0]))
+		return;
+	src.file = aiscope_fd_file(cur_task(), fd);
+	make_name(&p.ch[0], &src);
+	p.dir[0] = op == OP_MQSEND ? IPC_WRITE : IPC_READ;
+	pend(&p);
+}
+
+static __always_inline void enter_shm(long arg, __u8 op)
+{
+	struct pending p = { .op = op, .n = 1, .arg = arg };
+
+	if (!kind_on(IPC_SHM))
+		return;
+	p.ch[0].kind = IPC_SHM;
+	p.ch[0].id = arg;		/* shmat: the id; shmdt: found at exit */
+	p.dir[0] = op == OP_SHMAT ? IPC_WRITE : IPC_READ;
+	pend(&p);
+}
+
+/* args: a[0..4] of the syscall */
+static __always_inline int sys_enter_body(long id, const unsigned long *a)
+{
+	if (!aiscope_task_pass(cur_task()))
+		return 0;
+	switch (id) {
+	case NR_read:
+	case NR_readv:
+	case NR_recvfrom:
+	case NR_recvmsg:
+		enter_fd(a[0], IPC_READ);
+		break;
+	case NR_write:
+	case NR_writev:
+	case NR_sendto:
+	case NR_sendmsg:
+	case NR_vmsplice:
+		/* vmsplice into a pipe's write end; from its read end it is a
+		 * read, which the file's mode tells */
+		enter_fd(a[0], IPC_WRITE);
+		break;
+	case NR_splice:
+		enter_splice(a[0], a[2]);
+		break;
+	case NR_tee:
+		/* tee copies without consuming: a write into fd_out */
+		enter_splice(-1, a[1]);
+		break;
+	case NR_msgsnd:
+		enter_msq(a[0], OP_MSGSND, a[2]);
+		break;
+	case NR_msgrcv:
+		enter_msq(a[0], OP_MSGRCV, 0);
+		break;
+	case NR_mq_timedsend:
+		enter_mq(a[0], OP_MQSEND, a[2]);
+		break;
+	case NR_mq_timedreceive:
+		enter_mq(a[0], OP_MQRECV, 0);
+		break;
+	case NR_shmat:
+		enter_shm(a[0], OP_SHMAT);
+		break;
+	case NR_shmdt:
+		enter_shm(a[0], OP_SHMDT);
+		break;
+	}
+	return 0;
+}
+
+static __always_inline void exit_shm(struct pending *p, long ret)
+{
+	struct shm_key k = { .pid = bpf_get_current_pid_tgid() >> 32 };
+	__u64 *id;
+
+	if (ret < 0)
+		return;
+	if (p->op == OP_SHMAT) {
+		k.addr = ret;
+		if (bpf_map_update_elem(&shm_addrs, &k, &p->ch[0].id, BPF_ANY))
+			aiscope_count_lost(AISCOPE_LOST_MAP);
+		account(&p->ch[0], IPC_WRITE, 0, 0, NULL, ret);
+		return;
+	}
+	k.addr = p->arg;
+	id = bpf_map_lookup_elem(&shm_addrs, &k);
+	if (!id)
+		return;		/* attached before we started */
+	p->ch[0].id = *id;
+	bpf_map_delete_elem(&shm_addrs, &k);
+	account(&p->ch[0], IPC_READ, 0, 0, NULL, p->arg);
+}
+
+static __always_inline int sys_exit_body(long ret)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct pending *p = bpf_map_lookup_elem(&pending, &tid);
+	struct name_src none = {};
+	__u64 bytes;
+
+	if (!p)
+		return 0;
+	switch (p->op) {
+	case OP_MSGSND:
+	case OP_MQSEND:
+		/* success returns 0; the message is what was asked */
+		if (ret == 0)
+			account(&p->ch[0], IPC_WRITE, p->size, 0, &none, ret);
+		break;
+	case OP_SHMAT:
+	case OP_SHMDT:
+		exit_shm(p, ret);
+		break;
+	default:
+		if (ret <= 0)
+			break;
+		bytes = ret;
+		if (p->n & 1)
+			account(&p->ch[0], p->dir[0], bytes, p->peer_pid, &none, ret);
+		if (p->n & 2)
+			account(&p->ch[1], p->dir[1], bytes, 0, &none, ret);
+		break;
+	}
+	bpf_map_delete_elem(&pending, &tid);
+	return 0;
+}
+
+static __always_inline int sys_enter_regs(struct pt_regs *regs, long id)
+{
+	unsigned long a[5];
+
+	if (!sys_wanted(id))
+		return 0;
+	a[0] = PT_REGS_PARM1_CORE_SYSCALL(regs);
+	a[1] = PT_REGS_PARM2_CORE_SYSCALL(regs);
+	a[2] = PT_REGS_PARM3_CORE_SYSCALL(regs);
+	a[3] = 0;
+	a[4] = 0;
+	return sys_enter_body(id, a);
+}
+
+static __always_inline int sys_exit_regs(struct pt_regs *regs, long ret)
+{
+	if (!sys_wanted(SYSCALL_NR(regs)))
+		return 0;
+	return sys_exit_body(ret);
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(sys_enter_btf, struct pt_regs *regs, long id)
+{
+	return sys_enter_regs(regs, id);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(sys_exit_btf, struct pt_regs *regs, long ret)
+{
+	return sys_exit_regs(regs, ret);
+}
+
+SEC("raw_tp/sys_enter")
+int BPF_PROG(sys_enter_raw, struct pt_regs *regs, long id)
+{
+	return sys_enter_regs(regs, id);
+}
+
+SEC("raw_tp/sys_exit")
+int BPF_PROG(sys_exit_raw, struct pt_regs *regs, long ret)
+{
+	return sys_exit_regs(regs, ret);
+}
+
+SEC("tracepoint/raw_syscalls/sys_enter")
+int sys_enter_tp(struct trace_event_raw_sys_enter *ctx)
+{
+	unsigned long a[5];
+	long id = ctx->id;
+
+	if (!sys_wanted(id))
+		return 0;
+	a[0] = ctx->args[0];
+	a[1] = ctx->args[1];
+	a[2] = ctx->args[2];
+	a[3] = 0;
+	a[4] = 0;
+	return sys_enter_body(id, a);
+}
+
+SEC("tracepoint/raw_syscalls/sys_exit")
+int sys_exit_tp(struct trace_event_raw_sys_exit *ctx)
+{
+	if (!sys_wanted(ctx->id))
+		return 0;
+	return sys_exit_body(ctx->ret);
+}
+
+/* ---- function hooks: pipes, FIFOs, eventfd, msg, mq ---- */
+
+/* kind: the only kind this hook counts (IPC_NONE: pipe or FIFO, for the
+ * pre-6.15 pipe_read/pipe_write that serve both) */
+static __always_inline void file_fn(struct file *f, __u32 dir, long ret, __u32 only)
+{
+	struct ipc_key ch = {};
+	struct name_src src = { .file = f };
+	struct inode *ino;
+	__u32 kind;
+
+	if (ret <= 0 || !aiscope_task_pass(cur_task()))
+		return;
+	ino = BPF_CORE_READ(f, f_inode);
+	if (only == IPC_EVENTFD) {
+		kind = IPC_EVENTFD;
+		ch.id = eventfd_id(f);
+	} else if (BPF_CORE_READ(ino, i_sb, s_magic) == PIPEFS_MAGIC) {
+		kind = IPC_PIPE;
+		ch.id = BPF_CORE_READ(ino, i_ino);
+	} else {
+		kind = IPC_FIFO;
+		ch.id = BPF_CORE_READ(ino, i_ino);
+		ch.id2 = BPF_CORE_READ(ino, i_sb, s_dev);
+	}
+	if (only != IPC_NONE && kind != only)
+		return;
+	if (!kind_on(kind))
+		return;
+	ch.kind = kind;
+	account(&ch, dir, ret, 0, &src, ret);
+}
+
+SEC("fexit/anon_pipe_write")
+int BPF_PROG(pipe_write_fexit, struct kiocb *iocb, struct iov_iter *from, long ret)
+{
+	file_fn(BPF_CORE_READ(iocb, ki_filp), IPC_WRITE, ret, IPC_PIPE);
+	return 0;
+}
+
+SEC("fexit/anon_pipe_read")
+int BPF_PROG(pipe_read_fexit, struct kiocb *iocb, struct iov_iter *to, long ret)
+{
+	file_fn(BPF_CORE_READ(iocb, ki_filp), IPC_READ, ret, IPC_PIPE);
+	return 0;
+}
+
+SEC("fexit/pipe_write")
+int BPF_PROG(pipe_write_old_fexit, struct kiocb *iocb, struct iov_iter *from, long ret)
+{
+	file_fn(BPF_CORE_READ(iocb, ki_filp), IPC_WRITE, ret, IPC_NONE);
+	return 0;
+}
+
+SEC("fexit/pipe_read")
+int BPF_PROG(pipe_read_old_fexit, struct kiocb *iocb, struct iov_iter *to, long ret)
+{
+	file_fn(BPF_CORE_READ(iocb, ki_filp), IPC_READ, ret, IPC_NONE);
+	return 0;
+}
+
+SEC("fexit/fifo_pipe_write")
+int BPF_PROG(fifo_write_fexit, struct kiocb *iocb, struct iov_iter *from, long ret)
+{
+	file_fn(BPF_CORE_READ(iocb, ki_filp), IPC_WRITE, ret, IPC_FIFO);
+	return 0;
+}
+
+SEC("fexit/fifo_pipe_read")
+int BPF_PROG(fifo_read_fexit, struct kiocb *iocb, struct iov_iter *to, long ret)
+{
+	file_fn(BPF_CORE_READ(iocb, ki_filp), IPC_READ, ret, IPC_FIFO);
+	return 0;
+}
+
+SEC("fexit/eventfd_write")
+int BPF_PROG(eventfd_write_fexit, struct file *f, const char *buf, size_t count, loff_t *ppos,
+	     long ret)
+{
+	file_fn(f, IPC_WRITE, ret, IPC_EVENTFD);
+	return 0;
+}
+
+SEC("fexit/eventfd_read")
+int BPF_PROG(eventfd_read_fexit, struct kiocb *iocb, struct iov_iter *to, long ret)
+{
+	file_fn(BPF_CORE_READ(iocb, ki_filp), IPC_READ, ret, IPC_EVENTFD);
+	return 0;
+}
+
+static __always_inline void msq_fn(long msqid, __u32 dir, __u64 bytes)
+{
+	struct ipc_key ch = { .kind = IPC_MSQ, .id = msqid };
+
+	if (!kind_on(IPC_MSQ) || !aiscope_task_pass(cur_task()))
+		return;
+	account(&ch, dir, bytes, 0, NULL, bytes);
+}
+
+SEC("fexit/do_msgsnd")
+int BPF_PROG(msgsnd_fexit, int msqid, long mtype, void *mtext, size_t msgsz, int msgflg, long ret)
+{
+	if (ret == 0)
+		msq_fn(msqid, IPC_WRITE, msgsz);
+	return 0;
+}
+
+SEC("fexit/do_msgrcv")
+int BPF_PROG(msgrcv_fexit, int msqid, void *buf, size_t bufsz, long msgtyp, int msgflg,
+	     void *handler, long ret)
+{
+	if (ret >= 0)
+		msq_fn(msqid, IPC_READ, ret);
+	return 0;
+}
+
+static __always_inline void mq_fn(int fd, __u32 dir, __u64 bytes)
+{
+	struct ipc_key ch;
+	struct name_src src = {};
+
+	if (!kind_on(IPC_MQ) || !aiscope_task_pass(cur_task()))
+		return;
+	if (!mq_fd(fd, &ch))
+		return;
+	src.file = aiscope_fd_file(cur_task(), fd);
+	account(&ch, dir, bytes, 0, &src, bytes);
+}
+
+SEC("fexit/do_mq_timedsend")
+int BPF_PROG(mq_send_fexit, int mqdes, const char *u_msg_ptr, size_t msg_len,
+	     unsigned int msg_prio, void *ts, int ret)
+{
+	if (ret == 0)
+		mq_fn(mqdes, IPC_WRITE, msg_len);
+	return 0;
+}
+
+SEC("fexit/do_mq_timedreceive")
+int BPF_PROG(mq_recv_fexit, int mqdes, char *u_msg_ptr, size_t msg_len,
+	     unsigned int *u_msg_prio, void *ts, long ret)
+{
+	if (ret >= 0)
+		mq_fn(mqdes, IPC_READ, ret);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

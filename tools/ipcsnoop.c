@@ -1,0 +1,1109 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * ipcsnoop: which local processes feed each other, through which channel?
+ *
+ * Bytes and messages through pipes, FIFOs, unix sockets, SysV and POSIX
+ * message queues and eventfds, plus SysV shared-memory attach/detach, per
+ * channel with its writer and reader processes, aggregated in the kernel;
+ * -e streams each operation; --json ends with one edge line per writer and
+ * channel (docs/edges.md).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "kfeatures.h"
+#include "json.h"
+#include "opts.h"
+#include "run.h"
+#include "table.h"
+#include "util.h"
+#include "ipcsnoop.h"
+#include "ipcsnoop.skel.h"
+
+#define TOOL "ipcsnoop"
+
+static const char doc[] =
+"Bytes and messages between local processes: pipes, FIFOs, unix sockets,\n"
+"SysV and POSIX message queues, eventfds, and SysV shared-memory attaches.\n"
+"\n"
+"Every interval, a top-like table per channel with the processes that wrote\n"
+"and read it, aggregated in the kernel. -e streams each operation instead.\n"
+"With --json the run ends with one edge line per writer and channel.\n"
+"\n"
+"USAGE: ipcsnoop [OPTIONS] [interval [count]]"
+"\v"
+"EXAMPLES:\n"
+"  ipcsnoop                      # busiest channels, each second\n"
+"  ipcsnoop --kind unix,pipe -s msgs   # unix sockets and pipes by messages\n"
+"  ipcsnoop -e -p 1234           # each operation of process 1234\n"
+"  ipcsnoop -j -d 30s | jq -c 'select(.type==\"edge\") | [.src.comm,.dst.comm,.bytes]'\n"
+"  ipcsnoop --container 3f2a -j -n 5 | jq 'select(.type==\"sample\")'\n"
+"\n"
+"Exit status: 0 done, 1 runtime error, 2 usage error, 77 cannot run here.";
+
+enum { OPT_KIND = 0x200 };
+
+static const struct argp_option opts[] = {
+	{ NULL, 0, NULL, 0, "ipcsnoop:", 1 },
+	{ "events", 'e', NULL, 0, "Stream one line per operation instead of the table", 1 },
+	{ "kind", OPT_KIND, "KIND[,KIND...]", 0,
+	  "Only these: pipe, fifo, unix, msq, mq, eventfd, shm", 1 },
+	{},
+};
+
+static const char *const kind_names[IPC_KINDS] = {
+	[IPC_NONE] = "?", [IPC_PIPE] = "pipe", [IPC_FIFO] = "fifo", [IPC_UNIX] = "unix",
+	[IPC_MSQ] = "msq", [IPC_MQ] = "mq", [IPC_EVENTFD] = "eventfd", [IPC_SHM] = "shm",
+};
+
+static const char *const sort_keys[] = { "bytes", "msgs", "read", NULL };
+
+static struct {
+	bool events;
+	uint32_t kinds;		/* 1 << kind */
+	const char *sort;
+} cfg = { .kinds = ~0U, .sort = "bytes" };
+
+static error_t parse_arg(int key, char *arg, struct argp_state *state)
+{
+	char *s, *tok, *save = NULL;
+	int k;
+
+	switch (key) {
+	case 'e':
+		cfg.events = true;
+		break;
+	case OPT_KIND:
+		cfg.kinds = 0;
+		s = strdup(arg);
+		for (tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			for (k = IPC_PIPE; k < IPC_KINDS; k++)
+				if (!strcmp(tok, kind_names[k]))
+					break;
+			if (k == IPC_KINDS)
+				usage_error("invalid --kind '%s': expected pipe, fifo, unix, msq, mq, eventfd or shm",
+					    tok);
+			cfg.kinds |= 1U << k;
+		}
+		free(s);
+		if (!cfg.kinds)
+			usage_error("invalid --kind '%s': expected pipe, fifo, unix, msq, mq, eventfd or shm",
+				    arg);
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static const struct argp argp = {
+	.options = opts,
+	.parser = parse_arg,
+	.doc = doc,
+	.children = aiscope_argp_children,
+};
+
+/* The syscall path is required: it is the one that works everywhere. The
+ * function hooks are richer where the kernel allows them (fexit); each one
+ * chosen takes its (kind, direction) off the syscall path. */
+enum {
+	H_SYS_ENTER, H_SYS_EXIT, H_UNIX_SEND, H_UNIX_RECV, H_UNIX_DGRAM_SEND, H_UNIX_DGRAM_RECV,
+	H_PIPE_WRITE, H_PIPE_READ, H_FIFO_WRITE, H_FIFO_READ, H_EFD_WRITE, H_EFD_READ,
+	H_MSGSND, H_MSGRCV, H_MQ_SEND, H_MQ_RECV, H_NR,
+};
+
+static struct probe_hook hooks[H_NR] = {
+	[H_SYS_ENTER] = { .name = "sys_enter", .cand = {
+		{ PM_TP_BTF, "sys_enter", "sys_enter_btf" },
+		{ PM_RAW_TP, "sys_enter", "sys_enter_raw" },
+		{ PM_TRACEPOINT, "raw_syscalls/sys_enter", "sys_enter_tp" } } },
+	[H_SYS_EXIT] = { .name = "sys_exit", .cand = {
+		{ PM_TP_BTF, "sys_exit", "sys_exit_btf" },
+		{ PM_RAW_TP, "sys_exit", "sys_exit_raw" },
+		{ PM_TRACEPOINT, "raw_syscalls/sys_exit", "sys_exit_tp" } } },
+	[H_UNIX_SEND] = { .name = "unix_send", .optional = true, .cand = {
+		{ PM_FEXIT, "unix_stream_sendmsg", "unix_stream_send_fexit" },
+		{ PM_TP_BTF, "sock_send_length", "sock_send_btf" },
+		{ PM_RAW_TP, "sock_send_length", "sock_send_raw" } } },
+	[H_UNIX_RECV] = { .name = "unix_recv", .optional = true, .cand = {
+		{ PM_FEXIT, "unix_stream_recvmsg", "unix_stream_recv_fexit" },
+		{ PM_TP_BTF, "sock_recv_length", "sock_recv_btf" },
+		{ PM_RAW_TP, "sock_recv_length", "sock_recv_raw" } } },
+	[H_UNIX_DGRAM_SEND] = { .name = "unix_dgram_send", .optional = true, .cand = {
+		{ PM_FEXIT, "unix_dgram_sendmsg", "unix_dgram_send_fexit" } } },
+	[H_UNIX_DGRAM_RECV] = { .name = "unix_dgram_recv", .optional = true, .cand = {
+		{ PM_FEXIT, "unix_dgram_recvmsg", "unix_dgram_recv_fexit" } } },
+	/* 6.15 renamed pipe_write/pipe_read, which served FIFOs too, to
+	 * anon_pipe_*, and gave FIFOs their own fifo_pipe_* wrappers */
+	[H_PIPE_WRITE] = { .name = "pipe_write", .optional = true, .cand = {
+		{ PM_FEXIT, "anon_pipe_write", "pipe_write_fexit" },
+		{ PM_FEXIT, "pipe_write", "pipe_write_old_fexit" } } },
+	[H_PIPE_READ] = { .name = "pipe_read", .optional = true, .cand = {
+		{ PM_FEXIT, "anon_pipe_read", "pipe_read_fexit" },
+		{ PM_FEXIT, "pipe_read", "pipe_read_old_fexit" } } },
+	[H_FIFO_WRITE] = { .name = "fifo_write", .optional = true, .cand = {
+		{ PM_FEXIT, "fifo_pipe_write", "fifo_write_fexit" } } },
+	[H_FIFO_READ] = { .name = "fifo_read", .optional = true, .cand = {
+		{ PM_FEXIT, "fifo_pipe_read", "fifo_read_fexit" } } },
+	[H_EFD_WRITE] = { .name = "eventfd_write", .optional = true, .cand = {
+		{ PM_FEXIT, "eventfd_write", "eventfd_write_fexit" } } },
+	[H_EFD_READ] = { .name = "eventfd_read", .optional = true, .cand = {
+		{ PM_FEXIT, "eventfd_read", "eventfd_read_fexit" } } },
+	[H_MSGSND] = { .name = "msgsnd", .optional = true, .cand = {
+		{ PM_FEXIT, "do_msgsnd", "msgsnd_fexit" } } },
+	[H_MSGRCV] = { .name = "msgrcv", .optional = true, .cand = {
+		{ PM_FEXIT, "do_msgrcv", "msgrcv_fexit" } } },
+	[H_MQ_SEND] = { .name = "mq_timedsend", .optional = true, .cand = {
+		{ PM_FEXIT, "do_mq_timedsend", "mq_send_fexit" } } },
+	[H_MQ_RECV] = { .name = "mq_timedreceive", .optional = true, .cand = {
+		{ PM_FEXIT, "do_mq_timedreceive", "mq_recv_fexit" } } },
+};
+
+/* ---- rows: one per (channel, process, direction) ---- */
+
+struct prow {
+	struct ipc_key ch;
+	uint32_t pid;
+	uint32_t dir;
+	struct aiscope_ident ident;
+	uint64_t ops, bytes, first_ts, last_ts;
+	uint32_t peer_pid;
+};
+
+struct ptable {
+	struct prow *rows;
+	size_t n, cap;
+	size_t *slot;		/* open addressing: index + 1, 0 empty */
+	size_t nslots;
+};
+
+static uint64_t hash_key(const struct ipc_key *ch, uint32_t pid, uint32_t dir)
+{
+	uint64_t h = 1469598103934665603ULL;
+	uint64_t v[4] = { ch->id, ch->id2, ((uint64_t)ch->kind << 32) | dir, pid };
+
+	for (int i = 0; i < 4; i++) {
+		h ^= v[i];
+		h *= 1099511628211ULL;
+		h ^= h >> 29;
+	}
+	return h;
+}
+
+static bool key_eq(const struct ipc_key *a, const struct ipc_key *b)
+{
+	return a->id == b->id && a->id2 == b->id2 && a->kind == b->kind;
+}
+
+static void pt_grow(struct ptable *t)
+{
+	size_t ns = t->nslots ? t->nslots * 2 : 256;
+	size_t *slot = calloc(ns, sizeof(*slot));
+
+	if (!slot)
+		aiscope_fail(EXIT_RUNTIME, "out of memory");
+	for (size_t i = 0; i < t->n; i++) {
+		const struct prow *r = &t->rows[i];
+		size_t s = hash_key(&r->ch, r->pid, r->dir) & (ns - 1);
+
+		while (slot[s])
+			s = (s + 1) & (ns - 1);
+		slot[s] = i + 1;
+	}
+	free(t->slot);
+	t->slot = slot;
+	t->nslots = ns;
+}
+
+/* The row of (ch, pid, dir), created empty when new. */
+static struct prow *pt_get(struct ptable *t, const struct ipc_key *ch, uint32_t pid, uint32_t dir)
+{
+	size_t s;
+	struct prow *r;
+
+	if ((t->n + 1) * 2 > t->nslots)
+		pt_grow(t);
+	s = hash_key(ch, pid, dir) & (t->nslots - 1);
+	for (; t->slot[s]; s = (s + 1) & (t->nslots - 1)) {
+		r = &t->rows[t->slot[s] - 1];
+		if (r->pid == pid && r->dir == dir && key_eq(&r->ch, ch))
+			return r;
+	}
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 256;
+		struct prow *n = realloc(t->rows, cap * sizeof(*n));
+
+		if (!n)
+			aiscope_fail(EXIT_RUNTIME, "out of memory");
+		t->rows = n;
+		t->cap = cap;
+	}
+	r = &t->rows[t->n];
+	memset(r, 0, sizeof(*r));
+	r->ch = *ch;
+	r->pid = pid;
+	r->dir = dir;
+	t->slot[s] = ++t->n;
+	return r;
+}
+
+static void pt_clear(struct ptable *t)
+{
+	t->n = 0;
+	if (t->slot)
+		memset(t->slot, 0, t->nslots * sizeof(*t->slot));
+}
+
+static void pt_add(struct ptable *t, const struct prow *src)
+{
+	struct prow *r = pt_get(t, &src->ch, src->pid, src->dir);
+
+	if (!r->ops && !r->first_ts) {
+		r->ident = src->ident;
+		r->first_ts = src->first_ts;
+	}
+	if (src->first_ts && src->first_ts < r->first_ts)
+		r->first_ts = src->first_ts;
+	if (src->last_ts > r->last_ts)
+		r->last_ts = src->last_ts;
+	r->ops += src->ops;
+	r->bytes += src->bytes;
+	if (src->peer_pid)
+		r->peer_pid = src->peer_pid;
+}
+
+/* ---- channel names ---- */
+
+struct cname {
+	struct ipc_key ch;
+	char *name;
+	long long key;		/* msq: the IPC key, -1 unknown */
+	uint64_t size;		/* shm: segment size, 0 unknown */
+	uint64_t tried;		/* the tick /proc/sysvipc was last read for it */
+};
+
+static uint64_t cur_tick = 1;
+
+static struct {
+	struct cname *v;
+	size_t n, cap;
+} names;
+
+static struct cname *cname_find(const struct ipc_key *ch)
+{
+	for (size_t i = names.n; i-- > 0;)
+		if (key_eq(&names.v[i].ch, ch))
+			return &names.v[i];
+	return NULL;
+}
+
+/* FIFO paths: dentry names come leaf first */
+static char *render_path(const struct ipc_name *n)
+{
+	size_t len = 1;
+	char *s, *p;
+
+	for (uint32_t i = 0; i < n->depth && i < IPC_NAME_DEPTH; i++)
+		len += strnlen(n->comp[i], IPC_NAME_LEN) + 1;
+	s = p = malloc(len + 4);
+	if (!s)
+		return NULL;
+	if (n->flags & IPC_NAME_TRUNC)
+		p += sprintf(p, "...");
+	for (uint32_t i = n->depth; i-- > 0;) {
+		size_t l = strnlen(n->comp[i], IPC_NAME_LEN);
+
+		*p++ = '/';
+		memcpy(p, n->comp[i], l);
+		p += l;
+	}
+	if (p == s)
+		*p++ = '/';
+	*p = 0;
+	return s;
+}
+
+/* unix addresses: a path, or "@name" for the abstract namespace (whose
+ * NUL bytes are shown as '@', as /proc/net/unix does) */
+static char *render_unix(const struct ipc_name *n)
+{
+	size_t len = n->len < sizeof(n->raw) ? n->len : sizeof(n->raw);
+	char *s = malloc(len + 2);
+
+	if (!s)
+		return NULL;
+	if (len && n->raw[0] == 0) {
+		for (size_t i = 0; i < len; i++)
+			s[i] = n->raw[i] ? n->raw[i] : '@';
+		s[len] = 0;
+	} else {
+		memcpy(s, n->raw, len);
+		s[len] = 0;	/* a path ends at its NUL */
+	}
+	return s;
+}
+
+static char *fallback_name(const struct ipc_key *ch)
+{
+	char *s = NULL;
+	int r = -1;
+
+	switch (ch->kind) {
+	case IPC_PIPE: r = asprintf(&s, "pipe:[%llu]", (unsigned long long)ch->id); break;
+	case IPC_FIFO: r = asprintf(&s, "fifo:[%llu]", (unsigned long long)ch->id); break;
+	case IPC_UNIX:
+		r = asprintf(&s, "socket:[%llu]", (unsigned long long)(ch->id ? ch->id : ch->id2));
+		break;
+	case IPC_MSQ: r = asprintf(&s, "msq:%llu", (unsigned long long)ch->id); break;
+	case IPC_MQ: r = asprintf(&s, "mq:[%llu]", (unsigned long long)ch->id); break;
+	case IPC_EVENTFD: r = asprintf(&s, "eventfd:[%llu]", (unsigned long long)ch->id); break;
+	case IPC_SHM: r = asprintf(&s, "shm:%llu", (unsigned long long)ch->id); break;
+	}
+	return r < 0 ? NULL : s;
+}
+
+static struct ipcsnoop_bpf *skel;
+
+/* /proc/sysvipc/{msg,shm}: the key of a queue, the size of a segment */
+static void sysvipc_lookup(struct cname *c)
+{
+	const char *path = c->ch.kind == IPC_MSQ ? "/proc/sysvipc/msg" : "/proc/sysvipc/shm";
+	FILE *f = fopen(path, "r");
+	char line[512];
+	long long key, id;
+	unsigned long long size;
+
+	if (!f)
+		return;
+	if (!fgets(line, sizeof(line), f))
+		goto out;
+	while (fgets(line, sizeof(line), f)) {
+		/* key msqid ... / key shmid perms size ... */
+		if (sscanf(line, "%lld %lld %*o %llu", &key, &id, &size) < 2)
+			continue;
+		if ((uint64_t)id != c->ch.id)
+			continue;
+		c->key = key;
+		if (c->ch.kind == IPC_SHM)
+			c->size = size;
+		break;
+	}
+out:
+	fclose(f);
+}
+
+static struct cname *cname_of(const struct ipc_key *ch)
+{
+	struct cname *c = cname_find(ch);
+	struct ipc_name n;
+	int fd = bpf_map__fd(skel->maps.names);
+
+	if (c && (c->key != -1 || c->tried == cur_tick ||
+		  (c->ch.kind != IPC_MSQ && c->ch.kind != IPC_SHM)))
+		return c;
+	if (!c) {
+		if (names.n == names.cap) {
+			size_t cap = names.cap ? names.cap * 2 : 64;
+			struct cname *v = realloc(names.v, cap * sizeof(*v));
+
+			if (!v)
+				aiscope_fail(EXIT_RUNTIME, "out of memory");
+			names.v = v;
+			names.cap = cap;
+		}
+		c = &names.v[names.n++];
+		memset(c, 0, sizeof(*c));
+		c->ch = *ch;
+		c->key = -1;
+		if (!bpf_map_lookup_elem(fd, ch, &n)) {
+			if (ch->kind == IPC_UNIX)
+				c->name = render_unix(&n);
+			else if (ch->kind == IPC_MQ)
+				c->name = n.depth ? render_path(&n) : NULL;
+			else
+				c->name = render_path(&n);
+			bpf_map_delete_elem(fd, ch);
+		}
+		if (!c->name)
+			c->name = fallback_name(ch);
+	}
+	if (ch->kind == IPC_MSQ || ch->kind == IPC_SHM) {
+		c->tried = cur_tick;
+		sysvipc_lookup(c);
+	}
+	return c;
+}
+
+/* ---- state ---- */
+
+static struct {
+	struct aiscope_bpf bpf;
+	struct aiscope_loop loop;
+	struct jw jw;
+	struct ptable interval;		/* rows of the interval that closed */
+	struct ptable run;		/* the whole run */
+	uint64_t last_tick_mono;
+	uint64_t events;
+	uint64_t ops, bytes;		/* whole run, written side */
+} S;
+
+/* Drains the rows of the closed epoch into the interval and the run. */
+static void collect(void)
+{
+	int fd = bpf_map__fd(skel->maps.stats);
+	uint32_t closed = skel->bss->epoch;
+	struct ipc_stat_key key, next, *keys = NULL;
+	struct ipc_stat st;
+	size_t nkeys = 0, kcap = 0;
+	void *prev = NULL;
+	struct prow r;
+
+	skel->bss->epoch = closed ^ 1;
+	/* let programs that read the old epoch finish their update */
+	usleep(2000);
+	pt_clear(&S.interval);
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (next.epoch != closed)
+			continue;
+		if (nkeys == kcap) {
+			size_t cap = kcap ? kcap * 2 : 256;
+			struct ipc_stat_key *n = realloc(keys, cap * sizeof(*n));
+
+			if (!n)
+				break;
+			keys = n;
+			kcap = cap;
+		}
+		keys[nkeys++] = next;
+	}
+	for (size_t i = 0; i < nkeys; i++) {
+		if (bpf_map_lookup_elem(fd, &keys[i], &st))
+			continue;
+		bpf_map_delete_elem(fd, &keys[i]);
+		r = (struct prow){
+			.ch = keys[i].ch, .pid = keys[i].pid, .dir = keys[i].dir,
+			.ident = st.ident, .ops = st.ops, .bytes = st.bytes,
+			.first_ts = st.first_ts, .last_ts = st.last_ts, .peer_pid = st.peer_pid,
+		};
+		cname_of(&r.ch);
+		pt_add(&S.interval, &r);
+		pt_add(&S.run, &r);
+		if (r.dir == IPC_WRITE && r.ch.kind != IPC_SHM) {
+			S.ops += r.ops;
+			S.bytes += r.bytes;
+		}
+	}
+	free(keys);
+}
+
+/* ---- channels: rows grouped by channel ---- */
+
+struct chan {
+	struct ipc_key ch;
+	const struct prow *writer, *reader;	/* the busiest of each side */
+	uint32_t writers, readers;
+	uint64_t msgs, bytes, read_msgs, read_bytes;
+	uint64_t first_ts, last_ts;
+};
+
+static struct chan *chans;
+static size_t nchans, chans_cap;
+
+static bool busier(const struct prow *a, const struct prow *b)
+{
+	if (!b)
+		return true;
+	if (a->bytes != b->bytes)
+		return a->bytes > b->bytes;
+	if (a->ops != b->ops)
+		return a->ops > b->ops;
+	return a->pid < b->pid;
+}
+
+static struct chan *chan_of(const struct ipc_key *ch)
+{
+	for (size_t i = 0; i < nchans; i++)
+		if (key_eq(&chans[i].ch, ch))
+			return &chans[i];
+	if (nchans == chans_cap) {
+		size_t cap = chans_cap ? chans_cap * 2 : 64;
+		struct chan *n = realloc(chans, cap * sizeof(*n));
+
+		if (!n)
+			aiscope_fail(EXIT_RUNTIME, "out of memory");
+		chans = n;
+		chans_cap = cap;
+	}
+	memset(&chans[nchans], 0, sizeof(chans[0]));
+	chans[nchans].ch = *ch;
+	return &chans[nchans++];
+}
+
+static void build_chans(const struct ptable *t)
+{
+	nchans = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		const struct prow *r = &t->rows[i];
+		struct chan *c = chan_of(&r->ch);
+
+		if (r->dir == IPC_WRITE) {
+			c->writers++;
+			c->msgs += r->ops;
+			c->bytes += r->bytes;
+			if (busier(r, c->writer))
+				c->writer = r;
+		} else {
+			c->readers++;
+			c->read_msgs += r->ops;
+			c->read_bytes += r->bytes;
+			if (busier(r, c->reader))
+				c->reader = r;
+		}
+		if (!c->first_ts || r->first_ts < c->first_ts)
+			c->first_ts = r->first_ts;
+		if (r->last_ts > c->last_ts)
+			c->last_ts = r->last_ts;
+	}
+}
+
+static uint64_t sort_value(const struct chan *c)
+{
+	switch (cfg.sort[0]) {
+	case 'm': return c->msgs;
+	case 'r': return c->read_bytes;
+	default: return c->bytes ? c->bytes : c->read_bytes;
+	}
+}
+
+static int cmp_chans(const void *a, const void *b)
+{
+	const struct chan *x = a, *y = b;
+	uint64_t va = sort_value(x), vb = sort_value(y);
+
+	if (va != vb)
+		return va < vb ? 1 : -1;
+	if (x->ch.kind != y->ch.kind)
+		return x->ch.kind < y->ch.kind ? -1 : 1;
+	return x->ch.id < y->ch.id ? -1 : x->ch.id > y->ch.id;
+}
+
+/* ---- output ---- */
+
+static void json_side(struct jw *w, const char *pfx, const struct prow *r)
+{
+	char k[32];
+
+	snprintf(k, sizeof(k), "%s_pid", pfx);
+	if (r)
+		jw_ku64(w, k, r->pid);
+	else
+		jw_knull(w, k);
+	snprintf(k, sizeof(k), "%s_comm", pfx);
+	if (r)
+		jw_kstrn(w, k, r->ident.comm, sizeof(r->ident.comm));
+	else
+		jw_knull(w, k);
+}
+
+static void json_channel(struct jw *w, const struct ipc_key *ch)
+{
+	struct cname *c = cname_of(ch);
+
+	jw_kstr(w, "kind", kind_names[ch->kind < IPC_KINDS ? ch->kind : 0]);
+	jw_kstr(w, "channel", c->name);
+	if (ch->kind == IPC_MSQ && c->key != -1)
+		jw_ki64(w, "channel_key", c->key);
+	else
+		jw_knull(w, "channel_key");
+}
+
+static void json_chan(const struct chan *c, uint64_t now, uint64_t interval)
+{
+	struct jw *w = &S.jw;
+	struct cname *cn = cname_of(&c->ch);
+	bool shm = c->ch.kind == IPC_SHM;
+
+	jw_record_begin(w, "sample", TOOL, now);
+	jw_ku64(w, "seq", S.loop.ticks);
+	jw_ku64(w, "interval_ns", interval);
+	json_channel(w, &c->ch);
+	json_side(w, "writer", c->writer);
+	json_side(w, "reader", c->reader);
+	jw_ku64(w, "writers", c->writers);
+	jw_ku64(w, "readers", c->readers);
+	jw_ku64(w, "msgs", shm ? 0 : c->msgs);
+	jw_ku64(w, "bytes", shm ? 0 : c->bytes);
+	jw_ku64(w, "read_msgs", shm ? 0 : c->read_msgs);
+	jw_ku64(w, "read_bytes", shm ? 0 : c->read_bytes);
+	if (shm) {
+		jw_ku64(w, "attaches", c->msgs);
+		jw_ku64(w, "detaches", c->read_msgs);
+		if (cn->size)
+			jw_ku64(w, "size_bytes", cn->size);
+		else
+			jw_knull(w, "size_bytes");
+	} else {
+		jw_knull(w, "attaches");
+		jw_knull(w, "detaches");
+		jw_knull(w, "size_bytes");
+	}
+	jw_record_end(w);
+}
+
+static const struct tcol cols[] = {
+	{ "TIME", 8, TC_LEFT }, { "KIND", 7, TC_LEFT }, { "CHANNEL", 28, TC_LEFT },
+	{ "WRITER", 22, TC_LEFT }, { "READER", 22, TC_LEFT }, { "MSGS", 8, 0 },
+	{ "BYTES", 11, 0 }, { "READ_BYTES", 11, 0 },
+};
+
+static void side_str(char *buf, size_t len, const struct prow *r, uint32_t n)
+{
+	if (!r) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	if (n > 1)
+		snprintf(buf, len, "%u/%.16s+%u", r->pid, r->ident.comm, n - 1);
+	else
+		snprintf(buf, len, "%u/%.16s", r->pid, r->ident.comm);
+}
+
+static void table_chan(struct table *t, const struct chan *c, const char *hms)
+{
+	char w[64], r[64];
+	bool shm = c->ch.kind == IPC_SHM;
+
+	if (env.timestamp)
+		table_str(t, hms);
+	table_str(t, kind_names[c->ch.kind < IPC_KINDS ? c->ch.kind : 0]);
+	table_str(t, cname_of(&c->ch)->name);
+	side_str(w, sizeof(w), c->writer, c->writers);
+	side_str(r, sizeof(r), c->reader, c->readers);
+	table_str(t, w);
+	table_str(t, r);
+	table_u64(t, c->msgs);
+	table_u64(t, shm ? 0 : c->bytes);
+	table_u64(t, shm ? 0 : c->read_bytes);
+	table_end_row(t);
+}
+
+static void print_interval(uint64_t interval)
+{
+	uint64_t now = aiscope_now_realtime();
+	size_t shown;
+	struct table t;
+	char hms[16];
+
+	build_chans(&S.interval);
+	qsort(chans, nchans, sizeof(*chans), cmp_chans);
+	shown = env.rows && (size_t)env.rows < nchans ? (size_t)env.rows : nchans;
+	if (env.json) {
+		for (size_t i = 0; i < shown; i++)
+			json_chan(&chans[i], now, interval);
+		return;
+	}
+	table_block_begin(stdout, env.tty && !env.noclear, now, interval, TOOL);
+	fmt_hms(now, hms, sizeof(hms));
+	table_init(&t, stdout, cols + !env.timestamp, ARRAY_SIZE(cols) - !env.timestamp,
+		   env.tty && !env.wide);
+	table_header(&t);
+	for (size_t i = 0; i < shown; i++)
+		table_chan(&t, &chans[i], hms);
+	if (shown < nchans)
+		printf("... %zu more (-r 0 shows all)\n", nchans - shown);
+}
+
+static int on_tick(void *ctx)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC), interval = now - S.last_tick_mono;
+
+	S.last_tick_mono = now;
+	cur_tick++;
+	collect();
+	if (!cfg.events)
+		print_interval(interval);
+	if (!cfg.events && env.count && S.loop.ticks >= env.count)
+		return AISCOPE_STOP;
+	return 0;
+}
+
+/* ---- -e ---- */
+
+static const char *op_name(const struct ipc_event *e)
+{
+	bool w = e->dir == IPC_WRITE;
+
+	switch (e->ch.kind) {
+	case IPC_UNIX: return w ? "send" : "recv";
+	case IPC_MSQ: return w ? "msgsnd" : "msgrcv";
+	case IPC_MQ: return w ? "mq_send" : "mq_receive";
+	case IPC_SHM: return w ? "attach" : "detach";
+	default: return w ? "write" : "read";
+	}
+}
+
+static const struct tcol ev_cols[] = {
+	{ "TIME", 8, TC_LEFT }, { "KIND", 7, TC_LEFT }, { "OP", 10, TC_LEFT }, { "BYTES", 9, 0 },
+	{ "PID", 7, 0 }, { "COMM", 15, TC_LEFT }, { "CHANNEL", 28, TC_LEFT }, { "PEER", 7, 0 },
+};
+
+static int on_event(void *ctx, void *data, size_t len)
+{
+	const struct ipc_event *e = data;
+	uint64_t rt;
+	struct table t;
+	char hms[16];
+
+	if (len < sizeof(*e))
+		return 0;
+	rt = aiscope_realtime(e->ts);
+	S.events++;
+	if (env.json) {
+		struct jw *w = &S.jw;
+
+		jw_record_begin(w, "event", TOOL, rt);
+		jw_kstr(w, "op", op_name(e));
+		json_channel(w, &e->ch);
+		jw_ku64(w, "bytes", e->ch.kind == IPC_SHM ? 0 : e->bytes);
+		aiscope_ident_json(w, &e->task, true);
+		if (e->peer_pid)
+			jw_ku64(w, "peer_pid", e->peer_pid);
+		else
+			jw_knull(w, "peer_pid");
+		/* shm: where the segment was attached or detached */
+		jw_key(w, "addr");
+		if (e->ch.kind == IPC_SHM)
+			jw_hex(w, (uint64_t)e->ret);
+		else
+			jw_null(w);
+		jw_record_end(w);
+	} else {
+		table_init(&t, stdout, ev_cols + !env.timestamp,
+			   ARRAY_SIZE(ev_cols) - !env.timestamp, env.tty && !env.wide);
+		if (env.timestamp) {
+			fmt_hms(rt, hms, sizeof(hms));
+			table_str(&t, hms);
+		}
+		table_str(&t, kind_names[e->ch.kind < IPC_KINDS ? e->ch.kind : 0]);
+		table_str(&t, op_name(e));
+		table_u64(&t, e->ch.kind == IPC_SHM ? 0 : e->bytes);
+		table_u64(&t, e->task.pid);
+		table_str(&t, e->task.comm);
+		table_str(&t, cname_of(&e->ch)->name);
+		if (e->peer_pid)
+			table_u64(&t, e->peer_pid);
+		else
+			table_str(&t, "-");
+		table_end_row(&t);
+	}
+	if (env.count && S.events >= env.count)
+		return aiscope_loop_stop(&S.loop, "count");
+	return 0;
+}
+
+/* ---- the end: edges and summary ---- */
+
+static void json_endpoint(struct jw *w, const char *key, const struct prow *r)
+{
+	struct container_info ci;
+	const char *path;
+
+	jw_key(w, key);
+	jw_obj_begin(w);
+	if (!r) {
+		jw_knull(w, "pid");
+		jw_knull(w, "comm");
+		jw_knull(w, "cgroup_id");
+		jw_knull(w, "cgroup");
+		jw_knull(w, "container_id");
+	} else {
+		path = aiscope_ident_cgroup(&r->ident, &ci);
+		jw_ku64(w, "pid", r->pid);
+		jw_kstrn(w, "comm", r->ident.comm, sizeof(r->ident.comm));
+		jw_ku64(w, "cgroup_id", r->ident.cgroup_id);
+		jw_kstr(w, "cgroup", path);
+		jw_kstr(w, "container_id", ci.id[0] ? ci.id : NULL);
+	}
+	jw_knull(w, "endpoint");
+	jw_obj_end(w);
+}
+
+static void json_ts(struct jw *w, const char *key, uint64_t bpf_ns)
+{
+	char buf[40];
+
+	fmt_rfc3339_ns(aiscope_realtime(bpf_ns), buf, sizeof(buf));
+	jw_kstr(w, key, buf);
+}
+
+/* One edge per writer of each channel, towards its busiest reader. */
+static void print_edges(void)
+{
+	uint64_t now = aiscope_now_realtime();
+	struct jw *w = &S.jw;
+
+	build_chans(&S.run);
+	qsort(chans, nchans, sizeof(*chans), cmp_chans);
+	for (size_t i = 0; i < nchans; i++) {
+		const struct chan *c = &chans[i];
+
+		if (c->ch.kind == IPC_SHM)
+			continue;
+		for (size_t j = 0; j < S.run.n; j++) {
+			const struct prow *r = &S.run.rows[j];
+
+			if (r->dir != IPC_WRITE || !key_eq(&r->ch, &c->ch))
+				continue;
+			jw_record_begin(w, "edge", TOOL, now);
+			json_channel(w, &c->ch);
+			json_endpoint(w, "src", r);
+			json_endpoint(w, "dst", c->reader);
+			jw_ku64(w, "bytes", r->bytes);
+			jw_ku64(w, "msgs", r->ops);
+			if (c->reader)
+				jw_ku64(w, "read_bytes", c->read_bytes);
+			else
+				jw_knull(w, "read_bytes");
+			jw_ku64(w, "writers", c->writers);
+			jw_ku64(w, "readers", c->readers);
+			json_ts(w, "first_ts", r->first_ts);
+			json_ts(w, "last_ts", r->last_ts);
+			jw_record_end(w);
+		}
+	}
+}
+
+static void print_summary(void)
+{
+	if (env.json) {
+		print_edges();
+		aiscope_summary_begin(&S.jw, &S.bpf, &S.loop, cfg.events ? S.events : S.ops);
+		jw_ku64(&S.jw, "intervals", S.loop.ticks);
+		jw_ku64(&S.jw, "msgs", S.ops);
+		jw_ku64(&S.jw, "bytes", S.bytes);
+		build_chans(&S.run);
+		jw_ku64(&S.jw, "channels", nchans);
+		jw_record_end(&S.jw);
+		return;
+	}
+	build_chans(&S.run);
+	if (cfg.events) {
+		fprintf(stderr, "%s: %llu operations, %llu lost\n", TOOL,
+			(unsigned long long)S.events, (unsigned long long)aiscope_lost_total(&S.bpf));
+		return;
+	}
+	printf("# summary: %zu channels, %llu msgs, %llu bytes written, %llu lost events\n",
+	       nchans, (unsigned long long)S.ops, (unsigned long long)S.bytes,
+	       (unsigned long long)aiscope_lost_total(&S.bpf));
+}
+
+/* ---- the plan ---- */
+
+static bool chosen(int h)
+{
+	return hooks[h].chosen >= 0;
+}
+
+static bool chosen_fn(int h)
+{
+	return chosen(h) && hooks[h].cand[hooks[h].chosen].mech == PM_FEXIT;
+}
+
+static void drop_hook(int h)
+{
+	struct bpf_program *p;
+
+	if (!chosen(h))
+		return;
+	p = bpf_object__find_program_by_name(skel->obj, hooks[h].cand[hooks[h].chosen].prog);
+	if (p)
+		bpf_program__set_autoload(p, false);
+	hooks[h].status[hooks[h].chosen] = PS_AVAILABLE;
+	hooks[h].chosen = -1;
+}
+
+static void want_sys(uint64_t *ids, long nr)
+{
+	ids[nr / 64] |= 1ULL << (nr % 64);
+}
+
+/* After the resolver: which kinds the function hooks cover, and which
+ * syscalls are left for the syscall path. */
+static void plan(void)
+{
+	uint32_t cov = 0, all = 0;
+	uint64_t ids[IPC_SYSCALL_WORDS] = {};
+	bool unix_sys, fd_sys = false;
+	int k;
+
+	/* unix: both directions by the same mechanism, else by syscalls */
+	if (!chosen_fn(H_UNIX_SEND) || !chosen_fn(H_UNIX_RECV) ||
+	    !chosen_fn(H_UNIX_DGRAM_SEND) || !chosen_fn(H_UNIX_DGRAM_RECV)) {
+		drop_hook(H_UNIX_DGRAM_SEND);
+		drop_hook(H_UNIX_DGRAM_RECV);
+		if (chosen_fn(H_UNIX_SEND))
+			drop_hook(H_UNIX_SEND);
+		if (chosen_fn(H_UNIX_RECV))
+			drop_hook(H_UNIX_RECV);
+	}
+	if (!chosen(H_UNIX_SEND) || !chosen(H_UNIX_RECV)) {
+		drop_hook(H_UNIX_SEND);
+		drop_hook(H_UNIX_RECV);
+	}
+	unix_sys = !chosen(H_UNIX_SEND);
+	if (chosen(H_PIPE_WRITE)) {
+		cov |= IPC_BIT(IPC_PIPE, IPC_WRITE);
+		if (hooks[H_PIPE_WRITE].chosen == 1)
+			cov |= IPC_BIT(IPC_FIFO, IPC_WRITE);
+	}
+	if (chosen(H_PIPE_READ)) {
+		cov |= IPC_BIT(IPC_PIPE, IPC_READ);
+		if (hooks[H_PIPE_READ].chosen == 1)
+			cov |= IPC_BIT(IPC_FIFO, IPC_READ);
+	}
+	/* the FIFO wrappers only where the pipe hooks are the new ones */
+	if (!chosen(H_PIPE_WRITE) || hooks[H_PIPE_WRITE].chosen == 1)
+		drop_hook(H_FIFO_WRITE);
+	if (!chosen(H_PIPE_READ) || hooks[H_PIPE_READ].chosen == 1)
+		drop_hook(H_FIFO_READ);
+	if (chosen(H_FIFO_WRITE))
+		cov |= IPC_BIT(IPC_FIFO, IPC_WRITE);
+	if (chosen(H_FIFO_READ))
+		cov |= IPC_BIT(IPC_FIFO, IPC_READ);
+	if (chosen(H_EFD_WRITE))
+		cov |= IPC_BIT(IPC_EVENTFD, IPC_WRITE);
+	if (chosen(H_EFD_READ))
+		cov |= IPC_BIT(IPC_EVENTFD, IPC_READ);
+	if (chosen(H_MSGSND))
+		cov |= IPC_BIT(IPC_MSQ, IPC_WRITE);
+	if (chosen(H_MSGRCV))
+		cov |= IPC_BIT(IPC_MSQ, IPC_READ);
+	if (chosen(H_MQ_SEND))
+		cov |= IPC_BIT(IPC_MQ, IPC_WRITE);
+	if (chosen(H_MQ_RECV))
+		cov |= IPC_BIT(IPC_MQ, IPC_READ);
+	for (k = IPC_PIPE; k < IPC_KINDS; k++)
+		if (cfg.kinds & (1U << k))
+			all |= IPC_BIT(k, IPC_WRITE) | IPC_BIT(k, IPC_READ);
+	/* read/write and friends: pipes, FIFOs and eventfds not covered */
+	for (k = IPC_PIPE; k <= IPC_EVENTFD; k++) {
+		uint32_t b = IPC_BIT(k, IPC_WRITE) | IPC_BIT(k, IPC_READ);
+
+		if (k == IPC_MSQ || k == IPC_MQ || (k == IPC_UNIX && !unix_sys))
+			continue;
+		if ((all & b) & ~cov)
+			fd_sys = true;
+	}
+	if (fd_sys) {
+		want_sys(ids, SYS_read);
+		want_sys(ids, SYS_write);
+		want_sys(ids, SYS_readv);
+		want_sys(ids, SYS_writev);
+		want_sys(ids, SYS_splice);
+		want_sys(ids, SYS_tee);
+		want_sys(ids, SYS_vmsplice);
+	}
+	if (unix_sys && (cfg.kinds & (1U << IPC_UNIX))) {
+		want_sys(ids, SYS_sendto);
+		want_sys(ids, SYS_recvfrom);
+		want_sys(ids, SYS_sendmsg);
+		want_sys(ids, SYS_recvmsg);
+	}
+	if ((all & IPC_BIT(IPC_MSQ, IPC_WRITE)) & ~cov)
+		want_sys(ids, SYS_msgsnd);
+	if ((all & IPC_BIT(IPC_MSQ, IPC_READ)) & ~cov)
+		want_sys(ids, SYS_msgrcv);
+	if ((all & IPC_BIT(IPC_MQ, IPC_WRITE)) & ~cov)
+		want_sys(ids, SYS_mq_timedsend);
+	if ((all & IPC_BIT(IPC_MQ, IPC_READ)) & ~cov)
+		want_sys(ids, SYS_mq_timedreceive);
+	if (cfg.kinds & (1U << IPC_SHM)) {
+		want_sys(ids, SYS_shmat);
+		want_sys(ids, SYS_shmdt);
+	}
+	for (int i = 0; i < IPC_SYSCALL_WORDS; i++)
+		skel->rodata->sys_ids[i] = ids[i];
+	skel->rodata->fn_covers = cov;
+	skel->rodata->unix_by_sys = unix_sys;
+	skel->rodata->kinds = cfg.kinds;
+	skel->rodata->events_on = cfg.events;
+	if (env.verbose)
+		fprintf(stderr, "%s: function hooks cover 0x%x, unix sockets by %s\n", TOOL, cov,
+			unix_sys ? "syscalls" : probe_mech_name(hooks[H_UNIX_SEND].cand[hooks[H_UNIX_SEND].chosen].mech));
+}
+
+static void validate(void)
+{
+	size_t i;
+
+	if (env.sort) {
+		for (i = 0; sort_keys[i]; i++)
+			if (!strcmp(env.sort, sort_keys[i]))
+				break;
+		if (!sort_keys[i])
+			usage_error("invalid --sort '%s': expected bytes, msgs or read", env.sort);
+		cfg.sort = env.sort;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	aiscope_parse(&argp, argc, argv, TOOL, AISCOPE_AGGREGATING | AISCOPE_STREAMING);
+	validate();
+	jw_init(&S.jw, stdout);
+
+	skel = ipcsnoop_bpf__open_opts(aiscope_open_opts());
+	if (!skel)
+		aiscope_fail(EXIT_RUNTIME, "cannot open the BPF object: %s", strerror(errno));
+	S.bpf = (struct aiscope_bpf){
+		.hooks = hooks, .nhooks = ARRAY_SIZE(hooks),
+		.streaming = cfg.events, .on_event = on_event,
+	};
+	aiscope_bpf_prepare(&S.bpf, skel->obj, &skel->rodata->aiscope_cfg);
+	plan();
+	aiscope_bpf_load(&S.bpf, ipcsnoop_bpf__load(skel));
+	aiscope_bpf_attach(&S.bpf);
+
+	if (cfg.events && !env.json) {
+		struct table t;
+
+		table_init(&t, stdout, ev_cols + !env.timestamp,
+			   ARRAY_SIZE(ev_cols) - !env.timestamp, false);
+		table_header(&t);
+	}
+	fprintf(stderr, "Tracing IPC (%s)... Ctrl-C to end.\n",
+		probe_summary(hooks, ARRAY_SIZE(hooks)));
+	fflush(stdout);
+
+	S.last_tick_mono = clock_ns(CLOCK_MONOTONIC);
+	S.loop = (struct aiscope_loop){
+		.bpf = &S.bpf,
+		.on_tick = on_tick,
+		.tick_ns = env.interval_ns,
+	};
+	aiscope_loop_run(&S.loop);
+
+	/* the interval cut short by a signal or --duration still counts */
+	if (strcmp(S.loop.exit_reason, "count") || cfg.events) {
+		if (!cfg.events)
+			S.loop.ticks++;
+		on_tick(NULL);
+		aiscope_lost_check(&S.bpf);
+	}
+	print_summary();
+	fflush(stdout);
+	aiscope_bpf_destroy(&S.bpf);
+	ipcsnoop_bpf__destroy(skel);
+	cg_cleanup();
+	features_cleanup();
+	return strcmp(S.loop.exit_reason, "error") ? 0 : EXIT_RUNTIME;
+}
