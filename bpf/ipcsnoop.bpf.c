@@ -27,7 +27,7 @@
 #define PIPEFS_MAGIC	0x50495045
 #define MQUEUE_MAGIC	0x19800202
 #define MSG_PEEK	2
-#define SOCK_SEQPACKET	5
+#define SOCK_DGRAM	2
 
 #if defined(__TARGET_ARCH_x86)
 #define NR_read		0
@@ -242,35 +242,55 @@ static __always_inline bool name_unix_addr(struct ipc_name *n, struct sock *sk)
 	return true;
 }
 
+/* unix channels without an address are named after the receiving
+ * socket's inode, which an accepted socket gets only at accept(): fill it
+ * in when a later operation knows it */
+static __always_inline void name_unix_ino(struct ipc_name *n, const struct name_src *src)
+{
+	__u64 ino;
+
+	if (n->ino || n->len)
+		return;
+	ino = aiscope_sk_ino(src->peer);
+	if (ino)
+		n->ino = ino;
+}
+
 static __always_inline void make_name(const struct ipc_key *ch, const struct name_src *src)
 {
-	__u32 zero = 0;
 	struct ipc_name *n;
+	__u32 zero = 0;
 	long err;
 
 	if (!src || (ch->kind != IPC_FIFO && ch->kind != IPC_UNIX && ch->kind != IPC_MQ))
 		return;
 	if (ch->kind != IPC_UNIX && !src->file)
 		return;
-	if (bpf_map_lookup_elem(&names, ch))
+	n = bpf_map_lookup_elem(&names, ch);
+	if (n) {
+		if (ch->kind == IPC_UNIX)
+			name_unix_ino(n, src);
 		return;
+	}
 	n = bpf_map_lookup_elem(&name_buf, &zero);
 	if (!n)
 		return;
 	n->depth = 0;
 	n->flags = 0;
 	n->len = 0;
+	n->ino = 0;
 	if (ch->kind == IPC_UNIX) {
 		/* the receiver's address (a server's path), else the sender's */
-		if (!name_unix_addr(n, src->peer) && !name_unix_addr(n, src->sk))
-			return;
+		if (!name_unix_addr(n, src->peer))
+			name_unix_addr(n, src->sk);
+		name_unix_ino(n, src);
 	} else if (ch->kind == IPC_MQ) {
 		struct file *f = src->file;
 		const unsigned char *s = BPF_CORE_READ(f, f_path.dentry, d_name.name);
 
 		bpf_probe_read_kernel_str(n->comp[0], IPC_NAME_LEN, s);
 		n->depth = 1;
-	} else if (src->file) {
+	} else {
 		name_path(n, src->file);
 	}
 	err = bpf_map_update_elem(&names, ch, n, BPF_NOEXIST);
@@ -333,34 +353,24 @@ out:
 /* ---- unix sockets ---- */
 
 /* The channel of bytes that sk sends (send) or receives (recv): the
- * receiving socket, and the sending one when the two are connected to each
- * other (stream, seqpacket, socketpair). A datagram socket that many
- * connect to (a server's bound socket) is one channel with many writers. */
+ * receiving socket, and for connection-oriented types the sending one.
+ * Only each side's own peer pointer is used: a peer that closed has
+ * already dropped its own. */
 static __always_inline void unix_key(struct sock *sk, bool send, struct ipc_key *ch,
 				     struct name_src *src)
 {
-	struct unix_sock *u = (void *)sk, *pu;
-	struct sock *peer = BPF_CORE_READ(u, peer), *back = NULL;
-	__u64 self = aiscope_sk_ino(sk), other = aiscope_sk_ino(peer);
-	bool pair;
+	struct unix_sock *u = (void *)sk;
+	struct sock *peer = BPF_CORE_READ(u, peer);
+	bool dgram = BPF_CORE_READ(sk, sk_type) == SOCK_DGRAM;
+	struct sock *rx = send ? peer : sk, *tx = send ? sk : peer;
 
-	if (peer) {
-		pu = (void *)peer;
-		back = BPF_CORE_READ(pu, peer);
-	}
-	pair = peer && back == sk;
 	ch->kind = IPC_UNIX;
 	ch->pad = 0;
-	if (send) {
-		ch->id = other;
-		ch->id2 = pair || !peer ? self : 0;
-	} else {
-		ch->id = self;
-		ch->id2 = pair ? other : 0;
-	}
+	ch->id = (__u64)rx;
+	ch->id2 = dgram && rx ? 0 : (__u64)tx;
 	src->file = NULL;
-	src->sk = send ? sk : peer;
-	src->peer = send ? peer : sk;
+	src->sk = tx;
+	src->peer = rx;
 }
 
 static __always_inline void unix_op(struct sock *sk, bool send, long ret)

@@ -8,7 +8,7 @@ enum ipc_kind {
 	IPC_NONE,
 	IPC_PIPE,	/* anonymous pipe: id = pipefs inode */
 	IPC_FIFO,	/* named pipe: id = inode, id2 = device */
-	IPC_UNIX,	/* unix socket: id = receiving socket's inode, id2 = sending one's (0: any) */
+	IPC_UNIX,	/* unix socket: id = receiving struct sock, id2 = sending one (0: any) */
 	IPC_MSQ,	/* SysV message queue: id = msqid */
 	IPC_MQ,		/* POSIX message queue: id = mqueue inode */
 	IPC_EVENTFD,	/* eventfd: id = eventfd id (fdinfo "eventfd-id") */
@@ -22,8 +22,10 @@ enum ipc_dir {
 };
 
 /* A channel. For unix sockets the direction is part of it: the bytes that
- * one socket sent to its peer. A reader whose sender is unknown (an
- * unconnected datagram socket) has id2 = 0 and matches every sender. */
+ * one socket sent to its peer (stream, seqpacket), or that all senders
+ * sent to one datagram socket (id2 = 0). The sockets are named by their
+ * struct sock: a connection's accepted socket has no inode yet while the
+ * client already sends to it. */
 struct ipc_key {
 	__u64 id;
 	__u64 id2;
@@ -62,6 +64,7 @@ struct ipc_name {
 	__u32 flags;
 	__u32 len;		/* unix: bytes of the address in raw */
 	__u32 pad;
+	__u64 ino;		/* unix: the receiving socket's inode, 0 not yet known */
 	union {
 		char comp[IPC_NAME_DEPTH][IPC_NAME_LEN];
 		char raw[IPC_NAME_DEPTH * IPC_NAME_LEN];

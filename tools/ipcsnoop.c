@@ -286,7 +286,8 @@ struct cname {
 	char *name;
 	long long key;		/* msq: the IPC key, -1 unknown */
 	uint64_t size;		/* shm: segment size, 0 unknown */
-	uint64_t tried;		/* the tick /proc/sysvipc was last read for it */
+	uint64_t tried;		/* the tick it was last looked up */
+	bool retry;		/* incomplete: look again next tick */
 };
 
 static uint64_t cur_tick = 1;
@@ -350,6 +351,15 @@ static char *render_unix(const struct ipc_name *n)
 	return s;
 }
 
+static char *render_unix_ino(const struct ipc_name *n)
+{
+	char *s = NULL;
+
+	if (!n->ino || asprintf(&s, "socket:[%llu]", (unsigned long long)n->ino) < 0)
+		return NULL;
+	return s;
+}
+
 static char *fallback_name(const struct ipc_key *ch)
 {
 	char *s = NULL;
@@ -358,9 +368,7 @@ static char *fallback_name(const struct ipc_key *ch)
 	switch (ch->kind) {
 	case IPC_PIPE: r = asprintf(&s, "pipe:[%llu]", (unsigned long long)ch->id); break;
 	case IPC_FIFO: r = asprintf(&s, "fifo:[%llu]", (unsigned long long)ch->id); break;
-	case IPC_UNIX:
-		r = asprintf(&s, "socket:[%llu]", (unsigned long long)(ch->id ? ch->id : ch->id2));
-		break;
+	case IPC_UNIX: r = asprintf(&s, "socket:[?]"); break;
 	case IPC_MSQ: r = asprintf(&s, "msq:%llu", (unsigned long long)ch->id); break;
 	case IPC_MQ: r = asprintf(&s, "mq:[%llu]", (unsigned long long)ch->id); break;
 	case IPC_EVENTFD: r = asprintf(&s, "eventfd:[%llu]", (unsigned long long)ch->id); break;
@@ -405,8 +413,7 @@ static struct cname *cname_of(const struct ipc_key *ch)
 	struct ipc_name n;
 	int fd = bpf_map__fd(skel->maps.names);
 
-	if (c && (c->key != -1 || c->tried == cur_tick ||
-		  (c->ch.kind != IPC_MSQ && c->ch.kind != IPC_SHM)))
+	if (c && (c->tried == cur_tick || !c->retry))
 		return c;
 	if (!c) {
 		if (names.n == names.cap) {
@@ -422,22 +429,33 @@ static struct cname *cname_of(const struct ipc_key *ch)
 		memset(c, 0, sizeof(*c));
 		c->ch = *ch;
 		c->key = -1;
-		if (!bpf_map_lookup_elem(fd, ch, &n)) {
-			if (ch->kind == IPC_UNIX)
-				c->name = render_unix(&n);
-			else if (ch->kind == IPC_MQ)
-				c->name = n.depth ? render_path(&n) : NULL;
-			else
-				c->name = render_path(&n);
+	}
+	c->tried = cur_tick;
+	c->retry = false;
+	if (ch->kind == IPC_MSQ || ch->kind == IPC_SHM) {
+		sysvipc_lookup(c);
+		c->retry = c->key == -1;
+	}
+	if (c->name && !c->retry)
+		return c;
+	if (!bpf_map_lookup_elem(fd, ch, &n)) {
+		char *s = NULL;
+
+		if (ch->kind == IPC_UNIX)
+			s = n.len ? render_unix(&n) : render_unix_ino(&n);
+		else if (n.depth)
+			s = render_path(&n);
+		if (s) {
+			free(c->name);
+			c->name = s;
 			bpf_map_delete_elem(fd, ch);
 		}
-		if (!c->name)
-			c->name = fallback_name(ch);
 	}
-	if (ch->kind == IPC_MSQ || ch->kind == IPC_SHM) {
-		c->tried = cur_tick;
-		sysvipc_lookup(c);
-	}
+	if (!c->name)
+		c->name = fallback_name(ch);
+	/* an accepted socket's inode comes later */
+	if (ch->kind == IPC_UNIX && !strcmp(c->name, "socket:[?]"))
+		c->retry = true;
 	return c;
 }
 

@@ -1,0 +1,579 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * ipcload: moves known bytes and message counts through one IPC mechanism
+ * between known processes, and prints the truth, one line per channel
+ * side, before it ends:
+ *
+ *	truth KIND CHANNEL write|read PID COMM MSGS BYTES
+ *
+ * (MSGS of the read side: the calls this helper made.) Usage:
+ *
+ *	ipcload pipe N SIZE                   one writer, one reader
+ *	ipcload fifo PATH WRITERS N SIZE      WRITERS writers, one reader
+ *	ipcload unix-stream ADDR CLIENTS N SIZE   a server and CLIENTS clients,
+ *	                                      each sends N x SIZE, the server
+ *	                                      answers N x SIZE/2 to each
+ *	ipcload unix-dgram ADDR CLIENTS N SIZE    clients connect to a bound
+ *	                                      datagram server and send N x SIZE
+ *	ipcload unix-seqpacket N SIZE         a socketpair, child to parent
+ *	ipcload msq RECEIVERS N SIZE          one sender, RECEIVERS receivers
+ *	ipcload mq NAME RECEIVERS N SIZE      the same through a POSIX queue
+ *	ipcload eventfd N                     N writes of 8 bytes, one reader
+ *	ipcload shm SIZE                      two processes attach and detach
+ *
+ * ADDR: a path, or @name for the abstract namespace. Processes are named
+ * (comm) ipc-w, ipc-r, ipc-srv, ipc-cli1, ... so that tests can check them.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <mqueue.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ipc.h>
+#include <sys/msg.h>
+#include <sys/prctl.h>
+#include <sys/shm.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char *buf;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "ipcload: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static void name(const char *comm)
+{
+	prctl(PR_SET_NAME, comm, 0, 0, 0);
+}
+
+static void truth(const char *kind, const char *ch, const char *dir, pid_t pid,
+		  const char *comm, long msgs, long bytes)
+{
+	printf("truth %s %s %s %d %s %ld %ld\n", kind, ch, dir, (int)pid, comm, msgs, bytes);
+	fflush(stdout);
+}
+
+/* write all of n bytes in one call (blocking fds return the full count) */
+static void put(int fd, size_t n)
+{
+	ssize_t r = write(fd, buf, n);
+
+	if (r != (ssize_t)n)
+		die("write");
+}
+
+static long drain(int fd, long *calls)
+{
+	long total = 0;
+	ssize_t r;
+
+	*calls = 0;
+	while ((r = read(fd, buf, 65536)) > 0) {
+		total += r;
+		(*calls)++;
+	}
+	if (r < 0)
+		die("read");
+	return total;
+}
+
+/* read exactly n bytes */
+static long get_exact(int fd, long n, long *calls)
+{
+	long got = 0;
+	ssize_t r;
+
+	while (got < n) {
+		r = read(fd, buf, n - got > 65536 ? 65536 : n - got);
+		if (r <= 0)
+			die("read");
+		got += r;
+		(*calls)++;
+	}
+	return got;
+}
+
+static int reap(pid_t pid)
+{
+	int st;
+
+	if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+		return 1;
+	return 0;
+}
+
+/* A child reports its own truth line through the shared stdout. */
+static int do_pipe(long n, long size)
+{
+	int p[2];
+	struct stat st;
+	char ch[64];
+	pid_t w;
+	long calls, got;
+
+	if (pipe(p) || fstat(p[0], &st))
+		die("pipe");
+	snprintf(ch, sizeof(ch), "pipe:[%lu]", (unsigned long)st.st_ino);
+	w = fork();
+	if (w == 0) {
+		name("ipc-w");
+		close(p[0]);
+		for (long i = 0; i < n; i++)
+			put(p[1], size);
+		truth("pipe", ch, "write", getpid(), "ipc-w", n, n * size);
+		_exit(0);
+	}
+	name("ipc-r");
+	close(p[1]);
+	got = drain(p[0], &calls);
+	truth("pipe", ch, "read", getpid(), "ipc-r", calls, got);
+	return reap(w);
+}
+
+static int do_fifo(const char *path, int writers, long n, long size)
+{
+	pid_t pids[16], r;
+	int keep, fd, rc = 0;
+	long calls, got;
+
+	if (writers < 1 || writers > 16)
+		return 2;
+	unlink(path);
+	if (mkfifo(path, 0600))
+		die("mkfifo");
+	/* held open for writing, so that the reader sees EOF only once every
+	 * writer is done; this process never reads or writes it */
+	keep = open(path, O_RDWR);
+	if (keep < 0)
+		die("open fifo");
+	r = fork();
+	if (r == 0) {
+		name("ipc-r");
+		close(keep);
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			die("open fifo");
+		got = drain(fd, &calls);
+		truth("fifo", path, "read", getpid(), "ipc-r", calls, got);
+		_exit(0);
+	}
+	for (int i = 0; i < writers; i++) {
+		pids[i] = fork();
+		if (pids[i] == 0) {
+			char comm[16];
+
+			snprintf(comm, sizeof(comm), "ipc-w%d", i + 1);
+			name(comm);
+			close(keep);
+			fd = open(path, O_WRONLY);
+			if (fd < 0)
+				die("open fifo");
+			for (long j = 0; j < n; j++)
+				put(fd, size);
+			truth("fifo", path, "write", getpid(), comm, n, n * size);
+			_exit(0);
+		}
+	}
+	for (int i = 0; i < writers; i++)
+		rc |= reap(pids[i]);
+	close(keep);
+	rc |= reap(r);
+	unlink(path);
+	return rc;
+}
+
+static socklen_t unix_addr(const char *a, struct sockaddr_un *sun)
+{
+	size_t len = strlen(a);
+
+	memset(sun, 0, sizeof(*sun));
+	sun->sun_family = AF_UNIX;
+	if (len >= sizeof(sun->sun_path))
+		len = sizeof(sun->sun_path) - 1;
+	memcpy(sun->sun_path, a, len);
+	if (a[0] == '@') {
+		sun->sun_path[0] = 0;	/* abstract: no trailing NUL in the name */
+		return offsetof(struct sockaddr_un, sun_path) + len;
+	}
+	return offsetof(struct sockaddr_un, sun_path) + len + 1;
+}
+
+static int connect_to(const char *addr, int type)
+{
+	struct sockaddr_un sun;
+	socklen_t sl = unix_addr(addr, &sun);
+	int fd = socket(AF_UNIX, type, 0);
+
+	if (fd < 0)
+		die("socket");
+	for (int i = 0; i < 200; i++) {
+		if (!connect(fd, (struct sockaddr *)&sun, sl))
+			return fd;
+		usleep(10000);
+	}
+	die("connect");
+	return -1;
+}
+
+static int listen_on(const char *addr, int type)
+{
+	struct sockaddr_un sun;
+	socklen_t sl = unix_addr(addr, &sun);
+	int fd = socket(AF_UNIX, type, 0);
+
+	if (addr[0] != '@')
+		unlink(addr);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sl))
+		die("bind");
+	if (type != SOCK_DGRAM && listen(fd, 16))
+		die("listen");
+	return fd;
+}
+
+/* the channel name a test expects: the server's address */
+static const char *shown(const char *addr)
+{
+	return addr;
+}
+
+static int do_unix_stream(const char *addr, int clients, long n, long size)
+{
+	int lfd = listen_on(addr, SOCK_STREAM), rc = 0;
+	pid_t pids[16];
+	long half = size / 2;
+
+	if (clients < 1 || clients > 16)
+		return 2;
+	for (int i = 0; i < clients; i++) {
+		pids[i] = fork();
+		if (pids[i] == 0) {
+			char comm[16];
+			long calls = 0;
+			int fd;
+
+			snprintf(comm, sizeof(comm), "ipc-cli%d", i + 1);
+			name(comm);
+			close(lfd);
+			/* one client at a time, in order: the server accepts them so */
+			usleep(20000 * i);
+			fd = connect_to(addr, SOCK_STREAM);
+			for (long j = 0; j < n; j++)
+				put(fd, size);
+			truth("unix", shown(addr), "write", getpid(), comm, n, n * size);
+			get_exact(fd, n * half, &calls);
+			truth("unix", shown(addr), "read", getpid(), comm, calls, n * half);
+			_exit(0);
+		}
+	}
+	name("ipc-srv");
+	for (int i = 0; i < clients; i++) {
+		long calls = 0;
+		int fd = accept(lfd, NULL, NULL);
+
+		if (fd < 0)
+			die("accept");
+		get_exact(fd, n * size, &calls);
+		truth("unix", shown(addr), "read", getpid(), "ipc-srv", calls, n * size);
+		for (long j = 0; j < n; j++)
+			put(fd, half);
+		truth("unix", shown(addr), "write", getpid(), "ipc-srv", n, n * half);
+		/* keep it open until the client has read the answer */
+		if (reap(pids[i]))
+			rc = 1;
+		close(fd);
+	}
+	if (addr[0] != '@')
+		unlink(addr);
+	return rc;
+}
+
+static int do_unix_dgram(const char *addr, int clients, long n, long size)
+{
+	int sfd = listen_on(addr, SOCK_DGRAM), rc = 0;
+	pid_t pids[16];
+	long calls = 0, got = 0;
+	ssize_t r;
+
+	if (clients < 1 || clients > 16)
+		return 2;
+	for (int i = 0; i < clients; i++) {
+		pids[i] = fork();
+		if (pids[i] == 0) {
+			char comm[16];
+			int fd;
+
+			snprintf(comm, sizeof(comm), "ipc-cli%d", i + 1);
+			name(comm);
+			close(sfd);
+			fd = connect_to(addr, SOCK_DGRAM);
+			for (long j = 0; j < n; j++)
+				if (send(fd, buf, size, 0) != size)
+					die("send");
+			truth("unix", shown(addr), "write", getpid(), comm, n, n * size);
+			_exit(0);
+		}
+	}
+	name("ipc-srv");
+	while (calls < clients * n) {
+		r = recv(sfd, buf, 65536, 0);
+		if (r < 0)
+			die("recv");
+		got += r;
+		calls++;
+	}
+	truth("unix", shown(addr), "read", getpid(), "ipc-srv", calls, got);
+	for (int i = 0; i < clients; i++)
+		rc |= reap(pids[i]);
+	if (addr[0] != '@')
+		unlink(addr);
+	return rc;
+}
+
+static int do_seqpacket(long n, long size)
+{
+	int sv[2];
+	struct stat st;
+	char ch[64];
+	pid_t w;
+	long calls = 0, got = 0;
+	ssize_t r;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) || fstat(sv[0], &st))
+		die("socketpair");
+	/* the parent receives on sv[0]: the channel is its socket */
+	snprintf(ch, sizeof(ch), "socket:[%lu]", (unsigned long)st.st_ino);
+	w = fork();
+	if (w == 0) {
+		name("ipc-w");
+		close(sv[0]);
+		for (long i = 0; i < n; i++)
+			if (send(sv[1], buf, size, 0) != size)
+				die("send");
+		truth("unix", ch, "write", getpid(), "ipc-w", n, n * size);
+		_exit(0);
+	}
+	name("ipc-r");
+	close(sv[1]);
+	while ((r = recv(sv[0], buf, 65536, 0)) > 0) {
+		got += r;
+		calls++;
+	}
+	truth("unix", ch, "read", getpid(), "ipc-r", calls, got);
+	return reap(w);
+}
+
+struct qmsg {
+	long mtype;
+	char mtext[65536];
+};
+
+static int do_msq(int receivers, long n, long size)
+{
+	int id = msgget(IPC_PRIVATE, IPC_CREAT | 0600), rc = 0;
+	struct qmsg *m = calloc(1, sizeof(*m));
+	pid_t pids[16];
+	char ch[32];
+
+	if (id < 0 || !m)
+		die("msgget");
+	if (receivers < 1 || receivers > 16 || n % receivers)
+		return 2;
+	snprintf(ch, sizeof(ch), "msq:%d", id);
+	for (int i = 0; i < receivers; i++) {
+		pids[i] = fork();
+		if (pids[i] == 0) {
+			char comm[16];
+			long got = 0;
+			ssize_t r;
+
+			snprintf(comm, sizeof(comm), "ipc-r%d", i + 1);
+			name(comm);
+			for (long j = 0; j < n / receivers; j++) {
+				r = msgrcv(id, m, sizeof(m->mtext), 0, 0);
+				if (r < 0)
+					die("msgrcv");
+				got += r;
+			}
+			truth("msq", ch, "read", getpid(), comm, n / receivers, got);
+			_exit(0);
+		}
+	}
+	name("ipc-w");
+	m->mtype = 1;
+	for (long j = 0; j < n; j++)
+		if (msgsnd(id, m, size, 0))
+			die("msgsnd");
+	truth("msq", ch, "write", getpid(), "ipc-w", n, n * size);
+	for (int i = 0; i < receivers; i++)
+		rc |= reap(pids[i]);
+	msgctl(id, IPC_RMID, NULL);
+	return rc;
+}
+
+static int do_mq(const char *qname, int receivers, long n, long size)
+{
+	struct mq_attr attr = { .mq_maxmsg = 10, .mq_msgsize = size };
+	pid_t pids[16];
+	mqd_t q;
+	int rc = 0;
+
+	if (receivers < 1 || receivers > 16 || n % receivers)
+		return 2;
+	mq_unlink(qname);
+	q = mq_open(qname, O_CREAT | O_RDWR, 0600, &attr);
+	if (q == (mqd_t)-1)
+		die("mq_open");
+	for (int i = 0; i < receivers; i++) {
+		pids[i] = fork();
+		if (pids[i] == 0) {
+			char comm[16];
+			long got = 0;
+			ssize_t r;
+
+			snprintf(comm, sizeof(comm), "ipc-r%d", i + 1);
+			name(comm);
+			for (long j = 0; j < n / receivers; j++) {
+				r = mq_receive(q, buf, size, NULL);
+				if (r < 0)
+					die("mq_receive");
+				got += r;
+			}
+			truth("mq", qname, "read", getpid(), comm, n / receivers, got);
+			_exit(0);
+		}
+	}
+	name("ipc-w");
+	for (long j = 0; j < n; j++)
+		if (mq_send(q, buf, size, 0))
+			die("mq_send");
+	truth("mq", qname, "write", getpid(), "ipc-w", n, n * size);
+	for (int i = 0; i < receivers; i++)
+		rc |= reap(pids[i]);
+	mq_close(q);
+	mq_unlink(qname);
+	return rc;
+}
+
+static int eventfd_id(int fd)
+{
+	char path[64], line[128];
+	FILE *f;
+	int id = -1;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "eventfd-id: %d", &id) == 1)
+			break;
+	fclose(f);
+	return id;
+}
+
+static int do_eventfd(long n)
+{
+	int fd = eventfd(0, 0);
+	uint64_t v = 1, sum = 0;
+	long calls = 0;
+	char ch[64];
+	pid_t w;
+
+	if (fd < 0)
+		die("eventfd");
+	snprintf(ch, sizeof(ch), "eventfd:[%d]", eventfd_id(fd));
+	w = fork();
+	if (w == 0) {
+		name("ipc-w");
+		for (long i = 0; i < n; i++)
+			if (write(fd, &v, 8) != 8)
+				die("write");
+		truth("eventfd", ch, "write", getpid(), "ipc-w", n, n * 8);
+		_exit(0);
+	}
+	name("ipc-r");
+	while (sum < (uint64_t)n) {
+		if (read(fd, &v, 8) != 8)
+			die("read");
+		sum += v;
+		calls++;
+	}
+	truth("eventfd", ch, "read", getpid(), "ipc-r", calls, calls * 8);
+	return reap(w);
+}
+
+static int do_shm(long size)
+{
+	int id = shmget(IPC_PRIVATE, size, IPC_CREAT | 0600);
+	char ch[32];
+	void *p;
+	pid_t c;
+
+	if (id < 0)
+		die("shmget");
+	snprintf(ch, sizeof(ch), "shm:%d", id);
+	c = fork();
+	if (c == 0) {
+		name("ipc-w");
+		p = shmat(id, NULL, 0);
+		if (p == (void *)-1)
+			die("shmat");
+		memset(p, 1, size);
+		shmdt(p);
+		truth("shm", ch, "write", getpid(), "ipc-w", 1, size);
+		_exit(0);
+	}
+	name("ipc-r");
+	if (reap(c))
+		return 1;
+	p = shmat(id, NULL, 0);
+	if (p == (void *)-1)
+		die("shmat");
+	shmdt(p);
+	truth("shm", ch, "read", getpid(), "ipc-r", 1, size);
+	shmctl(id, IPC_RMID, NULL);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *m = argc > 1 ? argv[1] : "";
+
+	buf = calloc(1, 1 << 20);
+	if (!buf)
+		return 1;
+	memset(buf, 'x', 1 << 20);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strcmp(m, "pipe") && argc == 4)
+		return do_pipe(atol(argv[2]), atol(argv[3]));
+	if (!strcmp(m, "fifo") && argc == 6)
+		return do_fifo(argv[2], atoi(argv[3]), atol(argv[4]), atol(argv[5]));
+	if (!strcmp(m, "unix-stream") && argc == 6)
+		return do_unix_stream(argv[2], atoi(argv[3]), atol(argv[4]), atol(argv[5]));
+	if (!strcmp(m, "unix-dgram") && argc == 6)
+		return do_unix_dgram(argv[2], atoi(argv[3]), atol(argv[4]), atol(argv[5]));
+	if (!strcmp(m, "unix-seqpacket") && argc == 4)
+		return do_seqpacket(atol(argv[2]), atol(argv[3]));
+	if (!strcmp(m, "msq") && argc == 5)
+		return do_msq(atoi(argv[2]), atol(argv[3]), atol(argv[4]));
+	if (!strcmp(m, "mq") && argc == 6)
+		return do_mq(argv[2], atoi(argv[3]), atol(argv[4]), atol(argv[5]));
+	if (!strcmp(m, "eventfd") && argc == 3)
+		return do_eventfd(atol(argv[2]));
+	if (!strcmp(m, "shm") && argc == 3)
+		return do_shm(atol(argv[2]));
+	fprintf(stderr, "usage: ipcload pipe|fifo|unix-stream|unix-dgram|unix-seqpacket|msq|mq|eventfd|shm ...\n");
+	return 2;
+}
