@@ -353,9 +353,13 @@ out:
 /* ---- unix sockets ---- */
 
 /* The channel of bytes that sk sends (send) or receives (recv): the
- * receiving socket, and for connection-oriented types the sending one.
- * Only each side's own peer pointer is used: a peer that closed has
- * already dropped its own. */
+ * receiving socket's inode, and for connection-oriented types the sending
+ * struct sock. Both sides can read these at any time of the connection's
+ * life (a peer that closed has no inode any more, but the receiver still
+ * holds it), and the pair is never reused (socket inode numbers are not).
+ * A client that sends to a connection not yet accepted does not know the
+ * receiving inode: id is 0 then, and user space files those bytes under
+ * the channel that the receiver's reads name (same id2). */
 static __always_inline void unix_key(struct sock *sk, bool send, struct ipc_key *ch,
 				     struct name_src *src)
 {
@@ -366,7 +370,7 @@ static __always_inline void unix_key(struct sock *sk, bool send, struct ipc_key 
 
 	ch->kind = IPC_UNIX;
 	ch->pad = 0;
-	ch->id = (__u64)rx;
+	ch->id = aiscope_sk_ino(rx);
 	ch->id2 = dgram && rx ? 0 : (__u64)tx;
 	src->file = NULL;
 	src->sk = tx;

@@ -8,7 +8,7 @@ enum ipc_kind {
 	IPC_NONE,
 	IPC_PIPE,	/* anonymous pipe: id = pipefs inode */
 	IPC_FIFO,	/* named pipe: id = inode, id2 = device */
-	IPC_UNIX,	/* unix socket: id = receiving struct sock, id2 = sending one (0: any) */
+	IPC_UNIX,	/* unix socket: id = receiving inode, id2 = sending struct sock (0: any) */
 	IPC_MSQ,	/* SysV message queue: id = msqid */
 	IPC_MQ,		/* POSIX message queue: id = mqueue inode */
 	IPC_EVENTFD,	/* eventfd: id = eventfd id (fdinfo "eventfd-id") */
@@ -23,9 +23,7 @@ enum ipc_dir {
 
 /* A channel. For unix sockets the direction is part of it: the bytes that
  * one socket sent to its peer (stream, seqpacket), or that all senders
- * sent to one datagram socket (id2 = 0). The sockets are named by their
- * struct sock: a connection's accepted socket has no inode yet while the
- * client already sends to it. */
+ * sent to one datagram socket (id2 = 0). */
 struct ipc_key {
 	__u64 id;
 	__u64 id2;

@@ -472,6 +472,62 @@ static struct {
 	uint64_t ops, bytes;		/* whole run, written side */
 } S;
 
+/* A unix client that sent before its connection was accepted keyed those
+ * bytes with receiver 0: they belong to the channel whose other rows have
+ * the same sender (id2) and a receiver. A struct sock can be reused once
+ * its connection is gone, so of those channels the first one still active
+ * when these bytes were sent (a later user of the address starts after
+ * that one ended). */
+static const struct ipc_key *embryo_home(const struct prow *rows, size_t n,
+					 const struct prow *r)
+{
+	const struct prow *best = NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct prow *q = &rows[i];
+
+		if (q->ch.kind != IPC_UNIX || !q->ch.id || q->ch.id2 != r->ch.id2)
+			continue;
+		if (q->last_ts < r->first_ts)
+			continue;
+		if (!best || q->last_ts < best->last_ts)
+			best = q;
+	}
+	return best ? &best->ch : NULL;
+}
+
+static void settle_embryos(struct prow *batch, size_t n)
+{
+	const struct ipc_key *home;
+
+	for (size_t i = 0; i < n; i++) {
+		struct prow *r = &batch[i];
+
+		if (r->ch.kind != IPC_UNIX || r->ch.id || !r->ch.id2)
+			continue;
+		home = embryo_home(batch, n, r);
+		if (!home)
+			home = embryo_home(S.run.rows, S.run.n, r);
+		if (home)
+			r->ch = *home;
+	}
+	/* and rows of an earlier interval, now that the receiver is known */
+	for (size_t i = 0; i < S.run.n; i++) {
+		struct prow *r = &S.run.rows[i], moved;
+
+		if (r->ch.kind != IPC_UNIX || r->ch.id || !r->ch.id2)
+			continue;
+		home = embryo_home(batch, n, r);
+		if (!home)
+			continue;
+		moved = *r;
+		moved.ch = *home;
+		r->ch.kind = IPC_NONE;		/* dead: build_chans skips it */
+		r->ops = r->bytes = 0;
+		pt_add(&S.run, &moved);
+	}
+}
+
 /* Drains the rows of the closed epoch into the interval and the run. */
 static void collect(void)
 {
@@ -479,9 +535,9 @@ static void collect(void)
 	uint32_t closed = skel->bss->epoch;
 	struct ipc_stat_key key, next, *keys = NULL;
 	struct ipc_stat st;
-	size_t nkeys = 0, kcap = 0;
+	size_t nkeys = 0, kcap = 0, n = 0;
 	void *prev = NULL;
-	struct prow r;
+	struct prow *batch;
 
 	skel->bss->epoch = closed ^ 1;
 	/* let programs that read the old epoch finish their update */
@@ -503,23 +559,34 @@ static void collect(void)
 		}
 		keys[nkeys++] = next;
 	}
+	batch = calloc(nkeys ? nkeys : 1, sizeof(*batch));
+	if (!batch)
+		aiscope_fail(EXIT_RUNTIME, "out of memory");
 	for (size_t i = 0; i < nkeys; i++) {
 		if (bpf_map_lookup_elem(fd, &keys[i], &st))
 			continue;
 		bpf_map_delete_elem(fd, &keys[i]);
-		r = (struct prow){
+		/* the name before settling: its map entry has the first key */
+		cname_of(&keys[i].ch);
+		batch[n++] = (struct prow){
 			.ch = keys[i].ch, .pid = keys[i].pid, .dir = keys[i].dir,
 			.ident = st.ident, .ops = st.ops, .bytes = st.bytes,
 			.first_ts = st.first_ts, .last_ts = st.last_ts, .peer_pid = st.peer_pid,
 		};
-		cname_of(&r.ch);
-		pt_add(&S.interval, &r);
-		pt_add(&S.run, &r);
-		if (r.dir == IPC_WRITE && r.ch.kind != IPC_SHM) {
-			S.ops += r.ops;
-			S.bytes += r.bytes;
+	}
+	settle_embryos(batch, n);
+	for (size_t i = 0; i < n; i++) {
+		struct prow *r = &batch[i];
+
+		cname_of(&r->ch);
+		pt_add(&S.interval, r);
+		pt_add(&S.run, r);
+		if (r->dir == IPC_WRITE && r->ch.kind != IPC_SHM) {
+			S.ops += r->ops;
+			S.bytes += r->bytes;
 		}
 	}
+	free(batch);
 	free(keys);
 }
 
@@ -571,7 +638,11 @@ static void build_chans(const struct ptable *t)
 	nchans = 0;
 	for (size_t i = 0; i < t->n; i++) {
 		const struct prow *r = &t->rows[i];
-		struct chan *c = chan_of(&r->ch);
+		struct chan *c;
+
+		if (r->ch.kind == IPC_NONE)
+			continue;
+		c = chan_of(&r->ch);
 
 		if (r->dir == IPC_WRITE) {
 			c->writers++;

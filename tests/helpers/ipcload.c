@@ -145,8 +145,9 @@ static int do_pipe(long n, long size)
 static int do_fifo(const char *path, int writers, long n, long size)
 {
 	pid_t pids[16], r;
-	int keep, fd, rc = 0;
+	int keep, fd, rc = 0, sync[2];
 	long calls, got;
+	char c;
 
 	if (writers < 1 || writers > 16)
 		return 2;
@@ -156,7 +157,7 @@ static int do_fifo(const char *path, int writers, long n, long size)
 	/* held open for writing, so that the reader sees EOF only once every
 	 * writer is done; this process never reads or writes it */
 	keep = open(path, O_RDWR);
-	if (keep < 0)
+	if (keep < 0 || pipe(sync))
 		die("open fifo");
 	r = fork();
 	if (r == 0) {
@@ -165,10 +166,18 @@ static int do_fifo(const char *path, int writers, long n, long size)
 		fd = open(path, O_RDONLY);
 		if (fd < 0)
 			die("open fifo");
+		/* the writers start once the reader has the FIFO open: else
+		 * they could finish, and the last close drop their bytes */
+		close(sync[0]);
+		close(sync[1]);
 		got = drain(fd, &calls);
 		truth("fifo", path, "read", getpid(), "ipc-r", calls, got);
 		_exit(0);
 	}
+	close(sync[1]);
+	if (read(sync[0], &c, 1) != 0)
+		die("sync");
+	close(sync[0]);
 	for (int i = 0; i < writers; i++) {
 		pids[i] = fork();
 		if (pids[i] == 0) {

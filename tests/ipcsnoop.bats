@@ -1,0 +1,332 @@
+#!/usr/bin/env bats
+# ipcsnoop: the command-line contract, and end-to-end checks against the
+# truth of tests/helpers/ipcload, which moves known bytes and message
+# counts between known processes and prints them:
+#	truth KIND CHANNEL write|read PID COMM MSGS BYTES
+
+bats_require_minimum_version 1.5.0
+load lib
+
+teardown() {
+	aiscope_teardown
+	rm -f /tmp/aiscope-ipc-$$*
+}
+
+LOAD() {
+	"$HELPERS/ipcload" "$@" >> "$BATS_TEST_TMPDIR/truth"
+}
+
+# ---- contract ----
+
+@test "ipcsnoop --help lists the shared options and ends with examples" {
+	run "$BIN/ipcsnoop" --help
+	[ "$status" -eq 0 ]
+	for opt in --pid --tid --cgroup --container --uid --comm --json --interval --duration \
+		--count --timestamp --noclear --rows --sort --wide --buffer-size --btf \
+		--list-probes --probe-mode --verbose --events --kind --usage --version; do
+		[[ "$output" == *"$opt"* ]] || { echo "missing $opt"; false; }
+	done
+	[[ "$output" == *EXAMPLES:* ]]
+	[[ "$output" == *"Exit status"* ]]
+}
+
+@test "ipcsnoop --usage and --version" {
+	run "$BIN/ipcsnoop" --usage
+	[ "$status" -eq 0 ]
+	[[ "$output" == Usage:\ ipcsnoop* ]]
+	run "$BIN/ipcsnoop" --version
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ ^ipcsnoop\ [0-9]+\.[0-9]+\.[0-9]+ ]]
+}
+
+@test "ipcsnoop usage errors exit 2 with one line on stderr and nothing on stdout" {
+	local bad=(
+		"--bogus" "--kind" "--kind foo" "--kind pipe,,x" "--kind ," "-s nope" "-p abc"
+		"-p 999999999" "-i 0" "-n 0" "1 2 3" "--probe-mode foo" "-c /nonexistent"
+		"--container zz" "--buffer-size 1" "-e -e -x"
+	)
+	for args in "${bad[@]}"; do
+		# shellcheck disable=SC2086
+		"$BIN/ipcsnoop" $args > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/err" && {
+			echo "'$args' succeeded"; false; }
+		rc=$?
+		[ "$rc" -eq 2 ] || { echo "'$args' exited $rc"; cat "$BATS_TEST_TMPDIR/err"; false; }
+		[ "$(wc -l < "$BATS_TEST_TMPDIR/err")" -eq 1 ] || {
+			echo "'$args' printed:"; cat "$BATS_TEST_TMPDIR/err"; false; }
+		[ ! -s "$BATS_TEST_TMPDIR/out" ] || { echo "'$args' wrote to stdout"; false; }
+	done
+}
+
+@test "ipcsnoop without privileges exits 77 and says what is missing" {
+	need_root
+	command -v setpriv > /dev/null || skip "setpriv missing"
+	nobody_copy "$BIN/ipcsnoop"
+	run "${AS_NOBODY[@]}" "$NOBODY_BIN" -d 1
+	[ "$status" -eq 77 ]
+	[[ "$output" == *"CAP_BPF"* ]]
+	[ "${#lines[@]}" -eq 1 ]
+	run "${AS_NOBODY[@]}" "$NOBODY_BIN" -j -d 1
+	[ "$status" -eq 77 ]
+	echo "$output" | grep '^{' | tail -1 | jq -e '.type == "error" and .exit_code == 77'
+}
+
+@test "ipcsnoop --list-probes: the syscall path, and the unix socket tracepoints" {
+	run "$BIN/ipcsnoop" --list-probes
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == HOOK*MECHANISM*TARGET*STATUS ]]
+	echo "$output" | grep -E '^sys_enter +(tp_btf|raw_tp|tracepoint|fexit) .*chosen|^ +(tp_btf|raw_tp|tracepoint) +sys_enter .*chosen'
+	echo "$output" | grep -E 'sys_exit .*chosen'
+	# every hook is listed with its candidates
+	for h in sys_enter sys_exit unix_send unix_recv unix_dgram_send unix_dgram_recv pipe_write \
+		pipe_read fifo_write fifo_read eventfd_write eventfd_read msgsnd msgrcv mq_timedsend \
+		mq_timedreceive; do
+		echo "$output" | grep -q "^$h " || { echo "no hook $h"; false; }
+	done
+	run "$BIN/ipcsnoop" --list-probes -j
+	[ "$status" -eq 0 ]
+	echo "$output" > "$BATS_TEST_TMPDIR/plan"
+	all_json "$BATS_TEST_TMPDIR/plan"
+	[ "$(jq -s 'length' "$BATS_TEST_TMPDIR/plan")" -eq 26 ]
+	jq -e -s 'all(.[]; .type == "probe" and .tool == "ipcsnoop")' "$BATS_TEST_TMPDIR/plan"
+	run "$BIN/ipcsnoop" --list-probes --probe-mode tracepoint
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | grep -c ' tracepoint .*chosen')" -eq 2 ]
+}
+
+# ---- end to end: ipcload truth against the tool ----
+
+# every_mechanism: the workload of the exactness tests
+every_mechanism() {
+	local d=/tmp/aiscope-ipc-$$
+	LOAD pipe 40 3000
+	LOAD fifo "$d.fifo" 2 25 1500
+	LOAD unix-stream "$d.sock" 2 30 2000
+	LOAD unix-dgram "$d.dgram" 2 20 300
+	LOAD unix-seqpacket 15 700
+	LOAD msq 2 12 256
+	LOAD mq /aiscope-ipc-$$ 2 8 128
+	LOAD eventfd 9
+	LOAD shm 65536
+}
+
+# check_truth OUT: the tool's edges and samples against $BATS_TEST_TMPDIR/truth
+check_truth() {
+	local out=$1 truth=$BATS_TEST_TMPDIR/truth
+	all_json "$out"
+	# writers: per (kind, channel, pid) the messages and bytes, exactly,
+	# from the edges (shm has no edges: attaches are in the samples)
+	awk '$1 == "truth" && $4 == "write" && $2 != "shm" {
+		k = $2 " " $3 " " $5 " " $6; m[k] += $7; b[k] += $8 }
+		END { for (k in m) print "w", k, m[k], b[k] }' "$truth" | sort > "$BATS_TEST_TMPDIR/want.w"
+	jq -r -s '[.[] | select(.type == "edge")] | group_by([.kind, .channel, .src.pid])[] |
+		"w \(.[0].kind) \(.[0].channel) \(.[0].src.pid) \(.[0].src.comm) \(map(.msgs) | add) \(map(.bytes) | add)"' \
+		"$out" | grep -F -f <(awk '{print "w " $2 " " $3 " "}' "$BATS_TEST_TMPDIR/want.w" | sort -u) \
+		| sort > "$BATS_TEST_TMPDIR/got.w" || true
+	diff "$BATS_TEST_TMPDIR/want.w" "$BATS_TEST_TMPDIR/got.w"
+	# readers: per (kind, channel) the read calls and bytes, and how many
+	# (reader, connection) pairs; every reader named is a true one
+	awk '$1 == "truth" && $4 == "read" && $2 != "shm" {
+		k = $2 " " $3; m[k] += $7; b[k] += $8; n[k]++ }
+		END { for (k in m) print "r", k, m[k], b[k], n[k] }' "$truth" | sort > "$BATS_TEST_TMPDIR/want.r"
+	jq -r -s '[.[] | select(.type == "sample" and .kind != "shm")] | group_by([.kind, .channel])[] |
+		"r \(.[0].kind) \(.[0].channel) \(map(.read_msgs) | add) \(map(.read_bytes) | add) \(map(.readers) | add)"' \
+		"$out" | grep -F -f <(awk '{print "r " $2 " " $3 " "}' "$BATS_TEST_TMPDIR/want.r" | sort -u) \
+		| sort > "$BATS_TEST_TMPDIR/got.r" || true
+	diff "$BATS_TEST_TMPDIR/want.r" "$BATS_TEST_TMPDIR/got.r"
+	# the sample totals per channel equal the edges'
+	jq -e -s '([.[] | select(.type == "sample" and .kind != "shm") | .bytes] | add) ==
+		([.[] | select(.type == "edge") | .bytes] | add)' "$out"
+	# each edge's reader is one of the channel's true readers
+	awk '$1 == "truth" && $4 == "read" {print $2 " " $3 " " $5}' "$truth" | sort -u > "$BATS_TEST_TMPDIR/readers"
+	while read -r kind ch pid; do
+		grep -qxF "$kind $ch $pid" "$BATS_TEST_TMPDIR/readers" || {
+			echo "edge $kind $ch: reader $pid is not a reader of it"; false; }
+	done < <(jq -r 'select(.type == "edge" and .dst.pid != null) | "\(.kind) \(.channel) \(.dst.pid)"' "$out" |
+		grep -F -f <(cut -d' ' -f1,2 "$BATS_TEST_TMPDIR/readers" | sed 's/$/ /' | sort -u))
+}
+
+# a unix server with two clients: each connection and direction is its own
+# channel with exactly its two ends
+check_unix_pairs() {
+	local out=$1 truth=$BATS_TEST_TMPDIR/truth sock=/tmp/aiscope-ipc-$$.sock srv c
+	srv=$(awk -v s="$sock" '$3 == s && $6 == "ipc-srv" {print $5; exit}' "$truth")
+	for c in 1 2; do
+		c=$(awk -v s="$sock" -v n="ipc-cli$c" '$3 == s && $6 == n {print $5; exit}' "$truth")
+		jq -e -s --arg s "$sock" --argjson c "$c" --argjson v "$srv" '
+			([.[] | select(.type == "edge" and .channel == $s and .src.pid == $c)] |
+				length == 1 and .[0].dst.pid == $v and .[0].read_bytes == .[0].bytes) and
+			([.[] | select(.type == "edge" and .channel == $s and .src.pid == $v and .dst.pid == $c)] |
+				length == 1 and .[0].read_bytes == .[0].bytes)' "$out"
+	done
+}
+
+check_shm() {
+	local out=$1 id
+	id=$(awk '$2 == "shm" {print $3; exit}' "$BATS_TEST_TMPDIR/truth")
+	jq -e -s --arg id "$id" '[.[] | select(.type == "sample" and .channel == $id)] |
+		(map(.attaches) | add) == 2 and (map(.detaches) | add) == 2 and
+		(map(.writers) | max) == 2 and all(.kind == "shm" and .bytes == 0)' "$out"
+}
+
+run_every_mechanism() {
+	start_tool s ipcsnoop -j -i 60 "$@"
+	every_mechanism
+	stop_tool "$TOOL_PID"
+	check_truth "$BATS_TEST_TMPDIR/s.out"
+	check_unix_pairs "$BATS_TEST_TMPDIR/s.out"
+	check_shm "$BATS_TEST_TMPDIR/s.out"
+	tail -1 "$BATS_TEST_TMPDIR/s.out" | jq -e '.type == "summary" and .exit_reason == "signal" and .lost_events == 0'
+}
+
+@test "ipcsnoop counts every mechanism exactly: writers, readers, messages, bytes (default plan)" {
+	need_root
+	run_every_mechanism
+}
+
+@test "ipcsnoop counts every mechanism exactly on the raw_tp path" {
+	need_root
+	run_every_mechanism --probe-mode raw_tp
+	tail -1 "$BATS_TEST_TMPDIR/s.out" | jq -e '.probes == "raw_tp"'
+}
+
+@test "ipcsnoop counts every mechanism exactly on classic tracepoints (unix sockets by syscalls)" {
+	need_root
+	run_every_mechanism --probe-mode tracepoint
+	tail -1 "$BATS_TEST_TMPDIR/s.out" | jq -e '.probes == "tracepoint"'
+}
+
+@test "ipcsnoop table: one row per channel with writer and reader" {
+	need_root
+	start_tool s ipcsnoop -i 60
+	LOAD pipe 10 1000
+	stop_tool "$TOOL_PID"
+	local ch w r
+	ch=$(awk '$2 == "pipe" {print $3; exit}' "$BATS_TEST_TMPDIR/truth")
+	w=$(awk '$4 == "write" {print $5; exit}' "$BATS_TEST_TMPDIR/truth")
+	r=$(awk '$4 == "read" {print $5; exit}' "$BATS_TEST_TMPDIR/truth")
+	grep -E '^ *KIND +CHANNEL +WRITER +READER +MSGS +BYTES +READ_BYTES$' "$BATS_TEST_TMPDIR/s.out"
+	grep -E "^ *pipe +$(printf '%s' "$ch" | sed 's/[][]/\\&/g') +$w/ipc-w +$r/ipc-r +10 +10000 +10000$" \
+		"$BATS_TEST_TMPDIR/s.out"
+	grep -E '^# summary: [0-9]+ channels' "$BATS_TEST_TMPDIR/s.out"
+}
+
+# ---- filters ----
+
+@test "ipcsnoop --kind keeps exactly the chosen kinds, still exact" {
+	need_root
+	start_tool s ipcsnoop -j -i 60 --kind pipe,msq
+	LOAD pipe 20 500
+	LOAD msq 1 10 100
+	"$HELPERS/ipcload" fifo "/tmp/aiscope-ipc-$$.fifo" 1 5 100 > /dev/null
+	"$HELPERS/ipcload" unix-seqpacket 5 100 > /dev/null
+	"$HELPERS/ipcload" eventfd 3 > /dev/null
+	stop_tool "$TOOL_PID"
+	jq -e -s '[.[] | select(.type == "sample" or .type == "edge") | .kind] | unique == ["msq", "pipe"]' \
+		"$BATS_TEST_TMPDIR/s.out"
+	check_truth "$BATS_TEST_TMPDIR/s.out"
+}
+
+@test "ipcsnoop --comm keeps only that process's side of each channel" {
+	need_root
+	start_tool s ipcsnoop -j -i 60 --comm ipc-w
+	LOAD pipe 12 100
+	LOAD msq 1 4 64
+	stop_tool "$TOOL_PID"
+	all_json "$BATS_TEST_TMPDIR/s.out"
+	# only ipc-w's writes: the readers (ipc-r...) are left out
+	jq -e -s '[.[] | select(.type == "sample")] | length >= 2 and
+		all(.writer_comm == "ipc-w" and .reader_pid == null and .readers == 0)' "$BATS_TEST_TMPDIR/s.out"
+	jq -e -s '([.[] | select(.type == "sample" and .kind == "pipe") | .bytes] | add) == 1200 and
+		([.[] | select(.type == "sample" and .kind == "msq") | .msgs] | add) == 4' "$BATS_TEST_TMPDIR/s.out"
+}
+
+@test "ipcsnoop -c keeps exactly the channels of processes in a cgroup" {
+	need_root
+	local root dir
+	root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
+	[ -n "$root" ] || skip "no cgroup2 mount"
+	dir=$root/aiscope-ipc-$$
+	make_cgroup "$dir"
+	start_tool s ipcsnoop -j -i 60 -c "$dir"
+	sh -c 'echo $$ > "$1/cgroup.procs"; exec "$2" pipe 7 333' sh "$dir" "$HELPERS/ipcload" \
+		>> "$BATS_TEST_TMPDIR/truth"
+	"$HELPERS/ipcload" pipe 5 100 > "$BATS_TEST_TMPDIR/outside"
+	stop_tool "$TOOL_PID"
+	check_truth "$BATS_TEST_TMPDIR/s.out"
+	jq -e -s '[.[] | select(.type == "sample")] | length == 1 and .[0].bytes == 2331' "$BATS_TEST_TMPDIR/s.out"
+	jq -e -s --arg c "/aiscope-ipc-$$" '[.[] | select(.type == "edge")] | length == 1 and
+		.[0].src.cgroup == $c and .[0].dst.cgroup == $c' "$BATS_TEST_TMPDIR/s.out"
+}
+
+# ---- -e ----
+
+@test "ipcsnoop -e streams each operation; -n stops after N" {
+	need_root
+	start_tool s ipcsnoop -j -e --kind pipe,mq
+	LOAD pipe 17 256
+	LOAD mq /aiscope-ipc-$$ 1 6 32
+	stop_tool "$TOOL_PID"
+	all_json "$BATS_TEST_TMPDIR/s.out"
+	local w
+	w=$(awk '$2 == "pipe" && $4 == "write" {print $5}' "$BATS_TEST_TMPDIR/truth")
+	jq -e -s --argjson w "$w" '[.[] | select(.type == "event" and .pid == $w and .op == "write")] |
+		length == 17 and all(.bytes == 256 and .kind == "pipe" and .comm == "ipc-w")' "$BATS_TEST_TMPDIR/s.out"
+	jq -e -s '[.[] | select(.type == "event" and .kind == "mq")] |
+		([.[] | select(.op == "mq_send")] | length) == 6 and
+		([.[] | select(.op == "mq_receive")] | length) == 6 and
+		all(.channel == "/aiscope-ipc-'$$'" and .bytes == 32)' "$BATS_TEST_TMPDIR/s.out"
+	# the edges still come at the end
+	jq -e -s '[.[] | select(.type == "edge" and .kind == "pipe" and .bytes == 4352)] | length == 1' \
+		"$BATS_TEST_TMPDIR/s.out"
+	start_tool n ipcsnoop -j -e --kind pipe -n 3
+	"$HELPERS/ipcload" pipe 10 10 > /dev/null
+	wait "$TOOL_PID"
+	[ "$(jq -s '[.[] | select(.type == "event")] | length' "$BATS_TEST_TMPDIR/n.out")" -eq 3 ]
+	tail -1 "$BATS_TEST_TMPDIR/n.out" | jq -e '.type == "summary" and .exit_reason == "count" and .events == 3'
+}
+
+# ---- names that JSON must survive ----
+
+@test "ipcsnoop JSON stays valid for FIFO paths and abstract unix names with odd bytes" {
+	need_root
+	local fifo abs
+	fifo=$(printf '/tmp/aiscope-ipc-%s-a"b\nc\xff\\d' $$)
+	abs=$(printf '@aiscope-%s "q"\x01\xfe' $$)
+	start_tool s ipcsnoop -j -i 60 --kind fifo,unix
+	"$HELPERS/ipcload" fifo "$fifo" 1 3 111 > /dev/null
+	"$HELPERS/ipcload" unix-stream "$abs" 1 2 50 > /dev/null
+	stop_tool "$TOOL_PID"
+	all_json "$BATS_TEST_TMPDIR/s.out"
+	# invalid UTF-8 becomes U+FFFD; quotes, newlines and control bytes survive
+	local want_fifo want_abs
+	want_fifo=$(printf '/tmp/aiscope-ipc-%s-a"b\nc\xef\xbf\xbd\\d' $$)
+	want_abs=$(printf '@aiscope-%s "q"\x01\xef\xbf\xbd' $$)
+	jq -e -s --arg f "$want_fifo" '[.[] | select(.type == "sample" and .kind == "fifo" and .channel == $f)] |
+		length == 1 and .[0].bytes == 333 and .[0].read_bytes == 333' "$BATS_TEST_TMPDIR/s.out"
+	jq -e -s --arg a "$want_abs" '[.[] | select(.type == "edge" and .kind == "unix" and .channel == $a)] |
+		length == 2 and (map(.bytes) | sort) == [50, 100]' "$BATS_TEST_TMPDIR/s.out"
+}
+
+@test "ipcsnoop JSON records carry every key of their type" {
+	need_root
+	start_tool s ipcsnoop -j -i 60 --kind pipe
+	LOAD pipe 3 10
+	stop_tool "$TOOL_PID"
+	jq -e -s 'all(.[] | select(.type == "sample"); keys_unsorted as $k | ["type","tool","ts","seq",
+		"interval_ns","kind","channel","channel_key","writer_pid","writer_comm","reader_pid",
+		"reader_comm","writers","readers","msgs","bytes","read_msgs","read_bytes","attaches",
+		"detaches","size_bytes"] - $k == [])' "$BATS_TEST_TMPDIR/s.out"
+	jq -e -s 'all(.[] | select(.type == "edge"); keys_unsorted as $k | ["type","tool","ts","kind",
+		"channel","src","dst","bytes","msgs","read_bytes","first_ts","last_ts"] - $k == [] and
+		(.src | keys) == ["cgroup","cgroup_id","comm","container_id","endpoint","pid"])' \
+		"$BATS_TEST_TMPDIR/s.out"
+}
+
+@test "ipcsnoop SIGTERM prints the summary and exits 0; a closed pipe exits 0" {
+	need_root
+	start_tool s ipcsnoop -j
+	stop_tool "$TOOL_PID" TERM
+	tail -1 "$BATS_TEST_TMPDIR/s.out" | jq -e '.type == "summary" and .exit_reason == "signal"'
+	run bash -c "'$BIN/ipcsnoop' -j -i 100ms | head -1"
+	[ "$status" -eq 0 ]
+}
