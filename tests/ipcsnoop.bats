@@ -316,9 +316,11 @@ run_every_mechanism() {
 		"interval_ns","kind","channel","channel_key","writer_pid","writer_comm","reader_pid",
 		"reader_comm","writers","readers","msgs","bytes","read_msgs","read_bytes","attaches",
 		"detaches","size_bytes"] - $k == [])' "$BATS_TEST_TMPDIR/s.out"
-	jq -e -s 'all(.[] | select(.type == "edge"); keys_unsorted as $k | ["type","tool","ts","kind",
-		"channel","src","dst","bytes","msgs","read_bytes","first_ts","last_ts"] - $k == [] and
-		(.src | keys) == ["cgroup","cgroup_id","comm","container_id","endpoint","pid"])' \
+	jq -e -s '[.[] | select(.type == "edge")] | length == 1 and all(keys_unsorted as $k |
+		["type","tool","ts","kind","channel","channel_key","src","dst","bytes","msgs","read_bytes",
+		"first_ts","last_ts","writers"] - $k == [] and
+		["pid","comm","cgroup_id","cgroup","container_id","endpoint"] - (.src | keys) == [] and
+		.src.endpoint == null and .bytes == 30 and .msgs == 3 and .read_bytes == 30)' \
 		"$BATS_TEST_TMPDIR/s.out"
 }
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "edge.h"
 #include "kfeatures.h"
 #include "json.h"
 #include "opts.h"
@@ -901,74 +902,63 @@ static int on_event(void *ctx, void *data, size_t len)
 
 /* ---- the end: edges and summary ---- */
 
-static void json_endpoint(struct jw *w, const char *key, const struct prow *r)
+/* channel_key (msq) and writers, on top of the shared edge keys */
+static void edge_extra(struct jw *w, const struct edge *e, void *ctx)
 {
-	struct container_info ci;
-	const char *path;
+	const struct chan *c = e->user;
+	struct cname *cn = cname_of(&c->ch);
 
-	jw_key(w, key);
-	jw_obj_begin(w);
-	if (!r) {
-		jw_knull(w, "pid");
-		jw_knull(w, "comm");
-		jw_knull(w, "cgroup_id");
-		jw_knull(w, "cgroup");
-		jw_knull(w, "container_id");
-	} else {
-		path = aiscope_ident_cgroup(&r->ident, &ci);
-		jw_ku64(w, "pid", r->pid);
-		jw_kstrn(w, "comm", r->ident.comm, sizeof(r->ident.comm));
-		jw_ku64(w, "cgroup_id", r->ident.cgroup_id);
-		jw_kstr(w, "cgroup", path);
-		jw_kstr(w, "container_id", ci.id[0] ? ci.id : NULL);
-	}
-	jw_knull(w, "endpoint");
-	jw_obj_end(w);
+	if (c->ch.kind == IPC_MSQ && cn->key != -1)
+		jw_ki64(w, "channel_key", cn->key);
+	else
+		jw_knull(w, "channel_key");
+	jw_ku64(w, "writers", c->writers);
 }
 
-static void json_ts(struct jw *w, const char *key, uint64_t bpf_ns)
-{
-	char buf[40];
-
-	fmt_rfc3339_ns(aiscope_realtime(bpf_ns), buf, sizeof(buf));
-	jw_kstr(w, key, buf);
-}
-
-/* One edge per writer of each channel, towards its busiest reader. */
+/* One edge per writer of each channel, towards its busiest reader (with
+ * "readers" when there are several). With several writers the reads
+ * cannot be told apart: each edge gets the channel's reads in proportion
+ * to what its writer wrote, exact once the channel is drained. */
 static void print_edges(void)
 {
-	uint64_t now = aiscope_now_realtime();
-	struct jw *w = &S.jw;
+	struct edge_table *t = edges_new(0);
 
+	if (!t)
+		aiscope_fail(EXIT_RUNTIME, "out of memory");
 	build_chans(&S.run);
-	qsort(chans, nchans, sizeof(*chans), cmp_chans);
 	for (size_t i = 0; i < nchans; i++) {
 		const struct chan *c = &chans[i];
+		const char *kind = kind_names[c->ch.kind < IPC_KINDS ? c->ch.kind : 0];
+		const char *name = cname_of(&c->ch)->name;
+		struct edge_side dst = { .id = c->reader ? &c->reader->ident : NULL };
 
 		if (c->ch.kind == IPC_SHM)
 			continue;
 		for (size_t j = 0; j < S.run.n; j++) {
 			const struct prow *r = &S.run.rows[j];
+			struct edge_side src = { .id = &r->ident };
+			struct edge *e;
+			uint64_t rd;
 
 			if (r->dir != IPC_WRITE || !key_eq(&r->ch, &c->ch))
 				continue;
-			jw_record_begin(w, "edge", TOOL, now);
-			json_channel(w, &c->ch);
-			json_endpoint(w, "src", r);
-			json_endpoint(w, "dst", c->reader);
-			jw_ku64(w, "bytes", r->bytes);
-			jw_ku64(w, "msgs", r->ops);
-			if (c->reader)
-				jw_ku64(w, "read_bytes", c->read_bytes);
-			else
-				jw_knull(w, "read_bytes");
-			jw_ku64(w, "writers", c->writers);
-			jw_ku64(w, "readers", c->readers);
-			json_ts(w, "first_ts", r->first_ts);
-			json_ts(w, "last_ts", r->last_ts);
-			jw_record_end(w);
+			e = edge_add(t, kind, name, &src, &dst, r->bytes, r->ops,
+				     aiscope_realtime(r->first_ts));
+			if (!e)
+				continue;
+			edge_add(t, kind, name, &src, &dst, 0, 0, aiscope_realtime(r->last_ts));
+			e->user = (void *)c;
+			if (c->readers > 1)
+				e->readers = c->readers;
+			if (!c->reader)
+				continue;
+			rd = c->writers > 1 && c->bytes ?
+				(uint64_t)((double)c->read_bytes * r->bytes / c->bytes + 0.5) : c->read_bytes;
+			edge_add_read(t, kind, name, &src, &dst, rd, aiscope_realtime(c->reader->last_ts));
 		}
 	}
+	edges_json(t, &S.jw, TOOL, edge_extra, NULL);
+	edges_free(t);
 }
 
 static void print_summary(void)
