@@ -44,7 +44,7 @@ static const char doc[] =
 "  ipcsnoop                      # busiest channels, each second\n"
 "  ipcsnoop --kind unix,pipe -s msgs   # unix sockets and pipes by messages\n"
 "  ipcsnoop -e -p 1234           # each operation of process 1234\n"
-"  ipcsnoop -j -d 30s | jq -c 'select(.type==\"edge\") | [.src.comm,.dst.comm,.bytes]'\n"
+"  ipcsnoop -j -d 30s | jq -c 'select(.type==\"edge\")'  # who fed whom\n"
 "  ipcsnoop --container 3f2a -j -n 5 | jq 'select(.type==\"sample\")'\n"
 "\n"
 "Exit status: 0 done, 1 runtime error, 2 usage error, 77 cannot run here.";

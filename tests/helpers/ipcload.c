@@ -20,6 +20,9 @@
  *	ipcload mq NAME RECEIVERS N SIZE      the same through a POSIX queue
  *	ipcload eventfd N                     N writes of 8 bytes, one reader
  *	ipcload shm SIZE                      two processes attach and detach
+ *	ipcload unix-pingpong ROUNDS          a byte back and forth over a unix
+ *	                                      socketpair (read/write); prints
+ *	                                      "ops/sec N" (for benchmarks)
  *
  * ADDR: a path, or @name for the abstract namespace. Processes are named
  * (comm) ipc-w, ipc-r, ipc-srv, ipc-cli1, ... so that tests can check them.
@@ -43,6 +46,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static char *buf;
@@ -556,6 +560,35 @@ static int do_shm(long size)
 	return 0;
 }
 
+static int do_unix_pingpong(long rounds)
+{
+	struct timespec t0, t1;
+	int sv[2];
+	char c = 0;
+	pid_t child;
+	double secs;
+
+	if (rounds < 1 || socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+		return 2;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	child = fork();
+	if (child == 0) {
+		for (long i = 0; i < rounds; i++)
+			if (read(sv[1], &c, 1) != 1 || write(sv[1], &c, 1) != 1)
+				_exit(1);
+		_exit(0);
+	}
+	for (long i = 0; i < rounds; i++)
+		if (write(sv[0], &c, 1) != 1 || read(sv[0], &c, 1) != 1)
+			return 1;
+	if (reap(child))
+		return 1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	secs = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	printf("ops/sec %.0f\n", rounds / secs);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc > 1 ? argv[1] : "";
@@ -583,6 +616,8 @@ int main(int argc, char **argv)
 		return do_eventfd(atol(argv[2]));
 	if (!strcmp(m, "shm") && argc == 3)
 		return do_shm(atol(argv[2]));
-	fprintf(stderr, "usage: ipcload pipe|fifo|unix-stream|unix-dgram|unix-seqpacket|msq|mq|eventfd|shm ...\n");
+	if (!strcmp(m, "unix-pingpong") && argc == 3)
+		return do_unix_pingpong(atol(argv[2]));
+	fprintf(stderr, "usage: ipcload pipe|fifo|unix-stream|unix-dgram|unix-seqpacket|msq|mq|eventfd|shm|unix-pingpong ...\n");
 	return 2;
 }

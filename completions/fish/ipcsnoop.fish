@@ -1,0 +1,53 @@
+# fish completion for ipcsnoop(8), part of aiscope.
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# Installed as <datadir>/fish/vendor_completions.d/ipcsnoop.fish. Try it
+# without installing: source completions/fish/ipcsnoop.fish
+#
+# Adding a tool: copy this file to completions/fish/<tool>.fish, replace
+# "schedlat" by the tool's name and edit the lines marked "tool-specific";
+# the shared lines are the options of lib/opts.c, the same in every tool.
+# One option per "complete" line, in the order -s SHORT -l LONG [-x -a VALUES]
+# -d TEXT; an option that takes a value has -x (not -r, which "complete -c"
+# does not list). tests/completions.bats compares them with "<tool> --help".
+
+# shared helper, identical in every aiscope tool's file: the value being
+# typed, also in the --long=value form
+function __aiscope_value
+    commandline -ct | string replace -r -- '^--[^=]*=' ''
+end
+
+# positional arguments are [interval [count]]: never file names
+complete -c ipcsnoop -f
+
+# shared: filters (applied in the kernel)
+complete -c ipcsnoop -s p -l pid -x -a '(__fish_complete_list , __fish_complete_pids)' -d 'Only these processes (thread-group ids)'
+complete -c ipcsnoop -s t -l tid -x -a '(__fish_complete_list , "string replace -r \'.*/\' \'\' /proc/*/task/*")' -d 'Only these threads'
+complete -c ipcsnoop -s c -l cgroup -x -a '(__fish_complete_directories (__aiscope_value))' -d 'Only tasks in this cgroup directory or below it'
+complete -c ipcsnoop -l container -x -d 'Only this container: full id or unique prefix (>= 4 hex)'
+complete -c ipcsnoop -s u -l uid -x -a '(__fish_complete_users)' -d 'Only this user (number or name)'
+complete -c ipcsnoop -l comm -x -a '(cat /proc/*/comm 2>/dev/null | sort -u)' -d 'Only tasks whose comm is NAME (first 15 bytes)'
+# shared: output and lifetime
+complete -c ipcsnoop -s j -l json -d 'JSON lines on stdout'
+complete -c ipcsnoop -s i -l interval -x -d 'Reporting interval (default 1s)'
+complete -c ipcsnoop -s d -l duration -x -d 'Stop after DUR (500ms, 10, 10s, 2m)'
+complete -c ipcsnoop -s n -l count -x -d 'Stop after N records (events, or intervals)'
+complete -c ipcsnoop -s T -l timestamp -d 'Add a TIME column to tables'
+complete -c ipcsnoop -s C -l noclear -d 'Never clear the screen between intervals'
+complete -c ipcsnoop -s r -l rows -x -d 'Rows per interval (default 20, 0: all)'
+# tool-specific: the --sort keys
+complete -c ipcsnoop -s s -l sort -x -a 'bytes msgs read' -d 'Sort key of top-like tables'
+complete -c ipcsnoop -l wide -d 'Never truncate strings in tables'
+# shared: kernel side
+complete -c ipcsnoop -l buffer-size -x -d 'Ring buffer size (default 8M; 256K, 64M)'
+complete -c ipcsnoop -l btf -x -a '(__fish_complete_path (__aiscope_value))' -d 'External BTF for kernels without /sys/kernel/btf/vmlinux'
+complete -c ipcsnoop -l list-probes -d 'Print the attach plan and exit'
+complete -c ipcsnoop -l probe-mode -x -a '(__fish_complete_list , "printf \'%s\n\' fentry kprobe tp_btf raw_tp tracepoint")' -d 'Use only these mechanisms'
+complete -c ipcsnoop -s v -l verbose -d 'Attach decisions and libbpf debug output on stderr'
+complete -c ipcsnoop -s h -l help -d 'Give this help list'
+complete -c ipcsnoop -l usage -d 'Give a short usage message'
+complete -c ipcsnoop -s V -l version -d 'Print program version'
+
+# tool-specific: ipcsnoop's own options
+complete -c ipcsnoop -s e -l events -d 'Stream one line per operation instead of the table'
+complete -c ipcsnoop -l kind -x -a '(__fish_complete_list , "printf \'%s\n\' pipe fifo unix msq mq eventfd shm")' -d 'Only these: pipe, fifo, unix, msq, mq, eventfd, shm'

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# scripts/bench/ipcsnoop.sh: ipcsnoop beside bpftrace, in one run, as ratios.
+#
+# Workloads: `perf bench sched pipe` (a pipe ping-pong) and a unix socketpair
+# ping-pong (tests/helpers/ipcload unix-pingpong), both pinned to one CPU.
+# Peer: bpftrace with scripts/bench/ipc-syscalls.bt, bytes per process and fd
+# on the same raw syscall tracepoints that ipcsnoop's syscall path uses.
+# Writes the ipcsnoop section of docs/PERFORMANCE.md. Run as root:
+#
+#   scripts/bench/ipcsnoop.sh            # REPS=5
+#
+# Environment: REPS (default 5), LOOPS (perf bench loops, default:
+# calibrated for about 1 s bare), ROUNDS (unix ping-pong rounds, likewise),
+# PIN_CPU (default 0; empty: unpinned), OUT (default docs/PERFORMANCE.md),
+# IPCSNOOP (default build/ipcsnoop), BPFTRACE (default bpftrace).
+set -u -o pipefail
+
+# shellcheck source=scripts/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+REPS=${REPS:-5}
+LOOPS=${LOOPS:-}
+ROUNDS=${ROUNDS:-}
+PIN_CPU=${PIN_CPU-0}
+OUT=${OUT:-$BENCH_ROOT/docs/PERFORMANCE.md}
+IPCSNOOP=${IPCSNOOP:-$BENCH_ROOT/build/ipcsnoop}
+IPCLOAD=$BENCH_ROOT/build/tests/helpers/ipcload
+BPFTRACE=${BPFTRACE:-bpftrace}
+BT=$BENCH_ROOT/scripts/bench/ipc-syscalls.bt
+
+bench_init
+need perf linux-perf
+need stdbuf coreutils
+[ -x "$IPCSNOOP" ] || bench_die "$IPCSNOOP not built (make)"
+[ -x "$IPCLOAD" ] || bench_die "$IPCLOAD not built (make)"
+need "$BPFTRACE" bpftrace
+cd "$BENCH_ROOT" || exit 1
+
+rel() { local p=${1#"$BENCH_ROOT"/}; printf '%s' "$p"; }
+S=$(rel "$IPCSNOOP")
+B=$(rel "$BT")
+
+PIN=()
+[ -n "$PIN_CPU" ] && PIN=(taskset -c "$PIN_CPU")
+pipe_ops() {
+	"${PIN[@]}" perf bench sched pipe -l "$LOOPS" 2>/dev/null | awk '/ops\/sec/ { print $1 }'
+}
+unix_ops() {
+	"${PIN[@]}" "$IPCLOAD" unix-pingpong "$ROUNDS" | awk '/^ops\/sec/ { print $2 }'
+}
+if [ -z "$LOOPS" ]; then
+	LOOPS=50000
+	ops=$(pipe_ops)
+	[[ $ops =~ ^[0-9]+$ ]] || bench_die "perf bench sched pipe gave no ops/sec"
+	LOOPS=$(( (ops + 9999) / 10000 * 10000 ))
+fi
+if [ -z "$ROUNDS" ]; then
+	ROUNDS=50000
+	ops=$(unix_ops)
+	[[ $ops =~ ^[0-9]+$ ]] || bench_die "ipcload unix-pingpong gave no ops/sec"
+	ROUNDS=$(( (ops + 9999) / 10000 * 10000 ))
+fi
+PIPE_WL="${PIN[*]}${PIN_CPU:+ }perf bench sched pipe -l $LOOPS"
+UNIX_WL="${PIN[*]}${PIN_CPU:+ }tests/helpers/ipcload unix-pingpong $ROUNDS"
+
+SMARK="Ctrl-C to end."	# ipcsnoop, stderr, after attach
+BMARK="Attaching"	# bpftrace, stdout
+bench_mode ipcsnoop      stderr "$SMARK" stdbuf -oL "$IPCSNOOP" -C
+bench_mode ipcsnoop-json stderr "$SMARK" stdbuf -oL "$IPCSNOOP" -j
+bench_mode bpftrace      stdout "$BMARK" stdbuf -oL "$BPFTRACE" "$BT"
+MODES=(ipcsnoop ipcsnoop-json bpftrace)
+declare -A LABEL=(
+	[ipcsnoop]="ipcsnoop (table)" [ipcsnoop-json]="ipcsnoop (--json)"
+	[bpftrace]="bpftrace ipc-syscalls.bt")
+declare -A CMD=(
+	[ipcsnoop]="$S -C >/dev/null" [ipcsnoop-json]="$S -j >/dev/null"
+	[bpftrace]="bpftrace $B >/dev/null")
+
+plan=$("$IPCSNOOP" -C -n 1 -i 1ms 2>&1 >/dev/null | sed -n 's/.*IPC (\(.*\))\.\.\..*/\1/p')
+bench_log "ipcsnoop attaches with: ${plan:-?}; REPS=$REPS LOOPS=$LOOPS ROUNDS=$ROUNDS"
+
+run_workload() {	# run_workload NAME FUNCTION: overhead pairs into $BENCH_TMP/NAME
+	run_overhead "$REPS" "$2" "${MODES[@]}"
+	mv "$BENCH_TMP/ovh" "$BENCH_TMP/$1"
+}
+bench_log "pipe ping-pong: ${#MODES[@]} modes x $REPS pairs"
+run_workload pipe pipe_ops
+bench_log "unix ping-pong: ${#MODES[@]} modes x $REPS pairs"
+run_workload unix unix_ops
+
+med() { median <"$BENCH_TMP/$1/$2.$3"; }
+spr() { spread 3 <"$BENCH_TMP/$1/$2.$3"; }
+
+foreign_end=$(bench_foreign_progs)
+body=$BENCH_TMP/section.md
+{
+	echo "## ipcsnoop"
+	echo
+	echo "Peer: bpftrace $("$BPFTRACE" --version 2>/dev/null | awk '{ print $2 }') with"
+	echo "[\`scripts/bench/ipc-syscalls.bt\`](../scripts/bench/ipc-syscalls.bt): bytes and calls per process"
+	echo "and fd of read/write/readv/writev on the same raw syscall tracepoints as ipcsnoop's syscall"
+	echo "path (it cannot tell a pipe from a file there, so it does less work per call than ipcsnoop:"
+	echo "no fd classification, no channel, no reader). No libbpf-tools tool traces IPC."
+	echo
+	echo "Machine: a shared $BENCH_NPROC-CPU VM ($BENCH_CPU), kernel $BENCH_KERNEL, $BENCH_OS; run"
+	echo "$BENCH_DATE, load average at start $BENCH_LOAD (other engineers' builds and tests ran on the"
+	echo "same machine: the figures are noisy, see the min-max); tracing BPF programs of others"
+	echo "loaded: $BENCH_FOREIGN_START at start, $foreign_end at the end. ipcsnoop attached with"
+	echo "\`${plan:-?}\` (tp_btf sys_enter/sys_exit for pipes, sock_send_length/sock_recv_length for"
+	echo "unix sockets). Medians of REPS=$REPS interleaved pairs: the workload bare, then with the"
+	echo "tool attached; ratio = ops/sec with the tool / ops/sec of its bare run (1.000: no cost)."
+	for wl in pipe unix; do
+		echo
+		if [ $wl = pipe ]; then
+			echo "### Overhead: \`$PIPE_WL\`"
+		else
+			echo "### Overhead: \`$UNIX_WL\`"
+		fi
+		echo
+		md_header tool command "bare ops/s" "with tool ops/s" "ratio" "ratio min-max"
+		for m in "${MODES[@]}"; do
+			md_row "${LABEL[$m]}" "\`${CMD[$m]}\`" "$(fmt "$(med $wl "$m" bare)" 0)" \
+				"$(fmt "$(med $wl "$m" tool)" 0)" "**$(fmt "$(med $wl "$m" ratio)" 3)**" \
+				"$(spr $wl "$m" ratio)"
+		done
+	done
+	echo
+	echo "### Targets"
+	echo
+	met() { if "$@"; then echo "**met**"; else echo "**not met**"; fi; }
+	for wl in pipe unix; do
+		r=$(med $wl ipcsnoop ratio)
+		b=$(med $wl bpftrace ratio)
+		echo "- $wl ping-pong: ipcsnoop $(fmt "$r" 3), bpftrace $(fmt "$b" 3). Under 5% cost:" \
+			"$(met cmp_le 0.95 "$r"); no more than bpftrace's: $(met cmp_le "$b" "$r")."
+	done
+	echo
+	echo "### Reproduce"
+	echo
+	echo "As root, after \`make\`: \`scripts/bench/ipcsnoop.sh\` (about 3 minutes on 2 CPUs; REPS, LOOPS,"
+	echo "ROUNDS and PIN_CPU change the repetitions, the workload lengths and the CPU). It rewrites"
+	echo "this section only. Needs \`perf\` (linux-perf) and \`bpftrace\`."
+} >"$body"
+
+mkdir -p "$(dirname "$OUT")"
+md_section "$OUT" ipcsnoop "$body"
+bench_log "wrote the ipcsnoop section of $(rel "$OUT")"
+cat "$body"
