@@ -14,22 +14,45 @@
 #define AISCOPE_S_IFIFO		0010000
 #define AISCOPE_AF_UNIX		1
 
-/* The struct file behind fd in the current task, NULL if none. */
+/* The struct file behind fd in task t, NULL if none. */
 static __always_inline struct file *aiscope_fd_file(struct task_struct *t, long fd)
 {
+	struct fdtable *fdt;
 	struct file **fds;
 	struct file *f = NULL;
-	unsigned int max;
 
 	if (fd < 0)
 		return NULL;
-	max = BPF_CORE_READ(t, files, fdt, max_fds);
-	if ((unsigned long)fd >= max)
+	fdt = BPF_CORE_READ(t, files, fdt);
+	if (!fdt || (unsigned long)fd >= BPF_CORE_READ(fdt, max_fds))
 		return NULL;
-	fds = BPF_CORE_READ(t, files, fdt, fd);
+	fds = BPF_CORE_READ(fdt, fd);
 	if (!fds)
 		return NULL;
 	bpf_core_read(&f, sizeof(f), &fds[fd]);
+	return f;
+}
+
+/* The same for the current task in tp_btf and fentry programs, where its
+ * BTF pointer allows plain loads down to the fd array (a helper call per
+ * step costs more than the rest of a hot path). */
+static __always_inline struct file *aiscope_fd_file_btf(long fd)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct fdtable *fdt;
+	struct file *f = NULL;
+	unsigned long fds;
+
+	if (fd < 0)
+		return NULL;
+	fdt = t->files->fdt;
+	if (!fdt || (unsigned long)fd >= fdt->max_fds)
+		return NULL;
+	/* the array is not a BTF object: read its slot */
+	fds = (unsigned long)fdt->fd;
+	if (!fds)
+		return NULL;
+	bpf_probe_read_kernel(&f, sizeof(f), (void *)(fds + fd * sizeof(f)));
 	return f;
 }
 

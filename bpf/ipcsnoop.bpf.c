@@ -540,12 +540,13 @@ static __always_inline __u32 classify(struct file *f, __u32 dir, struct ipc_key 
 	return kind;
 }
 
+/* btf: a tp_btf program, where the fd table is read with plain loads */
 static __always_inline __u32 classify_fd(long fd, __u32 dir, struct ipc_key *ch,
-					 struct name_src *src, __u32 *peer)
+					 struct name_src *src, __u32 *peer, bool btf)
 {
-	struct task_struct *t = cur_task();
+	struct file *f = btf ? aiscope_fd_file_btf(fd) : aiscope_fd_file(cur_task(), fd);
 
-	return classify(aiscope_fd_file(t, fd), dir, ch, src, peer);
+	return classify(f, dir, ch, src, peer);
 }
 
 static __always_inline bool mq_fd(long fd, struct ipc_key *ch)
@@ -574,132 +575,139 @@ static __always_inline bool sys_wanted(long id)
 	return sys_ids[(id >> 6) & (IPC_SYSCALL_WORDS - 1)] & (1ULL << (id & 63));
 }
 
-static __always_inline void pend(const struct pending *p)
+/* Fills p for one fd that the syscall reads (dir IPC_READ) or writes. */
+static __always_inline bool op_fd(struct pending *p, long fd, __u32 dir, bool btf)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-
-	if (bpf_map_update_elem(&pending, &tid, p, BPF_ANY))
-		aiscope_count_lost(AISCOPE_LOST_MAP);
-}
-
-/* One fd that the syscall reads (dir IPC_READ) or writes. */
-static __always_inline void enter_fd(long fd, __u32 dir)
-{
-	struct pending p = { .op = OP_RW, .n = 1, .dir = { dir } };
 	struct name_src src;
 
-	if (!classify_fd(fd, dir, &p.ch[0], &src, &p.peer_pid))
-		return;
+	if (!classify_fd(fd, dir, &p->ch[0], &src, &p->peer_pid, btf))
+		return false;
 	/* a new channel's name while its file is at hand */
-	make_name(&p.ch[0], &src);
-	pend(&p);
+	make_name(&p->ch[0], &src);
+	p->op = OP_RW;
+	p->n = 1;
+	p->dir[0] = dir;
+	return true;
 }
 
-static __always_inline void enter_splice(long fd_in, long fd_out)
+static __always_inline bool op_splice(struct pending *p, long fd_in, long fd_out, bool btf)
 {
-	struct pending p = { .op = OP_SPLICE };
 	struct name_src src;
 	__u32 peer;
 
-	if (classify_fd(fd_out, IPC_WRITE, &p.ch[0], &src, &p.peer_pid)) {
-		make_name(&p.ch[0], &src);
-		p.dir[0] = IPC_WRITE;
-		p.n = 1;
+	p->op = OP_SPLICE;
+	p->n = 0;
+	if (classify_fd(fd_out, IPC_WRITE, &p->ch[0], &src, &p->peer_pid, btf)) {
+		make_name(&p->ch[0], &src);
+		p->dir[0] = IPC_WRITE;
+		p->n = 1;
 	}
-	if (fd_in >= 0 && classify_fd(fd_in, IPC_READ, &p.ch[1], &src, &peer)) {
-		make_name(&p.ch[1], &src);
-		p.dir[1] = IPC_READ;
-		p.n |= 2;
+	if (fd_in >= 0 && classify_fd(fd_in, IPC_READ, &p->ch[1], &src, &peer, btf)) {
+		make_name(&p->ch[1], &src);
+		p->dir[1] = IPC_READ;
+		p->n |= 2;
 	}
-	if (p.n)
-		pend(&p);
+	return p->n;
 }
 
-static __always_inline void enter_msq(long msqid, __u8 op, __u64 size)
+static __always_inline bool op_msq(struct pending *p, long msqid, __u8 op, __u64 size)
 {
-	struct pending p = { .op = op, .n = 1, .size = size };
-
 	if (!kind_on(IPC_MSQ) || msqid < 0)
-		return;
-	p.ch[0].kind = IPC_MSQ;
-	p.ch[0].id = msqid;
-	p.dir[0] = op == OP_MSGSND ? IPC_WRITE : IPC_READ;
-	pend(&p);
+		return false;
+	p->op = op;
+	p->n = 1;
+	p->size = size;
+	p->ch[0].kind = IPC_MSQ;
+	p->ch[0].id = msqid;
+	p->ch[0].id2 = 0;
+	p->ch[0].pad = 0;
+	p->dir[0] = op == OP_MSGSND ? IPC_WRITE : IPC_READ;
+	return true;
 }
 
-static __always_inline void enter_mq(long fd, __u8 op, __u64 size)
+static __always_inline bool op_mq(struct pending *p, long fd, __u8 op, __u64 size)
 {
-	struct pending p = { .op = op, .n = 1, .size = size };
 	struct name_src src = {};
 
-	if (!kind_on(IPC_MQ) || !mq_fd(fd, &p.ch[0]))
-		return;
+	if (!kind_on(IPC_MQ) || !mq_fd(fd, &p->ch[0]))
+		return false;
 	src.file = aiscope_fd_file(cur_task(), fd);
-	make_name(&p.ch[0], &src);
-	p.dir[0] = op == OP_MQSEND ? IPC_WRITE : IPC_READ;
-	pend(&p);
+	make_name(&p->ch[0], &src);
+	p->op = op;
+	p->n = 1;
+	p->size = size;
+	p->dir[0] = op == OP_MQSEND ? IPC_WRITE : IPC_READ;
+	return true;
 }
 
-static __always_inline void enter_shm(long arg, __u8 op)
+static __always_inline bool op_shm(struct pending *p, long arg, __u8 op)
 {
-	struct pending p = { .op = op, .n = 1, .arg = arg };
-
 	if (!kind_on(IPC_SHM))
-		return;
-	p.ch[0].kind = IPC_SHM;
-	p.ch[0].id = arg;		/* shmat: the id; shmdt: found at exit */
-	p.dir[0] = op == OP_SHMAT ? IPC_WRITE : IPC_READ;
-	pend(&p);
+		return false;
+	p->op = op;
+	p->n = 1;
+	p->arg = arg;
+	p->ch[0].kind = IPC_SHM;
+	p->ch[0].id = arg;		/* shmat: the id; shmdt: found at exit */
+	p->ch[0].id2 = 0;
+	p->ch[0].pad = 0;
+	p->dir[0] = op == OP_SHMAT ? IPC_WRITE : IPC_READ;
+	return true;
 }
 
-/* args: a[0..4] of the syscall */
-static __always_inline int sys_enter_body(long id, const unsigned long *a)
+/* What syscall id with arguments a[0..2] does, into p; false when it
+ * touches no channel of ours. The filters have passed. */
+static __always_inline bool sys_op(long id, const unsigned long *a, struct pending *p, bool btf)
 {
-	if (!aiscope_task_pass(cur_task()))
-		return 0;
 	switch (id) {
 	case NR_read:
 	case NR_readv:
 	case NR_recvfrom:
 	case NR_recvmsg:
-		enter_fd(a[0], IPC_READ);
-		break;
+		return op_fd(p, a[0], IPC_READ, btf);
 	case NR_write:
 	case NR_writev:
 	case NR_sendto:
 	case NR_sendmsg:
 	case NR_vmsplice:
-		/* vmsplice into a pipe's write end; from its read end it is a
-		 * read, which the file's mode tells */
-		enter_fd(a[0], IPC_WRITE);
-		break;
+		/* vmsplice into a pipe's write end */
+		return op_fd(p, a[0], IPC_WRITE, btf);
 	case NR_splice:
-		enter_splice(a[0], a[2]);
-		break;
+		return op_splice(p, a[0], a[2], btf);
 	case NR_tee:
 		/* tee copies without consuming: a write into fd_out */
-		enter_splice(-1, a[1]);
-		break;
+		return op_splice(p, -1, a[1], btf);
 	case NR_msgsnd:
-		enter_msq(a[0], OP_MSGSND, a[2]);
-		break;
+		return op_msq(p, a[0], OP_MSGSND, a[2]);
 	case NR_msgrcv:
-		enter_msq(a[0], OP_MSGRCV, 0);
-		break;
+		return op_msq(p, a[0], OP_MSGRCV, 0);
 	case NR_mq_timedsend:
-		enter_mq(a[0], OP_MQSEND, a[2]);
-		break;
+		return op_mq(p, a[0], OP_MQSEND, a[2]);
 	case NR_mq_timedreceive:
-		enter_mq(a[0], OP_MQRECV, 0);
-		break;
+		return op_mq(p, a[0], OP_MQRECV, 0);
 	case NR_shmat:
-		enter_shm(a[0], OP_SHMAT);
-		break;
+		return op_shm(p, a[0], OP_SHMAT);
 	case NR_shmdt:
-		enter_shm(a[0], OP_SHMDT);
-		break;
+		return op_shm(p, a[0], OP_SHMDT);
 	}
-	return 0;
+	return false;
+}
+
+/* Calls that move data succeed with ret > 0; others with 0 (msgsnd,
+ * mq_timedsend, shmdt) or an address (shmat). */
+static __always_inline bool sys_failed(long id, long ret)
+{
+	switch (id) {
+	case NR_msgsnd:
+	case NR_mq_timedsend:
+	case NR_shmat:
+	case NR_shmdt:
+		return ret < 0;
+	case NR_msgrcv:
+	case NR_mq_timedreceive:
+		return ret < 0;
+	}
+	return ret <= 0;
 }
 
 static __always_inline void exit_shm(struct pending *p, long ret)
@@ -707,8 +715,6 @@ static __always_inline void exit_shm(struct pending *p, long ret)
 	struct shm_key k = { .pid = bpf_get_current_pid_tgid() >> 32 };
 	__u64 *id;
 
-	if (ret < 0)
-		return;
 	if (p->op == OP_SHMAT) {
 		k.addr = ret;
 		if (bpf_map_update_elem(&shm_addrs, &k, &p->ch[0].id, BPF_ANY))
@@ -725,15 +731,11 @@ static __always_inline void exit_shm(struct pending *p, long ret)
 	account(&p->ch[0], IPC_READ, 0, 0, NULL, p->arg);
 }
 
-static __always_inline int sys_exit_body(long ret)
+/* The syscall returned ret: count what p describes. */
+static __always_inline void finish(struct pending *p, long ret)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct pending *p = bpf_map_lookup_elem(&pending, &tid);
 	struct name_src none = {};
-	__u64 bytes;
 
-	if (!p)
-		return 0;
 	switch (p->op) {
 	case OP_MSGSND:
 	case OP_MQSEND:
@@ -743,71 +745,108 @@ static __always_inline int sys_exit_body(long ret)
 		break;
 	case OP_SHMAT:
 	case OP_SHMDT:
-		exit_shm(p, ret);
+		if (ret >= 0)
+			exit_shm(p, ret);
 		break;
 	default:
 		if (ret <= 0)
 			break;
-		bytes = ret;
 		if (p->n & 1)
-			account(&p->ch[0], p->dir[0], bytes, p->peer_pid, &none, ret);
+			account(&p->ch[0], p->dir[0], ret, p->peer_pid, &none, ret);
 		if (p->n & 2)
-			account(&p->ch[1], p->dir[1], bytes, 0, &none, ret);
+			account(&p->ch[1], p->dir[1], ret, 0, &none, ret);
 		break;
 	}
-	bpf_map_delete_elem(&pending, &tid);
+}
+
+/*
+ * tp_btf and raw_tp: everything at sys_exit. The arguments are still in
+ * the saved user registers there (only the return register changed), so
+ * sys_enter needs no program, no per-thread entry waits for the result,
+ * and a failed call is dropped before its fd is even looked at.
+ */
+static __always_inline int sys_exit_args(long id, const unsigned long *a, long ret, bool btf)
+{
+	struct pending p;
+
+	if (!sys_wanted(id) || sys_failed(id, ret))
+		return 0;
+	if (!aiscope_task_pass(cur_task()))
+		return 0;
+	if (!sys_op(id, a, &p, btf))
+		return 0;
+	finish(&p, ret);
 	return 0;
 }
 
-static __always_inline int sys_enter_regs(struct pt_regs *regs, long id)
+#if defined(__TARGET_ARCH_x86)
+#define REGS_NR(r)	((r)->orig_ax)
+#define REGS_A0(r)	((r)->di)
+#define REGS_A1(r)	((r)->si)
+#define REGS_A2(r)	((r)->dx)
+#else
+#define REGS_NR(r)	((r)->syscallno)
+#define REGS_A0(r)	((r)->orig_x0)
+#define REGS_A1(r)	((r)->regs[1])
+#define REGS_A2(r)	((r)->regs[2])
+#endif
+
+/* tp_btf: regs is a BTF pointer, read with plain loads */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(sys_exit_btf, struct pt_regs *regs, long ret)
 {
-	unsigned long a[5];
+	unsigned long a[3];
+	long id = REGS_NR(regs);
+
+	if (!sys_wanted(id))
+		return 0;
+	a[0] = REGS_A0(regs);
+	a[1] = REGS_A1(regs);
+	a[2] = REGS_A2(regs);
+	return sys_exit_args(id, a, ret, true);
+}
+
+SEC("raw_tp/sys_exit")
+int BPF_PROG(sys_exit_raw, struct pt_regs *regs, long ret)
+{
+	unsigned long a[3];
+	long id = SYSCALL_NR(regs);
 
 	if (!sys_wanted(id))
 		return 0;
 	a[0] = PT_REGS_PARM1_CORE_SYSCALL(regs);
 	a[1] = PT_REGS_PARM2_CORE_SYSCALL(regs);
 	a[2] = PT_REGS_PARM3_CORE_SYSCALL(regs);
-	a[3] = 0;
-	a[4] = 0;
-	return sys_enter_body(id, a);
+	return sys_exit_args(id, a, ret, false);
 }
 
-static __always_inline int sys_exit_regs(struct pt_regs *regs, long ret)
+/*
+ * Classic tracepoints: sys_exit has only the id and the result, so
+ * sys_enter classifies and leaves the operation in `pending` for it.
+ */
+static __always_inline void pend(const struct pending *p)
 {
-	if (!sys_wanted(SYSCALL_NR(regs)))
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+	if (bpf_map_update_elem(&pending, &tid, p, BPF_ANY))
+		aiscope_count_lost(AISCOPE_LOST_MAP);
+}
+
+static __always_inline int sys_enter_args(long id, const unsigned long *a)
+{
+	struct pending p;
+
+	if (!sys_wanted(id) || !aiscope_task_pass(cur_task()))
 		return 0;
-	return sys_exit_body(ret);
-}
-
-SEC("tp_btf/sys_enter")
-int BPF_PROG(sys_enter_btf, struct pt_regs *regs, long id)
-{
-	return sys_enter_regs(regs, id);
-}
-
-SEC("tp_btf/sys_exit")
-int BPF_PROG(sys_exit_btf, struct pt_regs *regs, long ret)
-{
-	return sys_exit_regs(regs, ret);
-}
-
-SEC("raw_tp/sys_enter")
-int BPF_PROG(sys_enter_raw, struct pt_regs *regs, long id)
-{
-	return sys_enter_regs(regs, id);
-}
-
-SEC("raw_tp/sys_exit")
-int BPF_PROG(sys_exit_raw, struct pt_regs *regs, long ret)
-{
-	return sys_exit_regs(regs, ret);
+	if (sys_op(id, a, &p, false))
+		pend(&p);
+	return 0;
 }
 
 SEC("tracepoint/raw_syscalls/sys_enter")
 int sys_enter_tp(struct trace_event_raw_sys_enter *ctx)
 {
-	unsigned long a[5];
+	unsigned long a[3];
 	long id = ctx->id;
 
 	if (!sys_wanted(id))
@@ -815,17 +854,51 @@ int sys_enter_tp(struct trace_event_raw_sys_enter *ctx)
 	a[0] = ctx->args[0];
 	a[1] = ctx->args[1];
 	a[2] = ctx->args[2];
-	a[3] = 0;
-	a[4] = 0;
-	return sys_enter_body(id, a);
+	return sys_enter_args(id, a);
+}
+
+/* the same from tp_btf or raw_tp sys_enter, where those exist but the
+ * classic sys_exit is the one chosen */
+SEC("tp_btf/sys_enter")
+int BPF_PROG(sys_enter_btf, struct pt_regs *regs, long id)
+{
+	unsigned long a[3];
+
+	if (!sys_wanted(id))
+		return 0;
+	a[0] = REGS_A0(regs);
+	a[1] = REGS_A1(regs);
+	a[2] = REGS_A2(regs);
+	return sys_enter_args(id, a);
+}
+
+SEC("raw_tp/sys_enter")
+int BPF_PROG(sys_enter_raw, struct pt_regs *regs, long id)
+{
+	unsigned long a[3];
+
+	if (!sys_wanted(id))
+		return 0;
+	a[0] = PT_REGS_PARM1_CORE_SYSCALL(regs);
+	a[1] = PT_REGS_PARM2_CORE_SYSCALL(regs);
+	a[2] = PT_REGS_PARM3_CORE_SYSCALL(regs);
+	return sys_enter_args(id, a);
 }
 
 SEC("tracepoint/raw_syscalls/sys_exit")
 int sys_exit_tp(struct trace_event_raw_sys_exit *ctx)
 {
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct pending *p;
+
 	if (!sys_wanted(ctx->id))
 		return 0;
-	return sys_exit_body(ctx->ret);
+	p = bpf_map_lookup_elem(&pending, &tid);
+	if (!p)
+		return 0;
+	finish(p, ctx->ret);
+	bpf_map_delete_elem(&pending, &tid);
+	return 0;
 }
 
 /* ---- function hooks: pipes, FIFOs, eventfd, msg, mq ---- */

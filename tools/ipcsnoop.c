@@ -111,7 +111,8 @@ static const struct argp argp = {
 	.children = aiscope_argp_children,
 };
 
-/* The syscall path is required: it is the one that works everywhere. The
+/* The syscall path is required: it is the one that works everywhere (its
+ * sys_enter only with the classic sys_exit, which lacks the arguments). The
  * function hooks are richer where the kernel allows them (fexit); each one
  * chosen takes its (kind, direction) off the syscall path. */
 enum {
@@ -1039,6 +1040,10 @@ static void plan(void)
 		drop_hook(H_UNIX_RECV);
 	}
 	unix_sys = !chosen(H_UNIX_SEND);
+	/* tp_btf and raw_tp sys_exit find the arguments in the saved
+	 * registers: sys_enter is only for the classic sys_exit */
+	if (chosen(H_SYS_EXIT) && hooks[H_SYS_EXIT].cand[hooks[H_SYS_EXIT].chosen].mech != PM_TRACEPOINT)
+		drop_hook(H_SYS_ENTER);
 	if (chosen(H_PIPE_WRITE)) {
 		cov |= IPC_BIT(IPC_PIPE, IPC_WRITE);
 		if (hooks[H_PIPE_WRITE].chosen == 1)
