@@ -316,7 +316,9 @@ run_every_mechanism() {
 		"interval_ns","kind","channel","channel_key","writer_pid","writer_comm","reader_pid",
 		"reader_comm","writers","readers","msgs","bytes","read_msgs","read_bytes","attaches",
 		"detaches","size_bytes"] - $k == [])' "$BATS_TEST_TMPDIR/s.out"
-	jq -e -s '[.[] | select(.type == "edge")] | length == 1 and all(keys_unsorted as $k |
+	local ch
+	ch=$(awk '$2 == "pipe" {print $3; exit}' "$BATS_TEST_TMPDIR/truth")
+	jq -e -s --arg ch "$ch" '[.[] | select(.type == "edge" and .channel == $ch)] | length == 1 and all(keys_unsorted as $k |
 		["type","tool","ts","kind","channel","channel_key","src","dst","bytes","msgs","read_bytes",
 		"first_ts","last_ts","writers"] - $k == [] and
 		["pid","comm","cgroup_id","cgroup","container_id","endpoint"] - (.src | keys) == [] and
