@@ -28,6 +28,7 @@
 #define MQUEUE_MAGIC	0x19800202
 #define MSG_PEEK	2
 #define SOCK_DGRAM	2
+#define SOCK_SEQPACKET	5
 
 #if defined(__TARGET_ARCH_x86)
 #define NR_read		0
@@ -433,8 +434,15 @@ int BPF_PROG(sock_recv_raw, struct sock *sk, int ret, int flags)
 	return 0;
 }
 
-/* unix_seqpacket_{send,recv}msg call the dgram functions: hooking those
- * two covers all three socket types once. */
+/* unix_seqpacket_{send,recv}msg call the dgram functions, which the
+ * compiler may inline there: each hook takes its own socket type. */
+static __always_inline bool unix_fn_pass(struct sock *sk, bool seqpacket)
+{
+	if (!unix_pass(sk))
+		return false;
+	return (BPF_CORE_READ(sk, sk_type) == SOCK_SEQPACKET) == seqpacket;
+}
+
 SEC("fexit/unix_stream_sendmsg")
 int BPF_PROG(unix_stream_send_fexit, struct socket *sock, struct msghdr *msg, size_t len, int ret)
 {
@@ -451,7 +459,19 @@ int BPF_PROG(unix_dgram_send_fexit, struct socket *sock, struct msghdr *msg, siz
 {
 	struct sock *sk = BPF_CORE_READ(sock, sk);
 
-	if (!unix_pass(sk))
+	if (!unix_fn_pass(sk, false))
+		return 0;
+	unix_op(sk, true, ret);
+	return 0;
+}
+
+SEC("fexit/unix_seqpacket_sendmsg")
+int BPF_PROG(unix_seqpacket_send_fexit, struct socket *sock, struct msghdr *msg, size_t len,
+	     int ret)
+{
+	struct sock *sk = BPF_CORE_READ(sock, sk);
+
+	if (!unix_fn_pass(sk, true))
 		return 0;
 	unix_op(sk, true, ret);
 	return 0;
@@ -475,7 +495,19 @@ int BPF_PROG(unix_dgram_recv_fexit, struct socket *sock, struct msghdr *msg, siz
 {
 	struct sock *sk = BPF_CORE_READ(sock, sk);
 
-	if ((flags & MSG_PEEK) || !unix_pass(sk))
+	if ((flags & MSG_PEEK) || !unix_fn_pass(sk, false))
+		return 0;
+	unix_op(sk, false, ret);
+	return 0;
+}
+
+SEC("fexit/unix_seqpacket_recvmsg")
+int BPF_PROG(unix_seqpacket_recv_fexit, struct socket *sock, struct msghdr *msg, size_t size,
+	     int flags, int ret)
+{
+	struct sock *sk = BPF_CORE_READ(sock, sk);
+
+	if ((flags & MSG_PEEK) || !unix_fn_pass(sk, true))
 		return 0;
 	unix_op(sk, false, ret);
 	return 0;

@@ -77,7 +77,8 @@ LOAD() {
 	echo "$output" | grep -E '^sys_enter +(tp_btf|raw_tp|tracepoint|fexit) .*chosen|^ +(tp_btf|raw_tp|tracepoint) +sys_enter .*chosen'
 	echo "$output" | grep -E 'sys_exit .*chosen'
 	# every hook is listed with its candidates
-	for h in sys_enter sys_exit unix_send unix_recv unix_dgram_send unix_dgram_recv pipe_write \
+	for h in sys_enter sys_exit unix_send unix_recv unix_dgram_send unix_dgram_recv unix_seqpacket_send \
+		unix_seqpacket_recv pipe_write \
 		pipe_read fifo_write fifo_read eventfd_write eventfd_read msgsnd msgrcv mq_timedsend \
 		mq_timedreceive; do
 		echo "$output" | grep -q "^$h " || { echo "no hook $h"; false; }
@@ -86,7 +87,7 @@ LOAD() {
 	[ "$status" -eq 0 ]
 	echo "$output" > "$BATS_TEST_TMPDIR/plan"
 	all_json "$BATS_TEST_TMPDIR/plan"
-	[ "$(jq -s 'length' "$BATS_TEST_TMPDIR/plan")" -eq 26 ]
+	[ "$(jq -s 'length' "$BATS_TEST_TMPDIR/plan")" -eq 28 ]
 	jq -e -s 'all(.[]; .type == "probe" and .tool == "ipcsnoop")' "$BATS_TEST_TMPDIR/plan"
 	run "$BIN/ipcsnoop" --list-probes --probe-mode tracepoint
 	[ "$status" -eq 0 ]

@@ -117,6 +117,7 @@ static const struct argp argp = {
  * chosen takes its (kind, direction) off the syscall path. */
 enum {
 	H_SYS_ENTER, H_SYS_EXIT, H_UNIX_SEND, H_UNIX_RECV, H_UNIX_DGRAM_SEND, H_UNIX_DGRAM_RECV,
+	H_UNIX_SEQ_SEND, H_UNIX_SEQ_RECV,
 	H_PIPE_WRITE, H_PIPE_READ, H_FIFO_WRITE, H_FIFO_READ, H_EFD_WRITE, H_EFD_READ,
 	H_MSGSND, H_MSGRCV, H_MQ_SEND, H_MQ_RECV, H_NR,
 };
@@ -142,6 +143,11 @@ static struct probe_hook hooks[H_NR] = {
 		{ PM_FEXIT, "unix_dgram_sendmsg", "unix_dgram_send_fexit" } } },
 	[H_UNIX_DGRAM_RECV] = { .name = "unix_dgram_recv", .optional = true, .cand = {
 		{ PM_FEXIT, "unix_dgram_recvmsg", "unix_dgram_recv_fexit" } } },
+	/* they call the dgram functions, maybe inlined: hooked on their own */
+	[H_UNIX_SEQ_SEND] = { .name = "unix_seqpacket_send", .optional = true, .cand = {
+		{ PM_FEXIT, "unix_seqpacket_sendmsg", "unix_seqpacket_send_fexit" } } },
+	[H_UNIX_SEQ_RECV] = { .name = "unix_seqpacket_recv", .optional = true, .cand = {
+		{ PM_FEXIT, "unix_seqpacket_recvmsg", "unix_seqpacket_recv_fexit" } } },
 	/* 6.15 renamed pipe_write/pipe_read, which served FIFOs too, to
 	 * anon_pipe_*, and gave FIFOs their own fifo_pipe_* wrappers */
 	[H_PIPE_WRITE] = { .name = "pipe_write", .optional = true, .cand = {
@@ -474,6 +480,45 @@ static struct {
 	uint64_t ops, bytes;		/* whole run, written side */
 } S;
 
+/* Names that BPF made for channels whose operation then failed (the
+ * classic path names them at sys_enter) are never read: drop what is
+ * already known, and everything once the map is more than half full. */
+static void prune_names(void)
+{
+	int fd = bpf_map__fd(skel->maps.names);
+	uint32_t max = bpf_map__max_entries(skel->maps.names);
+	struct ipc_key key, next, *keys = NULL;
+	size_t n = 0, cap = 0, kept = 0;
+	void *prev = NULL;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (n == cap) {
+			size_t c = cap ? cap * 2 : 64;
+			struct ipc_key *k = realloc(keys, c * sizeof(*k));
+
+			if (!k)
+				break;
+			keys = k;
+			cap = c;
+		}
+		keys[n++] = next;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct cname *c = cname_find(&keys[i]);
+
+		if (c && c->name && !c->retry)
+			bpf_map_delete_elem(fd, &keys[i]);
+		else
+			keys[kept++] = keys[i];
+	}
+	if (kept * 2 > max)
+		for (size_t i = 0; i < kept; i++)
+			bpf_map_delete_elem(fd, &keys[i]);
+	free(keys);
+}
+
 /* A unix client that sent before its connection was accepted keyed those
  * bytes with receiver 0: they belong to the channel whose other rows have
  * the same sender (id2) and a receiver. A struct sock can be reused once
@@ -577,6 +622,7 @@ static void collect(void)
 		};
 	}
 	settle_embryos(batch, n);
+	prune_names();
 	for (size_t i = 0; i < n; i++) {
 		struct prow *r = &batch[i];
 
@@ -1027,9 +1073,12 @@ static void plan(void)
 
 	/* unix: both directions by the same mechanism, else by syscalls */
 	if (!chosen_fn(H_UNIX_SEND) || !chosen_fn(H_UNIX_RECV) ||
-	    !chosen_fn(H_UNIX_DGRAM_SEND) || !chosen_fn(H_UNIX_DGRAM_RECV)) {
+	    !chosen_fn(H_UNIX_DGRAM_SEND) || !chosen_fn(H_UNIX_DGRAM_RECV) ||
+	    !chosen_fn(H_UNIX_SEQ_SEND) || !chosen_fn(H_UNIX_SEQ_RECV)) {
 		drop_hook(H_UNIX_DGRAM_SEND);
 		drop_hook(H_UNIX_DGRAM_RECV);
+		drop_hook(H_UNIX_SEQ_SEND);
+		drop_hook(H_UNIX_SEQ_RECV);
 		if (chosen_fn(H_UNIX_SEND))
 			drop_hook(H_UNIX_SEND);
 		if (chosen_fn(H_UNIX_RECV))

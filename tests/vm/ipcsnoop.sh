@@ -15,7 +15,7 @@ t_ipc_plan() {
 	grep -Eq '^sys_exit +(tp_btf|raw_tp|tracepoint) .*chosen' "$T/plan" || fail "no sys_exit hook"
 	$IS --list-probes -j > "$T/plan.j" || fail "--list-probes -j exited $?"
 	json_ok "$T/plan.j"
-	[ "$(jsel "$T/plan.j" '"type":"probe"' '"tool":"ipcsnoop"' | wc -l)" -eq 26 ] || fail "not 26 probe records"
+	[ "$(jsel "$T/plan.j" '"type":"probe"' '"tool":"ipcsnoop"' | wc -l)" -eq 28 ] || fail "not 28 probe records"
 }
 
 # ipc_workload DIR: every mechanism once, truth lines in $T/truth
