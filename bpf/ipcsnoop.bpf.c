@@ -114,8 +114,10 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 2048);	/* user space deletes what it has read */
-	__uint(map_flags, BPF_F_NO_PREALLOC);
+	/* user space deletes what it has read. Preallocated: an on-demand
+	 * allocation in a tracepoint can fail when the allocator's per-CPU
+	 * cache is empty, and the name would be lost */
+	__uint(max_entries, 1024);
 	__type(key, struct ipc_key);
 	__type(value, struct ipc_name);
 } names SEC(".maps");
