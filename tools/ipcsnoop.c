@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,8 +231,9 @@ static void pt_grow(struct ptable *t)
 	t->nslots = ns;
 }
 
-/* The row of (ch, pid, dir), created empty when new. */
-static struct prow *pt_get(struct ptable *t, const struct ipc_key *ch, uint32_t pid, uint32_t dir)
+/* The row of (ch, pid, dir), created empty when new (and create). */
+static struct prow *pt_get(struct ptable *t, const struct ipc_key *ch, uint32_t pid, uint32_t dir,
+			   bool create)
 {
 	size_t s;
 	struct prow *r;
@@ -244,6 +246,8 @@ static struct prow *pt_get(struct ptable *t, const struct ipc_key *ch, uint32_t 
 		if (r->pid == pid && r->dir == dir && key_eq(&r->ch, ch))
 			return r;
 	}
+	if (!create)
+		return NULL;
 	if (t->n == t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 256;
 		struct prow *n = realloc(t->rows, cap * sizeof(*n));
@@ -269,9 +273,16 @@ static void pt_clear(struct ptable *t)
 		memset(t->slot, 0, t->nslots * sizeof(*t->slot));
 }
 
-static void pt_add(struct ptable *t, const struct prow *src)
+/* Rows of the whole run kept at most: a host that makes new pipes all
+ * day must not grow the tool without bound (the rest is counted). */
+#define RUN_ROWS_MAX	(1U << 18)
+
+static bool pt_add(struct ptable *t, const struct prow *src, size_t max)
 {
-	struct prow *r = pt_get(t, &src->ch, src->pid, src->dir);
+	struct prow *r = pt_get(t, &src->ch, src->pid, src->dir, t->n < max);
+
+	if (!r)
+		return false;
 
 	if (!r->ops && !r->first_ts) {
 		r->ident = src->ident;
@@ -285,6 +296,7 @@ static void pt_add(struct ptable *t, const struct prow *src)
 	r->bytes += src->bytes;
 	if (src->peer_pid)
 		r->peer_pid = src->peer_pid;
+	return true;
 }
 
 /* ---- channel names ---- */
@@ -303,14 +315,62 @@ static uint64_t cur_tick = 1;
 static struct {
 	struct cname *v;
 	size_t n, cap;
+	size_t *slot;		/* open addressing: index + 1, 0 empty */
+	size_t nslots;
 } names;
+
+static size_t cname_slot(const struct ipc_key *ch, size_t nslots)
+{
+	return hash_key(ch, 0, 0) & (nslots - 1);
+}
 
 static struct cname *cname_find(const struct ipc_key *ch)
 {
-	for (size_t i = names.n; i-- > 0;)
-		if (key_eq(&names.v[i].ch, ch))
-			return &names.v[i];
+	if (!names.nslots)
+		return NULL;
+	for (size_t s = cname_slot(ch, names.nslots); names.slot[s]; s = (s + 1) & (names.nslots - 1))
+		if (key_eq(&names.v[names.slot[s] - 1].ch, ch))
+			return &names.v[names.slot[s] - 1];
 	return NULL;
+}
+
+/* A new entry for ch (not in the table yet). */
+static struct cname *cname_new(const struct ipc_key *ch)
+{
+	size_t s;
+
+	if (names.n == names.cap) {
+		size_t cap = names.cap ? names.cap * 2 : 64;
+		struct cname *v = realloc(names.v, cap * sizeof(*v));
+
+		if (!v)
+			aiscope_fail(EXIT_RUNTIME, "out of memory");
+		names.v = v;
+		names.cap = cap;
+	}
+	if ((names.n + 1) * 2 > names.nslots) {
+		size_t ns = names.nslots ? names.nslots * 2 : 256;
+		size_t *slot = calloc(ns, sizeof(*slot));
+
+		if (!slot)
+			aiscope_fail(EXIT_RUNTIME, "out of memory");
+		for (size_t i = 0; i < names.n; i++) {
+			s = cname_slot(&names.v[i].ch, ns);
+			while (slot[s])
+				s = (s + 1) & (ns - 1);
+			slot[s] = i + 1;
+		}
+		free(names.slot);
+		names.slot = slot;
+		names.nslots = ns;
+	}
+	s = cname_slot(ch, names.nslots);
+	while (names.slot[s])
+		s = (s + 1) & (names.nslots - 1);
+	names.slot[s] = names.n + 1;
+	memset(&names.v[names.n], 0, sizeof(names.v[0]));
+	names.v[names.n].ch = *ch;
+	return &names.v[names.n++];
 }
 
 /* FIFO paths: dentry names come leaf first */
@@ -424,18 +484,7 @@ static struct cname *cname_of(const struct ipc_key *ch)
 	if (c && (c->tried == cur_tick || !c->retry))
 		return c;
 	if (!c) {
-		if (names.n == names.cap) {
-			size_t cap = names.cap ? names.cap * 2 : 64;
-			struct cname *v = realloc(names.v, cap * sizeof(*v));
-
-			if (!v)
-				aiscope_fail(EXIT_RUNTIME, "out of memory");
-			names.v = v;
-			names.cap = cap;
-		}
-		c = &names.v[names.n++];
-		memset(c, 0, sizeof(*c));
-		c->ch = *ch;
+		c = cname_new(ch);
 		c->key = -1;
 	}
 	c->tried = cur_tick;
@@ -478,6 +527,7 @@ static struct {
 	uint64_t last_tick_mono;
 	uint64_t events;
 	uint64_t ops, bytes;		/* whole run, written side */
+	uint64_t run_dropped;		/* rows beyond RUN_ROWS_MAX: not in the edges */
 } S;
 
 /* Names that BPF made for channels whose operation then failed (the
@@ -571,7 +621,7 @@ static void settle_embryos(struct prow *batch, size_t n)
 		moved.ch = *home;
 		r->ch.kind = IPC_NONE;		/* dead: build_chans skips it */
 		r->ops = r->bytes = 0;
-		pt_add(&S.run, &moved);
+		pt_add(&S.run, &moved, SIZE_MAX);
 	}
 }
 
@@ -627,8 +677,9 @@ static void collect(void)
 		struct prow *r = &batch[i];
 
 		cname_of(&r->ch);
-		pt_add(&S.interval, r);
-		pt_add(&S.run, r);
+		pt_add(&S.interval, r, SIZE_MAX);
+		if (!pt_add(&S.run, r, RUN_ROWS_MAX))
+			S.run_dropped++;
 		if (r->dir == IPC_WRITE && r->ch.kind != IPC_SHM) {
 			S.ops += r->ops;
 			S.bytes += r->bytes;
@@ -1018,7 +1069,11 @@ static void print_summary(void)
 		jw_ku64(&S.jw, "bytes", S.bytes);
 		build_chans(&S.run);
 		jw_ku64(&S.jw, "channels", nchans);
+		jw_ku64(&S.jw, "edge_rows_dropped", S.run_dropped);
 		jw_record_end(&S.jw);
+		if (S.run_dropped)
+			fprintf(stderr, "%s: %llu (channel, process) pairs beyond %u were left out of the edges\n",
+				TOOL, (unsigned long long)S.run_dropped, RUN_ROWS_MAX);
 		return;
 	}
 	build_chans(&S.run);
