@@ -35,6 +35,8 @@
 #define NR_write	1
 #define NR_readv	19
 #define NR_writev	20
+#define NR_mmap		9
+#define NR_munmap	11
 #define NR_shmat	30
 #define NR_sendto	44
 #define NR_recvfrom	45
@@ -62,6 +64,8 @@
 #define NR_msgrcv	188
 #define NR_msgsnd	189
 #define NR_shmat	196
+#define NR_munmap	215
+#define NR_mmap		222
 #define NR_shmdt	197
 #define NR_sendto	206
 #define NR_recvfrom	207
@@ -77,6 +81,7 @@ const volatile __u32 fn_covers;		/* IPC_BIT(kind, dir) counted by function hooks
 const volatile __u32 kinds = ~0U;	/* 1 << kind: --kind */
 const volatile bool unix_by_sys;	/* no sock_*_length hook: sockets via syscalls */
 const volatile bool events_on;		/* -e */
+const volatile __u64 shm_dev;		/* s_dev of /dev/shm (POSIX shm), 0: none */
 
 __u32 epoch;				/* written by user space each interval */
 
@@ -94,7 +99,10 @@ struct pending {
 	__u64 arg;		/* shmdt: the address */
 };
 
-enum { OP_RW = 1, OP_SPLICE, OP_MSGSND, OP_MSGRCV, OP_MQSEND, OP_MQRECV, OP_SHMAT, OP_SHMDT };
+enum {
+	OP_RW = 1, OP_SPLICE, OP_MSGSND, OP_MSGRCV, OP_MQSEND, OP_MQRECV,
+	OP_SHMAT, OP_SHMDT,	/* SysV, and POSIX: mmap/munmap of a /dev/shm file */
+};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -122,7 +130,7 @@ struct {
 	__type(value, struct ipc_name);
 } names SEC(".maps");
 
-/* shmat's address -> shmid, for shmdt */
+/* an attach address -> its segment, for the detach */
 struct shm_key {
 	__u32 pid;
 	__u32 pad;
@@ -133,7 +141,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, struct shm_key);
-	__type(value, __u64);
+	__type(value, struct ipc_key);
 } shm_addrs SEC(".maps");
 
 struct {
@@ -264,7 +272,8 @@ static __always_inline void make_name(const struct ipc_key *ch, const struct nam
 	struct ipc_name *n;
 	__u32 zero = 0;
 
-	if (!src || (ch->kind != IPC_FIFO && ch->kind != IPC_UNIX && ch->kind != IPC_MQ))
+	if (!src || (ch->kind != IPC_FIFO && ch->kind != IPC_UNIX && ch->kind != IPC_MQ &&
+		     !(ch->kind == IPC_SHM && ch->id2)))
 		return;
 	if (ch->kind != IPC_UNIX && !src->file)
 		return;
@@ -688,7 +697,37 @@ static __always_inline bool op_shm(struct pending *p, long arg, __u8 op)
 	return true;
 }
 
-/* What syscall id with arguments a[0..2] does, into p; false when it
+#define MAP_SHARED	0x01
+
+/* POSIX shared memory: a shared mapping of a file on /dev/shm (tmpfs,
+ * identified by its superblock's device) */
+static __always_inline bool op_mmap(struct pending *p, long fd, unsigned long flags, bool btf)
+{
+	struct file *f;
+	struct inode *ino;
+	struct name_src src = {};
+
+	if (!shm_dev || !kind_on(IPC_SHM) || fd < 0 || !(flags & MAP_SHARED))
+		return false;
+	f = btf ? aiscope_fd_file_btf(fd) : aiscope_fd_file(cur_task(), fd);
+	if (!f)
+		return false;
+	ino = BPF_CORE_READ(f, f_inode);
+	if (BPF_CORE_READ(ino, i_sb, s_dev) != shm_dev)
+		return false;
+	p->op = OP_SHMAT;
+	p->n = 1;
+	p->ch[0].kind = IPC_SHM;
+	p->ch[0].id = BPF_CORE_READ(ino, i_ino);
+	p->ch[0].id2 = shm_dev;
+	p->ch[0].pad = 0;
+	p->dir[0] = IPC_WRITE;
+	src.file = f;
+	make_name(&p->ch[0], &src);
+	return true;
+}
+
+/* What syscall id with arguments a[0..4] does, into p; false when it
  * touches no channel of ours. The filters have passed. */
 static __always_inline bool sys_op(long id, const unsigned long *a, struct pending *p, bool btf)
 {
@@ -721,7 +760,11 @@ static __always_inline bool sys_op(long id, const unsigned long *a, struct pendi
 	case NR_shmat:
 		return op_shm(p, a[0], OP_SHMAT);
 	case NR_shmdt:
+	case NR_munmap:
+		/* a munmap is a detach when its address was an attach */
 		return op_shm(p, a[0], OP_SHMDT);
+	case NR_mmap:
+		return op_mmap(p, a[4], a[3], btf);
 	}
 	return false;
 }
@@ -735,6 +778,8 @@ static __always_inline bool sys_failed(long id, long ret)
 	case NR_mq_timedsend:
 	case NR_shmat:
 	case NR_shmdt:
+	case NR_mmap:
+	case NR_munmap:
 		return ret < 0;
 	case NR_msgrcv:
 	case NR_mq_timedreceive:
@@ -746,20 +791,20 @@ static __always_inline bool sys_failed(long id, long ret)
 static __always_inline void exit_shm(struct pending *p, long ret)
 {
 	struct shm_key k = { .pid = bpf_get_current_pid_tgid() >> 32 };
-	__u64 *id;
+	struct ipc_key *seg;
 
 	if (p->op == OP_SHMAT) {
 		k.addr = ret;
-		if (bpf_map_update_elem(&shm_addrs, &k, &p->ch[0].id, BPF_ANY))
+		if (bpf_map_update_elem(&shm_addrs, &k, &p->ch[0], BPF_ANY))
 			aiscope_count_lost(AISCOPE_LOST_MAP);
 		account(&p->ch[0], IPC_WRITE, 0, 0, NULL, ret);
 		return;
 	}
 	k.addr = p->arg;
-	id = bpf_map_lookup_elem(&shm_addrs, &k);
-	if (!id)
-		return;		/* attached before we started */
-	p->ch[0].id = *id;
+	seg = bpf_map_lookup_elem(&shm_addrs, &k);
+	if (!seg)
+		return;		/* not an attach, or one from before we started */
+	p->ch[0] = *seg;
 	bpf_map_delete_elem(&shm_addrs, &k);
 	account(&p->ch[0], IPC_READ, 0, 0, NULL, p->arg);
 }
@@ -817,18 +862,22 @@ static __always_inline int sys_exit_args(long id, const unsigned long *a, long r
 #define REGS_A0(r)	((r)->di)
 #define REGS_A1(r)	((r)->si)
 #define REGS_A2(r)	((r)->dx)
+#define REGS_A3(r)	((r)->r10)
+#define REGS_A4(r)	((r)->r8)
 #else
 #define REGS_NR(r)	((r)->syscallno)
 #define REGS_A0(r)	((r)->orig_x0)
 #define REGS_A1(r)	((r)->regs[1])
 #define REGS_A2(r)	((r)->regs[2])
+#define REGS_A3(r)	((r)->regs[3])
+#define REGS_A4(r)	((r)->regs[4])
 #endif
 
 /* tp_btf: regs is a BTF pointer, read with plain loads */
 SEC("tp_btf/sys_exit")
 int BPF_PROG(sys_exit_btf, struct pt_regs *regs, long ret)
 {
-	unsigned long a[3];
+	unsigned long a[5];
 	long id = REGS_NR(regs);
 
 	if (!sys_wanted(id))
@@ -836,13 +885,15 @@ int BPF_PROG(sys_exit_btf, struct pt_regs *regs, long ret)
 	a[0] = REGS_A0(regs);
 	a[1] = REGS_A1(regs);
 	a[2] = REGS_A2(regs);
+	a[3] = REGS_A3(regs);
+	a[4] = REGS_A4(regs);
 	return sys_exit_args(id, a, ret, true);
 }
 
 SEC("raw_tp/sys_exit")
 int BPF_PROG(sys_exit_raw, struct pt_regs *regs, long ret)
 {
-	unsigned long a[3];
+	unsigned long a[5];
 	long id = SYSCALL_NR(regs);
 
 	if (!sys_wanted(id))
@@ -850,6 +901,8 @@ int BPF_PROG(sys_exit_raw, struct pt_regs *regs, long ret)
 	a[0] = PT_REGS_PARM1_CORE_SYSCALL(regs);
 	a[1] = PT_REGS_PARM2_CORE_SYSCALL(regs);
 	a[2] = PT_REGS_PARM3_CORE_SYSCALL(regs);
+	a[3] = PT_REGS_PARM4_CORE_SYSCALL(regs);
+	a[4] = PT_REGS_PARM5_CORE_SYSCALL(regs);
 	return sys_exit_args(id, a, ret, false);
 }
 
@@ -879,7 +932,7 @@ static __always_inline int sys_enter_args(long id, const unsigned long *a)
 SEC("tracepoint/raw_syscalls/sys_enter")
 int sys_enter_tp(struct trace_event_raw_sys_enter *ctx)
 {
-	unsigned long a[3];
+	unsigned long a[5];
 	long id = ctx->id;
 
 	if (!sys_wanted(id))
@@ -887,6 +940,8 @@ int sys_enter_tp(struct trace_event_raw_sys_enter *ctx)
 	a[0] = ctx->args[0];
 	a[1] = ctx->args[1];
 	a[2] = ctx->args[2];
+	a[3] = ctx->args[3];
+	a[4] = ctx->args[4];
 	return sys_enter_args(id, a);
 }
 
@@ -895,26 +950,30 @@ int sys_enter_tp(struct trace_event_raw_sys_enter *ctx)
 SEC("tp_btf/sys_enter")
 int BPF_PROG(sys_enter_btf, struct pt_regs *regs, long id)
 {
-	unsigned long a[3];
+	unsigned long a[5];
 
 	if (!sys_wanted(id))
 		return 0;
 	a[0] = REGS_A0(regs);
 	a[1] = REGS_A1(regs);
 	a[2] = REGS_A2(regs);
+	a[3] = REGS_A3(regs);
+	a[4] = REGS_A4(regs);
 	return sys_enter_args(id, a);
 }
 
 SEC("raw_tp/sys_enter")
 int BPF_PROG(sys_enter_raw, struct pt_regs *regs, long id)
 {
-	unsigned long a[3];
+	unsigned long a[5];
 
 	if (!sys_wanted(id))
 		return 0;
 	a[0] = PT_REGS_PARM1_CORE_SYSCALL(regs);
 	a[1] = PT_REGS_PARM2_CORE_SYSCALL(regs);
 	a[2] = PT_REGS_PARM3_CORE_SYSCALL(regs);
+	a[3] = PT_REGS_PARM4_CORE_SYSCALL(regs);
+	a[4] = PT_REGS_PARM5_CORE_SYSCALL(regs);
 	return sys_enter_args(id, a);
 }
 

@@ -3,7 +3,8 @@
  * ipcsnoop: which local processes feed each other, through which channel?
  *
  * Bytes and messages through pipes, FIFOs, unix sockets, SysV and POSIX
- * message queues and eventfds, plus SysV shared-memory attach/detach, per
+ * message queues and eventfds, plus SysV and POSIX shared-memory
+ * attach/detach, per
  * channel with its writer and reader processes, aggregated in the kernel;
  * -e streams each operation; --json ends with one edge line per writer and
  * channel (docs/edges.md).
@@ -14,7 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -33,7 +38,7 @@
 
 static const char doc[] =
 "Bytes and messages between local processes: pipes, FIFOs, unix sockets,\n"
-"SysV and POSIX message queues, eventfds, and SysV shared-memory attaches.\n"
+"SysV and POSIX message queues, eventfds, and shared-memory attaches.\n"
 "\n"
 "Every interval, a top-like table per channel with the processes that wrote\n"
 "and read it, aggregated in the kernel. -e streams each operation instead.\n"
@@ -440,7 +445,12 @@ static char *fallback_name(const struct ipc_key *ch)
 	case IPC_MSQ: r = asprintf(&s, "msq:%llu", (unsigned long long)ch->id); break;
 	case IPC_MQ: r = asprintf(&s, "mq:[%llu]", (unsigned long long)ch->id); break;
 	case IPC_EVENTFD: r = asprintf(&s, "eventfd:[%llu]", (unsigned long long)ch->id); break;
-	case IPC_SHM: r = asprintf(&s, "shm:%llu", (unsigned long long)ch->id); break;
+	case IPC_SHM:
+		if (ch->id2)	/* POSIX: a /dev/shm file */
+			r = asprintf(&s, "shm:[%llu]", (unsigned long long)ch->id);
+		else
+			r = asprintf(&s, "shm:%llu", (unsigned long long)ch->id);
+		break;
 	}
 	return r < 0 ? NULL : s;
 }
@@ -489,7 +499,7 @@ static struct cname *cname_of(const struct ipc_key *ch)
 	}
 	c->tried = cur_tick;
 	c->retry = false;
-	if (ch->kind == IPC_MSQ || ch->kind == IPC_SHM) {
+	if (ch->kind == IPC_MSQ || (ch->kind == IPC_SHM && !ch->id2)) {
 		sysvipc_lookup(c);
 		c->retry = c->key == -1;
 	}
@@ -1112,6 +1122,19 @@ static void drop_hook(int h)
 	hooks[h].chosen = -1;
 }
 
+/* The kernel's device number of the tmpfs at /dev/shm, where POSIX shared
+ * memory lives (shm_open); 0 when there is none. */
+static uint64_t posix_shm_dev(void)
+{
+	struct statfs sf;
+	struct stat st;
+
+	if (statfs("/dev/shm", &sf) || sf.f_type != TMPFS_MAGIC || stat("/dev/shm", &st))
+		return 0;
+	/* user space dev_t -> the kernel's MKDEV(): major << 20 | minor */
+	return ((uint64_t)major(st.st_dev) << 20) | minor(st.st_dev);
+}
+
 static void want_sys(uint64_t *ids, long nr)
 {
 	ids[nr / 64] |= 1ULL << (nr % 64);
@@ -1217,6 +1240,11 @@ static void plan(void)
 	if (cfg.kinds & (1U << IPC_SHM)) {
 		want_sys(ids, SYS_shmat);
 		want_sys(ids, SYS_shmdt);
+		skel->rodata->shm_dev = posix_shm_dev();
+		if (skel->rodata->shm_dev) {
+			want_sys(ids, SYS_mmap);
+			want_sys(ids, SYS_munmap);
+		}
 	}
 	for (int i = 0; i < IPC_SYSCALL_WORDS; i++)
 		skel->rodata->sys_ids[i] = ids[i];

@@ -20,6 +20,8 @@
  *	ipcload mq NAME RECEIVERS N SIZE      the same through a POSIX queue
  *	ipcload eventfd N                     N writes of 8 bytes, one reader
  *	ipcload shm SIZE                      two processes attach and detach
+ *	ipcload posix-shm NAME SIZE           the same with shm_open + mmap
+ *	                                      (channel /dev/shm/NAME)
  *	ipcload unix-pingpong ROUNDS          a byte back and forth over a unix
  *	                                      socketpair (read/write); prints
  *	                                      "ops/sec N" (for benchmarks)
@@ -39,6 +41,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ipc.h>
+#include <sys/mman.h>
 #include <sys/msg.h>
 #include <sys/prctl.h>
 #include <sys/shm.h>
@@ -589,6 +592,42 @@ static int do_unix_pingpong(long rounds)
 	return 0;
 }
 
+static int do_posix_shm(const char *shm, long size)
+{
+	char ch[300];
+	void *p;
+	pid_t c;
+	int fd;
+
+	snprintf(ch, sizeof(ch), "/dev/shm%s", shm);
+	shm_unlink(shm);
+	fd = shm_open(shm, O_CREAT | O_RDWR, 0600);
+	if (fd < 0 || ftruncate(fd, size))
+		die("shm_open");
+	c = fork();
+	if (c == 0) {
+		name("ipc-w");
+		p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (p == MAP_FAILED)
+			die("mmap");
+		memset(p, 1, size);
+		munmap(p, size);
+		truth("shm", ch, "write", getpid(), "ipc-w", 1, size);
+		_exit(0);
+	}
+	name("ipc-r");
+	if (reap(c))
+		return 1;
+	p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		die("mmap");
+	munmap(p, size);
+	truth("shm", ch, "read", getpid(), "ipc-r", 1, size);
+	close(fd);
+	shm_unlink(shm);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc > 1 ? argv[1] : "";
@@ -616,8 +655,10 @@ int main(int argc, char **argv)
 		return do_eventfd(atol(argv[2]));
 	if (!strcmp(m, "shm") && argc == 3)
 		return do_shm(atol(argv[2]));
+	if (!strcmp(m, "posix-shm") && argc == 4)
+		return do_posix_shm(argv[2], atol(argv[3]));
 	if (!strcmp(m, "unix-pingpong") && argc == 3)
 		return do_unix_pingpong(atol(argv[2]));
-	fprintf(stderr, "usage: ipcload pipe|fifo|unix-stream|unix-dgram|unix-seqpacket|msq|mq|eventfd|shm|unix-pingpong ...\n");
+	fprintf(stderr, "usage: ipcload pipe|fifo|unix-stream|unix-dgram|unix-seqpacket|msq|mq|eventfd|shm|posix-shm|unix-pingpong ...\n");
 	return 2;
 }
