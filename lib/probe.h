@@ -31,7 +31,7 @@ enum probe_mech {
 #define PM_BIT(m)	(1U << (m))
 #define PM_ALL		((1U << PM_NR) - 1)
 
-#define PROBE_MAX_CANDS	8
+#define PROBE_MAX_CANDS	12
 #define PROBE_WHY_LEN	96
 #define PROBE_SYM_LEN	128
 

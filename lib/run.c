@@ -87,12 +87,16 @@ void aiscope_bpf_prepare(struct aiscope_bpf *b, struct bpf_object *obj,
 		err = probe_resolve(b->hooks, b->nhooks, features_ops(), env.probe_mask);
 	else
 		err = probe_resolve_first(b->hooks, b->nhooks, features_ops(), env.probe_mask);
+	if (b->on_plan)
+		b->on_plan(b);
 	if (env.list_probes) {
 		struct jw w;
 
 		jw_init(&w, stdout);
 		probe_print_plan(stdout, b->hooks, b->nhooks, env.json ? &w : NULL, env.tool,
 				 aiscope_now_realtime());
+		if (b->list_extra)
+			b->list_extra(b, stdout, env.json ? &w : NULL);
 		exit(0);
 	}
 	if (env.verbose) {

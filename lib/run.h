@@ -29,6 +29,14 @@ struct aiscope_bpf {
 	bool streaming;			/* events go through the ring buffer */
 	ring_buffer_sample_fn on_event;
 	void *ctx;
+	/* optional: called once the hooks are resolved, before --list-probes
+	 * prints them and before the programs are prepared, for tools whose
+	 * hooks depend on each other (e.g. to leave out a hook that another
+	 * one's choice makes redundant) */
+	void (*on_plan)(struct aiscope_bpf *b);
+	/* optional: what --list-probes prints after the plan (the text
+	 * table, or JSON records through jw when not NULL) */
+	void (*list_extra)(struct aiscope_bpf *b, FILE *f, struct jw *jw);
 	/* filled in */
 	struct ring_buffer *rb;
 	uint64_t lost[AISCOPE_LOST_NR];	/* totals so far */

@@ -1,0 +1,633 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cachestat: page-cache accesses, insertions (misses) and dirtied pages,
+ * counted in the kernel per host, process, cgroup or file.
+ *
+ * Two ways to see accesses, chosen by user space from the attach plan:
+ *  - function hooks (fentry or kprobe): folio_mark_accessed() and its
+ *    pre-folio name mark_page_accessed(), as bcc's cachestat;
+ *  - tracepoints: mm_filemap_get_pages (the page range of each read(2)),
+ *    mm_filemap_map_pages (pages mapped around an mmap fault) and
+ *    mm_filemap_fault.
+ * Insertions (filemap_add_folio or mm_filemap_add_to_page_cache) and
+ * dirtied pages (__folio_mark_dirty or writeback_dirty_folio) mean the same
+ * in both modes. Everything is counted in pages: a large folio counts as
+ * the pages it holds.
+ */
+#include "aiscope.bpf.h"
+#include "cachestat.h"
+
+const volatile __u32 key_by = CACHESTAT_BY_HOST;
+const volatile __u32 page_shift = 12;
+
+__u32 epoch;				/* written by user space each interval */
+
+enum { C_ACCESS, C_ADD, C_DIRTY, C_BUFDIRTY, C_WADD };
+
+/* Host totals, cumulative: user space reads the difference each interval,
+ * so nothing is lost between a read and a reset. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cachestat_counts);
+} totals SEC(".maps");
+
+/* Rows of two intervals (--by), drained and deleted every interval.
+ * Preallocated: a burst of new keys must not fail an allocation. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);		/* sized by user space */
+	__type(key, struct cachestat_key);
+	__type(value, struct cachestat_row);
+} rows SEC(".maps");
+
+/* Tracepoint mode: the read(2) each thread is in the middle of.
+ * filemap_read() calls filemap_get_pages() once per batch of folios, and
+ * every call reports the range still to read: only the first one counts.
+ * LRU: bounded, and an entry of a thread that exited just ages out. */
+struct read_range {
+	__u64 file;
+	__u64 index;
+	__u64 end;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct read_range);
+} reads SEC(".maps");
+
+/* The folio each thread inserted last. A write into a page the cache does
+ * not hold inserts a folio and dirties it right away, in the same thread:
+ * that insertion is not a read miss. Tells them apart per event, where
+ * bcc's arithmetic (insertions minus all dirtied pages) would let one
+ * process's writes cancel another's misses. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, __u64);
+} last_add SEC(".maps");
+
+/* --llc samples, two intervals, drained like rows */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);		/* sized by user space with --llc */
+	__type(key, struct cachestat_llc_key);
+	__type(value, struct cachestat_llc);
+} llc SEC(".maps");
+
+/* ---- folios ---- */
+
+/* 6.1-era folios keep their order in a field of their own. */
+struct folio___o {
+	unsigned char _folio_order;
+	unsigned int _folio_nr_pages;
+} __attribute__((preserve_access_index));
+
+/* Pages in a folio: 1 unless it is a large folio (PG_head). */
+static __always_inline __u64 folio_pages(struct folio *folio)
+{
+	struct folio___o *old = (void *)folio;
+	unsigned long flags = 0, f1 = 0;
+	unsigned int nr = 0;
+	unsigned char order = 0;
+
+	/* flags is an unsigned long, or since 6.17 a struct holding one */
+	bpf_core_read(&flags, sizeof(flags), &folio->flags);
+	if (!(flags & (1UL << bpf_core_enum_value(enum pageflags, PG_head))))
+		return 1;
+	if (bpf_core_field_exists(folio->_nr_pages)) {
+		bpf_core_read(&nr, sizeof(nr), &folio->_nr_pages);
+		return nr ? nr : 1;
+	}
+	if (bpf_core_field_exists(old->_folio_nr_pages)) {
+		bpf_core_read(&nr, sizeof(nr), &old->_folio_nr_pages);
+		return nr ? nr : 1;
+	}
+	if (bpf_core_field_exists(old->_folio_order)) {
+		bpf_core_read(&order, sizeof(order), &old->_folio_order);
+		return 1ULL << (order & 31);
+	}
+	bpf_core_read(&f1, sizeof(f1), &folio->_flags_1);
+	return 1ULL << (f1 & 31);
+}
+
+/* ---- rows ---- */
+
+/* The file a mapping caches: inode number and the kernel's dev_t. */
+static __always_inline void mapping_file(struct address_space *mapping, __u64 *ino, __u32 *dev)
+{
+	struct inode *host = BPF_CORE_READ(mapping, host);
+
+	*ino = BPF_CORE_READ(host, i_ino);
+	*dev = BPF_CORE_READ(host, i_sb, s_dev);
+}
+
+/* The name of one of the inode's dentries (the file's last path component). */
+static __always_inline void inode_name(struct inode *inode, char *buf)
+{
+	struct hlist_node *first = BPF_CORE_READ(inode, i_dentry.first);
+	const unsigned char *name;
+	struct dentry *d;
+
+	if (!first)
+		return;
+	d = (void *)first - bpf_core_field_offset(struct dentry, d_u.d_alias);
+	name = BPF_CORE_READ(d, d_name.name);
+	if (name)
+		bpf_probe_read_kernel_str(buf, CACHESTAT_NAME_LEN, name);
+}
+
+static __always_inline void init_row(struct cachestat_row *r, struct task_struct *t,
+				     struct address_space *mapping)
+{
+	struct inode *host;
+
+	__builtin_memset(r, 0, sizeof(*r));
+	aiscope_task_ident(t, &r->ident);
+	/* a process row is named after its leader, not the thread seen first */
+	if (key_by == CACHESTAT_BY_PID)
+		BPF_CORE_READ_STR_INTO(&r->ident.comm, t, group_leader, comm);
+	if (key_by != CACHESTAT_BY_FILE || !mapping)
+		return;
+	host = BPF_CORE_READ(mapping, host);
+	r->size = BPF_CORE_READ(host, i_size);
+	inode_name(host, r->name);
+}
+
+static __always_inline struct cachestat_row *row_of(struct task_struct *t,
+						    struct address_space *mapping,
+						    __u64 ino, __u32 dev)
+{
+	struct cachestat_key key = { .epoch = *(volatile __u32 *)&epoch };
+	struct aiscope_ident id;
+	struct cachestat_row *r, init;
+
+	switch (key_by) {
+	case CACHESTAT_BY_PID:
+		key.id = bpf_get_current_pid_tgid() >> 32;
+		break;
+	case CACHESTAT_BY_CGROUP:
+		aiscope_task_cgroup_id(t, &id);
+		key.id = id.cgroup_id;
+		key.cgroup_v1 = id.cgroup_v1;
+		break;
+	case CACHESTAT_BY_FILE:
+		if (mapping)
+			mapping_file(mapping, &ino, &dev);
+		key.id = ino;
+		key.dev = dev;
+		break;
+	default:
+		return NULL;
+	}
+	r = bpf_map_lookup_elem(&rows, &key);
+	if (r)
+		return r;
+	init_row(&init, t, mapping);
+	return aiscope_lookup_or_init(&rows, &key, &init);
+}
+
+static __always_inline void add_counts(struct cachestat_counts *c, int what, __u64 n, bool atomic)
+{
+	__u64 *p;
+
+	switch (what) {
+	case C_ACCESS: p = &c->accesses; break;
+	case C_ADD: p = &c->added; break;
+	case C_DIRTY: p = &c->dirtied; break;
+	case C_WADD: p = &c->write_added; break;
+	default: p = &c->buf_dirtied; break;
+	}
+	if (atomic)
+		__sync_fetch_and_add(p, n);
+	else
+		*p += n;
+}
+
+/* Counts n pages for the current task, which has passed the filters.
+ * mapping: the file's page cache, or NULL where only ino/dev are known. */
+static __always_inline void count(struct task_struct *t, int what, __u64 n,
+				  struct address_space *mapping, __u64 ino, __u32 dev)
+{
+	struct cachestat_counts *c;
+	struct cachestat_row *r;
+	__u32 zero = 0;
+
+	if (!n)
+		return;
+	c = bpf_map_lookup_elem(&totals, &zero);
+	if (c)
+		add_counts(c, what, n, false);
+	if (key_by == CACHESTAT_BY_HOST)
+		return;
+	r = row_of(t, mapping, ino, dev);
+	if (r)
+		add_counts(&r->c, what, n, true);
+}
+
+static __always_inline struct task_struct *current_passing(void)
+{
+	struct task_struct *t = (void *)bpf_get_current_task();
+
+	return aiscope_task_pass(t) ? t : NULL;
+}
+
+/* An insertion is remembered by an id (the folio or page address, or the
+ * inode and index where only those are known); a dirtied page with the id
+ * of its thread's last insertion was inserted to be written. */
+static __always_inline void note_added(__u64 id)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+	bpf_map_update_elem(&last_add, &tid, &id, BPF_ANY);
+}
+
+static __always_inline bool added_to_write(__u64 id)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 *last = bpf_map_lookup_elem(&last_add, &tid);
+
+	if (!last || *last != id)
+		return false;
+	bpf_map_delete_elem(&last_add, &tid);
+	return true;
+}
+
+static __always_inline void count_page(struct task_struct *t, int what, __u64 n, __u64 id,
+				       struct address_space *mapping, __u64 ino, __u32 dev)
+{
+	count(t, what, n, mapping, ino, dev);
+	if (what == C_ADD)
+		note_added(id);
+	else if (what == C_DIRTY && added_to_write(id))
+		count(t, C_WADD, n, mapping, ino, dev);
+}
+
+static __always_inline int on_folio(int what, struct folio *folio, struct address_space *mapping)
+{
+	struct task_struct *t;
+
+	if (!folio || !(t = current_passing()))
+		return 0;
+	if (!mapping)
+		mapping = BPF_CORE_READ(folio, mapping);
+	count_page(t, what, folio_pages(folio), (__u64)folio, mapping, 0, 0);
+	return 0;
+}
+
+/* pre-folio kernels: one page */
+static __always_inline int on_page(int what, struct page *page, struct address_space *mapping)
+{
+	struct task_struct *t;
+
+	if (!page || !(t = current_passing()))
+		return 0;
+	if (!mapping)
+		mapping = BPF_CORE_READ(page, mapping);
+	count_page(t, what, 1, (__u64)page, mapping, 0, 0);
+	return 0;
+}
+
+static __always_inline int on_buffer_dirty(struct buffer_head *bh)
+{
+	struct task_struct *t;
+
+	if (!bh || !(t = current_passing()))
+		return 0;
+	count(t, C_BUFDIRTY, 1, BPF_CORE_READ(bh, b_page, mapping), 0, 0);
+	return 0;
+}
+
+/* Tracepoint accesses: pages index..end of a file. file tells one file
+ * from another for the read-in-progress check. */
+static __always_inline __u64 new_pages(__u64 file, __u64 index, __u64 end)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct read_range *r = bpf_map_lookup_elem(&reads, &tid), nr;
+
+	if (end < index)
+		return 0;
+	if (r && r->file == file && r->end == end && index > r->index && index <= end) {
+		/* the next batch of the read whose range was counted */
+		r->index = index;
+		return 0;
+	}
+	nr.file = file;
+	nr.index = index;
+	nr.end = end;
+	bpf_map_update_elem(&reads, &tid, &nr, BPF_ANY);
+	return end - index + 1;
+}
+
+/* A read asks for its whole buffer: the pages past the end of the file
+ * are not read. Returns the last page of the file, or -1 for none. */
+static __always_inline __s64 last_page(struct address_space *mapping)
+{
+	__s64 size = BPF_CORE_READ(mapping, host, i_size);
+
+	return size > 0 ? (size - 1) >> page_shift : -1;
+}
+
+static __always_inline int on_range(struct address_space *mapping, __u64 index, __u64 end,
+				    bool read)
+{
+	struct task_struct *t;
+	__s64 last;
+	__u64 n;
+
+	if (!mapping || !(t = current_passing()))
+		return 0;
+	n = read ? new_pages((__u64)mapping, index, end) : (end >= index ? end - index + 1 : 0);
+	if (!n)
+		return 0;
+	last = last_page(mapping);
+	if (last < 0 || index > (__u64)last)
+		return 0;
+	if (end > (__u64)last)
+		n -= end - last;
+	count(t, C_ACCESS, n, mapping, 0, 0);
+	return 0;
+}
+
+/* Classic tracepoints: only the inode number and device */
+static __always_inline int on_range_tp(__u64 ino, __u32 dev, __u64 index, __u64 end, bool read)
+{
+	struct task_struct *t = current_passing();
+	__u64 n;
+
+	if (!t)
+		return 0;
+	n = read ? new_pages(ino ^ ((__u64)dev << 40), index, end)
+		 : (end >= index ? end - index + 1 : 0);
+	count(t, C_ACCESS, n, NULL, ino, dev);
+	return 0;
+}
+
+static __always_inline int on_ino(int what, __u64 n, __u64 ino, __u32 dev, __u64 index)
+{
+	struct task_struct *t = current_passing();
+
+	if (t)
+		count_page(t, what, n, (ino << 24) ^ index, NULL, ino, dev);
+	return 0;
+}
+
+/* ---- function hooks ---- */
+
+SEC("fentry/folio_mark_accessed")
+int BPF_PROG(accessed_fentry, struct folio *folio)
+{
+	return on_folio(C_ACCESS, folio, NULL);
+}
+
+SEC("kprobe/folio_mark_accessed")
+int BPF_KPROBE(accessed_kprobe, struct folio *folio)
+{
+	return on_folio(C_ACCESS, folio, NULL);
+}
+
+SEC("fentry/mark_page_accessed")
+int BPF_PROG(page_accessed_fentry, struct page *page)
+{
+	return on_page(C_ACCESS, page, NULL);
+}
+
+SEC("kprobe/mark_page_accessed")
+int BPF_KPROBE(page_accessed_kprobe, struct page *page)
+{
+	return on_page(C_ACCESS, page, NULL);
+}
+
+SEC("fentry/filemap_add_folio")
+int BPF_PROG(add_fentry, struct address_space *mapping, struct folio *folio)
+{
+	return on_folio(C_ADD, folio, mapping);
+}
+
+SEC("kprobe/filemap_add_folio")
+int BPF_KPROBE(add_kprobe, struct address_space *mapping, struct folio *folio)
+{
+	return on_folio(C_ADD, folio, mapping);
+}
+
+SEC("fentry/add_to_page_cache_lru")
+int BPF_PROG(add_page_fentry, struct page *page, struct address_space *mapping)
+{
+	return on_page(C_ADD, page, mapping);
+}
+
+SEC("kprobe/add_to_page_cache_lru")
+int BPF_KPROBE(add_page_kprobe, struct page *page, struct address_space *mapping)
+{
+	return on_page(C_ADD, page, mapping);
+}
+
+SEC("fentry/__folio_mark_dirty")
+int BPF_PROG(dirty_fentry, struct folio *folio, struct address_space *mapping)
+{
+	return on_folio(C_DIRTY, folio, mapping);
+}
+
+SEC("kprobe/__folio_mark_dirty")
+int BPF_KPROBE(dirty_kprobe, struct folio *folio, struct address_space *mapping)
+{
+	return on_folio(C_DIRTY, folio, mapping);
+}
+
+SEC("fentry/account_page_dirtied")
+int BPF_PROG(dirty_page_fentry, struct page *page, struct address_space *mapping)
+{
+	return on_page(C_DIRTY, page, mapping);
+}
+
+SEC("kprobe/account_page_dirtied")
+int BPF_KPROBE(dirty_page_kprobe, struct page *page, struct address_space *mapping)
+{
+	return on_page(C_DIRTY, page, mapping);
+}
+
+SEC("fentry/mark_buffer_dirty")
+int BPF_PROG(bufdirty_fentry, struct buffer_head *bh)
+{
+	return on_buffer_dirty(bh);
+}
+
+SEC("kprobe/mark_buffer_dirty")
+int BPF_KPROBE(bufdirty_kprobe, struct buffer_head *bh)
+{
+	return on_buffer_dirty(bh);
+}
+
+/* ---- tracepoints with typed (tp_btf) or raw (raw_tp) arguments ---- */
+
+SEC("tp_btf/mm_filemap_add_to_page_cache")
+int BPF_PROG(add_btf, struct folio *folio)
+{
+	return on_folio(C_ADD, folio, NULL);
+}
+
+SEC("raw_tp/mm_filemap_add_to_page_cache")
+int BPF_PROG(add_raw, struct folio *folio)
+{
+	return on_folio(C_ADD, folio, NULL);
+}
+
+SEC("tp_btf/writeback_dirty_folio")
+int BPF_PROG(dirty_btf, struct folio *folio, struct address_space *mapping)
+{
+	return on_folio(C_DIRTY, folio, mapping);
+}
+
+SEC("raw_tp/writeback_dirty_folio")
+int BPF_PROG(dirty_raw, struct folio *folio, struct address_space *mapping)
+{
+	return on_folio(C_DIRTY, folio, mapping);
+}
+
+/* before 5.16 */
+SEC("tp_btf/writeback_dirty_page")
+int BPF_PROG(dirty_page_btf, struct page *page, struct address_space *mapping)
+{
+	return on_page(C_DIRTY, page, mapping);
+}
+
+SEC("raw_tp/writeback_dirty_page")
+int BPF_PROG(dirty_page_raw, struct page *page, struct address_space *mapping)
+{
+	return on_page(C_DIRTY, page, mapping);
+}
+
+SEC("tp_btf/mm_filemap_get_pages")
+int BPF_PROG(read_btf, struct address_space *mapping, unsigned long index, unsigned long last)
+{
+	return on_range(mapping, index, last, true);
+}
+
+SEC("raw_tp/mm_filemap_get_pages")
+int BPF_PROG(read_raw, struct address_space *mapping, unsigned long index, unsigned long last)
+{
+	return on_range(mapping, index, last, true);
+}
+
+SEC("tp_btf/mm_filemap_map_pages")
+int BPF_PROG(map_btf, struct address_space *mapping, unsigned long start, unsigned long end)
+{
+	return on_range(mapping, start, end, false);
+}
+
+SEC("raw_tp/mm_filemap_map_pages")
+int BPF_PROG(map_raw, struct address_space *mapping, unsigned long start, unsigned long end)
+{
+	return on_range(mapping, start, end, false);
+}
+
+SEC("tp_btf/mm_filemap_fault")
+int BPF_PROG(fault_btf, struct address_space *mapping, unsigned long index)
+{
+	return on_range(mapping, index, index, false);
+}
+
+SEC("raw_tp/mm_filemap_fault")
+int BPF_PROG(fault_raw, struct address_space *mapping, unsigned long index)
+{
+	return on_range(mapping, index, index, false);
+}
+
+/* ---- classic tracepoints: inode numbers, no pointers ---- */
+
+SEC("tracepoint/filemap/mm_filemap_add_to_page_cache")
+int add_tp(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
+{
+	unsigned char order = 0;
+
+	if (bpf_core_field_exists(ctx->order))
+		order = BPF_CORE_READ(ctx, order);
+	return on_ino(C_ADD, 1ULL << (order & 31), ctx->i_ino, ctx->s_dev, ctx->index);
+}
+
+/* The writeback records name the inode but not its device, nor the size of
+ * the folio: one event counts as one page of device 0. */
+SEC("tracepoint/writeback/writeback_dirty_folio")
+int dirty_tp(struct trace_event_raw_writeback_folio_template *ctx)
+{
+	return on_ino(C_DIRTY, 1, ctx->ino, 0, ctx->index);
+}
+
+/* the same record, before 5.16; a fixed layout: the type is gone from
+ * today's BTF */
+struct writeback_page_record {
+	__u64 common;
+	char name[32];
+	__u64 ino;
+	__u64 index;
+};
+
+SEC("tracepoint/writeback/writeback_dirty_page")
+int dirty_page_tp(struct writeback_page_record *ctx)
+{
+	return on_ino(C_DIRTY, 1, ctx->ino, 0, ctx->index);
+}
+
+SEC("tracepoint/filemap/mm_filemap_get_pages")
+int read_tp(struct trace_event_raw_mm_filemap_op_page_cache_range *ctx)
+{
+	return on_range_tp(ctx->i_ino, ctx->s_dev, ctx->index, ctx->last_index, true);
+}
+
+SEC("tracepoint/filemap/mm_filemap_map_pages")
+int map_tp(struct trace_event_raw_mm_filemap_op_page_cache_range *ctx)
+{
+	return on_range_tp(ctx->i_ino, ctx->s_dev, ctx->index, ctx->last_index, false);
+}
+
+SEC("tracepoint/filemap/mm_filemap_fault")
+int fault_tp(struct trace_event_raw_mm_filemap_fault *ctx)
+{
+	return on_range_tp(ctx->i_ino, ctx->s_dev, ctx->index, ctx->index, false);
+}
+
+/* ---- --llc: hardware cache events sampled every sample_period ---- */
+
+static __always_inline int llc_add(__u64 period, bool miss)
+{
+	struct task_struct *t = current_passing();
+	struct cachestat_llc_key key;
+	struct cachestat_llc *v, init;
+
+	if (!t)
+		return 0;
+	key.pid = bpf_get_current_pid_tgid() >> 32;
+	key.epoch = *(volatile __u32 *)&epoch;
+	v = bpf_map_lookup_elem(&llc, &key);
+	if (!v) {
+		__builtin_memset(&init, 0, sizeof(init));
+		aiscope_task_ident(t, &init.ident);
+		BPF_CORE_READ_STR_INTO(&init.ident.comm, t, group_leader, comm);
+		v = aiscope_lookup_or_init(&llc, &key, &init);
+		if (!v)
+			return 0;
+	}
+	if (miss)
+		__sync_fetch_and_add(&v->misses, period);
+	else
+		__sync_fetch_and_add(&v->refs, period);
+	return 0;
+}
+
+SEC("perf_event")
+int llc_ref(struct bpf_perf_event_data *ctx)
+{
+	return llc_add(ctx->sample_period, false);
+}
+
+SEC("perf_event")
+int llc_miss(struct bpf_perf_event_data *ctx)
+{
+	return llc_add(ctx->sample_period, true);
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,427 @@
+#!/usr/bin/env bats
+# cachestat: the command-line contract, and end-to-end checks against a
+# file whose page-cache state the test sets itself (tests/helpers/pagecache:
+# its own pages evicted with posix_fadvise, residency read back with
+# mincore(2) and cachestat(2)).
+
+bats_require_minimum_version 1.5.0
+load lib
+
+PAGES=2048	# the test file: 8 MiB with 4 KiB pages
+
+teardown() {
+	aiscope_teardown
+}
+
+# ---- contract ----
+
+@test "cachestat --help lists the shared options and ends with examples" {
+	run "$BIN/cachestat" --help
+	[ "$status" -eq 0 ]
+	for opt in --pid --tid --cgroup --container --uid --comm --json --interval --duration \
+		--count --timestamp --noclear --rows --sort --wide --buffer-size --btf \
+		--list-probes --probe-mode --verbose --by --llc --usage --version; do
+		[[ "$output" == *"$opt"* ]] || { echo "missing $opt"; false; }
+	done
+	[[ "$output" == *EXAMPLES:* ]]
+	[[ "$output" == *"Exit status"* ]]
+}
+
+@test "cachestat --usage and --version" {
+	run "$BIN/cachestat" --usage
+	[ "$status" -eq 0 ]
+	[[ "$output" == Usage:\ cachestat* ]]
+	run "$BIN/cachestat" --version
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ ^cachestat\ [0-9]+\.[0-9]+\.[0-9]+ ]]
+}
+
+@test "cachestat usage errors exit 2 with one line on stderr and nothing on stdout" {
+	local bad=(
+		"--bogus" "-p" "-p abc" "-p 999999999" "-i 0" "-i 5x" "-d -1" "-n 0" "--by foo"
+		"--by" "-s nope" "-s p99" "-c /nonexistent" "--container zz" "--buffer-size 1"
+		"1 2 3" "--probe-mode foo" "--llc --by pid" "--llc -s hits" "--btf /nonexistent"
+	)
+	for args in "${bad[@]}"; do
+		# shellcheck disable=SC2086
+		"$BIN/cachestat" $args > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/err" && {
+			echo "'$args' succeeded"; false; }
+		rc=$?
+		[ "$rc" -eq 2 ] || { echo "'$args' exited $rc"; cat "$BATS_TEST_TMPDIR/err"; false; }
+		[ "$(wc -l < "$BATS_TEST_TMPDIR/err")" -eq 1 ] || {
+			echo "'$args' printed:"; cat "$BATS_TEST_TMPDIR/err"; false; }
+		[ ! -s "$BATS_TEST_TMPDIR/out" ] || { echo "'$args' wrote to stdout"; false; }
+	done
+}
+
+@test "cachestat without privileges exits 77 and says what is missing" {
+	need_root
+	command -v setpriv > /dev/null || skip "setpriv missing"
+	nobody_copy "$BIN/cachestat"
+	for args in "-d 1" "--by file -d 1" "--llc -d 1"; do
+		# shellcheck disable=SC2086
+		run "${AS_NOBODY[@]}" "$NOBODY_BIN" $args
+		[ "$status" -eq 77 ]
+		[[ "$output" == *"CAP_BPF"* ]]
+		[ "${#lines[@]}" -eq 1 ]
+	done
+	run "${AS_NOBODY[@]}" "$NOBODY_BIN" -j -d 1
+	[ "$status" -eq 77 ]
+	echo "$output" | grep '^{' | tail -1 | jq -e '.type == "error" and .exit_code == 77'
+}
+
+@test "cachestat --list-probes shows the plan and the access mode" {
+	run "$BIN/cachestat" --list-probes
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == HOOK*MECHANISM*TARGET*STATUS ]]
+	for hook in page_added page_dirtied; do
+		echo "$output" | awk -v h="$hook" '/^[^ ]/ { cur = ($1 == h) } cur && / chosen$/ { n++ } END { exit n != 1 }'
+	done
+	echo "$output" | grep -E '^access mode: (function|tracepoint|none) \('
+	# the access hooks of one mode only
+	if echo "$output" | grep -q '^access mode: tracepoint'; then
+		echo "$output" | grep -E '^read_pages +(tp_btf|raw_tp|tracepoint) .*chosen'
+		! echo "$output" | grep -E '^page_accessed .*chosen'
+	fi
+	run "$BIN/cachestat" --list-probes -j
+	[ "$status" -eq 0 ]
+	echo "$output" > "$BATS_TEST_TMPDIR/plan"
+	all_json "$BATS_TEST_TMPDIR/plan"
+	[ "$(jq -s '[.[] | select(.type == "probe")] | length' "$BATS_TEST_TMPDIR/plan")" -eq 32 ]
+	jq -e -s '[.[] | select(.type == "mode")] | length == 1 and
+		(.[0].access_mode | IN("function", "tracepoint", "none"))' "$BATS_TEST_TMPDIR/plan"
+	jq -e -s 'all(.[] | select(.type == "probe"); has("hook") and has("mechanism") and
+		has("target") and has("status") and has("reason"))' "$BATS_TEST_TMPDIR/plan"
+}
+
+@test "cachestat --probe-mode picks the mechanism; an impossible one exits 77 naming the candidates" {
+	for mode in tp_btf raw_tp tracepoint; do
+		run "$BIN/cachestat" --list-probes --probe-mode "$mode"
+		[ "$status" -eq 0 ]
+		echo "$output" | grep -E "^page_added .*|^ +$mode +.*mm_filemap_add_to_page_cache +chosen"
+		[ "$(echo "$output" | grep -c " $mode .*chosen")" -ge 2 ]
+	done
+	need_root
+	grep -q '^kprobe ' /proc/kallsyms 2>/dev/null && [ -e /sys/bus/event_source/devices/kprobe ] &&
+		skip "this kernel has kprobes"
+	run "$BIN/cachestat" --probe-mode fentry,kprobe -d 1
+	[ "$status" -eq 77 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == *"no way to attach page_added on this kernel: tried fentry:filemap_add_folio ("*"), fentry:add_to_page_cache_lru ("*"), tp_btf:mm_filemap_add_to_page_cache (excluded by --probe-mode)"*"kprobe:filemap_add_folio (kprobes not supported)"* ]]
+}
+
+@test "cachestat --llc: hardware counters, or exit 77 with one line where the machine has none" {
+	need_root
+	run "$BIN/cachestat" --llc -d 1 -j
+	if [ "$status" -eq 77 ]; then
+		[ "$(echo "$output" | grep -vc '^{')" -eq 1 ]
+		[[ "$output" == *"--llc: this machine has no hardware cache counters"* ]]
+		echo "$output" | grep '^{' | tail -1 | jq -e '.type == "error" and .exit_code == 77'
+		return
+	fi
+	[ "$status" -eq 0 ]
+	echo "$output" | grep '^{' > "$BATS_TEST_TMPDIR/llc"
+	all_json "$BATS_TEST_TMPDIR/llc"
+	jq -e -s '.[-1].type == "summary" and .[-1].llc_references > 0' "$BATS_TEST_TMPDIR/llc"
+}
+
+# ---- end to end: a file of $PAGES pages on a disk file system ----
+
+# disk_dir: a new directory on a file system with a real page cache
+# (tmpfs and ramfs pages never leave memory); sets DISK_DIR
+disk_dir() {
+	local base t
+	for base in "$BATS_TEST_TMPDIR" /var/tmp "$BATS_TEST_DIRNAME/.."; do
+		t=$(stat -f -c %T "$base" 2>/dev/null) || continue
+		case $t in tmpfs|ramfs|overlayfs|nfs*|fuse*) continue ;; esac
+		DISK_DIR=$(mktemp -d "$base/aiscope-cachestat.XXXXXX") || continue
+		TEST_DIRS+=("$DISK_DIR")
+		return 0
+	done
+	skip "no disk file system for the test file"
+}
+
+# start_serve: the test file, its pages evicted, held open by a reader;
+# sets FILE and SERVE_PID
+start_serve() {
+	disk_dir
+	FILE=$DISK_DIR/model.ckpt
+	"$HELPERS/pagecache" create "$FILE" "$PAGES" > /dev/null
+	start_bg serve "$HELPERS/pagecache" serve "$FILE"
+	wait_for "$BATS_TEST_TMPDIR/serve.out" '^ready'
+	SERVE_PID=$(awk '/^ready/ {print $2}' "$BATS_TEST_TMPDIR/serve.out")
+}
+
+drop_file() {
+	run "$HELPERS/pagecache" drop "$FILE"
+	[ "$status" -eq 0 ]
+	[ "$output" = "resident 0" ] || { echo "the file's pages were not evicted: $output"; false; }
+}
+
+# round SIGNAL WORD N: one read (USR1) or rewrite (USR2) of the whole file
+round() {
+	kill -"$1" "$SERVE_PID"
+	wait_for "$BATS_TEST_TMPDIR/serve.out" "^$2 $3 "
+}
+
+# sum FILE JQ_FILTER KEY: the sum of KEY over the sample lines selected
+sum() {
+	jq -s "[.[] | select(.type == \"sample\") | select($2) | .$3 // 0] | add // 0" "$1"
+}
+
+# resident pages by mincore and cachestat(2) (-1: no such syscall)
+resident() {
+	"$HELPERS/pagecache" resident "$FILE"
+}
+
+# one tool run per round and view: --by pid and --by file, both at once
+run_round() {
+	local sig=$1 word=$2 n=$3 mode=$4
+	start_tool p$n cachestat -j --by pid --probe-mode "$mode"
+	local p=$TOOL_PID
+	start_tool f$n cachestat -j --by file --probe-mode "$mode"
+	round "$sig" "$word" "$n"
+	stop_tool "$TOOL_PID"
+	stop_tool "$p"
+	all_json "$BATS_TEST_TMPDIR/p$n.out"
+	all_json "$BATS_TEST_TMPDIR/f$n.out"
+}
+
+# check_file MODE: read the cold file, read it again, rewrite it; the
+# misses, hits and dirties of the reading process and of the file against
+# the pages the test evicted, read and wrote, and the kernel's residency
+check_file() {
+	local mode=$1 me fsel r1 r2 misses hits dirties
+	start_serve
+	drop_file
+	me=".pid == $SERVE_PID"
+	fsel=".by == \"file\" and .file == \"$FILE\""
+
+	# 1. cold: every page read from disk, attributed to the reader and the file
+	run_round USR1 read 1 "$mode"
+	r1=$(resident)
+	echo "after the cold read: $r1"
+	# (the machine is shared: reclaim may take back a few pages already)
+	within 5 "$(echo "$r1" | awk '{print $2}')" "$PAGES"
+	case $r1 in *"cachestat -1") ;; *) within 1 "$(echo "$r1" | awk '{print $4}')" "$(echo "$r1" | awk '{print $2}')" ;; esac
+	misses=$(sum "$BATS_TEST_TMPDIR/p1.out" ".by == \"pid\" and $me" misses)
+	hits=$(sum "$BATS_TEST_TMPDIR/p1.out" ".by == \"pid\" and $me" hits)
+	echo "mode $mode cold read of $PAGES pages: pid misses $misses, hits $hits"
+	within 5 "$misses" "$PAGES"
+	[ "$hits" -le $((PAGES * 5 / 100)) ]
+	misses=$(sum "$BATS_TEST_TMPDIR/f1.out" "$fsel" misses)
+	echo "file misses $misses"
+	within 5 "$misses" "$PAGES"
+	jq -e -s --arg f "$FILE" --argjson p "$SERVE_PID" --argjson size $((PAGES * 4096)) \
+		'[.[] | select(.type == "sample" and .by == "file" and .file == $f)] | length > 0 and
+		all(.size_bytes == $size and .pid == $p and .comm == "pagecache" and (.inode | type) == "number")' \
+		"$BATS_TEST_TMPDIR/f1.out"
+	# the host line counts at least the reader's misses
+	[ "$(sum "$BATS_TEST_TMPDIR/p1.out" '.by == "host"' misses)" -ge "$misses" ]
+
+	# 2. warm: every page a hit
+	run_round USR1 read 2 "$mode"
+	hits=$(sum "$BATS_TEST_TMPDIR/p2.out" ".by == \"pid\" and $me" hits)
+	misses=$(sum "$BATS_TEST_TMPDIR/p2.out" ".by == \"pid\" and $me" misses)
+	echo "mode $mode warm read: pid hits $hits, misses $misses"
+	within 5 "$hits" "$PAGES"
+	[ "$misses" -le $((PAGES / 100)) ]
+	hits=$(sum "$BATS_TEST_TMPDIR/f2.out" "$fsel" hits)
+	echo "file hits $hits"
+	within 5 "$hits" "$PAGES"
+	jq -e -s '[.[] | select(.type == "sample" and .by == "pid" and .hits > 0)] |
+		all(.hit_ratio > 0 and .hit_ratio <= 1)' "$BATS_TEST_TMPDIR/p2.out"
+
+	# 3. rewrite and fsync: every page dirtied once
+	run_round USR2 wrote 1 "$mode"
+	dirties=$(sum "$BATS_TEST_TMPDIR/f1.out" "$fsel" dirties)
+	echo "mode $mode rewrite of $PAGES pages: file dirties $dirties"
+	if [ "$mode" = tracepoint ]; then
+		# classic writeback records name no folio size: one per folio
+		[ "$dirties" -gt 0 ] && [ "$dirties" -le "$PAGES" ]
+	else
+		within 5 "$dirties" "$PAGES"
+		within 5 "$(sum "$BATS_TEST_TMPDIR/p1.out" ".by == \"pid\" and $me" dirties)" "$PAGES"
+	fi
+	jq -e -s --arg m "$mode" '.[-1] | .type == "summary" and .probes == $m and
+		.access_mode == "tracepoint" and .exit_reason == "signal"' "$BATS_TEST_TMPDIR/p1.out"
+}
+
+@test "cachestat misses, hits and dirties of a file and its reader (tp_btf)" {
+	need_root
+	check_file tp_btf
+}
+
+@test "cachestat misses, hits and dirties of a file and its reader (raw_tp)" {
+	need_root
+	check_file raw_tp
+}
+
+@test "cachestat misses, hits and dirties of a file and its reader (classic tracepoints)" {
+	need_root
+	check_file tracepoint
+}
+
+@test "cachestat host view: bcc's columns, one line per interval, meminfo buffers and cache" {
+	need_root
+	run --separate-stderr "$BIN/cachestat" -i 300ms -n 3
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "      HITS     MISSES    DIRTIES    HIT% BUFFERS(MiB) CACHED(MiB)" ]
+	[ "$(echo "$output" | grep -cE '^ +[0-9-]+ +[0-9]+ +[0-9]+ +[0-9.-]+ +[0-9]+\.[0-9] +[0-9]+\.[0-9]$')" -eq 3 ]
+	echo "$output" | tail -1 | grep -q '^# summary: .* access mode '
+	run --separate-stderr "$BIN/cachestat" -j -i 300ms -n 2
+	[ "$status" -eq 0 ]
+	echo "$output" > "$BATS_TEST_TMPDIR/o"
+	all_json "$BATS_TEST_TMPDIR/o"
+	# Cached of /proc/meminfo, which moves a little between the two reads
+	jq -e -s --argjson c "$(awk '/^Cached:/ {print $2 * 1024}' /proc/meminfo)" \
+		'[.[] | select(.type == "sample")] | length == 2 and
+		all(.by == "host" and .buffers_bytes >= 0 and (.cached_bytes - $c | fabs) < $c / 2)' \
+		"$BATS_TEST_TMPDIR/o"
+}
+
+@test "cachestat JSON records carry every key of their type" {
+	need_root
+	for by in host pid file container; do
+		run --separate-stderr "$BIN/cachestat" -j --by "$by" -i 200ms -n 2
+		[ "$status" -eq 0 ]
+		echo "$output" > "$BATS_TEST_TMPDIR/o"
+		all_json "$BATS_TEST_TMPDIR/o"
+		jq -e -s 'all(.[] | select(.type == "sample"); [has("type","tool","ts","seq","interval_ns",
+			"by","pid","comm","uid","cgroup_id","cgroup","container_id","runtime","pod_uid","file",
+			"inode","dev","size_bytes","hits","accesses","misses","dirties","hit_ratio","miss_bytes",
+			"added_pages","write_added_pages","buffer_dirties","buffers_bytes","cached_bytes")] | all)' "$BATS_TEST_TMPDIR/o"
+		jq -e -s '[.[] | select(.type == "sample" and .by == "host") | .seq] == [1, 2]' "$BATS_TEST_TMPDIR/o"
+		jq -e -s '.[-1] | .type == "summary" and .exit_reason == "count" and .intervals == 2 and
+			(.access_mode | IN("function", "tracepoint", "none")) and .page_size_bytes > 0 and
+			has("hits") and has("misses") and has("dirties") and .lost_events == 0' "$BATS_TEST_TMPDIR/o"
+	done
+}
+
+@test "cachestat --by container: a fake docker container's reads in one row; --container keeps only it" {
+	need_root
+	local root id
+	root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
+	[ -n "$root" ] || skip "no cgroup2 mount"
+	id=$(random_hex64)
+	make_cgroup "$root/docker-$id.scope"
+	start_serve
+	move_to_cgroup "$root/docker-$id.scope" "$SERVE_PID"
+	drop_file
+	start_tool c cachestat -j --by container
+	local by=$TOOL_PID
+	start_tool k cachestat -j --container "${id:0:12}"
+	round USR1 read 1
+	stop_tool "$TOOL_PID"
+	stop_tool "$by"
+	all_json "$BATS_TEST_TMPDIR/c.out"
+	jq -e -s --arg id "$id" '[.[] | select(.type == "sample" and .container_id == $id)] |
+		length > 0 and all(.by == "container" and .runtime == "docker" and .pid == null)' \
+		"$BATS_TEST_TMPDIR/c.out"
+	local misses
+	misses=$(sum "$BATS_TEST_TMPDIR/c.out" ".container_id == \"$id\"" misses)
+	echo "container misses $misses"
+	within 5 "$misses" "$PAGES"
+	# the filter: the host line of the filtered run is the container alone
+	misses=$(sum "$BATS_TEST_TMPDIR/k.out" '.by == "host"' misses)
+	echo "--container host misses $misses"
+	within 5 "$misses" "$PAGES"
+	echo "--by container table:"
+	run "$BIN/cachestat" --by container -n 1 -i 200ms
+	[ "$status" -eq 0 ]
+	echo "$output" | grep -q '^ *CONTAINER  *RUNTIME  *POD  *ACCESSES  *HITS  *MISSES  *MISS(MiB)  *DIRTIES  *HIT%$'
+}
+
+@test "cachestat -p keeps only that process" {
+	need_root
+	start_serve
+	drop_file
+	start_tool s cachestat -j --by pid -p "$SERVE_PID"
+	round USR1 read 1
+	# other processes read files meanwhile
+	cat /etc/passwd /etc/group > /dev/null
+	stop_tool "$TOOL_PID"
+	jq -e -s --argjson p "$SERVE_PID" '[.[] | select(.type == "sample" and .by == "pid")] |
+		length > 0 and all(.pid == $p)' "$BATS_TEST_TMPDIR/s.out"
+	within 5 "$(sum "$BATS_TEST_TMPDIR/s.out" '.by == "host"' misses)" "$PAGES"
+}
+
+@test "cachestat --by file tables show the path and size; -s sorts every interval" {
+	need_root
+	start_serve
+	drop_file
+	start_tool t cachestat --by file -i 300ms --wide
+	round USR1 read 1
+	sleep 0.4
+	stop_tool "$TOOL_PID"
+	grep -q '^FILE  *SIZE(MiB)  *ACCESSES  *HITS  *MISSES  *MISS(MiB)  *DIRTIES  *HIT%$' "$BATS_TEST_TMPDIR/t.out"
+	grep -qE "^$FILE +8\.0 +[0-9]+ +[0-9]+ +[0-9]+ " "$BATS_TEST_TMPDIR/t.out"
+	for key in misses accesses dirties hits; do
+		start_tool s cachestat -j --by pid -s "$key" -i 300ms
+		round USR1 read $(( $(grep -c '^read ' "$BATS_TEST_TMPDIR/serve.out") + 1 ))
+		stop_tool "$TOOL_PID"
+		field=$([ $key = accesses ] && echo accesses || echo "$key")
+		jq -e -s --arg f "$field" 'map(select(.type == "sample" and .by == "pid")) | group_by(.seq) |
+			all(map(.[$f]) as $v | $v == ($v | sort | reverse))' "$BATS_TEST_TMPDIR/s.out"
+	done
+}
+
+@test "cachestat SIGINT and SIGTERM print the summary and exit 0" {
+	need_root
+	for sig in INT TERM; do
+		start_tool s cachestat -C
+		sleep 0.3
+		stop_tool "$TOOL_PID" "$sig"
+		grep -q '^# summary: ' "$BATS_TEST_TMPDIR/s.out"
+		start_tool j cachestat -j --by file
+		stop_tool "$TOOL_PID" "$sig"
+		jq -e -s '.[-1].type == "summary" and .[-1].exit_reason == "signal"' "$BATS_TEST_TMPDIR/j.out"
+	done
+}
+
+@test "cachestat -j | head -1 exits within a second of head" {
+	need_root
+	local start end
+	start=$(date +%s%N)
+	run timeout 10 bash -c "'$BIN/cachestat' -j -d 29s 2>/dev/null | head -1"
+	end=$(date +%s%N)
+	[ "$status" -eq 0 ]
+	echo "$output" | jq -e '.type == "sample"'
+	[ $(((end - start) / 1000000)) -lt 2500 ]
+	! pgrep -f "$BIN/cachestat -j -d 29s" > /dev/null
+}
+
+@test "cachestat --by pid on a terminal redraws each interval in place; -C appends" {
+	need_root
+	command -v script > /dev/null || skip "script(1) missing"
+	script -qfec "$BIN/cachestat --by pid -d 1.5" /dev/null > "$BATS_TEST_TMPDIR/tty" 2>&1
+	[ "$(grep -c $'\033\\[H\033\\[2J' "$BATS_TEST_TMPDIR/tty")" -ge 2 ]
+	script -qfec "$BIN/cachestat --by pid -C -d 1.5" /dev/null > "$BATS_TEST_TMPDIR/tty" 2>&1
+	! grep -q $'\033\\[2J' "$BATS_TEST_TMPDIR/tty"
+	grep -q '^# 20.*interval=1s' "$BATS_TEST_TMPDIR/tty"
+}
+
+@test "cachestat rows are drained every interval: its map does not grow" {
+	need_root
+	command -v bpftool > /dev/null || skip "bpftool missing"
+	local id n
+	start_tool s cachestat --by file -C -i 300ms
+	# 300 files read once each
+	disk_dir
+	for i in $(seq 300); do echo "$i" > "$DISK_DIR/f$i"; done
+	cat "$DISK_DIR"/f* > /dev/null
+	sleep 1
+	id=$(bpftool map show | awk -F'[: ]+' '/ name rows /{print $1}' | tail -1)
+	[ -n "$id" ]
+	n=$(bpftool map dump id "$id" | grep -c '"key"' || true)
+	echo "entries left in rows: $n"
+	[ "$n" -lt 100 ]
+	stop_tool "$TOOL_PID"
+}
+
+@test "cachestat tests leave no cgroup behind" {
+	local left
+	[ ! -e /run/docker.sock ] || skip "docker runs here: its scopes are not ours"
+	left=$(find /sys/fs/cgroup -maxdepth 3 -type d -name 'docker-*.scope' 2>/dev/null | head -5)
+	[ -z "$left" ] || { echo "left behind: $left"; false; }
+}
