@@ -42,19 +42,24 @@ struct {
 	__type(value, struct cachestat_row);
 } rows SEC(".maps");
 
-/* Tracepoint mode: the read(2) each thread is in the middle of.
- * filemap_read() calls filemap_get_pages() once per batch of folios, and
- * every call reports the range still to read: only the first one counts.
- * LRU: bounded, and an entry of a thread that exited just ages out. */
+/* Tracepoint mode: the read(2) in progress on each CPU. filemap_read()
+ * calls filemap_get_pages() once per batch of folios, and every call
+ * reports the range still to read: only the first one counts. A per-CPU
+ * slot, not a map keyed by thread: it costs no hash update per read, and
+ * a read rarely moves to another CPU between two batches (when it does,
+ * or when another thread's read came between, the rest of it is counted
+ * again). */
 struct read_range {
 	__u64 file;
 	__u64 index;
 	__u64 end;
+	__u32 tid;
+	__u32 pad;
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct read_range);
 } reads SEC(".maps");
@@ -306,51 +311,74 @@ static __always_inline int on_buffer_dirty(struct buffer_head *bh)
  * from another for the read-in-progress check. */
 static __always_inline __u64 new_pages(__u64 file, __u64 index, __u64 end)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct read_range *r = bpf_map_lookup_elem(&reads, &tid), nr;
+	struct read_range *r;
+	__u32 zero = 0, tid;
 
 	if (end < index)
 		return 0;
-	if (r && r->file == file && r->end == end && index > r->index && index <= end) {
+	/* one page is always one batch */
+	if (end == index)
+		return 1;
+	r = bpf_map_lookup_elem(&reads, &zero);
+	if (!r)
+		return end - index + 1;
+	tid = (__u32)bpf_get_current_pid_tgid();
+	if (r->tid == tid && r->file == file && r->end == end && index > r->index) {
 		/* the next batch of the read whose range was counted */
 		r->index = index;
 		return 0;
 	}
-	nr.file = file;
-	nr.index = index;
-	nr.end = end;
-	bpf_map_update_elem(&reads, &tid, &nr, BPF_ANY);
+	r->tid = tid;
+	r->file = file;
+	r->index = index;
+	r->end = end;
 	return end - index + 1;
 }
 
-/* A read asks for its whole buffer: the pages past the end of the file
- * are not read. Returns the last page of the file, or -1 for none. */
-static __always_inline __s64 last_page(struct address_space *mapping)
+/* A read asks for its whole buffer, the fault-around window may pass the
+ * end of the file: the pages past the end are not read. n pages from
+ * index: how many are inside a file of size bytes. */
+static __always_inline __u64 within_file(__u64 n, __u64 index, __s64 size)
 {
-	__s64 size = BPF_CORE_READ(mapping, host, i_size);
+	__u64 last;
 
-	return size > 0 ? (size - 1) >> page_shift : -1;
+	if (size <= 0)
+		return 0;
+	last = (size - 1) >> page_shift;
+	if (index > last)
+		return 0;
+	return index + n - 1 > last ? last - index + 1 : n;
 }
 
+/* size: the file's i_size, read by the caller (plain loads under tp_btf,
+ * CO-RE reads under raw_tp); only needed for ranges of several pages */
 static __always_inline int on_range(struct address_space *mapping, __u64 index, __u64 end,
-				    bool read)
+				    bool read, __s64 size)
 {
 	struct task_struct *t;
-	__s64 last;
 	__u64 n;
 
 	if (!mapping || !(t = current_passing()))
 		return 0;
 	n = read ? new_pages((__u64)mapping, index, end) : (end >= index ? end - index + 1 : 0);
-	if (!n)
-		return 0;
-	last = last_page(mapping);
-	if (last < 0 || index > (__u64)last)
-		return 0;
-	if (end > (__u64)last)
-		n -= end - last;
+	if (n > 1)
+		n = within_file(n, index, size);
 	count(t, C_ACCESS, n, mapping, 0, 0);
 	return 0;
+}
+
+static __always_inline __s64 size_btf(struct address_space *mapping, __u64 index, __u64 end)
+{
+	if (!mapping || end <= index)
+		return 0;
+	return mapping->host->i_size;
+}
+
+static __always_inline __s64 size_raw(struct address_space *mapping, __u64 index, __u64 end)
+{
+	if (!mapping || end <= index)
+		return 0;
+	return BPF_CORE_READ(mapping, host, i_size);
 }
 
 /* Classic tracepoints: only the inode number and device */
@@ -504,37 +532,37 @@ int BPF_PROG(dirty_page_raw, struct page *page, struct address_space *mapping)
 SEC("tp_btf/mm_filemap_get_pages")
 int BPF_PROG(read_btf, struct address_space *mapping, unsigned long index, unsigned long last)
 {
-	return on_range(mapping, index, last, true);
+	return on_range(mapping, index, last, true, size_btf(mapping, index, last));
 }
 
 SEC("raw_tp/mm_filemap_get_pages")
 int BPF_PROG(read_raw, struct address_space *mapping, unsigned long index, unsigned long last)
 {
-	return on_range(mapping, index, last, true);
+	return on_range(mapping, index, last, true, size_raw(mapping, index, last));
 }
 
 SEC("tp_btf/mm_filemap_map_pages")
 int BPF_PROG(map_btf, struct address_space *mapping, unsigned long start, unsigned long end)
 {
-	return on_range(mapping, start, end, false);
+	return on_range(mapping, start, end, false, size_btf(mapping, start, end));
 }
 
 SEC("raw_tp/mm_filemap_map_pages")
 int BPF_PROG(map_raw, struct address_space *mapping, unsigned long start, unsigned long end)
 {
-	return on_range(mapping, start, end, false);
+	return on_range(mapping, start, end, false, size_raw(mapping, start, end));
 }
 
 SEC("tp_btf/mm_filemap_fault")
 int BPF_PROG(fault_btf, struct address_space *mapping, unsigned long index)
 {
-	return on_range(mapping, index, index, false);
+	return on_range(mapping, index, index, false, 0);
 }
 
 SEC("raw_tp/mm_filemap_fault")
 int BPF_PROG(fault_raw, struct address_space *mapping, unsigned long index)
 {
-	return on_range(mapping, index, index, false);
+	return on_range(mapping, index, index, false, 0);
 }
 
 /* ---- classic tracepoints: inode numbers, no pointers ---- */

@@ -152,11 +152,15 @@ void fmt_duration(uint64_t ns, char *buf, size_t len)
 	for (i = 0; i < ARRAY_SIZE(units); i++) {
 		if (ns < units[i].div)
 			continue;
-		if (ns % units[i].div == 0)
+		if (ns % units[i].div == 0) {
 			snprintf(buf, len, "%llu%s", (unsigned long long)(ns / units[i].div),
 				 units[i].unit);
-		else
-			snprintf(buf, len, "%.3g%s", (double)ns / units[i].div, units[i].unit);
+			return;
+		}
+		/* 999.99ms would print as "1e+03ms": it is 1s to 3 digits */
+		if (i > 0 && (double)ns / units[i].div >= 999.5)
+			i--;
+		snprintf(buf, len, "%.3g%s", (double)ns / units[i].div, units[i].unit);
 		return;
 	}
 	snprintf(buf, len, "%lluns", (unsigned long long)ns);

@@ -9,6 +9,10 @@
 #   /opt/aiscope/bin/         the static tools found in TOOLS_DIR ($TOOLS)
 #   /opt/aiscope/helpers/     the static test helpers in HELPERS_DIR
 #   /opt/aiscope/tests/       tests/vm/*.sh (the runner and one file per tool)
+#   /opt/aiscope/modules/     the kernel modules named in tests/vm/*.modules
+#                             (one name a line, # comments), from MODULES_DIR
+#                             (<name>.ko files; scripts/vm/run-matrix.sh
+#                             takes them from the kernel's package)
 #   /dev/console              so that /init has a console before devtmpfs
 #
 # The archive is written by this script (no cpio or root needed), all files
@@ -50,6 +54,15 @@ for t in $TOOLS; do
 	n=$((n + 1))
 done
 [ $n -gt 0 ] || die "no tools to test"
+mods=$(cat "$top"/tests/vm/*.modules 2>/dev/null | sed 's/#.*//' | tr -s ' \t' '\n' | grep -v '^$' | sort -u)
+if [ -n "$mods" ]; then
+	[ -n "${MODULES_DIR:-}" ] || die "tests/vm/*.modules name modules, but no MODULES_DIR"
+	mkdir -p "$stage/opt/aiscope/modules"
+	for m in $mods; do
+		[ -f "$MODULES_DIR/$m.ko" ] || die "module $m not in $MODULES_DIR"
+		cp "$MODULES_DIR/$m.ko" "$stage/opt/aiscope/modules/"
+	done
+fi
 
 # ---- cpio newc writer ----
 ino=1000

@@ -37,6 +37,30 @@ tap() {	# tap ok|not_ok|skip TEXT [REASON]
 }
 diag() { printf '# %s\n' "$*"; }
 
+# vm_modules KROOT: a directory of the <name>.ko files that tests/vm/*.modules
+# name, extracted from KROOT.deb (the package fetch.sh unpacked to KROOT) into
+# KROOT/modules once; prints it, or why not (exit 1)
+vm_modules() {
+	want=$(cat tests/vm/*.modules 2>/dev/null | sed 's/#.*//' | tr -s ' \t' '\n' | grep -v '^$' | sort -u)
+	dir=$1/modules
+	missing=
+	for m in $want; do [ -f "$dir/$m.ko" ] || missing="$missing $m"; done
+	if [ -n "$missing" ]; then
+		[ -f "$1.deb" ] || { echo "no $1.deb to take$missing from"; return 1; }
+		tmp=$dir.tmp
+		rm -rf "$tmp"
+		mkdir -p "$tmp" "$dir"
+		pats=
+		for m in $missing; do pats="$pats */$m.ko"; done
+		# shellcheck disable=SC2086
+		dpkg-deb --fsys-tarfile "$1.deb" | tar -x -C "$tmp" --wildcards $pats 2>/dev/null
+		find "$tmp" -name '*.ko' -exec mv {} "$dir/" \;
+		rm -rf "$tmp"
+		for m in $missing; do [ -f "$dir/$m.ko" ] || { echo "$m.ko is not in $1.deb"; return 1; }; done
+	fi
+	echo "$dir"
+}
+
 run_vm() {
 	arch=$1
 	case $arch in
@@ -82,8 +106,15 @@ run_vm() {
 		tap not_ok "[$label] build (make $mk tools test helpers; log $out/$arch-build.log)"
 		return
 	fi
+	# kernel modules the tests load (tests/vm/*.modules), taken once from
+	# the kernel's package next to its unpacked /boot
+	kroot=$(dirname "$(dirname "$kernel")")
+	if ! modules=$(vm_modules "$kroot"); then
+		tap not_ok "[$label] kernel modules: $modules"
+		return
+	fi
 	initrd=$out/$arch-initramfs.cpio.gz
-	if ! scripts/vm/mkinitramfs.sh "$initrd" "$busybox" "$bdir" "$bdir/tests/helpers" > "$out/$arch-initramfs.log" 2>&1; then
+	if ! MODULES_DIR=$modules scripts/vm/mkinitramfs.sh "$initrd" "$busybox" "$bdir" "$bdir/tests/helpers" > "$out/$arch-initramfs.log" 2>&1; then
 		sed "s/^/# [$label] /" "$out/$arch-initramfs.log"
 		tap not_ok "[$label] initramfs"
 		return

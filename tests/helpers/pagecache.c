@@ -14,6 +14,11 @@
  *                                 SIGUSR2: rewrite every page and fsync,
  *                                 print "wrote N PAGES". SIGTERM ends it.
  *
+ *   pagecache loop PATH BYTES SECS
+ *                                 pread BYTES at a time over the file, again
+ *                                 and again, for SECS seconds; prints reads
+ *                                 per second (the file should be cached)
+ *
  * serve keeps the file open, so that the reading process and the file it
  * reads are both known while a tool runs. Exits 1 with a message on error.
  */
@@ -28,6 +33,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CHUNK (128 * 1024)
@@ -174,6 +180,41 @@ static int serve(const char *path)
 	return 0;
 }
 
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* a cached-read loop: the workload of scripts/bench/cachestat.sh */
+static int loop(const char *path, size_t bytes, double secs)
+{
+	int fd = open_file(path, O_RDONLY);
+	off_t size = file_size(fd), off = 0;
+	char *buf = malloc(bytes);
+	double t0 = now_s(), t;
+	unsigned long n = 0;
+
+	if (!buf || !bytes || (off_t)bytes > size) {
+		fprintf(stderr, "pagecache: BYTES must be between 1 and the file size\n");
+		return 1;
+	}
+	do {
+		for (int i = 0; i < 64; i++, n++) {
+			if (off + (off_t)bytes > size)
+				off = 0;
+			if (pread(fd, buf, bytes, off) != (ssize_t)bytes)
+				die("pread");
+			off += bytes;
+		}
+		t = now_s() - t0;
+	} while (t < secs);
+	printf("%.0f\n", n / t);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	long pg = sysconf(_SC_PAGESIZE);
@@ -207,8 +248,10 @@ int main(int argc, char **argv)
 		       syscall_cachestat(fd));
 		return 0;
 	}
+	if (argc == 5 && !strcmp(argv[1], "loop"))
+		return loop(argv[2], strtoul(argv[3], NULL, 0), atof(argv[4]));
 	if (argc == 3 && !strcmp(argv[1], "serve"))
 		return serve(argv[2]);
-	fprintf(stderr, "usage: pagecache create PATH PAGES | drop PATH | resident PATH | serve PATH\n");
+	fprintf(stderr, "usage: pagecache create PATH PAGES | drop PATH | resident PATH | serve PATH | loop PATH BYTES SECS\n");
 	return 1;
 }

@@ -218,6 +218,9 @@ static void test_fmt_duration(void)
 	CHECK_STR(fdur(250000ULL), "250us");
 	CHECK_STR(fdur(1500ULL), "1.5us");
 	CHECK_STR(fdur(1234567ULL), "1.23ms");
+	/* a measured interval just short of a second: no exponent */
+	CHECK_STR(fdur(999989054ULL), "1s");
+	CHECK_STR(fdur(999600ULL), "1ms");
 	CHECK_STR(fdur(10ULL), "10ns");
 	CHECK_STR(fdur(999ULL), "999ns");
 	CHECK_STR(fdur(0ULL), "0ns");
