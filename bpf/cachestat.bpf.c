@@ -86,8 +86,10 @@ struct {
 
 /* ---- folios ---- */
 
-/* 6.1-era folios keep their order in a field of their own. */
+/* 6.1-era folios keep their order in a field of their own, and their flags
+ * in a plain unsigned long (since 6.17 in a memdesc_flags_t). */
 struct folio___o {
+	unsigned long flags;
 	unsigned char _folio_order;
 	unsigned int _folio_nr_pages;
 } __attribute__((preserve_access_index));
@@ -100,8 +102,12 @@ static __always_inline __u64 folio_pages(struct folio *folio)
 	unsigned int nr = 0;
 	unsigned char order = 0;
 
-	/* flags is an unsigned long, or since 6.17 a struct holding one */
-	bpf_core_read(&flags, sizeof(flags), &folio->flags);
+	/* CO-RE does not relocate a struct field onto an integer one: one read
+	 * per layout, the other one is dead code */
+	if (bpf_core_type_exists(memdesc_flags_t))
+		bpf_core_read(&flags, sizeof(flags), &folio->flags);
+	else
+		bpf_core_read(&flags, sizeof(flags), &old->flags);
 	if (!(flags & (1UL << bpf_core_enum_value(enum pageflags, PG_head))))
 		return 1;
 	if (bpf_core_field_exists(folio->_nr_pages)) {

@@ -36,6 +36,7 @@
 #define TOOL "cachestat"
 #define BY_CONTAINER 100	/* user-space grouping of CACHESTAT_BY_CGROUP rows */
 #define LLC_PERIOD 100		/* hardware events per sample, as bcc's llcstat */
+#define FILE_NAMES_MAX 8192	/* --by file: paths remembered across intervals */
 
 static const char doc[] =
 "Page-cache hits, misses and dirtied pages: is the page cache serving reads,\n"
@@ -464,6 +465,12 @@ static void collect_rows(void)
 
 	S.skel->bss->epoch = closed ^ 1;
 	F.nscanned = 0;
+	/* names of files seen long ago: forget them rather than grow */
+	if (F.n > FILE_NAMES_MAX) {
+		for (size_t i = 0; i < F.n; i++)
+			free(F.v[i].path);
+		F.n = 0;
+	}
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
