@@ -187,8 +187,14 @@ static __always_inline struct cachestat_row *row_of(struct task_struct *t,
 		key.cgroup_v1 = id.cgroup_v1;
 		break;
 	case CACHESTAT_BY_FILE:
+		/* anonymous folios (folio_mark_accessed() sees them too) have
+		 * no file: the low bits of their mapping say so */
+		if ((unsigned long)mapping & 3)
+			return NULL;
 		if (mapping)
 			mapping_file(mapping, &ino, &dev);
+		if (!ino && !dev)
+			return NULL;
 		key.id = ino;
 		key.dev = dev;
 		break;
