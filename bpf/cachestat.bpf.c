@@ -86,32 +86,65 @@ struct {
 
 /* ---- folios ---- */
 
-/* 6.1-era folios keep their order in a field of their own, and their flags
- * in a plain unsigned long (since 6.17 in a memdesc_flags_t). */
+/* Local flavors of kernel types, so that one object (and either
+ * generated vmlinux.h: x86 from 6.18, arm64 from 6.1) fits both layouts.
+ * 6.1-era folios keep their order in a field of their own and their flags
+ * in a plain unsigned long; since 6.17 the flags are a memdesc_flags_t,
+ * and 64-bit folios have _nr_pages. */
+typedef struct {
+	unsigned long f;
+} memdesc_flags_t___x;
+
+struct folio___md {
+	memdesc_flags_t___x flags;
+} __attribute__((preserve_access_index));
+
+struct folio___nr {
+	unsigned int _nr_pages;
+} __attribute__((preserve_access_index));
+
 struct folio___o {
 	unsigned long flags;
 	unsigned char _folio_order;
 	unsigned int _folio_nr_pages;
 } __attribute__((preserve_access_index));
 
+/* the access tracepoints' records (not in 6.1, so not in every vmlinux.h) */
+struct trace_event_raw_mm_filemap_op_page_cache_range___x {
+	struct trace_entry ent;
+	unsigned long i_ino;
+	dev_t s_dev;
+	unsigned long index;
+	unsigned long last_index;
+} __attribute__((preserve_access_index));
+
+struct trace_event_raw_mm_filemap_fault___x {
+	struct trace_entry ent;
+	unsigned long i_ino;
+	dev_t s_dev;
+	unsigned long index;
+} __attribute__((preserve_access_index));
+
 /* Pages in a folio: 1 unless it is a large folio (PG_head). */
 static __always_inline __u64 folio_pages(struct folio *folio)
 {
 	struct folio___o *old = (void *)folio;
+	struct folio___md *md = (void *)folio;
+	struct folio___nr *fnr = (void *)folio;
 	unsigned long flags = 0, f1 = 0;
 	unsigned int nr = 0;
 	unsigned char order = 0;
 
 	/* CO-RE does not relocate a struct field onto an integer one: one read
 	 * per layout, the other one is dead code */
-	if (bpf_core_type_exists(memdesc_flags_t))
-		bpf_core_read(&flags, sizeof(flags), &folio->flags);
+	if (bpf_core_type_exists(memdesc_flags_t___x))
+		bpf_core_read(&flags, sizeof(flags), &md->flags);
 	else
 		bpf_core_read(&flags, sizeof(flags), &old->flags);
 	if (!(flags & (1UL << bpf_core_enum_value(enum pageflags, PG_head))))
 		return 1;
-	if (bpf_core_field_exists(folio->_nr_pages)) {
-		bpf_core_read(&nr, sizeof(nr), &folio->_nr_pages);
+	if (bpf_core_field_exists(fnr->_nr_pages)) {
+		bpf_core_read(&nr, sizeof(nr), &fnr->_nr_pages);
 		return nr ? nr : 1;
 	}
 	if (bpf_core_field_exists(old->_folio_nr_pages)) {
@@ -187,10 +220,6 @@ static __always_inline struct cachestat_row *row_of(struct task_struct *t,
 		key.cgroup_v1 = id.cgroup_v1;
 		break;
 	case CACHESTAT_BY_FILE:
-		/* anonymous folios (folio_mark_accessed() sees them too) have
-		 * no file: the low bits of their mapping say so */
-		if ((unsigned long)mapping & 3)
-			return NULL;
 		if (mapping)
 			mapping_file(mapping, &ino, &dev);
 		if (!ino && !dev)
@@ -253,6 +282,15 @@ static __always_inline struct task_struct *current_passing(void)
 	return aiscope_task_pass(t) ? t : NULL;
 }
 
+/* A folio's mapping as read from the folio: anonymous and movable folios
+ * (folio_mark_accessed() sees them too) have no file, the low bits of
+ * their mapping say so. Only for values read with CO-RE: a BTF pointer
+ * may not be masked. */
+static __always_inline struct address_space *file_mapping(struct address_space *m)
+{
+	return ((unsigned long)m & 3) ? NULL : m;
+}
+
 /* An insertion is remembered by an id (the folio or page address, or the
  * inode and index where only those are known); a dirtied page with the id
  * of its thread's last insertion was inserted to be written. */
@@ -291,7 +329,7 @@ static __always_inline int on_folio(int what, struct folio *folio, struct addres
 	if (!folio || !(t = current_passing()))
 		return 0;
 	if (!mapping)
-		mapping = BPF_CORE_READ(folio, mapping);
+		mapping = file_mapping(BPF_CORE_READ(folio, mapping));
 	count_page(t, what, folio_pages(folio), (__u64)folio, mapping, 0, 0);
 	return 0;
 }
@@ -304,7 +342,7 @@ static __always_inline int on_page(int what, struct page *page, struct address_s
 	if (!page || !(t = current_passing()))
 		return 0;
 	if (!mapping)
-		mapping = BPF_CORE_READ(page, mapping);
+		mapping = file_mapping(BPF_CORE_READ(page, mapping));
 	count_page(t, what, 1, (__u64)page, mapping, 0, 0);
 	return 0;
 }
@@ -613,19 +651,19 @@ int dirty_page_tp(struct writeback_page_record *ctx)
 }
 
 SEC("tracepoint/filemap/mm_filemap_get_pages")
-int read_tp(struct trace_event_raw_mm_filemap_op_page_cache_range *ctx)
+int read_tp(struct trace_event_raw_mm_filemap_op_page_cache_range___x *ctx)
 {
 	return on_range_tp(ctx->i_ino, ctx->s_dev, ctx->index, ctx->last_index, true);
 }
 
 SEC("tracepoint/filemap/mm_filemap_map_pages")
-int map_tp(struct trace_event_raw_mm_filemap_op_page_cache_range *ctx)
+int map_tp(struct trace_event_raw_mm_filemap_op_page_cache_range___x *ctx)
 {
 	return on_range_tp(ctx->i_ino, ctx->s_dev, ctx->index, ctx->last_index, false);
 }
 
 SEC("tracepoint/filemap/mm_filemap_fault")
-int fault_tp(struct trace_event_raw_mm_filemap_fault *ctx)
+int fault_tp(struct trace_event_raw_mm_filemap_fault___x *ctx)
 {
 	return on_range_tp(ctx->i_ino, ctx->s_dev, ctx->index, ctx->index, false);
 }

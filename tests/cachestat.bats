@@ -219,13 +219,15 @@ check_file() {
 	# the host line counts at least the reader's misses
 	[ "$(sum "$BATS_TEST_TMPDIR/p1.out" '.by == "host"' misses)" -ge "$misses" ]
 
-	# 2. warm: every page a hit
+	# 2. warm: every page a hit, but for those that reclaim took back
+	# meanwhile (the machine is shared)
+	r2=$(resident | awk '{print $2}')
 	run_round USR1 read 2 "$mode"
 	hits=$(sum "$BATS_TEST_TMPDIR/p2.out" ".by == \"pid\" and $me" hits)
 	misses=$(sum "$BATS_TEST_TMPDIR/p2.out" ".by == \"pid\" and $me" misses)
-	echo "mode $mode warm read: pid hits $hits, misses $misses"
+	echo "mode $mode warm read ($r2 pages resident before): pid hits $hits, misses $misses"
 	within 5 "$hits" "$PAGES"
-	[ "$misses" -le $((PAGES / 100)) ]
+	[ "$misses" -le $((PAGES - r2 + PAGES / 100)) ]
 	hits=$(sum "$BATS_TEST_TMPDIR/f2.out" "$fsel" hits)
 	echo "file hits $hits"
 	within 5 "$hits" "$PAGES"
