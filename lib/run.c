@@ -285,6 +285,12 @@ int aiscope_loop_run(struct aiscope_loop *l)
 	sigset_t mask;
 
 	signal(SIGPIPE, SIG_IGN);
+	/* A shell without job control starts background commands ("tool &"
+	 * in a script) with SIGINT ignored, and an ignored signal never
+	 * reaches the signalfd: CONTRACT 7 wants SIGINT to end the tool with
+	 * its summary wherever it was started. */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);

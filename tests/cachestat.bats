@@ -379,6 +379,12 @@ check_file() {
 		stop_tool "$TOOL_PID" "$sig"
 		jq -e -s '.[-1].type == "summary" and .[-1].exit_reason == "signal"' "$BATS_TEST_TMPDIR/j.out"
 	done
+	# started with SIGINT ignored, as a shell without job control starts
+	# "cachestat &": Ctrl-C semantics all the same
+	start_bg i sh -c "trap '' INT; exec '$BIN/cachestat' -j"
+	wait_for "$BATS_TEST_TMPDIR/i.err" Tracing
+	stop_tool "$BG_PID" INT
+	jq -e -s '.[-1].type == "summary" and .[-1].exit_reason == "signal"' "$BATS_TEST_TMPDIR/i.out"
 }
 
 @test "cachestat -j | head -1 exits within a second of head" {
