@@ -9,7 +9,6 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,18 +90,17 @@ static void fmt_bound(struct prom_http *s)
 	snprintf(s->addr, sizeof(s->addr), "%s:%d", ip, port);
 }
 
-static int bind_one(const struct addrinfo *ai)
+static int bind_one(const struct sockaddr *sa, socklen_t len)
 {
-	int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-			ai->ai_protocol);
+	int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	int one = 1, err;
 
 	if (fd < 0)
 		return -errno;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (ai->ai_family == AF_INET6)
+	if (sa->sa_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-	if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 64)) {
+	if (bind(fd, sa, len) || listen(fd, 64)) {
 		err = -errno;
 		close(fd);
 		return err;
@@ -110,33 +108,52 @@ static int bind_one(const struct addrinfo *ai)
 	return fd;
 }
 
+/* Numeric addresses only (and "localhost"): no resolver, so that the
+ * static tools in a minimal image behave the same. */
+static int make_addr(const char *host, const char *port, struct sockaddr_storage *ss,
+		     socklen_t *len)
+{
+	struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+	uint16_t p = htons(atoi(port));
+
+	memset(ss, 0, sizeof(*ss));
+	if (!host[0] || !strcmp(host, "localhost"))
+		host = "127.0.0.1";
+	if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+		a4->sin_family = AF_INET;
+		a4->sin_port = p;
+		*len = sizeof(*a4);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = p;
+		*len = sizeof(*a6);
+		return 0;
+	}
+	return -EINVAL;
+}
+
 int prom_http_listen(struct prom_http *s, const char *spec, char *err, size_t errlen)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
-	struct addrinfo *res = NULL;
+	struct sockaddr_storage ss;
+	socklen_t len;
 	char host[256], port[8];
-	int fd = -EADDRNOTAVAIL, gai;
+	int fd;
 
 	memset(s, 0, sizeof(*s));
 	s->lfd = -1;
 	s->ep = -1;
 	for (int i = 0; i < PROM_HTTP_MAX_CONNS; i++)
 		s->conns[i].fd = -1;
-	if (!spec || split_spec(spec, host, sizeof(host), port, sizeof(port))) {
-		snprintf(err, errlen, "expected ADDR:PORT, [IPV6]:PORT or PORT (0 to 65535)");
+	if (!spec || split_spec(spec, host, sizeof(host), port, sizeof(port)) ||
+	    make_addr(host, port, &ss, &len)) {
+		snprintf(err, errlen,
+			 "expected IPV4:PORT, [IPV6]:PORT, localhost:PORT, :PORT or PORT (0 to 65535)");
 		return -EINVAL;
 	}
-	gai = getaddrinfo(host[0] ? host : "127.0.0.1", port, &hints, &res);
-	if (gai) {
-		snprintf(err, errlen, "%s", gai_strerror(gai));
-		return -EINVAL;
-	}
-	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-		fd = bind_one(ai);
-		if (fd >= 0)
-			break;
-	}
-	freeaddrinfo(res);
+	fd = bind_one((struct sockaddr *)&ss, len);
 	if (fd < 0) {
 		snprintf(err, errlen, "%s", strerror(-fd));
 		return fd;

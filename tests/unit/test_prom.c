@@ -404,7 +404,15 @@ static void test_http_spec(void)
 	CHECK_EQ(prom_http_listen(&s, "127.0.0.1:", err, sizeof(err)), -EINVAL);
 	CHECK_EQ(prom_http_listen(&s, "::1:80", err, sizeof(err)), -EINVAL);
 	CHECK_EQ(prom_http_listen(&s, "[::1:80", err, sizeof(err)), -EINVAL);
-	CHECK(prom_http_listen(&s, "no.such.host.invalid:80", err, sizeof(err)) < 0);
+	CHECK_EQ(prom_http_listen(&s, "no.such.host.invalid:80", err, sizeof(err)), -EINVAL);
+	CHECK_EQ(prom_http_listen(&s, "localhost:0", err, sizeof(err)), 0);
+	CHECK(!strncmp(s.addr, "127.0.0.1:", 10));
+	prom_http_close(&s);
+	/* IPv6 loopback where the host has it */
+	if (prom_http_listen(&s, "[::1]:0", err, sizeof(err)) == 0) {
+		CHECK(!strncmp(s.addr, "[::1]:", 6));
+		prom_http_close(&s);
+	}
 	CHECK_EQ(prom_http_listen(&s, "0", err, sizeof(err)), 0);
 	CHECK(!strncmp(s.addr, "127.0.0.1:", 10));
 	prom_http_close(&s);
