@@ -5,6 +5,7 @@
 #   scripts/deps.sh            build, test and benchmark packages (native)
 #   scripts/deps.sh --arm64    the same, plus the arm64 cross toolchain and
 #                              arm64 libraries (adds the arm64 architecture)
+#   scripts/deps.sh --build    only what building needs (deploy/Dockerfile)
 #
 # Needs root (apt-get). Does nothing, quickly, when everything is installed.
 # `apt-get update` runs only when something must be installed: first when the
@@ -24,11 +25,13 @@ me=deps.sh
 say() { printf '%s: %s\n' "$me" "$*" >&2; }
 
 arm64=0
+build_only=0
 for a in "$@"; do
 	case $a in
 	--arm64) arm64=1 ;;
-	-h|--help) sed -n '3,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	*) say "unknown argument '$a' (usage: deps.sh [--arm64])"; exit 2 ;;
+	--build) build_only=1 ;;
+	-h|--help) sed -n '3,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) say "unknown argument '$a' (usage: deps.sh [--arm64] [--build])"; exit 2 ;;
 	esac
 done
 
@@ -56,6 +59,10 @@ installed() {
 }
 
 want="$BUILD_PKGS $TEST_PKGS"
+[ $build_only -eq 1 ] && want=$BUILD_PKGS
+# node and npm for the Kubernetes schema check (tests/fleet.bats), unless
+# a node is already installed some other way
+[ $build_only -eq 0 ] && ! command -v npm >/dev/null 2>&1 && want="$want nodejs npm"
 [ $arm64 -eq 1 ] && want="$want $ARM64_PKGS"
 
 need_update=0

@@ -365,3 +365,139 @@ normalize() {
 	grep -q "container_id=\"$CID\"" "$BATS_TEST_TMPDIR/got"
 	diff "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/got"
 }
+
+# ---- deploy/: the Kubernetes manifest and the image ----
+
+# k8s_validator: installs deploy/validate's locked npm packages once under
+# the build directory (again when the lock file changes); sets NODE_PATH
+k8s_validator() {
+	local d=$AISCOPE_BUILD/npm/k8s-validate
+	command -v node > /dev/null && command -v npm > /dev/null ||
+		skip "node and npm are not installed (scripts/deps.sh installs them)"
+	if ! cmp -s "$TOP/deploy/validate/package-lock.json" "$d/package-lock.json" ||
+		[ ! -d "$d/node_modules/kubernetes-models" ]; then
+		rm -rf "$d"
+		mkdir -p "$d"
+		cp "$TOP/deploy/validate/package.json" "$TOP/deploy/validate/package-lock.json" "$d/"
+		(cd "$d" && timeout 600 npm ci --no-audit --no-fund --loglevel=error) || {
+			rm -rf "$d"
+			echo "npm ci failed: the npm registry is needed once to install deploy/validate's packages" >&2
+			return 1
+		}
+	fi
+	export NODE_PATH=$d/node_modules
+}
+
+# yaml_json FILE: the documents of FILE as JSON, one per line
+yaml_json() {
+	node -e 'const y = require("js-yaml"), fs = require("fs");
+		for (const d of y.loadAll(fs.readFileSync(process.argv[1], "utf8")))
+			if (d) console.log(JSON.stringify(d));' "$1"
+}
+
+@test "deploy/*.yaml is valid against the Kubernetes API schema, offline; typos are caught" {
+	local f
+	k8s_validator
+	run node "$TOP/deploy/validate/validate.js" "$TOP"/deploy/*.yaml
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"DaemonSet aiscope: valid"* ]]
+	# the check is not a no-op: a wrong type, a missing required field and
+	# an unknown field are each rejected
+	f=$BATS_TEST_TMPDIR/bad.yaml
+	sed 's/containerPort: 9464/containerPort: "9464x"/' "$TOP/deploy/aiscope-daemonset.yaml" > "$f"
+	run node "$TOP/deploy/validate/validate.js" "$f"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"containerPort must be integer"* ]]
+	sed '/^  selector:$/,/^      app.kubernetes.io\/name: aiscope$/d' "$TOP/deploy/aiscope-daemonset.yaml" > "$f"
+	run node "$TOP/deploy/validate/validate.js" "$f"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"spec must have required property selector"* ]]
+	sed 's/hostPID: true/hostPid: true/' "$TOP/deploy/aiscope-daemonset.yaml" > "$f"
+	run node "$TOP/deploy/validate/validate.js" "$f"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"spec/template/spec/hostPid: unknown field"* ]]
+}
+
+@test "the DaemonSet asks for the privileges and mounts the tools need, and its commands parse" {
+	local ds c tool args port i
+	k8s_validator
+	ds=$(yaml_json "$TOP/deploy/aiscope-daemonset.yaml" | jq -c 'select(.kind == "DaemonSet")')
+	[ -n "$ds" ]
+	echo "$ds" | jq -e '.spec.template.spec.hostPID == true
+		and (.spec.template.spec.hostNetwork // false) == false
+		and .spec.template.spec.automountServiceAccountToken == false'
+	# every volume is a host path, mounted read-only, and BTF and the cgroup
+	# hierarchies are among them
+	echo "$ds" | jq -e '[.spec.template.spec.volumes[].hostPath.path] as $p |
+		($p | index("/sys/kernel/btf")) != null and ($p | index("/sys/fs/cgroup")) != null and
+		all(.spec.template.spec.volumes[]; .hostPath != null)'
+	echo "$ds" | jq -e 'all(.spec.template.spec.containers[].volumeMounts[]; .readOnly == true)'
+	# no privileged container; every capability named, nothing else
+	echo "$ds" | jq -e 'all(.spec.template.spec.containers[].securityContext;
+		.privileged == false and .allowPrivilegeEscalation == false and
+		.readOnlyRootFilesystem == true and .capabilities.drop == ["ALL"] and
+		(.capabilities.add | sort) == (["BPF","PERFMON","SYS_RESOURCE","SYS_ADMIN","SYS_PTRACE","DAC_READ_SEARCH"] | sort))'
+	echo "$ds" | jq -e 'all(.spec.template.spec.containers[]; .resources.limits.memory != null and
+		.resources.limits.cpu != null and .resources.requests.memory != null)'
+	# each container runs a tool of this tree with options it accepts, and
+	# serves /metrics on the port its probes and annotation name
+	for i in $(seq 0 $(($(echo "$ds" | jq '.spec.template.spec.containers | length') - 1))); do
+		c=$(echo "$ds" | jq -c ".spec.template.spec.containers[$i]")
+		tool=$(echo "$c" | jq -r '.command[0]')
+		[[ "$tool" == /usr/sbin/* ]]
+		tool=${tool#/usr/sbin/}
+		[ -f "$TOP/tools/$tool.c" ] || { echo "no tool $tool"; false; }
+		[ "$(echo "$c" | jq -r .name)" = "$tool" ]
+		mapfile -t args < <(echo "$c" | jq -r '.args[]')
+		port=$(printf '%s\n' "${args[@]}" | grep -A1 -x -- --listen | tail -1)
+		port=${port##*:}
+		[ "$(echo "$c" | jq -r --arg n "m-$tool" '.ports[] | select(.name == $n) | .containerPort')" = "$port" ]
+		echo "$c" | jq -e --arg n "m-$tool" '.livenessProbe.httpGet.path == "/metrics" and
+			.livenessProbe.httpGet.port == $n and .readinessProbe.httpGet.port == $n'
+		# the same arguments, on a free port, parse (and --list-probes exits 0)
+		run "$BIN/$tool" "${args[@]/0.0.0.0:$port/127.0.0.1:0}" --list-probes
+		echo "$output"
+		[ "$status" -eq 0 ]
+	done
+}
+
+@test "the image recipe builds every tool statically on Debian 12 and ships nothing else" {
+	local f=$TOP/deploy/Dockerfile
+	grep -q '^FROM debian:bookworm AS build$' "$f"
+	grep -q 'scripts/deps.sh --build' "$f"
+	grep -q 'make -j"$(nproc)" static' "$f"
+	grep -q '^FROM scratch$' "$f"
+	grep -q '^COPY --from=build /out/ /$' "$f"
+	# the build context leaves out build outputs and the kernel cache
+	grep -qx 'build/' "$TOP/.dockerignore"
+	# the static tools the image carries exist for every tool (make static)
+	[ -x "$AISCOPE_BUILD/static/schedlat" ] || skip "make static has not run"
+	for t in $(cd "$TOP/tools" && ls *.c | sed 's/\.c$//'); do
+		[ -x "$AISCOPE_BUILD/static/$t" ] || { echo "no static $t"; false; }
+		file "$AISCOPE_BUILD/static/$t" | grep -q 'statically linked'
+	done
+}
+
+@test "deploy/prometheus.yml and the alerting rules pass promtool; the rules' unit tests pass" {
+	command -v promtool > /dev/null || skip "promtool (package prometheus) is not installed"
+	local f=$BATS_TEST_TMPDIR/prometheus.yml
+	cd "$TOP/deploy"
+	promtool check rules aiscope-rules.yml
+	promtool test rules aiscope-rules.test.yml
+	run promtool check config prometheus.yml
+	echo "$output"
+	if [ "$status" -ne 0 ] && [[ "$output" == *"field kubernetes_sd_configs not found"* ]]; then
+		# Debian builds Prometheus without Kubernetes discovery: check the
+		# rest (relabelling, rules) with a static target in its place
+		sed '/^    kubernetes_sd_configs:$/,/^          names: \[aiscope\]$/c\
+    static_configs:\
+      - targets: ["127.0.0.1:9464"]' prometheus.yml > "$f"
+		grep -q '^    static_configs:$' "$f"
+		cp aiscope-rules.yml "$BATS_TEST_TMPDIR/"
+		run promtool check config "$f"
+		echo "$output"
+	fi
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"SUCCESS: 1 rule files found"* ]]
+}
