@@ -152,13 +152,29 @@ void aiscope_bpf_load(struct aiscope_bpf *b, int err)
 	}
 }
 
+/* SIGINT and SIGTERM wait for the event loop's signalfd from here on. A
+ * background job of a non-interactive shell ignores SIGINT: one that came
+ * between the "Tracing..." line and the loop would be dropped, and the
+ * tool would never stop. Blocked, it stays pending until the loop reads it. */
+static void block_stop_signals(void)
+{
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+}
+
 void aiscope_bpf_attach(struct aiscope_bpf *b)
 {
 	const struct probe_hook *h = NULL;
 	int err = probe_attach(b->obj, b->hooks, b->nhooks, &h);
 
-	if (!err)
+	if (!err) {
+		block_stop_signals();
 		return;
+	}
 	if (h) {
 		const struct probe_cand *c = &h->cand[h->chosen];
 
