@@ -369,6 +369,106 @@ normalize() {
 	diff "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/got"
 }
 
+# ---- cachestat ----
+
+# a directory on a file system with a real page cache; sets DISK_DIR
+disk_dir() {
+	local base t
+	for base in "$BATS_TEST_TMPDIR" /var/tmp "$TOP"; do
+		t=$(stat -f -c %T "$base" 2>/dev/null) || continue
+		case $t in tmpfs|ramfs|overlayfs|nfs*|fuse*) continue ;; esac
+		DISK_DIR=$(mktemp -d "$base/aiscope-fleet.XXXXXX") || continue
+		TEST_DIRS+=("$DISK_DIR")
+		return 0
+	done
+	skip "no disk file system for the test file"
+}
+
+# prom_sum FILE NAME LABEL_REGEX: a metric summed over its series whose
+# labels match
+prom_sum() {
+	awk -v n="$2" -v re="$3" 'index($0, n "{") == 1 && $0 ~ re { s += $NF } END { printf "%.0f\n", s }' "$1"
+}
+
+@test "cachestat --prometheus: pages by cgroup equal the JSON exactly; a cold read in a container is its misses" {
+	need_root
+	local f=$BATS_TEST_TMPDIR/cachestat.prom pages=2048 file root pid k want got
+	root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
+	[ -n "$root" ] || skip "no cgroup2 mount"
+	disk_dir
+	file=$DISK_DIR/shard.bin
+	"$HELPERS/pagecache" create "$file" "$pages" > /dev/null
+	start_bg serve "$HELPERS/pagecache" serve "$file"
+	wait_for "$BATS_TEST_TMPDIR/serve.out" '^ready'
+	pid=$(awk '/^ready/ {print $2}' "$BATS_TEST_TMPDIR/serve.out")
+	CID=$(random_hex64)
+	make_cgroup "$root/docker-$CID.scope"
+	move_to_cgroup "$root/docker-$CID.scope" "$pid"
+	"$HELPERS/pagecache" drop "$file" | grep -qx 'resident 0'
+	start_tool s cachestat -j --by pid -r 0 --prometheus "$f"
+	kill -USR1 "$pid"
+	wait_for "$BATS_TEST_TMPDIR/serve.out" '^read 1 '
+	stop_tool "$TOOL_PID"
+	all_json "$BATS_TEST_TMPDIR/s.out"
+	cat "$f" | grep "container_id=\"$CID\""
+	# every kind, summed over all series, equals the JSON rows' sum
+	for k in hit:hits miss:misses dirty:dirties; do
+		want=$(jq -s --arg k "${k#*:}" '[.[] | select(.type == "sample" and .by == "pid") | .[$k] // 0] | add // 0' \
+			"$BATS_TEST_TMPDIR/s.out")
+		got=$(prom_sum "$f" aiscope_cachestat_pages_total "kind=\"${k%:*}\"")
+		echo "$k: JSON $want, metrics $got"
+		[ "$got" -eq "$want" ]
+	done
+	# the container's series is the reader's: the pages it read cold
+	want=$(jq -s --argjson p "$pid" '[.[] | select(.type == "sample" and .pid == $p) | .misses] | add' \
+		"$BATS_TEST_TMPDIR/s.out")
+	got=$(prom_value "$f" "aiscope_cachestat_pages_total{cgroup=\"/docker-$CID.scope\",container_id=\"$CID\",pod_uid=\"\",kind=\"miss\"}")
+	echo "container misses: metric $got, JSON $want, pages read cold $pages"
+	[ "$got" -eq "$want" ]
+	within 5 "$got" "$pages"
+	grep -Eq '^aiscope_cachestat_cached_bytes [0-9]+$' "$f"
+	! grep -Eq '(^|[{,])(pid|tid|comm)=' "$f"
+	if command -v promtool > /dev/null; then
+		promtool check metrics < "$f"
+	fi
+}
+
+# ---- ipcsnoop ----
+
+@test "ipcsnoop --prometheus: bytes by cgroup and kind equal the JSON exactly and a pipe's true size" {
+	need_root
+	local f=$BATS_TEST_TMPDIR/ipcsnoop.prom root n=3000000 k want got sel
+	root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
+	[ -n "$root" ] || skip "no cgroup2 mount"
+	CID=$(random_hex64)
+	make_cgroup "$root/docker-$CID.scope"
+	start_tool s ipcsnoop -j -r 0 --prometheus "$f"
+	# a pipe in the container: exactly n bytes written and read
+	sh -c "echo \$\$ > '$root/docker-$CID.scope/cgroup.procs' && head -c $n /dev/zero | cat > /dev/null"
+	sleep 0.5
+	stop_tool "$TOOL_PID"
+	all_json "$BATS_TEST_TMPDIR/s.out"
+	grep "container_id=\"$CID\"" "$f"
+	sel="{cgroup=\"/docker-$CID.scope\",container_id=\"$CID\",pod_uid=\"\",kind=\"pipe\"}"
+	[ "$(prom_value "$f" "aiscope_ipcsnoop_sent_bytes_total$sel")" -eq "$n" ]
+	[ "$(prom_value "$f" "aiscope_ipcsnoop_received_bytes_total$sel")" -eq "$n" ]
+	# every figure, summed over all series, equals the JSON channels' sum
+	for k in sent_bytes:bytes sent_messages:msgs received_bytes:read_bytes \
+		received_messages:read_msgs shm_attaches:attaches shm_detaches:detaches; do
+		want=$(jq -s --arg k "${k#*:}" '[.[] | select(.type == "sample") | .[$k] // 0] | add // 0' \
+			"$BATS_TEST_TMPDIR/s.out")
+		got=$(prom_sum "$f" "aiscope_ipcsnoop_${k%:*}_total" .)
+		echo "${k%:*}: JSON $want, metrics $got"
+		[ "$got" -eq "$want" ]
+	done
+	! grep -Eq '(^|[{,])(pid|tid|comm)=' "$f"
+	if command -v promtool > /dev/null; then
+		promtool check metrics < "$f"
+	fi
+	run "$BIN/ipcsnoop" -e --prometheus "$f"
+	[ "$status" -eq 2 ]
+}
+
 # ---- deploy/: the Kubernetes manifest and the image ----
 
 # k8s_validator: installs deploy/validate's locked npm packages once under

@@ -26,6 +26,7 @@
 #include <bpf/libbpf.h>
 #include "kfeatures.h"
 #include "json.h"
+#include "metrics.h"
 #include "opts.h"
 #include "run.h"
 #include "table.h"
@@ -229,6 +230,48 @@ static void derive(struct figures *f)
 		misses = total;
 	f->misses = misses;
 	f->hits = total - misses;
+}
+
+/* ---- Prometheus metrics: by cgroup with --by pid or container, one
+ * series with empty labels otherwise (a host or file row has no cgroup) ---- */
+
+static struct {
+	struct prom_family *pages, *buffers, *cached;
+} P;
+
+static void metrics_init(void)
+{
+	static const char *const lbl[] = { "cgroup", "container_id", "pod_uid", "kind", NULL };
+
+	if (!aiscope_metrics())
+		return;
+	P.pages = aiscope_metric_counter("aiscope_cachestat_pages_total",
+		"Page-cache pages: kind hit (read from the cache; absent when the kernel gives no access hook), miss (read from disk) or dirty (written).",
+		lbl);
+	P.buffers = aiscope_metric_gauge("aiscope_cachestat_buffers_bytes",
+		"Buffers of /proc/meminfo at the end of the interval.", NULL);
+	P.cached = aiscope_metric_gauge("aiscope_cachestat_cached_bytes",
+		"Cached of /proc/meminfo at the end of the interval.", NULL);
+}
+
+/* One interval's figures (derived) into the series of path's cgroup. */
+static void metrics_add(const char *path, bool has_path, const struct figures *f)
+{
+	const char *v[AISCOPE_CGROUP_NLABELS + 1] = { "", "", "" };
+	struct container_info ci;
+
+	if (!P.pages)
+		return;
+	if (has_path)
+		aiscope_cgroup_path_values(path, v, &ci);
+	if (f->known) {
+		v[3] = "hit";
+		prom_counter_add(P.pages, v, f->hits);
+	}
+	v[3] = "miss";
+	prom_counter_add(P.pages, v, f->misses);
+	v[3] = "dirty";
+	prom_counter_add(P.pages, v, f->c.dirtied);
 }
 
 static void add_counts(struct cachestat_counts *a, const struct cachestat_counts *b)
@@ -492,6 +535,13 @@ static void collect_rows(void)
 			continue;
 		bpf_map_delete_elem(fd, &keys[i]);
 		add_counts(&row_for(&keys[i], &v)->f.c, &v.c);
+		/* per key, as the JSON's pid rows: a key is one process or cgroup */
+		if (P.pages && cfg.by != CACHESTAT_BY_FILE) {
+			struct figures f = { .c = v.c };
+
+			derive(&f);
+			metrics_add(cg_path_of(v.ident.cgroup_id, v.ident.cgroup_v1), true, &f);
+		}
 	}
 	free(keys);
 	for (size_t i = 0; i < S.nrows; i++)
@@ -515,6 +565,8 @@ static void collect(void)
 	S.host.c = d;
 	derive(&S.host);
 	add_counts(&S.total.c, &d);
+	if (cfg.by == CACHESTAT_BY_HOST || cfg.by == CACHESTAT_BY_FILE)
+		metrics_add(NULL, false, &S.host);
 }
 
 /* Buffers and Cached of /proc/meminfo, bytes; false when unreadable */
@@ -850,6 +902,14 @@ static int on_tick(void *ctx)
 
 	S.last_tick_mono = now;
 	collect();
+	if (P.buffers) {
+		uint64_t buffers, cached;
+
+		if (meminfo(&buffers, &cached)) {
+			prom_gauge_set(P.buffers, NULL, buffers);
+			prom_gauge_set(P.cached, NULL, cached);
+		}
+	}
 	print_interval(interval);
 	if (env.count && S.loop.ticks >= env.count)
 		return AISCOPE_STOP;
@@ -1156,6 +1216,8 @@ static void validate(void)
 		usage_error("--llc counts per process: it cannot be combined with --by");
 	if (cfg.llc && env.sort)
 		usage_error("--llc sorts by misses: it cannot be combined with -s");
+	if (cfg.llc && (env.prom_file || env.listen))
+		usage_error("--llc: --prometheus and --listen export the page-cache figures only");
 }
 
 /* --llc loads only the perf_event programs, the page-cache view only the
@@ -1176,8 +1238,9 @@ static void disable_programs(bool llc)
 
 int main(int argc, char **argv)
 {
-	aiscope_parse(&argp, argc, argv, TOOL, AISCOPE_AGGREGATING);
+	aiscope_parse(&argp, argc, argv, TOOL, AISCOPE_AGGREGATING | AISCOPE_METRICS);
 	validate();
+	metrics_init();
 	jw_init(&S.jw, stdout);
 	S.page_size = sysconf(_SC_PAGESIZE);
 	if (cfg.llc && !env.list_probes)

@@ -27,6 +27,7 @@
 #include "edge.h"
 #include "kfeatures.h"
 #include "json.h"
+#include "metrics.h"
 #include "opts.h"
 #include "run.h"
 #include "table.h"
@@ -636,6 +637,54 @@ static void settle_embryos(struct prow *batch, size_t n)
 }
 
 /* Drains the rows of the closed epoch into the interval and the run. */
+/* ---- Prometheus metrics: by the cgroup of the process that wrote or
+ * read, and the channel's kind ---- */
+
+static struct {
+	struct prom_family *sent_bytes, *sent_msgs, *recv_bytes, *recv_msgs;
+	struct prom_family *attaches, *detaches;
+} P;
+
+static void metrics_init(void)
+{
+	static const char *const lbl[] = { "cgroup", "container_id", "pod_uid", "kind", NULL };
+
+	if (!aiscope_metrics())
+		return;
+	P.sent_bytes = aiscope_metric_counter("aiscope_ipcsnoop_sent_bytes_total",
+		"Bytes written or sent into local IPC channels (JSON bytes), by the writer's cgroup and the channel kind.",
+		lbl);
+	P.sent_msgs = aiscope_metric_counter("aiscope_ipcsnoop_sent_messages_total",
+		"Write calls or messages sent (JSON msgs).", lbl);
+	P.recv_bytes = aiscope_metric_counter("aiscope_ipcsnoop_received_bytes_total",
+		"Bytes read or received from local IPC channels (JSON read_bytes), by the reader's cgroup.",
+		lbl);
+	P.recv_msgs = aiscope_metric_counter("aiscope_ipcsnoop_received_messages_total",
+		"Read calls or messages received (JSON read_msgs).", lbl);
+	P.attaches = aiscope_metric_counter("aiscope_ipcsnoop_shm_attaches_total",
+		"Shared-memory attaches (kind shm).", lbl);
+	P.detaches = aiscope_metric_counter("aiscope_ipcsnoop_shm_detaches_total",
+		"Shared-memory detaches (kind shm).", lbl);
+}
+
+static void metrics_add(const struct prow *r)
+{
+	const char *v[AISCOPE_CGROUP_NLABELS + 1];
+	struct container_info ci;
+	bool write = r->dir == IPC_WRITE;
+
+	if (!P.sent_bytes)
+		return;
+	aiscope_cgroup_values(&r->ident, v, &ci);
+	v[3] = r->ch.kind < IPC_KINDS ? kind_names[r->ch.kind] : "?";
+	if (r->ch.kind == IPC_SHM) {
+		prom_counter_add(write ? P.attaches : P.detaches, v, r->ops);
+		return;
+	}
+	prom_counter_add(write ? P.sent_bytes : P.recv_bytes, v, r->bytes);
+	prom_counter_add(write ? P.sent_msgs : P.recv_msgs, v, r->ops);
+}
+
 static void collect(void)
 {
 	int fd = bpf_map__fd(skel->maps.stats);
@@ -687,6 +736,7 @@ static void collect(void)
 		struct prow *r = &batch[i];
 
 		cname_of(&r->ch);
+		metrics_add(r);
 		pt_add(&S.interval, r, SIZE_MAX);
 		if (!pt_add(&S.run, r, RUN_ROWS_MAX))
 			S.run_dropped++;
@@ -1269,12 +1319,16 @@ static void validate(void)
 			usage_error("invalid --sort '%s': expected bytes, msgs or read", env.sort);
 		cfg.sort = env.sort;
 	}
+	if (cfg.events && (env.prom_file || env.listen))
+		usage_error("-e streams operations: --prometheus and --listen need the interval view");
 }
 
 int main(int argc, char **argv)
 {
-	aiscope_parse(&argp, argc, argv, TOOL, AISCOPE_AGGREGATING | AISCOPE_STREAMING);
+	aiscope_parse(&argp, argc, argv, TOOL,
+		      AISCOPE_AGGREGATING | AISCOPE_STREAMING | AISCOPE_METRICS);
 	validate();
+	metrics_init();
 	jw_init(&S.jw, stdout);
 
 	skel = ipcsnoop_bpf__open_opts(aiscope_open_opts());

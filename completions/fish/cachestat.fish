@@ -51,3 +51,6 @@ complete -c cachestat -s V -l version -d 'Print program version'
 # tool-specific: cachestat's own options
 complete -c cachestat -l by -x -a 'pid container file host' -d 'Break down by pid, container or file (default: host only)'
 complete -c cachestat -l llc -d 'CPU last-level-cache references and misses per process (hardware counters)'
+# tool-specific: metrics (aggregating tools that export them)
+complete -c cachestat -l prometheus -x -a '(__fish_complete_path (__aiscope_value))' -d 'Write metrics to FILE each interval (node_exporter textfile format)'
+complete -c cachestat -l listen -x -d 'Serve metrics at http://ADDR:PORT/metrics (default address 127.0.0.1)'

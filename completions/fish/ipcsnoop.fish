@@ -51,3 +51,6 @@ complete -c ipcsnoop -s V -l version -d 'Print program version'
 # tool-specific: ipcsnoop's own options
 complete -c ipcsnoop -s e -l events -d 'Stream one line per operation instead of the table'
 complete -c ipcsnoop -l kind -x -a '(__fish_complete_list , "printf \'%s\n\' pipe fifo unix msq mq eventfd shm")' -d 'Only these: pipe, fifo, unix, msq, mq, eventfd, shm'
+# tool-specific: metrics (aggregating tools that export them)
+complete -c ipcsnoop -l prometheus -x -a '(__fish_complete_path (__aiscope_value))' -d 'Write metrics to FILE each interval (node_exporter textfile format)'
+complete -c ipcsnoop -l listen -x -d 'Serve metrics at http://ADDR:PORT/metrics (default address 127.0.0.1)'
