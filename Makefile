@@ -75,6 +75,17 @@ TEST_LIBS := $(O)/tests/libuargs.so
 CUDA_SRCS := $(wildcard tests/cuda/*.c)
 CUDA_BINS := $(patsubst tests/cuda/%.c,$(O)/tests/cuda/%,$(CUDA_SRCS))
 
+# nclstat's fixtures: a test double of libnccl.so.2 with nccl.h's ABI and
+# ncclrank, which loads libnccl.so.2 dynamically (the double, or the real
+# library through LD_LIBRARY_PATH). Where the real nccl.h is found (native
+# builds), the double is compiled against it and nccl_abi_check.c asserts
+# the transcription in tests/fixtures/nccl_abi.h and bpf/nclstat.h.
+NCCL_DIR := $(O)/tests/nccl
+NCCL_INC ?= $(if $(CROSS_COMPILE),,$(patsubst %/nccl.h,%,$(firstword \
+	$(wildcard /usr/local/cuda/include/nccl.h /usr/local/cuda-*/include/nccl.h))))
+NCCL_BINS := $(NCCL_DIR)/libnccl.so.2 $(NCCL_DIR)/ncclrank \
+	$(if $(NCCL_INC),$(NCCL_DIR)/nccl_abi_check.o)
+
 ifeq ($(V),1)
 Q :=
 msg :=
@@ -91,9 +102,10 @@ all: tools test-bins
 
 tools: $(addprefix $(O)/,$(TOOLS))
 
-test-bins: $(UNIT_BINS) $(HELPER_BINS) $(TEST_LIBS) $(CUDA_BINS)
+test-bins: $(UNIT_BINS) $(HELPER_BINS) $(TEST_LIBS) $(CUDA_BINS) \
+	$(if $(filter 1,$(STATIC)),,$(NCCL_BINS))
 
-$(O) $(O)/lib $(O)/bpf $(O)/tests $(O)/tests/bpf $(O)/tests/helpers $(O)/tests/cuda:
+$(O) $(O)/lib $(O)/bpf $(O)/tests $(O)/tests/bpf $(O)/tests/helpers $(O)/tests/cuda $(NCCL_DIR):
 	$(Q)mkdir -p $@
 
 $(O)/bpf/%.bpf.o: bpf/%.bpf.c | $(O)/bpf
@@ -154,6 +166,19 @@ $(O)/tests/helpers/%: tests/helpers/%.c | $(O)/tests/helpers
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -static $< -o $@ -lpthread
 
+$(NCCL_DIR)/libnccl.so.2: tests/fixtures/libnccl.c | $(NCCL_DIR)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -shared -Wl,-soname,libnccl.so.2 \
+		$(if $(NCCL_INC),-DNCCL_REAL_HEADER -I$(NCCL_INC)) $< -o $@
+
+$(NCCL_DIR)/ncclrank: tests/fixtures/ncclrank.c $(NCCL_DIR)/libnccl.so.2
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $< -o $@ -L$(NCCL_DIR) -l:libnccl.so.2
+
+$(NCCL_DIR)/nccl_abi_check.o: tests/fixtures/nccl_abi_check.c | $(NCCL_DIR)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -I$(NCCL_INC) -c $< -o $@
+
 static:
 	$(Q)$(MAKE) --no-print-directory STATIC=1 tools
 
@@ -190,7 +215,8 @@ clean:
 help:
 	@sed -n '2,9p' Makefile | sed 's/^# \{0,1\}//'
 
--include $(wildcard $(O)/*.d $(O)/lib/*.d $(O)/bpf/*.d $(O)/tests/*.d $(O)/tests/bpf/*.d $(O)/tests/helpers/*.d $(O)/tests/cuda/*.d)
+-include $(wildcard $(O)/*.d $(O)/lib/*.d $(O)/bpf/*.d $(O)/tests/*.d $(O)/tests/bpf/*.d $(O)/tests/helpers/*.d $(O)/tests/cuda/*.d \
+	$(NCCL_DIR)/*.d)
 
 # Layer 4 of the tests: the end-to-end subset in qemu on Debian's own 6.1
 # kernels, x86_64 and arm64 (builds the static tools, helpers and initramfs).

@@ -1,0 +1,674 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * nclstat: uprobes on libnccl's API. Entry programs decode the arguments
+ * (by ABI: sixth and later arguments and the 128-byte ncclUniqueId passed
+ * by value live on the stack on x86-64) and park the call per thread;
+ * the return program (one, attached to every function) settles it: rc,
+ * latency, per-interval statistics per (process, communicator, op), and
+ * the communicator registry. Nothing crosses to user space per call
+ * unless -e asks for events.
+ */
+#include "aiscope.bpf.h"
+#include "nclstat.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+const volatile bool stream_events;	/* -e */
+const volatile bool entry_only;		/* --no-return: stats at entry, no rc/latency */
+__u32 epoch;				/* flipped by user space every interval */
+
+/* ---- arguments by ABI ----
+ * libbpf 1.1 has PT_REGS_PARM1..5 only. x86-64 (SysV): six integer
+ * registers, then the stack from sp+8 (sp holds the return address);
+ * arm64 (AAPCS64): eight registers, then the stack from sp. */
+#if defined(__TARGET_ARCH_x86)
+#define NCL_NREGS	6
+#define NCL_STACK0	8
+static __always_inline __u64 ncl_reg(struct pt_regs *ctx, int n)
+{
+	switch (n) {
+	case 1: return ctx->di;
+	case 2: return ctx->si;
+	case 3: return ctx->dx;
+	case 4: return ctx->cx;
+	case 5: return ctx->r8;
+	default: return ctx->r9;
+	}
+}
+#elif defined(__TARGET_ARCH_arm64)
+#define NCL_NREGS	8
+#define NCL_STACK0	0
+static __always_inline __u64 ncl_reg(struct pt_regs *ctx, int n)
+{
+	return ((struct user_pt_regs *)ctx)->regs[(n - 1) & 7];
+}
+#else
+#error "nclstat decodes arguments for x86 and arm64 only"
+#endif
+
+/* integer or pointer argument n (1-based) at function entry */
+static __always_inline __u64 ncl_arg(struct pt_regs *ctx, int n)
+{
+	__u64 v = 0;
+
+	if (n <= NCL_NREGS)
+		return ncl_reg(ctx, n);
+	bpf_probe_read_user(&v, sizeof(v),
+			    (void *)(PT_REGS_SP(ctx) + NCL_STACK0 + 8 * (n - NCL_NREGS - 1)));
+	return v;
+}
+
+/* ncclCommInitRank's 128-byte id, passed by value as the third argument.
+ * x86-64: a MEMORY-class struct goes on the stack, in the first stack slot
+ * here, and takes no register, so rank is the third integer register.
+ * arm64: a composite over 16 bytes is copied by the caller and passed by
+ * reference in x2; rank is x3. */
+static __always_inline int ncl_read_id(struct pt_regs *ctx, void *id, __u32 size, int *rank_arg)
+{
+#if defined(__TARGET_ARCH_x86)
+	*rank_arg = 3;
+	return bpf_probe_read_user(id, size, (void *)(PT_REGS_SP(ctx) + NCL_STACK0));
+#else
+	*rank_arg = 4;
+	return bpf_probe_read_user(id, size, (void *)ncl_reg(ctx, 3));
+#endif
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct ncl_call);
+} calls SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct ncl_comm_key);
+	__type(value, struct ncl_comm);
+} comms SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 2048);
+	__type(key, struct ncl_stats_key);
+	__type(value, struct ncl_stats);
+} stats SEC(".maps");
+
+/* zeroed initial values (too large for the BPF stack) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ncl_stats);
+} stats_zero SEC(".maps");
+
+static const struct ncl_comm comm_unknown = { .nranks = -1, .rank = -1, .color = -1 };
+
+static __always_inline __u64 call_key(__u32 tid, __u32 op)
+{
+	return (__u64)tid << 8 | ncl_op_class(op);
+}
+
+/* FNV-1a, 64 bits, over the unique id: the same in every rank, so it joins
+ * the ranks of one communicator across processes. */
+static __always_inline __u64 id_hash(const __u8 *id)
+{
+	__u64 h = 0xcbf29ce484222325ULL;
+
+	for (int i = 0; i < NCL_UNIQUE_ID_BYTES; i++) {
+		h ^= id[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static __always_inline bool pass(void)
+{
+	return aiscope_task_pass((struct task_struct *)bpf_get_current_task());
+}
+
+/* ---- the registry ---- */
+
+static __always_inline struct ncl_comm *comm_of(__u32 pid, __u64 handle)
+{
+	struct ncl_comm_key k = { .handle = handle, .pid = pid };
+
+	return aiscope_lookup_or_init(&comms, &k, &comm_unknown);
+}
+
+static __always_inline void comm_register(__u32 pid, __u64 handle, const struct ncl_comm *c)
+{
+	struct ncl_comm_key k = { .handle = handle, .pid = pid };
+
+	if (!handle)
+		return;
+	if (bpf_map_update_elem(&comms, &k, c, BPF_ANY))
+		aiscope_count_lost(AISCOPE_LOST_MAP);
+}
+
+/* ---- statistics ---- */
+
+/* sum of squares in 128 bits: sizes up to 2^64 never overflow it */
+static __always_inline void add_square(struct ncl_stats *s, __u64 v)
+{
+	__u64 a = v >> 32, b = v & 0xffffffffULL;
+	__u64 lo = b * b, mid = a * b, hi = a * a, add, old;
+
+	/* v^2 = hi << 64 + 2 * mid << 32 + lo */
+	add = mid << 33;
+	hi += (mid >> 31);
+	old = lo;
+	lo += add;
+	hi += lo < old;
+	old = s->sq_lo;
+	s->sq_lo += lo;
+	s->sq_hi += hi + (s->sq_lo < old);
+}
+
+static __always_inline void add_size(struct ncl_stats *s, __u64 bytes)
+{
+	for (int i = 0; i < NCL_SIZE_SLOTS; i++) {
+		if (s->sizes[i].calls && s->sizes[i].bytes != bytes)
+			continue;
+		s->sizes[i].bytes = bytes;
+		s->sizes[i].calls++;
+		return;
+	}
+	s->sizes_other++;
+}
+
+static __always_inline struct ncl_stats *stats_of(const struct ncl_call *c)
+{
+	struct ncl_stats_key k = {
+		.handle = c->op < NCL_OP_COLL_NR ? c->comm : 0,
+		.pid = c->pid, .op = c->op, .epoch = epoch & 1,
+	};
+	struct ncl_stats *s = bpf_map_lookup_elem(&stats, &k), *zero;
+	__u32 z = 0;
+
+	if (s)
+		return s;
+	zero = bpf_map_lookup_elem(&stats_zero, &z);
+	if (!zero)
+		return NULL;
+	aiscope_task_ident((struct task_struct *)bpf_get_current_task(), &zero->ident);
+	s = aiscope_lookup_or_init(&stats, &k, zero);
+	return s;
+}
+
+/* rc < 0: not known (entry-only mode) */
+static __always_inline void account(const struct ncl_call *c, long rc, __u64 lat)
+{
+	struct ncl_stats *s = stats_of(c);
+	__u64 bytes;
+	__u32 dt;
+
+	if (!s)
+		return;
+	s->calls++;
+	if (c->op < NCL_OP_COLL_NR) {
+		dt = c->datatype < NCL_NUM_TYPES ? c->datatype : NCL_DT_UNKNOWN;
+		bytes = c->count * ncl_dtype_size(dt);
+		s->bytes += bytes;
+		add_square(s, bytes);
+		add_size(s, bytes);
+		s->size_hist[hist_bucket(bytes) & (HIST_BUCKETS - 1)]++;
+		if (dt < NCL_DT_SLOTS)
+			s->dtype_calls[dt]++;
+		if (c->op == NCL_OP_ALLREDUCE || c->op == NCL_OP_REDUCE ||
+		    c->op == NCL_OP_REDUCESCATTER)
+			s->redops |= 1U << (c->redop < NCL_NUM_OPS ? c->redop : NCL_REDOP_DYNAMIC_BIT);
+	}
+	if (rc < 0)
+		return;
+	if (rc == NCL_IN_PROGRESS) {
+		s->in_progress++;
+	} else if (rc) {
+		s->errors++;
+		s->last_error = rc;
+	}
+	s->lat_n++;
+	s->lat_sum += lat;
+	if (lat > s->lat_max)
+		s->lat_max = lat;
+	s->lat_hist[hist_bucket(lat) & (HIST_BUCKETS - 1)]++;
+}
+
+/* ---- entries ---- */
+
+static __always_inline int enter(struct ncl_call *c)
+{
+	__u64 id = bpf_get_current_pid_tgid(), key;
+	struct ncl_comm *cm;
+
+	c->ts = aiscope_now();
+	c->pid = id >> 32;
+	c->tid = (__u32)id;
+	if (c->op < NCL_OP_COLL_NR && c->op != NCL_OP_SEND && c->op != NCL_OP_RECV) {
+		/* the rank-skew sequence: collectives only (p2p is not symmetric) */
+		cm = comm_of(c->pid, c->comm);
+		if (cm) {
+			cm->seq++;
+			cm->last_ts = c->ts;
+			cm->last_op = c->op;
+			cm->last_count = c->count;
+			cm->last_datatype = c->datatype;
+			cm->tid = c->tid;
+		}
+	} else if (c->op < NCL_OP_COLL_NR) {
+		comm_of(c->pid, c->comm);
+	}
+	if (entry_only) {
+		account(c, -1, 0);
+		return 0;
+	}
+	key = call_key(c->tid, c->op);
+	if (bpf_map_update_elem(&calls, &key, c, BPF_ANY))
+		aiscope_count_lost(AISCOPE_LOST_MAP);
+	return 0;
+}
+
+/* op(sendbuff, recvbuff, count, datatype, redop, comm, stream) */
+static __always_inline int coll_redop(struct pt_regs *ctx, __u32 op)
+{
+	struct ncl_call c = { .op = op, .root_or_peer = -1 };
+
+	if (!pass())
+		return 0;
+	c.count = ncl_arg(ctx, 3);
+	c.datatype = ncl_arg(ctx, 4);
+	c.redop = ncl_arg(ctx, 5);
+	c.comm = ncl_arg(ctx, 6);
+	c.stream = ncl_arg(ctx, 7);
+	return enter(&c);
+}
+
+/* op(sendbuff, recvbuff, count, datatype, comm, stream) */
+static __always_inline int coll_plain(struct pt_regs *ctx, __u32 op)
+{
+	struct ncl_call c = { .op = op, .root_or_peer = -1 };
+
+	if (!pass())
+		return 0;
+	c.count = ncl_arg(ctx, 3);
+	c.datatype = ncl_arg(ctx, 4);
+	c.comm = ncl_arg(ctx, 5);
+	c.stream = ncl_arg(ctx, 6);
+	return enter(&c);
+}
+
+/* op(sendbuff, recvbuff, count, datatype, root, comm, stream) */
+static __always_inline int coll_root(struct pt_regs *ctx, __u32 op)
+{
+	struct ncl_call c = { .op = op };
+
+	if (!pass())
+		return 0;
+	c.count = ncl_arg(ctx, 3);
+	c.datatype = ncl_arg(ctx, 4);
+	c.root_or_peer = ncl_arg(ctx, 5);
+	c.comm = ncl_arg(ctx, 6);
+	c.stream = ncl_arg(ctx, 7);
+	return enter(&c);
+}
+
+/* op(buff, count, datatype, peer, comm, stream) */
+static __always_inline int p2p(struct pt_regs *ctx, __u32 op)
+{
+	struct ncl_call c = { .op = op };
+
+	if (!pass())
+		return 0;
+	c.count = ncl_arg(ctx, 2);
+	c.datatype = ncl_arg(ctx, 3);
+	c.root_or_peer = ncl_arg(ctx, 4);
+	c.comm = ncl_arg(ctx, 5);
+	c.stream = ncl_arg(ctx, 6);
+	return enter(&c);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(allreduce_enter) { return coll_redop(ctx, NCL_OP_ALLREDUCE); }
+
+SEC("uprobe")
+int BPF_KPROBE(reducescatter_enter) { return coll_redop(ctx, NCL_OP_REDUCESCATTER); }
+
+SEC("uprobe")
+int BPF_KPROBE(allgather_enter) { return coll_plain(ctx, NCL_OP_ALLGATHER); }
+
+SEC("uprobe")
+int BPF_KPROBE(alltoall_enter) { return coll_plain(ctx, NCL_OP_ALLTOALL); }
+
+SEC("uprobe")
+int BPF_KPROBE(broadcast_enter) { return coll_root(ctx, NCL_OP_BROADCAST); }
+
+SEC("uprobe")
+int BPF_KPROBE(gather_enter) { return coll_root(ctx, NCL_OP_GATHER); }
+
+SEC("uprobe")
+int BPF_KPROBE(scatter_enter) { return coll_root(ctx, NCL_OP_SCATTER); }
+
+SEC("uprobe")
+int BPF_KPROBE(send_enter) { return p2p(ctx, NCL_OP_SEND); }
+
+SEC("uprobe")
+int BPF_KPROBE(recv_enter) { return p2p(ctx, NCL_OP_RECV); }
+
+/* ncclReduce(sendbuff, recvbuff, count, datatype, redop, root, comm, stream):
+ * on x86-64 comm and stream are the 7th and 8th arguments, on the stack */
+SEC("uprobe")
+int BPF_KPROBE(reduce_enter)
+{
+	struct ncl_call c = { .op = NCL_OP_REDUCE };
+
+	if (!pass())
+		return 0;
+	c.count = ncl_arg(ctx, 3);
+	c.datatype = ncl_arg(ctx, 4);
+	c.redop = ncl_arg(ctx, 5);
+	c.root_or_peer = ncl_arg(ctx, 6);
+	c.comm = ncl_arg(ctx, 7);
+	c.stream = ncl_arg(ctx, 8);
+	return enter(&c);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(group_end_enter)
+{
+	struct ncl_call c = { .op = NCL_OP_GROUP_END, .root_or_peer = -1 };
+
+	if (!pass())
+		return 0;
+	return enter(&c);
+}
+
+/* ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank
+ * [, ncclConfig_t *config]): the 128-byte id is passed by value. x86-64:
+ * in memory, the first stack slot (sp+8), and rank takes the third integer
+ * register; arm64: the caller's copy by reference in x2, rank in x3. */
+static __always_inline int init_rank(struct pt_regs *ctx, __u32 op)
+{
+	struct ncl_call c = { .op = op, .root_or_peer = -1 };
+	__u8 id[NCL_UNIQUE_ID_BYTES];
+	int rank_arg;
+
+	if (!pass())
+		return 0;
+	c.out = ncl_arg(ctx, 1);
+	c.nranks = ncl_arg(ctx, 2);
+	if (ncl_read_id(ctx, id, sizeof(id), &rank_arg) == 0)
+		c.id_hash = id_hash(id);
+	c.rank = ncl_arg(ctx, rank_arg);
+	return enter(&c);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(init_rank_enter) { return init_rank(ctx, NCL_OP_INIT_RANK); }
+
+SEC("uprobe")
+int BPF_KPROBE(init_rank_config_enter) { return init_rank(ctx, NCL_OP_INIT_RANK_CONFIG); }
+
+/* ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist) */
+SEC("uprobe")
+int BPF_KPROBE(init_all_enter)
+{
+	struct ncl_call c = { .op = NCL_OP_INIT_ALL, .root_or_peer = -1 };
+
+	if (!pass())
+		return 0;
+	c.out = ncl_arg(ctx, 1);
+	c.nranks = ncl_arg(ctx, 2);
+	return enter(&c);
+}
+
+/* ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, config) */
+SEC("uprobe")
+int BPF_KPROBE(split_enter)
+{
+	struct ncl_call c = { .op = NCL_OP_SPLIT, .root_or_peer = -1 };
+
+	if (!pass())
+		return 0;
+	c.comm = ncl_arg(ctx, 1);
+	c.rank = ncl_arg(ctx, 2);		/* the color */
+	c.out = ncl_arg(ctx, 4);
+	return enter(&c);
+}
+
+static __always_inline int comm_end(struct pt_regs *ctx, __u32 op)
+{
+	struct ncl_call c = { .op = op, .root_or_peer = -1 };
+	struct ncl_comm *cm;
+
+	if (!pass())
+		return 0;
+	c.comm = ncl_arg(ctx, 1);
+	cm = comm_of(bpf_get_current_pid_tgid() >> 32, c.comm);
+	if (cm) {
+		cm->destroyed_ts = aiscope_now();
+		cm->aborted = op == NCL_OP_ABORT;
+	}
+	return enter(&c);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(destroy_enter) { return comm_end(ctx, NCL_OP_DESTROY); }
+
+SEC("uprobe")
+int BPF_KPROBE(abort_enter) { return comm_end(ctx, NCL_OP_ABORT); }
+
+/* ncclCommCount / ncclCommUserRank / ncclCommGetAsyncError(comm, out) */
+static __always_inline int query(struct pt_regs *ctx, __u32 op)
+{
+	struct ncl_call c = { .op = op, .root_or_peer = -1 };
+
+	if (!pass())
+		return 0;
+	c.comm = ncl_arg(ctx, 1);
+	c.out = ncl_arg(ctx, 2);
+	return enter(&c);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(count_enter) { return query(ctx, NCL_OP_COUNT); }
+
+SEC("uprobe")
+int BPF_KPROBE(user_rank_enter) { return query(ctx, NCL_OP_USER_RANK); }
+
+SEC("uprobe")
+int BPF_KPROBE(async_error_enter) { return query(ctx, NCL_OP_ASYNC_ERROR); }
+
+/* ---- returns ---- */
+
+static __always_inline __u64 read_user_u64(__u64 addr)
+{
+	__u64 v = 0;
+
+	if (addr)
+		bpf_probe_read_user(&v, sizeof(v), (void *)addr);
+	return v;
+}
+
+static __always_inline __s32 read_user_s32(__u64 addr)
+{
+	__s32 v = -1;
+
+	if (!addr || bpf_probe_read_user(&v, sizeof(v), (void *)addr))
+		return -1;
+	return v;
+}
+
+/* init and split: the new communicator enters the registry */
+static __always_inline __u64 settle_comm(struct ncl_call *c, long rc)
+{
+	struct ncl_comm n = { .nranks = -1, .rank = -1, .color = -1 };
+	struct ncl_comm *parent;
+	__u64 handle;
+
+	if (rc && rc != NCL_IN_PROGRESS)
+		return 0;
+	n.init_ts = c->ts;
+	switch (c->op) {
+	case NCL_OP_INIT_RANK:
+	case NCL_OP_INIT_RANK_CONFIG:
+		handle = read_user_u64(c->out);
+		n.how = c->op == NCL_OP_INIT_RANK ? NCL_HOW_INIT_RANK : NCL_HOW_INIT_RANK_CONFIG;
+		n.id_hash = c->id_hash;
+		n.nranks = c->nranks;
+		n.rank = c->rank;
+		comm_register(c->pid, handle, &n);
+		return handle;
+	case NCL_OP_SPLIT:
+		handle = read_user_u64(c->out);
+		n.how = NCL_HOW_SPLIT;
+		n.parent = c->comm;
+		n.color = c->rank;
+		parent = comm_of(c->pid, c->comm);
+		/* every member splits the same parent with the same color */
+		if (parent && parent->id_hash)
+			n.id_hash = (parent->id_hash ^ (__u32)c->rank) * 0x100000001b3ULL;
+		comm_register(c->pid, handle, &n);
+		return handle;
+	case NCL_OP_INIT_ALL:
+		n.how = NCL_HOW_INIT_ALL;
+		n.nranks = c->nranks;
+		handle = read_user_u64(c->out);
+		/* one process holds every rank: the first handle names the clique */
+		n.id_hash = (handle ^ c->pid) * 0x100000001b3ULL;
+		for (int i = 0; i < NCL_MAX_INIT_ALL; i++) {
+			if (i >= c->nranks)
+				break;
+			n.rank = i;
+			comm_register(c->pid, read_user_u64(c->out + 8 * i), &n);
+		}
+		return handle;
+	}
+	return 0;
+}
+
+static __always_inline void settle_query(struct ncl_call *c, long rc)
+{
+	struct ncl_comm *cm;
+	__s32 v;
+
+	if (rc)
+		return;
+	v = read_user_s32(c->out);
+	cm = comm_of(c->pid, c->comm);
+	if (!cm || v < 0)
+		return;
+	if (c->op == NCL_OP_COUNT)
+		cm->nranks = v;
+	else if (c->op == NCL_OP_USER_RANK)
+		cm->rank = v;
+	else if (v && v != NCL_IN_PROGRESS) {
+		cm->async_errors++;
+		cm->last_async_error = v;
+	}
+}
+
+static __always_inline void emit(const struct ncl_call *c, long rc, __u64 now, __u64 new_comm)
+{
+	struct ncl_event *e = aiscope_reserve(sizeof(*e));
+
+	if (!e)
+		return;
+	e->ts = now;
+	e->latency_ns = now - c->ts;
+	e->comm = c->comm;
+	e->count = c->count;
+	e->stream = c->stream;
+	e->id_hash = c->id_hash;
+	e->new_comm = new_comm;
+	aiscope_task_ident((struct task_struct *)bpf_get_current_task(), &e->task);
+	e->op = c->op;
+	e->datatype = c->datatype;
+	e->redop = c->redop;
+	e->root_or_peer = c->root_or_peer;
+	e->nranks = c->nranks;
+	e->rank = c->rank;
+	e->rc = rc;
+	aiscope_submit(e);
+}
+
+static __always_inline int leave(struct pt_regs *ctx, __u32 class)
+{
+	__u64 key = (bpf_get_current_pid_tgid() & 0xffffffffULL) << 8 | class;
+	struct ncl_call *c = bpf_map_lookup_elem(&calls, &key);
+	long rc = (int)PT_REGS_RC(ctx);
+	__u64 now, new_comm = 0;
+
+	if (!c)
+		return 0;
+	now = aiscope_now();
+	if (class == NCL_CLASS_COMM)
+		new_comm = settle_comm(c, rc);
+	else if (class == NCL_CLASS_QUERY)
+		settle_query(c, rc);
+	if (class != NCL_CLASS_QUERY)
+		account(c, rc, now - c->ts);
+	if (stream_events && class != NCL_CLASS_QUERY)
+		emit(c, rc, now, new_comm);
+	bpf_map_delete_elem(&calls, &key);
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(coll_return) { return leave(ctx, NCL_CLASS_COLL); }
+
+SEC("uretprobe")
+int BPF_KRETPROBE(group_return) { return leave(ctx, NCL_CLASS_GROUP); }
+
+SEC("uretprobe")
+int BPF_KRETPROBE(comm_return) { return leave(ctx, NCL_CLASS_COMM); }
+
+SEC("uretprobe")
+int BPF_KRETPROBE(query_return) { return leave(ctx, NCL_CLASS_QUERY); }
+
+/* ---- threads that die inside a call (killed ranks) ---- */
+
+static __always_inline void drop_calls(__u32 tid)
+{
+	for (__u32 cl = 0; cl < NCL_CLASS_NR; cl++) {
+		__u64 key = (__u64)tid << 8 | cl;
+
+		bpf_map_delete_elem(&calls, &key);
+	}
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(exit_btf, struct task_struct *p)
+{
+	drop_calls(p->pid);
+	return 0;
+}
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(exit_raw, struct task_struct *p)
+{
+	drop_calls(BPF_CORE_READ(p, pid));
+	return 0;
+}
+
+/* these run in the exiting task */
+SEC("tracepoint/sched/sched_process_exit")
+int exit_tp(void *ctx)
+{
+	drop_calls((__u32)bpf_get_current_pid_tgid());
+	return 0;
+}
+
+SEC("fentry/do_exit")
+int BPF_PROG(exit_fentry)
+{
+	drop_calls((__u32)bpf_get_current_pid_tgid());
+	return 0;
+}
+
+SEC("kprobe/do_exit")
+int BPF_KPROBE(exit_kprobe)
+{
+	drop_calls((__u32)bpf_get_current_pid_tgid());
+	return 0;
+}
