@@ -57,6 +57,7 @@ LDLIBS := -lbpf -lelf -lz
 # extra libraries of one binary: LDLIBS_<name> (lib/demangle.c needs libstdc++)
 LDLIBS_gpulaunch := -lstdc++
 LDLIBS_test_demangle := -lstdc++
+LDLIBS_nclstat := -lm
 ifeq ($(STATIC),1)
 LDFLAGS += -static
 ALL_CFLAGS += -DAISCOPE_STATIC

@@ -9,6 +9,8 @@
  * unless -e asks for events.
  */
 #include "aiscope.bpf.h"
+#include "uprobe_args.bpf.h"
+#include "uprobe_discover.bpf.h"
 #include "nclstat.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -16,63 +18,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile bool stream_events;	/* -e */
 const volatile bool entry_only;		/* --no-return: stats at entry, no rc/latency */
 __u32 epoch;				/* flipped by user space every interval */
-
-/* ---- arguments by ABI ----
- * libbpf 1.1 has PT_REGS_PARM1..5 only. x86-64 (SysV): six integer
- * registers, then the stack from sp+8 (sp holds the return address);
- * arm64 (AAPCS64): eight registers, then the stack from sp. */
-#if defined(__TARGET_ARCH_x86)
-#define NCL_NREGS	6
-#define NCL_STACK0	8
-static __always_inline __u64 ncl_reg(struct pt_regs *ctx, int n)
-{
-	switch (n) {
-	case 1: return ctx->di;
-	case 2: return ctx->si;
-	case 3: return ctx->dx;
-	case 4: return ctx->cx;
-	case 5: return ctx->r8;
-	default: return ctx->r9;
-	}
-}
-#elif defined(__TARGET_ARCH_arm64)
-#define NCL_NREGS	8
-#define NCL_STACK0	0
-static __always_inline __u64 ncl_reg(struct pt_regs *ctx, int n)
-{
-	return ((struct user_pt_regs *)ctx)->regs[(n - 1) & 7];
-}
-#else
-#error "nclstat decodes arguments for x86 and arm64 only"
-#endif
-
-/* integer or pointer argument n (1-based) at function entry */
-static __always_inline __u64 ncl_arg(struct pt_regs *ctx, int n)
-{
-	__u64 v = 0;
-
-	if (n <= NCL_NREGS)
-		return ncl_reg(ctx, n);
-	bpf_probe_read_user(&v, sizeof(v),
-			    (void *)(PT_REGS_SP(ctx) + NCL_STACK0 + 8 * (n - NCL_NREGS - 1)));
-	return v;
-}
-
-/* ncclCommInitRank's 128-byte id, passed by value as the third argument.
- * x86-64: a MEMORY-class struct goes on the stack, in the first stack slot
- * here, and takes no register, so rank is the third integer register.
- * arm64: a composite over 16 bytes is copied by the caller and passed by
- * reference in x2; rank is x3. */
-static __always_inline int ncl_read_id(struct pt_regs *ctx, void *id, __u32 size, int *rank_arg)
-{
-#if defined(__TARGET_ARCH_x86)
-	*rank_arg = 3;
-	return bpf_probe_read_user(id, size, (void *)(PT_REGS_SP(ctx) + NCL_STACK0));
-#else
-	*rank_arg = 4;
-	return bpf_probe_read_user(id, size, (void *)ncl_reg(ctx, 3));
-#endif
-}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -197,7 +142,20 @@ static __always_inline struct ncl_stats *stats_of(const struct ncl_call *c)
 	return s;
 }
 
-/* rc < 0: not known (entry-only mode) */
+static __always_inline void hist_add(__u32 *hist, __u64 v)
+{
+	__u32 slot = hist_bucket(v);
+
+	/* keep the bound check and the index in one register for the verifier */
+	asm volatile("" : "+r"(slot));
+	if (slot < HIST_BUCKETS)
+		__sync_fetch_and_add(&hist[slot], 1);
+}
+
+/* Several threads of a process may share a row (ncclGroupEnd's, or one
+ * communicator driven from two threads): counters are atomic; the exact
+ * size slots and the sum of squares are not, and a rare race there only
+ * blurs the size statistics. rc < 0: not known (entry-only mode). */
 static __always_inline void account(const struct ncl_call *c, long rc, __u64 lat)
 {
 	struct ncl_stats *s = stats_of(c);
@@ -206,16 +164,18 @@ static __always_inline void account(const struct ncl_call *c, long rc, __u64 lat
 
 	if (!s)
 		return;
-	s->calls++;
+	__sync_fetch_and_add(&s->calls, 1);
 	if (c->op < NCL_OP_COLL_NR) {
 		dt = c->datatype < NCL_NUM_TYPES ? c->datatype : NCL_DT_UNKNOWN;
 		bytes = c->count * ncl_dtype_size(dt);
-		s->bytes += bytes;
+		__sync_fetch_and_add(&s->bytes, bytes);
 		add_square(s, bytes);
 		add_size(s, bytes);
-		s->size_hist[hist_bucket(bytes) & (HIST_BUCKETS - 1)]++;
+		if (bytes > s->size_max)
+			s->size_max = bytes;
+		hist_add(s->size_hist, bytes);
 		if (dt < NCL_DT_SLOTS)
-			s->dtype_calls[dt]++;
+			__sync_fetch_and_add(&s->dtype_calls[dt], 1);
 		if (c->op == NCL_OP_ALLREDUCE || c->op == NCL_OP_REDUCE ||
 		    c->op == NCL_OP_REDUCESCATTER)
 			s->redops |= 1U << (c->redop < NCL_NUM_OPS ? c->redop : NCL_REDOP_DYNAMIC_BIT);
@@ -223,16 +183,16 @@ static __always_inline void account(const struct ncl_call *c, long rc, __u64 lat
 	if (rc < 0)
 		return;
 	if (rc == NCL_IN_PROGRESS) {
-		s->in_progress++;
+		__sync_fetch_and_add(&s->in_progress, 1);
 	} else if (rc) {
-		s->errors++;
+		__sync_fetch_and_add(&s->errors, 1);
 		s->last_error = rc;
 	}
-	s->lat_n++;
-	s->lat_sum += lat;
+	__sync_fetch_and_add(&s->lat_n, 1);
+	__sync_fetch_and_add(&s->lat_sum, lat);
 	if (lat > s->lat_max)
 		s->lat_max = lat;
-	s->lat_hist[hist_bucket(lat) & (HIST_BUCKETS - 1)]++;
+	hist_add(s->lat_hist, lat);
 }
 
 /* ---- entries ---- */
@@ -276,11 +236,11 @@ static __always_inline int coll_redop(struct pt_regs *ctx, __u32 op)
 
 	if (!pass())
 		return 0;
-	c.count = ncl_arg(ctx, 3);
-	c.datatype = ncl_arg(ctx, 4);
-	c.redop = ncl_arg(ctx, 5);
-	c.comm = ncl_arg(ctx, 6);
-	c.stream = ncl_arg(ctx, 7);
+	c.count = uarg_nth(ctx, 3);
+	c.datatype = uarg_nth(ctx, 4);
+	c.redop = uarg_nth(ctx, 5);
+	c.comm = uarg_nth(ctx, 6);
+	c.stream = uarg_nth(ctx, 7);
 	return enter(&c);
 }
 
@@ -291,10 +251,10 @@ static __always_inline int coll_plain(struct pt_regs *ctx, __u32 op)
 
 	if (!pass())
 		return 0;
-	c.count = ncl_arg(ctx, 3);
-	c.datatype = ncl_arg(ctx, 4);
-	c.comm = ncl_arg(ctx, 5);
-	c.stream = ncl_arg(ctx, 6);
+	c.count = uarg_nth(ctx, 3);
+	c.datatype = uarg_nth(ctx, 4);
+	c.comm = uarg_nth(ctx, 5);
+	c.stream = uarg_nth(ctx, 6);
 	return enter(&c);
 }
 
@@ -305,11 +265,11 @@ static __always_inline int coll_root(struct pt_regs *ctx, __u32 op)
 
 	if (!pass())
 		return 0;
-	c.count = ncl_arg(ctx, 3);
-	c.datatype = ncl_arg(ctx, 4);
-	c.root_or_peer = ncl_arg(ctx, 5);
-	c.comm = ncl_arg(ctx, 6);
-	c.stream = ncl_arg(ctx, 7);
+	c.count = uarg_nth(ctx, 3);
+	c.datatype = uarg_nth(ctx, 4);
+	c.root_or_peer = uarg_nth(ctx, 5);
+	c.comm = uarg_nth(ctx, 6);
+	c.stream = uarg_nth(ctx, 7);
 	return enter(&c);
 }
 
@@ -320,11 +280,11 @@ static __always_inline int p2p(struct pt_regs *ctx, __u32 op)
 
 	if (!pass())
 		return 0;
-	c.count = ncl_arg(ctx, 2);
-	c.datatype = ncl_arg(ctx, 3);
-	c.root_or_peer = ncl_arg(ctx, 4);
-	c.comm = ncl_arg(ctx, 5);
-	c.stream = ncl_arg(ctx, 6);
+	c.count = uarg_nth(ctx, 2);
+	c.datatype = uarg_nth(ctx, 3);
+	c.root_or_peer = uarg_nth(ctx, 4);
+	c.comm = uarg_nth(ctx, 5);
+	c.stream = uarg_nth(ctx, 6);
 	return enter(&c);
 }
 
@@ -364,12 +324,12 @@ int BPF_KPROBE(reduce_enter)
 
 	if (!pass())
 		return 0;
-	c.count = ncl_arg(ctx, 3);
-	c.datatype = ncl_arg(ctx, 4);
-	c.redop = ncl_arg(ctx, 5);
-	c.root_or_peer = ncl_arg(ctx, 6);
-	c.comm = ncl_arg(ctx, 7);
-	c.stream = ncl_arg(ctx, 8);
+	c.count = uarg_nth(ctx, 3);
+	c.datatype = uarg_nth(ctx, 4);
+	c.redop = uarg_nth(ctx, 5);
+	c.root_or_peer = uarg_nth(ctx, 6);
+	c.comm = uarg_nth(ctx, 7);
+	c.stream = uarg_nth(ctx, 8);
 	return enter(&c);
 }
 
@@ -385,21 +345,21 @@ int BPF_KPROBE(group_end_enter)
 
 /* ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank
  * [, ncclConfig_t *config]): the 128-byte id is passed by value. x86-64:
- * in memory, the first stack slot (sp+8), and rank takes the third integer
- * register; arm64: the caller's copy by reference in x2, rank in x3. */
+ * in memory at sp+8, and rank takes the third integer register; arm64: the
+ * caller's copy by reference in x2, rank in x3. The cursor knows which. */
 static __always_inline int init_rank(struct pt_regs *ctx, __u32 op)
 {
 	struct ncl_call c = { .op = op, .root_or_peer = -1 };
 	__u8 id[NCL_UNIQUE_ID_BYTES];
-	int rank_arg;
+	struct uarg a = {};
 
 	if (!pass())
 		return 0;
-	c.out = ncl_arg(ctx, 1);
-	c.nranks = ncl_arg(ctx, 2);
-	if (ncl_read_id(ctx, id, sizeof(id), &rank_arg) == 0)
+	c.out = uarg_int(ctx, &a);
+	c.nranks = uarg_int(ctx, &a);
+	if (uarg_struct(ctx, &a, id, sizeof(id)) == 0)
 		c.id_hash = id_hash(id);
-	c.rank = ncl_arg(ctx, rank_arg);
+	c.rank = uarg_int(ctx, &a);
 	return enter(&c);
 }
 
@@ -417,8 +377,8 @@ int BPF_KPROBE(init_all_enter)
 
 	if (!pass())
 		return 0;
-	c.out = ncl_arg(ctx, 1);
-	c.nranks = ncl_arg(ctx, 2);
+	c.out = uarg_nth(ctx, 1);
+	c.nranks = uarg_nth(ctx, 2);
 	return enter(&c);
 }
 
@@ -430,9 +390,9 @@ int BPF_KPROBE(split_enter)
 
 	if (!pass())
 		return 0;
-	c.comm = ncl_arg(ctx, 1);
-	c.rank = ncl_arg(ctx, 2);		/* the color */
-	c.out = ncl_arg(ctx, 4);
+	c.comm = uarg_nth(ctx, 1);
+	c.rank = uarg_nth(ctx, 2);		/* the color */
+	c.out = uarg_nth(ctx, 4);
 	return enter(&c);
 }
 
@@ -443,7 +403,7 @@ static __always_inline int comm_end(struct pt_regs *ctx, __u32 op)
 
 	if (!pass())
 		return 0;
-	c.comm = ncl_arg(ctx, 1);
+	c.comm = uarg_nth(ctx, 1);
 	cm = comm_of(bpf_get_current_pid_tgid() >> 32, c.comm);
 	if (cm) {
 		cm->destroyed_ts = aiscope_now();
@@ -465,8 +425,8 @@ static __always_inline int query(struct pt_regs *ctx, __u32 op)
 
 	if (!pass())
 		return 0;
-	c.comm = ncl_arg(ctx, 1);
-	c.out = ncl_arg(ctx, 2);
+	c.comm = uarg_nth(ctx, 1);
+	c.out = uarg_nth(ctx, 2);
 	return enter(&c);
 }
 

@@ -159,6 +159,7 @@ struct ncl_stats {
 	__u64 lat_n;			/* calls seen returning */
 	__u64 lat_sum;
 	__u64 lat_max;
+	__u64 size_max;
 	__u64 sizes_other;		/* calls whose size had no slot left */
 	__u32 last_error;
 	__u32 redops;			/* bit per built-in op, NCL_REDOP_DYNAMIC_BIT */

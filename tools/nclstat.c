@@ -1,0 +1,1491 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * nclstat: are the NCCL collectives of this host balanced, and is a rank
+ * stuck?
+ *
+ * Uprobes on libnccl's API (found in processes' mappings, or --lib): per
+ * interval, per process, communicator and op, calls, issued bytes, message
+ * sizes, datatypes, errors and enqueue latency, aggregated in the kernel;
+ * a communicator registry joined across processes by a hash of the unique
+ * id, rank skew between the local ranks of a communicator, and calls that
+ * entered NCCL and have not returned after --hang.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "hist.h"
+#include "json.h"
+#include "kfeatures.h"
+#include "opts.h"
+#include "run.h"
+#include "table.h"
+#include "uprobe.h"
+#include "util.h"
+#include "nclstat.h"
+#include "nclstat.skel.h"
+
+#define TOOL "nclstat"
+#define MAX_LIBS 8
+#define KIND_NCCL 1
+#define RESCAN_NS (2 * NSEC_PER_SEC)	/* fallback rescan of every process */
+
+static const char doc[] =
+"NCCL communicators and collectives: rates, sizes, latency, hangs and rank skew.\n"
+"\n"
+"Uprobes on libnccl (found in every process that maps it, or --lib). Every\n"
+"interval, per process, communicator and op: calls/s, issued bytes/s, message\n"
+"size mean, stddev, p50, p99, datatypes, errors and enqueue latency, and\n"
+"ncclGroupEnd latency; per communicator (ranks joined across processes by a\n"
+"hash of the unique id): the op sequence of each local rank, the lagging rank\n"
+"and its last op; calls that entered NCCL and have not returned after --hang.\n"
+"-e streams one event per call instead.\n"
+"\n"
+"USAGE: nclstat [OPTIONS] [interval [count]]"
+"\v"
+"EXAMPLES:\n"
+"  nclstat                       # every process using NCCL, each second\n"
+"  nclstat --hang 30s            # also report calls stuck for 30 s\n"
+"  nclstat -p 4242 -e            # each call of one rank, as it returns\n"
+"  nclstat --lib /opt/venv/lib/python3.11/site-packages/nvidia/nccl/lib/libnccl.so.2\n"
+"  nclstat -j | jq 'select(.row==\"comm\") | {comm_hash, skew_ops, lagging_rank}'\n"
+"  nclstat -j | jq 'select(.type==\"event\" and .event==\"hang\")'\n"
+"\n"
+"Exit status: 0 done, 1 runtime error, 2 usage error, 77 cannot run here.";
+
+enum { OPT_LIB = 0x200, OPT_HANG, OPT_BUSBW };
+
+static const struct argp_option opts[] = {
+	{ NULL, 0, NULL, 0, "nclstat:", 1 },
+	{ "lib", OPT_LIB, "PATH", 0,
+	  "Probe this libnccl (or an executable with NCCL linked in) instead of finding it in processes; repeatable", 1 },
+	{ "events", 'e', NULL, 0, "Stream one event per call (at its return)", 1 },
+	{ "hang", OPT_HANG, "DUR", 0, "Report calls not returned after DUR (default 10s)", 1 },
+	{ "busbw", OPT_BUSBW, NULL, 0, "Add the bus-bandwidth estimate column (nccl-tests factors)", 1 },
+	{},
+};
+
+static const char *const sort_keys[] = { "bytes", "calls", "lat", "p99", "errors", NULL };
+
+static struct {
+	const char *libs[MAX_LIBS];
+	int nlibs;
+	bool events;
+	bool busbw;
+	uint64_t hang_ns;
+	const char *sort;
+} cfg = { .hang_ns = 10 * NSEC_PER_SEC, .sort = "bytes" };
+
+static error_t parse_arg(int key, char *arg, struct argp_state *state)
+{
+	switch (key) {
+	case OPT_LIB:
+		if (cfg.nlibs == MAX_LIBS)
+			usage_error("at most %d --lib", MAX_LIBS);
+		if (!*arg)
+			usage_error("invalid --lib '': expected a path");
+		cfg.libs[cfg.nlibs++] = arg;
+		break;
+	case 'e':
+		cfg.events = true;
+		break;
+	case OPT_HANG:
+		if (parse_duration(arg, &cfg.hang_ns) || !cfg.hang_ns)
+			usage_error("invalid --hang '%s': expected a positive duration such as 30s", arg);
+		break;
+	case OPT_BUSBW:
+		cfg.busbw = true;
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static const struct argp argp = {
+	.options = opts,
+	.parser = parse_arg,
+	.doc = doc,
+	.children = aiscope_argp_children,
+};
+
+/* Kernel hooks: exits drop the calls a killed thread left in flight;
+ * execs make the uprobe layer scan new programs at once. */
+static struct probe_hook hooks[] = {
+	{ .name = "sched_process_exit", .cand = {
+		{ PM_TP_BTF, "sched_process_exit", "exit_btf" },
+		{ PM_RAW_TP, "sched_process_exit", "exit_raw" },
+		{ PM_TRACEPOINT, "sched/sched_process_exit", "exit_tp" },
+		{ PM_FENTRY, "do_exit", "exit_fentry" },
+		{ PM_KPROBE, "do_exit", "exit_kprobe" } } },
+	UPROBE_DISCOVER_HOOK,
+};
+
+/* The NCCL API probed: entry program, return program. ncclBcast is left
+ * out: it calls ncclBroadcast through the PLT (one call, counted once). */
+static const struct usym {
+	const char *sym;
+	const char *enter;
+	const char *ret;
+} usyms[] = {
+	{ "ncclAllReduce", "allreduce_enter", "coll_return" },
+	{ "ncclAllGather", "allgather_enter", "coll_return" },
+	{ "ncclReduceScatter", "reducescatter_enter", "coll_return" },
+	{ "ncclBroadcast", "broadcast_enter", "coll_return" },
+	{ "ncclReduce", "reduce_enter", "coll_return" },
+	{ "ncclSend", "send_enter", "coll_return" },
+	{ "ncclRecv", "recv_enter", "coll_return" },
+	{ "ncclAlltoAll", "alltoall_enter", "coll_return" },
+	{ "ncclGather", "gather_enter", "coll_return" },
+	{ "ncclScatter", "scatter_enter", "coll_return" },
+	{ "ncclGroupEnd", "group_end_enter", "group_return" },
+	{ "ncclCommInitRank", "init_rank_enter", "comm_return" },
+	{ "ncclCommInitRankConfig", "init_rank_config_enter", "comm_return" },
+	{ "ncclCommInitAll", "init_all_enter", "comm_return" },
+	{ "ncclCommSplit", "split_enter", "comm_return" },
+	{ "ncclCommDestroy", "destroy_enter", "comm_return" },
+	{ "ncclCommAbort", "abort_enter", "comm_return" },
+	{ "ncclCommCount", "count_enter", "query_return" },
+	{ "ncclCommUserRank", "user_rank_enter", "query_return" },
+	{ "ncclCommGetAsyncError", "async_error_enter", "query_return" },
+};
+
+/* ---- names ---- */
+
+static const char *const op_names[NCL_OP_NR] = {
+	[NCL_OP_ALLREDUCE] = "allreduce", [NCL_OP_ALLGATHER] = "allgather",
+	[NCL_OP_REDUCESCATTER] = "reducescatter", [NCL_OP_BROADCAST] = "broadcast",
+	[NCL_OP_REDUCE] = "reduce", [NCL_OP_SEND] = "send", [NCL_OP_RECV] = "recv",
+	[NCL_OP_ALLTOALL] = "alltoall", [NCL_OP_GATHER] = "gather", [NCL_OP_SCATTER] = "scatter",
+	[NCL_OP_GROUP_END] = "groupend", [NCL_OP_INIT_RANK] = "init_rank",
+	[NCL_OP_INIT_RANK_CONFIG] = "init_rank_config", [NCL_OP_INIT_ALL] = "init_all",
+	[NCL_OP_SPLIT] = "split", [NCL_OP_DESTROY] = "destroy", [NCL_OP_ABORT] = "abort",
+	[NCL_OP_COUNT] = "count", [NCL_OP_USER_RANK] = "user_rank",
+	[NCL_OP_ASYNC_ERROR] = "async_error",
+};
+
+static const char *const dtype_names[NCL_DT_SLOTS] = {
+	"int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "float32", "float64",
+	"bfloat16", "float8e4m3", "float8e5m2", "unknown",
+};
+
+static const char *const dtype_short[NCL_DT_SLOTS] = {
+	"i8", "u8", "i32", "u32", "i64", "u64", "f16", "f32", "f64", "bf16", "f8e4m3", "f8e5m2", "?",
+};
+
+static const char *const redop_names[] = { "sum", "prod", "max", "min", "avg", "dynamic" };
+
+static const char *const result_names[] = {
+	"success", "unhandled_cuda_error", "system_error", "internal_error", "invalid_argument",
+	"invalid_usage", "remote_error", "in_progress",
+};
+
+static const char *op_name(uint32_t op)
+{
+	return op < NCL_OP_NR && op_names[op] ? op_names[op] : "unknown";
+}
+
+static const char *result_name(int rc)
+{
+	return rc >= 0 && rc < (int)ARRAY_SIZE(result_names) ? result_names[rc] : "unknown";
+}
+
+static const char *how_name(uint32_t how)
+{
+	static const char *const n[] = { "seen", "init_rank", "init_rank_config", "init_all", "split" };
+
+	return how < ARRAY_SIZE(n) ? n[how] : "unknown";
+}
+
+static bool is_collective(uint32_t op)
+{
+	return op < NCL_OP_COLL_NR;
+}
+
+/* ---- state ---- */
+
+struct comm_ent {
+	struct ncl_comm_key k;
+	struct ncl_comm v;
+};
+
+struct row {
+	struct ncl_stats_key k;
+	struct ncl_stats *s;
+	const struct comm_ent *c;	/* registry entry, NULL if unknown */
+};
+
+struct hang {
+	struct ncl_call call;
+	bool reported;
+};
+
+static struct {
+	struct nclstat_bpf *skel;
+	struct aiscope_bpf bpf;
+	struct aiscope_loop loop;
+	struct jw jw;
+	struct uprobe_set set;
+	struct uprobe_scanner scan;
+	bool discover;
+	struct row *rows;
+	size_t nrows, rcap;
+	struct ncl_stats *st;		/* rows' statistics */
+	struct comm_ent *comms;
+	size_t ncomms, ccap;
+	struct hang *hangs;
+	size_t nhangs, hcap;
+	struct aiscope_ident *idents;	/* identity of processes seen, by pid */
+	size_t nidents, icap;
+	uint64_t last_tick_mono, last_scan_mono;
+	int libs;			/* libraries probed */
+	/* the whole run */
+	uint64_t calls, bytes, errors, hangs_seen, events;
+} S;
+
+static void *grow(void *p, size_t *cap, size_t n, size_t size)
+{
+	size_t c;
+
+	if (n < *cap)
+		return p;
+	c = *cap ? *cap * 2 : 64;
+	p = realloc(p, c * size);
+	if (!p)
+		aiscope_fail(EXIT_RUNTIME, "out of memory");
+	*cap = c;
+	return p;
+}
+
+static uint64_t now_bpf_clock(void)
+{
+	return clock_ns(feat_boot_clock() ? CLOCK_BOOTTIME : CLOCK_MONOTONIC);
+}
+
+/* ---- identities: from the statistics rows, else /proc ---- */
+
+static void ident_remember(const struct aiscope_ident *id)
+{
+	for (size_t i = 0; i < S.nidents; i++) {
+		if (S.idents[i].pid == id->pid) {
+			S.idents[i] = *id;
+			return;
+		}
+	}
+	S.idents = grow(S.idents, &S.icap, S.nidents, sizeof(*S.idents));
+	S.idents[S.nidents++] = *id;
+}
+
+static void ident_of(uint32_t pid, uint32_t tid, struct aiscope_ident *id)
+{
+	char path[64];
+	FILE *f;
+
+	memset(id, 0, sizeof(*id));
+	for (size_t i = 0; i < S.nidents; i++)
+		if (S.idents[i].pid == pid)
+			*id = S.idents[i];
+	id->pid = pid;
+	id->tid = tid;
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", pid, tid);
+	f = fopen(path, "r");
+	if (f) {
+		if (fgets(id->comm, sizeof(id->comm), f))
+			id->comm[strcspn(id->comm, "\n")] = 0;
+		fclose(f);
+	}
+}
+
+/* ---- the registry ---- */
+
+static void read_comms(void)
+{
+	int fd = bpf_map__fd(S.skel->maps.comms);
+	struct ncl_comm_key key, next;
+	void *prev = NULL;
+
+	S.ncomms = 0;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		S.comms = grow(S.comms, &S.ccap, S.ncomms, sizeof(*S.comms));
+		if (bpf_map_lookup_elem(fd, &next, &S.comms[S.ncomms].v))
+			continue;
+		S.comms[S.ncomms++].k = next;
+	}
+}
+
+static const struct comm_ent *comm_find(uint32_t pid, uint64_t handle)
+{
+	for (size_t i = 0; i < S.ncomms; i++)
+		if (S.comms[i].k.pid == pid && S.comms[i].k.handle == handle)
+			return &S.comms[i];
+	return NULL;
+}
+
+/* After an interval: forget communicators destroyed, and those of
+ * processes that are gone (the map must not grow with dead ranks). */
+static void sweep_comms(void)
+{
+	int fd = bpf_map__fd(S.skel->maps.comms);
+
+	for (size_t i = 0; i < S.ncomms; i++) {
+		const struct comm_ent *c = &S.comms[i];
+
+		if (c->v.destroyed_ts || (kill(c->k.pid, 0) && errno == ESRCH))
+			bpf_map_delete_elem(fd, &c->k);
+	}
+}
+
+/* ---- hangs: calls entered and not returned after --hang ---- */
+
+static bool hang_was_reported(const struct ncl_call *c, struct hang *old, size_t nold)
+{
+	for (size_t i = 0; i < nold; i++)
+		if (old[i].call.tid == c->tid && old[i].call.ts == c->ts)
+			return old[i].reported;
+	return false;
+}
+
+static void read_hangs(void)
+{
+	int fd = bpf_map__fd(S.skel->maps.calls);
+	uint64_t now = now_bpf_clock(), key, next;
+	struct hang *old = S.hangs;
+	size_t nold = S.nhangs, cap = 0;
+	struct ncl_call c;
+	void *prev = NULL;
+
+	S.hangs = NULL;
+	S.nhangs = 0;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &next, &c) || now < c.ts || now - c.ts < cfg.hang_ns)
+			continue;
+		S.hangs = grow(S.hangs, &cap, S.nhangs, sizeof(*S.hangs));
+		S.hangs[S.nhangs].call = c;
+		S.hangs[S.nhangs].reported = hang_was_reported(&c, old, nold);
+		S.nhangs++;
+	}
+	S.hcap = cap;
+	free(old);
+}
+
+/* ---- statistics rows ---- */
+
+static void collect(void)
+{
+	int fd = bpf_map__fd(S.skel->maps.stats);
+	uint32_t closed = S.skel->bss->epoch & 1;
+	struct ncl_stats_key key, next, *keys = NULL;
+	size_t nkeys = 0, kcap = 0;
+	void *prev = NULL;
+
+	S.skel->bss->epoch = closed ^ 1;
+	S.nrows = 0;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (next.epoch != closed)
+			continue;
+		keys = grow(keys, &kcap, nkeys, sizeof(*keys));
+		keys[nkeys++] = next;
+	}
+	free(S.st);
+	S.st = calloc(nkeys ? nkeys : 1, sizeof(*S.st));
+	S.rows = realloc(S.rows, (nkeys ? nkeys : 1) * sizeof(*S.rows));
+	if (!S.st || !S.rows)
+		aiscope_fail(EXIT_RUNTIME, "out of memory");
+	for (size_t i = 0; i < nkeys; i++) {
+		struct row *r = &S.rows[S.nrows];
+
+		if (bpf_map_lookup_elem(fd, &keys[i], &S.st[S.nrows]))
+			continue;
+		bpf_map_delete_elem(fd, &keys[i]);
+		r->k = keys[i];
+		r->s = &S.st[S.nrows];
+		S.nrows++;
+		ident_remember(&r->s->ident);
+		S.calls += r->s->calls;
+		S.bytes += r->s->bytes;
+		S.errors += r->s->errors;
+	}
+	free(keys);
+}
+
+static void link_rows(void)
+{
+	for (size_t i = 0; i < S.nrows; i++)
+		S.rows[i].c = S.rows[i].k.handle ? comm_find(S.rows[i].k.pid, S.rows[i].k.handle)
+						 : NULL;
+}
+
+/* Message sizes: exact from the distinct-size slots when every call found
+ * one, else from the log-linear histogram (within 6.25%). */
+static bool sizes_exact(const struct ncl_stats *s)
+{
+	return !s->sizes_other;
+}
+
+static int cmp_slot(const void *a, const void *b)
+{
+	const struct ncl_size_slot *x = a, *y = b;
+
+	return x->bytes < y->bytes ? -1 : x->bytes > y->bytes;
+}
+
+static uint64_t size_pct(const struct ncl_stats *s, double p)
+{
+	struct ncl_size_slot sl[NCL_SIZE_SLOTS];
+	uint64_t need, seen = 0;
+	struct hist h;
+	int n = 0;
+
+	if (!s->calls)
+		return 0;
+	if (!sizes_exact(s)) {
+		hist_reset(&h);
+		hist_add_counts(&h, s->size_hist, s->bytes, s->size_max);
+		return hist_percentile(&h, p);
+	}
+	for (int i = 0; i < NCL_SIZE_SLOTS; i++)
+		if (s->sizes[i].calls)
+			sl[n++] = s->sizes[i];
+	qsort(sl, n, sizeof(sl[0]), cmp_slot);
+	/* nearest rank */
+	need = (uint64_t)ceil(p / 100.0 * (double)s->calls);
+	if (need < 1)
+		need = 1;
+	for (int i = 0; i < n; i++) {
+		seen += sl[i].calls;
+		if (seen >= need)
+			return sl[i].bytes;
+	}
+	return s->size_max;
+}
+
+static double size_mean(const struct ncl_stats *s)
+{
+	return s->calls ? (double)s->bytes / s->calls : 0;
+}
+
+/* population standard deviation */
+static double size_stddev(const struct ncl_stats *s)
+{
+	long double mean = size_mean(s), var = 0, sq;
+
+	if (!s->calls)
+		return 0;
+	if (sizes_exact(s)) {
+		for (int i = 0; i < NCL_SIZE_SLOTS; i++) {
+			long double d = (long double)s->sizes[i].bytes - mean;
+
+			var += d * d * s->sizes[i].calls;
+		}
+		var /= s->calls;
+	} else {
+		sq = ldexpl((long double)s->sq_hi, 64) + (long double)s->sq_lo;
+		var = sq / s->calls - mean * mean;
+	}
+	return var > 0 ? (double)sqrtl(var) : 0;
+}
+
+static void lat_hist(const struct ncl_stats *s, struct hist *h)
+{
+	hist_reset(h);
+	hist_add_counts(h, s->lat_hist, s->lat_sum, s->lat_max);
+}
+
+/* nccl-tests' bus bandwidth from issued bytes/s: only an estimate, since a
+ * uprobe sees when a collective is queued, not when the GPU ends it. */
+static double busbw_estimate(const struct row *r, double bytes_per_sec)
+{
+	double n;
+
+	if (!r->c || r->c->v.nranks < 1)
+		return NAN;
+	n = r->c->v.nranks;
+	switch (r->k.op) {
+	case NCL_OP_ALLREDUCE:
+		return bytes_per_sec * 2 * (n - 1) / n;
+	case NCL_OP_ALLGATHER:
+	case NCL_OP_REDUCESCATTER:
+	case NCL_OP_ALLTOALL:
+	case NCL_OP_GATHER:
+	case NCL_OP_SCATTER:
+		/* S = count x size x n, factor (n - 1) / n */
+		return bytes_per_sec * (n - 1);
+	case NCL_OP_BROADCAST:
+	case NCL_OP_REDUCE:
+	case NCL_OP_SEND:
+	case NCL_OP_RECV:
+		return bytes_per_sec;
+	default:
+		return NAN;
+	}
+}
+
+static double per_sec(uint64_t v, uint64_t interval)
+{
+	return interval ? v * 1e9 / interval : 0;
+}
+
+static uint64_t sort_value(const struct row *r)
+{
+	struct hist h;
+
+	switch (cfg.sort[0]) {
+	case 'c': return r->s->calls;
+	case 'l': return r->s->lat_n ? r->s->lat_sum / r->s->lat_n : 0;
+	case 'p': lat_hist(r->s, &h); return hist_percentile(&h, 99);
+	case 'e': return r->s->errors;
+	default: return r->s->bytes;
+	}
+}
+
+static int cmp_rows(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+	uint64_t va = sort_value(x), vb = sort_value(y);
+
+	if (va != vb)
+		return va < vb ? 1 : -1;
+	if (x->k.pid != y->k.pid)
+		return x->k.pid < y->k.pid ? -1 : 1;
+	return x->k.op < y->k.op ? -1 : x->k.op > y->k.op;
+}
+
+/* ---- communicators: ranks joined by unique-id hash, skew ---- */
+
+struct group {
+	size_t first, n;		/* into S.comms, sorted */
+	uint64_t seq_min, seq_max;
+	const struct comm_ent *lag;	/* NULL when every rank is level */
+	int hung;
+};
+
+static int cmp_comms(const void *a, const void *b)
+{
+	const struct comm_ent *x = a, *y = b;
+
+	if (x->v.id_hash != y->v.id_hash)
+		return x->v.id_hash < y->v.id_hash ? -1 : 1;
+	if (x->v.rank != y->v.rank)
+		return x->v.rank < y->v.rank ? -1 : 1;
+	if (x->k.pid != y->k.pid)
+		return x->k.pid < y->k.pid ? -1 : 1;
+	return x->k.handle < y->k.handle ? -1 : x->k.handle > y->k.handle;
+}
+
+static bool same_group(const struct comm_ent *a, const struct comm_ent *b)
+{
+	if (a->v.id_hash || b->v.id_hash)
+		return a->v.id_hash == b->v.id_hash;
+	return a->k.pid == b->k.pid && a->k.handle == b->k.handle;
+}
+
+static void group_fill(struct group *g)
+{
+	g->seq_min = UINT64_MAX;
+	g->seq_max = 0;
+	g->lag = NULL;
+	g->hung = 0;
+	for (size_t i = g->first; i < g->first + g->n; i++) {
+		const struct comm_ent *c = &S.comms[i];
+
+		if (c->v.seq < g->seq_min) {
+			g->seq_min = c->v.seq;
+			g->lag = c;
+		}
+		if (c->v.seq > g->seq_max)
+			g->seq_max = c->v.seq;
+		for (size_t h = 0; h < S.nhangs; h++)
+			if (S.hangs[h].call.pid == c->k.pid && S.hangs[h].call.comm == c->k.handle)
+				g->hung++;
+	}
+	if (g->seq_min == g->seq_max)
+		g->lag = NULL;
+}
+
+/* next group starting at *i; false at the end */
+static bool next_group(size_t *i, struct group *g)
+{
+	if (*i >= S.ncomms)
+		return false;
+	g->first = *i;
+	g->n = 1;
+	while (g->first + g->n < S.ncomms &&
+	       same_group(&S.comms[g->first], &S.comms[g->first + g->n]))
+		g->n++;
+	*i += g->n;
+	group_fill(g);
+	return true;
+}
+
+/* a group's communicator size: the registry's, else unknown */
+static int group_nranks(const struct group *g)
+{
+	for (size_t i = g->first; i < g->first + g->n; i++)
+		if (S.comms[i].v.nranks > 0)
+			return S.comms[i].v.nranks;
+	return -1;
+}
+
+/* ---- JSON ---- */
+
+static void jw_hash(struct jw *w, const char *key, uint64_t h)
+{
+	jw_key(w, key);
+	if (h)
+		jw_hex(w, h);
+	else
+		jw_null(w);
+}
+
+static void jw_kint_or_null(struct jw *w, const char *key, int v)
+{
+	if (v >= 0)
+		jw_ki64(w, key, v);
+	else
+		jw_knull(w, key);
+}
+
+static void json_stats(const struct row *r, uint64_t interval)
+{
+	struct jw *w = &S.jw;
+	const struct ncl_stats *s = r->s;
+	bool coll = is_collective(r->k.op);
+	double bps = per_sec(s->bytes, interval), bus;
+	struct hist h;
+
+	jw_ku64(w, "calls", s->calls);
+	jw_kdouble(w, "calls_per_sec", per_sec(s->calls, interval), 3);
+	if (coll) {
+		jw_ku64(w, "bytes", s->bytes);
+		jw_kdouble(w, "bytes_per_sec", bps, 3);
+		jw_kdouble(w, "size_mean_bytes", size_mean(s), 3);
+		jw_kdouble(w, "size_stddev_bytes", size_stddev(s), 3);
+		jw_ku64(w, "size_p50_bytes", size_pct(s, 50));
+		jw_ku64(w, "size_p99_bytes", size_pct(s, 99));
+		jw_ku64(w, "size_max_bytes", s->size_max);
+		jw_kbool(w, "size_exact", sizes_exact(s));
+	} else {
+		for (const char *const *k = (const char *const[]){ "bytes", "bytes_per_sec",
+			"size_mean_bytes", "size_stddev_bytes", "size_p50_bytes", "size_p99_bytes",
+			"size_max_bytes", "size_exact", NULL }; *k; k++)
+			jw_knull(w, *k);
+	}
+	jw_key(w, "datatypes");
+	jw_obj_begin(w);
+	for (int d = 0; d < NCL_DT_SLOTS; d++)
+		if (s->dtype_calls[d])
+			jw_ku64(w, dtype_names[d], s->dtype_calls[d]);
+	jw_obj_end(w);
+	jw_key(w, "redops");
+	jw_arr_begin(w);
+	for (int o = 0; o <= NCL_REDOP_DYNAMIC_BIT; o++)
+		if (s->redops & (1U << o))
+			jw_str(w, redop_names[o]);
+	jw_arr_end(w);
+	jw_ku64(w, "errors", s->errors);
+	jw_ku64(w, "in_progress", s->in_progress);
+	jw_kstr(w, "last_error", s->errors ? result_name(s->last_error) : NULL);
+	lat_hist(s, &h);
+	if (s->lat_n) {
+		jw_ku64(w, "latency_avg_ns", s->lat_sum / s->lat_n);
+		jw_ku64(w, "latency_p50_ns", hist_percentile(&h, 50));
+		jw_ku64(w, "latency_p99_ns", hist_percentile(&h, 99));
+		jw_ku64(w, "latency_max_ns", s->lat_max);
+	} else {
+		jw_knull(w, "latency_avg_ns");
+		jw_knull(w, "latency_p50_ns");
+		jw_knull(w, "latency_p99_ns");
+		jw_knull(w, "latency_max_ns");
+	}
+	bus = coll ? busbw_estimate(r, bps) : NAN;
+	jw_kdouble(w, "busbw_estimate_bytes_per_sec", bus, 3);
+}
+
+static void json_row(const struct row *r, uint64_t now, uint64_t interval)
+{
+	struct jw *w = &S.jw;
+	const struct ncl_comm *c = r->c ? &r->c->v : NULL;
+
+	jw_record_begin(w, "sample", TOOL, now);
+	jw_ku64(w, "seq", S.loop.ticks);
+	jw_ku64(w, "interval_ns", interval);
+	jw_kstr(w, "row", "op");
+	aiscope_ident_json(w, &r->s->ident, false);
+	jw_kstr(w, "op", op_name(r->k.op));
+	jw_key(w, "communicator");
+	if (r->k.handle)
+		jw_hex(w, r->k.handle);
+	else
+		jw_null(w);
+	jw_hash(w, "comm_hash", c ? c->id_hash : 0);
+	jw_kint_or_null(w, "rank", c ? c->rank : -1);
+	jw_kint_or_null(w, "nranks", c ? c->nranks : -1);
+	json_stats(r, interval);
+	jw_record_end(w);
+}
+
+static void json_group(const struct group *g, uint64_t now, uint64_t interval)
+{
+	struct jw *w = &S.jw;
+	const struct comm_ent *first = &S.comms[g->first], *lag = g->lag;
+	uint64_t t = now_bpf_clock();
+	bool destroyed = true;
+	uint64_t async = 0;
+
+	jw_record_begin(w, "sample", TOOL, now);
+	jw_ku64(w, "seq", S.loop.ticks);
+	jw_ku64(w, "interval_ns", interval);
+	jw_kstr(w, "row", "comm");
+	jw_hash(w, "comm_hash", first->v.id_hash);
+	jw_kstr(w, "created_by", how_name(first->v.how));
+	jw_kint_or_null(w, "nranks", group_nranks(g));
+	jw_ku64(w, "local_ranks", g->n);
+	jw_key(w, "ranks");
+	jw_arr_begin(w);
+	for (size_t i = g->first; i < g->first + g->n; i++) {
+		const struct comm_ent *c = &S.comms[i];
+
+		jw_obj_begin(w);
+		jw_kint_or_null(w, "rank", c->v.rank);
+		jw_ku64(w, "pid", c->k.pid);
+		jw_key(w, "communicator");
+		jw_hex(w, c->k.handle);
+		jw_ku64(w, "op_seq", c->v.seq);
+		jw_kstr(w, "last_op", c->v.seq ? op_name(c->v.last_op) : NULL);
+		jw_kbool(w, "destroyed", c->v.destroyed_ts != 0);
+		jw_obj_end(w);
+		destroyed &= c->v.destroyed_ts != 0;
+		async += c->v.async_errors;
+	}
+	jw_arr_end(w);
+	jw_ku64(w, "seq_min", g->seq_min);
+	jw_ku64(w, "seq_max", g->seq_max);
+	jw_ku64(w, "skew_ops", g->seq_max - g->seq_min);
+	jw_kint_or_null(w, "lagging_rank", lag ? lag->v.rank : -1);
+	if (lag) {
+		jw_ku64(w, "lagging_pid", lag->k.pid);
+		jw_ku64(w, "lagging_tid", lag->v.tid);
+		jw_kstr(w, "lagging_last_op", lag->v.seq ? op_name(lag->v.last_op) : NULL);
+		jw_ku64(w, "lagging_last_count", lag->v.last_count);
+		jw_kstr(w, "lagging_last_datatype",
+			dtype_names[lag->v.last_datatype < NCL_NUM_TYPES ? lag->v.last_datatype
+									: NCL_DT_UNKNOWN]);
+		jw_ku64(w, "lagging_idle_ns", lag->v.last_ts && t > lag->v.last_ts ?
+					      t - lag->v.last_ts : 0);
+	} else {
+		for (const char *const *k = (const char *const[]){ "lagging_pid", "lagging_tid",
+			"lagging_last_op", "lagging_last_count", "lagging_last_datatype",
+			"lagging_idle_ns", NULL }; *k; k++)
+			jw_knull(w, *k);
+	}
+	jw_ku64(w, "hung_calls", g->hung);
+	jw_ku64(w, "async_errors", async);
+	jw_kbool(w, "destroyed", destroyed);
+	jw_record_end(w);
+}
+
+/* the keys of a call event (-e) and of a hang event */
+static void json_call(const char *event, const struct aiscope_ident *id, uint32_t op,
+		      uint64_t handle, uint64_t count, uint32_t dt, uint32_t redop, int root_or_peer,
+		      uint64_t stream, const struct ncl_comm *c, int rc, int64_t latency,
+		      int64_t waiting, uint64_t ts)
+{
+	struct jw *w = &S.jw;
+	bool coll = is_collective(op);
+	uint32_t d = dt < NCL_NUM_TYPES ? dt : NCL_DT_UNKNOWN;
+
+	jw_record_begin(w, "event", TOOL, ts);
+	jw_kstr(w, "event", event);
+	aiscope_ident_json(w, id, true);
+	jw_kstr(w, "op", op_name(op));
+	if (coll) {
+		jw_ku64(w, "count", count);
+		jw_kstr(w, "datatype", dtype_names[d]);
+		jw_ku64(w, "datatype_id", dt);
+		jw_ku64(w, "bytes", count * ncl_dtype_size(d));
+	} else {
+		jw_knull(w, "count");
+		jw_knull(w, "datatype");
+		jw_knull(w, "datatype_id");
+		jw_knull(w, "bytes");
+	}
+	if (op == NCL_OP_ALLREDUCE || op == NCL_OP_REDUCE || op == NCL_OP_REDUCESCATTER)
+		jw_kstr(w, "redop", redop < NCL_NUM_OPS ? redop_names[redop] : "dynamic");
+	else
+		jw_knull(w, "redop");
+	if (coll && root_or_peer >= 0)
+		jw_ki64(w, "root_or_peer", root_or_peer);
+	else
+		jw_knull(w, "root_or_peer");
+	jw_key(w, "communicator");
+	if (handle || coll)
+		jw_hex(w, handle);
+	else
+		jw_null(w);
+	jw_key(w, "stream");
+	if (coll)
+		jw_hex(w, stream);
+	else
+		jw_null(w);
+	jw_hash(w, "comm_hash", c ? c->id_hash : 0);
+	jw_kint_or_null(w, "rank", c ? c->rank : -1);
+	jw_kint_or_null(w, "nranks", c ? c->nranks : -1);
+	if (rc >= -1000 && latency >= 0)
+		jw_ki64(w, "rc", rc);
+	else
+		jw_knull(w, "rc");
+	if (latency >= 0)
+		jw_ku64(w, "latency_ns", latency);
+	else
+		jw_knull(w, "latency_ns");
+	if (waiting >= 0)
+		jw_ku64(w, "waiting_ns", waiting);
+	else
+		jw_knull(w, "waiting_ns");
+	jw_record_end(w);
+}
+
+/* ---- tables ---- */
+
+static void fmt_hash(uint64_t h, char *buf, size_t len)
+{
+	if (h)
+		snprintf(buf, len, "%016llx", (unsigned long long)h);
+	else
+		snprintf(buf, len, "-");
+}
+
+static void table_int(struct table *t, int v)
+{
+	if (v >= 0)
+		table_u64(t, v);
+	else
+		table_str(t, "-");
+}
+
+static const struct tcol cols_comm[] = {
+	{ "COMM_HASH", 16, TC_LEFT }, { "NRANKS", 6, 0 }, { "LOCAL", 5, 0 }, { "SEQ_MIN", 8, 0 },
+	{ "SEQ_MAX", 8, 0 }, { "SKEW", 6, 0 }, { "LAG_RANK", 8, 0 }, { "LAG_PID", 7, 0 },
+	{ "LAG_LAST_OP", 22, TC_LEFT }, { "HUNG", 4, 0 },
+};
+
+static void table_groups(void)
+{
+	struct table t;
+	struct group g;
+	size_t i = 0;
+	char buf[48];
+
+	table_init(&t, stdout, cols_comm, ARRAY_SIZE(cols_comm), env.tty && !env.wide);
+	table_header(&t);
+	while (next_group(&i, &g)) {
+		fmt_hash(S.comms[g.first].v.id_hash, buf, sizeof(buf));
+		table_str(&t, buf);
+		table_int(&t, group_nranks(&g));
+		table_u64(&t, g.n);
+		table_u64(&t, g.seq_min);
+		table_u64(&t, g.seq_max);
+		table_u64(&t, g.seq_max - g.seq_min);
+		if (g.lag) {
+			table_int(&t, g.lag->v.rank);
+			table_u64(&t, g.lag->k.pid);
+			snprintf(buf, sizeof(buf), "%s(%llu %s)", op_name(g.lag->v.last_op),
+				 (unsigned long long)g.lag->v.last_count,
+				 dtype_short[g.lag->v.last_datatype < NCL_NUM_TYPES ?
+					     g.lag->v.last_datatype : NCL_DT_UNKNOWN]);
+			table_str(&t, g.lag->v.seq ? buf : "-");
+		} else {
+			table_str(&t, "-");
+			table_str(&t, "-");
+			table_str(&t, "-");
+		}
+		table_u64(&t, g.hung);
+		table_end_row(&t);
+	}
+}
+
+static struct tcol cols_ops[] = {
+	{ "PID", 7, 0 }, { "COMM", 15, TC_LEFT }, { "COMM_HASH", 16, TC_LEFT }, { "RANK", 4, 0 },
+	{ "OP", 13, TC_LEFT }, { "CALLS/s", 9, 0 }, { "MiB/s", 9, 0 }, { "AVG(KiB)", 9, 0 },
+	{ "SD(KiB)", 8, 0 }, { "P50(KiB)", 9, 0 }, { "P99(KiB)", 9, 0 }, { "DTYPES", 10, TC_LEFT },
+	{ "ERR", 4, 0 }, { "LAT(us)", 8, 0 }, { "P99LAT(us)", 10, 0 }, { "BUSBW_EST(MiB/s)", 16, 0 },
+};
+
+static void dtypes_str(const struct ncl_stats *s, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = 0;
+	for (int d = 0; d < NCL_DT_SLOTS && off < len; d++)
+		if (s->dtype_calls[d])
+			off += snprintf(buf + off, len - off, "%s%s", off ? "," : "", dtype_short[d]);
+	if (!off)
+		snprintf(buf, len, "-");
+}
+
+static void table_ops(uint64_t interval, size_t shown)
+{
+	int ncols = ARRAY_SIZE(cols_ops) - !cfg.busbw;
+	struct table t;
+	char buf[64];
+	struct hist h;
+
+	table_init(&t, stdout, cols_ops, ncols, env.tty && !env.wide);
+	table_header(&t);
+	for (size_t i = 0; i < shown; i++) {
+		const struct row *r = &S.rows[i];
+		const struct ncl_stats *s = r->s;
+		bool coll = is_collective(r->k.op);
+
+		table_u64(&t, r->k.pid);
+		table_str(&t, s->ident.comm);
+		fmt_hash(r->c ? r->c->v.id_hash : 0, buf, sizeof(buf));
+		table_str(&t, buf);
+		table_int(&t, r->c ? r->c->v.rank : -1);
+		table_str(&t, op_name(r->k.op));
+		table_fixed(&t, per_sec(s->calls, interval), 1);
+		if (coll) {
+			table_fixed(&t, per_sec(s->bytes, interval) / 1048576.0, 3);
+			table_fixed(&t, size_mean(s) / 1024, 2);
+			table_fixed(&t, size_stddev(s) / 1024, 2);
+			table_fixed(&t, size_pct(s, 50) / 1024.0, 2);
+			table_fixed(&t, size_pct(s, 99) / 1024.0, 2);
+		} else {
+			for (int k = 0; k < 5; k++)
+				table_str(&t, "-");
+		}
+		dtypes_str(s, buf, sizeof(buf));
+		table_str(&t, buf);
+		table_u64(&t, s->errors);
+		lat_hist(s, &h);
+		table_fixed(&t, s->lat_n ? (double)s->lat_sum / s->lat_n / 1e3 : 0, 1);
+		table_fixed(&t, hist_percentile(&h, 99) / 1e3, 1);
+		if (cfg.busbw) {
+			double b = coll ? busbw_estimate(r, per_sec(s->bytes, interval)) : NAN;
+
+			if (isnan(b))
+				table_str(&t, "-");
+			else
+				table_fixed(&t, b / 1048576.0, 3);
+		}
+		table_end_row(&t);
+	}
+	if (shown < S.nrows)
+		printf("... %zu more (-r 0 shows all)\n", S.nrows - shown);
+}
+
+static const struct tcol cols_hang[] = {
+	{ "PID", 7, 0 }, { "TID", 7, 0 }, { "COMM", 15, TC_LEFT }, { "OP", 13, TC_LEFT },
+	{ "COUNT", 10, 0 }, { "DTYPE", 6, TC_LEFT }, { "COMM_HASH", 16, TC_LEFT }, { "RANK", 4, 0 },
+	{ "WAITING(s)", 10, 0 },
+};
+
+static void table_hangs(void)
+{
+	uint64_t now = now_bpf_clock();
+	struct aiscope_ident id;
+	struct table t;
+	char buf[32];
+
+	printf("calls in NCCL for more than %.1f s:\n", cfg.hang_ns / 1e9);
+	table_init(&t, stdout, cols_hang, ARRAY_SIZE(cols_hang), env.tty && !env.wide);
+	table_header(&t);
+	for (size_t i = 0; i < S.nhangs; i++) {
+		const struct ncl_call *c = &S.hangs[i].call;
+		const struct comm_ent *ce = comm_find(c->pid, c->comm);
+
+		ident_of(c->pid, c->tid, &id);
+		table_u64(&t, c->pid);
+		table_u64(&t, c->tid);
+		table_str(&t, id.comm);
+		table_str(&t, op_name(c->op));
+		if (is_collective(c->op))
+			table_u64(&t, c->count);
+		else
+			table_str(&t, "-");
+		table_str(&t, is_collective(c->op) ?
+			  dtype_short[c->datatype < NCL_NUM_TYPES ? c->datatype : NCL_DT_UNKNOWN] : "-");
+		fmt_hash(ce ? ce->v.id_hash : 0, buf, sizeof(buf));
+		table_str(&t, buf);
+		table_int(&t, ce ? ce->v.rank : -1);
+		table_fixed(&t, (now - c->ts) / 1e9, 1);
+		table_end_row(&t);
+	}
+}
+
+/* hang events: once per call, when it crosses --hang */
+static void report_new_hangs(void)
+{
+	uint64_t now = now_bpf_clock();
+	struct aiscope_ident id;
+
+	for (size_t i = 0; i < S.nhangs; i++) {
+		struct hang *h = &S.hangs[i];
+		const struct ncl_call *c = &h->call;
+		const struct comm_ent *ce;
+
+		if (h->reported)
+			continue;
+		h->reported = true;
+		S.hangs_seen++;
+		if (!env.json) {
+			if (cfg.events)
+				fprintf(stderr, "%s: pid %u tid %u in %s for %.1f s\n", TOOL, c->pid,
+					c->tid, op_name(c->op), (now - c->ts) / 1e9);
+			continue;
+		}
+		ce = comm_find(c->pid, c->comm);
+		ident_of(c->pid, c->tid, &id);
+		json_call("hang", &id, c->op, c->comm, c->count, c->datatype, c->redop,
+			  c->root_or_peer, c->stream, ce ? &ce->v : NULL, 0, -1, now - c->ts,
+			  aiscope_now_realtime());
+	}
+}
+
+static void print_interval(uint64_t interval)
+{
+	uint64_t now = aiscope_now_realtime();
+	size_t shown = env.rows && (size_t)env.rows < S.nrows ? (size_t)env.rows : S.nrows;
+	struct group g;
+	size_t i = 0;
+
+	qsort(S.rows, S.nrows, sizeof(*S.rows), cmp_rows);
+	if (env.json) {
+		while (next_group(&i, &g))
+			json_group(&g, now, interval);
+		for (i = 0; i < shown; i++)
+			json_row(&S.rows[i], now, interval);
+		report_new_hangs();
+		return;
+	}
+	table_block_begin(stdout, env.tty && !env.noclear, now, interval, TOOL);
+	if (S.ncomms) {
+		table_groups();
+		putchar('\n');
+	}
+	table_ops(interval, shown);
+	if (S.nhangs) {
+		putchar('\n');
+		table_hangs();
+	}
+	report_new_hangs();
+}
+
+static void rescan(bool force)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+
+	if (!S.discover || (!force && now - S.last_scan_mono < RESCAN_NS))
+		return;
+	S.last_scan_mono = now;
+	uprobe_scan_all(&S.scan, env.npids ? env.pids : NULL, env.npids);
+}
+
+static int on_tick(void *ctx)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC), interval = now - S.last_tick_mono;
+
+	S.last_tick_mono = now;
+	rescan(false);
+	read_comms();
+	qsort(S.comms, S.ncomms, sizeof(*S.comms), cmp_comms);
+	read_hangs();
+	if (cfg.events) {
+		report_new_hangs();
+	} else {
+		collect();
+		link_rows();
+		print_interval(interval);
+	}
+	sweep_comms();
+	if (!cfg.events && env.count && S.loop.ticks >= env.count)
+		return AISCOPE_STOP;
+	return 0;
+}
+
+/* ---- -e: one event per call ---- */
+
+static const struct tcol cols_event[] = {
+	{ "TIME", 8, TC_LEFT }, { "PID", 7, 0 }, { "TID", 7, 0 }, { "COMM", 15, TC_LEFT },
+	{ "OP", 16, TC_LEFT }, { "COUNT", 10, 0 }, { "DTYPE", 6, TC_LEFT }, { "BYTES", 11, 0 },
+	{ "REDOP", 5, TC_LEFT }, { "PEER", 4, 0 }, { "COMM_HASH", 16, TC_LEFT }, { "RANK", 4, 0 },
+	{ "NRANKS", 6, 0 }, { "RC", 3, 0 }, { "LAT(us)", 9, 0 },
+};
+
+static bool event_comm(const struct ncl_event *e, struct ncl_comm *out)
+{
+	struct ncl_comm_key k = { .pid = e->task.pid };
+	uint64_t handle = e->new_comm ? e->new_comm : e->comm;
+
+	if (e->op == NCL_OP_INIT_RANK || e->op == NCL_OP_INIT_RANK_CONFIG) {
+		/* a failed init registers nothing: the call's own figures */
+		memset(out, 0, sizeof(*out));
+		out->id_hash = e->id_hash;
+		out->nranks = e->nranks;
+		out->rank = e->rank;
+		return true;
+	}
+	if (!handle)
+		return false;
+	k.handle = handle;
+	return !bpf_map_lookup_elem(bpf_map__fd(S.skel->maps.comms), &k, out);
+}
+
+static int on_event(void *ctx, void *data, size_t len)
+{
+	const struct ncl_event *e = data;
+	uint64_t rt = aiscope_realtime(e->ts);
+	struct ncl_comm c;
+	bool have = event_comm(e, &c), coll = is_collective(e->op);
+	uint32_t d = e->datatype < NCL_NUM_TYPES ? e->datatype : NCL_DT_UNKNOWN;
+	struct table t;
+	char hms[16], buf[32];
+
+	if (len < sizeof(*e))
+		return 0;
+	S.events++;
+	if (env.json) {
+		json_call("call", &e->task, e->op, e->comm, e->count, e->datatype, e->redop,
+			  e->root_or_peer, e->stream, have ? &c : NULL, e->rc, e->latency_ns, -1, rt);
+	} else {
+		table_init(&t, stdout, cols_event + !env.timestamp,
+			   ARRAY_SIZE(cols_event) - !env.timestamp, env.tty && !env.wide);
+		if (env.timestamp) {
+			fmt_hms(rt, hms, sizeof(hms));
+			table_str(&t, hms);
+		}
+		table_u64(&t, e->task.pid);
+		table_u64(&t, e->task.tid);
+		table_str(&t, e->task.comm);
+		table_str(&t, op_name(e->op));
+		if (coll) {
+			table_u64(&t, e->count);
+			table_str(&t, dtype_short[d]);
+			table_u64(&t, e->count * ncl_dtype_size(d));
+		} else {
+			table_str(&t, "-");
+			table_str(&t, "-");
+			table_str(&t, "-");
+		}
+		table_str(&t, e->op == NCL_OP_ALLREDUCE || e->op == NCL_OP_REDUCE ||
+			      e->op == NCL_OP_REDUCESCATTER ?
+			      redop_names[e->redop < NCL_NUM_OPS ? e->redop : NCL_REDOP_DYNAMIC_BIT] : "-");
+		table_int(&t, coll ? e->root_or_peer : -1);
+		fmt_hash(have ? c.id_hash : 0, buf, sizeof(buf));
+		table_str(&t, buf);
+		table_int(&t, have ? c.rank : -1);
+		table_int(&t, have ? c.nranks : -1);
+		snprintf(buf, sizeof(buf), "%d", e->rc);
+		table_str(&t, buf);
+		table_fixed(&t, e->latency_ns / 1e3, 1);
+		table_end_row(&t);
+	}
+	if (env.count && S.events >= env.count)
+		return aiscope_loop_stop(&S.loop, "count");
+	return 0;
+}
+
+/* ---- libraries ---- */
+
+static int classify(const struct proc_map *m, void *ctx)
+{
+	char buf[256];
+	const char *base = uprobe_basename(m->path, buf, sizeof(buf));
+
+	return !strncmp(base, "libnccl.so", 10) || !strncmp(base, "libnccl-", 8) ? KIND_NCCL : -1;
+}
+
+static void attach_lib(struct uprobe_lib *lib, void *ctx)
+{
+	struct bpf_object *obj = S.skel->obj;
+	int n = 0;
+
+	for (size_t i = 0; i < ARRAY_SIZE(usyms); i++) {
+		struct bpf_program *enter = bpf_object__find_program_by_name(obj, usyms[i].enter);
+		struct bpf_program *ret = bpf_object__find_program_by_name(obj, usyms[i].ret);
+		int err = uprobe_lib_attach(lib, enter, usyms[i].sym, false, -1);
+
+		if (err) {
+			if (err != -ENOENT)
+				fprintf(stderr, "%s: cannot attach to %s in %s: %s\n", TOOL,
+					usyms[i].sym, lib->path, strerror(-err));
+			continue;
+		}
+		err = uprobe_lib_attach(lib, ret, usyms[i].sym, true, -1);
+		if (err)
+			fprintf(stderr, "%s: cannot attach a return probe to %s in %s: %s\n", TOOL,
+				usyms[i].sym, lib->path, strerror(-err));
+		n++;
+	}
+	if (!n)
+		return;
+	S.libs++;
+	fprintf(stderr, "%s: probing %d NCCL functions in %s\n", TOOL, n, lib->path);
+}
+
+static void add_libs(void)
+{
+	for (int i = 0; i < cfg.nlibs; i++) {
+		struct uprobe_lib *lib = uprobe_scan_add_path(&S.scan, cfg.libs[i], KIND_NCCL);
+
+		if (!lib)
+			aiscope_fail(EXIT_USAGE, "cannot read --lib %s: %s", cfg.libs[i], strerror(errno));
+		if (!lib->attached)
+			aiscope_fail(EXIT_USAGE, "no NCCL API (ncclAllReduce, ...) in --lib %s",
+				     cfg.libs[i]);
+	}
+}
+
+/* --list-probes: the kernel hooks, then each NCCL function of each library
+ * found now (or given) and where it is */
+struct found {
+	char path[256];
+	char open_path[64];
+	uint64_t dev, ino;
+};
+
+static struct found found_libs[MAX_LIBS];
+static int nfound;
+
+static int list_map_cb(const struct proc_map *m, void *ctx)
+{
+	pid_t pid = *(pid_t *)ctx;
+
+	if (nfound == MAX_LIBS || classify(m, NULL) < 0)
+		return 0;
+	for (int i = 0; i < nfound; i++)
+		if (found_libs[i].dev == m->dev && found_libs[i].ino == m->ino)
+			return 0;
+	snprintf(found_libs[nfound].path, sizeof(found_libs[nfound].path), "%s", m->path);
+	proc_map_file(pid, m, found_libs[nfound].open_path, sizeof(found_libs[nfound].open_path));
+	found_libs[nfound].dev = m->dev;
+	found_libs[nfound].ino = m->ino;
+	nfound++;
+	return 0;
+}
+
+static int list_pid_cb(pid_t pid, void *ctx)
+{
+	if (env.npids) {
+		int i;
+
+		for (i = 0; i < env.npids; i++)
+			if ((pid_t)env.pids[i] == pid)
+				break;
+		if (i == env.npids)
+			return 0;
+	}
+	proc_maps_foreach(pid, list_map_cb, &pid);
+	return 0;
+}
+
+static void list_uprobes(void)
+{
+	struct jw w;
+
+	jw_init(&w, stdout);
+	if (cfg.nlibs) {
+		for (int i = 0; i < cfg.nlibs; i++) {
+			snprintf(found_libs[i].path, sizeof(found_libs[i].path), "%s", cfg.libs[i]);
+			snprintf(found_libs[i].open_path, sizeof(found_libs[i].open_path), "%s",
+				 cfg.libs[i]);
+		}
+		nfound = cfg.nlibs;
+	} else {
+		proc_pids_foreach(list_pid_cb, NULL);
+	}
+	for (int l = 0; l < nfound; l++) {
+		/* a discovered library is opened through /proc/PID/map_files */
+		struct elf_syms *s = elf_syms_open(found_libs[l].open_path);
+
+		for (size_t i = 0; i < ARRAY_SIZE(usyms); i++) {
+			uint64_t off = 0;
+			bool ok = s && !elf_syms_offset(s, usyms[i].sym, &off);
+			char target[320];
+
+			snprintf(target, sizeof(target), "%s+0x%llx", found_libs[l].path,
+				 (unsigned long long)off);
+			if (env.json) {
+				jw_record_begin(&w, "probe", TOOL, aiscope_now_realtime());
+				jw_kstr(&w, "hook", usyms[i].sym);
+				jw_kbool(&w, "optional", i > 0);
+				jw_kstr(&w, "mechanism", "uprobe");
+				jw_kstr(&w, "target", ok ? target : found_libs[l].path);
+				jw_kstr(&w, "status", ok ? "chosen" : "unavailable");
+				jw_kstr(&w, "reason", ok ? NULL : s ? "not in the library" :
+							 "cannot read the library");
+				jw_kstr(&w, "symbol", ok ? usyms[i].sym : NULL);
+				jw_record_end(&w);
+			} else {
+				printf("%-22s %-11s %-34s %s\n", usyms[i].sym, "uprobe",
+				       ok ? target : found_libs[l].path,
+				       ok ? "chosen" : s ? "unavailable: not in the library" :
+				       "unavailable: cannot read the library");
+			}
+		}
+		elf_syms_free(s);
+	}
+	if (!nfound && !env.json)
+		printf("%-22s %-11s %-34s %s\n", "libnccl", "uprobe", "-",
+		       "none yet: no process maps libnccl.so (attached when one does; or --lib)");
+	if (!nfound && env.json) {
+		jw_record_begin(&w, "probe", TOOL, aiscope_now_realtime());
+		jw_kstr(&w, "hook", "libnccl");
+		jw_kbool(&w, "optional", false);
+		jw_kstr(&w, "mechanism", "uprobe");
+		jw_knull(&w, "target");
+		jw_kstr(&w, "status", "waiting");
+		jw_kstr(&w, "reason", "no process maps libnccl.so yet");
+		jw_knull(&w, "symbol");
+		jw_record_end(&w);
+	}
+}
+
+static void list_probes(void)
+{
+	struct jw w;
+
+	jw_init(&w, stdout);
+	probe_resolve(hooks, ARRAY_SIZE(hooks), features_ops(), env.probe_mask);
+	probe_print_plan(stdout, hooks, ARRAY_SIZE(hooks), env.json ? &w : NULL, TOOL,
+			 aiscope_now_realtime());
+	list_uprobes();
+	fflush(stdout);
+	exit(0);
+}
+
+/* ---- summary ---- */
+
+static void print_summary(void)
+{
+	if (env.json) {
+		aiscope_summary_begin(&S.jw, &S.bpf, &S.loop, cfg.events ? S.events : S.calls);
+		jw_ku64(&S.jw, "intervals", S.loop.ticks);
+		jw_ku64(&S.jw, "calls", S.calls);
+		jw_ku64(&S.jw, "bytes", S.bytes);
+		jw_ku64(&S.jw, "errors", S.errors);
+		jw_ku64(&S.jw, "hangs", S.hangs_seen);
+		jw_ku64(&S.jw, "libraries", S.libs);
+		jw_record_end(&S.jw);
+		return;
+	}
+	if (cfg.events) {
+		fprintf(stderr, "%s: %llu calls, %llu hangs, %llu lost\n", TOOL,
+			(unsigned long long)S.events, (unsigned long long)S.hangs_seen,
+			(unsigned long long)aiscope_lost_total(&S.bpf));
+		return;
+	}
+	printf("# summary: %llu calls, %llu bytes issued, %llu errors, %llu hangs, %d libraries, %llu lost events\n",
+	       (unsigned long long)S.calls, (unsigned long long)S.bytes,
+	       (unsigned long long)S.errors, (unsigned long long)S.hangs_seen, S.libs,
+	       (unsigned long long)aiscope_lost_total(&S.bpf));
+}
+
+static void validate(void)
+{
+	size_t i;
+
+	if (env.sort) {
+		for (i = 0; sort_keys[i]; i++)
+			if (!strcmp(env.sort, sort_keys[i]))
+				break;
+		if (!sort_keys[i])
+			usage_error("invalid --sort '%s': expected bytes, calls, lat, p99 or errors",
+				    env.sort);
+		cfg.sort = env.sort;
+	}
+	if (cfg.events && cfg.busbw)
+		usage_error("--busbw is a column of the interval table: it cannot be combined with -e");
+}
+
+static void setup_scanner(void)
+{
+	S.scan = (struct uprobe_scanner){
+		.set = &S.set, .classify = classify, .attach = attach_lib,
+	};
+	if (cfg.nlibs) {
+		add_libs();
+		return;
+	}
+	S.discover = true;
+	S.scan.dlopen_prog = S.skel->progs.uprobe_disc_dlopen;
+	S.loop.aux_rb = uprobe_discover_open(S.skel->obj, &S.scan);
+	if (!S.loop.aux_rb)
+		aiscope_fail(EXIT_RUNTIME, "cannot open the discovery ring buffer: %s", strerror(errno));
+	rescan(true);
+	if (!S.libs)
+		fprintf(stderr, "%s: no process maps libnccl.so yet: waiting for one\n", TOOL);
+}
+
+int main(int argc, char **argv)
+{
+	aiscope_parse(&argp, argc, argv, TOOL, AISCOPE_AGGREGATING | AISCOPE_STREAMING);
+	validate();
+	jw_init(&S.jw, stdout);
+	if (env.list_probes)
+		list_probes();
+
+	S.skel = nclstat_bpf__open_opts(aiscope_open_opts());
+	if (!S.skel)
+		aiscope_fail(EXIT_RUNTIME, "cannot open the BPF object: %s", strerror(errno));
+	S.skel->rodata->stream_events = cfg.events;
+	S.bpf = (struct aiscope_bpf){
+		.hooks = hooks, .nhooks = ARRAY_SIZE(hooks),
+		.streaming = cfg.events, .on_event = on_event,
+	};
+	aiscope_bpf_prepare(&S.bpf, S.skel->obj, &S.skel->rodata->aiscope_cfg);
+	aiscope_bpf_load(&S.bpf, nclstat_bpf__load(S.skel));
+	aiscope_bpf_attach(&S.bpf);
+	setup_scanner();
+
+	if (cfg.events && !env.json) {
+		struct table t;
+
+		table_init(&t, stdout, cols_event + !env.timestamp,
+			   ARRAY_SIZE(cols_event) - !env.timestamp, false);
+		table_header(&t);
+	}
+	fprintf(stderr, "Tracing NCCL calls (%d %s)... Ctrl-C to end.\n", S.libs,
+		S.libs == 1 ? "library" : "libraries");
+	fflush(stdout);
+
+	S.last_tick_mono = clock_ns(CLOCK_MONOTONIC);
+	S.loop.bpf = &S.bpf;
+	S.loop.on_tick = on_tick;
+	S.loop.tick_ns = env.interval_ns;
+	aiscope_loop_run(&S.loop);
+
+	/* the interval cut short by a signal or --duration still counts */
+	if (strcmp(S.loop.exit_reason, "count")) {
+		S.loop.ticks++;
+		on_tick(NULL);
+		aiscope_lost_check(&S.bpf);
+	}
+	print_summary();
+	fflush(stdout);
+	aiscope_bpf_destroy(&S.bpf);
+	uprobe_set_free(&S.set);
+	ring_buffer__free(S.loop.aux_rb);
+	nclstat_bpf__destroy(S.skel);
+	free(S.rows);
+	free(S.st);
+	free(S.comms);
+	free(S.hangs);
+	free(S.idents);
+	cg_cleanup();
+	features_cleanup();
+	return strcmp(S.loop.exit_reason, "error") ? 0 : EXIT_RUNTIME;
+}
