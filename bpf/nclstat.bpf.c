@@ -16,7 +16,7 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 const volatile bool stream_events;	/* -e */
-const volatile bool entry_only;		/* --no-return: stats at entry, no rc/latency */
+const volatile bool entry_only;		/* --no-return: collectives settle at entry */
 __u32 epoch;				/* flipped by user space every interval */
 
 struct {
@@ -195,6 +195,33 @@ static __always_inline void account(const struct ncl_call *c, long rc, __u64 lat
 	hist_add(s->lat_hist, lat);
 }
 
+/* -e: the call as it returns (or, with --no-return, as it enters) */
+static __always_inline void emit(const struct ncl_call *c, long rc, __u64 now, __u64 new_comm,
+				 bool returned)
+{
+	struct ncl_event *e = aiscope_reserve(sizeof(*e));
+
+	if (!e)
+		return;
+	e->ts = now;
+	e->latency_ns = now - c->ts;
+	e->comm = c->comm;
+	e->count = c->count;
+	e->stream = c->stream;
+	e->id_hash = c->id_hash;
+	e->new_comm = new_comm;
+	aiscope_task_ident((struct task_struct *)bpf_get_current_task(), &e->task);
+	e->op = c->op;
+	e->datatype = c->datatype;
+	e->redop = c->redop;
+	e->root_or_peer = c->root_or_peer;
+	e->nranks = c->nranks;
+	e->rank = c->rank;
+	e->rc = rc;
+	e->returned = returned;
+	aiscope_submit(e);
+}
+
 /* ---- entries ---- */
 
 static __always_inline int enter(struct ncl_call *c)
@@ -219,8 +246,13 @@ static __always_inline int enter(struct ncl_call *c)
 	} else if (c->op < NCL_OP_COLL_NR) {
 		comm_of(c->pid, c->comm);
 	}
-	if (entry_only) {
-		account(c, -1, 0);
+	/* --no-return: collectives and ncclGroupEnd settle here, without
+	 * rc, latency or hang detection (one probe hit per call, not two) */
+	if (entry_only && ncl_op_class(c->op) <= NCL_CLASS_GROUP) {
+		if (stream_events)
+			emit(c, 0, c->ts, 0, false);
+		else
+			account(c, -1, 0);
 		return 0;
 	}
 	key = call_key(c->tid, c->op);
@@ -528,30 +560,6 @@ static __always_inline void settle_query(struct ncl_call *c, long rc)
 	}
 }
 
-static __always_inline void emit(const struct ncl_call *c, long rc, __u64 now, __u64 new_comm)
-{
-	struct ncl_event *e = aiscope_reserve(sizeof(*e));
-
-	if (!e)
-		return;
-	e->ts = now;
-	e->latency_ns = now - c->ts;
-	e->comm = c->comm;
-	e->count = c->count;
-	e->stream = c->stream;
-	e->id_hash = c->id_hash;
-	e->new_comm = new_comm;
-	aiscope_task_ident((struct task_struct *)bpf_get_current_task(), &e->task);
-	e->op = c->op;
-	e->datatype = c->datatype;
-	e->redop = c->redop;
-	e->root_or_peer = c->root_or_peer;
-	e->nranks = c->nranks;
-	e->rank = c->rank;
-	e->rc = rc;
-	aiscope_submit(e);
-}
-
 static __always_inline int leave(struct pt_regs *ctx, __u32 class)
 {
 	__u64 key = (bpf_get_current_pid_tgid() & 0xffffffffULL) << 8 | class;
@@ -566,10 +574,10 @@ static __always_inline int leave(struct pt_regs *ctx, __u32 class)
 		new_comm = settle_comm(c, rc);
 	else if (class == NCL_CLASS_QUERY)
 		settle_query(c, rc);
-	if (class != NCL_CLASS_QUERY)
+	if (class != NCL_CLASS_QUERY && !stream_events)
 		account(c, rc, now - c->ts);
 	if (stream_events && class != NCL_CLASS_QUERY)
-		emit(c, rc, now, new_comm);
+		emit(c, rc, now, new_comm, true);
 	bpf_map_delete_elem(&calls, &key);
 	return 0;
 }

@@ -187,7 +187,7 @@ struct ncl_event {
 	__s32 nranks;
 	__s32 rank;
 	__s32 rc;
-	__u32 pad;
+	__u32 returned;			/* 0: --no-return, rc and latency unknown */
 };
 
 #endif

@@ -60,7 +60,7 @@ static const char doc[] =
 "\n"
 "Exit status: 0 done, 1 runtime error, 2 usage error, 77 cannot run here.";
 
-enum { OPT_LIB = 0x200, OPT_HANG, OPT_BUSBW };
+enum { OPT_LIB = 0x200, OPT_HANG, OPT_BUSBW, OPT_NO_RETURN };
 
 static const struct argp_option opts[] = {
 	{ NULL, 0, NULL, 0, "nclstat:", 1 },
@@ -69,6 +69,8 @@ static const struct argp_option opts[] = {
 	{ "events", 'e', NULL, 0, "Stream one event per call (at its return)", 1 },
 	{ "hang", OPT_HANG, "DUR", 0, "Report calls not returned after DUR (default 10s)", 1 },
 	{ "busbw", OPT_BUSBW, NULL, 0, "Add the bus-bandwidth estimate column (nccl-tests factors)", 1 },
+	{ "no-return", OPT_NO_RETURN, NULL, 0,
+	  "Entry probes only on collectives: half the cost per call, no rc, latency or hangs", 1 },
 	{},
 };
 
@@ -79,6 +81,7 @@ static struct {
 	int nlibs;
 	bool events;
 	bool busbw;
+	bool no_return;
 	uint64_t hang_ns;
 	const char *sort;
 } cfg = { .hang_ns = 10 * NSEC_PER_SEC, .sort = "bytes" };
@@ -102,6 +105,9 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_BUSBW:
 		cfg.busbw = true;
+		break;
+	case OPT_NO_RETURN:
+		cfg.no_return = true;
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -207,6 +213,12 @@ static const char *how_name(uint32_t how)
 static bool is_collective(uint32_t op)
 {
 	return op < NCL_OP_COLL_NR;
+}
+
+/* --no-return leaves collectives and ncclGroupEnd without return probes */
+static bool returns_seen(uint32_t op)
+{
+	return !cfg.no_return || op > NCL_OP_GROUP_END;
 }
 
 /* ---- state ---- */
@@ -695,8 +707,13 @@ static void json_stats(const struct row *r, uint64_t interval)
 		if (s->redops & (1U << o))
 			jw_str(w, redop_names[o]);
 	jw_arr_end(w);
-	jw_ku64(w, "errors", s->errors);
-	jw_ku64(w, "in_progress", s->in_progress);
+	if (returns_seen(r->k.op)) {
+		jw_ku64(w, "errors", s->errors);
+		jw_ku64(w, "in_progress", s->in_progress);
+	} else {
+		jw_knull(w, "errors");
+		jw_knull(w, "in_progress");
+	}
 	jw_kstr(w, "last_error", s->errors ? result_name(s->last_error) : NULL);
 	lat_hist(s, &h);
 	if (s->lat_n) {
@@ -800,8 +817,8 @@ static void json_group(const struct group *g, uint64_t now, uint64_t interval)
 /* the keys of a call event (-e) and of a hang event */
 static void json_call(const char *event, const struct aiscope_ident *id, uint32_t op,
 		      uint64_t handle, uint64_t count, uint32_t dt, uint32_t redop, int root_or_peer,
-		      uint64_t stream, const struct ncl_comm *c, int rc, int64_t latency,
-		      int64_t waiting, uint64_t ts)
+		      uint64_t stream, const struct ncl_comm *c, bool returned, int rc,
+		      uint64_t latency, int64_t waiting, uint64_t ts)
 {
 	struct jw *w = &S.jw;
 	bool coll = is_collective(op);
@@ -843,14 +860,13 @@ static void json_call(const char *event, const struct aiscope_ident *id, uint32_
 	jw_hash(w, "comm_hash", c ? c->id_hash : 0);
 	jw_kint_or_null(w, "rank", c ? c->rank : -1);
 	jw_kint_or_null(w, "nranks", c ? c->nranks : -1);
-	if (rc >= -1000 && latency >= 0)
+	if (returned) {
 		jw_ki64(w, "rc", rc);
-	else
-		jw_knull(w, "rc");
-	if (latency >= 0)
 		jw_ku64(w, "latency_ns", latency);
-	else
+	} else {
+		jw_knull(w, "rc");
 		jw_knull(w, "latency_ns");
+	}
 	if (waiting >= 0)
 		jw_ku64(w, "waiting_ns", waiting);
 	else
@@ -969,10 +985,18 @@ static void table_ops(uint64_t interval, size_t shown)
 		}
 		dtypes_str(s, buf, sizeof(buf));
 		table_str(&t, buf);
-		table_u64(&t, s->errors);
+		if (returns_seen(r->k.op))
+			table_u64(&t, s->errors);
+		else
+			table_str(&t, "-");
 		lat_hist(s, &h);
-		table_fixed(&t, s->lat_n ? (double)s->lat_sum / s->lat_n / 1e3 : 0, 1);
-		table_fixed(&t, hist_percentile(&h, 99) / 1e3, 1);
+		if (s->lat_n) {
+			table_fixed(&t, (double)s->lat_sum / s->lat_n / 1e3, 1);
+			table_fixed(&t, hist_percentile(&h, 99) / 1e3, 1);
+		} else {
+			table_str(&t, "-");
+			table_str(&t, "-");
+		}
 		if (cfg.busbw) {
 			double b = coll ? busbw_estimate(r, per_sec(s->bytes, interval)) : NAN;
 
@@ -1050,7 +1074,7 @@ static void report_new_hangs(void)
 		ce = comm_find(c->pid, c->comm);
 		ident_of(c->pid, c->tid, &id);
 		json_call("hang", &id, c->op, c->comm, c->count, c->datatype, c->redop,
-			  c->root_or_peer, c->stream, ce ? &ce->v : NULL, 0, -1, now - c->ts,
+			  c->root_or_peer, c->stream, ce ? &ce->v : NULL, false, 0, 0, now - c->ts,
 			  aiscope_now_realtime());
 	}
 }
@@ -1157,9 +1181,15 @@ static int on_event(void *ctx, void *data, size_t len)
 	if (len < sizeof(*e))
 		return 0;
 	S.events++;
+	S.calls++;
+	if (coll)
+		S.bytes += e->count * ncl_dtype_size(d);
+	if (e->returned && e->rc && e->rc != NCL_IN_PROGRESS)
+		S.errors++;
 	if (env.json) {
 		json_call("call", &e->task, e->op, e->comm, e->count, e->datatype, e->redop,
-			  e->root_or_peer, e->stream, have ? &c : NULL, e->rc, e->latency_ns, -1, rt);
+			  e->root_or_peer, e->stream, have ? &c : NULL, e->returned, e->rc,
+			  e->latency_ns, -1, rt);
 	} else {
 		table_init(&t, stdout, cols_event + !env.timestamp,
 			   ARRAY_SIZE(cols_event) - !env.timestamp, env.tty && !env.wide);
@@ -1189,8 +1219,11 @@ static int on_event(void *ctx, void *data, size_t len)
 		table_int(&t, have ? c.rank : -1);
 		table_int(&t, have ? c.nranks : -1);
 		snprintf(buf, sizeof(buf), "%d", e->rc);
-		table_str(&t, buf);
-		table_fixed(&t, e->latency_ns / 1e3, 1);
+		table_str(&t, e->returned ? buf : "-");
+		if (e->returned)
+			table_fixed(&t, e->latency_ns / 1e3, 1);
+		else
+			table_str(&t, "-");
 		table_end_row(&t);
 	}
 	if (env.count && S.events >= env.count)
@@ -1224,11 +1257,14 @@ static void attach_lib(struct uprobe_lib *lib, void *ctx)
 					usyms[i].sym, lib->path, strerror(-err));
 			continue;
 		}
+		n++;
+		if (cfg.no_return && (!strcmp(usyms[i].ret, "coll_return") ||
+				      !strcmp(usyms[i].ret, "group_return")))
+			continue;
 		err = uprobe_lib_attach(lib, ret, usyms[i].sym, true, -1);
 		if (err)
 			fprintf(stderr, "%s: cannot attach a return probe to %s in %s: %s\n", TOOL,
 				usyms[i].sym, lib->path, strerror(-err));
-		n++;
 	}
 	if (!n)
 		return;
@@ -1359,8 +1395,8 @@ static void list_probes(void)
 	struct jw w;
 
 	jw_init(&w, stdout);
-	probe_resolve(hooks, ARRAY_SIZE(hooks), features_ops(), env.probe_mask);
-	probe_print_plan(stdout, hooks, ARRAY_SIZE(hooks), env.json ? &w : NULL, TOOL,
+	probe_resolve(hooks, ARRAY_SIZE(hooks) - (cfg.nlibs > 0), features_ops(), env.probe_mask);
+	probe_print_plan(stdout, hooks, ARRAY_SIZE(hooks) - (cfg.nlibs > 0), env.json ? &w : NULL, TOOL,
 			 aiscope_now_realtime());
 	list_uprobes();
 	fflush(stdout);
@@ -1442,11 +1478,19 @@ int main(int argc, char **argv)
 	if (!S.skel)
 		aiscope_fail(EXIT_RUNTIME, "cannot open the BPF object: %s", strerror(errno));
 	S.skel->rodata->stream_events = cfg.events;
+	S.skel->rodata->entry_only = cfg.no_return;
 	S.bpf = (struct aiscope_bpf){
-		.hooks = hooks, .nhooks = ARRAY_SIZE(hooks),
+		/* with --lib, no discovery: the exec hook (last) stays off */
+		.hooks = hooks, .nhooks = ARRAY_SIZE(hooks) - (cfg.nlibs > 0),
 		.streaming = cfg.events, .on_event = on_event,
 	};
 	aiscope_bpf_prepare(&S.bpf, S.skel->obj, &S.skel->rodata->aiscope_cfg);
+	if (cfg.nlibs) {
+		bpf_program__set_autoload(S.skel->progs.uprobe_disc_exec_btf, false);
+		bpf_program__set_autoload(S.skel->progs.uprobe_disc_exec_raw, false);
+		bpf_program__set_autoload(S.skel->progs.uprobe_disc_exec_tp, false);
+		bpf_program__set_autoload(S.skel->progs.uprobe_disc_dlopen, false);
+	}
 	aiscope_bpf_load(&S.bpf, nclstat_bpf__load(S.skel));
 	aiscope_bpf_attach(&S.bpf);
 	setup_scanner();
