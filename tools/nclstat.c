@@ -1445,6 +1445,19 @@ static void validate(void)
 	}
 	if (cfg.events && cfg.busbw)
 		usage_error("--busbw is a column of the interval table: it cannot be combined with -e");
+	/* before any BPF work, so that a wrong path is a usage error for anyone */
+	for (int l = 0; l < cfg.nlibs; l++) {
+		struct elf_syms *es = elf_syms_open(cfg.libs[l]);
+
+		if (!es)
+			usage_error("cannot read --lib %s: %s", cfg.libs[l],
+				    errno == ENOEXEC ? "not an ELF file" : strerror(errno));
+		if (!elf_syms_has(es, "ncclAllReduce")) {
+			elf_syms_free(es);
+			usage_error("no NCCL API (ncclAllReduce) in --lib %s", cfg.libs[l]);
+		}
+		elf_syms_free(es);
+	}
 }
 
 static void setup_scanner(void)

@@ -1,0 +1,409 @@
+#!/usr/bin/env bats
+# nclstat: the command-line contract, and end-to-end checks against calls
+# whose every argument the test chose: the real libnccl.so.2 (NULL
+# communicator: rc 4, the probes still fire) when present, and the test
+# double of libnccl.so.2 (tests/fixtures/libnccl.c) that completes calls,
+# driven by tests/fixtures/ncclrank.c (four ranks, known sequences).
+
+bats_require_minimum_version 1.5.0
+load lib
+
+NCCL_DIR=$AISCOPE_BUILD/tests/nccl
+DOUBLE=$NCCL_DIR/libnccl.so.2
+RANKS=$NCCL_DIR/ncclrank
+
+teardown() {
+	aiscope_teardown
+}
+
+# the real library, or skip
+real_nccl() {
+	local f
+	for f in /usr/local/cuda/lib/libnccl.so.2 /usr/local/cuda*/lib*/libnccl.so.2 \
+		/usr/local/cuda*/targets/*/lib/libnccl.so.2; do
+		[ -e "$f" ] && { REAL_NCCL=$f; return 0; }
+	done
+	f=$(ldconfig -p 2>/dev/null | awk '/libnccl\.so\.2 .*x86-64|libnccl\.so\.2 .*AArch64/ {print $NF; exit}')
+	[ -n "$f" ] && [ -e "$f" ] && { REAL_NCCL=$f; return 0; }
+	skip "no real libnccl.so.2 on this machine"
+}
+
+# start_ranks NAME ARGS...: ncclrank run ARGS against the double; waits
+# for "ready"; sets RANKS_PID and RANK_PID[r]
+start_ranks() {
+	local name=$1 r
+	shift
+	start_bg "$name" env LD_LIBRARY_PATH="$NCCL_DIR" "$RANKS" run "$@"
+	RANKS_PID=$BG_PID
+	wait_for "$BATS_TEST_TMPDIR/$name.out" '^ready'
+	RANK_PID=()
+	for r in 0 1 2 3; do
+		RANK_PID[r]=$(awk -v r="$r" '$1 == "rank" && $2 == r {print $4}' "$BATS_TEST_TMPDIR/$name.out")
+	done
+}
+
+# truth_json DRVOUT: the driver's truth lines as JSON objects, each with
+# the comm_hash the tool must report for it
+truth_json() {
+	awk '
+	$1 == "id_hash" { main = $2 }
+	$1 == "split_hash" { sh[$2] = $3 }
+	$1 == "truth" {
+		for (i = 2; i <= NF; i++) { n = index($i, "="); v[substr($i, 1, n - 1)] = substr($i, n + 1) }
+		h = v["comm"] == "main" ? main : sh[v["rank"] % 2]
+		printf "{\"rank\":%d,\"pid\":%d,\"comm\":\"%s\",\"op\":\"%s\",\"calls\":%d,\"bytes\":%d,\"hash\":\"%s\"}\n",
+			v["rank"], v["pid"], v["comm"], v["op"], v["calls"], v["bytes"], h
+	}' "$1"
+}
+
+# check_truth DRVOUT TOOLOUT: for every (rank, communicator, op) the
+# driver did, the tool's calls and bytes summed over its intervals are
+# exactly the driver's
+check_truth() {
+	truth_json "$1" > "$BATS_TEST_TMPDIR/truth.json"
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/truth.json")" -eq 32 ]
+	jq -n -e --slurpfile t "$BATS_TEST_TMPDIR/truth.json" --slurpfile o "$2" '
+		[$o[] | select(.type == "sample" and .row == "op")] as $rows |
+		all($t[]; . as $x |
+			[$rows[] | select(.pid == $x.pid and .op == $x.op and .comm_hash == $x.hash)] as $m |
+			(($m | map(.calls) | add) == $x.calls and ($m | map(.bytes) | add) == $x.bytes) or
+			(("mismatch: " + ($x | tojson) + " tool: " + ($m | map({calls, bytes}) | tojson)) | debug | false))'
+}
+
+# ---- contract ----
+
+@test "nclstat --help lists the shared options and ends with examples" {
+	run "$BIN/nclstat" --help
+	[ "$status" -eq 0 ]
+	for opt in --pid --tid --cgroup --container --uid --comm --json --interval --duration \
+		--count --timestamp --noclear --rows --sort --wide --buffer-size --btf \
+		--list-probes --probe-mode --verbose --lib --events --hang --busbw --no-return \
+		--usage --version; do
+		[[ "$output" == *"$opt"* ]] || { echo "missing $opt"; false; }
+	done
+	[[ "$output" == *EXAMPLES:* ]]
+	[[ "$output" == *"Exit status"* ]]
+}
+
+@test "nclstat --usage and --version" {
+	run "$BIN/nclstat" --usage
+	[ "$status" -eq 0 ]
+	[[ "$output" == Usage:\ nclstat* ]]
+	run "$BIN/nclstat" --version
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ ^nclstat\ [0-9]+\.[0-9]+\.[0-9]+ ]]
+}
+
+@test "nclstat usage errors exit 2 with one line on stderr and nothing on stdout" {
+	local bad=(
+		"--bogus" "-p" "-p abc" "-p 999999999" "-i 0" "-d -1" "-n 0" "-s nope" "--hang 0"
+		"--hang x" "--lib /nonexistent" "--lib /etc/passwd" "--lib /bin/true" "--lib="
+		"-e --busbw" "1 2 3" "--probe-mode foo" "-c /nonexistent"
+	)
+	for args in "${bad[@]}"; do
+		# shellcheck disable=SC2086
+		"$BIN/nclstat" $args > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/err" && {
+			echo "'$args' succeeded"; false; }
+		rc=$?
+		[ "$rc" -eq 2 ] || { echo "'$args' exited $rc"; cat "$BATS_TEST_TMPDIR/err"; false; }
+		[ "$(wc -l < "$BATS_TEST_TMPDIR/err")" -eq 1 ] || {
+			echo "'$args' printed:"; cat "$BATS_TEST_TMPDIR/err"; false; }
+		[ ! -s "$BATS_TEST_TMPDIR/out" ] || { echo "'$args' wrote to stdout"; false; }
+	done
+}
+
+@test "nclstat without privileges exits 77 and says what is missing" {
+	need_root
+	command -v setpriv > /dev/null || skip "setpriv missing"
+	nobody_copy "$BIN/nclstat"
+	run "${AS_NOBODY[@]}" "$NOBODY_BIN" -d 1
+	[ "$status" -eq 77 ]
+	[[ "$output" == *"CAP_BPF"* ]]
+	[ "${#lines[@]}" -eq 1 ]
+	run "${AS_NOBODY[@]}" "$NOBODY_BIN" -j -d 1
+	[ "$status" -eq 77 ]
+	echo "$output" | grep '^{' | tail -1 | jq -e '.type == "error" and .exit_code == 77'
+}
+
+@test "nclstat --list-probes shows the kernel hooks and each NCCL function of --lib" {
+	run "$BIN/nclstat" --list-probes --lib "$DOUBLE"
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == HOOK*MECHANISM*TARGET*STATUS ]]
+	echo "$output" | grep -E "^sched_process_exit +(tp_btf|raw_tp|tracepoint) .*chosen"
+	for f in ncclAllReduce ncclReduce ncclCommInitRank ncclCommInitRankConfig ncclGroupEnd \
+		ncclSend ncclRecv ncclCommSplit ncclCommDestroy ncclCommGetAsyncError; do
+		echo "$output" | grep -E "^$f +uprobe +.*libnccl\.so\.2\+0x[0-9a-f]+ +chosen"
+	done
+	# the double exports ncclX as a weak alias of pncclX: one address
+	off=$(echo "$output" | awk '$1 == "ncclAllReduce" {sub(/.*\+/, "", $3); print $3}')
+	[ "$off" = "0x$(nm -D "$DOUBLE" | awk '$3 == "pncclAllReduce" {sub(/^0+/, "", $1); print $1}')" ]
+	run "$BIN/nclstat" --list-probes --lib "$DOUBLE" -j
+	[ "$status" -eq 0 ]
+	echo "$output" > "$BATS_TEST_TMPDIR/plan"
+	all_json "$BATS_TEST_TMPDIR/plan"
+	[ "$(jq -s '[.[] | select(.mechanism == "uprobe" and .status == "chosen")] | length' "$BATS_TEST_TMPDIR/plan")" -eq 20 ]
+	jq -e -s 'all(.[]; .type == "probe" and .tool == "nclstat" and has("hook") and
+		has("mechanism") and has("target") and has("reason") and has("symbol"))' "$BATS_TEST_TMPDIR/plan"
+}
+
+# ---- every decoded argument equals what was passed ----
+
+# check_args LIB LD_PATH: ncclrank args (sentinel arguments, NULL
+# communicator) under nclstat -e --lib LIB; every field of every call line
+# equals the tool's event, the 7th and 8th arguments (on the x86-64 stack)
+# and ncclCommInitRank's 128-byte id passed by value included
+check_args() {
+	local lib=$1 ldpath=$2 calls
+	start_tool e nclstat -e -j --lib "$lib"
+	LD_LIBRARY_PATH=$ldpath "$RANKS" args > "$BATS_TEST_TMPDIR/args.out"
+	sleep 0.5
+	stop_tool "$TOOL_PID"
+	all_json "$BATS_TEST_TMPDIR/e.out"
+	calls=$(grep -c '^call ' "$BATS_TEST_TMPDIR/args.out")
+	[ "$calls" -eq 11 ]
+	awk '$1 == "call" {
+		o = "{"; for (i = 2; i <= NF; i++) { n = index($i, "="); k = substr($i, 1, n - 1); v = substr($i, n + 1)
+			if (k == "comm") k = "communicator"
+			if (k == "datatype") k = "datatype_id"
+			if (k == "id_hash") k = "comm_hash"
+			if (k == "root_or_peer" && v == -1) v = "null"
+			if (v ~ /^0x/ || k == "op" || (k == "redop" && v != "null")) v = "\"" v "\""
+			o = o (i > 2 ? "," : "") "\"" k "\":" v }
+		print o "}" }' "$BATS_TEST_TMPDIR/args.out" > "$BATS_TEST_TMPDIR/want.json"
+	jq -n -e --slurpfile w "$BATS_TEST_TMPDIR/want.json" --slurpfile o "$BATS_TEST_TMPDIR/e.out" '
+		def redop: {"0":"sum","1":"prod","2":"max","3":"min","4":"avg"}[. // "x" | tostring];
+		[$o[] | select(.type == "event" and .event == "call" and .op != "destroy")] as $ev |
+		($ev | length) == ($w | length) and
+		all(range(0; $w | length); . as $i | $w[$i] as $x | $ev[$i] as $e |
+			(all($x | to_entries[] | select(.key != "redop"); .value == $e[.key]) and
+			 (($x.redop | redop) == $e.redop)) or
+			(("want " + ($x | tojson) + " got " + ($e | tojson)) | debug | false))'
+	# the events name the caller
+	jq -e -s 'all(.[] | select(.type == "event"); .comm == "ncclrank" and .pid > 0 and .tid > 0)' \
+		"$BATS_TEST_TMPDIR/e.out"
+}
+
+@test "nclstat decodes every argument of calls into the real libnccl.so.2 (rc 4 with a NULL communicator)" {
+	need_root
+	real_nccl
+	check_args "$REAL_NCCL" "$(dirname "$REAL_NCCL")"
+	# NULL communicator: ncclInvalidArgument; init without a GPU fails too
+	jq -e -s '[.[] | select(.type == "event" and .event == "call")] |
+		all(.[] | select(.op != "init_rank"); .rc == 4) and any(.[]; .op == "init_rank" and .rc != 0)' \
+		"$BATS_TEST_TMPDIR/e.out"
+}
+
+@test "nclstat decodes every argument of calls into the test double" {
+	need_root
+	check_args "$DOUBLE" "$NCCL_DIR"
+}
+
+@test "the test double's ABI was checked against the real nccl.h" {
+	ls /usr/local/cuda*/include/nccl.h > /dev/null 2>&1 || skip "no real nccl.h on this machine"
+	# built only where the header is: its static asserts passed
+	[ -e "$NCCL_DIR/nccl_abi_check.o" ]
+}
+
+# ---- four ranks against the double: exact statistics ----
+
+@test "nclstat: calls, bytes and message size statistics per rank and op equal what four ranks did" {
+	need_root
+	local out=$BATS_TEST_TMPDIR/s.out main
+	start_tool s nclstat -j -i 60s --lib "$DOUBLE"
+	start_ranks r -r 4 -i 4
+	wait_for "$BATS_TEST_TMPDIR/r.out" '^all done, 0 failed' 30
+	stop_tool "$TOOL_PID"
+	all_json "$out"
+	check_truth "$BATS_TEST_TMPDIR/r.out" "$out"
+	main=$(awk '$1 == "id_hash" {print $2}' "$BATS_TEST_TMPDIR/r.out")
+	# AllReduce: 1024 and 3000 float32 alternating: sizes 4096, 12000, 4096, 12000
+	jq -e -s --arg h "$main" '[.[] | select(.row == "op" and .op == "allreduce" and .comm_hash == $h)] |
+		length == 4 and all(.calls == 4 and .bytes == 32192 and .size_mean_bytes == 8048 and
+			.size_stddev_bytes == 3952 and .size_p50_bytes == 4096 and .size_p99_bytes == 12000 and
+			.size_max_bytes == 12000 and .size_exact and .datatypes == {"float32": 4} and
+			.redops == ["sum"] and .nranks == 4 and .errors == 0 and .latency_avg_ns > 0 and
+			((.busbw_estimate_bytes_per_sec - .bytes_per_sec * 1.5) | fabs) < 0.01) and
+		([.[].rank] | sort) == [0, 1, 2, 3]' "$out"
+	jq -e -s --arg h "$main" '[.[] | select(.row == "op" and .comm_hash == $h)] |
+		(map(select(.op == "reducescatter")) | all(.datatypes == {"int32": 4} and .redops == ["max"] and
+			.size_stddev_bytes == 0 and ((.busbw_estimate_bytes_per_sec - .bytes_per_sec * 3) | fabs) < 0.01)) and
+		(map(select(.op == "reduce")) | all(.datatypes == {"float64": 4} and .redops == ["prod"])) and
+		(map(select(.op == "allgather")) | all(.datatypes == {"bfloat16": 4} and .redops == [])) and
+		(map(select(.op == "send" or .op == "recv")) | length == 8 and all(.datatypes == {"int64": 4}))' "$out"
+	# each rank's process, its rank in the communicator, and the calls outside collectives
+	jq -e -s '[.[] | select(.row == "op")] as $r |
+		($r | map(select(.op == "groupend")) | length == 4 and all(.calls == 4 and .communicator == null)) and
+		($r | map(select(.op == "init_rank")) | length == 4 and all(.calls == 1 and .errors == 0)) and
+		($r | map(select(.op == "split")) | all(.calls == 1)) and
+		($r | map(select(.op == "destroy")) | all(.calls == 2))' "$out"
+	for r in 0 1 2 3; do
+		jq -e -s --arg h "$main" --argjson p "${RANK_PID[r]}" --argjson r "$r" \
+			'[.[] | select(.row == "op" and .comm_hash == $h and .pid == $p)] | length == 7 and all(.rank == $r)' "$out"
+	done
+	# the split communicators: two of two ranks each, joined across processes
+	jq -e -s '[.[] | select(.row == "comm" and .created_by == "split")] |
+		length == 2 and all(.local_ranks == 2 and .skew_ops == 0 and .seq_max == 4)' "$out"
+	jq -e -s --arg h "$main" '[.[] | select(.row == "comm" and .comm_hash == $h)] |
+		length == 1 and .[0].local_ranks == 4 and .[0].nranks == 4 and .[0].seq_min == 20 and
+		.[0].skew_ops == 0 and .[0].lagging_rank == null and .[0].created_by == "init_rank"' "$out"
+	jq -e -s '.[-1].type == "summary" and .[-1].calls == 160 and .[-1].bytes == 264960 and
+		.[-1].errors == 0 and .[-1].hangs == 0 and .[-1].lost_events == 0' "$out"
+}
+
+# ---- a lagging rank and a hung call ----
+
+@test "nclstat: rank skew names the lagging rank and its last op; a hung call is reported" {
+	need_root
+	local out=$BATS_TEST_TMPDIR/s.out main
+	start_tool s nclstat -j -i 300ms --hang 1s --lib "$DOUBLE"
+	# rank 1 stops before iteration 1 (after 5 collectives); rank 2's 10th call
+	# on its communicator (ReduceScatter of iteration 1) blocks; every rank
+	# holds before destroying its communicators
+	FAKE_NCCL_HANG=2:10 start_ranks r -r 4 -i 4 -l 1:1 -b
+	wait_for "$BATS_TEST_TMPDIR/r.out" '^holding 0 ' 30
+	wait_for "$BATS_TEST_TMPDIR/r.out" '^holding 3 ' 30
+	wait_for "$BATS_TEST_TMPDIR/r.out" '^lagging 1 ' 30
+	# the interval that reports the hang sees every rank where it stopped
+	wait_for "$out" '"event":"hang"' 30
+	main=$(awk '$1 == "id_hash" {print $2}' "$BATS_TEST_TMPDIR/r.out")
+	jq -e -s --arg h "$main" --argjson lag "${RANK_PID[1]}" '
+		[.[] | select(.row == "comm" and .comm_hash == $h and .hung_calls == 1)] | last |
+		.local_ranks == 4 and .seq_max == 20 and .seq_min == 5 and .skew_ops == 15 and
+		.lagging_rank == 1 and .lagging_pid == $lag and .lagging_tid == $lag and
+		.lagging_last_op == "reduce" and .lagging_last_count == 100 and
+		.lagging_last_datatype == "float64" and
+		([.ranks[] | {rank, op_seq}] == [{"rank":0,"op_seq":20},{"rank":1,"op_seq":5},
+			{"rank":2,"op_seq":8},{"rank":3,"op_seq":20}])' "$out"
+	jq -e -s --arg h "$main" --argjson p "${RANK_PID[2]}" '
+		[.[] | select(.type == "event" and .event == "hang")] | length == 1 and
+		(.[0] | .pid == $p and .tid == $p and .op == "reducescatter" and .count == 512 and
+			.datatype == "int32" and .bytes == 2048 and .redop == "max" and .comm_hash == $h and
+			.rank == 2 and .nranks == 4 and .rc == null and .latency_ns == null and
+			.waiting_ns >= 1000000000)' "$out"
+	# release the hung call and the lagging rank, then every rank
+	kill -USR2 "${RANK_PID[2]}"
+	kill -USR1 "${RANK_PID[1]}"
+	wait_for "$BATS_TEST_TMPDIR/r.out" '^holding 1 ' 30
+	wait_for "$BATS_TEST_TMPDIR/r.out" '^holding 2 ' 30
+	kill -USR1 "${RANK_PID[@]}"
+	wait_for "$BATS_TEST_TMPDIR/r.out" '^all done, 0 failed' 30
+	sleep 0.5
+	stop_tool "$TOOL_PID"
+	all_json "$out"
+	# the hung call counted once, when it returned; nothing lost
+	check_truth "$BATS_TEST_TMPDIR/r.out" "$out"
+	jq -e -s '.[-1].type == "summary" and .[-1].hangs == 1 and .[-1].calls == 160' "$out"
+	# after the hang ended, no interval reports it
+	jq -e -s '[.[] | select(.row == "comm")] | last | .hung_calls == 0' "$out"
+}
+
+@test "nclstat: a rank killed inside a call leaves no hang and no communicator behind" {
+	need_root
+	local out=$BATS_TEST_TMPDIR/s.out n
+	start_tool s nclstat -j -i 300ms --hang 500ms --lib "$DOUBLE"
+	FAKE_NCCL_HANG=2:3 start_ranks r -r 4 -i 2 -b
+	wait_for "$out" '"event":"hang"' 30
+	kill -KILL "${RANK_PID[2]}"
+	n=$(wc -l < "$out")
+	sleep 1.2
+	# the intervals after the kill: rank 2 is gone from the communicator
+	tail -n +$((n + 1)) "$out" > "$BATS_TEST_TMPDIR/after"
+	kill -USR1 "${RANK_PID[0]}" "${RANK_PID[1]}" "${RANK_PID[3]}"
+	stop_tool "$TOOL_PID"
+	jq -e -s --argjson p "${RANK_PID[2]}" '[.[] | select(.row == "comm")] | length > 0 and
+		(last | all(.ranks[]; .pid != $p)) and all(.hung_calls == 0)' "$BATS_TEST_TMPDIR/after"
+}
+
+# ---- latency ----
+
+@test "nclstat: ncclGroupEnd latency covers the time spent in it" {
+	need_root
+	local out=$BATS_TEST_TMPDIR/s.out
+	start_tool s nclstat -j -i 60s --lib "$DOUBLE"
+	FAKE_NCCL_GROUPEND_US=20000 start_ranks r -r 2 -i 5
+	wait_for "$BATS_TEST_TMPDIR/r.out" '^all done, 0 failed' 30
+	stop_tool "$TOOL_PID"
+	# each ncclGroupEnd slept 20 ms; collectives took microseconds
+	jq -e -s '[.[] | select(.row == "op" and .op == "groupend")] | length == 2 and
+		all(.calls == 5 and .latency_avg_ns >= 20000000 and .latency_p50_ns >= 18750000 and
+			.latency_max_ns < 1000000000)' "$out"
+	jq -e -s '[.[] | select(.row == "op" and .op == "allreduce")] | all(.latency_max_ns < 20000000)' "$out"
+}
+
+# ---- modes ----
+
+@test "nclstat --no-return: calls and bytes exact, no rc or latency" {
+	need_root
+	local out=$BATS_TEST_TMPDIR/s.out
+	start_tool s nclstat -j -i 60s --no-return --lib "$DOUBLE"
+	start_ranks r -r 4 -i 3
+	wait_for "$BATS_TEST_TMPDIR/r.out" '^all done, 0 failed' 30
+	stop_tool "$TOOL_PID"
+	check_truth "$BATS_TEST_TMPDIR/r.out" "$out"
+	jq -e -s '[.[] | select(.row == "op" and .op == "allreduce")] | length == 8 and
+		all(.latency_avg_ns == null and .errors == null)' "$out"
+	# communicators still come from the init return probes
+	jq -e -s '[.[] | select(.row == "op" and .op == "reduce")] | all(.rank != null and .nranks == 4)' "$out"
+}
+
+@test "nclstat finds libnccl in a process started after it" {
+	need_root
+	local out=$BATS_TEST_TMPDIR/s.out
+	start_tool s nclstat -j -i 60s
+	start_ranks r -r 4 -i 2 -w
+	wait_for "$BATS_TEST_TMPDIR/s.err" "probing 20 NCCL functions in .*libnccl.so.2" 20
+	kill -USR1 "${RANK_PID[@]}"
+	wait_for "$BATS_TEST_TMPDIR/r.out" '^all done, 0 failed' 30
+	stop_tool "$TOOL_PID"
+	check_truth "$BATS_TEST_TMPDIR/r.out" "$out"
+}
+
+@test "nclstat -p keeps only the chosen rank" {
+	need_root
+	local out=$BATS_TEST_TMPDIR/s.out
+	start_ranks r -r 4 -i 2 -w
+	start_tool s nclstat -j -i 60s -p "${RANK_PID[3]}" --lib "$DOUBLE"
+	kill -USR1 "${RANK_PID[@]}"
+	wait_for "$BATS_TEST_TMPDIR/r.out" '^all done, 0 failed' 30
+	stop_tool "$TOOL_PID"
+	jq -e -s --argjson p "${RANK_PID[3]}" '[.[] | select(.row == "op")] |
+		length == 12 and all(.pid == $p)' "$out"
+	jq -e -s '[.[] | select(.row == "comm")] | all(.local_ranks == 1)' "$out"
+}
+
+@test "nclstat --lib on an executable with NCCL linked in statically" {
+	need_root
+	local out=$BATS_TEST_TMPDIR/s.out
+	start_tool s nclstat -j -i 60s --lib "$HELPERS/ncclstatic"
+	start_bg r "$HELPERS/ncclstatic" run -r 4 -i 4
+	wait_for "$BATS_TEST_TMPDIR/r.out" '^all done, 0 failed' 30
+	stop_tool "$TOOL_PID"
+	all_json "$out"
+	check_truth "$BATS_TEST_TMPDIR/r.out" "$out"
+}
+
+@test "nclstat -e table: one line per call with the decoded arguments" {
+	need_root
+	start_tool e nclstat -e --lib "$DOUBLE"
+	LD_LIBRARY_PATH=$NCCL_DIR "$RANKS" run -r 1 -i 1 > "$BATS_TEST_TMPDIR/r.out"
+	sleep 0.5
+	stop_tool "$TOOL_PID"
+	[[ "$(head -1 "$BATS_TEST_TMPDIR/e.out")" == *PID*TID*COMM*OP*COUNT*DTYPE*BYTES*REDOP*PEER*COMM_HASH*RANK*NRANKS*RC*"LAT(us)"* ]]
+	grep -E ' allreduce +1024 f32 +4096 sum +- +[0-9a-f]{16} +0 +1 +0 ' "$BATS_TEST_TMPDIR/e.out"
+	grep -E ' reduce +100 f64 +800 prod +0 ' "$BATS_TEST_TMPDIR/e.out"
+	grep -E ' init_rank +- +- +- +- +- +[0-9a-f]{16} +0 +1 +0 ' "$BATS_TEST_TMPDIR/e.out"
+}
+
+@test "nclstat table: communicators, ops and the summary line" {
+	need_root
+	start_tool s nclstat -i 60s -C --busbw --lib "$DOUBLE"
+	start_ranks r -r 4 -i 2
+	wait_for "$BATS_TEST_TMPDIR/r.out" '^all done, 0 failed' 30
+	stop_tool "$TOOL_PID"
+	grep -E '^# [0-9T:.-]+Z interval=' "$BATS_TEST_TMPDIR/s.out"
+	grep -E '^COMM_HASH +NRANKS +LOCAL +SEQ_MIN +SEQ_MAX +SKEW +LAG_RANK' "$BATS_TEST_TMPDIR/s.out"
+	grep -E "^$(awk '$1 == "id_hash" {h = substr($2, 3); while (length(h) < 16) h = "0" h; print h}' \
+		"$BATS_TEST_TMPDIR/r.out") +4 +4 +10 +10 +0 " "$BATS_TEST_TMPDIR/s.out"
+	grep -E 'PID +COMM +COMM_HASH +RANK +OP +CALLS/s .*BUSBW_EST\(MiB/s\)' "$BATS_TEST_TMPDIR/s.out"
+	grep -E '^# summary: 88 calls, 132480 bytes issued, 0 errors, 0 hangs' "$BATS_TEST_TMPDIR/s.out"
+}
