@@ -933,7 +933,7 @@ static void table_groups(void)
 	}
 }
 
-static struct tcol cols_ops[] = {
+static const struct tcol cols_ops[] = {
 	{ "PID", 7, 0 }, { "COMM", 15, TC_LEFT }, { "COMM_HASH", 16, TC_LEFT }, { "RANK", 4, 0 },
 	{ "OP", 13, TC_LEFT }, { "CALLS/s", 9, 0 }, { "MiB/s", 9, 0 }, { "AVG(KiB)", 9, 0 },
 	{ "SD(KiB)", 8, 0 }, { "P50(KiB)", 9, 0 }, { "P99(KiB)", 9, 0 }, { "DTYPES", 10, TC_LEFT },
@@ -954,18 +954,26 @@ static void dtypes_str(const struct ncl_stats *s, char *buf, size_t len)
 
 static void table_ops(uint64_t interval, size_t shown)
 {
-	int ncols = ARRAY_SIZE(cols_ops) - !cfg.busbw;
+	struct tcol cols[ARRAY_SIZE(cols_ops) + 1];
+	int ncols = 0;
 	struct table t;
-	char buf[64];
+	char buf[64], hms[16];
 	struct hist h;
 
-	table_init(&t, stdout, cols_ops, ncols, env.tty && !env.wide);
+	if (env.timestamp)
+		cols[ncols++] = (struct tcol){ "TIME", 8, TC_LEFT };
+	for (size_t c = 0; c < ARRAY_SIZE(cols_ops) - !cfg.busbw; c++)
+		cols[ncols++] = cols_ops[c];
+	fmt_hms(aiscope_now_realtime(), hms, sizeof(hms));
+	table_init(&t, stdout, cols, ncols, env.tty && !env.wide);
 	table_header(&t);
 	for (size_t i = 0; i < shown; i++) {
 		const struct row *r = &S.rows[i];
 		const struct ncl_stats *s = r->s;
 		bool coll = is_collective(r->k.op);
 
+		if (env.timestamp)
+			table_str(&t, hms);
 		table_u64(&t, r->k.pid);
 		table_str(&t, s->ident.comm);
 		fmt_hash(r->c ? r->c->v.id_hash : 0, buf, sizeof(buf));

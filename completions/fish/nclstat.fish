@@ -1,0 +1,56 @@
+# fish completion for nclstat(8), part of aiscope.
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# Installed as <datadir>/fish/vendor_completions.d/nclstat.fish. Try it
+# without installing: source completions/fish/nclstat.fish
+#
+# Adding a tool: copy this file to completions/fish/<tool>.fish, replace
+# "nclstat" by the tool's name and edit the lines marked "tool-specific";
+# the shared lines are the options of lib/opts.c, the same in every tool.
+# One option per "complete" line, in the order -s SHORT -l LONG [-x -a VALUES]
+# -d TEXT; an option that takes a value has -x (not -r, which "complete -c"
+# does not list). tests/completions.bats compares them with "<tool> --help".
+
+# shared helper, identical in every aiscope tool's file: the value being
+# typed, also in the --long=value form
+function __aiscope_value
+    commandline -ct | string replace -r -- '^--[^=]*=' ''
+end
+
+# positional arguments are [interval [count]]: never file names
+complete -c nclstat -f
+
+# shared: filters (applied in the kernel)
+complete -c nclstat -s p -l pid -x -a '(__fish_complete_list , __fish_complete_pids)' -d 'Only these processes (thread-group ids)'
+complete -c nclstat -s t -l tid -x -a '(__fish_complete_list , "string replace -r \'.*/\' \'\' /proc/*/task/*")' -d 'Only these threads'
+complete -c nclstat -s c -l cgroup -x -a '(__fish_complete_directories (__aiscope_value))' -d 'Only tasks in this cgroup directory or below it'
+complete -c nclstat -l container -x -d 'Only this container: full id or unique prefix (>= 4 hex)'
+complete -c nclstat -s u -l uid -x -a '(__fish_complete_users)' -d 'Only this user (number or name)'
+complete -c nclstat -l comm -x -a '(cat /proc/*/comm 2>/dev/null | sort -u)' -d 'Only tasks whose comm is NAME (first 15 bytes)'
+# shared: output and lifetime
+complete -c nclstat -s j -l json -d 'JSON lines on stdout'
+complete -c nclstat -s i -l interval -x -d 'Reporting interval (default 1s)'
+complete -c nclstat -s d -l duration -x -d 'Stop after DUR (500ms, 10, 10s, 2m)'
+complete -c nclstat -s n -l count -x -d 'Stop after N records (events, or intervals)'
+complete -c nclstat -s T -l timestamp -d 'Add a TIME column to tables'
+complete -c nclstat -s C -l noclear -d 'Never clear the screen between intervals'
+complete -c nclstat -s r -l rows -x -d 'Rows per interval (default 20, 0: all)'
+# tool-specific: the --sort keys
+complete -c nclstat -s s -l sort -x -a 'bytes calls lat p99 errors' -d 'Sort key of top-like tables'
+complete -c nclstat -l wide -d 'Never truncate strings in tables'
+# shared: kernel side
+complete -c nclstat -l buffer-size -x -d 'Ring buffer size (default 8M; 256K, 64M)'
+complete -c nclstat -l btf -x -a '(__fish_complete_path (__aiscope_value))' -d 'External BTF for kernels without /sys/kernel/btf/vmlinux'
+complete -c nclstat -l list-probes -d 'Print the attach plan and exit'
+complete -c nclstat -l probe-mode -x -a '(__fish_complete_list , "printf \'%s\n\' fentry kprobe tp_btf raw_tp tracepoint")' -d 'Use only these mechanisms'
+complete -c nclstat -s v -l verbose -d 'Attach decisions and libbpf debug output on stderr'
+complete -c nclstat -s h -l help -d 'Give this help list'
+complete -c nclstat -l usage -d 'Give a short usage message'
+complete -c nclstat -s V -l version -d 'Print program version'
+
+# tool-specific: nclstat's own options
+complete -c nclstat -l lib -x -a '(__fish_complete_path (__aiscope_value))' -d 'Probe this libnccl or executable instead of finding it in processes'
+complete -c nclstat -s e -l events -d 'Stream one event per call (at its return)'
+complete -c nclstat -l hang -x -d 'Report calls not returned after DUR (default 10s)'
+complete -c nclstat -l busbw -d 'Add the bus-bandwidth estimate column'
+complete -c nclstat -l no-return -d 'Entry probes only on collectives: no rc, latency or hangs'
