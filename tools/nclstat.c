@@ -13,7 +13,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -342,6 +341,25 @@ static const struct comm_ent *comm_find(uint32_t pid, uint64_t handle)
 	return NULL;
 }
 
+/* A process that has exited, also while a zombie its parent has not
+ * reaped yet (a killed rank of a launcher that waits for another). */
+static bool proc_gone(uint32_t pid)
+{
+	char path[64], buf[256], *p;
+	bool gone = true;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return errno == ENOENT;
+	/* "pid (comm) S ...": the state follows the last ')' */
+	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) && p[1] == ' ')
+		gone = p[2] == 'Z' || p[2] == 'X';
+	fclose(f);
+	return gone;
+}
+
 /* After an interval: forget communicators destroyed, and those of
  * processes that are gone (the map must not grow with dead ranks). */
 static void sweep_comms(void)
@@ -351,7 +369,7 @@ static void sweep_comms(void)
 	for (size_t i = 0; i < S.ncomms; i++) {
 		const struct comm_ent *c = &S.comms[i];
 
-		if (c->v.destroyed_ts || (kill(c->k.pid, 0) && errno == ESRCH))
+		if (c->v.destroyed_ts || proc_gone(c->k.pid))
 			bpf_map_delete_elem(fd, &c->k);
 	}
 }
