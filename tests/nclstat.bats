@@ -382,6 +382,21 @@ check_args() {
 	check_truth "$BATS_TEST_TMPDIR/r.out" "$out"
 }
 
+@test "nclstat finds an executable with NCCL linked in, started after it" {
+	need_root
+	local out=$BATS_TEST_TMPDIR/s.out r
+	start_tool s nclstat -j -i 60s
+	start_bg r "$HELPERS/ncclstatic" run -r 4 -i 3 -w
+	wait_for "$BATS_TEST_TMPDIR/r.out" '^ready'
+	wait_for "$BATS_TEST_TMPDIR/s.err" "probing 20 NCCL functions in .*ncclstatic" 20
+	for r in $(awk '$1 == "rank" {print $4}' "$BATS_TEST_TMPDIR/r.out"); do
+		kill -USR1 "$r"
+	done
+	wait_for "$BATS_TEST_TMPDIR/r.out" '^all done, 0 failed' 30
+	stop_tool "$TOOL_PID"
+	check_truth "$BATS_TEST_TMPDIR/r.out" "$out"
+}
+
 @test "nclstat -e table: one line per call with the decoded arguments" {
 	need_root
 	start_tool e nclstat -e --lib "$DOUBLE"

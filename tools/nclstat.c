@@ -33,7 +33,8 @@
 
 #define TOOL "nclstat"
 #define MAX_LIBS 8
-#define KIND_NCCL 1
+#define KIND_NCCL 1		/* a libnccl */
+#define KIND_EXE 2		/* a process's executable: NCCL if its symbols say so */
 #define RESCAN_NS (2 * NSEC_PER_SEC)	/* fallback rescan of every process */
 
 static const char doc[] =
@@ -1264,7 +1265,11 @@ static int classify(const struct proc_map *m, void *ctx)
 	char buf[256];
 	const char *base = uprobe_basename(m->path, buf, sizeof(buf));
 
-	return !strncmp(base, "libnccl.so", 10) || !strncmp(base, "libnccl-", 8) ? KIND_NCCL : -1;
+	if (!strncmp(base, "libnccl.so", 10) || !strncmp(base, "libnccl-", 8))
+		return KIND_NCCL;
+	/* an executable with NCCL linked in (conda builds): its symbols
+	 * decide, once per file */
+	return m->main_exe ? KIND_EXE : -1;
 }
 
 static void attach_lib(struct uprobe_lib *lib, void *ctx)
@@ -1292,8 +1297,11 @@ static void attach_lib(struct uprobe_lib *lib, void *ctx)
 			fprintf(stderr, "%s: cannot attach a return probe to %s in %s: %s\n", TOOL,
 				usyms[i].sym, lib->path, strerror(-err));
 	}
-	if (!n)
+	if (!n) {
+		if (lib->kind == KIND_NCCL)
+			fprintf(stderr, "%s: no NCCL API in %s\n", TOOL, lib->path);
 		return;
+	}
 	S.libs++;
 	fprintf(stderr, "%s: probing %d NCCL functions in %s\n", TOOL, n, lib->path);
 }
