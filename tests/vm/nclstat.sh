@@ -19,7 +19,7 @@ cval() {
 t_args() {
 	start_tool e $NS -e -j --lib "$DRV"
 	"$DRV" args > "$T/args" || fail "ncclstatic args failed"
-	sleep 1
+	sleep 0.5
 	stop_tool "$TOOL_PID" || fail "nclstat exited $?"
 	json_ok "$T/e.out"
 	n=0
@@ -125,13 +125,13 @@ t_kill() {
 	$NS --list-probes --probe-mode "$1" --lib "$DRV" > "$T/plan" 2>&1
 	grep -q "^sched_process_exit .*chosen\|^ .* $1 .*chosen" "$T/plan" ||
 		{ cat "$T/plan"; skip_test "no $1 for sched_process_exit on this kernel"; }
-	start_tool s $NS -j -i 500ms --hang 1s --probe-mode "$1" --lib "$DRV"
-	bg r env FAKE_NCCL_HANG=2:3 "$DRV" run -r 4 -i 2 -b
+	start_tool s $NS -j -i 300ms --hang 500ms --probe-mode "$1" --lib "$DRV"
+	bg r env FAKE_NCCL_HANG=2:3 "$DRV" run -r 4 -i 1 -b
 	wait_for "$T/s.out" '"event":"hang"' 60 || fail "no hang reported"
 	p2=$(awk '$1 == "rank" && $2 == 2 {print $4}' "$T/r.out")
 	kill -KILL "$p2"
 	n=$(wc -l < "$T/s.out")
-	sleep 2
+	sleep 1.5
 	stop_tool "$TOOL_PID" || fail "nclstat exited $?"
 	tail -n +$((n + 1)) "$T/s.out" > "$T/after"
 	last=$(jsel "$T/after" '"row":"comm"' '"created_by":"init_rank"' | tail -1)
