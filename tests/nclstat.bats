@@ -254,8 +254,8 @@ check_args() {
 
 @test "nclstat: rank skew names the lagging rank and its last op; a hung call is reported" {
 	need_root
-	local out=$BATS_TEST_TMPDIR/s.out main
-	start_tool s nclstat -j -i 300ms --hang 1s --lib "$DOUBLE"
+	local out=$BATS_TEST_TMPDIR/s.out prom=$BATS_TEST_TMPDIR/n.prom main
+	start_tool s nclstat -j -i 300ms --hang 1s --lib "$DOUBLE" --prometheus "$prom"
 	# rank 1 stops before iteration 1 (after 5 collectives); rank 2's 10th call
 	# on its communicator (ReduceScatter of iteration 1) blocks; every rank
 	# holds before destroying its communicators
@@ -280,6 +280,10 @@ check_args() {
 			.datatype == "int32" and .bytes == 2048 and .redop == "max" and .comm_hash == $h and
 			.rank == 2 and .nranks == 4 and .rc == null and .latency_ns == null and
 			.waiting_ns >= 1000000000)' "$out"
+	# the host gauges of --prometheus, one interval later
+	sleep 0.7
+	grep -x 'aiscope_nclstat_hung_calls 1' "$prom"
+	grep -x 'aiscope_nclstat_rank_skew_ops 15' "$prom"
 	# release the hung call and the lagging rank, then every rank
 	kill -USR2 "${RANK_PID[2]}"
 	kill -USR1 "${RANK_PID[1]}"
@@ -295,6 +299,13 @@ check_args() {
 	jq -e -s '.[-1].type == "summary" and .[-1].hangs == 1 and .[-1].calls == 160' "$out"
 	# after the hang ended, no interval reports it
 	jq -e -s '[.[] | select(.row == "comm")] | last | .hung_calls == 0' "$out"
+	# the counters of --prometheus add up to the driver's calls and bytes
+	grep -x 'aiscope_nclstat_hung_calls 0' "$prom"
+	grep -E '^aiscope_nclstat_calls_total\{.*op="allreduce"\} 32$' "$prom"
+	grep -E '^aiscope_nclstat_issued_bytes_total\{.*op="allreduce"\} 129280$' "$prom"
+	grep -E '^aiscope_nclstat_issued_bytes_total\{.*op="reducescatter"\} 32768$' "$prom"
+	grep -E '^aiscope_nclstat_enqueue_latency_seconds_count\{.*op="groupend"\} 16$' "$prom"
+	if command -v promtool > /dev/null; then promtool check metrics < "$prom"; fi
 }
 
 @test "nclstat: a rank killed inside a call leaves no hang and no communicator behind" {

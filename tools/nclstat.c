@@ -23,6 +23,7 @@
 #include "hist.h"
 #include "json.h"
 #include "kfeatures.h"
+#include "metrics.h"
 #include "opts.h"
 #include "run.h"
 #include "table.h"
@@ -57,6 +58,7 @@ static const char doc[] =
 "  nclstat --lib /opt/venv/lib/python3.11/site-packages/nvidia/nccl/lib/libnccl.so.2\n"
 "  nclstat -j | jq 'select(.row==\"comm\") | {comm_hash, skew_ops, lagging_rank}'\n"
 "  nclstat -j | jq 'select(.type==\"event\" and .event==\"hang\")'\n"
+"  nclstat --listen :9464 -i 15s    # Prometheus scrapes /metrics\n"
 "\n"
 "Exit status: 0 done, 1 runtime error, 2 usage error, 77 cannot run here.";
 
@@ -410,6 +412,59 @@ static void read_hangs(void)
 	free(old);
 }
 
+/* ---- Prometheus metrics: by cgroup and op; hangs and skew host-wide ---- */
+
+static const char *const op_labels[] = { "cgroup", "container_id", "pod_uid", "op", NULL };
+
+static struct {
+	struct prom_family *calls, *bytes, *errors, *latency, *hung, *skew, *libs;
+} P;
+
+static void metrics_init(void)
+{
+	static const char *const none[] = { NULL };
+
+	if (!aiscope_metrics())
+		return;
+	P.calls = aiscope_metric_counter("aiscope_nclstat_calls_total",
+		"NCCL calls that returned (entered, with --no-return).", op_labels);
+	P.bytes = aiscope_metric_counter("aiscope_nclstat_issued_bytes_total",
+		"Bytes of the collectives and point-to-point calls issued: count x datatype size.",
+		op_labels);
+	P.errors = aiscope_metric_counter("aiscope_nclstat_errors_total",
+		"NCCL calls that returned an error (not success, not in progress).", op_labels);
+	P.latency = aiscope_metric_latency("aiscope_nclstat_enqueue_latency_seconds",
+		"Time from entry to return of NCCL calls (the CPU side; not the GPU's).", op_labels);
+	P.hung = aiscope_metric_gauge("aiscope_nclstat_hung_calls",
+		"NCCL calls entered and not returned after --hang, now.", none);
+	P.skew = aiscope_metric_gauge("aiscope_nclstat_rank_skew_ops",
+		"Largest collective-sequence skew between the local ranks of a communicator, now.",
+		none);
+	P.libs = aiscope_metric_gauge("aiscope_nclstat_libraries",
+		"Files probed for the NCCL API.", none);
+}
+
+static void metrics_add(const struct ncl_stats_key *k, const struct ncl_stats *st)
+{
+	const char *vals[AISCOPE_CGROUP_NLABELS + 1];
+	struct container_info ci;
+	struct hist h;
+
+	if (!P.calls)
+		return;
+	aiscope_cgroup_values(&st->ident, vals, &ci);
+	vals[AISCOPE_CGROUP_NLABELS] = op_name(k->op);
+	prom_counter_add(P.calls, vals, st->calls);
+	if (is_collective(k->op))
+		prom_counter_add(P.bytes, vals, st->bytes);
+	prom_counter_add(P.errors, vals, st->errors);
+	if (st->lat_n) {
+		hist_reset(&h);
+		hist_add_counts(&h, st->lat_hist, st->lat_sum, st->lat_max);
+		prom_hist_add(P.latency, vals, &h);
+	}
+}
+
 /* ---- statistics rows ---- */
 
 static void collect(void)
@@ -445,6 +500,7 @@ static void collect(void)
 		r->s = &S.st[S.nrows];
 		S.nrows++;
 		ident_remember(&r->s->ident);
+		metrics_add(&r->k, r->s);
 		S.calls += r->s->calls;
 		S.bytes += r->s->bytes;
 		S.errors += r->s->errors;
@@ -1135,6 +1191,23 @@ static void print_interval(uint64_t interval)
 	report_new_hangs();
 }
 
+static void metrics_gauges(void)
+{
+	static const char *const none[] = { NULL };
+	uint64_t skew = 0;
+	struct group g;
+	size_t i = 0;
+
+	if (!P.calls)
+		return;
+	while (next_group(&i, &g))
+		if (g.seq_max - g.seq_min > skew)
+			skew = g.seq_max - g.seq_min;
+	prom_gauge_set(P.hung, none, S.nhangs);
+	prom_gauge_set(P.skew, none, skew);
+	prom_gauge_set(P.libs, none, S.libs);
+}
+
 static void rescan(bool force)
 {
 	uint64_t now = clock_ns(CLOCK_MONOTONIC);
@@ -1160,6 +1233,7 @@ static int on_tick(void *ctx)
 		collect();
 		link_rows();
 		print_interval(interval);
+		metrics_gauges();
 	}
 	sweep_comms();
 	if (!cfg.events && env.count && S.loop.ticks >= env.count)
@@ -1479,6 +1553,8 @@ static void validate(void)
 	}
 	if (cfg.events && cfg.busbw)
 		usage_error("--busbw is a column of the interval table: it cannot be combined with -e");
+	if (cfg.events && (env.prom_file || env.listen))
+		usage_error("-e streams single calls: --prometheus and --listen need the interval views");
 	/* before any BPF work, so that a wrong path is a usage error for anyone */
 	for (int l = 0; l < cfg.nlibs; l++) {
 		struct elf_syms *es = elf_syms_open(cfg.libs[l]);
@@ -1515,8 +1591,10 @@ static void setup_scanner(void)
 
 int main(int argc, char **argv)
 {
-	aiscope_parse(&argp, argc, argv, TOOL, AISCOPE_AGGREGATING | AISCOPE_STREAMING);
+	aiscope_parse(&argp, argc, argv, TOOL,
+		      AISCOPE_AGGREGATING | AISCOPE_STREAMING | AISCOPE_METRICS);
 	validate();
+	metrics_init();
 	jw_init(&S.jw, stdout);
 	if (env.list_probes)
 		list_probes();

@@ -54,3 +54,5 @@ complete -c nclstat -s e -l events -d 'Stream one event per call (at its return)
 complete -c nclstat -l hang -x -d 'Report calls not returned after DUR (default 10s)'
 complete -c nclstat -l busbw -d 'Add the bus-bandwidth estimate column'
 complete -c nclstat -l no-return -d 'Entry probes only on collectives: no rc, latency or hangs'
+complete -c nclstat -l prometheus -x -a '(__fish_complete_path (__aiscope_value))' -d 'Write metrics to FILE each interval (node_exporter textfile format)'
+complete -c nclstat -l listen -x -d 'Serve metrics at http://ADDR:PORT/metrics (default address 127.0.0.1)'
