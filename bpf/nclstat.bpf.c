@@ -68,6 +68,13 @@ static __always_inline __u64 id_hash(const __u8 *id)
 	return h;
 }
 
+/* The stream is printed only by -e: on x86-64 it is often a stack
+ * argument, and a user-memory read per call is not free. */
+static __always_inline __u64 stream_arg(struct pt_regs *ctx, __u32 n)
+{
+	return stream_events ? uarg_nth(ctx, n) : 0;
+}
+
 static __always_inline bool pass(void)
 {
 	return aiscope_task_pass((struct task_struct *)bpf_get_current_task());
@@ -272,7 +279,7 @@ static __always_inline int coll_redop(struct pt_regs *ctx, __u32 op)
 	c.datatype = uarg_nth(ctx, 4);
 	c.redop = uarg_nth(ctx, 5);
 	c.comm = uarg_nth(ctx, 6);
-	c.stream = uarg_nth(ctx, 7);
+	c.stream = stream_arg(ctx, 7);
 	return enter(&c);
 }
 
@@ -286,7 +293,7 @@ static __always_inline int coll_plain(struct pt_regs *ctx, __u32 op)
 	c.count = uarg_nth(ctx, 3);
 	c.datatype = uarg_nth(ctx, 4);
 	c.comm = uarg_nth(ctx, 5);
-	c.stream = uarg_nth(ctx, 6);
+	c.stream = stream_arg(ctx, 6);
 	return enter(&c);
 }
 
@@ -301,7 +308,7 @@ static __always_inline int coll_root(struct pt_regs *ctx, __u32 op)
 	c.datatype = uarg_nth(ctx, 4);
 	c.root_or_peer = uarg_nth(ctx, 5);
 	c.comm = uarg_nth(ctx, 6);
-	c.stream = uarg_nth(ctx, 7);
+	c.stream = stream_arg(ctx, 7);
 	return enter(&c);
 }
 
@@ -316,7 +323,7 @@ static __always_inline int p2p(struct pt_regs *ctx, __u32 op)
 	c.datatype = uarg_nth(ctx, 3);
 	c.root_or_peer = uarg_nth(ctx, 4);
 	c.comm = uarg_nth(ctx, 5);
-	c.stream = uarg_nth(ctx, 6);
+	c.stream = stream_arg(ctx, 6);
 	return enter(&c);
 }
 
@@ -361,7 +368,7 @@ int BPF_KPROBE(reduce_enter)
 	c.redop = uarg_nth(ctx, 5);
 	c.root_or_peer = uarg_nth(ctx, 6);
 	c.comm = uarg_nth(ctx, 7);
-	c.stream = uarg_nth(ctx, 8);
+	c.stream = stream_arg(ctx, 8);
 	return enter(&c);
 }
 

@@ -928,7 +928,7 @@ static void json_call(const char *event, const struct aiscope_ident *id, uint32_
 	else
 		jw_null(w);
 	jw_key(w, "stream");
-	if (coll)
+	if (coll && cfg.events)	/* read only for -e */
 		jw_hex(w, stream);
 	else
 		jw_null(w);
