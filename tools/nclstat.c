@@ -250,7 +250,7 @@ static struct {
 	struct uprobe_scanner scan;
 	bool discover;
 	struct row *rows;
-	size_t nrows, rcap;
+	size_t nrows;
 	struct ncl_stats *st;		/* rows' statistics */
 	struct comm_ent *comms;
 	size_t ncomms, ccap;
