@@ -6,8 +6,12 @@
 #   make static          statically linked tools into build/static/
 #   make test | demo | deps | install | clean
 
-# every tools/<tool>.c is a tool (tests/completions.bats checks its docs)
+# every tools/<tool>.c is a tool (tests/completions.bats checks its docs);
+# a tool without bpf/<tool>.bpf.c (topograph: built on the others) links
+# without a skeleton
 TOOLS := $(sort $(basename $(notdir $(wildcard tools/*.c))))
+BPF_TOOLS := $(filter $(TOOLS),$(basename $(basename $(notdir $(wildcard bpf/*.bpf.c)))))
+PLAIN_TOOLS := $(filter-out $(BPF_TOOLS),$(TOOLS))
 VERSION := 0.1.0
 
 HOST_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
@@ -126,7 +130,11 @@ $(O)/libaiscope.a: $(LIB_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
-$(O)/%.o: tools/%.c $(O)/%.skel.h | $(O)
+$(addprefix $(O)/,$(addsuffix .o,$(BPF_TOOLS))): $(O)/%.o: tools/%.c $(O)/%.skel.h | $(O)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(addprefix $(O)/,$(addsuffix .o,$(PLAIN_TOOLS))): $(O)/%.o: tools/%.c | $(O)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
