@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #define _GNU_SOURCE
 #include <errno.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,36 +138,6 @@ static uint64_t parse_count_arg(const char *arg, const char *opt)
 		usage_error("invalid %s '%s': expected a positive integer", opt, arg);
 	return v;
 }
-
-#ifdef AISCOPE_STATIC
-/* Static builds cannot load NSS modules: read /etc/passwd itself. */
-static bool user_uid(const char *name, uint32_t *uid)
-{
-	FILE *f = fopen("/etc/passwd", "r");
-	struct passwd *pw;
-	bool found = false;
-
-	if (!f)
-		return false;
-	while ((pw = fgetpwent(f)))
-		if (!strcmp(pw->pw_name, name)) {
-			*uid = pw->pw_uid;
-			found = true;
-			break;
-		}
-	fclose(f);
-	return found;
-}
-#else
-static bool user_uid(const char *name, uint32_t *uid)
-{
-	struct passwd *pw = getpwnam(name);
-
-	if (pw)
-		*uid = pw->pw_uid;
-	return pw != NULL;
-}
-#endif
 
 static void parse_uid(const char *arg)
 {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <pwd.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,3 +206,33 @@ void fmt_hms(uint64_t realtime_ns, char *buf, size_t len)
 	localtime_r(&sec, &tm);
 	strftime(buf, len, "%H:%M:%S", &tm);
 }
+
+#ifdef AISCOPE_STATIC
+/* Static builds cannot load NSS modules: read /etc/passwd itself. */
+bool user_uid(const char *name, uint32_t *uid)
+{
+	FILE *f = fopen("/etc/passwd", "r");
+	struct passwd *pw;
+	bool found = false;
+
+	if (!f)
+		return false;
+	while ((pw = fgetpwent(f)))
+		if (!strcmp(pw->pw_name, name)) {
+			*uid = pw->pw_uid;
+			found = true;
+			break;
+		}
+	fclose(f);
+	return found;
+}
+#else
+bool user_uid(const char *name, uint32_t *uid)
+{
+	struct passwd *pw = getpwnam(name);
+
+	if (pw)
+		*uid = pw->pw_uid;
+	return pw != NULL;
+}
+#endif

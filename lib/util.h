@@ -21,6 +21,8 @@ int parse_size(const char *s, uint64_t *bytes);
 /* "1,2,3" into out[] (at most max); returns the count or -EINVAL/-E2BIG. */
 int parse_u32_list(const char *s, uint32_t *out, int max);
 int parse_u64(const char *s, uint64_t *v);
+/* The uid of a user name (static builds read /etc/passwd: no NSS). */
+bool user_uid(const char *name, uint32_t *uid);
 
 /* Human form of a duration: "1s", "500ms", "1.5s". */
 void fmt_duration(uint64_t ns, char *buf, size_t len);

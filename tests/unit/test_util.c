@@ -296,6 +296,16 @@ static void test_clock_offset(void)
 	CHECK(rt > 1577836800LL * (int64_t)NSEC_PER_SEC);
 }
 
+static void test_user_uid(void)
+{
+	uint32_t uid = 1234;
+
+	CHECK(user_uid("root", &uid));
+	CHECK_EQ(uid, 0);
+	CHECK(!user_uid("no_such_user_here", &uid));
+	CHECK(!user_uid("", &uid));
+}
+
 int main(void)
 {
 	RUN(test_duration_units);
@@ -313,5 +323,6 @@ int main(void)
 	RUN(test_rfc3339);
 	RUN(test_hms_utc);
 	RUN(test_clock_offset);
+	RUN(test_user_uid);
 	return t_done();
 }
