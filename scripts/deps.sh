@@ -17,7 +17,8 @@ set -eu
 BUILD_PKGS="libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev libc6-dev make gcc pkg-config libstdc++-12-dev"
 # tests and benchmarks: bats, jq, setpriv/runuser (util-linux), ps/pgrep (procps),
 # file (build checks), and the peers the benchmarks compare against
-TEST_PKGS="bats jq util-linux procps file libbpf-tools bpftrace linux-perf bsdutils zsh fish bash-completion groff-base man-db time curl iproute2 prometheus prometheus-node-exporter"
+# graphviz: topograph's DOT output is checked with dot -Tsvg
+TEST_PKGS="bats jq util-linux procps file libbpf-tools bpftrace linux-perf bsdutils zsh fish bash-completion groff-base man-db time curl iproute2 prometheus prometheus-node-exporter graphviz"
 # cross build for arm64 (libbpf-dev and friends are Multi-Arch: same)
 ARM64_PKGS="gcc-aarch64-linux-gnu libc6-dev-arm64-cross libstdc++-12-dev-arm64-cross libbpf-dev:arm64 libelf-dev:arm64 zlib1g-dev:arm64"
 
@@ -42,6 +43,27 @@ if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>
 fi
 
 native=$(dpkg --print-architecture)
+
+# Mermaid's own parser for topograph's tests: the npm packages mermaid and
+# jsdom in build/npm, when npm is there. Optional: without them the tests
+# check topograph's Mermaid text with a strict grammar check of their own.
+NPM_DIR=${AISCOPE_NPM_DIR:-$(cd "$(dirname "$0")/.." && pwd)/build/npm}
+NPM_PKGS="mermaid@11.17.2 jsdom@29.1.1"
+npm_deps() {
+	if [ -d "$NPM_DIR/node_modules/mermaid" ] && [ -d "$NPM_DIR/node_modules/jsdom" ]; then
+		return 0
+	fi
+	if ! command -v npm >/dev/null 2>&1; then
+		say "npm not found: topograph's Mermaid output is checked by grammar only"
+		return 0
+	fi
+	say "npm install $NPM_PKGS (into $NPM_DIR)"
+	# shellcheck disable=SC2086 # word splitting of the package list is intended
+	mkdir -p "$NPM_DIR" && npm install --prefix "$NPM_DIR" --no-audit --no-fund \
+		--loglevel=error $NPM_PKGS </dev/null >/dev/null 2>&1 ||
+		say "npm install failed: topograph's Mermaid output is checked by grammar only"
+}
+npm_deps
 
 # installed PKG: true when PKG (optionally PKG:ARCH) is installed; an
 # unqualified name must be installed for the native architecture (or be

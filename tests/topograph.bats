@@ -1,0 +1,577 @@
+#!/usr/bin/env bats
+# topograph: the command-line contract; the exact graph of hand-written
+# JSON-lines captures (tests/fixtures/topograph/); the live capture through
+# stand-in tools; and, end to end, the graph of a known topology
+# (tests/helpers/topostages) traced by the real socketsnoop and ipcsnoop.
+
+bats_require_minimum_version 1.5.0
+load lib
+
+FIX=$BATS_TEST_DIRNAME/fixtures/topograph
+TOP=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
+NPM_DIR=${AISCOPE_NPM_DIR:-$TOP/build/npm}
+
+teardown() {
+	aiscope_teardown
+}
+
+# json FILE... -> $BATS_TEST_TMPDIR/g.json (topograph -j), checked by jq
+graph_json() {
+	"$BIN/topograph" -j "$@" > "$BATS_TEST_TMPDIR/g.json" 2> "$BATS_TEST_TMPDIR/g.err" || {
+		cat "$BATS_TEST_TMPDIR/g.err"; return 1; }
+	all_json "$BATS_TEST_TMPDIR/g.json"
+}
+
+# jg FILTER: jq -r over the graph's lines, slurped
+jg() {
+	jq -r -s "$1" "$BATS_TEST_TMPDIR/g.json"
+}
+
+# ---- contract ----
+
+@test "topograph --help lists its options and ends with examples" {
+	run "$BIN/topograph" --help
+	[ "$status" -eq 0 ]
+	for opt in --pid --tid --cgroup --container --uid --comm --json --dot --mermaid --duration \
+		--with --wide --verbose --hot --runq --backlog --usage --version; do
+		[[ "$output" == *"$opt"* ]] || { echo "missing $opt"; false; }
+	done
+	# no kernel-side options: topograph loads no BPF of its own
+	for opt in --btf --buffer-size --list-probes --probe-mode --interval; do
+		[[ "$output" != *"$opt"* ]] || { echo "unexpected $opt"; false; }
+	done
+	[[ "$output" == *EXAMPLES:* ]]
+	[[ "$output" == *"Exit status"* ]]
+}
+
+@test "topograph --usage and --version" {
+	run "$BIN/topograph" --usage
+	[ "$status" -eq 0 ]
+	[[ "$output" == Usage:\ topograph* ]]
+	run "$BIN/topograph" --version
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ ^topograph\ [0-9]+\.[0-9]+\.[0-9]+ ]]
+}
+
+@test "topograph usage errors exit 2 with one line on stderr and nothing on stdout" {
+	local f=$FIX/pipeline.jsonl
+	local bad=(
+		"--bogus" "-p" "-p abc" "-p 0" "-p 1,,2" "-t 0" "--hot 0" "--hot 101" "--hot x"
+		"--runq 0" "--runq 5x" "--backlog x" "--backlog 0" "--with foo" "--with schedlat,bar"
+		"-j --dot $f" "--dot --mermaid $f" "-d 0" "-d -1" "--container zz"
+		"--container abc" "--comm=" "-u no_such_user_here" "/nonexistent/file"
+		"$f /nonexistent/file" "-t 1 $f" "-c /tmp $f" "-d 1 $f" "--with schedlat $f" "/tmp"
+		"-p 999999999 -d 1" "-c /nonexistent -d 1"
+	)
+	for args in "${bad[@]}"; do
+		# shellcheck disable=SC2086
+		"$BIN/topograph" $args < /dev/null > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/err" && {
+			echo "'$args' succeeded"; false; }
+		rc=$?
+		[ "$rc" -eq 2 ] || { echo "'$args' exited $rc"; cat "$BATS_TEST_TMPDIR/err"; false; }
+		[ "$(wc -l < "$BATS_TEST_TMPDIR/err")" -eq 1 ] || {
+			echo "'$args' printed:"; cat "$BATS_TEST_TMPDIR/err"; false; }
+		[ ! -s "$BATS_TEST_TMPDIR/out" ] || { echo "'$args' wrote to stdout"; false; }
+	done
+}
+
+@test "topograph without socketsnoop and ipcsnoop exits 77 naming them" {
+	local dir=$BATS_TEST_TMPDIR/alone
+	mkdir -p "$dir"
+	cp "$BIN/topograph" "$dir/"
+	run env PATH=/usr/bin:/bin "$dir/topograph" -d 1
+	[ "$status" -eq 77 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == *"socketsnoop, ipcsnoop not found"* ]]
+	run env PATH=/usr/bin:/bin "$dir/topograph" -j -d 1 --with schedlat
+	[ "$status" -eq 77 ]
+	[[ "$output" == *"socketsnoop, ipcsnoop, schedlat not found"* ]]
+	echo "$output" | grep '^{' | tail -1 | jq -e '.type == "error" and .exit_code == 77'
+}
+
+# ---- the exact graph of known lines ----
+
+@test "pipeline capture: exactly its nodes and edges, with their bytes" {
+	graph_json "$FIX/pipeline.jsonl"
+	# the three processes: schedlat's bystander (no edge) is no node
+	[ "$(jg '[.[] | select(.type=="node") | "\(.id) \(.kind) \(.pid) \(.comm)"] | join(",")')" = \
+		"n1 process 100 producer,n2 process 101 transformer,n3 process 102 consumer" ]
+	# edges sorted by bytes, each exact
+	[ "$(jg '[.[] | select(.type=="edge") | "\(.id) \(.kind) \(.src.pid)>\(.dst.pid) \(.bytes) \(.msgs) \(.read_bytes) \(.channel)"] | join(",")')" = \
+		"e1 fifo 100>101 1048576 256 1048576 /tmp/topo.fifo,e2 tcp 101>102 1048576 128 1048576 127.0.0.1:41000->127.0.0.1:5000,e3 unix 102>100 100 4 100 /tmp/topo.sock,e4 tcp 102>101 8 1 8 127.0.0.1:5000->127.0.0.1:41000" ]
+	# a side keeps the keys of docs/edges.md, flows their endpoints
+	[ "$(jg '[.[] | select(.id=="e2") | .src.endpoint, .dst.endpoint, (.src | keys | join(" "))] | join(",")')" = \
+		"127.0.0.1:41000,127.0.0.1:5000,cgroup cgroup_id comm container_id endpoint pid pod_uid runtime tid uid" ]
+	[ "$(jg '.[] | select(.id=="e1") | .src.endpoint')" = null ]
+	# rate over the tools' 2 s capture; share; unread
+	[ "$(jg '.[] | select(.id=="e1") | "\(.rate_bytes_per_sec) \(.unread_bytes) \(.source) \(.src_id)>\(.dst_id)"')" = \
+		"524288 0 ipcsnoop n1>n2" ]
+	[ "$(jg '[.[] | select(.type=="node") | "\(.pid):\(.tx_bytes)/\(.rx_bytes)"] | join(",")')" = \
+		"100:1048576/100,101:1048576/1048584,102:108/1048576" ]
+	# schedlat: the worst interval's p99, all intervals' wait and runs
+	[ "$(jg '.[] | select(.pid==101 and .type=="node") | "\(.runq_p99_ns) \(.runq_wait_ns) \(.runq_runs)"')" = \
+		"45000000 500000000 22" ]
+	[ "$(jg '.[] | select(.type=="summary") | "\(.nodes) \(.edges) \(.bytes) \(.duration_ns) \(.bad_lines) \(.lost_events) \(.exit_reason)"')" = \
+		"3 4 2097260 2000000000 0 0 input" ]
+}
+
+@test "pipeline capture: the starved stage and the hot edges are the bottlenecks" {
+	graph_json "$FIX/pipeline.jsonl"
+	[ "$(jg '[.[] | select(.type=="bottleneck") | "\(.rule) \(.node) \(.edge)"] | join(",")')" = \
+		"hot_edge null e1,hot_edge null e2,runq n2 e1" ]
+	[ "$(jg '[.[] | select(.type=="node" and (.bottlenecks | length) > 0) | .comm] | join(",")')" = transformer ]
+	# the evidence says what made it one
+	jg '.[] | select(.rule=="runq") | .evidence' | grep -F '101/transformer waits for a CPU: run-queue p99 45.0 ms (>= 10.0 ms)'
+	jg '.[] | select(.rule=="runq") | .evidence' | grep -F 'fifo 100/producer -> 101/transformer (/tmp/topo.fifo), 50.0% of the bytes'
+	jg '.[] | select(.edge=="e1" and .rule=="hot_edge") | .evidence' | grep -F 'carries 1048576 of 2097260 bytes (50.0% >= 25%)'
+	# thresholds move the verdicts
+	graph_json --runq 50ms --hot 60 "$FIX/pipeline.jsonl"
+	[ "$(jg '[.[] | select(.type=="bottleneck")] | length')" -eq 0 ]
+}
+
+@test "mixed capture: containers, endpoints, an unseen reader, sums, lag, backlog, NCCL, CUDA" {
+	graph_json "$FIX/mixed.jsonl"
+	[ "$(jg '[.[] | select(.type=="node") | "\(.id) \(.kind) \(.pid) \(.endpoint // .channel) \(.container_id // "-" | .[0:6])"] | join(",")')" = \
+		"n1 process 201 null -,n2 process 202 null -,n3 process 203 null -,n4 unseen null /tmp/orphan.fifo -,n5 process 200 null c0ffee,n6 process 300 null c0ffee,n7 process 301 null c0ffee,n8 endpoint null 10.0.0.9:29500 -" ]
+	# the comm with a quote, a backslash, a newline and U+00E9, intact
+	[ "$(jg '.[] | select(.type=="node" and .pid==201) | .comm | @json')" = '"we\"ird\\x\né"' ]
+	# the same edge in two lines adds up; read_bytes too
+	[ "$(jg '.[] | select(.type=="edge" and .kind=="pipe") | "\(.bytes) \(.msgs) \(.read_bytes) \(.unread_bytes)"')" = \
+		"3001000 301 1001000 2000000" ]
+	# a reader never seen: read_bytes null, no unread figure
+	[ "$(jg '.[] | select(.type=="edge" and .kind=="fifo") | "\(.dst_id) \(.read_bytes) \(.unread_bytes)"')" = "n4 null null" ]
+	[ "$(jg '[.[] | select(.type=="edge") | "\(.src_id)>\(.dst_id) \(.bytes)"] | join(",")')" = \
+		"n5>n8 5000000,n1>n2 3001000,n3>n4 4096,n8>n5 3000,n6>n7 512" ]
+	[ "$(jg '.[] | select(.type=="edge" and .kind=="unix") | .readers')" = 1 ]
+	# rate over the span of the transfers (no summary line): 4 s
+	[ "$(jg '.[] | select(.type=="edge" and .src_id=="n5") | .rate_bytes_per_sec')" = 1250000 ]
+	# NCCL: the samples' calls (9 and 4, the event not counted twice) and
+	# the op sequence numbers of nclstat's comm row
+	[ "$(jg '.[] | select(.type=="node" and .pid==300) | .nccl[0] | "\(.comm_hash) \(.rank) \(.nranks) \(.calls) \(.op_seq) \(.last_op)"')" = \
+		"0x9e3779b97f4a7c15 0 2 9 9 allreduce" ]
+	[ "$(jg '.[] | select(.type=="node" and .pid==300) | .cuda_launches')" = 250 ]
+	[ "$(jg '[.[] | select(.type=="bottleneck") | "\(.rule) \(.node) \(.edge) \(.value)"] | join(",")')" = \
+		"hot_edge null e1 62.4,hot_edge null e2 37.5,nccl_lag n7 null 5,reader_behind n2 e2 2000000" ]
+	jg '.[] | select(.rule=="nccl_lag") | .evidence' |
+		grep -F 'rank 1 (301/rank1) of communicator 0x9e3779b97f4a7c15 lags: op sequence 4 against 9 of rank 0 (300/rank0); its last op allgather'
+	jg '.[] | select(.rule=="reader_behind") | .evidence' |
+		grep -F '3001000 bytes written, 1001000 read: the backlog grew by 2000000 bytes'
+	# bad lines: skipped, counted, named on stderr; lost events reported
+	[ "$(jg '.[] | select(.type=="summary") | "\(.bad_lines) \(.lost_events) \(.lines)"')" = "2 7 16" ]
+	grep -F 'mixed.jsonl:4: skipped' "$BATS_TEST_TMPDIR/g.err"
+	grep -F 'mixed.jsonl:8: skipped: not an aiscope record' "$BATS_TEST_TMPDIR/g.err"
+}
+
+@test "NCCL without nclstat's comm rows: the calls of each rank" {
+	grep -v '"row":"comm"' "$FIX/mixed.jsonl" > "$BATS_TEST_TMPDIR/nocomm.jsonl"
+	graph_json "$BATS_TEST_TMPDIR/nocomm.jsonl"
+	[ "$(jg '[.[] | select(.type=="bottleneck" and .rule=="nccl_lag") | "\(.node) \(.value)"] | join(",")')" = "n7 5" ]
+	jg '.[] | select(.rule=="nccl_lag") | .evidence' |
+		grep -F 'lags: calls 4 against 9 of rank 0 (300/rank0); its last op allreduce'
+	# 2 calls behind lags, 1 does not
+	sed -e '/"pid":301/s/"calls":4/"calls":7/' "$BATS_TEST_TMPDIR/nocomm.jsonl" > "$BATS_TEST_TMPDIR/n7.jsonl"
+	graph_json "$BATS_TEST_TMPDIR/n7.jsonl"
+	[ "$(jg '[.[] | select(.rule=="nccl_lag") | .value] | join(",")')" = 2 ]
+	sed -e '/"pid":301/s/"calls":4/"calls":8/' "$BATS_TEST_TMPDIR/nocomm.jsonl" > "$BATS_TEST_TMPDIR/n8.jsonl"
+	graph_json "$BATS_TEST_TMPDIR/n8.jsonl"
+	[ "$(jg '[.[] | select(.rule=="nccl_lag")] | length')" -eq 0 ]
+}
+
+@test "stdin, '-' and several files give the same graph; captures add up" {
+	local a b
+	graph_json "$FIX/pipeline.jsonl"
+	a=$(jq -c 'del(.ts)' "$BATS_TEST_TMPDIR/g.json")
+	b=$("$BIN/topograph" -j < "$FIX/pipeline.jsonl" | jq -c 'del(.ts)')
+	[ "$a" = "$b" ]
+	b=$(cat "$FIX/pipeline.jsonl" | "$BIN/topograph" -j - | jq -c 'del(.ts)')
+	[ "$a" = "$b" ]
+	# two captures of the same processes: every edge counts twice
+	graph_json "$FIX/pipeline.jsonl" - < "$FIX/pipeline.jsonl"
+	[ "$(jg '[.[] | select(.type=="edge") | "\(.bytes) \(.msgs)"] | join(",")')" = \
+		"2097152 512,2097152 256,200 8,16 2" ]
+	# topograph's own lines read back give the same graph
+	"$BIN/topograph" -j "$FIX/mixed.jsonl" 2>/dev/null > "$BATS_TEST_TMPDIR/own.jsonl"
+	a=$(grep -v '"type":"summary"' "$BATS_TEST_TMPDIR/own.jsonl" | jq -c 'del(.ts)')
+	b=$("$BIN/topograph" -j "$BATS_TEST_TMPDIR/own.jsonl" | grep -v '"type":"summary"' | jq -c 'del(.ts)')
+	[ "$a" = "$b" ]
+}
+
+@test "reading a pipe: Ctrl-C reads on to the end, a second one stops with the graph so far" {
+	local w in=$BATS_TEST_TMPDIR/in
+	mkfifo "$in"
+	# the first SIGINT is the one a terminal sends the whole pipeline: the
+	# tool before topograph prints its edges, then ends
+	start_bg pipe "$BIN/topograph" -j "$in"
+	exec {w}>"$in"
+	head -n 9 "$FIX/pipeline.jsonl" >&$w
+	sleep 0.3
+	kill -INT "$BG_PID"
+	sleep 0.3
+	tail -n +10 "$FIX/pipeline.jsonl" >&$w
+	exec {w}>&-
+	wait "$BG_PID"
+	cp "$BATS_TEST_TMPDIR/pipe.out" "$BATS_TEST_TMPDIR/g.json"
+	all_json "$BATS_TEST_TMPDIR/g.json"
+	[ "$(jg '[.[] | select(.type=="edge")] | length')" -eq 4 ]
+	[ "$(jg '.[] | select(.type=="summary") | .exit_reason')" = input ]
+	# a second one: the graph of the lines read so far (one edge), exit 0
+	start_bg pipe2 "$BIN/topograph" -j "$in"
+	exec {w}>"$in"
+	head -n 9 "$FIX/pipeline.jsonl" >&$w
+	sleep 0.3
+	kill -INT "$BG_PID"
+	sleep 0.2
+	kill -INT "$BG_PID"
+	wait "$BG_PID"
+	exec {w}>&-
+	cp "$BATS_TEST_TMPDIR/pipe2.out" "$BATS_TEST_TMPDIR/g.json"
+	all_json "$BATS_TEST_TMPDIR/g.json"
+	[ "$(jg '[.[] | select(.type=="edge") | .channel] | join(",")')" = "127.0.0.1:41000->127.0.0.1:5000" ]
+	[ "$(jg '.[] | select(.type=="summary") | .exit_reason')" = signal ]
+}
+
+@test "filters on files keep the edges with a matching end" {
+	graph_json -p 202 "$FIX/mixed.jsonl"
+	[ "$(jg '[.[] | select(.type=="edge") | .channel] | join(",")')" = "pipe:[12345]" ]
+	[ "$(jg '.[] | select(.type=="summary") | .filtered_edges')" = 4 ]
+	graph_json --container c0ffee "$FIX/mixed.jsonl"
+	[ "$(jg '[.[] | select(.type=="edge") | "\(.src_id)>\(.dst_id)"] | join(",")')" = "n1>n4,n4>n1,n2>n3" ]
+	graph_json --comm trainer -u 0 "$FIX/mixed.jsonl"
+	[ "$(jg '[.[] | select(.type=="edge") | .bytes] | join(",")')" = "5000000,3000" ]
+	graph_json --comm nobody-here "$FIX/mixed.jsonl"
+	[ "$(jg '[.[] | select(.type=="edge")] | length')" -eq 0 ]
+}
+
+# ---- the views ----
+
+@test "terminal view: nodes grouped by container, edges by bytes, bottlenecks with evidence" {
+	run "$BIN/topograph" "$FIX/mixed.jsonl"
+	[ "$status" -eq 0 ]
+	printf '%s\n' "$output" > "$BATS_TEST_TMPDIR/t.txt"
+	[ "$(grep -E '^\[' "$BATS_TEST_TMPDIR/t.txt" | tr '\n' ' ')" = \
+		"[host] [container c0ffee012345] [external] " ]
+	# BYTES (4th column of EDGES) in decreasing order
+	awk '/^EDGES/ { on = 1; getline; next } /^$/ { on = 0 } on { print $4 }' "$BATS_TEST_TMPDIR/t.txt" \
+		> "$BATS_TEST_TMPDIR/bytes"
+	[ "$(tr '\n' ' ' < "$BATS_TEST_TMPDIR/bytes")" = "5000000 3001000 4096 3000 512 " ]
+	grep -E '^  reader behind .*202/slowreader' "$BATS_TEST_TMPDIR/t.txt"
+	grep -E '^  NCCL lag +rank 1 \(301/rank1\)' "$BATS_TEST_TMPDIR/t.txt"
+	# the newline in a comm cannot break a line
+	grep -F '201/we"ird\x?é' "$BATS_TEST_TMPDIR/t.txt"
+	! grep -q '^é' "$BATS_TEST_TMPDIR/t.txt"
+	grep -F 'no run-queue data' "$BATS_TEST_TMPDIR/t.txt"
+	# an empty capture says so
+	run "$BIN/topograph" < /dev/null
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"no edges"* ]]
+}
+
+@test "--dot: dot -Tsvg accepts it; width by bytes, colour by kind, clusters" {
+	command -v dot > /dev/null || skip "graphviz (dot) is not installed"
+	local f
+	for f in pipeline mixed; do
+		"$BIN/topograph" --dot "$FIX/$f.jsonl" > "$BATS_TEST_TMPDIR/$f.dot" 2>/dev/null
+		dot -Tsvg "$BATS_TEST_TMPDIR/$f.dot" > "$BATS_TEST_TMPDIR/$f.svg" 2> "$BATS_TEST_TMPDIR/dot.err"
+		[ ! -s "$BATS_TEST_TMPDIR/dot.err" ] || { cat "$BATS_TEST_TMPDIR/dot.err"; false; }
+		grep -q '<svg' "$BATS_TEST_TMPDIR/$f.svg"
+	done
+	f=$BATS_TEST_TMPDIR/mixed.dot
+	grep -F 'n5 -> n8 [label="tcp 4.8 MiB"' "$f" | grep -F 'color="#1f77b4", penwidth=8.00'
+	grep -F 'n1 -> n2 [label="pipe 2.9 MiB"' "$f" | grep -F 'color="#2ca02c", penwidth=5.20'
+	grep -F 'n6 -> n7 [label="unix 512 B"' "$f" | grep -F 'color="#ff7f0e", penwidth=1.00'
+	grep -F 'subgraph cluster_1' "$f"
+	grep -F 'n1 [label="201 we\"ird\\x?é"]' "$f"
+	# the flagged nodes are outlined
+	grep -F 'n2 [label="202 slowreader", color="#d62728"' "$f"
+	# the svg has every node and edge
+	[ "$(grep -c 'class="node"' "$BATS_TEST_TMPDIR/mixed.svg")" -eq 8 ]
+	[ "$(grep -c 'class="edge"' "$BATS_TEST_TMPDIR/mixed.svg")" -eq 5 ]
+}
+
+# hostile names for the Mermaid and DOT writers
+hostile_capture() {
+	local comm
+	for comm in 'a"b' '<b>x</b>' '#1;&amp' 'end' 'x|y-->z' "semi;colon" 'back\slash' "tab	t"; do
+		jq -cn --arg c "$comm" '{type:"edge",tool:"ipcsnoop",ts:"2026-11-29T11:00:00Z",kind:"unix",
+			channel:("@" + $c), src:{pid:7,comm:$c}, dst:{pid:8,comm:("r" + $c)}, bytes:10,
+			msgs:1, read_bytes:10, first_ts:null, last_ts:null}'
+	done
+	# raw bytes that are not UTF-8 (a reader of the JSON may pass them on)
+	printf '{"type":"edge","tool":"ipcsnoop","kind":"pipe","channel":"pipe:[9]","src":{"pid":9,"comm":"bad\xff\xc3("},"dst":{"pid":10,"comm":"\xed\xa0\x80x"},"bytes":5,"msgs":1,"read_bytes":5}\n'
+}
+
+@test "--mermaid: the text passes a strict grammar check, hostile names too" {
+	local f
+	hostile_capture > "$BATS_TEST_TMPDIR/hostile.jsonl"
+	for f in "$FIX/pipeline.jsonl" "$FIX/mixed.jsonl" "$BATS_TEST_TMPDIR/hostile.jsonl"; do
+		"$BIN/topograph" --mermaid "$f" > "$BATS_TEST_TMPDIR/m.mmd"
+		awk -f "$BATS_TEST_DIRNAME/helpers/mermaid-check.awk" "$BATS_TEST_TMPDIR/m.mmd"
+	done
+	# the checker itself rejects what Mermaid rejects
+	printf 'flowchart LR\n  n1["a"b"]\n' > "$BATS_TEST_TMPDIR/bad.mmd"
+	run awk -f "$BATS_TEST_DIRNAME/helpers/mermaid-check.awk" "$BATS_TEST_TMPDIR/bad.mmd"
+	[ "$status" -eq 1 ]
+	printf 'flowchart LR\n  n1["a"]\n  n1 -->|"x"| n2\n' > "$BATS_TEST_TMPDIR/bad.mmd"
+	run awk -f "$BATS_TEST_DIRNAME/helpers/mermaid-check.awk" "$BATS_TEST_TMPDIR/bad.mmd"
+	[ "$status" -eq 1 ]
+	"$BIN/topograph" --mermaid "$FIX/mixed.jsonl" > "$BATS_TEST_TMPDIR/m.mmd"
+	grep -F 'n1["201 we#quot;ird\x?é"]' "$BATS_TEST_TMPDIR/m.mmd"
+	grep -F '  subgraph c1["container c0ffee' "$BATS_TEST_TMPDIR/m.mmd"
+	grep -Fx '  n5 -->|"tcp 4.8 MiB"| n8' "$BATS_TEST_TMPDIR/m.mmd"
+	grep -Fx '  linkStyle 0 stroke:#1f77b4,stroke-width:8.0px' "$BATS_TEST_TMPDIR/m.mmd"
+	grep -Fx '  class n2 bottleneck' "$BATS_TEST_TMPDIR/m.mmd"
+}
+
+@test "--mermaid: Mermaid's own parser accepts it (npm mermaid under jsdom)" {
+	command -v node > /dev/null || skip "node is not installed"
+	[ -d "$NPM_DIR/node_modules/mermaid" ] && [ -d "$NPM_DIR/node_modules/jsdom" ] ||
+		skip "mermaid and jsdom are not in $NPM_DIR (scripts/deps.sh installs them when npm is there)"
+	local f
+	hostile_capture > "$BATS_TEST_TMPDIR/hostile.jsonl"
+	for f in "$FIX/pipeline.jsonl" "$FIX/mixed.jsonl" "$BATS_TEST_TMPDIR/hostile.jsonl"; do
+		"$BIN/topograph" --mermaid "$f" > "$BATS_TEST_TMPDIR/m.mmd"
+		run node "$BATS_TEST_DIRNAME/helpers/mermaid-parse.mjs" "$NPM_DIR" "$BATS_TEST_TMPDIR/m.mmd"
+		[ "$status" -eq 0 ] || { echo "$output"; cat "$BATS_TEST_TMPDIR/m.mmd"; false; }
+		[ "$output" = "parsed: flowchart-v2" ]
+	done
+	printf 'flowchart LR\n  n1["a"b"]\n' > "$BATS_TEST_TMPDIR/bad.mmd"
+	run node "$BATS_TEST_DIRNAME/helpers/mermaid-parse.mjs" "$NPM_DIR" "$BATS_TEST_TMPDIR/bad.mmd"
+	[ "$status" -eq 1 ]
+}
+
+@test "hostile names give valid JSON and DOT" {
+	hostile_capture > "$BATS_TEST_TMPDIR/hostile.jsonl"
+	graph_json "$BATS_TEST_TMPDIR/hostile.jsonl"
+	[ "$(jg '[.[] | select(.type=="edge")] | length')" -eq 9 ]
+	# invalid UTF-8 comes out as U+FFFD in JSON, '?' in DOT and Mermaid
+	[ "$(jg '.[] | select(.type=="node" and .pid==9) | .comm')" = "bad$(printf '\xef\xbf\xbd\xef\xbf\xbd')(" ]
+	"$BIN/topograph" --mermaid "$BATS_TEST_TMPDIR/hostile.jsonl" | grep -F '["9 bad??("]'
+	"$BIN/topograph" --dot "$BATS_TEST_TMPDIR/hostile.jsonl" | grep -F '[label="10 ???x"]'
+	# the latest name of a process wins
+	[ "$(jg '.[] | select(.type=="node" and .pid==7) | .comm')" = "tab	t" ]
+	[ "$(jg '[.[] | select(.type=="edge" and .src.pid==7) | .src.comm] | unique | length')" -eq 1 ]
+	command -v dot > /dev/null || skip "graphviz (dot) is not installed"
+	"$BIN/topograph" --dot "$BATS_TEST_TMPDIR/hostile.jsonl" | dot -Tsvg > /dev/null 2> "$BATS_TEST_TMPDIR/dot.err"
+	[ ! -s "$BATS_TEST_TMPDIR/dot.err" ] || { cat "$BATS_TEST_TMPDIR/dot.err"; false; }
+}
+
+@test "a closed pipe ends topograph quietly with 0" {
+	local i
+	for i in $(seq 1 3000); do
+		sed "s/\"pid\":100,/\"pid\":$((i + 1000)),/g" "$FIX/pipeline.jsonl" | grep '"type":"edge"' | head -1
+	done > "$BATS_TEST_TMPDIR/big.jsonl"
+	run bash -o pipefail -c "'$BIN/topograph' -j '$BATS_TEST_TMPDIR/big.jsonl' | head -1 > /dev/null"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+}
+
+# ---- live capture, with stand-ins for the tools ----
+
+# stub NAME: a stand-in tool in $STUBS that records its arguments, says
+# "Tracing" and prints LINES_<NAME> (a file), then waits for SIGINT or ends
+# after --duration; STUB_FAIL=NAME makes that one fail with a usage error
+make_stubs() {
+	STUBS=$BATS_TEST_TMPDIR/stubs
+	mkdir -p "$STUBS"
+	cp "$BIN/topograph" "$STUBS/"
+	local t
+	for t in socketsnoop ipcsnoop schedlat; do
+		cat > "$STUBS/$t" <<-EOF
+		#!/bin/bash
+		echo "\$*" > "$STUBS/$t.args"
+		if [ "\${STUB_FAIL:-}" = $t ] || [ "\${STUB_FAIL:-}" = all ]; then
+			echo "$t: no such container 'abcd'" >&2
+			exit 2
+		fi
+		# its own pipe to topograph, as ipcsnoop would see it: left out
+		self='{"type":"edge","tool":"$t","kind":"pipe","channel":"pipe:[1]","src":{"pid":'\$\$',"comm":"$t"},"dst":{"pid":'\$PPID',"comm":"topograph"},"bytes":99,"msgs":1,"read_bytes":99}'
+		trap 'grep -v "^#" "$STUBS/$t.lines" 2>/dev/null; echo "\$self"; exit 0' INT TERM
+		echo "Tracing $t... Ctrl-C to end." >&2
+		echo "$t: a warning after tracing" >&2
+		if [[ " \$* " == *" --duration "* ]]; then
+			sleep "\${STUB_SLEEP:-0.2}" & wait \$!
+			grep -v "^#" "$STUBS/$t.lines" 2>/dev/null
+			echo "\$self"
+			exit 0
+		fi
+		while :; do sleep 0.05; done
+		EOF
+		chmod +x "$STUBS/$t"
+	done
+	grep '"tool":"socketsnoop"' "$FIX/pipeline.jsonl" > "$STUBS/socketsnoop.lines"
+	grep '"tool":"ipcsnoop"' "$FIX/pipeline.jsonl" > "$STUBS/ipcsnoop.lines"
+	grep '"tool":"schedlat"' "$FIX/pipeline.jsonl" > "$STUBS/schedlat.lines"
+}
+
+@test "live: runs the tools next to its binary with --json, -d and the filters" {
+	make_stubs
+	run --separate-stderr env PATH=/usr/bin:/bin "$STUBS/topograph" -j -d 1 -p $$ --comm x \
+		-u 0 --container abcd --with schedlat
+	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
+	for t in socketsnoop ipcsnoop schedlat; do
+		[ "$(cat "$STUBS/$t.args")" = "--json --duration 1 --pid $$ --container abcd --uid 0 --comm x" ]
+	done
+	printf '%s\n' "$output" > "$BATS_TEST_TMPDIR/g.json"
+	all_json "$BATS_TEST_TMPDIR/g.json"
+	# the graph of the fixture, run-queue data included
+	[ "$(jg '[.[] | select(.type=="edge") | "\(.kind) \(.src.pid)>\(.dst.pid) \(.bytes)"] | join(",")')" = \
+		"fifo 100>101 1048576,tcp 101>102 1048576,unix 102>100 100,tcp 102>101 8" ]
+	[ "$(jg '[.[] | select(.type=="bottleneck" and .rule=="runq") | .node] | join(",")')" = n2 ]
+	[ "$(jg '.[] | select(.type=="summary") | "\(.exit_reason) \(.sources | keys | join(" ")) \(.filtered_edges)"')" = \
+		"duration ipcsnoop schedlat socketsnoop 3" ]
+	# one line says all are tracing; the tools' later warnings pass through
+	[[ "$stderr" == *"Tracing the communication graph with socketsnoop, ipcsnoop, schedlat for 1."* ]]
+	[[ "$stderr" == *"socketsnoop: a warning after tracing"* ]]
+}
+
+@test "live: the tools are found in PATH too" {
+	make_stubs
+	mkdir -p "$BATS_TEST_TMPDIR/bin2"
+	mv "$STUBS/topograph" "$BATS_TEST_TMPDIR/bin2/"
+	run --separate-stderr env PATH="$STUBS:/usr/bin:/bin" "$BATS_TEST_TMPDIR/bin2/topograph" -j -d 1 -v
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s\n' "$output" | grep -c '"type":"edge"')" -eq 4 ]
+	# -v: the commands, and the tools' own lines
+	[[ "$stderr" == *"topograph: running $STUBS/socketsnoop --json --duration 1"* ]]
+	[[ "$stderr" == *"Tracing ipcsnoop... Ctrl-C to end."* ]]
+}
+
+@test "live: Ctrl-C (SIGINT) stops the tools, which print their edges: graph, exit 0" {
+	make_stubs
+	start_bg live env PATH=/usr/bin:/bin "$STUBS/topograph" -j -d 60s
+	# without -d, stdin decides; with it, a live capture until Ctrl-C
+	wait_for "$BATS_TEST_TMPDIR/live.err" 'Tracing the communication graph'
+	stop_tool "$BG_PID" INT
+	all_json "$BATS_TEST_TMPDIR/live.out"
+	[ "$(grep -c '"type":"edge"' "$BATS_TEST_TMPDIR/live.out")" -eq 4 ]
+	jq -e 'select(.type=="summary") | .exit_reason == "signal"' "$BATS_TEST_TMPDIR/live.out"
+}
+
+@test "live: a tool that cannot run gives its one line and its exit code" {
+	make_stubs
+	# both fail alike: the line of the first to fail is printed, once
+	run env STUB_FAIL=all PATH=/usr/bin:/bin "$STUBS/topograph" -d 1 --container abcd
+	[ "$status" -eq 2 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" =~ ^topograph:\ (socketsnoop|ipcsnoop):\ no\ such\ container\ \'abcd\'$ ]]
+	# one fails: the other is stopped quietly
+	run env STUB_FAIL=ipcsnoop STUB_SLEEP=30 PATH=/usr/bin:/bin timeout 20 "$STUBS/topograph" -j -d 30
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"topograph: ipcsnoop: no such container 'abcd'"* ]]
+	echo "$output" | grep '^{' | tail -1 | jq -e '.type == "error" and .exit_code == 2'
+}
+
+# ---- end to end: nclstat's own records of a lagging rank ----
+
+@test "end to end: nclstat's capture of the NCCL test double: the lagging rank is flagged" {
+	need_root
+	local nccl=$BIN/tests/nccl r p out=$BATS_TEST_TMPDIR/ncl.jsonl
+	[ -x "$BIN/nclstat" ] && [ -x "$nccl/ncclrank" ] && [ -e "$nccl/libnccl.so.2" ] ||
+		skip "needs nclstat and its NCCL test double (tests/nccl) in $BIN"
+	start_tool ncl nclstat -j -i 300ms --lib "$nccl/libnccl.so.2"
+	local ncl_pid=$TOOL_PID
+	# four ranks; rank 1 stops after its first iteration, the others hold
+	start_bg ranks env LD_LIBRARY_PATH="$nccl" "$nccl/ncclrank" run -r 4 -i 4 -l 1:1 -b
+	wait_for "$BATS_TEST_TMPDIR/ranks.out" '^lagging 1 ' 30
+	wait_for "$BATS_TEST_TMPDIR/ranks.out" '^holding 3 ' 30
+	sleep 1		# an interval that sees every rank where it stopped
+	stop_tool "$ncl_pid" INT
+	cp "$BATS_TEST_TMPDIR/ncl.out" "$out"
+	# the ranks' pids, and a ring of unix edges between them (the test
+	# double has no bootstrap sockets): the ranks become nodes
+	for r in 0 1 2 3; do
+		p[r]=$(awk -v r="$r" '($1 == "rank" || $1 == "holding" || $1 == "lagging") && $2 == r { print $4; exit }' \
+			"$BATS_TEST_TMPDIR/ranks.out")
+	done
+	TEST_PIDS+=("${p[@]}")	# the held ranks end in teardown too
+	for r in 0 1 2 3; do
+		printf '{"type":"edge","tool":"ipcsnoop","kind":"unix","channel":"@ring-%d","src":{"pid":%d,"comm":"ncclrank"},"dst":{"pid":%d,"comm":"ncclrank"},"bytes":4096,"msgs":4,"read_bytes":4096}\n' \
+			"$r" "${p[r]}" "${p[(r + 1) % 4]}"
+	done > "$BATS_TEST_TMPDIR/ring.jsonl"
+	graph_json "$BATS_TEST_TMPDIR/ring.jsonl" "$out"
+	[ "$(jg '[.[] | select(.type=="node") | "\(.pid) \(.nccl | map(select(.nranks == 4))[0].rank)"] | join(",")')" = \
+		"${p[0]} 0,${p[1]} 1,${p[2]} 2,${p[3]} 3" ]
+	# rank 1 is the one, with nclstat's op sequence numbers as evidence
+	[ "$(jg '[.[] | select(.type=="bottleneck" and .rule=="nccl_lag") | .node] | join(",")')" = n2 ]
+	[ "$(jg '.[] | select(.type=="node" and .id=="n2") | .pid')" = "${p[1]}" ]
+	jg '.[] | select(.rule=="nccl_lag") | .evidence' | grep -E "^rank 1 \\(${p[1]}/ncclrank\\) of communicator 0x[0-9a-f]+ lags: op sequence [0-9]+ against [0-9]+ of rank [023] \\([0-9]+/ncclrank\\); its last op reduce$"
+}
+
+# ---- end to end: the real tools on a known topology ----
+
+need_tools() {
+	local t missing=
+	for t in socketsnoop ipcsnoop schedlat; do
+		[ -x "$BIN/$t" ] || missing+=" $t"
+	done
+	[ -z "$missing" ] || skip "needs$missing in $BIN (not built on this branch yet)"
+}
+
+# the topology: producer -FIFO-> transformer -TCP-> consumer, the consumer's
+# ack back over TCP, and the consumer's side channel to the producer over a
+# unix socket; the transformer pinned to CPU 0 with busy loops there (and
+# nice 10), the others on CPU 1
+E2E_BYTES=2097152
+E2E_CHUNK=4096
+E2E_SIDE_MSGS=4
+E2E_SIDE_SIZE=25
+
+run_topology() {
+	local dir=$BATS_TEST_TMPDIR/topo
+	mkdir -p "$dir"
+	start_bg stages "$HELPERS/topostages" "$dir" $E2E_BYTES $E2E_CHUNK $E2E_SIDE_MSGS \
+		$E2E_SIDE_SIZE 0 10 1
+	STAGES_PID=$BG_PID
+	wait_for "$BATS_TEST_TMPDIR/stages.out" '^ready'
+	read -r _ PRODUCER TRANSFORMER CONSUMER _ PORT < "$BATS_TEST_TMPDIR/stages.out"
+	start_contend spin 4 0 4000
+	start_tool topo topograph -j -d 120s --with schedlat --runq 50ms \
+		-p "$PRODUCER,$TRANSFORMER,$CONSUMER" "$@"
+	kill -USR1 "$CONTEND_PID"
+	sleep 0.2
+	kill -USR1 "$STAGES_PID"
+	wait_for "$BATS_TEST_TMPDIR/stages.out" '^done' 60
+	sleep 1.2	# a last schedlat interval
+	stop_tool "$TOOL_PID" INT
+	cp "$BATS_TEST_TMPDIR/topo.out" "$BATS_TEST_TMPDIR/g.json"
+	all_json "$BATS_TEST_TMPDIR/g.json"
+}
+
+@test "end to end: the test topology's exact nodes, edges and bytes; the starved stage flagged" {
+	need_root
+	need_tools
+	run_topology
+	cat "$BATS_TEST_TMPDIR/stages.out"
+	local writes sends
+	writes=$(awk '/^producer/ { sub("writes=", "", $2); print $2 }' "$BATS_TEST_TMPDIR/stages.out")
+	sends=$(awk '/^transformer/ { sub("sends=", "", $3); print $3 }' "$BATS_TEST_TMPDIR/stages.out")
+	[ "$(jg '[.[] | select(.type=="node") | "\(.kind) \(.pid) \(.comm)"] | sort | join(",")')" = \
+		"$(printf '%s\n' "process $PRODUCER producer" "process $TRANSFORMER transformer" \
+			"process $CONSUMER consumer" | sort | paste -sd,)" ]
+	[ "$(jg '[.[] | select(.type=="edge") | "\(.kind) \(.src.comm)>\(.dst.comm) \(.bytes) \(.msgs)"] | join(",")')" = \
+		"fifo producer>transformer $E2E_BYTES $writes,tcp transformer>consumer $E2E_BYTES $sends,unix consumer>producer $((E2E_SIDE_MSGS * E2E_SIDE_SIZE)) $E2E_SIDE_MSGS,tcp consumer>transformer 8 1" ]
+	# every byte was read: no backlog
+	[ "$(jg '[.[] | select(.type=="edge") | "\(.read_bytes == .bytes) \(.unread_bytes)"] | unique | join(",")')" = "true 0" ]
+	[ "$(jg '[.[] | select(.type=="bottleneck" and .rule=="reader_behind")] | length')" -eq 0 ]
+	[ "$(jg '.[] | select(.type=="edge" and .kind=="fifo") | .channel')" = "$BATS_TEST_TMPDIR/topo/topo.fifo" ]
+	[ "$(jg '.[] | select(.type=="edge" and .kind=="unix") | .channel')" = "$BATS_TEST_TMPDIR/topo/topo.sock" ]
+	[ "$(jg '.[] | select(.type=="edge" and .kind=="tcp" and .src.comm=="transformer") | .dst.endpoint')" = "127.0.0.1:$PORT" ]
+	# the starved stage, and only it, is flagged for its run queue
+	[ "$(jg '[.[] | select(.type=="bottleneck" and .rule=="runq") | .node] | join(",")')" = \
+		"$(jg '.[] | select(.type=="node" and .comm=="transformer") | .id')" ]
+	jg '.[] | select(.type=="node") | "\(.comm) \(.runq_p99_ns)"'
+}
+
+@test "end to end: the live graph as DOT and Mermaid" {
+	need_root
+	need_tools
+	command -v dot > /dev/null || skip "graphviz (dot) is not installed"
+	run_topology
+	"$BIN/topograph" --dot "$BATS_TEST_TMPDIR/g.json" > "$BATS_TEST_TMPDIR/g.dot"
+	dot -Tsvg "$BATS_TEST_TMPDIR/g.dot" > "$BATS_TEST_TMPDIR/g.svg"
+	[ "$(grep -c 'class="edge"' "$BATS_TEST_TMPDIR/g.svg")" -eq 4 ]
+	"$BIN/topograph" --mermaid "$BATS_TEST_TMPDIR/g.json" > "$BATS_TEST_TMPDIR/g.mmd"
+	awk -f "$BATS_TEST_DIRNAME/helpers/mermaid-check.awk" "$BATS_TEST_TMPDIR/g.mmd"
+	grep -Fx '  class n2 bottleneck' "$BATS_TEST_TMPDIR/g.mmd" ||
+		grep -E '^  class n[0-9]+ bottleneck$' "$BATS_TEST_TMPDIR/g.mmd"
+}
