@@ -457,7 +457,7 @@ int BPF_KPROBE(destroy_enter) { return comm_end(ctx, NCL_OP_DESTROY); }
 SEC("uprobe")
 int BPF_KPROBE(abort_enter) { return comm_end(ctx, NCL_OP_ABORT); }
 
-/* ncclCommCount / ncclCommUserRank / ncclCommGetAsyncError(comm, out) */
+/* ncclCommCount / ncclCommUserRank(comm, int *out) */
 static __always_inline int query(struct pt_regs *ctx, __u32 op)
 {
 	struct ncl_call c = { .op = op, .root_or_peer = -1 };
@@ -475,8 +475,6 @@ int BPF_KPROBE(count_enter) { return query(ctx, NCL_OP_COUNT); }
 SEC("uprobe")
 int BPF_KPROBE(user_rank_enter) { return query(ctx, NCL_OP_USER_RANK); }
 
-SEC("uprobe")
-int BPF_KPROBE(async_error_enter) { return query(ctx, NCL_OP_ASYNC_ERROR); }
 
 /* ---- returns ---- */
 
@@ -559,12 +557,8 @@ static __always_inline void settle_query(struct ncl_call *c, long rc)
 		return;
 	if (c->op == NCL_OP_COUNT)
 		cm->nranks = v;
-	else if (c->op == NCL_OP_USER_RANK)
+	else
 		cm->rank = v;
-	else if (v && v != NCL_IN_PROGRESS) {
-		cm->async_errors++;
-		cm->last_async_error = v;
-	}
 }
 
 static __always_inline int leave(struct pt_regs *ctx, __u32 class)

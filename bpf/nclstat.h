@@ -61,7 +61,6 @@ enum ncl_op {
 	NCL_OP_ABORT,
 	NCL_OP_COUNT,
 	NCL_OP_USER_RANK,
-	NCL_OP_ASYNC_ERROR,
 	NCL_OP_NR,
 };
 
@@ -122,14 +121,12 @@ struct ncl_comm {
 	__u64 last_ts;			/* entry of the last one */
 	__u64 last_count;
 	__u64 destroyed_ts;		/* ncclCommDestroy/Abort entered, 0: alive */
-	__u64 async_errors;		/* ncclCommGetAsyncError answers other than 0 and 7 */
 	__s32 nranks;			/* -1: unknown */
 	__s32 rank;			/* -1: unknown */
 	__s32 color;			/* split color */
 	__u32 how;			/* enum ncl_how */
 	__u32 last_op;
 	__u32 last_datatype;
-	__u32 last_async_error;
 	__u32 tid;			/* thread of the last collective */
 	__u32 aborted;
 	__u32 pad;

@@ -137,7 +137,10 @@ static struct probe_hook hooks[] = {
 };
 
 /* The NCCL API probed: entry program, return program. ncclBcast is left
- * out: it calls ncclBroadcast through the PLT (one call, counted once). */
+ * out: it calls ncclBroadcast through the PLT (one call, counted once);
+ * so is ncclCommGetAsyncError: NCCL calls it through the PLT before every
+ * collective (ncclCommEnsureReady), so a probe there would double the cost
+ * of each collective. */
 static const struct usym {
 	const char *sym;
 	const char *enter;
@@ -162,7 +165,6 @@ static const struct usym {
 	{ "ncclCommAbort", "abort_enter", "comm_return" },
 	{ "ncclCommCount", "count_enter", "query_return" },
 	{ "ncclCommUserRank", "user_rank_enter", "query_return" },
-	{ "ncclCommGetAsyncError", "async_error_enter", "query_return" },
 };
 
 /* ---- names ---- */
@@ -176,7 +178,6 @@ static const char *const op_names[NCL_OP_NR] = {
 	[NCL_OP_INIT_RANK_CONFIG] = "init_rank_config", [NCL_OP_INIT_ALL] = "init_all",
 	[NCL_OP_SPLIT] = "split", [NCL_OP_DESTROY] = "destroy", [NCL_OP_ABORT] = "abort",
 	[NCL_OP_COUNT] = "count", [NCL_OP_USER_RANK] = "user_rank",
-	[NCL_OP_ASYNC_ERROR] = "async_error",
 };
 
 static const char *const dtype_names[NCL_DT_SLOTS] = {
@@ -835,7 +836,6 @@ static void json_group(const struct group *g, uint64_t now, uint64_t interval)
 	const struct comm_ent *first = &S.comms[g->first], *lag = g->lag;
 	uint64_t t = now_bpf_clock();
 	bool destroyed = true;
-	uint64_t async = 0;
 
 	jw_record_begin(w, "sample", TOOL, now);
 	jw_ku64(w, "seq", S.loop.ticks);
@@ -860,7 +860,6 @@ static void json_group(const struct group *g, uint64_t now, uint64_t interval)
 		jw_kbool(w, "destroyed", c->v.destroyed_ts != 0);
 		jw_obj_end(w);
 		destroyed &= c->v.destroyed_ts != 0;
-		async += c->v.async_errors;
 	}
 	jw_arr_end(w);
 	jw_ku64(w, "seq_min", g->seq_min);
@@ -884,7 +883,6 @@ static void json_group(const struct group *g, uint64_t now, uint64_t interval)
 			jw_knull(w, *k);
 	}
 	jw_ku64(w, "hung_calls", g->hung);
-	jw_ku64(w, "async_errors", async);
 	jw_kbool(w, "destroyed", destroyed);
 	jw_record_end(w);
 }

@@ -229,7 +229,7 @@ body=$BENCH_TMP/section.md
 		"$(fmt "$(life_median_ms l-bpftrace ready)" 0)" "$(fmt "$(life_median_ms l-bpftrace exit)" 0)" \
 		"$(kib_to_mib "$(median <"$BENCH_TMP/rss/bpftrace")")"
 	echo
-	echo "nclstat's exit waits for the kernel to detach its 40 uprobes one after the other: each"
+	echo "nclstat's exit waits for the kernel to detach its uprobes (38 links) one after the other: each"
 	echo "detach waits for an RCU tasks-trace and an SRCU grace period, under a kernel mutex, so"
 	echo "exiting takes seconds on a loaded VM (the output is complete before). Fewer links would"
 	echo "need the kernel's uprobe_multi links (6.6+), which libbpf 1.1 cannot create."
