@@ -49,7 +49,12 @@ wait_for() {
 start_bg() {
 	local name=$1
 	shift
-	"$@" > "$BATS_TEST_TMPDIR/$name.out" 2> "$BATS_TEST_TMPDIR/$name.err" &
+	# Emptied here, not by the child's redirections: a name used twice in a
+	# test would otherwise still show the last run's "Tracing" line to
+	# wait_for, and a signal sent before the new tool blocks it is lost.
+	: > "$BATS_TEST_TMPDIR/$name.out"
+	: > "$BATS_TEST_TMPDIR/$name.err"
+	"$@" >> "$BATS_TEST_TMPDIR/$name.out" 2>> "$BATS_TEST_TMPDIR/$name.err" &
 	BG_PID=$!
 	TEST_PIDS+=("$BG_PID")
 }
@@ -81,10 +86,28 @@ start_tool() {
 
 # stop_tool PID [SIGNAL]: signals the tool and returns its exit status
 stop_tool() {
-	local rc=0
+	local rc=0 i
 	kill -"${2:-INT}" "$1"
+	# a tool that ignores the signal is a failure, not a hung suite
+	for ((i = 0; i < 300; i++)); do
+		proc_gone "$1" && break
+		sleep 0.1
+	done
+	if ! proc_gone "$1"; then
+		echo "stop_tool: PID $1 still runs 30 s after SIG${2:-INT}" >&2
+		kill -KILL "$1" 2>/dev/null
+		wait "$1" 2>/dev/null
+		return 124
+	fi
 	wait "$1" || rc=$?
 	return $rc
+}
+
+# proc_gone PID: the process exited (a zombie not yet reaped counts as gone)
+proc_gone() {
+	local st
+	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 0
+	[ -z "$st" ] || [ "$st" = Z ]
 }
 
 # sum_task_field PID FILE AWK_EXPR: sums a per-thread figure over /proc/PID/task
