@@ -15,8 +15,8 @@
 # network, no qemu, no cross compiler) is a skip line with the reason.
 # Serial logs: build/vm/<arch>-<kernel>.log.
 #
-# Environment: VM_ARCHES (default "x86 arm64"), VM_TIMEOUT_x86 (default 240 s),
-# VM_TIMEOUT_arm64 (480 s), VM_MEM (1024 MiB), VM_SMP (2), and those of fetch.sh.
+# Environment: VM_ARCHES (default "x86 arm64"), VM_TIMEOUT_x86 (default 600 s),
+# VM_TIMEOUT_arm64 (900 s), VM_MEM (1024 MiB), VM_SMP (2), and those of fetch.sh.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 1
@@ -124,7 +124,7 @@ run_vm() {
 	# boot
 	log=$out/$arch-$kver.log
 	eval "limit=\${VM_TIMEOUT_$arch:-}"
-	[ -n "$limit" ] || limit=$([ "$arch" = x86 ] && echo 240 || echo 480)
+	[ -n "$limit" ] || limit=$([ "$arch" = x86 ] && echo 600 || echo 900)
 	set -- -m "${VM_MEM:-1024}" -smp "${VM_SMP:-2}" -nographic -no-reboot -nic none \
 		-kernel "$kernel" -initrd "$initrd" -append "console=$console quiet panic=-1"
 	[ "$arch" = arm64 ] && set -- -M virt -cpu max,pauth-impdef=on "$@"
