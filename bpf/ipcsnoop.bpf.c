@@ -363,6 +363,88 @@ out:
 
 /* ---- unix sockets ---- */
 
+/*
+ * An unconnected datagram send (sendto or sendmsg with an address) has no
+ * peer to name the receiver by: the destination address is read from the
+ * syscall's arguments in the task's saved user registers, the channel gets
+ * id = a hash of it (top bit set: not an inode), and its name is stored;
+ * user space then files it under the bound socket of that name, where the
+ * receiver's reads are.
+ */
+#if defined(__TARGET_ARCH_x86)
+#define SYSCALL_A6(r)	BPF_CORE_READ(r, r9)
+#else
+#define SYSCALL_A6(r)	BPF_CORE_READ(r, regs[5])
+#endif
+
+struct walk_hash {
+	const char *s;
+	__u32 len;	/* in: bytes given; out: bytes of the name */
+	__u32 i;
+	__u64 h;
+};
+
+/* FNV-1a; a path ends at its first NUL, an abstract name (leading NUL)
+ * has all its bytes */
+static long hash_step(__u32 i, struct walk_hash *w)
+{
+	char c;
+
+	if (i >= w->len || i >= 108)
+		return 1;
+	/* keep the mask: the verifier needs the bound in the register */
+	asm volatile("" : "+r"(i));
+	c = w->s[i & 127];
+	if (!c && i && w->s[0])
+		return 1;
+	w->h = (w->h ^ (__u8)c) * 1099511628211ULL;
+	w->i = i + 1;
+	return 0;
+}
+
+static __always_inline bool unix_dest(struct ipc_key *ch)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	struct user_msghdr um;
+	struct walk_hash w = { .h = 14695981039346656037ULL };
+	struct ipc_name *n;
+	const void *addr;
+	long nr = SYSCALL_NR(regs), alen;
+	__u32 zero = 0, len;
+
+	if (nr == NR_sendto) {
+		addr = (const void *)PT_REGS_PARM5_CORE_SYSCALL(regs);
+		alen = SYSCALL_A6(regs);
+	} else if (nr == NR_sendmsg) {
+		if (bpf_probe_read_user(&um, sizeof(um), (void *)PT_REGS_PARM2_CORE_SYSCALL(regs)))
+			return false;
+		addr = um.msg_name;
+		alen = um.msg_namelen;
+	} else {
+		return false;
+	}
+	alen -= sizeof(unsigned short);		/* sun_family */
+	if (!addr || alen <= 0)
+		return false;
+	n = bpf_map_lookup_elem(&name_buf, &zero);
+	if (!n)
+		return false;
+	len = alen > 108 ? 108 : alen;
+	if (bpf_probe_read_user(n->raw, len & 127, addr + sizeof(unsigned short)))
+		return false;
+	w.s = n->raw;
+	w.len = len;
+	bpf_loop(108, hash_step, &w, 0);
+	ch->id = w.h | IPC_UNIX_ADDR_ID;
+	ch->id2 = 0;
+	n->depth = 0;
+	n->flags = 0;
+	n->len = w.i;
+	n->ino = 0;
+	bpf_map_update_elem(&names, ch, n, BPF_NOEXIST);
+	return true;
+}
+
 /* The channel of bytes that sk sends (send) or receives (recv): the
  * receiving socket's inode, and for connection-oriented types the sending
  * struct sock. Both sides can read these at any time of the connection's
@@ -386,6 +468,8 @@ static __always_inline void unix_key(struct sock *sk, bool send, struct ipc_key 
 	src->file = NULL;
 	src->sk = tx;
 	src->peer = rx;
+	if (send && !peer && unix_dest(ch))
+		src->sk = NULL;		/* its name is made */
 }
 
 static __always_inline void unix_op(struct sock *sk, bool send, long ret)

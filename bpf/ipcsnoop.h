@@ -31,6 +31,11 @@ struct ipc_key {
 	__u32 pad;
 };
 
+/* unix id of an unconnected datagram send: a hash of the destination
+ * address, not an inode; user space files it under the receiver's socket
+ * bound to that address */
+#define IPC_UNIX_ADDR_ID	(1ULL << 63)
+
 /* epoch alternates every interval (schedlat's pattern): user space drains
  * the closed epoch while BPF fills the open one. */
 struct ipc_stat_key {

@@ -103,6 +103,8 @@ every_mechanism() {
 	LOAD fifo "$d.fifo" 2 25 1500
 	LOAD unix-stream "$d.sock" 2 30 2000
 	LOAD unix-dgram "$d.dgram" 2 20 300
+	LOAD unix-sendto "$d.sendto" 2 15 200
+	LOAD unix-sendto "@aiscope-ipc-$$-sendto" 2 6 64
 	LOAD unix-seqpacket 15 700
 	LOAD msq 2 12 256
 	LOAD mq /aiscope-ipc-$$ 2 8 128

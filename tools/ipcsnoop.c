@@ -636,6 +636,58 @@ static void settle_embryos(struct prow *batch, size_t n)
 	}
 }
 
+/* The receiving socket (a bound datagram socket: id2 0) named name. */
+static const struct ipc_key *addr_home(const struct prow *rows, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct prow *q = &rows[i];
+
+		if (q->ch.kind != IPC_UNIX || !q->ch.id || (q->ch.id & IPC_UNIX_ADDR_ID) || q->ch.id2)
+			continue;
+		if (!strcmp(cname_of(&q->ch)->name, name))
+			return &q->ch;
+	}
+	return NULL;
+}
+
+static bool addressed(const struct prow *r)
+{
+	return r->ch.kind == IPC_UNIX && (r->ch.id & IPC_UNIX_ADDR_ID);
+}
+
+/* Unconnected datagrams were keyed by their destination address: file
+ * them under the socket bound to it, where its reads are. */
+static void settle_addressed(struct prow *batch, size_t n)
+{
+	const struct ipc_key *home;
+
+	for (size_t i = 0; i < n; i++) {
+		struct prow *r = &batch[i];
+
+		if (!addressed(r))
+			continue;
+		home = addr_home(batch, n, cname_of(&r->ch)->name);
+		if (!home)
+			home = addr_home(S.run.rows, S.run.n, cname_of(&r->ch)->name);
+		if (home)
+			r->ch = *home;
+	}
+	for (size_t i = 0; i < S.run.n; i++) {
+		struct prow *r = &S.run.rows[i], moved;
+
+		if (!addressed(r))
+			continue;
+		home = addr_home(batch, n, cname_of(&r->ch)->name);
+		if (!home)
+			continue;
+		moved = *r;
+		moved.ch = *home;
+		r->ch.kind = IPC_NONE;		/* dead: build_chans skips it */
+		r->ops = r->bytes = 0;
+		pt_add(&S.run, &moved, SIZE_MAX);
+	}
+}
+
 /* Drains the rows of the closed epoch into the interval and the run. */
 /* ---- Prometheus metrics: by the cgroup of the process that wrote or
  * read, and the channel's kind ---- */
@@ -731,6 +783,7 @@ static void collect(void)
 		};
 	}
 	settle_embryos(batch, n);
+	settle_addressed(batch, n);
 	prune_names();
 	for (size_t i = 0; i < n; i++) {
 		struct prow *r = &batch[i];

@@ -15,6 +15,9 @@
  *	                                      answers N x SIZE/2 to each
  *	ipcload unix-dgram ADDR CLIENTS N SIZE    clients connect to a bound
  *	                                      datagram server and send N x SIZE
+ *	ipcload unix-sendto ADDR CLIENTS N SIZE   the same without connect():
+ *	                                      sendto() (odd clients) and
+ *	                                      sendmsg() (even ones) with the address
  *	ipcload unix-seqpacket N SIZE         a socketpair, child to parent
  *	ipcload msq RECEIVERS N SIZE          one sender, RECEIVERS receivers
  *	ipcload mq NAME RECEIVERS N SIZE      the same through a POSIX queue
@@ -34,6 +37,7 @@
 #include <fcntl.h>
 #include <mqueue.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -47,6 +51,7 @@
 #include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -310,6 +315,66 @@ static int do_unix_stream(const char *addr, int clients, long n, long size)
 			rc = 1;
 		close(fd);
 	}
+	if (addr[0] != '@')
+		unlink(addr);
+	return rc;
+}
+
+/* unconnected: every datagram carries the address */
+static void send_to(int fd, const char *addr, long size, bool use_sendmsg)
+{
+	struct sockaddr_un sun;
+	socklen_t sl = unix_addr(addr, &sun);
+	struct iovec iov = { .iov_base = buf, .iov_len = size };
+	struct msghdr mh = { .msg_name = &sun, .msg_namelen = sl, .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t r;
+
+	for (int i = 0; i < 200; i++) {
+		r = use_sendmsg ? sendmsg(fd, &mh, 0) : sendto(fd, buf, size, 0, (struct sockaddr *)&sun, sl);
+		if (r == size)
+			return;
+		usleep(10000);	/* the server may not be bound yet */
+	}
+	die("sendto");
+}
+
+static int do_unix_sendto(const char *addr, int clients, long n, long size)
+{
+	int sfd = listen_on(addr, SOCK_DGRAM), rc = 0;
+	pid_t pids[16];
+	long calls = 0, got = 0;
+	ssize_t r;
+
+	if (clients < 1 || clients > 16)
+		return 2;
+	for (int i = 0; i < clients; i++) {
+		pids[i] = fork();
+		if (pids[i] == 0) {
+			char comm[16];
+			int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+
+			snprintf(comm, sizeof(comm), "ipc-cli%d", i + 1);
+			name(comm);
+			close(sfd);
+			if (fd < 0)
+				die("socket");
+			for (long j = 0; j < n; j++)
+				send_to(fd, addr, size, i % 2);
+			truth("unix", shown(addr), "write", getpid(), comm, n, n * size);
+			_exit(0);
+		}
+	}
+	name("ipc-srv");
+	while (calls < clients * n) {
+		r = recv(sfd, buf, 65536, 0);
+		if (r < 0)
+			die("recv");
+		got += r;
+		calls++;
+	}
+	truth("unix", shown(addr), "read", getpid(), "ipc-srv", calls, got);
+	for (int i = 0; i < clients; i++)
+		rc |= reap(pids[i]);
 	if (addr[0] != '@')
 		unlink(addr);
 	return rc;
@@ -645,6 +710,8 @@ int main(int argc, char **argv)
 		return do_unix_stream(argv[2], atoi(argv[3]), atol(argv[4]), atol(argv[5]));
 	if (!strcmp(m, "unix-dgram") && argc == 6)
 		return do_unix_dgram(argv[2], atoi(argv[3]), atol(argv[4]), atol(argv[5]));
+	if (!strcmp(m, "unix-sendto") && argc == 6)
+		return do_unix_sendto(argv[2], atoi(argv[3]), atol(argv[4]), atol(argv[5]));
 	if (!strcmp(m, "unix-seqpacket") && argc == 4)
 		return do_seqpacket(atol(argv[2]), atol(argv[3]));
 	if (!strcmp(m, "msq") && argc == 5)
@@ -659,6 +726,6 @@ int main(int argc, char **argv)
 		return do_posix_shm(argv[2], atol(argv[3]));
 	if (!strcmp(m, "unix-pingpong") && argc == 3)
 		return do_unix_pingpong(atol(argv[2]));
-	fprintf(stderr, "usage: ipcload pipe|fifo|unix-stream|unix-dgram|unix-seqpacket|msq|mq|eventfd|shm|posix-shm|unix-pingpong ...\n");
+	fprintf(stderr, "usage: ipcload pipe|fifo|unix-stream|unix-dgram|unix-sendto|unix-seqpacket|msq|mq|eventfd|shm|posix-shm|unix-pingpong ...\n");
 	return 2;
 }

@@ -26,6 +26,8 @@ ipc_workload() {
 		$L fifo "$1/f.fifo" 2 25 1500 &&
 		$L unix-stream "$1/s.sock" 2 30 2000 &&
 		$L unix-dgram "$1/d.sock" 2 20 300 &&
+		$L unix-sendto "$1/u.sock" 2 15 200 &&
+		$L unix-sendto @aiscope-vm-sendto 2 6 64 &&
 		$L unix-seqpacket 15 700 &&
 		$L msq 2 12 256 &&
 		$L mq /aiscope-vm 2 8 128 &&
