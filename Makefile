@@ -79,6 +79,15 @@ TEST_LIBS := $(O)/tests/libuargs.so
 # programs that call the real CUDA libraries (dynamic: they dlopen them)
 CUDA_SRCS := $(wildcard tests/cuda/*.c)
 CUDA_BINS := $(patsubst tests/cuda/%.c,$(O)/tests/cuda/%,$(CUDA_SRCS))
+# real <<<>>> launches, when nvcc is there (native builds only)
+NVCC ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard /usr/local/cuda/bin/nvcc))
+ifneq ($(NVCC),)
+ifeq ($(CROSS_COMPILE),)
+CUDA_BINS += $(O)/tests/cuda/kern_shared $(O)/tests/cuda/kern_static $(O)/tests/cuda/kern_stripped
+endif
+endif
+# test doubles of the CUDA runtime and driver (exact C ABI; calls succeed)
+CUDA_BINS += $(O)/tests/cuda/double/libcudart.so.12 $(O)/tests/cuda/double/libcuda.so.1
 
 # nclstat's fixtures: a test double of libnccl.so.2 with nccl.h's ABI and
 # ncclrank, which loads libnccl.so.2 dynamically (the double, or the real
@@ -99,7 +108,7 @@ Q := @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all tools test-bins static clean test demo deps install uninstall help
+.PHONY: all tools test-bins static clean test demo deps install uninstall help fixtures
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -161,6 +170,26 @@ $(O)/tests/cuda/%: tests/cuda/%.c | $(O)/tests/cuda
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $< -o $@ -ldl
 
+$(O)/tests/cuda/kern_shared: tests/cuda/kern.cu | $(O)/tests/cuda
+	$(call msg,NVCC,$@)
+	$(Q)$(NVCC) -cudart shared -o $@ $<
+
+$(O)/tests/cuda/kern_static: tests/cuda/kern.cu | $(O)/tests/cuda
+	$(call msg,NVCC,$@)
+	$(Q)$(NVCC) -cudart static -o $@ $<
+
+$(O)/tests/cuda/kern_stripped: $(O)/tests/cuda/kern_shared
+	$(call msg,STRIP,$@)
+	$(Q)strip -o $@ $<
+
+$(O)/tests/cuda/double/libcudart.so.12: tests/cuda/double/cudart.c | $(O)/tests/cuda
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(ALL_CFLAGS) -fPIC -shared -Wl,-soname,libcudart.so.12 $< -o $@ -ldl
+
+$(O)/tests/cuda/double/libcuda.so.1: tests/cuda/double/cuda.c | $(O)/tests/cuda
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(ALL_CFLAGS) -fPIC -shared -Wl,-soname,libcuda.so.1 $< -o $@
+
 # symbol versions, a _ptsz twin and a local function for test_uprobe
 $(O)/tests/libuargs.so: tests/unit/uargs_lib.c tests/unit/uargs_lib.map | $(O)/tests
 	$(call msg,CC,$@)
@@ -200,6 +229,10 @@ demo:
 deps:
 	$(Q)scripts/as-root.sh scripts/deps.sh $(if $(filter arm64,$(ARCH)),--arm64,)
 
+# CUDA libraries from Debian non-free for gpulaunch's tests (make test does it)
+fixtures:
+	$(Q)scripts/fixtures.sh $(if $(filter arm64,$(ARCH)),--arch arm64,) $(O)/fixtures
+
 install: tools
 	$(Q)install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man7 \
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
@@ -225,7 +258,7 @@ help:
 	@sed -n '2,9p' Makefile | sed 's/^# \{0,1\}//'
 
 -include $(wildcard $(O)/*.d $(O)/lib/*.d $(O)/bpf/*.d $(O)/tests/*.d $(O)/tests/bpf/*.d $(O)/tests/helpers/*.d $(O)/tests/cuda/*.d \
-	$(NCCL_DIR)/*.d)
+	$(O)/tests/cuda/double/*.d $(NCCL_DIR)/*.d)
 
 # Layer 4 of the tests: the end-to-end subset in qemu on Debian's own 6.1
 # kernels, x86_64 and arm64 (builds the static tools, helpers and initramfs).

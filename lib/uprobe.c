@@ -5,6 +5,7 @@
 #include <gelf.h>
 #include <inttypes.h>
 #include <libelf.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,6 +289,44 @@ int elf_syms_off_to_vaddr(const struct elf_syms *s, uint64_t off, uint64_t *vadd
 	return -ERANGE;
 }
 
+static bool has_any_prefix(const char *name, const char *const *prefixes)
+{
+	for (; *prefixes; prefixes++)
+		if (!strncmp(name, *prefixes, strlen(*prefixes)))
+			return true;
+	return false;
+}
+
+int elf_syms_span(const struct elf_syms *s, const char *const *prefixes, int max_gap,
+		  uint64_t *lo, uint64_t *hi)
+{
+	int best = 0, count = 0, gap = 0, first = -1, last = -1, bfirst = -1, blast = -1;
+
+	for (int i = 0; i < s->n; i++) {
+		if (!has_any_prefix(s->syms[i].name, prefixes)) {
+			if (first >= 0 && ++gap > max_gap) {
+				first = -1;
+				count = 0;
+			}
+			continue;
+		}
+		if (first < 0)
+			first = i;
+		last = i;
+		gap = 0;
+		if (++count > best) {
+			best = count;
+			bfirst = first;
+			blast = last;
+		}
+	}
+	if (!best || elf_syms_vaddr_to_off(s, s->syms[bfirst].value, lo) ||
+	    elf_syms_vaddr_to_off(s, s->syms[blast].value, hi))
+		return -ENOENT;
+	*hi += s->syms[blast].size ? s->syms[blast].size : 1;
+	return best;
+}
+
 /* The first by_name index whose name equals name, or -1. */
 static int first_named(const struct elf_syms *s, const char *name, size_t len)
 {
@@ -474,6 +513,10 @@ struct uprobe_lib *uprobe_set_add(struct uprobe_set *set, const char *open_path,
 	struct stat st;
 
 	*created = false;
+	if (strlen(open_path) >= sizeof(lib->open_path)) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
 	if (stat(open_path, &st))
 		return NULL;
 	lib = uprobe_set_find(set, st.st_dev, st.st_ino);
@@ -507,6 +550,9 @@ struct uprobe_lib *uprobe_set_add(struct uprobe_set *set, const char *open_path,
 	}
 	lib->dev = st.st_dev;
 	lib->ino = st.st_ino;
+	/* what maps will show, until a scan says otherwise (overlayfs) */
+	lib->map_dev = makedev(major(st.st_dev), minor(st.st_dev));
+	lib->map_ino = st.st_ino;
 	lib->kind = kind;
 	lib->seen = set->gen;
 	snprintf(lib->path, sizeof(lib->path), "%s", path);
@@ -565,10 +611,57 @@ void uprobe_set_begin_scan(struct uprobe_set *set)
 	set->gen++;
 }
 
-static void lib_free(struct uprobe_lib *lib)
+/*
+ * Detaching a uprobe waits for the kernel to be sure no CPU still runs
+ * its handler (a grace period, about 0.1 s here), one link after the
+ * other: a tool with 80 probes would take 8 s to exit. The links are
+ * destroyed from several threads at once, whose waits overlap.
+ */
+#define DETACH_THREADS 16
+
+struct detach_job {
+	struct bpf_link **links;
+	int n;
+};
+
+static void *detach_thread(void *arg)
 {
-	for (int i = 0; i < lib->nlinks; i++)
-		bpf_link__destroy(lib->links[i]);
+	struct detach_job *j = arg;
+
+	for (int i = 0; i < j->n; i++)
+		bpf_link__destroy(j->links[i]);
+	return NULL;
+}
+
+static void links_destroy(struct bpf_link **links, int n)
+{
+	struct detach_job jobs[DETACH_THREADS];
+	pthread_t tids[DETACH_THREADS];
+	bool started[DETACH_THREADS] = { false };
+	int nt = n < DETACH_THREADS ? n : DETACH_THREADS, per, at = 0;
+
+	if (n <= 1) {
+		for (int i = 0; i < n; i++)
+			bpf_link__destroy(links[i]);
+		return;
+	}
+	per = (n + nt - 1) / nt;
+	for (int t = 0; t < nt && at < n; t++) {
+		jobs[t] = (struct detach_job){ links + at, at + per <= n ? per : n - at };
+		at += jobs[t].n;
+		started[t] = !pthread_create(&tids[t], NULL, detach_thread, &jobs[t]);
+		if (!started[t])
+			detach_thread(&jobs[t]);	/* no thread: do it here */
+	}
+	for (int t = 0; t < nt; t++)
+		if (started[t])
+			pthread_join(tids[t], NULL);
+}
+
+static void lib_free(struct uprobe_lib *lib, bool links_done)
+{
+	if (!links_done)
+		links_destroy(lib->links, lib->nlinks);
 	free(lib->links);
 	elf_syms_free(lib->syms);
 	free(lib);
@@ -585,7 +678,7 @@ int uprobe_set_prune(struct uprobe_set *set)
 			set->libs[kept++] = lib;
 			continue;
 		}
-		lib_free(lib);
+		lib_free(lib, false);
 		removed++;
 	}
 	set->n = kept;
@@ -594,8 +687,21 @@ int uprobe_set_prune(struct uprobe_set *set)
 
 void uprobe_set_free(struct uprobe_set *set)
 {
+	struct bpf_link **all = NULL;
+	int n = 0, cap = 0;
+
+	/* every library's links at once */
 	for (int i = 0; i < set->n; i++)
-		lib_free(set->libs[i]);
+		cap += set->libs[i]->nlinks;
+	all = cap ? malloc(cap * sizeof(*all)) : NULL;
+	for (int i = 0; all && i < set->n; i++)
+		for (int j = 0; j < set->libs[i]->nlinks; j++)
+			all[n++] = set->libs[i]->links[j];
+	if (all)
+		links_destroy(all, n);
+	free(all);
+	for (int i = 0; i < set->n; i++)
+		lib_free(set->libs[i], all != NULL || !cap);
 	free(set->libs);
 	set->libs = NULL;
 	set->n = set->cap = 0;
@@ -655,6 +761,7 @@ struct scan_ctx {
 	pid_t pid;
 	uint64_t last_dev, last_ino;
 	uint64_t exe_dev, exe_ino;	/* of /proc/PID/exe, as maps shows them */
+	struct uprobe_lib *last_lib;
 };
 
 static void scan_new(struct uprobe_scanner *s, struct uprobe_lib *lib)
@@ -667,25 +774,16 @@ static void scan_new(struct uprobe_scanner *s, struct uprobe_lib *lib)
 	s->attach(lib, s->ctx);
 }
 
-static int scan_cb(const struct proc_map *m, void *ctx)
+static struct uprobe_lib *scan_lookup(struct scan_ctx *c, const struct proc_map *m)
 {
-	struct scan_ctx *c = ctx;
 	struct uprobe_scanner *s = c->s;
-	struct uprobe_lib *lib;
+	struct uprobe_lib *lib = set_find_map(s->set, m->dev, m->ino);
 	char open_path[64];
 	bool created;
 	int kind;
 
-	/* a file is mapped several times in a row (r--p, r-xp, ...) */
-	if (m->dev == c->last_dev && m->ino == c->last_ino)
-		return 0;
-	c->last_dev = m->dev;
-	c->last_ino = m->ino;
-	lib = set_find_map(s->set, m->dev, m->ino);
-	if (lib) {
-		lib->seen = s->set->gen;
-		return 0;
-	}
+	if (lib)
+		return lib;
 	if (s->dlopen_prog && is_ldso(m)) {
 		kind = UPROBE_KIND_LDSO;
 	} else {
@@ -695,25 +793,44 @@ static int scan_cb(const struct proc_map *m, void *ctx)
 		kind = s->classify(&mm, s->ctx);
 	}
 	if (kind < 0)
-		return 0;
+		return NULL;
 	proc_map_file(c->pid, m, open_path, sizeof(open_path));
 	lib = uprobe_set_add(s->set, open_path, m->path, kind, &created);
 	if (!lib) {
 		/* a process that exited meanwhile is no failure */
 		if (errno != ENOENT)
 			s->failed++;
-		return 0;
+		return NULL;
 	}
 	lib->map_dev = m->dev;
 	lib->map_ino = m->ino;
 	if (created)
 		scan_new(s, lib);
+	return lib;
+}
+
+static int scan_cb(const struct proc_map *m, void *ctx)
+{
+	struct scan_ctx *c = ctx;
+	struct uprobe_scanner *s = c->s;
+
+	/* a file is mapped several times in a row (r--p, r-xp, ...): it is
+	 * looked up once */
+	if (m->dev != c->last_dev || m->ino != c->last_ino) {
+		c->last_dev = m->dev;
+		c->last_ino = m->ino;
+		c->last_lib = scan_lookup(c, m);
+		if (c->last_lib)
+			c->last_lib->seen = s->set->gen;
+	}
+	if (c->last_lib && s->on_map)
+		s->on_map(c->pid, m, c->last_lib, s->ctx);
 	return 0;
 }
 
 int uprobe_scan_pid(struct uprobe_scanner *s, pid_t pid)
 {
-	struct scan_ctx c = { s, pid, 0, 0, 0, 0 };
+	struct scan_ctx c = { s, pid, 0, 0, 0, 0, NULL };
 	char exe[64];
 	struct stat st;
 	int err;
@@ -725,7 +842,11 @@ int uprobe_scan_pid(struct uprobe_scanner *s, pid_t pid)
 		c.exe_dev = makedev(major(st.st_dev), minor(st.st_dev));
 		c.exe_ino = st.st_ino;
 	}
+	if (s->scan_begin)
+		s->scan_begin(pid, s->ctx);
 	err = proc_maps_foreach(pid, scan_cb, &c);
+	if (s->scan_end)
+		s->scan_end(pid, err < 0 ? err : 0, s->ctx);
 
 	s->scans++;
 	return err < 0 ? err : 0;
@@ -781,6 +902,110 @@ struct ring_buffer *uprobe_discover_open(struct bpf_object *obj, struct uprobe_s
 		return NULL;
 	}
 	return ring_buffer__new(bpf_map__fd(m), discover_event, s, NULL);
+}
+
+/* ---- the dynamic loader's cache ---- */
+
+#define LDCACHE_MAGIC "glibc-ld.so.cache1.1"
+#define LDCACHE_OLD_MAGIC "ld.so-1.7.0"
+
+struct ldcache_head {
+	char magic[20];
+	uint32_t nlibs;
+	uint32_t len_strings;
+	uint8_t flags;
+	uint8_t pad[3];
+	uint32_t extension_offset;
+	uint32_t unused[3];
+};
+
+struct ldcache_entry {
+	int32_t flags;
+	uint32_t key, value;	/* string offsets from the new header */
+	uint32_t osversion;
+	uint64_t hwcap;
+};
+
+static char *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "re");
+	char *buf = NULL;
+	size_t cap = 0, n = 0, r;
+
+	if (!f)
+		return NULL;
+	do {
+		if (n == cap) {
+			char *nb = realloc(buf, cap ? cap * 2 : 65536);
+
+			if (!nb) {
+				free(buf);
+				fclose(f);
+				errno = ENOMEM;
+				return NULL;
+			}
+			buf = nb;
+			cap = cap ? cap * 2 : 65536;
+		}
+		r = fread(buf + n, 1, cap - n, f);
+		n += r;
+	} while (r > 0 && n < (64U << 20));
+	fclose(f);
+	*len = n;
+	return buf;
+}
+
+/* Offset of the new-format header: 0, or after an old-format part. */
+static long ldcache_new_offset(const char *buf, size_t len)
+{
+	uint32_t nold;
+
+	if (len >= sizeof(struct ldcache_head) && !memcmp(buf, LDCACHE_MAGIC, 20))
+		return 0;
+	if (len < 16 || memcmp(buf, LDCACHE_OLD_MAGIC, 11))
+		return -1;
+	/* old header: magic[11] + pad, nlibs; old entries are 12 bytes */
+	memcpy(&nold, buf + 12, sizeof(nold));
+	return (16 + (long)nold * 12 + 7) & ~7L;
+}
+
+int uprobe_ldcache_foreach(const char *file, int (*cb)(const char *soname, const char *path,
+						       void *ctx), void *ctx)
+{
+	const struct ldcache_head *h;
+	size_t len = 0;
+	long base;
+	int ret = 0;
+	char *buf = read_file(file ? file : "/etc/ld.so.cache", &len);
+
+	if (!buf)
+		return -errno;
+	base = ldcache_new_offset(buf, len);
+	if (base < 0 || (size_t)base + sizeof(*h) > len ||
+	    memcmp(buf + base, LDCACHE_MAGIC, 20)) {
+		free(buf);
+		return -EINVAL;
+	}
+	h = (const struct ldcache_head *)(buf + base);
+	for (uint32_t i = 0; i < h->nlibs && !ret; i++) {
+		size_t at = base + sizeof(*h) + (size_t)i * sizeof(struct ldcache_entry);
+		struct ldcache_entry e;
+		const char *key, *val;
+
+		if (at + sizeof(e) > len)
+			break;
+		memcpy(&e, buf + at, sizeof(e));
+		if ((size_t)base + e.key >= len || (size_t)base + e.value >= len)
+			continue;
+		key = buf + base + e.key;
+		val = buf + base + e.value;
+		/* the strings must end inside the file */
+		if (!memchr(key, 0, len - (key - buf)) || !memchr(val, 0, len - (val - buf)))
+			continue;
+		ret = cb(key, val, ctx);
+	}
+	free(buf);
+	return ret < 0 ? ret : 0;
 }
 
 /* ---- names of addresses ---- */

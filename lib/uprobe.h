@@ -26,6 +26,7 @@
 #define AISCOPE_UPROBE_H
 
 #include <stdbool.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -64,6 +65,16 @@ bool elf_syms_has(const struct elf_syms *s, const char *name);
  * s is) and the offset into it, or NULL. */
 const char *elf_syms_at(const struct elf_syms *s, uint64_t off, uint64_t *delta);
 
+/*
+ * The file-offset range [*lo, *hi) of the largest cluster of functions
+ * whose names start with one of prefixes (NULL-terminated), in address
+ * order, where two of them are at most max_gap other functions apart: where
+ * a static library (a CUDA runtime linked into an executable) was placed.
+ * Returns the number of matching functions in it, or -ENOENT.
+ */
+int elf_syms_span(const struct elf_syms *s, const char *const *prefixes, int max_gap,
+		  uint64_t *lo, uint64_t *hi);
+
 /* Virtual address <-> file offset through the PT_LOAD headers. */
 int elf_syms_vaddr_to_off(const struct elf_syms *s, uint64_t vaddr, uint64_t *off);
 int elf_syms_off_to_vaddr(const struct elf_syms *s, uint64_t off, uint64_t *vaddr);
@@ -97,8 +108,8 @@ const char *uprobe_basename(const char *path, char *buf, size_t len);
 
 struct uprobe_lib {
 	uint64_t dev, ino;	/* of the file (stat of open_path) */
-	char path[256];		/* as the first process that mapped it saw it */
-	char open_path[64];	/* what we attach through (see proc_map_file) */
+	char path[PATH_MAX];	/* as the first process that mapped it saw it */
+	char open_path[PATH_MAX];	/* what we attach through (see proc_map_file) */
 	int kind;		/* the tool's classification */
 	struct elf_syms *syms;
 	struct bpf_link **links;
@@ -107,6 +118,8 @@ struct uprobe_lib {
 	int attached;		/* probes attached */
 	int missing;		/* symbols asked for and absent */
 	bool pinned;		/* given by the user (--lib): never pruned */
+	unsigned int tool_flags;	/* the tool's own */
+	uint64_t tool_range[2];		/* the tool's own (e.g. an elf_syms_span) */
 	uint64_t map_dev, map_ino;	/* as /proc/PID/maps shows them */
 };
 
@@ -123,7 +136,7 @@ struct uprobe_lib *uprobe_set_find(struct uprobe_set *set, uint64_t dev, uint64_
  * The entry for the file at open_path (stat()ed for its inode); a new one
  * reads its symbols and sets *created so that the caller attaches its
  * probes. path is what users see. NULL with errno on failure (ENOSPC: the
- * set is full).
+ * set is full; ENAMETOOLONG: open_path does not fit in PATH_MAX).
  */
 struct uprobe_lib *uprobe_set_add(struct uprobe_set *set, const char *open_path,
 				  const char *path, int kind, bool *created);
@@ -143,7 +156,8 @@ void uprobe_set_begin_scan(struct uprobe_set *set);
 /* Detaches and removes the libraries no process mapped in the scan just
  * finished. Returns how many were removed. */
 int uprobe_set_prune(struct uprobe_set *set);
-/* Detaches everything. */
+/* Detaches everything (from several threads: each uprobe detach waits for
+ * a grace period, and the waits overlap). */
 void uprobe_set_free(struct uprobe_set *set);
 
 /* The path of the dynamic loader mapped by pid (its r_brk function
@@ -169,6 +183,12 @@ struct uprobe_scanner {
 	 * is usually not the executable one) */
 	int (*classify)(const struct proc_map *m, void *ctx);
 	void (*attach)(struct uprobe_lib *lib, void *ctx);
+	/* optional, per process scanned: scan_begin, then on_map for every
+	 * mapping of a file in the set (each of its r--p, r-xp, ... lines),
+	 * then scan_end (err: -errno when the maps could not be read) */
+	void (*scan_begin)(pid_t pid, void *ctx);
+	void (*on_map)(pid_t pid, const struct proc_map *m, struct uprobe_lib *lib, void *ctx);
+	void (*scan_end)(pid_t pid, int err, void *ctx);
 	void *ctx;
 	struct bpf_program *dlopen_prog;
 	/* counters */
@@ -185,6 +205,17 @@ int uprobe_scan_all(struct uprobe_scanner *s, const uint32_t *pids, int npids);
 /* Adds a library by path (--lib): attached now, never pruned. NULL with
  * errno when it cannot be read. */
 struct uprobe_lib *uprobe_scan_add_path(struct uprobe_scanner *s, const char *path, int kind);
+
+/*
+ * The libraries of the dynamic loader's cache (/etc/ld.so.cache, glibc's
+ * "glibc-ld.so.cache1.1" format): cb(soname, path) for each entry, in cache
+ * order; non-zero stops. Tools attach to the well-known ones (libcuda.so.1,
+ * libnccl.so.2) at start, so that a process started later is traced from
+ * its first call. Returns 0, or -errno (-ENOENT without a cache, -EINVAL
+ * for a format we do not know). file: NULL for /etc/ld.so.cache.
+ */
+int uprobe_ldcache_foreach(const char *file, int (*cb)(const char *soname, const char *path,
+						       void *ctx), void *ctx);
 
 /* The ring buffer of bpf/uprobe_discover.bpf.h in obj, each event a scan
  * of its process (hand it to struct aiscope_loop's aux_rb). NULL with

@@ -161,7 +161,9 @@ void fmt_duration(uint64_t ns, char *buf, size_t len)
 		/* 999.99ms would print as "1e+03ms": it is 1s to 3 digits */
 		if (i > 0 && (double)ns / units[i].div >= 999.5)
 			i--;
-		snprintf(buf, len, "%.3g%s", (double)ns / units[i].div, units[i].unit);
+		/* and 1500h would be "1.5e+03h" */
+		snprintf(buf, len, (double)ns / units[i].div >= 1000 ? "%.0f%s" : "%.3g%s",
+			 (double)ns / units[i].div, units[i].unit);
 		return;
 	}
 	snprintf(buf, len, "%lluns", (unsigned long long)ns);

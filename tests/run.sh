@@ -51,6 +51,12 @@ for t in "$AISCOPE_BUILD"/tests/test_*; do
 	run_suite "unit:$(basename "$t")" "$t"
 done
 
+# test fixtures fetched from package archives (never committed): the CUDA
+# libraries gpulaunch's tests call; their tests skip when this fails
+if [ -x scripts/fixtures.sh ]; then
+	scripts/fixtures.sh "$AISCOPE_BUILD/fixtures" || echo "tests/run.sh: fixtures unavailable" >&2
+fi
+
 for f in tests/*.bats; do
 	[ -e "$f" ] || continue
 	run_suite "$(basename "$f" .bats)" bats --tap "$f"

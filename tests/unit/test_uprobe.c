@@ -76,6 +76,19 @@ static void test_offsets(void)
 		CHECK_EQ(delta, 1);
 	}
 	CHECK_EQ(elf_syms_offset(s, "uargs_nonexistent", &off), -ENOENT);
+	/* the cluster of uargs_launch and uargs_launch_ptsz (next to each other) */
+	{
+		static const char *const pre[] = { "uargs_launch", NULL }, *const none[] = { "zz", NULL };
+		uint64_t lo = 0, hi = 0, a = 0, b = 0;
+
+		elf_syms_offset(s, "uargs_launch", &a);
+		elf_syms_offset(s, "uargs_launch_ptsz", &b);
+		/* each one twice: .dynsym and .symtab */
+		CHECK_EQ(elf_syms_span(s, pre, 0, &lo, &hi), 4);
+		CHECK_EQ(lo, a < b ? a : b);
+		CHECK(hi > (a > b ? a : b));
+		CHECK_EQ(elf_syms_span(s, none, 4, &lo, &hi), -ENOENT);
+	}
 	CHECK(!elf_syms_has(s, "uargs_launc"));
 	CHECK(!elf_syms_has(s, "uargs_launch_"));
 	elf_syms_free(s);
@@ -195,6 +208,24 @@ static void test_set(void)
 	CHECK(a && a->kind == 7);
 	CHECK(uprobe_set_find(&set, a->dev, a->ino) == a);
 	CHECK(uprobe_set_add(&set, "/nonexistent", "x", 0, &created) == NULL);
+	/* a path longer than what /proc/PID/map_files needs is kept whole */
+	{
+		char longp[PATH_MAX];
+		struct uprobe_lib *l;
+		int n = snprintf(longp, sizeof(longp), "/tmp/%0200d-test_uprobe.so", getpid());
+
+		CHECK(n > 200);
+		CHECK_EQ(symlink(lib_path, longp), 0);
+		l = uprobe_set_add(&set, longp, longp, 0, &created);
+		CHECK(l == a && !created);
+		unlink(longp);
+		memset(longp, 'x', sizeof(longp) - 1);
+		longp[0] = '/';
+		longp[sizeof(longp) - 1] = 0;
+		errno = 0;
+		CHECK(uprobe_set_add(&set, longp, "x", 0, &created) == NULL);
+		CHECK_EQ(errno, ENAMETOOLONG);
+	}
 	/* a scan that does not find it removes it */
 	uprobe_set_begin_scan(&set);
 	CHECK_EQ(uprobe_set_prune(&set), 1);
@@ -221,25 +252,63 @@ static void count_attach(struct uprobe_lib *lib, void *ctx)
 	CHECK_EQ(lib->kind, 3);
 }
 
+/* count_attach's counter first: it casts the context to an int */
+struct scan_test {
+	int calls;
+	int begins, ends, exec_maps, all_maps;
+	uint64_t lo, hi;
+};
+
+static void on_begin(pid_t pid, void *ctx)
+{
+	((struct scan_test *)ctx)->begins++;
+}
+
+static void on_map(pid_t pid, const struct proc_map *m, struct uprobe_lib *lib, void *ctx)
+{
+	struct scan_test *ms = ctx;
+
+	ms->all_maps++;
+	if (m->exec) {
+		ms->exec_maps++;
+		ms->lo = m->start;
+		ms->hi = m->end;
+	}
+}
+
+static void on_end(pid_t pid, int err, void *ctx)
+{
+	((struct scan_test *)ctx)->ends++;
+}
+
 static void test_scanner(void)
 {
 	struct uprobe_set set = { 0 };
-	int calls = 0;
+	struct scan_test st = { 0 };
 	struct uprobe_scanner sc = {
-		.set = &set, .classify = classify_uargs, .attach = count_attach, .ctx = &calls,
+		.set = &set, .classify = classify_uargs, .attach = count_attach, .ctx = &st,
+		.scan_begin = on_begin, .on_map = on_map, .scan_end = on_end,
 	};
+	int *calls_p = &st.calls;
+	void *self_fn = dlsym(lib, "uargs_split16");
 	uint32_t me = getpid();
 	bool created;
 
 	if (geteuid() != 0)
 		SKIP("not root: map_files");
 	CHECK_EQ(uprobe_scan_pid(&sc, getpid()), 0);
-	CHECK_EQ(calls, 1);
+	CHECK_EQ(*calls_p, 1);
 	CHECK_EQ(set.n, 1);
 	CHECK_EQ(main_exe_seen, 1);
+	/* every mapping of the library, the executable one with its code */
+	CHECK_EQ(st.begins, 1);
+	CHECK_EQ(st.ends, 1);
+	CHECK_EQ(st.exec_maps, 1);
+	CHECK(st.all_maps >= 2);
+	CHECK((uintptr_t)self_fn >= st.lo && (uintptr_t)self_fn < st.hi);
 	/* a second scan finds the same inode: nothing attached again */
 	CHECK_EQ(uprobe_scan_pid(&sc, getpid()), 0);
-	CHECK_EQ(calls, 1);
+	CHECK_EQ(*calls_p, 1);
 	CHECK_EQ(uprobe_scan_pid(&sc, INT_MAX), -ENOENT);
 	CHECK(uprobe_set_add(&set, lib_path, lib_path, 3, &created) && !created);
 	CHECK_EQ(uprobe_scan_all(&sc, &me, 1), 0);
@@ -247,19 +316,66 @@ static void test_scanner(void)
 	CHECK(uprobe_scan_add_path(&sc, "/nonexistent/libcudart.so", 3) == NULL);
 	/* a pinned library stays although no process maps it */
 	CHECK(uprobe_scan_add_path(&sc, "/proc/self/exe", 3) != NULL);
-	CHECK_EQ(calls, 2);
+	CHECK_EQ(*calls_p, 2);
 	CHECK_EQ(uprobe_scan_all(&sc, &me, 1), 0);
 	CHECK_EQ(set.n, 2);
-	/* unpinned, and no scan finds it (classify does not want it): dropped */
+	/* unpinned: kept while a scan finds it mapped (our executable is,
+	 * and an entry knows its inode from the start, even though
+	 * classify() would not have taken it) */
 	set.libs[1]->pinned = false;
-	CHECK_EQ(uprobe_scan_all(&sc, &me, 1), 1);
-	CHECK_EQ(set.n, 1);
-	CHECK_STR(set.n ? set.libs[0]->path : NULL, lib_path);
+	CHECK_EQ(uprobe_scan_all(&sc, &me, 1), 0);
+	CHECK_EQ(set.n, 2);
 	/* a scan that sees no process maps nothing */
 	uprobe_set_begin_scan(&set);
-	CHECK_EQ(uprobe_set_prune(&set), 1);
+	CHECK_EQ(uprobe_set_prune(&set), 2);
 	CHECK_EQ(set.n, 0);
 	uprobe_set_free(&set);
+}
+
+struct ldc {
+	int n, libc;
+	char libc_path[PATH_MAX];
+};
+
+static int ldc_cb(const char *soname, const char *path, void *ctx)
+{
+	struct ldc *c = ctx;
+
+	c->n++;
+	if (!strcmp(soname, "libc.so.6") && !c->libc++)
+		snprintf(c->libc_path, sizeof(c->libc_path), "%s", path);
+	return 0;
+}
+
+/* The loader's own cache against what ldconfig -p prints, and bad files. */
+static void test_ldcache(void)
+{
+	struct ldc c = { 0 };
+	char line[PATH_MAX + 256], tmp[] = "/tmp/test_ldcache.XXXXXX";
+	FILE *p;
+	int fd, want = -1;
+
+	if (access("/etc/ld.so.cache", R_OK))
+		SKIP("no /etc/ld.so.cache");
+	CHECK_EQ(uprobe_ldcache_foreach(NULL, ldc_cb, &c), 0);
+	/* "N libs found in cache `/etc/ld.so.cache'" */
+	p = popen("ldconfig -p 2>/dev/null || /sbin/ldconfig -p", "r");
+	if (p && fgets(line, sizeof(line), p))
+		sscanf(line, "%d", &want);
+	if (p)
+		pclose(p);
+	CHECK_EQ(c.n, want);
+	CHECK(c.libc >= 1);
+	CHECK(c.libc && access(c.libc_path, R_OK) == 0);
+	fd = mkstemp(tmp);
+	CHECK(fd >= 0);
+	if (fd >= 0) {
+		CHECK(write(fd, "not a cache at all, but long enough to be read", 47) == 47);
+		close(fd);
+	}
+	CHECK_EQ(uprobe_ldcache_foreach(tmp, ldc_cb, &c), -EINVAL);
+	unlink(tmp);
+	CHECK_EQ(uprobe_ldcache_foreach("/nonexistent/ld.so.cache", ldc_cb, &c), -ENOENT);
 }
 
 /* ---- end to end, as root ---- */
@@ -482,6 +598,7 @@ int main(void)
 	RUN(test_maps_and_names);
 	RUN(test_set);
 	RUN(test_scanner);
+	RUN(test_ldcache);
 	setup_bpf();
 	RUN(test_decode_launch);
 	RUN(test_decode_stack_args);

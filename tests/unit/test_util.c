@@ -216,6 +216,11 @@ static void test_fmt_duration(void)
 	CHECK_STR(fdur(90000000000ULL), "1.5m");
 	CHECK_STR(fdur(3600000000000ULL), "1h");
 	CHECK_STR(fdur(250000ULL), "250us");
+	/* three significant digits that round up to the next unit */
+	CHECK_STR(fdur(999969855ULL), "1s");
+	CHECK_STR(fdur(999700ULL), "1ms");
+	CHECK_STR(fdur(893000000ULL), "893ms");
+	CHECK_STR(fdur(3600000000000ULL * 1500 + 1), "1500h");
 	CHECK_STR(fdur(1500ULL), "1.5us");
 	CHECK_STR(fdur(1234567ULL), "1.23ms");
 	/* a measured interval just short of a second: no exponent */

@@ -1,0 +1,868 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gpulaunch: CUDA kernel launches, allocations, copies and synchronization
+ * per process, from uprobes on libcudart, libcuda.so.1 and executables with
+ * a static runtime. User space attaches each program to every symbol of
+ * its shape, with a cookie that names the API (bpf/gpulaunch.h).
+ *
+ * A runtime call that calls the driver (cudaLaunchKernel -> cuLaunchKernel,
+ * __cudaLaunchKernel -> cudaLaunchKernel, cudaMalloc -> cuMemAlloc_v2) is
+ * one call: with return probes an open call of the same class on the
+ * thread makes the inner one nested (a depth count); in entry-only mode the
+ * outermost call's stack frame is remembered and an inner call is one made
+ * while that frame is still live (its return address still in its slot).
+ */
+#include "aiscope.bpf.h"
+#include "aiscope_hist.h"
+#include "uprobe_args.bpf.h"
+#include "uprobe_discover.bpf.h"
+#include "gpulaunch.h"
+
+const volatile bool with_ret;		/* launch return probes are attached */
+const volatile bool with_latency;	/* --latency */
+const volatile bool stream_events;	/* -e */
+
+__u8 epoch;				/* written by user space each interval */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);	/* rows of two intervals, preallocated */
+	__type(key, struct gl_key);
+	__type(value, struct gl_stats);
+} stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);		/* --latency: sized as stats */
+	__type(key, struct gl_key);
+	__type(value, struct gl_lat);
+} lat SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);		/* --mem: processes */
+	__type(key, __u32);
+	__type(value, struct gl_mem);
+} mem SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);		/* --mem: live allocations */
+	__type(key, struct gl_alloc_key);
+	__type(value, __u64);
+} allocs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);	/* calls in progress */
+	__type(key, struct gl_entry_key);
+	__type(value, struct gl_entry);
+} entries SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);	/* threads that launched (entry-only mode) */
+	__type(key, __u32);
+	__type(value, struct gl_outer);
+} outer SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);	/* kernels user space was told about */
+	__type(key, struct gl_key);
+	__type(value, __u8);
+} seen SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);	/* processes with a probed runtime */
+	__type(key, __u32);
+	__type(value, struct gl_text);
+} rt_text SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);	/* files with runtime launch probes */
+	__type(key, struct gl_inode);
+	__type(value, __u8);
+} rt_inodes SEC(".maps");
+
+static const struct gl_stats zero_stats;
+
+static __always_inline void hist_inc(__u32 *hist, __u64 v)
+{
+	__u32 slot = hist_bucket(v);
+
+	/* keep the bound check and the index in one register for the verifier */
+	asm volatile("" : "+r"(slot));
+	if (slot >= HIST_BUCKETS)
+		return;
+	__sync_fetch_and_add(&hist[slot], 1);
+}
+static const struct gl_lat zero_lat;
+static const struct gl_mem zero_mem;
+
+#define NAME_CLS(shape)	(16 + (shape))
+
+static __always_inline __u32 cur_tid(void)
+{
+	return (__u32)bpf_get_current_pid_tgid();
+}
+
+static __always_inline __u32 cur_pid(void)
+{
+	return bpf_get_current_pid_tgid() >> 32;
+}
+
+/* The shared filter; without any (the settings are read-only, so the
+ * verifier drops the dead branch) not even the task is fetched. */
+static __always_inline bool pass(void)
+{
+	if (!aiscope_cfg.by_pid && !aiscope_cfg.by_tid && !aiscope_cfg.by_uid &&
+	    !aiscope_cfg.by_comm && !aiscope_cfg.ncg)
+		return true;
+	return aiscope_task_pass((struct task_struct *)bpf_get_current_task());
+}
+
+/* ---- nesting, entry-only mode ----
+ *
+ * No per-launch state on the hot path. A driver launch is inside a runtime
+ * launch when the runtime called it: its return address lies in the code
+ * of a probed runtime mapped by the process (map rt_text, filled by user
+ * space as it scans processes). A runtime launch that tail-calls another
+ * (CUDA 13's __cudaLaunchKernel jumping to cudaLaunchKernel: same stack
+ * pointer, same return address) is told by a record that only the tail
+ * callers (cookie bit GL_TAIL_SRC) write: the callee (GL_TAIL_DST) is
+ * nested when it runs on that stack pointer with that return address
+ * still in place. The same API is never nested in itself.
+ */
+
+static __always_inline __u64 entry_ret_addr(struct pt_regs *ctx)
+{
+#if defined(__TARGET_ARCH_x86)
+	__u64 ret = 0;
+
+	bpf_probe_read_user(&ret, sizeof(ret), (void *)PT_REGS_SP(ctx));
+	return ret;
+#else
+	return UARG_CTX_LOAD(ctx, 30 * 8);	/* the link register */
+#endif
+}
+
+static long vma_is_runtime(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	struct gl_inode k = {};
+	struct file *f = BPF_CORE_READ(vma, vm_file);
+
+	if (!f)
+		return 0;
+	k.ino = BPF_CORE_READ(f, f_inode, i_ino);
+	k.dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+	*(bool *)data = bpf_map_lookup_elem(&rt_inodes, &k) != NULL;
+	return 0;
+}
+
+static __always_inline bool in_runtime_text(__u32 pid, __u64 ret)
+{
+	struct gl_text *t = bpf_map_lookup_elem(&rt_text, &pid);
+	bool found = false;
+
+	if (t) {
+		for (int i = 0; i < GL_TEXT_MAX; i++)
+			if (ret >= t->start[i] && ret < t->end[i])
+				return true;
+		return false;
+	}
+	/* a process not scanned yet (it just started): ask its VMAs */
+	bpf_find_vma(bpf_get_current_task_btf(), ret, vma_is_runtime, &found, 0);
+	return found;
+}
+
+static __always_inline bool launch_nested_noret(struct pt_regs *ctx, __u64 cookie, __u64 id)
+{
+	__u32 tid = (__u32)id, api = GL_API(cookie);
+	struct gl_outer *o, n = {};
+
+	if (GL_LAYER(cookie) == GL_DRIVER)
+		return in_runtime_text(id >> 32, entry_ret_addr(ctx));
+	if (cookie & GL_TAIL_SRC) {
+		n.sp = PT_REGS_SP(ctx);
+		n.ret = entry_ret_addr(ctx);
+		n.api = api;
+		if (bpf_map_update_elem(&outer, &tid, &n, BPF_ANY))
+			aiscope_count_lost(AISCOPE_LOST_MAP);
+		return false;
+	}
+	if (!(cookie & GL_TAIL_DST))
+		return false;
+	o = bpf_map_lookup_elem(&outer, &tid);
+	if (!o || !o->sp)
+		return false;
+	/* one look per record: a later call at that stack pointer is not it */
+	n = *o;
+	o->sp = 0;
+	return n.api != api && PT_REGS_SP(ctx) == n.sp && entry_ret_addr(ctx) == n.ret;
+}
+
+/* ---- calls with return probes ----
+ *
+ * Here the return probes say when a call ends, so a call is nested when
+ * one of another API of its class is open on the thread, deeper in the
+ * stack than it (the return address cannot be checked: the return probe
+ * replaced it with its trampoline). A tail call (same stack pointer, another
+ * API: __cudaLaunchKernel jumping to cudaLaunchKernel) leaves the open
+ * entry as it is, without a deeper count: the first return probe to fire
+ * ends the call, a second one finds nothing. An entry older than
+ * GL_STALE_NS (its return was missed: longjmp) is replaced.
+ */
+#define GL_STALE_NS	(30ULL * 1000000000ULL)
+
+static __always_inline bool call_begin(struct pt_regs *ctx, __u32 cls, struct gl_entry *e)
+{
+	struct gl_entry_key k = { cur_tid(), cls };
+	struct gl_entry *o = bpf_map_lookup_elem(&entries, &k);
+	__u64 cookie = bpf_get_attach_cookie(ctx), now = aiscope_now();
+
+	e->api = GL_API(cookie);
+	if (o && o->depth && o->api != e->api && PT_REGS_SP(ctx) <= o->sp &&
+	    now - o->ts < GL_STALE_NS) {
+		if (PT_REGS_SP(ctx) < o->sp)
+			o->depth++;
+		return false;
+	}
+	e->depth = 1;
+	e->sp = PT_REGS_SP(ctx);
+	e->ts = now;
+	if (bpf_map_update_elem(&entries, &k, e, BPF_ANY)) {
+		aiscope_count_lost(AISCOPE_LOST_MAP);
+		return false;
+	}
+	return true;
+}
+
+/* Closes a call: its entry when it was the outermost (the caller deletes
+ * it with call_done), NULL for a nested one or an unknown one. */
+static __always_inline struct gl_entry *call_end(__u32 cls)
+{
+	struct gl_entry_key k = { cur_tid(), cls };
+	struct gl_entry *e = bpf_map_lookup_elem(&entries, &k);
+
+	if (!e || !e->depth)
+		return NULL;
+	if (--e->depth)
+		return NULL;
+	return e;
+}
+
+static __always_inline void call_done(__u32 cls)
+{
+	struct gl_entry_key k = { cur_tid(), cls };
+
+	bpf_map_delete_elem(&entries, &k);
+}
+
+/* ---- launches ---- */
+
+static __always_inline void decode_launch(struct pt_regs *ctx, __u32 shape, struct gl_entry *e)
+{
+	struct uarg c = {};
+	__u64 cfg;
+
+	switch (shape) {
+	case GL_SH_RT:
+		e->func = uarg_int(ctx, &c);
+		uarg_struct(ctx, &c, e->grid, 12);
+		uarg_struct(ctx, &c, e->block, 12);
+		uarg_int(ctx, &c);			/* args */
+		e->smem = uarg_int(ctx, &c);
+		e->stream = uarg_int(ctx, &c);
+		break;
+	case GL_SH_RT_EX:
+		/* cudaLaunchConfig_t: gridDim@0, blockDim@12, dynamicSmemBytes@24,
+		 * stream@32 */
+		cfg = uarg_int(ctx, &c);
+		e->func = uarg_int(ctx, &c);
+		bpf_probe_read_user(e->grid, 24, (void *)cfg);
+		bpf_probe_read_user(&e->smem, 4, (void *)(cfg + 24));
+		bpf_probe_read_user(&e->stream, 8, (void *)(cfg + 32));
+		break;
+	case GL_SH_DRV:
+		e->func = uarg_int(ctx, &c);
+		e->grid[0] = uarg_int(ctx, &c);
+		e->grid[1] = uarg_int(ctx, &c);
+		e->grid[2] = uarg_int(ctx, &c);
+		e->block[0] = uarg_int(ctx, &c);
+		e->block[1] = uarg_int(ctx, &c);
+		e->block[2] = uarg_int(ctx, &c);
+		e->smem = uarg_int(ctx, &c);
+		e->stream = uarg_int(ctx, &c);
+		break;
+	case GL_SH_DRV_EX:
+		/* CUlaunchConfig: gridDimX/Y/Z@0, blockDimX/Y/Z@12,
+		 * sharedMemBytes@24, hStream@32 */
+		cfg = uarg_int(ctx, &c);
+		e->func = uarg_int(ctx, &c);
+		bpf_probe_read_user(e->grid, 24, (void *)cfg);
+		bpf_probe_read_user(&e->smem, 4, (void *)(cfg + 24));
+		bpf_probe_read_user(&e->stream, 8, (void *)(cfg + 32));
+		break;
+	case GL_SH_GRAPH:
+		e->func = uarg_int(ctx, &c);
+		e->stream = uarg_int(ctx, &c);
+		break;
+	}
+}
+
+/* A new row: tell user space once per kernel and process, with a wakeup,
+ * so that it reads the name while the process is there. */
+static __always_inline void tell_seen(const struct gl_key *k, __u32 api)
+{
+	struct gl_key sk = *k;
+	struct gl_seen_ev *ev;
+	__u8 one = 1;
+
+	sk.epoch = 0;
+	if (bpf_map_lookup_elem(&seen, &sk))
+		return;
+	bpf_map_update_elem(&seen, &sk, &one, BPF_ANY);
+	ev = aiscope_reserve(sizeof(*ev));
+	if (!ev)
+		return;
+	ev->type = GL_EV_SEEN;
+	ev->pid = k->pid;
+	ev->func = k->func;
+	ev->api = api;
+	ev->layer = k->layer;
+	bpf_ringbuf_submit(ev, 0);
+}
+
+/* The row of this launch's kernel in the open interval; a new row takes
+ * the identity of the thread and the configuration of this launch (the
+ * first of the interval), and is told to user space. */
+static __always_inline struct gl_stats *stats_row(const struct gl_entry *e, __u32 pid,
+						  struct gl_key *k)
+{
+	struct gl_stats *st;
+
+	k->func = e->func;
+	k->pid = pid;
+	k->layer = e->layer;
+	k->epoch = epoch;
+	k->pad = 0;
+	st = bpf_map_lookup_elem(&stats, k);
+	if (st)
+		return st;
+	st = aiscope_lookup_or_init(&stats, k, &zero_stats);
+	if (!st)
+		return NULL;
+	aiscope_task_ident((struct task_struct *)bpf_get_current_task(), &st->ident);
+	st->stream = e->stream;
+	__builtin_memcpy(st->grid, e->grid, sizeof(st->grid));
+	__builtin_memcpy(st->block, e->block, sizeof(st->block));
+	st->smem = e->smem;
+	st->api = e->api;
+	tell_seen(k, e->api);
+	return st;
+}
+
+static __always_inline void lat_add(const struct gl_key *k, __u64 ns)
+{
+	struct gl_lat *l = aiscope_lookup_or_init(&lat, k, &zero_lat);
+
+	if (!l)
+		return;
+	__sync_fetch_and_add(&l->sum, ns);
+	if (ns > l->max)
+		l->max = ns;
+	hist_inc(l->hist, ns);
+}
+
+static __always_inline void emit_launch(const struct gl_entry *e, __u64 now, bool has_rc,
+					int rc)
+{
+	struct gl_launch_ev *ev = aiscope_reserve(sizeof(*ev));
+
+	if (!ev)
+		return;
+	ev->type = GL_EV_LAUNCH;
+	ev->api = e->api;
+	ev->ts = now;
+	aiscope_task_ident((struct task_struct *)bpf_get_current_task(), &ev->ident);
+	ev->func = e->func;
+	ev->stream = e->stream;
+	ev->latency_ns = with_latency && has_rc ? now - e->ts : 0;
+	__builtin_memcpy(ev->grid, e->grid, sizeof(ev->grid));
+	__builtin_memcpy(ev->block, e->block, sizeof(ev->block));
+	ev->smem = e->smem;
+	ev->rc = rc;
+	ev->layer = e->layer;
+	ev->has_rc = has_rc;
+	ev->has_latency = with_latency && has_rc;
+	__builtin_memset(ev->pad, 0, sizeof(ev->pad));
+	aiscope_submit(ev);
+}
+
+static __always_inline void count_launch(const struct gl_entry *e, bool has_rc, int rc,
+					 __u64 now)
+{
+	struct gl_stats *st;
+	struct gl_key k;
+
+	if (stream_events) {
+		emit_launch(e, now, has_rc, rc);
+		return;
+	}
+	st = stats_row(e, cur_pid(), &k);
+	if (!st)
+		return;
+	__sync_fetch_and_add(&st->launches, 1);
+	if (has_rc) {
+		__sync_fetch_and_add(&st->returns, 1);
+		if (rc) {
+			__sync_fetch_and_add(&st->errors, 1);
+			st->last_rc = rc;
+		}
+	}
+	if (has_rc && with_latency)
+		lat_add(&k, now - e->ts);
+}
+
+/* The kernel a launch is of: its first argument, or its second for the
+ * launches that take a configuration struct first. */
+static __always_inline __u64 launch_func(struct pt_regs *ctx, __u32 shape)
+{
+	if (shape == GL_SH_RT_EX || shape == GL_SH_DRV_EX)
+		return uarg_reg(ctx, 1);
+	return uarg_reg(ctx, 0);
+}
+
+/*
+ * Entry-only mode, the hot path: one lookup of the open interval's row and
+ * an atomic increment. The configuration (grid, block, shared memory and
+ * stream, two of which are read from the user stack) is decoded only when
+ * the row is created, once per kernel, process and interval.
+ */
+static __always_inline void count_noret(struct pt_regs *ctx, __u32 shape, __u64 cookie,
+					__u32 pid)
+{
+	struct gl_key k = {
+		.func = launch_func(ctx, shape), .pid = pid,
+		.layer = GL_LAYER(cookie), .epoch = epoch,
+	};
+	struct gl_stats *st = bpf_map_lookup_elem(&stats, &k);
+	struct gl_entry e = {};
+
+	if (!st) {
+		decode_launch(ctx, shape, &e);
+		e.api = GL_API(cookie);
+		e.layer = GL_LAYER(cookie);
+		st = stats_row(&e, k.pid, &k);
+		if (!st)
+			return;
+	}
+	__sync_fetch_and_add(&st->launches, 1);
+}
+
+static __always_inline int launch_entry(struct pt_regs *ctx, __u32 shape)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	struct gl_entry e = {};
+
+	if (!pass())
+		return 0;
+	if (!with_ret) {
+		__u64 id = bpf_get_current_pid_tgid();
+
+		if (!launch_nested_noret(ctx, cookie, id))
+			count_noret(ctx, shape, cookie, id >> 32);
+		return 0;
+	}
+	decode_launch(ctx, shape, &e);
+	e.api = GL_API(cookie);
+	e.layer = GL_LAYER(cookie);
+	e.shape = shape;
+	call_begin(ctx, GL_LAUNCH, &e);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(launch_rt)
+{
+	return launch_entry(ctx, GL_SH_RT);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(launch_rt_ex)
+{
+	return launch_entry(ctx, GL_SH_RT_EX);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(launch_drv)
+{
+	return launch_entry(ctx, GL_SH_DRV);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(launch_drv_ex)
+{
+	return launch_entry(ctx, GL_SH_DRV_EX);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(launch_graph)
+{
+	return launch_entry(ctx, GL_SH_GRAPH);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(launch_ret, long ret)
+{
+	struct gl_entry *e = call_end(GL_LAUNCH);
+
+	if (!e)
+		return 0;
+	count_launch(e, true, (int)ret, aiscope_now());
+	call_done(GL_LAUNCH);
+	return 0;
+}
+
+/* ---- --mem ---- */
+
+static __always_inline struct gl_mem *mem_row(void)
+{
+	__u32 pid = cur_pid();
+	struct gl_mem *m = bpf_map_lookup_elem(&mem, &pid);
+
+	if (m)
+		return m;
+	m = aiscope_lookup_or_init(&mem, &pid, &zero_mem);
+	if (m)
+		aiscope_task_ident((struct task_struct *)bpf_get_current_task(), &m->ident);
+	return m;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(mem_alloc, void **out, __u64 size)
+{
+	struct gl_entry e = {};
+
+	if (!pass())
+		return 0;
+	e.func = (__u64)out;
+	e.aux = size;
+	call_begin(ctx, GL_ALLOC, &e);
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(mem_alloc_ret, long ret)
+{
+	struct gl_entry *e = call_end(GL_ALLOC);
+	struct gl_alloc_key k = {};
+	struct gl_mem *m;
+	__u64 ns, ptr = 0;
+
+	if (!e)
+		return 0;
+	ns = aiscope_now() - e->ts;
+	m = mem_row();
+	if (m) {
+		__sync_fetch_and_add(&m->alloc_calls, 1);
+		__sync_fetch_and_add(&m->alloc_lat_sum, ns);
+		if (ns > m->alloc_lat_max)
+			m->alloc_lat_max = ns;
+		hist_inc(m->alloc_hist, ns);
+	}
+	if ((int)ret != 0) {
+		if (m)
+			__sync_fetch_and_add(&m->alloc_fail, 1);
+		goto out;
+	}
+	bpf_probe_read_user(&ptr, sizeof(ptr), (void *)e->func);
+	k.ptr = ptr;
+	k.pid = cur_pid();
+	if (bpf_map_update_elem(&allocs, &k, &e->aux, BPF_ANY))
+		aiscope_count_lost(AISCOPE_LOST_MAP);
+	if (m) {
+		__sync_fetch_and_add(&m->alloc_bytes, e->aux);
+		__sync_fetch_and_add(&m->outstanding, e->aux);
+	}
+out:
+	call_done(GL_ALLOC);
+	return 0;
+}
+
+/* Frees and copies are accounted at the outermost return, like
+ * allocations: a runtime call that tail-calls the driver fires two entry
+ * probes but is one call. */
+SEC("uprobe")
+int BPF_KPROBE(mem_free, __u64 ptr)
+{
+	struct gl_entry e = { .aux = ptr };
+
+	if (pass())
+		call_begin(ctx, GL_FREE, &e);
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(mem_free_ret)
+{
+	struct gl_entry *e = call_end(GL_FREE);
+	struct gl_alloc_key k = {};
+	struct gl_mem *m;
+	__u64 *size;
+
+	if (!e)
+		return 0;
+	/* cudaFree(NULL) is the idiom that creates a context: no free */
+	if (!e->aux)
+		goto out;
+	m = mem_row();
+	if (!m)
+		goto out;
+	__sync_fetch_and_add(&m->free_calls, 1);
+	k.ptr = e->aux;
+	k.pid = cur_pid();
+	size = bpf_map_lookup_elem(&allocs, &k);
+	if (!size) {
+		__sync_fetch_and_add(&m->free_unknown, 1);
+		goto out;
+	}
+	__sync_fetch_and_add(&m->free_bytes, *size);
+	__sync_fetch_and_add(&m->outstanding, -(__s64)*size);
+	bpf_map_delete_elem(&allocs, &k);
+out:
+	call_done(GL_FREE);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(mem_copy)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	struct gl_entry e = {};
+	struct uarg c = {};
+	__u32 kind;
+
+	if (!pass())
+		return 0;
+	uarg_skip(ctx, &c, 2);				/* dst, src */
+	e.aux = uarg_int(ctx, &c);			/* bytes */
+	kind = GL_SHAPE(cookie) == GL_SH_COPY_RT ? (__u32)uarg_int(ctx, &c) : GL_KIND(cookie);
+	e.smem = kind < GL_NKINDS ? kind : GL_DEFAULT;
+	call_begin(ctx, GL_COPY, &e);
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(mem_copy_ret)
+{
+	struct gl_entry *e = call_end(GL_COPY);
+	struct gl_mem *m;
+	__u32 kind;
+
+	if (!e)
+		return 0;
+	kind = e->smem;
+	m = mem_row();
+	/* keep the bound check and the index in one register for the verifier */
+	asm volatile("" : "+r"(kind));
+	if (m && kind < GL_NKINDS) {
+		__sync_fetch_and_add(&m->copy_calls[kind], 1);
+		__sync_fetch_and_add(&m->copy_bytes[kind], e->aux);
+	}
+	call_done(GL_COPY);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(sync_entry)
+{
+	struct gl_entry e = {};
+
+	if (pass())
+		call_begin(ctx, GL_SYNC, &e);
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(sync_ret)
+{
+	struct gl_entry *e = call_end(GL_SYNC);
+	struct gl_mem *m;
+
+	if (!e)
+		return 0;
+	m = mem_row();
+	if (m) {
+		__sync_fetch_and_add(&m->sync_calls, 1);
+		__sync_fetch_and_add(&m->sync_ns, aiscope_now() - e->ts);
+	}
+	call_done(GL_SYNC);
+	return 0;
+}
+
+/* ---- names ---- */
+
+static __always_inline struct gl_name_ev *name_ev(__u32 src, __u64 addr, __u64 alias)
+{
+	struct gl_name_ev *ev = aiscope_reserve(sizeof(*ev));
+
+	if (!ev)
+		return NULL;
+	ev->type = GL_EV_NAME;
+	ev->pid = cur_pid();
+	ev->src = src;
+	ev->name_ok = 0;
+	ev->addr = addr;
+	ev->alias = alias;
+	ev->name_ptr = 0;
+	ev->name[0] = 0;
+	return ev;
+}
+
+static __always_inline void name_copy(struct gl_name_ev *ev, __u64 ptr)
+{
+	ev->name_ptr = ptr;
+	if (bpf_probe_read_user_str(ev->name, sizeof(ev->name), (void *)ptr) > 1)
+		ev->name_ok = 1;
+}
+
+static __always_inline int do_register(struct pt_regs *ctx, bool sleepable)
+{
+	struct gl_name_ev *ev;
+	struct uarg c = {};
+	__u64 host, dev;
+	char b;
+
+	if (!pass())
+		return 0;
+	uarg_int(ctx, &c);				/* fatCubinHandle */
+	host = uarg_int(ctx, &c);
+	dev = uarg_int(ctx, &c);			/* deviceFun: the mangled name */
+	if (sleepable) {
+		/* the name sits in a page of the module nobody touched yet:
+		 * fault it (and the next one) in, then read it */
+		bpf_copy_from_user(&b, 1, (void *)dev);
+		bpf_copy_from_user(&b, 1, (void *)(dev + GL_NAME_LEN - 1));
+	}
+	ev = name_ev(GL_SRC_REGISTER, host, 0);
+	if (!ev)
+		return 0;
+	name_copy(ev, dev);
+	bpf_ringbuf_submit(ev, 0);
+	return 0;
+}
+
+SEC("uprobe.s")
+int BPF_KPROBE(name_register_s)
+{
+	return do_register(ctx, true);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(name_register)
+{
+	return do_register(ctx, false);
+}
+
+/* (out, x, name) or (out, x): the out pointer and the second word saved */
+SEC("uprobe")
+int BPF_KPROBE(name_lookup, __u64 out, __u64 x, __u64 name)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u32 shape = GL_SHAPE(cookie);
+	struct gl_entry_key k = { cur_tid(), NAME_CLS(shape & 3) };
+	struct gl_entry e = {};
+
+	if (!pass())
+		return 0;
+	e.func = out;
+	e.stream = x;
+	e.aux = name;
+	e.shape = shape;
+	if (bpf_map_update_elem(&entries, &k, &e, BPF_ANY))
+		aiscope_count_lost(AISCOPE_LOST_MAP);
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(name_lookup_ret, long ret)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u32 shape = GL_SHAPE(cookie);
+	struct gl_entry_key k = { cur_tid(), NAME_CLS(shape & 3) };
+	struct gl_entry *e = bpf_map_lookup_elem(&entries, &k);
+	struct gl_name_ev *ev;
+	__u64 handle = 0;
+
+	if (!e)
+		return 0;
+	if ((int)ret != 0)
+		goto out;
+	bpf_probe_read_user(&handle, sizeof(handle), (void *)e->func);
+	if (!handle)
+		goto out;
+	switch (shape) {
+	case GL_SH_GETKERNEL:
+		ev = name_ev(GL_SRC_GETKERNEL, handle, e->stream);
+		break;
+	case GL_SH_KFUNC:
+		ev = name_ev(GL_SRC_KFUNC, handle, e->stream);
+		break;
+	default:
+		ev = name_ev(GL_SRC_GETFUNC, handle, 0);
+		if (ev)
+			name_copy(ev, e->aux);
+		break;
+	}
+	if (ev)
+		bpf_ringbuf_submit(ev, 0);
+out:
+	bpf_map_delete_elem(&entries, &k);
+	return 0;
+}
+
+/* ---- thread exit: drop its calls in progress ---- */
+
+static __always_inline int on_exit(__u32 tid, __u32 pid)
+{
+	struct gl_entry_key k = { tid, 0 };
+
+	bpf_map_delete_elem(&outer, &tid);
+	if (tid == pid)
+		bpf_map_delete_elem(&rt_text, &pid);
+
+	bpf_map_delete_elem(&outer, &tid);
+	for (__u32 c = 0; c < GL_NCLASS; c++) {
+		k.cls = c;
+		bpf_map_delete_elem(&entries, &k);
+	}
+	for (__u32 s = 0; s < 4; s++) {
+		k.cls = NAME_CLS(s);
+		bpf_map_delete_elem(&entries, &k);
+	}
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(exit_btf, struct task_struct *t)
+{
+	return on_exit(t->pid, t->tgid);
+}
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(exit_raw, struct task_struct *t)
+{
+	return on_exit(BPF_CORE_READ(t, pid), BPF_CORE_READ(t, tgid));
+}
+
+SEC("tracepoint/sched/sched_process_exit")
+int exit_tp(void *ctx)
+{
+	return on_exit(cur_tid(), cur_pid());
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#ifndef GPULAUNCH_H
+#define GPULAUNCH_H
+
+#include "aiscope_common.h"
+#include "aiscope_hist.h"
+
+/*
+ * Every probed symbol carries a 64-bit BPF cookie that says what it is:
+ * bits 0..7 the API (user space's table index), 8..11 its class, 12 its
+ * layer (runtime or driver), 16..19 the copy direction of driver copies
+ * whose name says it, 20..23 the argument shape.
+ */
+#define GL_COOKIE(api, cls, layer, kind, shape)					\
+	((__u64)(api) | ((__u64)(cls) << 8) | ((__u64)(layer) << 12) |		\
+	 ((__u64)(kind) << 16) | ((__u64)(shape) << 20))
+#define GL_API(c)	((__u32)(c) & 0xff)
+#define GL_CLASS(c)	(((__u32)(c) >> 8) & 0xf)
+#define GL_LAYER(c)	(((__u32)(c) >> 12) & 0x1)
+#define GL_KIND(c)	(((__u32)(c) >> 16) & 0xf)
+#define GL_SHAPE(c)	(((__u32)(c) >> 20) & 0xf)
+/* tail calls: CUDA 13's __cudaLaunchKernel* may jump to cudaLaunchKernel*
+ * (same stack pointer, same return address) */
+#define GL_TAIL_SRC	(1ULL << 24)
+#define GL_TAIL_DST	(1ULL << 25)
+
+enum gl_class {
+	GL_LAUNCH,	/* kernel launches and graph launches */
+	GL_ALLOC,	/* device memory allocations */
+	GL_FREE,
+	GL_COPY,	/* memcpy */
+	GL_SYNC,	/* stream, device, context and event synchronization */
+	GL_NAME,	/* where kernel names come from */
+	GL_NCLASS,
+};
+
+enum gl_layer { GL_RUNTIME, GL_DRIVER };
+
+/* argument shapes */
+enum gl_shape {
+	/* launches */
+	GL_SH_RT,	/* (func, dim3 grid, dim3 block, args, smem, stream) */
+	GL_SH_RT_EX,	/* (const cudaLaunchConfig_t *, func, args) */
+	GL_SH_DRV,	/* (f, gx, gy, gz, bx, by, bz, smem, stream, params, ...) */
+	GL_SH_DRV_EX,	/* (const CUlaunchConfig *, f, params, extra) */
+	GL_SH_GRAPH,	/* (graphExec, stream) */
+	/* allocations: (void **ptr, size_t size, ...) */
+	GL_SH_ALLOC = 0,
+	/* frees: (ptr, ...) */
+	GL_SH_FREE = 0,
+	/* copies */
+	GL_SH_COPY_RT = 0,	/* (dst, src, count, kind[, stream]) */
+	GL_SH_COPY_DRV = 1,	/* (dst, src, size[, stream]): kind from the name */
+	/* names */
+	GL_SH_REGISTER = 0,	/* __cudaRegisterFunction(handle, hostFun, deviceFun, ...) */
+	GL_SH_GETKERNEL = 1,	/* __cudaGetKernel(cudaKernel_t *out, hostFun) */
+	GL_SH_GETFUNC = 2,	/* cuModuleGetFunction/cuLibraryGetKernel(out, mod, name) */
+	GL_SH_KFUNC = 3,	/* cuKernelGetFunction(CUfunction *out, CUkernel) */
+};
+
+/* cudaMemcpyKind; driver copies map to the same values */
+enum gl_copy_kind {
+	GL_H2H, GL_H2D, GL_D2H, GL_D2D, GL_DEFAULT, GL_NKINDS,
+};
+
+/* Launch rows: epoch alternates every interval so that user space drains
+ * the closed interval's keys while BPF fills the open one's. */
+struct gl_key {
+	__u64 func;		/* hostFun, cudaKernel_t, CUfunction or graph */
+	__u32 pid;
+	__u8 layer;
+	__u8 epoch;
+	__u16 pad;
+};
+
+struct gl_stats {
+	struct aiscope_ident ident;	/* the first thread seen */
+	__u64 launches;
+	__u64 returns;			/* launches whose return was seen */
+	__u64 errors;			/* of those, rc != 0 */
+	__u64 stream;			/* the last launch's */
+	__u32 grid[3], block[3];	/* the last launch's */
+	__u32 smem;
+	__u32 api;
+	__u32 last_rc;
+	__u32 pad;
+};
+
+/* --latency: per row */
+struct gl_lat {
+	__u64 sum, max;
+	__u32 hist[HIST_BUCKETS];
+};
+
+/* --mem: per process, running totals (user space takes differences) */
+struct gl_mem {
+	struct aiscope_ident ident;
+	__u64 alloc_calls, alloc_bytes, alloc_fail;
+	__u64 free_calls, free_bytes, free_unknown;
+	__s64 outstanding;
+	__u64 copy_calls[GL_NKINDS], copy_bytes[GL_NKINDS];
+	__u64 sync_calls, sync_ns;
+	__u64 alloc_lat_sum, alloc_lat_max;
+	__u32 alloc_hist[HIST_BUCKETS];
+};
+
+struct gl_alloc_key {
+	__u64 ptr;
+	__u32 pid;
+	__u32 pad;
+};
+
+/* A call in progress (return probes), per thread and class. */
+struct gl_entry_key {
+	__u32 tid;
+	__u32 cls;
+};
+
+struct gl_entry {
+	__u64 ts;
+	__u64 sp;		/* stack pointer at entry */
+	__u64 func;		/* launch: as gl_key; alloc: the out pointer */
+	__u64 stream;
+	__u64 aux;		/* alloc: size; names: hostFun, kernel or name pointer */
+	__u32 grid[3], block[3];
+	__u32 smem;
+	__u32 api;
+	__u32 depth;		/* nested calls of the class still open */
+	__u8 layer;
+	__u8 shape;
+	__u8 pad[2];
+};
+
+/* Where the code of the probed runtimes is mapped in a process (libcudart,
+ * or an executable with a static runtime): a driver launch whose return
+ * address is in there was called by a runtime launch (nesting), in
+ * entry-only mode. Filled by user space when it scans the process. */
+#define GL_TEXT_MAX 4
+struct gl_text {
+	__u64 start[GL_TEXT_MAX];
+	__u64 end[GL_TEXT_MAX];
+};
+
+/* The inodes of the probed runtimes (kernel dev_t, as sb->s_dev), for the
+ * processes that user space has not scanned yet: the driver launch's return
+ * address is then looked up in the process's VMAs (bpf_find_vma). */
+struct gl_inode {
+	__u64 ino;
+	__u32 dev;
+	__u32 pad;
+};
+
+/* Entry-only mode: the outermost call of a class per thread, to tell a
+ * runtime call's own driver call from a new one (nesting). */
+struct gl_outer {
+	__u64 sp;		/* stack pointer at its entry */
+	__u64 ret;		/* its return address */
+	__u32 api;
+	__u32 pad;
+};
+
+enum gl_ev_type { GL_EV_LAUNCH = 1, GL_EV_NAME, GL_EV_SEEN };
+
+struct gl_launch_ev {
+	__u32 type;
+	__u32 api;
+	__u64 ts;		/* boot clock, ns: the call's return (its entry without it) */
+	struct aiscope_ident ident;
+	__u64 func;
+	__u64 stream;
+	__u64 latency_ns;
+	__u32 grid[3], block[3];
+	__u32 smem;
+	__s32 rc;
+	__u8 layer;
+	__u8 has_rc;
+	__u8 has_latency;
+	__u8 pad[5];
+};
+
+/* A kernel seen for the first time in a process: user space names it at
+ * once, while the process (and its mappings) are still there. */
+struct gl_seen_ev {
+	__u32 type;
+	__u32 pid;
+	__u64 func;
+	__u32 api;
+	__u32 layer;
+};
+
+#define GL_NAME_LEN 256
+
+enum gl_name_src {
+	GL_SRC_REGISTER = 1,	/* addr = hostFun, name = device function */
+	GL_SRC_GETKERNEL,	/* addr = cudaKernel_t, alias = hostFun */
+	GL_SRC_GETFUNC,		/* addr = CUfunction or CUkernel, name */
+	GL_SRC_KFUNC,		/* addr = CUfunction, alias = CUkernel */
+};
+
+struct gl_name_ev {
+	__u32 type;
+	__u32 pid;
+	__u32 src;
+	__u32 name_ok;		/* name[] holds the string; else read name_ptr */
+	__u64 addr;
+	__u64 alias;
+	__u64 name_ptr;
+	char name[GL_NAME_LEN];
+};
+
+#endif

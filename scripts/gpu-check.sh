@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# gpulaunch on a host with a GPU: one short prepared check (a few minutes).
+#
+#   scripts/gpu-check.sh [OUTDIR]        (as root; OUTDIR default build/gpu-check)
+#
+# 1. builds (make), with the nvcc test kernels (tests/cuda/kern.cu);
+# 2. runs kern_shared (a 4 KiB cudaMalloc, copies both ways, N launches of two
+#    <<<>>> kernels on a stream) under `gpulaunch -j --latency --mem` and under
+#    `gpulaunch -e -j`, and compares launches, names, grid, block, shared
+#    memory, return codes, allocation and copy sizes with what it did;
+# 3. if PyTorch with CUDA is importable, a matmul loop under `gpulaunch -j`:
+#    which exports fire (runtime, driver, cuLaunchKernelEx ...), how many
+#    launches, which kernel names;
+# 4. writes what it found to OUTDIR/report.md (and the raw JSON next to it),
+#    for docs/gpulaunch.md. Exit 0 when every comparison held, 1 otherwise,
+#    77 when there is no GPU (nvidia-smi finds none).
+#
+# Environment: N (launches of each kernel, default 200), CUDA (default
+# /usr/local/cuda), PYTHON (default python3).
+set -u -o pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top" || exit 1
+out=${1:-$top/build/gpu-check}
+N=${N:-200}
+CUDA=${CUDA:-/usr/local/cuda}
+PYTHON=${PYTHON:-python3}
+mkdir -p "$out"
+report=$out/report.md
+fails=0
+
+say() { printf '%s\n' "$*" | tee -a "$report"; }
+check() {	# check DESCRIPTION CMD...: a comparison, recorded
+	if "${@:2}"; then say "- ok: $1"; else say "- FAILED: $1"; fails=$((fails + 1)); fi
+}
+
+: > "$report"
+[ "$(id -u)" -eq 0 ] || { echo "gpu-check.sh: run as root" >&2; exit 1; }
+if ! nvidia-smi -L > "$out/gpus.txt" 2>&1 || ! grep -q '^GPU ' "$out/gpus.txt"; then
+	echo "gpu-check.sh: no GPU here (nvidia-smi -L: $(head -1 "$out/gpus.txt"))" >&2
+	exit 77
+fi
+say "# gpulaunch GPU check, $(date -u +%Y-%m-%dT%H:%MZ)"
+say ""
+say "Host: $(uname -r) $(uname -m); $(head -1 "$out/gpus.txt");"
+say "driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1);"
+say "nvcc: $("$CUDA/bin/nvcc" --version 2>/dev/null | tail -1 || echo none)."
+say ""
+
+make -j"$(nproc)" NVCC="$CUDA/bin/nvcc" > "$out/build.log" 2>&1 ||
+	{ tail -20 "$out/build.log"; echo "gpu-check.sh: the build failed" >&2; exit 1; }
+G=$top/build/gpulaunch
+K=$top/build/tests/cuda/kern_shared
+[ -x "$K" ] || { echo "gpu-check.sh: no nvcc: $K not built" >&2; exit 1; }
+export LD_LIBRARY_PATH=$CUDA/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+# run_under NAME ARGS...: gpulaunch ARGS (discovery: no --lib) while kern_shared runs
+run_under() {
+	local name=$1 pid
+	shift
+	"$G" "$@" > "$out/$name.json" 2> "$out/$name.err" &
+	pid=$!
+	for _ in $(seq 100); do grep -q Tracing "$out/$name.err" && break; sleep 0.1; done
+	"$K" "$N" > "$out/$name.truth"
+	sleep 1.5
+	kill -INT "$pid"
+	wait "$pid"
+}
+
+# ---- 1. a CUDA program: launches, names, configuration, memory ----
+say "## kern_shared ($N launches of each kernel)"
+run_under agg -j --latency --mem
+vec='void vecAdd<float>(float const*, float const*, float*, int)'
+sc='scale(float*, float)'
+stream=$(jq -r 'select(.stream_real) | .stream_real' "$out/agg.truth")
+mrc=$(jq -r 'select(.api == "cudaMalloc") | .rc' "$out/agg.truth")
+say "cudaMalloc returned $mrc; the stream is $stream."
+launches() { jq -s --arg k "$1" '[.[] | select(.type == "sample" and .record == "launch" and .kernel == $k) | .launches] | add // 0' "$out/agg.json"; }
+check "vecAdd launches: $(launches "$vec") of $N" [ "$(launches "$vec")" -eq "$N" ]
+check "scale launches: $(launches "$sc") of $N" [ "$(launches "$sc")" -eq "$N" ]
+check "no launch failed (errors)" jq -e -s '[.[] | select(.type == "sample" and .record == "launch") | .errors] | add == 0' "$out/agg.json"
+check "vecAdd grid 4,2,1, block 256,1,1, 1024 B, on its stream" jq -e -s --arg k "$vec" --arg s "$stream" \
+	'all(.[] | select(.type == "sample" and .kernel == $k); .grid == [4,2,1] and .block == [256,1,1] and .shared_mem_bytes == 1024 and .stream == $s)' "$out/agg.json"
+check "scale grid 3,1,1, block 64,1,1" jq -e -s --arg k "$sc" \
+	'all(.[] | select(.type == "sample" and .kernel == $k); .grid == [3,1,1] and .block == [64,1,1])' "$out/agg.json"
+check "memory: one 4096 B allocation, freed; 4096 B each way" jq -e -s '
+	[.[] | select(.type == "sample" and .record == "mem")] as $m |
+	($m | map(.alloc_bytes) | add) == 4096 and ($m | map(.free_bytes) | add) == 4096 and
+	($m | map(.copy_h2d_bytes) | add) == 4096 and ($m | map(.copy_d2h_bytes) | add) == 4096' "$out/agg.json"
+say ""
+say "Which export saw the launches, per kernel (api, layer):"
+jq -r -s '[.[] | select(.type == "sample" and .record == "launch")] | group_by(.kernel + .api)[] |
+	"- \(.[0].kernel): \(.[0].api) (\(.[0].layer)), \(map(.launches) | add) launches"' "$out/agg.json" | tee -a "$report"
+
+run_under ev -e -j
+check "-e: $(jq -s '[.[] | select(.type == "event")] | length' "$out/ev.json") events for $((2 * N)) launches, all rc 0" \
+	jq -e -s --argjson n $((2 * N)) '[.[] | select(.type == "event")] | length == $n and all(.rc == 0)' "$out/ev.json"
+say ""
+
+# ---- 2. PyTorch, if there ----
+say "## PyTorch"
+if "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+	cat > "$out/mm.py" <<-'EOF'
+	import torch, time
+	a = torch.randn(1024, 1024, device="cuda"); b = torch.randn(1024, 1024, device="cuda")
+	torch.cuda.synchronize(); time.sleep(2)
+	for _ in range(100):
+	    c = a @ b
+	torch.cuda.synchronize(); time.sleep(1.5)
+	print("done")
+	EOF
+	"$G" -j > "$out/torch.json" 2> "$out/torch.err" &
+	pid=$!
+	for _ in $(seq 100); do grep -q Tracing "$out/torch.err" && break; sleep 0.1; done
+	"$PYTHON" "$out/mm.py" > "$out/torch.out" 2>&1
+	kill -INT "$pid"
+	wait "$pid"
+	say "100 matmuls of 1024x1024 (torch $("$PYTHON" -c 'import torch; print(torch.__version__)')):"
+	jq -r -s '[.[] | select(.type == "sample" and .record == "launch")] | group_by(.kernel + .api)[] |
+		"- \(map(.launches) | add) x \(.[0].kernel) via \(.[0].api) (\(.[0].layer))"' "$out/torch.json" |
+		sort -rn | head -20 | tee -a "$report"
+	check "PyTorch: at least 100 launches seen" jq -e -s '[.[] | select(.type == "sample") | .launches] | add >= 100' "$out/torch.json"
+else
+	say "not importable with CUDA here: skipped."
+fi
+
+say ""
+say "Result: $fails comparison(s) failed. Raw JSON: $out/."
+[ "$fails" -eq 0 ]

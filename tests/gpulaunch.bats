@@ -1,0 +1,408 @@
+#!/usr/bin/env bats
+# gpulaunch: the command-line contract, and end-to-end checks against the
+# real CUDA libraries without a GPU: test programs (tests/cuda/) call them
+# with sentinel arguments and print what they passed and what each call
+# returned; every field gpulaunch decodes must equal that, return codes
+# included. Libraries: Debian's libcudart 11.8 and libcuda 535
+# (scripts/fixtures.sh), the CUDA 13 tree when present, nvcc-built kernels
+# when nvcc is present, and doubles of the runtime and driver with the exact
+# C ABI (tests/cuda/double/) for what needs calls that succeed. Each missing
+# library makes its tests skip.
+
+bats_require_minimum_version 1.5.0
+load lib
+
+CUDA=$AISCOPE_BUILD/tests/cuda
+DOUBLE=$CUDA/double
+CUDA13=${CUDA13_LIB:-/usr/local/cuda/lib64/libcudart.so.13}
+
+teardown() {
+	aiscope_teardown
+}
+
+fixture_dir() {
+	local arch
+	arch=$(dpkg --print-architecture 2>/dev/null || echo amd64)
+	echo "$AISCOPE_BUILD/fixtures/$arch/lib"
+}
+
+# need_debian: the Debian libcudart 11.8 and libcuda 535 fixtures; sets FIX
+need_debian() {
+	FIX=$(fixture_dir)
+	[ -e "$FIX/libcudart.so.11.0" ] && [ -e "$FIX/libcuda.so.1" ] ||
+		skip "no Debian CUDA fixtures (scripts/fixtures.sh)"
+}
+
+need_cuda13() {
+	[ -e "$CUDA13" ] || skip "no CUDA 13 runtime at $CUDA13"
+}
+
+need_nvcc_kernels() {
+	[ -x "$CUDA/kern_shared" ] || skip "no nvcc: kernels not built"
+	need_cuda13
+}
+
+# calls NAME ARGS...: runs cudacall (its JSON truth in NAME.out)
+calls() {
+	local name=$1
+	shift
+	"$CUDA/cudacall" "$@" > "$BATS_TEST_TMPDIR/$name.out" 2> "$BATS_TEST_TMPDIR/$name.err"
+}
+
+out() {
+	echo "$BATS_TEST_TMPDIR/$1.out"
+}
+
+# launches FILE: the launch events of a -e -j run, as the truth prints them
+launches() {
+	jq -c 'select(.type == "event") | {api, grid, block, smem: .shared_mem_bytes, stream, rc}' "$1"
+}
+
+# truth FILE: the launches a test program made
+truth() {
+	jq -c 'select(.grid) | {api, grid, block, smem, stream, rc}' "$1"
+}
+
+# sample_sum FILE KERNEL KEY: KEY summed over the launch samples of KERNEL
+sample_sum() {
+	jq -s --arg k "$2" --arg f "$3" \
+		'[.[] | select(.type == "sample" and .record == "launch" and .kernel == $k) | .[$f]] | add // 0' "$1"
+}
+
+# ---- contract ----
+
+@test "gpulaunch --help lists the shared and own options and ends with examples" {
+	run "$BIN/gpulaunch" --help
+	[ "$status" -eq 0 ]
+	for opt in --pid --tid --cgroup --container --uid --comm --json --interval --duration \
+		--count --timestamp --noclear --rows --sort --wide --buffer-size --btf \
+		--list-probes --probe-mode --verbose --events --latency --mem --lib --mangled \
+		--rescan --usage --version; do
+		[[ "$output" == *"$opt"* ]] || { echo "missing $opt"; false; }
+	done
+	[[ "$output" == *EXAMPLES:* ]]
+	[[ "$output" == *"Exit status"* ]]
+}
+
+@test "gpulaunch --usage and --version" {
+	run "$BIN/gpulaunch" --usage
+	[ "$status" -eq 0 ]
+	[[ "$output" == Usage:\ gpulaunch* ]]
+	run "$BIN/gpulaunch" --version
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ ^gpulaunch\ [0-9]+\.[0-9]+\.[0-9]+ ]]
+}
+
+@test "gpulaunch usage errors exit 2 with one line on stderr and nothing on stdout" {
+	local bad=(
+		"--bogus" "-p" "-p abc" "-p 999999999" "-i 0" "-d -1" "-n 0" "-r x" "-s nope"
+		"-s p99" "-s errors" "-e --mem" "--lib /nonexistent/libcudart.so" "--lib /etc/hostname"
+		"--rescan 5x" "--rescan -1" "1 2 3" "--probe-mode foo" "--buffer-size 1"
+	)
+	for args in "${bad[@]}"; do
+		# shellcheck disable=SC2086
+		"$BIN/gpulaunch" $args > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/err" && {
+			echo "'$args' succeeded"; false; }
+		rc=$?
+		[ "$rc" -eq 2 ] || { echo "'$args' exited $rc"; cat "$BATS_TEST_TMPDIR/err"; false; }
+		[ "$(wc -l < "$BATS_TEST_TMPDIR/err")" -eq 1 ] || {
+			echo "'$args' printed:"; cat "$BATS_TEST_TMPDIR/err"; false; }
+		[ ! -s "$BATS_TEST_TMPDIR/out" ] || { echo "'$args' wrote to stdout"; false; }
+	done
+}
+
+@test "gpulaunch without privileges exits 77 and says what is missing" {
+	need_root
+	command -v setpriv > /dev/null || skip "setpriv missing"
+	nobody_copy "$BIN/gpulaunch"
+	run "${AS_NOBODY[@]}" "$NOBODY_BIN" -d 1
+	[ "$status" -eq 77 ]
+	[[ "$output" == *"CAP_BPF"* ]]
+	[ "${#lines[@]}" -eq 1 ]
+	run "${AS_NOBODY[@]}" "$NOBODY_BIN" -j -d 1
+	[ "$status" -eq 77 ]
+	echo "$output" | grep '^{' | tail -1 | jq -e '.type == "error" and .exit_code == 77'
+}
+
+@test "gpulaunch --list-probes: the hooks, and each symbol of a --lib, in JSON too" {
+	run "$BIN/gpulaunch" --list-probes --lib "$DOUBLE/libcuda.so.1"
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == HOOK*MECHANISM*TARGET*STATUS ]]
+	echo "$output" | grep -E '^exec +(tp_btf|raw_tp|tracepoint) .*chosen'
+	echo "$output" | grep -E "^driver +uprobe +$DOUBLE/libcuda.so.1:cuLaunchKernel chosen"
+	echo "$output" | grep -E "^driver +uprobe +$DOUBLE/libcuda.so.1:cuMemAlloc_v2 available: needs --mem"
+	run "$BIN/gpulaunch" --list-probes --mem -j --lib "$DOUBLE/libcudart.so.12"
+	[ "$status" -eq 0 ]
+	echo "$output" > "$BATS_TEST_TMPDIR/plan"
+	all_json "$BATS_TEST_TMPDIR/plan"
+	# the double exports 8 of the probed runtime symbols, all chosen with --mem
+	[ "$(jq -s '[.[] | select(.mechanism == "uprobe" and .status == "chosen")] | length' \
+		"$BATS_TEST_TMPDIR/plan")" -eq 8 ]
+	jq -e -s 'all(.[]; .type == "probe" and .tool == "gpulaunch" and has("hook") and
+		has("target") and has("status") and has("reason"))' "$BATS_TEST_TMPDIR/plan"
+}
+
+# ---- end to end: decoded arguments equal the sentinels ----
+
+@test "libcudart 11.8 (Debian): every runtime launch decoded as passed, rc 100 included" {
+	need_root
+	need_debian
+	start_tool g gpulaunch -e -j --lib "$FIX/libcudart.so.11.0"
+	LD_LIBRARY_PATH=$FIX calls c --rt "$FIX/libcudart.so.11.0" \
+		launch launch_ptsz launch_ex coop launch sleep:200
+	stop_tool "$TOOL_PID"
+	all_json "$(out g)"
+	launches "$(out g)" > "$BATS_TEST_TMPDIR/got"
+	truth "$(out c)" > "$BATS_TEST_TMPDIR/want"
+	cat "$BATS_TEST_TMPDIR/want"
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/want")" -eq 5 ]
+	diff "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/got"
+	# no driver, no device: cudaErrorNoDevice
+	[ "$(jq -s '[.[] | select(.rc == 100)] | length' "$(out c)")" -eq 5 ]
+	pid=$(jq -s 'first(.[] | select(.type == "event")) | .pid' "$(out g)")
+	jq -e -s --argjson p "$pid" 'all(.[] | select(.type == "event");
+		.pid == $p and .comm == "cudacall" and .layer == "runtime" and
+		.kernel == "vecAdd(float*, float*, float*, int)" and .latency_ns == null)' "$(out g)"
+}
+
+@test "libcuda 535 (Debian): driver launches, arguments past the sixth from the stack, rc 3" {
+	need_root
+	need_debian
+	start_tool g gpulaunch -e -j --latency --lib "$FIX/libcuda.so.1"
+	calls c --drv "$FIX/libcuda.so.1" cu_launch cu_launch_ptsz cu_launch_ex sleep:200
+	stop_tool "$TOOL_PID"
+	all_json "$(out g)"
+	launches "$(out g)" > "$BATS_TEST_TMPDIR/got"
+	truth "$(out c)" > "$BATS_TEST_TMPDIR/want"
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/want")" -eq 3 ]
+	diff "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/got"
+	jq -e -s 'all(.[] | select(.type == "event"); .rc == 3 and .layer == "driver" and
+		.kernel == "[unnamed CUfunction]" and .latency_ns > 0)' "$(out g)"
+}
+
+@test "libcudart 13: __cudaLaunchKernel and its tail call into cudaLaunchKernel count once" {
+	need_root
+	need_cuda13
+	for mode in "" --latency; do
+		# a new file name each time: wait_for must not see the last run's line
+		g=g$mode
+		start_tool "$g" gpulaunch -j -i 10 $mode --lib "$CUDA13"
+		calls c --rt "$CUDA13" launch13 launch13_ptsz launch launch13 launch launch_ptsz sleep:200
+		stop_tool "$TOOL_PID"
+		all_json "$(out "$g")"
+		[ "$(truth "$(out c)" | wc -l)" -eq 6 ]
+		n=$(sample_sum "$(out "$g")" "vecAdd(float*, float*, float*, int)" launches)
+		echo "mode '$mode': $n launches"
+		[ "$n" -eq 6 ]
+		if [ -n "$mode" ]; then
+			# cudaErrorInsufficientDriver, seen by the return probes
+			[ "$(sample_sum "$(out "$g")" "vecAdd(float*, float*, float*, int)" errors)" -eq 6 ]
+			jq -e -s 'all(.[] | select(.type == "sample"); .last_rc == 35)' "$(out "$g")"
+		fi
+	done
+}
+
+@test "nvcc <<<>>> launches: names demangled (stripped too), configuration as written, counts exact" {
+	need_root
+	need_nvcc_kernels
+	for prog in kern_shared kern_static kern_stripped; do
+		lib=$CUDA13
+		[ "$prog" = kern_static ] && lib=$CUDA/kern_static
+		# a new file name each time: wait_for must not see the last run's line
+		start_tool "g-$prog" gpulaunch -j -i 10 --latency --lib "$lib"
+		LD_LIBRARY_PATH=$(dirname "$CUDA13") "$CUDA/$prog" 3 > "$(out k)"
+		stop_tool "$TOOL_PID"
+		all_json "$(out "g-$prog")"
+		echo "== $prog"
+		jq -c 'select(.type == "sample") | {kernel, launches, grid, block, shared_mem_bytes, stream, errors, last_rc}' "$(out "g-$prog")"
+		while read -r want; do
+			k=$(jq -r .kernel <<< "$want")
+			jq -e -s --argjson w "$want" '[.[] | select(.type == "sample" and .kernel == $w.kernel)] |
+				length == 1 and .[0].launches == $w.launches and .[0].grid == $w.grid and
+				.[0].block == $w.block and .[0].shared_mem_bytes == $w.smem and
+				.[0].stream == $w.stream and .[0].errors == $w.launches and
+				.[0].last_rc == $w.rc' "$(out "g-$prog")" || { echo "$prog: $k differs from $want"; false; }
+		done < <(jq -c 'select(.kernel)' "$(out k)")
+	done
+}
+
+# ---- nesting, names and memory, through the doubles ----
+
+@test "a runtime launch that calls the driver counts once; names from registration, handles, lookups" {
+	need_root
+	for mode in "" --latency; do
+		# a new file name each time: wait_for must not see the last run's line
+		g=g$mode
+		start_tool "$g" gpulaunch -j -i 10 $mode --lib "$DOUBLE/libcudart.so.12" --lib "$DOUBLE/libcuda.so.1"
+		LD_LIBRARY_PATH=$DOUBLE calls c --rt "$DOUBLE/libcudart.so.12" --drv "$DOUBLE/libcuda.so.1" \
+			launch launch reg getkernel getkernel cu_getfunc cu_launch sleep:200
+		stop_tool "$TOOL_PID"
+		all_json "$(out "$g")"
+		echo "== mode '$mode'"
+		jq -c 'select(.type == "sample") | {kernel, api, layer, launches, errors}' "$(out "$g")"
+		[ "$(sample_sum "$(out "$g")" "vecAdd(float*, float*, float*, int)" launches)" -eq 2 ]
+		# registered name of a host function without a symbol, through the
+		# CUDA 13 handle map: two runtime launches, counted once each
+		jq -e -s '[.[] | select(.type == "sample" and .kernel == "reduceSum(float*, int)" and
+			.layer == "runtime")] | map(.launches) | add == 2' "$(out "$g")"
+		# cuModuleGetFunction names the driver's CUfunction
+		jq -e -s '[.[] | select(.type == "sample" and .kernel == "reduceSum(float*, int)" and
+			.layer == "driver")] | map(.launches) | add == 1' "$(out "$g")"
+		[ "$(sample_sum "$(out "$g")" "[unnamed CUfunction]" launches)" -eq 1 ]
+		total=$(jq -s '[.[] | select(.type == "sample") | .launches] | add' "$(out "$g")")
+		[ "$total" -eq 6 ]
+		[ "$(jq -s '[.[] | select(.type == "summary")] | .[0].launches' "$(out "$g")")" -eq 6 ]
+	done
+}
+
+@test "--mangled keeps the names raw" {
+	need_root
+	start_tool g gpulaunch -j -i 10 --mangled --lib "$DOUBLE/libcudart.so.12"
+	LD_LIBRARY_PATH=$DOUBLE calls c --rt "$DOUBLE/libcudart.so.12" reg getkernel launch sleep:200
+	stop_tool "$TOOL_PID"
+	jq -e -s '[.[] | select(.type == "sample") | .kernel] | sort == ["_Z6vecAddPfS_S_i", "_Z9reduceSumPfi"]' "$(out g)"
+}
+
+@test "--mem: allocations outstanding, frees, copies by direction and sync waits are exact" {
+	need_root
+	start_tool g gpulaunch -j -i 10 --mem --lib "$DOUBLE/libcudart.so.12" --lib "$DOUBLE/libcuda.so.1"
+	LD_LIBRARY_PATH=$DOUBLE calls c --rt "$DOUBLE/libcudart.so.12" --drv "$DOUBLE/libcuda.so.1" \
+		malloc:4096 malloc:10000 free malloc:0 cu_malloc:8192 memcpy:1:512 memcpy:1:100 \
+		memcpy:2:300 memcpy:3:7 cu_htod:64 sync_us:200000 sleep:200
+	stop_tool "$TOOL_PID"
+	all_json "$(out g)"
+	cat "$(out c)"
+	jq -c 'select(.type == "sample" and .record == "mem")' "$(out g)"
+	m=$(jq -s -c '[.[] | select(.type == "sample" and .record == "mem")] | .[-1]' "$(out g)")
+	# malloc:0 fails (the double says CUDA_ERROR_INVALID_VALUE), the free
+	# releases the 10000 bytes; cudaMalloc -> cuMemAlloc_v2 counts once
+	jq -e '.alloc_calls == 4 and .alloc_bytes == 4096 + 10000 + 8192 and .alloc_failures == 1 and
+		.free_calls == 1 and .free_bytes == 10000 and .free_unknown == 0 and
+		.outstanding_bytes == 4096 + 8192 and .alloc_p99_ns > 0' <<< "$m"
+	jq -e '.copy_h2d_calls == 3 and .copy_h2d_bytes == 512 + 100 + 64 and
+		.copy_d2h_calls == 1 and .copy_d2h_bytes == 300 and
+		.copy_d2d_calls == 1 and .copy_d2d_bytes == 7' <<< "$m"
+	jq -e '.sync_calls == 1 and .sync_wait_ns >= 200000000 and .sync_wait_ns < 2000000000' <<< "$m"
+}
+
+@test "--mem with libcudart 11.8: failed allocations, copies and syncs with rc 100" {
+	need_root
+	need_debian
+	start_tool g gpulaunch -j -i 10 --mem --lib "$FIX/libcudart.so.11.0"
+	LD_LIBRARY_PATH=$FIX calls c --rt "$FIX/libcudart.so.11.0" malloc:4096 malloc:65536 \
+		memcpy:1:512 memcpy_async:2:256 sync_stream sync_device sleep:200
+	stop_tool "$TOOL_PID"
+	all_json "$(out g)"
+	[ "$(jq -s '[.[] | select(.rc == 100)] | length' "$(out c)")" -eq 6 ]
+	m=$(jq -s -c '[.[] | select(.type == "sample" and .record == "mem")] | .[-1]' "$(out g)")
+	echo "$m"
+	jq -e '.alloc_calls == 2 and .alloc_failures == 2 and .alloc_bytes == 0 and
+		.outstanding_bytes == 0 and .copy_h2d_bytes == 512 and .copy_d2h_bytes == 256 and
+		.sync_calls == 2' <<< "$m"
+}
+
+# ---- discovery ----
+
+@test "a running process is found in /proc maps, once per library inode, and -p narrows" {
+	need_root
+	need_debian
+	LD_LIBRARY_PATH=$FIX start_bg a "$CUDA/cudacall" --rt "$FIX/libcudart.so.11.0" --wait launch launch
+	a=$BG_PID
+	LD_LIBRARY_PATH=$FIX start_bg b "$CUDA/cudacall" --rt "$FIX/libcudart.so.11.0" --wait launch
+	b=$BG_PID
+	wait_for "$(out a)" '^ready'
+	wait_for "$(out b)" '^ready'
+	start_tool g gpulaunch -j -i 10 -v
+	gpid=$TOOL_PID
+	start_tool p gpulaunch -j -i 10 -p "$b"
+	kill -USR1 "$a" "$b"
+	wait_for "$(out a)" '"rc"'
+	wait_for "$(out b)" '"rc"'
+	sleep 0.3
+	stop_tool "$TOOL_PID"
+	stop_tool "$gpid"
+	all_json "$(out g)"
+	all_json "$(out p)"
+	# one attach for the one inode that both processes map
+	[ "$(grep -c 'runtime .*libcudart.so.11.8.89: ' "$BATS_TEST_TMPDIR/g.err")" -eq 1 ]
+	jq -e -s --argjson a "$a" --argjson b "$b" '
+		([.[] | select(.type == "sample" and .pid == $a) | .launches] | add) == 2 and
+		([.[] | select(.type == "sample" and .pid == $b) | .launches] | add) == 1' "$(out g)"
+	jq -e -s --argjson b "$b" '[.[] | select(.type == "sample")] |
+		length > 0 and all(.pid == $b) and (map(.launches) | add) == 1' "$(out p)"
+}
+
+@test "a process started later is found when it loads the library (dlopen hook)" {
+	need_root
+	need_debian
+	# no periodic rescan: only the loader hook can find the new library
+	start_tool g gpulaunch -j -i 10 --rescan 0 -v
+	# the attach takes a moment after the load (launches before it are not
+	# seen): the program waits until gpulaunch says it attached
+	LD_LIBRARY_PATH=$FIX start_bg c "$CUDA/cudacall" --rt "$FIX/libcudart.so.11.0" --wait \
+		launch launch launch sleep:200
+	cpid=$BG_PID
+	wait_for "$(out c)" '^ready'
+	wait_for "$BATS_TEST_TMPDIR/g.err" 'runtime .*libcudart.so.11.8.89: ' 30
+	kill -USR1 "$cpid"
+	wait "$cpid"
+	stop_tool "$TOOL_PID"
+	all_json "$(out g)"
+	pid=$(jq -s 'first(.[] | select(.type == "sample")) | .pid' "$(out g)")
+	[ "$pid" -eq "$cpid" ]
+	[ "$(sample_sum "$(out g)" "vecAdd(float*, float*, float*, int)" launches)" -eq 3 ]
+	[ "$(jq -s --argjson p "$pid" '[.[] | select(.type == "sample") | .pid == $p] | all' "$(out g)")" = true ]
+}
+
+@test "a process started later is traced from its first launch when the loader cache has its library" {
+	need_root
+	need_nvcc_kernels
+	ldconfig -p | grep -q 'libcudart.so.13 ' || skip "libcudart.so.13 not in the loader cache"
+	start_tool g gpulaunch -j -i 10
+	"$CUDA/kern_shared" 2 > "$(out k)"
+	sleep 0.3
+	stop_tool "$TOOL_PID"
+	[ "$(sample_sum "$(out g)" "void vecAdd<float>(float const*, float const*, float*, int)" launches)" -eq 2 ]
+	[ "$(sample_sum "$(out g)" "scale(float*, float)" launches)" -eq 2 ]
+}
+
+# ---- output ----
+
+@test "the default table: one row per kernel with grid, block and shared memory" {
+	need_root
+	start_tool g gpulaunch -i 10 --lib "$DOUBLE/libcudart.so.12" --lib "$DOUBLE/libcuda.so.1"
+	LD_LIBRARY_PATH=$DOUBLE calls c --rt "$DOUBLE/libcudart.so.12" --drv "$DOUBLE/libcuda.so.1" \
+		launch launch cu_launch sleep:200
+	stop_tool "$TOOL_PID"
+	cat "$(out g)"
+	grep -E '^ +PID COMM +KERNEL +LAUNCHES/s GRID +BLOCK +SMEM\(B\) ERRORS$' "$(out g)"
+	grep -E '^ +[0-9]+ cudacall +vecAdd\(float\*, float\*, float\*, int\) +[0-9.]+ 4,2,1 +256,1,1 +1024 +-$' "$(out g)"
+	grep -E '^ +[0-9]+ cudacall +\[unnamed CUfunction\] +[0-9.]+ 4,2,1 +256,1,1 +1024 +-$' "$(out g)"
+	grep -E '^# 20[0-9-]+T[0-9:.]+Z interval=' "$(out g)"
+}
+
+@test "-e: a table row per launch; -n stops after N events" {
+	need_root
+	need_debian
+	start_tool g gpulaunch -e -n 2 --lib "$FIX/libcuda.so.1"
+	calls c --drv "$FIX/libcuda.so.1" cu_launch cu_launch_ptsz cu_launch_ex sleep:200
+	wait "$TOOL_PID"
+	cat "$(out g)"
+	[ "$(wc -l < "$(out g)")" -eq 3 ]
+	grep -E '^ +PID +TID COMM +API +KERNEL +GRID +BLOCK +SMEM\(B\) STREAM +RC$' "$(out g)"
+	grep -E '^ +[0-9]+ +[0-9]+ cudacall +cuLaunchKernel +\[unnamed CUfunction\] +4,2,1 +256,1,1 +1024 0x1234 +3$' "$(out g)"
+}
+
+@test "nothing stays attached after exit; the summary counts launches and probes" {
+	need_root
+	command -v bpftool > /dev/null || skip "bpftool missing"
+	start_tool g gpulaunch -j --lib "$DOUBLE/libcudart.so.12" --lib "$DOUBLE/libcuda.so.1"
+	LD_LIBRARY_PATH=$DOUBLE calls c --rt "$DOUBLE/libcudart.so.12" --drv "$DOUBLE/libcuda.so.1" \
+		launch sleep:100
+	bpftool prog show | grep -q 'name launch_rt' || { echo "not attached while running"; false; }
+	stop_tool "$TOOL_PID"
+	! bpftool prog show | grep -q 'name launch_rt'
+	jq -e -s '[.[] | select(.type == "summary")] | length == 1 and .[0].launches == 1 and
+		.[0].uprobes > 0 and .[0].libraries == 2 and .[0].exit_reason == "signal" and
+		.[0].lost_events == 0' "$(out g)"
+}

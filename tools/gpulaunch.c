@@ -1,0 +1,1447 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * gpulaunch: what is each process launching on the GPU, how often, and is
+ * the CPU side the bottleneck?
+ *
+ * Uprobes on the CUDA runtime (libcudart*.so*, or executables that carry a
+ * static copy) and the driver (libcuda.so.1), found in processes' mappings
+ * and attached once per library inode. Launches are counted per process
+ * and kernel in the kernel; names come from kernel registration, CUDA 13's
+ * handle map, driver function lookups and ELF symbols. -e streams each
+ * launch; --latency adds return probes; --mem follows allocations, copies
+ * and synchronization.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "demangle.h"
+#include "hist.h"
+#include "json.h"
+#include "kfeatures.h"
+#include "opts.h"
+#include "run.h"
+#include "table.h"
+#include "uprobe.h"
+#include "util.h"
+#include "gpulaunch.h"
+#include "gpulaunch.skel.h"
+
+#define TOOL "gpulaunch"
+#define MAX_LIBS_ARG 16
+
+static const char doc[] =
+"CUDA kernel launches per process and kernel, from uprobes on the CUDA\n"
+"runtime and driver libraries (no GPU access, no CUPTI, no restart).\n"
+"\n"
+"Finds libcudart, libcuda.so.1 and executables with a static CUDA runtime in\n"
+"running and newly started processes. Every interval, a top table of kernels\n"
+"by launches per second with their grid, block and shared memory. -e streams\n"
+"each launch; --latency adds return probes (errors, call latency); --mem adds\n"
+"allocations, copies by direction and synchronization waits.\n"
+"\n"
+"USAGE: gpulaunch [OPTIONS] [interval [count]]"
+"\v"
+"EXAMPLES:\n"
+"  gpulaunch                     # top kernels by launches/s, each second\n"
+"  gpulaunch -p 1234 --latency   # one process, with errors and call latency\n"
+"  gpulaunch -e -j | jq -c '{pid, kernel, grid, block, rc}'\n"
+"  gpulaunch --mem 5             # allocations, copies, syncs every 5 s\n"
+"  gpulaunch --lib /opt/app/lib/libcudart.so.12 -d 30s -j > launches.jsonl\n"
+"  gpulaunch -j -n 3 | jq 'select(.type==\"sample\" and .record==\"launch\") | .launches_per_sec'\n"
+"\n"
+"Exit status: 0 done, 1 runtime error, 2 usage error, 77 cannot run here.";
+
+enum { OPT_LATENCY = 0x200, OPT_MEM, OPT_LIB, OPT_MANGLED, OPT_RESCAN };
+
+static const struct argp_option opts[] = {
+	{ NULL, 0, NULL, 0, "gpulaunch:", 1 },
+	{ "events", 'e', NULL, 0, "Stream one event per launch (with its return code)", 1 },
+	{ "latency", OPT_LATENCY, NULL, 0, "Add return probes: errors and call latency", 1 },
+	{ "mem", OPT_MEM, NULL, 0, "Allocations, copies by direction, synchronize waits", 1 },
+	{ "lib", OPT_LIB, "PATH", 0, "Probe this library or executable only (repeatable)", 1 },
+	{ "mangled", OPT_MANGLED, NULL, 0, "Keep kernel names mangled", 1 },
+	{ "rescan", OPT_RESCAN, "DUR", 0, "Rescan all processes this often (default 5s, 0: never)", 1 },
+	{},
+};
+
+static const char *const sort_keys[] = { "launches", "errors", "p99", "smem", NULL };
+
+static struct {
+	bool events, latency, mem, mangled;
+	const char *libs[MAX_LIBS_ARG];
+	int nlibs;
+	uint64_t rescan_ns;
+	const char *sort;
+} cfg = { .rescan_ns = 5 * NSEC_PER_SEC, .sort = "launches" };
+
+static error_t parse_arg(int key, char *arg, struct argp_state *state)
+{
+	switch (key) {
+	case 'e':
+		cfg.events = true;
+		break;
+	case OPT_LATENCY:
+		cfg.latency = true;
+		break;
+	case OPT_MEM:
+		cfg.mem = true;
+		break;
+	case OPT_MANGLED:
+		cfg.mangled = true;
+		break;
+	case OPT_LIB:
+		if (cfg.nlibs == MAX_LIBS_ARG)
+			usage_error("too many --lib (at most %d)", MAX_LIBS_ARG);
+		if (access(arg, R_OK))
+			usage_error("cannot read --lib '%s': %s", arg, strerror(errno));
+		cfg.libs[cfg.nlibs++] = arg;
+		break;
+	case OPT_RESCAN:
+		if (!strcmp(arg, "0"))
+			cfg.rescan_ns = 0;
+		else if (parse_duration(arg, &cfg.rescan_ns) || !cfg.rescan_ns)
+			usage_error("invalid --rescan '%s': expected a duration such as 5s, or 0", arg);
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static const struct argp argp = {
+	.options = opts,
+	.parser = parse_arg,
+	.doc = doc,
+	.children = aiscope_argp_children,
+};
+
+static struct probe_hook hooks[] = {
+	UPROBE_DISCOVER_HOOK,
+	{ .name = "sched_process_exit", .optional = true, .cand = {
+		{ PM_TP_BTF, "sched_process_exit", "exit_btf" },
+		{ PM_RAW_TP, "sched_process_exit", "exit_raw" },
+		{ PM_TRACEPOINT, "sched/sched_process_exit", "exit_tp" } } },
+};
+
+/* ---- the probed symbols ---- */
+
+enum need { N_ALWAYS, N_MEM };
+
+struct api {
+	const char *sym;
+	uint8_t cls, layer, shape, kind;
+	enum need need;
+};
+
+#define RT GL_RUNTIME
+#define DRV GL_DRIVER
+#define L(s, layer, shape) { s, GL_LAUNCH, layer, shape, 0, N_ALWAYS }
+#define NM(s, layer, shape) { s, GL_NAME, layer, shape, 0, N_ALWAYS }
+#define AL(s, layer) { s, GL_ALLOC, layer, 0, 0, N_MEM }
+#define FR(s, layer) { s, GL_FREE, layer, 0, 0, N_MEM }
+#define CPR(s) { s, GL_COPY, RT, GL_SH_COPY_RT, 0, N_MEM }
+#define CPD(s, kind) { s, GL_COPY, DRV, GL_SH_COPY_DRV, kind, N_MEM }
+#define SY(s, layer) { s, GL_SYNC, layer, 0, 0, N_MEM }
+
+static const struct api apis[] = {
+	/* launches: runtime */
+	L("cudaLaunchKernel", RT, GL_SH_RT),
+	L("cudaLaunchKernel_ptsz", RT, GL_SH_RT),
+	L("__cudaLaunchKernel", RT, GL_SH_RT),
+	L("__cudaLaunchKernel_ptsz", RT, GL_SH_RT),
+	L("cudaLaunchCooperativeKernel", RT, GL_SH_RT),
+	L("cudaLaunchCooperativeKernel_ptsz", RT, GL_SH_RT),
+	L("cudaLaunchKernelExC", RT, GL_SH_RT_EX),
+	L("cudaLaunchKernelExC_ptsz", RT, GL_SH_RT_EX),
+	L("cudaGraphLaunch", RT, GL_SH_GRAPH),
+	L("cudaGraphLaunch_ptsz", RT, GL_SH_GRAPH),
+	/* launches: driver */
+	L("cuLaunchKernel", DRV, GL_SH_DRV),
+	L("cuLaunchKernel_ptsz", DRV, GL_SH_DRV),
+	L("cuLaunchCooperativeKernel", DRV, GL_SH_DRV),
+	L("cuLaunchCooperativeKernel_ptsz", DRV, GL_SH_DRV),
+	L("cuLaunchKernelEx", DRV, GL_SH_DRV_EX),
+	L("cuLaunchKernelEx_ptsz", DRV, GL_SH_DRV_EX),
+	L("cuGraphLaunch", DRV, GL_SH_GRAPH),
+	L("cuGraphLaunch_ptsz", DRV, GL_SH_GRAPH),
+	/* names */
+	NM("__cudaRegisterFunction", RT, GL_SH_REGISTER),
+	NM("__cudaGetKernel", RT, GL_SH_GETKERNEL),
+	NM("cuModuleGetFunction", DRV, GL_SH_GETFUNC),
+	NM("cuLibraryGetKernel", DRV, GL_SH_GETFUNC),
+	NM("cuKernelGetFunction", DRV, GL_SH_KFUNC),
+	/* --mem */
+	AL("cudaMalloc", RT), AL("cudaMallocAsync", RT), AL("cudaMallocAsync_ptsz", RT),
+	AL("cudaMallocManaged", RT),
+	AL("cuMemAlloc_v2", DRV), AL("cuMemAllocAsync", DRV), AL("cuMemAllocAsync_ptsz", DRV),
+	AL("cuMemAllocManaged", DRV),
+	FR("cudaFree", RT), FR("cudaFreeAsync", RT), FR("cudaFreeAsync_ptsz", RT),
+	FR("cuMemFree_v2", DRV), FR("cuMemFreeAsync", DRV), FR("cuMemFreeAsync_ptsz", DRV),
+	CPR("cudaMemcpy"), CPR("cudaMemcpy_ptds"), CPR("cudaMemcpyAsync"),
+	CPR("cudaMemcpyAsync_ptsz"),
+	CPD("cuMemcpyHtoD_v2", GL_H2D), CPD("cuMemcpyHtoD_v2_ptds", GL_H2D),
+	CPD("cuMemcpyDtoH_v2", GL_D2H), CPD("cuMemcpyDtoH_v2_ptds", GL_D2H),
+	CPD("cuMemcpyDtoD_v2", GL_D2D), CPD("cuMemcpyDtoD_v2_ptds", GL_D2D),
+	CPD("cuMemcpyHtoDAsync_v2", GL_H2D), CPD("cuMemcpyHtoDAsync_v2_ptsz", GL_H2D),
+	CPD("cuMemcpyDtoHAsync_v2", GL_D2H), CPD("cuMemcpyDtoHAsync_v2_ptsz", GL_D2H),
+	CPD("cuMemcpyDtoDAsync_v2", GL_D2D), CPD("cuMemcpyDtoDAsync_v2_ptsz", GL_D2D),
+	CPD("cuMemcpy", GL_DEFAULT), CPD("cuMemcpy_ptds", GL_DEFAULT),
+	CPD("cuMemcpyAsync", GL_DEFAULT), CPD("cuMemcpyAsync_ptsz", GL_DEFAULT),
+	SY("cudaStreamSynchronize", RT), SY("cudaStreamSynchronize_ptsz", RT),
+	SY("cudaDeviceSynchronize", RT), SY("cudaEventSynchronize", RT),
+	SY("cuStreamSynchronize", DRV), SY("cuStreamSynchronize_ptsz", DRV),
+	SY("cuCtxSynchronize", DRV), SY("cuEventSynchronize", DRV),
+};
+
+enum lib_kind { K_RUNTIME, K_DRIVER, K_EXE, K_USER };
+
+static const char *const kind_names[] = { "runtime", "driver", "executable", "library" };
+
+/* ---- state ---- */
+
+struct row {
+	struct gl_key key;
+	struct gl_stats st;
+	struct gl_lat lat;
+	bool has_lat;
+	struct hist h;
+	const char *name;	/* from the name cache */
+	struct container_info ci;
+};
+
+struct mem_prev {
+	uint32_t pid;
+	struct gl_mem m;
+	bool dead;
+};
+
+struct name_ent {
+	struct name_ent *next;
+	uint32_t pid, src;
+	uint64_t addr, alias;
+	char *name;		/* NULL: alias only */
+};
+
+#define NAME_BUCKETS 4096
+
+static struct {
+	struct gpulaunch_bpf *skel;
+	struct aiscope_bpf bpf;
+	struct aiscope_loop loop;
+	struct jw jw;
+	struct uprobe_set set;
+	struct uprobe_scanner scanner;
+	struct elf_cache *elf;
+	bool with_ret;
+	uint64_t last_tick_mono, last_rescan_mono;
+	struct row *rows;
+	size_t nrows, cap;
+	struct mem_prev *mem;
+	size_t nmem, mcap;
+	struct name_ent *names[NAME_BUCKETS];
+	size_t nnames;
+	/* totals */
+	uint64_t launches, errors, returns, events;
+	int probes, libs_seen;
+} S;
+
+/* ---- names ---- */
+
+static unsigned int name_hash(uint32_t pid, uint32_t src, uint64_t addr)
+{
+	uint64_t h = addr * 0x9e3779b97f4a7c15ULL ^ ((uint64_t)pid << 8 | src);
+
+	return (unsigned int)(h >> 40) % NAME_BUCKETS;
+}
+
+static struct name_ent *name_find(uint32_t pid, uint32_t src, uint64_t addr)
+{
+	struct name_ent *e = S.names[name_hash(pid, src, addr)];
+
+	for (; e; e = e->next)
+		if (e->pid == pid && e->src == src && e->addr == addr)
+			return e;
+	return NULL;
+}
+
+/* At most this many names are kept; past it, names of processes that
+ * exited go first (prune at rescan), then new names are dropped. */
+#define MAX_NAMES 262144
+
+static void name_put(uint32_t pid, uint32_t src, uint64_t addr, uint64_t alias, const char *name)
+{
+	struct name_ent *e = name_find(pid, src, addr);
+	unsigned int b;
+
+	if (e) {
+		e->alias = alias;
+		if (name) {
+			free(e->name);
+			e->name = strdup(name);
+		}
+		return;
+	}
+	if (S.nnames >= MAX_NAMES)
+		return;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return;
+	e->pid = pid;
+	e->src = src;
+	e->addr = addr;
+	e->alias = alias;
+	e->name = name ? strdup(name) : NULL;
+	b = name_hash(pid, src, addr);
+	e->next = S.names[b];
+	S.names[b] = e;
+	S.nnames++;
+}
+
+static bool pid_alive(uint32_t pid)
+{
+	return !kill((pid_t)pid, 0) || errno != ESRCH;
+}
+
+static void names_prune(void)
+{
+	for (int b = 0; b < NAME_BUCKETS; b++) {
+		struct name_ent **pp = &S.names[b];
+
+		while (*pp) {
+			struct name_ent *e = *pp;
+
+			if (pid_alive(e->pid)) {
+				pp = &e->next;
+				continue;
+			}
+			*pp = e->next;
+			free(e->name);
+			free(e);
+			S.nnames--;
+		}
+	}
+}
+
+static void names_free(void)
+{
+	for (int b = 0; b < NAME_BUCKETS; b++) {
+		while (S.names[b]) {
+			struct name_ent *e = S.names[b];
+
+			S.names[b] = e->next;
+			free(e->name);
+			free(e);
+		}
+	}
+}
+
+/* A string of another process, read through /proc/PID/mem. */
+static int read_remote_str(uint32_t pid, uint64_t addr, char *buf, size_t len)
+{
+	char fn[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(fn, sizeof(fn), "/proc/%u/mem", pid);
+	fd = open(fn, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = pread(fd, buf, len - 1, (off_t)addr);
+	close(fd);
+	if (n <= 0)
+		return -EFAULT;
+	buf[n] = 0;
+	return strnlen(buf, n) < (size_t)n || n == (ssize_t)len - 1 ? 0 : -EFAULT;
+}
+
+static void on_name(const struct gl_name_ev *ev)
+{
+	char buf[GL_NAME_LEN];
+	const char *name = NULL;
+
+	if (ev->name_ok) {
+		snprintf(buf, sizeof(buf), "%.*s", (int)sizeof(ev->name), ev->name);
+		name = buf;
+	} else if (ev->name_ptr && !read_remote_str(ev->pid, ev->name_ptr, buf, sizeof(buf)) &&
+		   buf[0]) {
+		name = buf;
+	}
+	switch (ev->src) {
+	case GL_SRC_REGISTER:
+	case GL_SRC_GETFUNC:
+		if (name)
+			name_put(ev->pid, ev->src == GL_SRC_REGISTER ? GL_SRC_REGISTER : GL_SRC_GETFUNC,
+				 ev->addr, 0, name);
+		break;
+	case GL_SRC_GETKERNEL:
+	case GL_SRC_KFUNC:
+		name_put(ev->pid, ev->src, ev->addr, ev->alias, NULL);
+		break;
+	}
+}
+
+static const char *named(uint32_t pid, uint32_t src, uint64_t addr)
+{
+	struct name_ent *e = name_find(pid, src, addr);
+
+	return e ? e->name : NULL;
+}
+
+/*
+ * The kernel's name, in preference order: registration (runtime hostFun,
+ * through CUDA 13's handle map), driver lookups (CUfunction, through
+ * cuKernelGetFunction), ELF symbols of the address, module+offset. The
+ * result is cached as a name entry of source 0 so that it survives the
+ * process.
+ */
+static const char *kernel_name(uint32_t pid, uint8_t layer, uint32_t api, uint64_t func)
+{
+	uint32_t cache_src = 100 + layer;
+	const char *raw = NULL;
+	struct name_ent *e;
+	char buf[512], *dm;
+	int r;
+
+	if (apis[api].shape == GL_SH_GRAPH && apis[api].cls == GL_LAUNCH)
+		return "[graph]";
+	e = name_find(pid, cache_src, func);
+	if (e && e->name)
+		return e->name;
+	if (layer == GL_RUNTIME) {
+		struct name_ent *h = name_find(pid, GL_SRC_GETKERNEL, func);
+		uint64_t host = h ? h->alias : func;
+
+		raw = named(pid, GL_SRC_REGISTER, host);
+		if (!raw) {
+			r = uprobe_addr_name(S.elf, pid, host, buf, sizeof(buf));
+			if (r == 1 || r == 0)
+				raw = buf;
+		}
+	} else {
+		struct name_ent *k = name_find(pid, GL_SRC_KFUNC, func);
+
+		raw = named(pid, GL_SRC_GETFUNC, func);
+		if (!raw && k)
+			raw = named(pid, GL_SRC_GETFUNC, k->alias);
+	}
+	if (!raw)
+		return layer == GL_RUNTIME ? "[unknown]" : "[unnamed CUfunction]";
+	dm = cfg.mangled ? NULL : demangle(raw);
+	name_put(pid, cache_src, func, 0, dm ? dm : raw);
+	free(dm);
+	e = name_find(pid, cache_src, func);
+	return e && e->name ? e->name : "[unknown]";
+}
+
+/* ---- discovery and attaching ---- */
+
+static bool has_prefix(const char *s, const char *p)
+{
+	return !strncmp(s, p, strlen(p));
+}
+
+/* libcudart.so.13, libcudart-80664282.so.10.2, libcuda.so.1; -1 else */
+static int kind_of(const char *path)
+{
+	char base[64];
+
+	uprobe_basename(path, base, sizeof(base));
+	if (has_prefix(base, "libcudart") && strstr(base, ".so") &&
+	    (base[9] == '.' || base[9] == '-'))
+		return K_RUNTIME;
+	if (!strcmp(base, "libcuda.so.1") || !strcmp(base, "libcuda.so"))
+		return K_DRIVER;
+	return -1;
+}
+
+static int classify(const struct proc_map *m, void *ctx)
+{
+	int kind = kind_of(m->path);
+
+	/* --lib: those files only (they are in the set already) */
+	if (cfg.nlibs)
+		return -1;
+	/* an executable with a static runtime: its symbols decide */
+	if (kind < 0 && m->main_exe)
+		return K_EXE;
+	return kind;
+}
+
+/* The loader cache's libcuda.so.1 and libcudart: attached at start, so
+ * that processes started later are traced from their first call. */
+static int ldcache_cb(const char *soname, const char *path, void *ctx)
+{
+	int kind = kind_of(soname);
+
+	if (kind >= 0 && !access(path, R_OK))
+		uprobe_scan_add_path(&S.scanner, path, kind);
+	return 0;
+}
+
+static bool api_wanted(const struct api *a)
+{
+	return a->need == N_ALWAYS || cfg.mem;
+}
+
+static struct bpf_program *entry_prog(const struct api *a)
+{
+	struct gpulaunch_bpf *k = S.skel;
+
+	switch (a->cls) {
+	case GL_LAUNCH:
+		switch (a->shape) {
+		case GL_SH_RT: return k->progs.launch_rt;
+		case GL_SH_RT_EX: return k->progs.launch_rt_ex;
+		case GL_SH_DRV: return k->progs.launch_drv;
+		case GL_SH_DRV_EX: return k->progs.launch_drv_ex;
+		default: return k->progs.launch_graph;
+		}
+	case GL_ALLOC: return k->progs.mem_alloc;
+	case GL_FREE: return k->progs.mem_free;
+	case GL_COPY: return k->progs.mem_copy;
+	case GL_SYNC: return k->progs.sync_entry;
+	default:
+		if (a->shape == GL_SH_REGISTER)
+			return feat_sleepable_uprobe() ? k->progs.name_register_s :
+							 k->progs.name_register;
+		return k->progs.name_lookup;
+	}
+}
+
+static struct bpf_program *ret_prog(const struct api *a)
+{
+	struct gpulaunch_bpf *k = S.skel;
+
+	switch (a->cls) {
+	case GL_LAUNCH: return S.with_ret ? k->progs.launch_ret : NULL;
+	case GL_ALLOC: return k->progs.mem_alloc_ret;
+	case GL_FREE: return k->progs.mem_free_ret;
+	case GL_COPY: return k->progs.mem_copy_ret;
+	case GL_SYNC: return k->progs.sync_ret;
+	default: return a->shape == GL_SH_REGISTER ? NULL : k->progs.name_lookup_ret;
+	}
+}
+
+/* uprobe_lib.tool_flags */
+#define TF_RUNTIME	0x1	/* runtime launch probes attached */
+
+/* the runtime code ranges of the process being scanned (map rt_text) */
+static struct {
+	struct gl_text t;
+	int n;
+} scan_text;
+
+static void scan_begin(pid_t pid, void *ctx)
+{
+	memset(&scan_text, 0, sizeof(scan_text));
+}
+
+/* The runtime's code in this mapping: all of it for a libcudart, the
+ * static runtime's part (tool_range, file offsets) in another file. */
+static void scan_map(pid_t pid, const struct proc_map *m, struct uprobe_lib *lib, void *ctx)
+{
+	uint64_t lo = m->pgoff, hi = m->pgoff + (m->end - m->start);
+
+	if (!(lib->tool_flags & TF_RUNTIME) || !m->exec || scan_text.n == GL_TEXT_MAX)
+		return;
+	if (lib->tool_range[1]) {
+		lo = lo > lib->tool_range[0] ? lo : lib->tool_range[0];
+		hi = hi < lib->tool_range[1] ? hi : lib->tool_range[1];
+		if (lo >= hi)
+			return;
+	}
+	scan_text.t.start[scan_text.n] = m->start + (lo - m->pgoff);
+	scan_text.t.end[scan_text.n] = m->start + (hi - m->pgoff);
+	scan_text.n++;
+}
+
+static void scan_end(pid_t pid, int err, void *ctx)
+{
+	int fd = bpf_map__fd(S.skel->maps.rt_text);
+	uint32_t key = pid;
+
+	if (err)
+		return;
+	if (!scan_text.n) {
+		bpf_map_delete_elem(fd, &key);
+		return;
+	}
+	if (bpf_map_update_elem(fd, &key, &scan_text.t, BPF_ANY))
+		S.scanner.failed++;
+}
+
+/*
+ * A static runtime inside another file (nvcc links it into executables by
+ * default): only its own code makes a driver launch nested, not the
+ * program's direct driver calls. Its functions are cuda*, __cuda*,
+ * cudart::* and __cudart*, placed together by the linker.
+ */
+static void runtime_span(struct uprobe_lib *lib)
+{
+	static const char *const prefixes[] = { "cuda", "__cuda", "_ZN6cudart", "__cudart", NULL };
+	char base[64];
+
+	uprobe_basename(lib->path, base, sizeof(base));
+	if (kind_of(base) == K_RUNTIME)
+		return;
+	if (elf_syms_span(lib->syms, prefixes, 32, &lib->tool_range[0], &lib->tool_range[1]) < 0)
+		lib->tool_range[0] = lib->tool_range[1] = 0;
+}
+
+static void attach_lib(struct uprobe_lib *lib, void *ctx)
+{
+	uint64_t offs[ARRAY_SIZE(apis)];
+	int noffs = 0, found = 0;
+
+	if (!elf_syms_native(lib->syms))
+		return;
+	for (size_t i = 0; i < ARRAY_SIZE(apis); i++) {
+		const struct api *a = &apis[i];
+		uint64_t cookie = GL_COOKIE(i, a->cls, a->layer, a->kind, a->shape), off;
+
+		if (has_prefix(a->sym, "__cudaLaunchKernel"))
+			cookie |= GL_TAIL_SRC;
+		else if (has_prefix(a->sym, "cudaLaunchKernel") && a->shape == GL_SH_RT)
+			cookie |= GL_TAIL_DST;
+		struct bpf_program *rp;
+		bool dup = false;
+		int err;
+
+		if (elf_syms_offset(lib->syms, a->sym, &off))
+			continue;
+		found++;
+		if (!api_wanted(a))
+			continue;
+		/* two exported names at one address are one function */
+		for (int j = 0; j < noffs; j++)
+			dup |= offs[j] == off;
+		if (dup)
+			continue;
+		offs[noffs++] = off;
+		err = uprobe_lib_attach_cookie(lib, entry_prog(a), off, false, -1, cookie);
+		if (!err && a->cls == GL_LAUNCH && a->layer == GL_RUNTIME &&
+		    !(lib->tool_flags & TF_RUNTIME)) {
+			struct gl_inode k = {
+				.ino = lib->ino,
+				/* the kernel's dev_t: MKDEV(major, minor) */
+				.dev = (uint32_t)(major(lib->dev) << 20 | minor(lib->dev)),
+			};
+			uint8_t one = 1;
+
+			lib->tool_flags |= TF_RUNTIME;
+			runtime_span(lib);
+			if (!lib->tool_range[1])
+				bpf_map_update_elem(bpf_map__fd(S.skel->maps.rt_inodes), &k, &one,
+						    BPF_ANY);
+		}
+		rp = err ? NULL : ret_prog(a);
+		if (!err && rp)
+			err = uprobe_lib_attach_cookie(lib, rp, off, true, -1, cookie);
+		if (err) {
+			S.scanner.failed++;
+			if (env.verbose)
+				fprintf(stderr, "%s: cannot attach %s in %s: %s\n", TOOL, a->sym,
+					lib->path, strerror(-err));
+		}
+	}
+	S.probes += lib->attached;
+	S.libs_seen += found > 0;
+	if (env.verbose && (found || lib->kind != K_EXE))
+		fprintf(stderr, "%s: %s %s: %d symbols, %d probes\n", TOOL, kind_names[lib->kind],
+			lib->path, found, lib->attached);
+}
+
+static void rescan(void)
+{
+	names_prune();
+	uprobe_scan_all(&S.scanner, env.pids, env.npids);
+	S.last_rescan_mono = clock_ns(CLOCK_MONOTONIC);
+}
+
+/* --list-probes: the symbols of each file found, and the loader hook */
+static void plan_line(struct jw *w, uint64_t now, const char *hook, const char *target,
+		      const char *status, const char *why)
+{
+	if (w) {
+		jw_record_begin(w, "probe", TOOL, now);
+		jw_kstr(w, "hook", hook);
+		jw_kbool(w, "optional", true);
+		jw_kstr(w, "mechanism", "uprobe");
+		jw_kstr(w, "target", target);
+		jw_kstr(w, "status", status);
+		jw_kstr(w, "reason", why);
+		jw_knull(w, "symbol");
+		jw_record_end(w);
+		return;
+	}
+	printf("%-22s %-11s %-34s %s%s%s\n", hook, "uprobe", target, status, why ? ": " : "",
+	       why ? why : "");
+}
+
+static void list_uprobes(struct jw *w)
+{
+	uint64_t now = aiscope_now_realtime();
+	char ldso[256], target[PATH_MAX + 64];
+	int files = 0;
+
+	if (!cfg.nlibs && !uprobe_ldso_path(getpid(), ldso, sizeof(ldso))) {
+		snprintf(target, sizeof(target), "%s:_dl_debug_state", ldso);
+		plan_line(w, now, "dlopen", target, "chosen", NULL);
+	}
+	for (int l = 0; l < S.set.n; l++) {
+		struct uprobe_lib *lib = S.set.libs[l];
+		int found = 0;
+
+		for (size_t i = 0; i < ARRAY_SIZE(apis); i++) {
+			const struct api *a = &apis[i];
+
+			if (!elf_syms_has(lib->syms, a->sym))
+				continue;
+			found++;
+			snprintf(target, sizeof(target), "%s:%s", lib->path, a->sym);
+			plan_line(w, now, kind_names[lib->kind], target,
+				  api_wanted(a) ? "chosen" : "available",
+				  api_wanted(a) ? NULL : "needs --mem");
+		}
+		if (!found && lib->kind != K_EXE)
+			plan_line(w, now, kind_names[lib->kind], lib->path, "unavailable",
+				  "no CUDA symbol in this file");
+		files += found > 0;
+	}
+	if (!files && !cfg.nlibs)
+		plan_line(w, now, "cuda", "-", "unavailable",
+			  "no CUDA library mapped now; new ones are found at run time");
+}
+
+static void list_probes(void)
+{
+	struct jw w;
+
+	jw_init(&w, stdout);
+	probe_resolve(hooks, ARRAY_SIZE(hooks), features_ops(), env.probe_mask);
+	probe_print_plan(stdout, hooks, ARRAY_SIZE(hooks), env.json ? &w : NULL, TOOL,
+			 aiscope_now_realtime());
+	/* symbols only: nothing is attached */
+	for (int i = 0; i < cfg.nlibs; i++) {
+		bool created;
+
+		int kind = kind_of(cfg.libs[i]);
+
+		uprobe_set_add(&S.set, cfg.libs[i], cfg.libs[i], kind < 0 ? K_USER : kind,
+			       &created);
+	}
+	if (!cfg.nlibs) {
+		uprobe_ldcache_foreach(NULL, ldcache_cb, NULL);
+		uprobe_scan_all(&S.scanner, env.pids, env.npids);
+	}
+	list_uprobes(env.json ? &w : NULL);
+	fflush(stdout);
+	exit(0);
+}
+
+static void noattach(struct uprobe_lib *lib, void *ctx)
+{
+}
+
+/* ---- intervals ---- */
+
+static struct row *new_row(void)
+{
+	if (S.nrows == S.cap) {
+		size_t cap = S.cap ? S.cap * 2 : 64;
+		struct row *n = realloc(S.rows, cap * sizeof(*n));
+
+		if (!n)
+			aiscope_fail(EXIT_RUNTIME, "out of memory");
+		S.rows = n;
+		S.cap = cap;
+	}
+	memset(&S.rows[S.nrows], 0, sizeof(S.rows[0]));
+	return &S.rows[S.nrows++];
+}
+
+static void collect(void)
+{
+	int fd = bpf_map__fd(S.skel->maps.stats), lfd = bpf_map__fd(S.skel->maps.lat);
+	uint8_t closed = S.skel->bss->epoch;
+	struct gl_key key, next, *keys = NULL;
+	size_t nkeys = 0, kcap = 0;
+	void *prev = NULL;
+
+	S.skel->bss->epoch = closed ^ 1;
+	S.nrows = 0;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (next.epoch != closed)
+			continue;
+		if (nkeys == kcap) {
+			size_t cap = kcap ? kcap * 2 : 256;
+			struct gl_key *n = realloc(keys, cap * sizeof(*n));
+
+			if (!n)
+				break;
+			keys = n;
+			kcap = cap;
+		}
+		keys[nkeys++] = next;
+	}
+	for (size_t i = 0; i < nkeys; i++) {
+		struct row *r = new_row();
+
+		r->key = keys[i];
+		if (bpf_map_lookup_elem(fd, &keys[i], &r->st)) {
+			S.nrows--;
+			continue;
+		}
+		bpf_map_delete_elem(fd, &keys[i]);
+		if (cfg.latency && !bpf_map_lookup_elem(lfd, &keys[i], &r->lat)) {
+			bpf_map_delete_elem(lfd, &keys[i]);
+			r->has_lat = true;
+			hist_add_counts(&r->h, r->lat.hist, r->lat.sum, r->lat.max);
+		}
+		r->name = kernel_name(r->key.pid, r->key.layer, r->st.api, r->key.func);
+		aiscope_ident_cgroup(&r->st.ident, &r->ci);
+		S.launches += r->st.launches;
+		S.errors += r->st.errors;
+		S.returns += r->st.returns;
+	}
+	free(keys);
+}
+
+static uint64_t sort_value(const struct row *r)
+{
+	switch (cfg.sort[0]) {
+	case 'e': return r->st.errors;
+	case 'p': return hist_percentile(&r->h, 99);
+	case 's': return r->st.smem;
+	default: return r->st.launches;
+	}
+}
+
+static int cmp_rows(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+	uint64_t va = sort_value(x), vb = sort_value(y);
+
+	if (va != vb)
+		return va < vb ? 1 : -1;
+	if (x->key.pid != y->key.pid)
+		return x->key.pid < y->key.pid ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static size_t rows_shown(void)
+{
+	if (env.rows && (size_t)env.rows < S.nrows)
+		return env.rows;
+	return S.nrows;
+}
+
+static void json_dim3(struct jw *w, const char *key, const uint32_t *d)
+{
+	jw_key(w, key);
+	jw_arr_begin(w);
+	for (int i = 0; i < 3; i++)
+		jw_u64(w, d[i]);
+	jw_arr_end(w);
+}
+
+static double per_sec(uint64_t n, uint64_t interval)
+{
+	return interval ? n * 1e9 / interval : 0;
+}
+
+static void json_launch_row(const struct row *r, uint64_t now, uint64_t interval)
+{
+	struct jw *w = &S.jw;
+	struct aiscope_ident id = r->st.ident;
+
+	jw_record_begin(w, "sample", TOOL, now);
+	jw_ku64(w, "seq", S.loop.ticks);
+	jw_ku64(w, "interval_ns", interval);
+	jw_kstr(w, "record", "launch");
+	id.pid = r->key.pid;
+	aiscope_ident_json(w, &id, false);
+	jw_kstr(w, "kernel", r->name);
+	jw_kstr(w, "api", apis[r->st.api].sym);
+	jw_kstr(w, "layer", r->key.layer == GL_RUNTIME ? "runtime" : "driver");
+	jw_ku64(w, "launches", r->st.launches);
+	jw_kdouble(w, "launches_per_sec", per_sec(r->st.launches, interval), 1);
+	json_dim3(w, "grid", r->st.grid);
+	json_dim3(w, "block", r->st.block);
+	jw_ku64(w, "shared_mem_bytes", r->st.smem);
+	jw_key(w, "stream");
+	jw_hex(w, r->st.stream);
+	if (S.with_ret) {
+		jw_ku64(w, "errors", r->st.errors);
+		jw_ku64(w, "returns", r->st.returns);
+		if (r->st.errors)
+			jw_ki64(w, "last_rc", (int32_t)r->st.last_rc);
+		else
+			jw_knull(w, "last_rc");
+	} else {
+		jw_knull(w, "errors");
+		jw_knull(w, "returns");
+		jw_knull(w, "last_rc");
+	}
+	if (r->has_lat && r->h.total) {
+		jw_ku64(w, "latency_p50_ns", hist_percentile(&r->h, 50));
+		jw_ku64(w, "latency_p99_ns", hist_percentile(&r->h, 99));
+		jw_ku64(w, "latency_max_ns", r->h.max);
+	} else {
+		jw_knull(w, "latency_p50_ns");
+		jw_knull(w, "latency_p99_ns");
+		jw_knull(w, "latency_max_ns");
+	}
+	jw_record_end(w);
+}
+
+static const struct tcol cols_launch[] = {
+	{ "TIME", 8, TC_LEFT }, { "PID", 7, 0 }, { "COMM", 15, TC_LEFT },
+	{ "KERNEL", 40, TC_LEFT }, { "LAUNCHES/s", 10, 0 }, { "GRID", 14, TC_LEFT },
+	{ "BLOCK", 12, TC_LEFT }, { "SMEM(B)", 8, 0 }, { "ERRORS", 6, 0 },
+	{ "P50(us)", 8, 0 }, { "P99(us)", 8, 0 },
+};
+
+static void fmt_dim3(const uint32_t *d, char *buf, size_t len)
+{
+	snprintf(buf, len, "%u,%u,%u", d[0], d[1], d[2]);
+}
+
+static void table_launch_row(struct table *t, const struct row *r, const char *hms,
+			     uint64_t interval)
+{
+	char g[40], b[40];
+
+	if (env.timestamp)
+		table_str(t, hms);
+	table_u64(t, r->key.pid);
+	table_str(t, r->st.ident.comm);
+	table_str(t, r->name);
+	table_fixed(t, per_sec(r->st.launches, interval), 1);
+	fmt_dim3(r->st.grid, g, sizeof(g));
+	fmt_dim3(r->st.block, b, sizeof(b));
+	table_str(t, g);
+	table_str(t, b);
+	table_u64(t, r->st.smem);
+	if (S.with_ret)
+		table_u64(t, r->st.errors);
+	else
+		table_str(t, "-");
+	if (cfg.latency) {
+		table_fixed(t, hist_percentile(&r->h, 50) / 1e3, 1);
+		table_fixed(t, hist_percentile(&r->h, 99) / 1e3, 1);
+	}
+	table_end_row(t);
+}
+
+/* ---- --mem ---- */
+
+static struct mem_prev *mem_prev_of(uint32_t pid)
+{
+	for (size_t i = 0; i < S.nmem; i++)
+		if (S.mem[i].pid == pid)
+			return &S.mem[i];
+	if (S.nmem == S.mcap) {
+		size_t cap = S.mcap ? S.mcap * 2 : 16;
+		struct mem_prev *n = realloc(S.mem, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		S.mem = n;
+		S.mcap = cap;
+	}
+	memset(&S.mem[S.nmem], 0, sizeof(S.mem[0]));
+	S.mem[S.nmem].pid = pid;
+	return &S.mem[S.nmem++];
+}
+
+struct mem_row {
+	uint32_t pid;
+	struct gl_mem cur, d;		/* running totals, this interval's part */
+	struct hist h;			/* allocation latency, this interval */
+};
+
+static void mem_delta(const struct gl_mem *cur, const struct gl_mem *old, struct gl_mem *d)
+{
+	d->alloc_calls = cur->alloc_calls - old->alloc_calls;
+	d->alloc_bytes = cur->alloc_bytes - old->alloc_bytes;
+	d->alloc_fail = cur->alloc_fail - old->alloc_fail;
+	d->free_calls = cur->free_calls - old->free_calls;
+	d->free_bytes = cur->free_bytes - old->free_bytes;
+	d->free_unknown = cur->free_unknown - old->free_unknown;
+	for (int k = 0; k < GL_NKINDS; k++) {
+		d->copy_calls[k] = cur->copy_calls[k] - old->copy_calls[k];
+		d->copy_bytes[k] = cur->copy_bytes[k] - old->copy_bytes[k];
+	}
+	d->sync_calls = cur->sync_calls - old->sync_calls;
+	d->sync_ns = cur->sync_ns - old->sync_ns;
+	for (unsigned int b = 0; b < HIST_BUCKETS; b++)
+		d->alloc_hist[b] = cur->alloc_hist[b] - old->alloc_hist[b];
+	d->alloc_lat_sum = cur->alloc_lat_sum - old->alloc_lat_sum;
+	d->alloc_lat_max = cur->alloc_lat_max;
+	d->outstanding = cur->outstanding;
+}
+
+static const char *const kind_keys[GL_NKINDS] = { "h2h", "h2d", "d2h", "d2d", "default" };
+
+static void json_mem_row(const struct mem_row *r, uint64_t now, uint64_t interval)
+{
+	struct jw *w = &S.jw;
+	struct aiscope_ident id = r->cur.ident;
+	char key[40];
+
+	jw_record_begin(w, "sample", TOOL, now);
+	jw_ku64(w, "seq", S.loop.ticks);
+	jw_ku64(w, "interval_ns", interval);
+	jw_kstr(w, "record", "mem");
+	id.pid = r->pid;
+	aiscope_ident_json(w, &id, false);
+	jw_ku64(w, "alloc_calls", r->d.alloc_calls);
+	jw_ku64(w, "alloc_bytes", r->d.alloc_bytes);
+	jw_ku64(w, "alloc_failures", r->d.alloc_fail);
+	if (r->h.total)
+		jw_ku64(w, "alloc_p99_ns", hist_percentile(&r->h, 99));
+	else
+		jw_knull(w, "alloc_p99_ns");
+	jw_ku64(w, "free_calls", r->d.free_calls);
+	jw_ku64(w, "free_bytes", r->d.free_bytes);
+	jw_ku64(w, "free_unknown", r->d.free_unknown);
+	jw_ki64(w, "outstanding_bytes", r->cur.outstanding);
+	for (int k = 0; k < GL_NKINDS; k++) {
+		snprintf(key, sizeof(key), "copy_%s_calls", kind_keys[k]);
+		jw_ku64(w, key, r->d.copy_calls[k]);
+		snprintf(key, sizeof(key), "copy_%s_bytes", kind_keys[k]);
+		jw_ku64(w, key, r->d.copy_bytes[k]);
+	}
+	jw_ku64(w, "sync_calls", r->d.sync_calls);
+	jw_ku64(w, "sync_wait_ns", r->d.sync_ns);
+	jw_record_end(w);
+}
+
+static const struct tcol cols_mem[] = {
+	{ "TIME", 8, TC_LEFT }, { "PID", 7, 0 }, { "COMM", 15, TC_LEFT }, { "ALLOCS", 7, 0 },
+	{ "ALLOC(B)", 12, 0 }, { "FAILS", 5, 0 }, { "ALLOC_P99(us)", 13, 0 }, { "FREES", 6, 0 },
+	{ "OUTSTANDING(B)", 14, 0 }, { "H2D(B)", 12, 0 }, { "D2H(B)", 12, 0 },
+	{ "D2D(B)", 12, 0 }, { "SYNCS", 6, 0 }, { "SYNC(ms)", 9, 0 },
+};
+
+static void table_mem_row(struct table *t, const struct mem_row *r, const char *hms)
+{
+	if (env.timestamp)
+		table_str(t, hms);
+	table_u64(t, r->pid);
+	table_str(t, r->cur.ident.comm);
+	table_u64(t, r->d.alloc_calls);
+	table_u64(t, r->d.alloc_bytes);
+	table_u64(t, r->d.alloc_fail);
+	if (r->h.total)
+		table_fixed(t, hist_percentile(&r->h, 99) / 1e3, 1);
+	else
+		table_str(t, "-");
+	table_u64(t, r->d.free_calls);
+	table_u64(t, r->cur.outstanding > 0 ? (uint64_t)r->cur.outstanding : 0);
+	table_u64(t, r->d.copy_bytes[GL_H2D]);
+	table_u64(t, r->d.copy_bytes[GL_D2H]);
+	table_u64(t, r->d.copy_bytes[GL_D2D]);
+	table_u64(t, r->d.sync_calls);
+	table_fixed(t, r->d.sync_ns / 1e6, 1);
+	table_end_row(t);
+}
+
+/* Freed allocations of processes that exited: drop their keys. */
+static void allocs_prune(void)
+{
+	int fd = bpf_map__fd(S.skel->maps.allocs);
+	struct gl_alloc_key key, next;
+	void *prev = NULL;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		if (!pid_alive(next.pid)) {
+			bpf_map_delete_elem(fd, &next);
+			continue;	/* restart from the same predecessor */
+		}
+		key = next;
+		prev = &key;
+	}
+}
+
+static void print_mem(uint64_t now, uint64_t interval, const char *hms)
+{
+	int fd = bpf_map__fd(S.skel->maps.mem);
+	uint32_t key, next, *gone = NULL;
+	size_t ngone = 0, n = 0, cap = 0;
+	struct mem_row *rows = NULL;
+	void *prev = NULL;
+	struct table t;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		struct mem_prev *old = mem_prev_of(next);
+		struct mem_row *r;
+
+		key = next;
+		prev = &key;
+		if (!old)
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			rows = realloc(rows, cap * sizeof(*rows));
+			if (!rows)
+				aiscope_fail(EXIT_RUNTIME, "out of memory");
+		}
+		r = &rows[n];
+		memset(r, 0, sizeof(*r));
+		r->pid = next;
+		if (bpf_map_lookup_elem(fd, &next, &r->cur))
+			continue;
+		mem_delta(&r->cur, &old->m, &r->d);
+		hist_add_counts(&r->h, r->d.alloc_hist, r->d.alloc_lat_sum, r->d.alloc_lat_max);
+		old->m = r->cur;
+		n++;
+		if (!pid_alive(next)) {
+			gone = realloc(gone, (ngone + 1) * sizeof(*gone));
+			if (gone)
+				gone[ngone++] = next;
+		}
+	}
+	if (env.json) {
+		for (size_t i = 0; i < n; i++)
+			json_mem_row(&rows[i], now, interval);
+	} else {
+		printf("\n");
+		table_init(&t, stdout, cols_mem + !env.timestamp,
+			   ARRAY_SIZE(cols_mem) - !env.timestamp, env.tty && !env.wide);
+		table_header(&t);
+		for (size_t i = 0; i < n; i++)
+			table_mem_row(&t, &rows[i], hms);
+	}
+	/* a process that exited was reported one last time */
+	for (size_t i = 0; i < ngone; i++) {
+		bpf_map_delete_elem(fd, &gone[i]);
+		for (size_t j = 0; j < S.nmem; j++)
+			if (S.mem[j].pid == gone[i])
+				S.mem[j] = S.mem[--S.nmem];
+	}
+	if (ngone)
+		allocs_prune();
+	free(gone);
+	free(rows);
+}
+
+static void print_interval(uint64_t interval)
+{
+	uint64_t now = aiscope_now_realtime();
+	size_t shown = rows_shown();
+	int ncols = ARRAY_SIZE(cols_launch) - (cfg.latency ? 0 : 2);
+	char hms[16];
+	struct table t;
+
+	qsort(S.rows, S.nrows, sizeof(*S.rows), cmp_rows);
+	fmt_hms(now, hms, sizeof(hms));
+	if (env.json) {
+		for (size_t i = 0; i < shown; i++)
+			json_launch_row(&S.rows[i], now, interval);
+	} else {
+		table_block_begin(stdout, env.tty && !env.noclear, now, interval, TOOL);
+		table_init(&t, stdout, cols_launch + !env.timestamp, ncols - !env.timestamp,
+			   env.tty && !env.wide);
+		table_header(&t);
+		for (size_t i = 0; i < shown; i++)
+			table_launch_row(&t, &S.rows[i], hms, interval);
+		if (shown < S.nrows)
+			printf("... %zu more (-r 0 shows all)\n", S.nrows - shown);
+	}
+	if (cfg.mem)
+		print_mem(now, interval, hms);
+}
+
+static int on_tick(void *ctx)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC), interval = now - S.last_tick_mono;
+
+	int ret = 0;
+
+	if (!cfg.events) {
+		S.last_tick_mono = now;
+		collect();
+		print_interval(interval);
+		fflush(stdout);
+		if (env.count && S.loop.ticks >= env.count)
+			ret = AISCOPE_STOP;
+	}
+	/* after the interval: names of processes that exited in it are
+	 * still needed there */
+	if (cfg.rescan_ns && now - S.last_rescan_mono >= cfg.rescan_ns)
+		rescan();
+	return ret;
+}
+
+/* ---- -e: one event per launch ---- */
+
+static const struct tcol cols_event[] = {
+	{ "TIME", 8, TC_LEFT }, { "PID", 7, 0 }, { "TID", 7, 0 }, { "COMM", 15, TC_LEFT },
+	{ "API", 24, TC_LEFT }, { "KERNEL", 40, TC_LEFT }, { "GRID", 14, TC_LEFT },
+	{ "BLOCK", 12, TC_LEFT }, { "SMEM(B)", 8, 0 }, { "STREAM", 14, TC_LEFT }, { "RC", 4, 0 },
+	{ "LAT(us)", 9, 0 },
+};
+
+static void print_launch_event(const struct gl_launch_ev *e)
+{
+	uint64_t rt = aiscope_realtime(e->ts);
+	const char *name = kernel_name(e->ident.pid, e->layer, e->api, e->func);
+	char hms[16], g[40], b[40], s[24];
+	struct table t;
+
+	if (env.json) {
+		struct jw *w = &S.jw;
+
+		jw_record_begin(w, "event", TOOL, rt);
+		aiscope_ident_json(w, &e->ident, true);
+		jw_kstr(w, "api", apis[e->api].sym);
+		jw_kstr(w, "layer", e->layer == GL_RUNTIME ? "runtime" : "driver");
+		jw_kstr(w, "kernel", name);
+		json_dim3(w, "grid", e->grid);
+		json_dim3(w, "block", e->block);
+		jw_ku64(w, "shared_mem_bytes", e->smem);
+		jw_key(w, "stream");
+		jw_hex(w, e->stream);
+		if (e->has_rc)
+			jw_ki64(w, "rc", e->rc);
+		else
+			jw_knull(w, "rc");
+		if (e->has_latency)
+			jw_ku64(w, "latency_ns", e->latency_ns);
+		else
+			jw_knull(w, "latency_ns");
+		jw_record_end(w);
+		return;
+	}
+	table_init(&t, stdout, cols_event + !env.timestamp,
+		   ARRAY_SIZE(cols_event) - !env.timestamp - !cfg.latency, env.tty && !env.wide);
+	if (env.timestamp) {
+		fmt_hms(rt, hms, sizeof(hms));
+		table_str(&t, hms);
+	}
+	table_u64(&t, e->ident.pid);
+	table_u64(&t, e->ident.tid);
+	table_str(&t, e->ident.comm);
+	table_str(&t, apis[e->api].sym);
+	table_str(&t, name);
+	fmt_dim3(e->grid, g, sizeof(g));
+	fmt_dim3(e->block, b, sizeof(b));
+	table_str(&t, g);
+	table_str(&t, b);
+	table_u64(&t, e->smem);
+	snprintf(s, sizeof(s), "0x%" PRIx64, (uint64_t)e->stream);
+	table_str(&t, s);
+	if (e->has_rc) {
+		snprintf(s, sizeof(s), "%d", e->rc);
+		table_str(&t, s);
+	} else {
+		table_str(&t, "-");
+	}
+	if (cfg.latency)
+		table_fixed(&t, e->latency_ns / 1e3, 1);
+	table_end_row(&t);
+}
+
+static int on_event(void *ctx, void *data, size_t len)
+{
+	const struct gl_launch_ev *e = data;
+
+	if (len < sizeof(uint32_t))
+		return 0;
+	if (e->type == GL_EV_NAME) {
+		if (len >= sizeof(struct gl_name_ev))
+			on_name(data);
+		return 0;
+	}
+	if (e->type == GL_EV_SEEN) {
+		const struct gl_seen_ev *s = data;
+
+		if (len >= sizeof(*s) && s->api < ARRAY_SIZE(apis))
+			kernel_name(s->pid, s->layer, s->api, s->func);
+		return 0;
+	}
+	if (e->type != GL_EV_LAUNCH || len < sizeof(*e) || e->api >= ARRAY_SIZE(apis))
+		return 0;
+	S.events++;
+	S.launches++;
+	if (e->has_rc && e->rc)
+		S.errors++;
+	print_launch_event(e);
+	if (env.count && S.events >= env.count)
+		return aiscope_loop_stop(&S.loop, "count");
+	return 0;
+}
+
+/* ---- summary ---- */
+
+static void print_summary(void)
+{
+	if (env.json) {
+		aiscope_summary_begin(&S.jw, &S.bpf, &S.loop, cfg.events ? S.events : S.launches);
+		jw_ku64(&S.jw, "launches", S.launches);
+		if (S.with_ret)
+			jw_ku64(&S.jw, "errors", S.errors);
+		else
+			jw_knull(&S.jw, "errors");
+		jw_ku64(&S.jw, "libraries", S.libs_seen);
+		jw_ku64(&S.jw, "uprobes", S.probes);
+		jw_ku64(&S.jw, "attach_failures", S.scanner.failed);
+		jw_record_end(&S.jw);
+		return;
+	}
+	fprintf(stderr, "%s: %llu launches", TOOL, (unsigned long long)S.launches);
+	if (S.with_ret)
+		fprintf(stderr, ", %llu errors", (unsigned long long)S.errors);
+	fprintf(stderr, ", %d probes in %d files, %llu lost events\n", S.probes, S.libs_seen,
+		(unsigned long long)aiscope_lost_total(&S.bpf));
+}
+
+static void validate(void)
+{
+	size_t i;
+
+	if (env.sort) {
+		for (i = 0; sort_keys[i]; i++)
+			if (!strcmp(env.sort, sort_keys[i]))
+				break;
+		if (!sort_keys[i])
+			usage_error("invalid --sort '%s': expected launches, errors, p99 or smem",
+				    env.sort);
+		cfg.sort = env.sort;
+	}
+	if (cfg.events && cfg.mem)
+		usage_error("-e streams launches: it cannot be combined with --mem");
+	if (!strcmp(cfg.sort, "p99") && !cfg.latency)
+		usage_error("--sort p99 needs --latency");
+	if (!strcmp(cfg.sort, "errors") && !cfg.latency)
+		usage_error("--sort errors needs --latency (errors come from return probes)");
+}
+
+static void setup_bpf(void)
+{
+	struct gpulaunch_bpf *k;
+	bool sleepable;
+
+	k = S.skel = gpulaunch_bpf__open_opts(aiscope_open_opts());
+	if (!k)
+		aiscope_fail(EXIT_RUNTIME, "cannot open the BPF object: %s", strerror(errno));
+	k->rodata->with_ret = S.with_ret;
+	k->rodata->with_latency = cfg.latency;
+	k->rodata->stream_events = cfg.events;
+	S.bpf = (struct aiscope_bpf){
+		.hooks = hooks, .nhooks = ARRAY_SIZE(hooks),
+		.streaming = true, .on_event = on_event,
+	};
+	aiscope_bpf_prepare(&S.bpf, k->obj, &k->rodata->aiscope_cfg);
+	sleepable = feat_sleepable_uprobe();
+	bpf_program__set_autoload(k->progs.name_register_s, sleepable);
+	bpf_program__set_autoload(k->progs.name_register, !sleepable);
+	if (cfg.latency)
+		aiscope_map_resize(k->obj, "lat", 8192);
+	if (cfg.mem) {
+		aiscope_map_resize(k->obj, "mem", 4096);
+		aiscope_map_resize(k->obj, "allocs", 262144);
+	}
+	if (cfg.events)
+		aiscope_map_resize(k->obj, "stats", 1);
+	aiscope_bpf_load(&S.bpf, gpulaunch_bpf__load(k));
+	aiscope_bpf_attach(&S.bpf);
+}
+
+static void start_discovery(void)
+{
+	struct ring_buffer *rb;
+
+	S.scanner.dlopen_prog = S.skel->progs.uprobe_disc_dlopen;
+	S.scanner.attach = attach_lib;
+	S.scanner.scan_begin = scan_begin;
+	S.scanner.on_map = scan_map;
+	S.scanner.scan_end = scan_end;
+	for (int i = 0; i < cfg.nlibs; i++)
+		if (!uprobe_scan_add_path(&S.scanner, cfg.libs[i],
+					  kind_of(cfg.libs[i]) < 0 ? K_USER : kind_of(cfg.libs[i])))
+			aiscope_fail(EXIT_USAGE, "cannot probe --lib '%s': %s", cfg.libs[i],
+				     errno == ENOEXEC ? "not an ELF file" : strerror(errno));
+	/* with --lib, processes are still scanned and followed: for where
+	 * the runtime's code is mapped in each (nesting), not for files */
+	rb = uprobe_discover_open(S.skel->obj, &S.scanner);
+	if (!rb)
+		aiscope_fail(EXIT_RUNTIME, "cannot open the discovery ring buffer: %s",
+			     strerror(errno));
+	S.loop.aux_rb = rb;
+	if (!cfg.nlibs)
+		uprobe_ldcache_foreach(NULL, ldcache_cb, NULL);
+	uprobe_scan_all(&S.scanner, env.pids, env.npids);
+	S.last_rescan_mono = clock_ns(CLOCK_MONOTONIC);
+}
+
+int main(int argc, char **argv)
+{
+	aiscope_parse(&argp, argc, argv, TOOL, AISCOPE_AGGREGATING | AISCOPE_STREAMING);
+	validate();
+	jw_init(&S.jw, stdout);
+	S.with_ret = cfg.latency || cfg.events;
+	S.elf = elf_cache_new(64);
+	S.scanner = (struct uprobe_scanner){ .set = &S.set, .classify = classify,
+					     .attach = noattach };
+	if (env.list_probes)
+		list_probes();
+
+	setup_bpf();
+	S.loop = (struct aiscope_loop){
+		.bpf = &S.bpf,
+		.on_tick = on_tick,
+		.tick_ns = cfg.events ? (cfg.rescan_ns ? cfg.rescan_ns : 0) : env.interval_ns,
+	};
+	start_discovery();
+	if (cfg.events && !env.json) {
+		struct table t;
+
+		table_init(&t, stdout, cols_event + !env.timestamp,
+			   ARRAY_SIZE(cols_event) - !env.timestamp - !cfg.latency, false);
+		table_header(&t);
+	}
+	fprintf(stderr, "Tracing CUDA launches (%d probes in %d files%s)... Ctrl-C to end.\n",
+		S.probes, S.libs_seen, cfg.nlibs ? "" : "; new processes are followed");
+	fflush(stdout);
+
+	S.last_tick_mono = clock_ns(CLOCK_MONOTONIC);
+	aiscope_loop_run(&S.loop);
+
+	if (!cfg.events && strcmp(S.loop.exit_reason, "count")) {
+		/* the interval cut short still counts */
+		S.loop.ticks++;
+		ring_buffer__consume(S.bpf.rb);
+		collect();
+		print_interval(clock_ns(CLOCK_MONOTONIC) - S.last_tick_mono);
+		aiscope_lost_check(&S.bpf);
+	}
+	print_summary();
+	fflush(stdout);
+	uprobe_set_free(&S.set);
+	if (S.loop.aux_rb)
+		ring_buffer__free(S.loop.aux_rb);
+	aiscope_bpf_destroy(&S.bpf);
+	gpulaunch_bpf__destroy(S.skel);
+	elf_cache_free(S.elf);
+	names_free();
+	free(S.rows);
+	free(S.mem);
+	cg_cleanup();
+	features_cleanup();
+	return strcmp(S.loop.exit_reason, "error") ? 0 : EXIT_RUNTIME;
+}
