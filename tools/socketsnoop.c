@@ -1,0 +1,1101 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * socketsnoop: who talks to whom over TCP/UDP, how much, and how are the
+ * connections living?
+ *
+ * Bytes and calls per flow (process, protocol, local and remote endpoint)
+ * are summed in the kernel and drained every interval into a top-like
+ * table; flows whose both ends are on this host are joined by their
+ * mirrored 4-tuple, so each row names the peer process. -e streams
+ * connects, accepts and closes (with duration and bytes each way), --io
+ * every call; --json ends with the process-to-process edges of the run.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "edge.h"
+#include "json.h"
+#include "kfeatures.h"
+#include "opts.h"
+#include "run.h"
+#include "table.h"
+#include "util.h"
+#include "socketsnoop.h"
+#include "socketsnoop.skel.h"
+
+#define TOOL "socketsnoop"
+#define MAX_PORTS 1024
+#define MAX_RUN_FLOWS (1U << 20)
+#define ENDPOINT_LEN 64		/* "[v6]:port" */
+
+static const char doc[] =
+"TCP and UDP flows between processes: bytes and calls per flow, the peer\n"
+"process when both ends are on this host, and connection lifecycle events.\n"
+"\n"
+"Every interval, a top-like table of flows (PID, local and remote endpoint,\n"
+"bytes and calls each way, peer PID and comm), summed in the kernel. -e\n"
+"streams connects (with latency), accepts and closes (with duration and\n"
+"bytes each way), and UDP sockets first seen or idle; --io adds every send\n"
+"and receive. --json ends with one \"edge\" line per process pair.\n"
+"\n"
+"USAGE: socketsnoop [OPTIONS] [interval [count]]"
+"\v"
+"EXAMPLES:\n"
+"  socketsnoop                   # busiest flows, each second\n"
+"  socketsnoop -P 5000,29500 -4  # flows to or from these ports, IPv4 only\n"
+"  socketsnoop -e --proto tcp    # connects, accepts and closes\n"
+"  socketsnoop -p 1234 --io -d 2s   # every send and receive of one process\n"
+"  socketsnoop -j -d 30s | jq -c 'select(.type==\"edge\") | [.src.comm,.dst.comm,.bytes]'\n"
+"  socketsnoop --container 3f2a -j -n 5 | jq 'select(.type==\"sample\")'\n"
+"\n"
+"Exit status: 0 done, 1 runtime error, 2 usage error, 77 cannot run here.";
+
+enum { OPT_IO = 0x300, OPT_PROTO, OPT_IDLE };
+
+static const struct argp_option opts[] = {
+	{ NULL, 0, NULL, 0, "socketsnoop:", 1 },
+	{ "events", 'e', NULL, 0, "Stream connect, accept and close events (and UDP first seen, idle)", 1 },
+	{ "io", OPT_IO, NULL, 0, "Stream one event per send and receive (high volume)", 1 },
+	{ "port", 'P', "PORT[,PORT...]", 0, "Only flows with one of these ports at either end", 1 },
+	{ "proto", OPT_PROTO, "PROTO", 0, "Only tcp or udp", 1 },
+	{ "ipv4", '4', NULL, 0, "Only IPv4 (and v4-mapped IPv6)", 1 },
+	{ "ipv6", '6', NULL, 0, "Only IPv6", 1 },
+	{ "idle", OPT_IDLE, "DUR", 0, "-e: a UDP socket silent this long is idle (default 30s)", 1 },
+	{},
+};
+
+static const char *const sort_keys[] = { "bytes", "tx", "rx", "calls", "pid", NULL };
+
+static struct {
+	bool events;
+	bool io;
+	uint32_t ports[MAX_PORTS];
+	int nports;
+	uint8_t proto;
+	uint8_t family;
+	uint64_t idle_ns;
+	const char *sort;
+} cfg = { .idle_ns = 30 * NSEC_PER_SEC, .sort = "bytes" };
+
+static error_t parse_arg(int key, char *arg, struct argp_state *state)
+{
+	int n;
+
+	switch (key) {
+	case 'e':
+		cfg.events = true;
+		break;
+	case OPT_IO:
+		cfg.io = true;
+		break;
+	case 'P':
+		n = parse_u32_list(arg, cfg.ports, MAX_PORTS);
+		if (n <= 0)
+			usage_error("invalid --port '%s': expected ports such as 80,443", arg);
+		for (int i = 0; i < n; i++)
+			if (!cfg.ports[i] || cfg.ports[i] > 65535)
+				usage_error("invalid --port '%s': ports are 1 to 65535", arg);
+		cfg.nports = n;
+		break;
+	case OPT_PROTO:
+		if (!strcmp(arg, "tcp"))
+			cfg.proto = SS_PROTO_TCP;
+		else if (!strcmp(arg, "udp"))
+			cfg.proto = SS_PROTO_UDP;
+		else
+			usage_error("invalid --proto '%s': expected tcp or udp", arg);
+		break;
+	case '4':
+	case '6':
+		if (cfg.family && cfg.family != key - '0')
+			usage_error("-4 and -6 exclude each other");
+		cfg.family = key - '0';
+		break;
+	case OPT_IDLE:
+		if (parse_duration(arg, &cfg.idle_ns) || !cfg.idle_ns)
+			usage_error("invalid --idle '%s': expected a positive duration such as 30s", arg);
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static const struct argp argp = {
+	.options = opts,
+	.parser = parse_arg,
+	.doc = doc,
+	.children = aiscope_argp_children,
+};
+
+/* Function hooks first where trampolines work, then the sock_*_length
+ * tracepoints, which count every protocol (the generic programs count
+ * those whose function hooks are not attached). */
+enum {
+	H_SEND, H_RECV, H_UDP_SEND, H_UDP6_SEND, H_UDP_RECV, H_UDP6_RECV,
+	H_STATE, H_DESTROY, H_ACCEPT, H_ACCEPT_OLD, H_CLOSE,
+	H_SENDTO_IN, H_SENDTO_OUT, H_SENDMSG_IN, H_SENDMSG_OUT, H_SENDMMSG_IN, H_SENDMMSG_OUT,
+	H_RECVFROM_IN, H_RECVFROM_OUT, H_RECVMSG_IN, H_RECVMSG_OUT, H_RECVMMSG_IN, H_RECVMMSG_OUT,
+	H_NR,
+};
+
+#define SYSCALL_HOOK(hname, tp, prog) \
+	{ .name = hname, .optional = true, .cand = { { PM_TRACEPOINT, "syscalls/" tp, prog } } }
+
+static struct probe_hook hooks[H_NR] = {
+	[H_SEND] = { .name = "send", .cand = {
+		{ PM_FEXIT, "tcp_sendmsg", "tcp_send_fexit" },
+		{ PM_TP_BTF, "sock_send_length", "send_btf" },
+		{ PM_RAW_TP, "sock_send_length", "send_raw" } } },
+	[H_RECV] = { .name = "recv", .cand = {
+		{ PM_FEXIT, "tcp_recvmsg", "tcp_recv_fexit" },
+		{ PM_TP_BTF, "sock_recv_length", "recv_btf" },
+		{ PM_RAW_TP, "sock_recv_length", "recv_raw" } } },
+	[H_UDP_SEND] = { .name = "udp_send", .optional = true, .cand = {
+		{ PM_FEXIT, "udp_sendmsg", "udp_send_fexit" } } },
+	[H_UDP6_SEND] = { .name = "udp6_send", .optional = true, .cand = {
+		{ PM_FEXIT, "udpv6_sendmsg", "udp6_send_fexit" } } },
+	[H_UDP_RECV] = { .name = "udp_recv", .optional = true, .cand = {
+		{ PM_FEXIT, "udp_recvmsg", "udp_recv_fexit" } } },
+	[H_UDP6_RECV] = { .name = "udp6_recv", .optional = true, .cand = {
+		{ PM_FEXIT, "udpv6_recvmsg", "udp6_recv_fexit" } } },
+	[H_STATE] = { .name = "inet_sock_set_state", .optional = true, .cand = {
+		{ PM_TP_BTF, "inet_sock_set_state", "state_btf" },
+		{ PM_RAW_TP, "inet_sock_set_state", "state_raw" },
+		{ PM_TRACEPOINT, "sock/inet_sock_set_state", "state_tp" } } },
+	[H_DESTROY] = { .name = "tcp_destroy_sock", .optional = true, .cand = {
+		{ PM_TP_BTF, "tcp_destroy_sock", "destroy_btf" },
+		{ PM_RAW_TP, "tcp_destroy_sock", "destroy_raw" },
+		{ PM_TRACEPOINT, "tcp/tcp_destroy_sock", "destroy_tp" } } },
+	[H_ACCEPT] = { .name = "accept", .optional = true, .cand = {
+		{ PM_FEXIT, "inet_csk_accept", "accept_fexit" },
+		{ PM_TRACEPOINT, "syscalls/sys_exit_accept4", "accept4_exit" } } },
+	[H_ACCEPT_OLD] = SYSCALL_HOOK("accept_old", "sys_exit_accept", "accept_exit_tp"),
+	[H_CLOSE] = SYSCALL_HOOK("udp_close", "sys_enter_close", "close_enter"),
+	[H_SENDTO_IN] = SYSCALL_HOOK("udp_peer_sendto", "sys_enter_sendto", "sendto_enter"),
+	[H_SENDTO_OUT] = SYSCALL_HOOK("udp_peer_sendto_exit", "sys_exit_sendto", "sendto_exit"),
+	[H_SENDMSG_IN] = SYSCALL_HOOK("udp_peer_sendmsg", "sys_enter_sendmsg", "sendmsg_enter"),
+	[H_SENDMSG_OUT] = SYSCALL_HOOK("udp_peer_sendmsg_exit", "sys_exit_sendmsg", "sendmsg_exit"),
+	[H_SENDMMSG_IN] = SYSCALL_HOOK("udp_peer_sendmmsg", "sys_enter_sendmmsg", "sendmmsg_enter"),
+	[H_SENDMMSG_OUT] = SYSCALL_HOOK("udp_peer_sendmmsg_exit", "sys_exit_sendmmsg", "sendmmsg_exit"),
+	[H_RECVFROM_IN] = SYSCALL_HOOK("udp_peer_recvfrom", "sys_enter_recvfrom", "recvfrom_enter"),
+	[H_RECVFROM_OUT] = SYSCALL_HOOK("udp_peer_recvfrom_exit", "sys_exit_recvfrom", "recvfrom_exit"),
+	[H_RECVMSG_IN] = SYSCALL_HOOK("udp_peer_recvmsg", "sys_enter_recvmsg", "recvmsg_enter"),
+	[H_RECVMSG_OUT] = SYSCALL_HOOK("udp_peer_recvmsg_exit", "sys_exit_recvmsg", "recvmsg_exit"),
+	[H_RECVMMSG_IN] = SYSCALL_HOOK("udp_peer_recvmmsg", "sys_enter_recvmmsg", "recvmmsg_enter"),
+	[H_RECVMMSG_OUT] = SYSCALL_HOOK("udp_peer_recvmmsg_exit", "sys_exit_recvmmsg", "recvmmsg_exit"),
+};
+
+/* ---- flows of the whole run: peers and edges ---- */
+
+struct rflow {
+	struct ss_tuple t;
+	struct aiscope_ident ident;
+	uint64_t tx_bytes, rx_bytes, tx_calls, rx_calls;
+	uint64_t first_ns, last_ns;	/* realtime */
+	int32_t next_key, next_ports;	/* hash chains, -1: end */
+};
+
+static struct {
+	struct rflow *v;
+	uint32_t n, cap;
+	int32_t *by_key, *by_ports;	/* bucket heads */
+	uint32_t nb;
+	uint64_t dropped;
+} R;
+
+static uint64_t mix(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *s = p;
+
+	while (n--) {
+		h ^= *s++;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static uint32_t key_hash(uint32_t pid, const struct ss_tuple *t)
+{
+	uint64_t h = mix(0xcbf29ce484222325ULL, &pid, sizeof(pid));
+
+	return mix(h, t, sizeof(*t)) & (R.nb - 1);
+}
+
+static uint32_t ports_hash(uint8_t proto, uint16_t lport, uint16_t rport)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	h = mix(h, &proto, 1);
+	h = mix(h, &lport, 2);
+	h = mix(h, &rport, 2);
+	return h & (R.nb - 1);
+}
+
+static void rehash(uint32_t nb)
+{
+	int32_t *bk = malloc(nb * sizeof(*bk)), *bp = malloc(nb * sizeof(*bp));
+
+	if (!bk || !bp)
+		aiscope_fail(EXIT_RUNTIME, "out of memory");
+	free(R.by_key);
+	free(R.by_ports);
+	R.by_key = bk;
+	R.by_ports = bp;
+	R.nb = nb;
+	memset(bk, 0xff, nb * sizeof(*bk));
+	memset(bp, 0xff, nb * sizeof(*bp));
+	for (uint32_t i = 0; i < R.n; i++) {
+		struct rflow *f = &R.v[i];
+		uint32_t a = key_hash(f->ident.pid, &f->t);
+		uint32_t b = ports_hash(f->t.proto, f->t.lport, f->t.rport);
+
+		f->next_key = bk[a];
+		bk[a] = i;
+		f->next_ports = bp[b];
+		bp[b] = i;
+	}
+}
+
+static struct rflow *rflow_get(uint32_t pid, const struct ss_tuple *t, const struct aiscope_ident *id)
+{
+	struct rflow *f;
+	uint32_t a, b;
+
+	if (!R.nb)
+		rehash(1024);
+	for (int32_t i = R.by_key[key_hash(pid, t)]; i >= 0; i = R.v[i].next_key) {
+		f = &R.v[i];
+		if (f->ident.pid == pid && !memcmp(&f->t, t, sizeof(*t)))
+			return f;
+	}
+	if (R.n >= MAX_RUN_FLOWS) {
+		R.dropped++;
+		return NULL;
+	}
+	if (R.n == R.cap) {
+		uint32_t cap = R.cap ? R.cap * 2 : 1024;
+		struct rflow *v = realloc(R.v, cap * sizeof(*v));
+
+		if (!v)
+			aiscope_fail(EXIT_RUNTIME, "out of memory");
+		R.v = v;
+		R.cap = cap;
+	}
+	f = &R.v[R.n];
+	memset(f, 0, sizeof(*f));
+	f->t = *t;
+	f->ident = *id;
+	f->ident.pid = pid;
+	a = key_hash(pid, t);
+	b = ports_hash(t->proto, t->lport, t->rport);
+	f->next_key = R.by_key[a];
+	R.by_key[a] = R.n;
+	f->next_ports = R.by_ports[b];
+	R.by_ports[b] = R.n;
+	R.n++;
+	if (R.n > R.nb)
+		rehash(R.nb * 2);
+	return &R.v[R.n - 1];
+}
+
+static bool addr_any(const uint8_t *a)
+{
+	static const uint8_t any4[16] = { [10] = 0xff, [11] = 0xff };
+	static const uint8_t any6[16];
+
+	return !memcmp(a, any4, 16) || !memcmp(a, any6, 16);
+}
+
+/* a's local address as seen by the other end b: equal, or a wildcard */
+static int addr_fit(const uint8_t *local, const uint8_t *seen)
+{
+	if (!memcmp(local, seen, 16))
+		return 2;
+	return addr_any(local) ? 1 : 0;
+}
+
+/* The flow of the other end of t (its mirror), the best address match. */
+static const struct rflow *peer_of(const struct ss_tuple *t, const struct rflow *self)
+{
+	const struct rflow *best = NULL;
+	int best_score = 0;
+
+	if (!t->rport || !R.nb)
+		return NULL;
+	for (int32_t i = R.by_ports[ports_hash(t->proto, t->rport, t->lport)]; i >= 0;
+	     i = R.v[i].next_ports) {
+		const struct rflow *f = &R.v[i];
+		int a, b;
+
+		if (f == self || f->t.proto != t->proto || f->t.lport != t->rport ||
+		    f->t.rport != t->lport)
+			continue;
+		a = addr_fit(f->t.laddr, t->raddr);
+		b = addr_fit(t->laddr, f->t.raddr);
+		if (!a || !b)
+			continue;
+		if (a + b > best_score) {
+			best = f;
+			best_score = a + b;
+		}
+	}
+	return best;
+}
+
+/* ---- formatting ---- */
+
+static void fmt_addr(const struct ss_tuple *t, const uint8_t *a, char *buf, size_t len)
+{
+	if (t->family == 4)
+		inet_ntop(AF_INET, a + 12, buf, len);
+	else
+		inet_ntop(AF_INET6, a, buf, len);
+}
+
+static void fmt_endpoint(const struct ss_tuple *t, const uint8_t *a, uint16_t port,
+			 char *buf, size_t len)
+{
+	char addr[INET6_ADDRSTRLEN];
+
+	fmt_addr(t, a, addr, sizeof(addr));
+	if (t->family == 4)
+		snprintf(buf, len, "%s:%u", addr, port);
+	else
+		snprintf(buf, len, "[%s]:%u", addr, port);
+}
+
+static bool peer_known(const struct ss_tuple *t)
+{
+	static const uint8_t zero[16];
+
+	return t->rport || memcmp(t->raddr, zero, 16);
+}
+
+static const char *proto_name(uint8_t p)
+{
+	return p == SS_PROTO_TCP ? "tcp" : "udp";
+}
+
+/* ---- state ---- */
+
+struct row {
+	struct ss_tuple t;
+	struct aiscope_ident ident;
+	struct container_info ci;
+	uint64_t tx_bytes, rx_bytes, tx_calls, rx_calls;
+	const struct rflow *peer;
+};
+
+static struct {
+	struct socketsnoop_bpf *skel;
+	struct aiscope_bpf bpf;
+	struct aiscope_loop loop;
+	struct jw jw;
+	struct row *rows;
+	size_t nrows, cap;
+	uint64_t last_tick_mono;
+	uint64_t events;		/* events printed */
+	uint64_t tx_bytes, rx_bytes, tx_calls, rx_calls;	/* the run */
+	uint64_t idle_sockets;
+	bool streaming;
+} S;
+
+static struct row *new_row(void)
+{
+	if (S.nrows == S.cap) {
+		size_t cap = S.cap ? S.cap * 2 : 256;
+		struct row *n = realloc(S.rows, cap * sizeof(*n));
+
+		if (!n)
+			aiscope_fail(EXIT_RUNTIME, "out of memory");
+		S.rows = n;
+		S.cap = cap;
+	}
+	memset(&S.rows[S.nrows], 0, sizeof(S.rows[0]));
+	return &S.rows[S.nrows++];
+}
+
+static void add_flow(const struct ss_flow_key *k, const struct ss_flow *v)
+{
+	struct row *r = new_row();
+	struct rflow *f;
+
+	r->t = k->t;
+	r->ident = v->ident;
+	r->ident.pid = k->pid;
+	r->tx_bytes = v->tx_bytes;
+	r->rx_bytes = v->rx_bytes;
+	r->tx_calls = v->tx_calls;
+	r->rx_calls = v->rx_calls;
+	S.tx_bytes += v->tx_bytes;
+	S.rx_bytes += v->rx_bytes;
+	S.tx_calls += v->tx_calls;
+	S.rx_calls += v->rx_calls;
+	f = rflow_get(k->pid, &k->t, &v->ident);
+	if (!f)
+		return;
+	f->ident = v->ident;		/* the latest comm */
+	f->ident.pid = k->pid;
+	f->tx_bytes += v->tx_bytes;
+	f->rx_bytes += v->rx_bytes;
+	f->tx_calls += v->tx_calls;
+	f->rx_calls += v->rx_calls;
+	if (!f->first_ns)
+		f->first_ns = aiscope_realtime(v->first_ns);
+	f->last_ns = aiscope_realtime(v->last_ns);
+}
+
+/* Drain the flows of the interval that just closed. */
+static void collect(void)
+{
+	int fd = bpf_map__fd(S.skel->maps.flows);
+	uint32_t closed = S.skel->bss->epoch;
+	struct ss_flow_key key, next, *keys = NULL;
+	struct ss_flow v;
+	size_t nkeys = 0, kcap = 0;
+	void *prev = NULL;
+
+	S.skel->bss->epoch = closed ^ 1;
+	S.nrows = 0;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (next.epoch != closed)
+			continue;
+		if (nkeys == kcap) {
+			size_t cap = kcap ? kcap * 2 : 256;
+			struct ss_flow_key *n = realloc(keys, cap * sizeof(*n));
+
+			if (!n)
+				break;
+			keys = n;
+			kcap = cap;
+		}
+		keys[nkeys++] = next;
+	}
+	for (size_t i = 0; i < nkeys; i++) {
+		if (bpf_map_lookup_elem(fd, &keys[i], &v))
+			continue;
+		bpf_map_delete_elem(fd, &keys[i]);
+		add_flow(&keys[i], &v);
+	}
+	free(keys);
+	/* peers once every flow of the interval is known */
+	for (size_t i = 0; i < S.nrows; i++) {
+		struct row *r = &S.rows[i];
+
+		r->peer = peer_of(&r->t, NULL);
+		if (r->peer && r->peer->ident.pid == r->ident.pid &&
+		    !memcmp(&r->peer->t, &r->t, sizeof(r->t)))
+			r->peer = NULL;
+		aiscope_ident_cgroup(&r->ident, &r->ci);
+	}
+}
+
+/* ---- the flow table ---- */
+
+static uint64_t sort_value(const struct row *r)
+{
+	switch (cfg.sort[0]) {
+	case 't': return r->tx_bytes;
+	case 'r': return r->rx_bytes;
+	case 'c': return r->tx_calls + r->rx_calls;
+	case 'p': return UINT64_MAX - r->ident.pid;
+	default: return r->tx_bytes + r->rx_bytes;
+	}
+}
+
+static int cmp_rows(const void *pa, const void *pb)
+{
+	const struct row *a = pa, *b = pb;
+	uint64_t va = sort_value(a), vb = sort_value(b);
+
+	if (va != vb)
+		return va < vb ? 1 : -1;
+	if (a->ident.pid != b->ident.pid)
+		return a->ident.pid < b->ident.pid ? -1 : 1;
+	return a->t.lport < b->t.lport ? -1 : a->t.lport > b->t.lport;
+}
+
+static void json_tuple(struct jw *w, const struct ss_tuple *t)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	jw_kstr(w, "proto", proto_name(t->proto));
+	jw_kstr(w, "family", t->family == 4 ? "ipv4" : "ipv6");
+	fmt_addr(t, t->laddr, a, sizeof(a));
+	jw_kstr(w, "saddr", a);
+	jw_ku64(w, "sport", t->lport);
+	if (peer_known(t)) {
+		fmt_addr(t, t->raddr, a, sizeof(a));
+		jw_kstr(w, "daddr", a);
+		jw_ku64(w, "dport", t->rport);
+	} else {
+		jw_knull(w, "daddr");
+		jw_knull(w, "dport");
+	}
+}
+
+static void json_peer(struct jw *w, const struct rflow *peer)
+{
+	if (!peer) {
+		jw_knull(w, "peer_pid");
+		jw_knull(w, "peer_comm");
+		return;
+	}
+	jw_ku64(w, "peer_pid", peer->ident.pid);
+	jw_kstrn(w, "peer_comm", peer->ident.comm, sizeof(peer->ident.comm));
+}
+
+static void json_row(const struct row *r, uint64_t now, uint64_t interval)
+{
+	struct jw *w = &S.jw;
+
+	jw_record_begin(w, "sample", TOOL, now);
+	jw_ku64(w, "seq", S.loop.ticks);
+	jw_ku64(w, "interval_ns", interval);
+	aiscope_ident_json(w, &r->ident, false);
+	json_tuple(w, &r->t);
+	jw_ku64(w, "tx_bytes", r->tx_bytes);
+	jw_ku64(w, "rx_bytes", r->rx_bytes);
+	jw_ku64(w, "tx_calls", r->tx_calls);
+	jw_ku64(w, "rx_calls", r->rx_calls);
+	json_peer(w, r->peer);
+	jw_record_end(w);
+}
+
+static const struct tcol flow_cols[] = {
+	{ "TIME", 8, TC_LEFT }, { "PID", 7, 0 }, { "COMM", 15, TC_LEFT },
+	{ "CONTAINER", 12, TC_LEFT }, { "PROTO", 5, TC_LEFT }, { "LADDR:LPORT", 21, TC_LEFT },
+	{ "RADDR:RPORT", 21, TC_LEFT }, { "TX(KiB)", 10, 0 }, { "RX(KiB)", 10, 0 },
+	{ "TX_CALLS", 9, 0 }, { "RX_CALLS", 9, 0 }, { "PEER_PID", 8, 0 },
+	{ "PEER_COMM", 15, TC_LEFT },
+};
+
+static void remote_str(const struct ss_tuple *t, char *buf, size_t len)
+{
+	if (peer_known(t))
+		fmt_endpoint(t, t->raddr, t->rport, buf, len);
+	else
+		snprintf(buf, len, "*");
+}
+
+static void table_row(struct table *t, const struct row *r, const char *hms)
+{
+	char l[ENDPOINT_LEN], rem[ENDPOINT_LEN], buf[16];
+
+	if (env.timestamp)
+		table_str(t, hms);
+	table_u64(t, r->ident.pid);
+	table_str(t, r->ident.comm);
+	table_str(t, aiscope_container_short(&r->ci, buf));
+	table_str(t, proto_name(r->t.proto));
+	fmt_endpoint(&r->t, r->t.laddr, r->t.lport, l, sizeof(l));
+	remote_str(&r->t, rem, sizeof(rem));
+	table_str(t, l);
+	table_str(t, rem);
+	table_fixed(t, r->tx_bytes / 1024.0, 1);
+	table_fixed(t, r->rx_bytes / 1024.0, 1);
+	table_u64(t, r->tx_calls);
+	table_u64(t, r->rx_calls);
+	if (r->peer) {
+		table_u64(t, r->peer->ident.pid);
+		table_str(t, r->peer->ident.comm);
+	} else {
+		table_str(t, "-");
+		table_str(t, "-");
+	}
+	table_end_row(t);
+}
+
+static void print_interval(uint64_t interval)
+{
+	uint64_t now = aiscope_now_realtime();
+	size_t shown = S.nrows;
+	struct table t;
+	char hms[16];
+
+	qsort(S.rows, S.nrows, sizeof(*S.rows), cmp_rows);
+	if (env.rows && (size_t)env.rows < shown)
+		shown = env.rows;
+	if (env.json) {
+		for (size_t i = 0; i < shown; i++)
+			json_row(&S.rows[i], now, interval);
+		return;
+	}
+	table_block_begin(stdout, env.tty && !env.noclear, now, interval, "socketsnoop");
+	fmt_hms(now, hms, sizeof(hms));
+	table_init(&t, stdout, flow_cols + !env.timestamp, ARRAY_SIZE(flow_cols) - !env.timestamp,
+		   env.tty && !env.wide);
+	table_header(&t);
+	for (size_t i = 0; i < shown; i++)
+		table_row(&t, &S.rows[i], hms);
+	if (shown < S.nrows)
+		printf("... %zu more (-r 0 shows all)\n", S.nrows - shown);
+}
+
+/* ---- events ---- */
+
+static const char *const ev_names[] = {
+	[SS_EV_CONNECT] = "connect", [SS_EV_ACCEPT] = "accept", [SS_EV_CLOSE] = "close",
+	[SS_EV_SEND] = "send", [SS_EV_RECV] = "recv", [SS_EV_FIRST_SEEN] = "first_seen",
+	[SS_EV_IDLE] = "idle",
+};
+
+static const struct tcol ev_cols[] = {
+	{ "TIME", 8, TC_LEFT }, { "EVENT", 10, TC_LEFT }, { "PID", 7, 0 }, { "COMM", 15, TC_LEFT },
+	{ "PROTO", 5, TC_LEFT }, { "LADDR:LPORT", 21, TC_LEFT }, { "RADDR:RPORT", 21, TC_LEFT },
+	{ "BYTES", 9, 0 }, { "LAT(us)", 9, 0 }, { "DUR(ms)", 9, 0 }, { "TX(B)", 10, 0 },
+	{ "RX(B)", 10, 0 }, { "PEER_PID", 8, 0 },
+};
+
+static bool ev_has_totals(uint32_t k)
+{
+	return k == SS_EV_CLOSE || k == SS_EV_IDLE;
+}
+
+static void table_opt_u64(struct table *t, bool has, uint64_t v)
+{
+	if (has)
+		table_u64(t, v);
+	else
+		table_str(t, "-");
+}
+
+static void print_event(const struct ss_event *e, uint64_t rt)
+{
+	const struct rflow *peer = peer_of(&e->t, NULL);
+	bool lat = e->kind == SS_EV_CONNECT || e->kind == SS_EV_ACCEPT;
+	bool io = e->kind == SS_EV_SEND || e->kind == SS_EV_RECV;
+	bool tot = ev_has_totals(e->kind);
+	bool dur = tot && e->start_known;
+	const char *name = e->kind < ARRAY_SIZE(ev_names) ? ev_names[e->kind] : "?";
+
+	if (peer && peer->ident.pid == e->ident.pid && !memcmp(&peer->t, &e->t, sizeof(e->t)))
+		peer = NULL;
+	if (env.json) {
+		struct jw *w = &S.jw;
+
+		jw_record_begin(w, "event", TOOL, rt);
+		jw_kstr(w, "event", name);
+		aiscope_ident_json(w, &e->ident, true);
+		json_tuple(w, &e->t);
+		if (io)
+			jw_ku64(w, "bytes", e->bytes);
+		else
+			jw_knull(w, "bytes");
+		if (lat)
+			jw_ku64(w, "latency_ns", e->latency_ns);
+		else
+			jw_knull(w, "latency_ns");
+		if (dur)
+			jw_ku64(w, "duration_ns", e->duration_ns);
+		else
+			jw_knull(w, "duration_ns");
+		if (tot) {
+			jw_ku64(w, "tx_bytes", e->tx_bytes);
+			jw_ku64(w, "rx_bytes", e->rx_bytes);
+			jw_ku64(w, "tx_calls", e->tx_calls);
+			jw_ku64(w, "rx_calls", e->rx_calls);
+		} else {
+			jw_knull(w, "tx_bytes");
+			jw_knull(w, "rx_bytes");
+			jw_knull(w, "tx_calls");
+			jw_knull(w, "rx_calls");
+		}
+		json_peer(w, peer);
+		jw_record_end(w);
+	} else {
+		char l[ENDPOINT_LEN], rem[ENDPOINT_LEN], hms[16];
+		struct table t;
+
+		table_init(&t, stdout, ev_cols + !env.timestamp, ARRAY_SIZE(ev_cols) - !env.timestamp,
+			   env.tty && !env.wide);
+		if (env.timestamp) {
+			fmt_hms(rt, hms, sizeof(hms));
+			table_str(&t, hms);
+		}
+		table_str(&t, name);
+		table_u64(&t, e->ident.pid);
+		table_str(&t, e->ident.comm);
+		table_str(&t, proto_name(e->t.proto));
+		fmt_endpoint(&e->t, e->t.laddr, e->t.lport, l, sizeof(l));
+		remote_str(&e->t, rem, sizeof(rem));
+		table_str(&t, l);
+		table_str(&t, rem);
+		table_opt_u64(&t, io, e->bytes);
+		if (lat)
+			table_fixed(&t, e->latency_ns / 1e3, 1);
+		else
+			table_str(&t, "-");
+		if (dur)
+			table_fixed(&t, e->duration_ns / 1e6, 1);
+		else
+			table_str(&t, "-");
+		table_opt_u64(&t, tot, e->tx_bytes);
+		table_opt_u64(&t, tot, e->rx_bytes);
+		table_opt_u64(&t, peer != NULL, peer ? peer->ident.pid : 0);
+		table_end_row(&t);
+	}
+}
+
+static int count_event(void)
+{
+	S.events++;
+	if (env.count && S.events >= env.count)
+		return aiscope_loop_stop(&S.loop, "count");
+	return 0;
+}
+
+static int on_event(void *ctx, void *data, size_t len)
+{
+	const struct ss_event *e = data;
+
+	if (len < sizeof(*e) || S.loop.exit_reason)
+		return 0;
+	/* the endpoints of connects and accepts name the peers of later events */
+	if (e->kind != SS_EV_SEND && e->kind != SS_EV_RECV && peer_known(&e->t))
+		rflow_get(e->ident.pid, &e->t, &e->ident);
+	print_event(e, aiscope_realtime(e->ts));
+	return count_event();
+}
+
+/* -e: UDP sockets silent past --idle leave the kernel's table */
+static void sweep_idle(void)
+{
+	int fd = bpf_map__fd(S.skel->maps.conns);
+	uint64_t now = clock_ns(feat_boot_clock() ? CLOCK_BOOTTIME : CLOCK_MONOTONIC);
+	uint64_t key, next, *stale = NULL;
+	size_t n = 0, cap = 0;
+	struct ss_conn c;
+	void *prev = NULL;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &next, &c) || c.proto != SS_PROTO_UDP)
+			continue;
+		if (c.last_ns + cfg.idle_ns > now)
+			continue;
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			uint64_t *v = realloc(stale, nc * sizeof(*v));
+
+			if (!v)
+				break;
+			stale = v;
+			cap = nc;
+		}
+		stale[n++] = next;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct ss_event e = { .kind = SS_EV_IDLE };
+
+		if (bpf_map_lookup_elem(fd, &stale[i], &c) || bpf_map_delete_elem(fd, &stale[i]))
+			continue;
+		S.idle_sockets++;
+		if (!c.has_owner || S.loop.exit_reason)
+			continue;
+		e.ts = c.last_ns;
+		e.ident = c.owner;
+		e.t = c.t;
+		e.duration_ns = c.last_ns - c.start_ns;
+		e.tx_bytes = c.tx_bytes;
+		e.rx_bytes = c.rx_bytes;
+		e.tx_calls = c.tx_calls;
+		e.rx_calls = c.rx_calls;
+		print_event(&e, aiscope_realtime(e.ts));
+		count_event();
+	}
+	free(stale);
+}
+
+static uint32_t map_entries(int fd, size_t key_size)
+{
+	char key[64], next[64];
+	void *prev = NULL;
+	uint32_t n = 0;
+
+	while (key_size <= sizeof(key) && !bpf_map_get_next_key(fd, prev, next)) {
+		memcpy(key, next, key_size);
+		prev = key;
+		n++;
+	}
+	return n;
+}
+
+static int on_tick(void *ctx)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC), interval = now - S.last_tick_mono;
+
+	S.last_tick_mono = now;
+	collect();
+	if (cfg.events)
+		sweep_idle();
+	if (S.streaming)
+		return 0;
+	print_interval(interval);
+	if (env.count && S.loop.ticks >= env.count)
+		return AISCOPE_STOP;
+	return 0;
+}
+
+/* ---- the end: edges and summary ---- */
+
+static void side_endpoint(const struct ss_tuple *t, bool local, const struct ss_tuple *other,
+			  char *buf, size_t len)
+{
+	const uint8_t *a = local ? t->laddr : t->raddr;
+	uint16_t port = local ? t->lport : t->rport;
+
+	/* a wildcard local address, as the other end saw it */
+	if (local && other && addr_any(a))
+		a = other->raddr;
+	fmt_endpoint(t, a, port, buf, len);
+}
+
+static void add_edges(struct edge_table *et)
+{
+	for (uint32_t i = 0; i < R.n; i++) {
+		const struct rflow *f = &R.v[i];
+		const struct rflow *p = peer_of(&f->t, f);
+		char l[ENDPOINT_LEN], r[ENDPOINT_LEN], ch[2 * ENDPOINT_LEN + 4];
+		struct edge_side me, other;
+		const char *kind = proto_name(f->t.proto);
+
+		side_endpoint(&f->t, true, p ? &p->t : NULL, l, sizeof(l));
+		if (peer_known(&f->t))
+			fmt_endpoint(&f->t, f->t.raddr, f->t.rport, r, sizeof(r));
+		else
+			snprintf(r, sizeof(r), "*");
+		me = (struct edge_side){ .id = &f->ident, .endpoint = l };
+		other = (struct edge_side){ .id = p ? &p->ident : NULL, .endpoint = r };
+		if (f->tx_calls) {
+			snprintf(ch, sizeof(ch), "%s->%s", l, r);
+			edge_add(et, kind, ch, &me, &other, f->tx_bytes, f->tx_calls, f->last_ns);
+			if (f->first_ns)
+				edge_add(et, kind, ch, &me, &other, 0, 0, f->first_ns);
+		}
+		if (!f->rx_calls)
+			continue;
+		/* what this end read: the peer's edge when it is a process,
+		 * else what the remote endpoint sent */
+		snprintf(ch, sizeof(ch), "%s->%s", r, l);
+		if (p) {
+			edge_add_read(et, kind, ch, &other, &me, f->rx_bytes, f->last_ns);
+		} else {
+			edge_add(et, kind, ch, &other, &me, f->rx_bytes, f->rx_calls, f->last_ns);
+			edge_add_read(et, kind, ch, &other, &me, f->rx_bytes, f->first_ns);
+		}
+	}
+}
+
+static void print_edges(void)
+{
+	struct edge_table *et = edges_new(0);
+
+	if (!et)
+		aiscope_fail(EXIT_RUNTIME, "out of memory");
+	add_edges(et);
+	edges_json(et, &S.jw, TOOL, NULL, NULL);
+	if (edges_dropped(et) || R.dropped)
+		fprintf(stderr, "%s: %llu flows and %llu edges left out of the edge lines (table full)\n",
+			TOOL, (unsigned long long)R.dropped, (unsigned long long)edges_dropped(et));
+	edges_free(et);
+}
+
+static void print_summary(void)
+{
+	uint32_t nflows = map_entries(bpf_map__fd(S.skel->maps.flows), sizeof(struct ss_flow_key));
+	uint32_t nconns = cfg.events ? map_entries(bpf_map__fd(S.skel->maps.conns), sizeof(uint64_t)) : 0;
+
+	if (env.json) {
+		print_edges();
+		aiscope_summary_begin(&S.jw, &S.bpf, &S.loop, S.streaming ? S.events : S.tx_calls + S.rx_calls);
+		jw_ku64(&S.jw, "intervals", S.loop.ticks);
+		jw_ku64(&S.jw, "flows", R.n);
+		jw_ku64(&S.jw, "tx_bytes", S.tx_bytes);
+		jw_ku64(&S.jw, "rx_bytes", S.rx_bytes);
+		jw_ku64(&S.jw, "tx_calls", S.tx_calls);
+		jw_ku64(&S.jw, "rx_calls", S.rx_calls);
+		jw_ku64(&S.jw, "kernel_flows", nflows);
+		jw_ku64(&S.jw, "kernel_sockets", nconns);
+		jw_ku64(&S.jw, "idle_sockets", S.idle_sockets);
+		jw_record_end(&S.jw);
+		return;
+	}
+	fprintf(S.streaming ? stderr : stdout,
+		"# summary: %u flows, tx %llu bytes in %llu calls, rx %llu bytes in %llu calls, %llu events, %llu lost events\n",
+		R.n, (unsigned long long)S.tx_bytes, (unsigned long long)S.tx_calls,
+		(unsigned long long)S.rx_bytes, (unsigned long long)S.rx_calls,
+		(unsigned long long)S.events, (unsigned long long)aiscope_lost_total(&S.bpf));
+}
+
+/* ---- setup ---- */
+
+static bool chosen_mech(int h, enum probe_mech m)
+{
+	return hooks[h].chosen >= 0 && hooks[h].cand[hooks[h].chosen].mech == m;
+}
+
+/* Drop a hook that the chosen plan makes useless. */
+static void drop_hook(int h)
+{
+	struct probe_hook *hk = &hooks[h];
+	struct bpf_program *p;
+
+	if (hk->chosen < 0)
+		return;
+	p = bpf_object__find_program_by_name(S.skel->obj, hk->cand[hk->chosen].prog);
+	if (p)
+		bpf_program__set_autoload(p, false);
+	hk->chosen = -1;
+}
+
+/* Which protocols the generic programs count, and the hooks that follow. */
+static void plan_generic(void)
+{
+	uint32_t mask = 0;
+	bool send_gen = !chosen_mech(H_SEND, PM_FEXIT), recv_gen = !chosen_mech(H_RECV, PM_FEXIT);
+
+	if (send_gen != recv_gen)
+		fprintf(stderr, "%s: warning: send and receive use different mechanisms\n", TOOL);
+	if (send_gen || recv_gen)
+		mask |= SS_GEN_TCP;
+	/* UDP through the generic programs unless all its function hooks work */
+	if (!chosen_mech(H_UDP_SEND, PM_FEXIT) || !chosen_mech(H_UDP_RECV, PM_FEXIT))
+		mask |= SS_GEN_UDP4;
+	if (!chosen_mech(H_UDP6_SEND, PM_FEXIT) || !chosen_mech(H_UDP6_RECV, PM_FEXIT))
+		mask |= SS_GEN_UDP6;
+	if (mask & SS_GEN_UDP4) {
+		drop_hook(H_UDP_SEND);
+		drop_hook(H_UDP_RECV);
+	}
+	if (mask & SS_GEN_UDP6) {
+		drop_hook(H_UDP6_SEND);
+		drop_hook(H_UDP6_RECV);
+	}
+	if (((mask & (SS_GEN_UDP4 | SS_GEN_UDP6)) && !send_gen && !recv_gen) ||
+	    ((mask & SS_GEN_TCP) && hooks[H_SEND].chosen < 0))
+		aiscope_fail(EXIT_CANNOT_RUN, "UDP needs sock_send_length/sock_recv_length or fexit udp_sendmsg/udp_recvmsg: neither attaches here");
+	if (!(mask & (SS_GEN_UDP4 | SS_GEN_UDP6)))
+		for (int h = H_SENDTO_IN; h <= H_RECVMMSG_OUT; h++)
+			drop_hook(h);
+	if (!cfg.events)
+		for (int h = H_STATE; h <= H_CLOSE; h++)
+			drop_hook(h);
+	else if (hooks[H_STATE].chosen < 0)
+		aiscope_fail(EXIT_CANNOT_RUN, "-e needs sock:inet_sock_set_state: %s",
+			     "no mechanism attaches here (--list-probes shows why)");
+	S.skel->rodata->gen_mask = mask;
+	S.skel->rodata->close_at_destroy = hooks[H_DESTROY].chosen >= 0;
+}
+
+static void validate(void)
+{
+	size_t i;
+
+	if (env.sort) {
+		for (i = 0; sort_keys[i]; i++)
+			if (!strcmp(env.sort, sort_keys[i]))
+				break;
+		if (!sort_keys[i])
+			usage_error("invalid --sort '%s': expected bytes, tx, rx, calls or pid", env.sort);
+		cfg.sort = env.sort;
+	}
+}
+
+static void fill_ports(void)
+{
+	int fd = bpf_map__fd(S.skel->maps.ports);
+	uint8_t one = 1;
+
+	for (int i = 0; i < cfg.nports; i++) {
+		uint16_t p = cfg.ports[i];
+
+		if (bpf_map_update_elem(fd, &p, &one, BPF_ANY))
+			aiscope_fail(EXIT_RUNTIME, "cannot fill BPF map ports: %s", strerror(errno));
+	}
+}
+
+int main(int argc, char **argv)
+{
+	aiscope_parse(&argp, argc, argv, TOOL, AISCOPE_AGGREGATING | AISCOPE_STREAMING);
+	validate();
+	jw_init(&S.jw, stdout);
+	S.streaming = cfg.events || cfg.io;
+
+	S.skel = socketsnoop_bpf__open_opts(aiscope_open_opts());
+	if (!S.skel)
+		aiscope_fail(EXIT_RUNTIME, "cannot open the BPF object: %s", strerror(errno));
+	S.skel->rodata->track_conns = cfg.events;
+	S.skel->rodata->io_events = cfg.io;
+	S.skel->rodata->want_proto = cfg.proto;
+	S.skel->rodata->want_family = cfg.family;
+	S.skel->rodata->by_port = cfg.nports > 0;
+
+	S.bpf = (struct aiscope_bpf){
+		.hooks = hooks, .nhooks = ARRAY_SIZE(hooks),
+		.streaming = S.streaming, .on_event = on_event,
+	};
+	aiscope_bpf_prepare(&S.bpf, S.skel->obj, &S.skel->rodata->aiscope_cfg);
+	plan_generic();
+	if (cfg.events)
+		aiscope_map_resize(S.skel->obj, "conns", 32768);
+	aiscope_bpf_load(&S.bpf, socketsnoop_bpf__load(S.skel));
+	fill_ports();
+	aiscope_bpf_attach(&S.bpf);
+
+	if (S.streaming && !env.json) {
+		struct table t;
+
+		table_init(&t, stdout, ev_cols + !env.timestamp, ARRAY_SIZE(ev_cols) - !env.timestamp,
+			   false);
+		table_header(&t);
+	}
+	fprintf(stderr, "Tracing TCP/UDP flows (%s)... Ctrl-C to end.\n",
+		probe_summary(hooks, ARRAY_SIZE(hooks)));
+	fflush(stdout);
+
+	S.last_tick_mono = clock_ns(CLOCK_MONOTONIC);
+	S.loop = (struct aiscope_loop){
+		.bpf = &S.bpf,
+		.on_tick = on_tick,
+		.tick_ns = env.interval_ns,
+	};
+	aiscope_loop_run(&S.loop);
+
+	/* the interval cut short by a signal or --duration still counts */
+	if (strcmp(S.loop.exit_reason, "count") || S.streaming) {
+		const char *reason = S.loop.exit_reason;
+
+		S.loop.exit_reason = NULL;	/* lets a last sweep print */
+		if (!S.streaming)
+			S.loop.ticks++;
+		if (S.streaming) {
+			collect();
+		} else {
+			on_tick(NULL);
+		}
+		S.loop.exit_reason = reason;
+		aiscope_lost_check(&S.bpf);
+	}
+	print_summary();
+	fflush(stdout);
+	aiscope_bpf_destroy(&S.bpf);
+	socketsnoop_bpf__destroy(S.skel);
+	free(S.rows);
+	free(R.v);
+	free(R.by_key);
+	free(R.by_ports);
+	cg_cleanup();
+	features_cleanup();
+	return strcmp(S.loop.exit_reason, "error") ? 0 : EXIT_RUNTIME;
+}
