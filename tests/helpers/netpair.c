@@ -4,7 +4,7 @@
  * known calls over loopback, the truth for socketsnoop's tests.
  *
  *   netpair MODE [-n BYTES] [-m CALLS] [-k BYTES] [-l CALLS] [-p PEERS]
- *                [-C COMM] [-S COMM] [-w MS] [-x CONNS]
+ *                [-C COMM] [-S COMM] [-w MS] [-x CONNS] [-W FILE]
  *
  * MODE: tcp4 tcp6 udp4 udp6 (connected UDP client), udpu4 udpu6
  * (unconnected client: sendto to PEERS server sockets, M datagrams each),
@@ -13,6 +13,7 @@
  * BYTES in CALLS send calls (to each peer), the server answers with -k
  * BYTES in -l CALLS (per peer). -w: the client holds its connection this
  * long before sending. -C/-S: comm names (may hold any bytes: \xHH).
+ * -W FILE: wait until FILE exists before the client starts.
  * Prints "server pid=P ports=A[,B...]", "client pid=P port=A",
  * "client_result rx_bytes=.. rx_calls=.. tx_calls=.. duration_ns=..",
  * "server_result rx_bytes=.. rx_calls=.. tx_calls=..".
@@ -32,6 +33,7 @@
 #define MAX_PEERS 8
 
 static int family = AF_INET, stream = 1, connected = 1, npeers = 1;
+static const char *go_file;
 static long bytes = 65536, calls = 16, rbytes = 4096, rcalls = 2, hold_ms = 0, conns = 0;
 static int lfd[MAX_PEERS];
 static unsigned short ports[MAX_PEERS];
@@ -300,12 +302,12 @@ int main(int argc, char **argv)
 	pid_t pid;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: netpair MODE [-n BYTES] [-m CALLS] [-k BYTES] [-l CALLS] [-p PEERS] [-C COMM] [-S COMM] [-w MS] [-x CONNS]\n");
+		fprintf(stderr, "usage: netpair MODE [-n BYTES] [-m CALLS] [-k BYTES] [-l CALLS] [-p PEERS] [-C COMM] [-S COMM] [-w MS] [-x CONNS] [-W FILE]\n");
 		return 2;
 	}
 	mode = argv[1];
 	optind = 2;
-	while ((opt = getopt(argc, argv, "n:m:k:l:p:C:S:w:x:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:m:k:l:p:C:S:w:x:W:")) != -1) {
 		switch (opt) {
 		case 'n': bytes = atol(optarg); break;
 		case 'm': calls = atol(optarg); break;
@@ -316,6 +318,7 @@ int main(int argc, char **argv)
 		case 'S': scomm = optarg; break;
 		case 'w': hold_ms = atol(optarg); break;
 		case 'x': conns = atol(optarg); break;
+		case 'W': go_file = optarg; break;
 		default: return 2;
 		}
 	}
@@ -348,6 +351,9 @@ int main(int argc, char **argv)
 		printf("%s%u", p ? "," : "", ports[p]);
 	printf("\n");
 	fflush(stdout);
+	/* -W: the test moves the server, then starts a tool, then says go */
+	while (go_file && access(go_file, F_OK))
+		usleep(10000);
 	if (conns) {
 		many();
 		return 0;
