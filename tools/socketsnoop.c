@@ -66,7 +66,7 @@ static const struct argp_option opts[] = {
 	{ "proto", OPT_PROTO, "PROTO", 0, "Only tcp or udp", 1 },
 	{ "ipv4", '4', NULL, 0, "Only IPv4 (and v4-mapped IPv6)", 1 },
 	{ "ipv6", '6', NULL, 0, "Only IPv6", 1 },
-	{ "idle", OPT_IDLE, "DUR", 0, "-e: a UDP socket silent this long is idle (default 30s)", 1 },
+	{ "idle", OPT_IDLE, "DUR", 0, "With -e, a UDP socket silent this long is idle (default 30s)", 1 },
 	{},
 };
 
@@ -405,6 +405,7 @@ static struct {
 	uint64_t tx_bytes, rx_bytes, tx_calls, rx_calls;	/* the run */
 	uint64_t idle_sockets;
 	bool streaming;
+	bool final;		/* the last drain takes both epochs */
 } S;
 
 static struct row *new_row(void)
@@ -464,10 +465,15 @@ static void collect(void)
 
 	S.skel->bss->epoch = closed ^ 1;
 	S.nrows = 0;
+	/* a program that read the old epoch just before the flip is done
+	 * with it well within this */
+	usleep(1000);
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
-		if (next.epoch != closed)
+		/* a late update of the epoch drained last time waits for the
+		 * next drain of that epoch, or for the last one */
+		if (next.epoch != closed && !S.final)
 			continue;
 		if (nkeys == kcap) {
 			size_t cap = kcap ? kcap * 2 : 256;
@@ -985,13 +991,18 @@ static void plan_generic(void)
 	if (((mask & (SS_GEN_UDP4 | SS_GEN_UDP6)) && !send_gen && !recv_gen) ||
 	    ((mask & SS_GEN_TCP) && hooks[H_SEND].chosen < 0))
 		aiscope_fail(EXIT_CANNOT_RUN, "UDP needs sock_send_length/sock_recv_length or fexit udp_sendmsg/udp_recvmsg: neither attaches here");
-	if (!(mask & (SS_GEN_UDP4 | SS_GEN_UDP6)))
+	/* the syscall hooks cost every send and receive call of the host:
+	 * only where UDP is wanted and the generic path counts it */
+	if (!(mask & (SS_GEN_UDP4 | SS_GEN_UDP6)) || cfg.proto == SS_PROTO_TCP)
 		for (int h = H_SENDTO_IN; h <= H_RECVMMSG_OUT; h++)
 			drop_hook(h);
 	if (!cfg.events)
 		for (int h = H_STATE; h <= H_CLOSE; h++)
 			drop_hook(h);
-	else if (hooks[H_STATE].chosen < 0)
+	else if (cfg.proto == SS_PROTO_UDP)
+		for (int h = H_STATE; h <= H_ACCEPT_OLD; h++)
+			drop_hook(h);
+	else if (hooks[H_STATE].chosen < 0 && cfg.proto != SS_PROTO_UDP)
 		aiscope_fail(EXIT_CANNOT_RUN, "-e needs sock:inet_sock_set_state: %s",
 			     "no mechanism attaches here (--list-probes shows why)");
 	S.skel->rodata->gen_mask = mask;
@@ -1077,6 +1088,7 @@ int main(int argc, char **argv)
 		const char *reason = S.loop.exit_reason;
 
 		S.loop.exit_reason = NULL;	/* lets a last sweep print */
+		S.final = true;
 		if (!S.streaming)
 			S.loop.ticks++;
 		if (S.streaming) {

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -107,12 +108,16 @@ static unsigned short port_of(int fd)
 				       : ((struct sockaddr_in6 *)&ss)->sin6_port);
 }
 
+/* big buffers; and a peer that died never leaves the other end waiting */
 static void big_buffers(int fd)
 {
+	struct timeval tv = { .tv_sec = 20 };
 	int sz = 4 << 20;
 
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
 /* one call moving exactly len bytes, or exit */
