@@ -100,6 +100,14 @@ chosen() {
 
 # ---- end to end ----
 
+# start_ss ARGS...: socketsnoop attached, its output in s.out and s.err. The
+# files of an earlier run in the same test go first: the wait for its
+# "Tracing" line must not see the old one.
+start_ss() {
+	rm -f "$BATS_TEST_TMPDIR/s.out" "$BATS_TEST_TMPDIR/s.err"
+	start_tool s socketsnoop "$@"
+}
+
 # kv FILE WORD KEY: the value of KEY=... on the line starting with WORD
 kv() {
 	awk -v w="$2" -v k="$3" '$1 == w { for (i = 2; i <= NF; i++) {
@@ -167,7 +175,7 @@ check_pair() {
 	local mode=$1 pm=$2 n=120000 m=40 k=6000 l=3 fam=ipv4 addr=127.0.0.1 proto crx srx
 	case $mode in *6) fam=ipv6 addr=::1 ;; esac
 	case $mode in udp*) proto=udp n=24000 ;; *) proto=tcp ;; esac
-	start_tool s socketsnoop -j -i 200ms --probe-mode "$pm"
+	start_ss -j -i 200ms --probe-mode "$pm"
 	pair p "$mode" -n $n -m $m -k $k -l $l
 	stop_and_check_json
 	crx=$(kv "$BATS_TEST_TMPDIR/p.np" client_result rx_calls)
@@ -213,7 +221,7 @@ check_pair() {
 # check_unconnected MODE: one client socket sendto 3 server sockets
 check_unconnected() {
 	local mode=$1 p
-	start_tool s socketsnoop -j -i 200ms
+	start_ss -j -i 200ms
 	pair p "$mode" -p 3 -n 3000 -m 10 -k 800 -l 2
 	stop_and_check_json
 	for p in ${SPORT//,/ }; do
@@ -237,7 +245,7 @@ check_unconnected() {
 @test "socketsnoop -e: connect, accept and close with latency, duration and bytes each way" {
 	need_root
 	local f=$BATS_TEST_TMPDIR/s.out dur crx
-	start_tool s socketsnoop -j -e
+	start_ss -j -e
 	pair p tcp4 -n 50000 -m 25 -k 3000 -l 3 -w 300
 	stop_and_check_json
 	dur=$(kv "$BATS_TEST_TMPDIR/p.np" client_result duration_ns)
@@ -265,7 +273,7 @@ check_unconnected() {
 @test "socketsnoop -e: UDP sockets first seen, closed with their totals, idle ones expire" {
 	need_root
 	local f=$BATS_TEST_TMPDIR/s.out dur
-	start_tool s socketsnoop -j -e --idle 300ms -i 100ms
+	start_ss -j -e --idle 300ms -i 100ms
 	pair p udp6 -n 4000 -m 8 -k 1000 -l 2
 	sleep 1
 	stop_and_check_json
@@ -286,7 +294,7 @@ check_unconnected() {
 @test "socketsnoop: kernel state stays bounded over many short connections" {
 	need_root
 	local f=$BATS_TEST_TMPDIR/s.out
-	start_tool s socketsnoop -j -e -i 200ms
+	start_ss -j -e -i 200ms
 	pair p many4 -x 1500
 	stop_and_check_json
 	# every connection seen and closed, on both sides
@@ -306,7 +314,7 @@ check_unconnected() {
 @test "socketsnoop: an idle or closed flow leaves the table" {
 	need_root
 	local f=$BATS_TEST_TMPDIR/s.out last
-	start_tool s socketsnoop -j -i 100ms
+	start_ss -j -i 100ms
 	pair p tcp4 -n 1000 -m 2
 	sleep 1
 	stop_and_check_json
@@ -354,13 +362,13 @@ all_rows() {
 
 @test "socketsnoop -P, --proto, -4, -6 and --comm keep exactly their flows" {
 	need_root
-	start_tool s socketsnoop -j -i 200ms -P 1
+	start_ss -j -i 200ms -P 1
 	three_pairs
 	stop_and_check_json
 	lacks "${A[@]}" "${B[@]}" "${C[@]}"
 	aiscope_teardown || true
 
-	start_tool s socketsnoop -j -i 200ms --proto udp
+	start_ss -j -i 200ms --proto udp
 	three_pairs
 	stop_and_check_json
 	has "${B[@]}" "${C[@]}"
@@ -368,7 +376,7 @@ all_rows() {
 	all_rows '.proto == "udp"'
 	aiscope_teardown || true
 
-	start_tool s socketsnoop -j -i 200ms --proto tcp
+	start_ss -j -i 200ms --proto tcp
 	three_pairs
 	stop_and_check_json
 	has "${A[@]}"
@@ -376,7 +384,7 @@ all_rows() {
 	all_rows '.proto == "tcp"'
 	aiscope_teardown || true
 
-	start_tool s socketsnoop -j -i 200ms -4
+	start_ss -j -i 200ms -4
 	three_pairs
 	stop_and_check_json
 	has "${A[@]}" "${C[@]}"
@@ -384,7 +392,7 @@ all_rows() {
 	all_rows '.family == "ipv4"'
 	aiscope_teardown || true
 
-	start_tool s socketsnoop -j -i 200ms -6
+	start_ss -j -i 200ms -6
 	three_pairs
 	stop_and_check_json
 	has "${B[@]}"
@@ -392,7 +400,7 @@ all_rows() {
 	all_rows '.family == "ipv6"'
 	aiscope_teardown || true
 
-	start_tool s socketsnoop -j -i 200ms --comm ss-filt
+	start_ss -j -i 200ms --comm ss-filt
 	three_pairs
 	stop_and_check_json
 	has "${A[1]}"
@@ -406,7 +414,7 @@ all_rows() {
 	start_bg np "$HELPERS/netpair" tcp4 -n 3000 -m 3 -W "$go"
 	wait_for "$BATS_TEST_TMPDIR/np.out" '^server'
 	SPORT=$(kv "$BATS_TEST_TMPDIR/np.out" server ports)
-	start_tool s socketsnoop -j -i 200ms -P "$SPORT,1"
+	start_ss -j -i 200ms -P "$SPORT,1"
 	touch "$go"
 	wait_for "$BATS_TEST_TMPDIR/np.out" '^server_result'
 	pair b tcp6 -n 2000 -m 4
@@ -425,7 +433,7 @@ all_rows() {
 	start_bg np "$HELPERS/netpair" tcp4 -n 3000 -m 3 -W "$go"
 	wait_for "$BATS_TEST_TMPDIR/np.out" '^server'
 	SPID=$(kv "$BATS_TEST_TMPDIR/np.out" server pid)
-	start_tool s socketsnoop -j -i 200ms -p "$SPID"
+	start_ss -j -i 200ms -p "$SPID"
 	touch "$go"
 	wait_for "$BATS_TEST_TMPDIR/np.out" '^server_result'
 	read_pair np
@@ -459,7 +467,7 @@ in_container_check() {
 	wait_for "$BATS_TEST_TMPDIR/np.out" '^server'
 	SPID=$(kv "$BATS_TEST_TMPDIR/np.out" server pid)
 	move_to_cgroup "$root/docker-$id.scope" "$SPID"
-	start_tool s socketsnoop -j -i 200ms --container "${id:0:12}"
+	start_ss -j -i 200ms --container "${id:0:12}"
 	touch "$go"
 	wait_for "$BATS_TEST_TMPDIR/np.out" '^server_result'
 	in_container_check
@@ -471,7 +479,7 @@ in_container_check() {
 	wait_for "$BATS_TEST_TMPDIR/np.out" '^server'
 	SPID=$(kv "$BATS_TEST_TMPDIR/np.out" server pid)
 	move_to_cgroup "$root/docker-$id.scope" "$SPID"
-	start_tool s socketsnoop -j -i 200ms -c "$root/docker-$id.scope"
+	start_ss -j -i 200ms -c "$root/docker-$id.scope"
 	touch "$go.2"
 	wait_for "$BATS_TEST_TMPDIR/np.out" '^server_result'
 	in_container_check
@@ -483,7 +491,7 @@ in_container_check() {
 @test "socketsnoop JSON stays valid for a comm with quotes, a newline and a non-UTF-8 byte" {
 	need_root
 	local f=$BATS_TEST_TMPDIR/s.out
-	start_tool s socketsnoop -j -e -i 200ms
+	start_ss -j -e -i 200ms
 	pair p tcp4 -n 1000 -m 2 -C 'q"x\nz\xff'
 	stop_and_check_json
 	jq -e -s --argjson c "$CPID" '[.[] | select(.pid == $c)] | length > 0 and
@@ -504,7 +512,7 @@ in_container_check() {
 @test "socketsnoop --io streams one event per call, -n stops after N" {
 	need_root
 	local f=$BATS_TEST_TMPDIR/s.out
-	start_tool s socketsnoop -j --io --proto tcp
+	start_ss -j --io --proto tcp
 	pair p tcp4 -n 4000 -m 8 -k 1000 -l 1
 	stop_and_check_json
 	jq -e -s --argjson c "$CPID" '[.[] | select(.type == "event" and .event == "send" and .pid == $c)] |
