@@ -255,15 +255,23 @@ normalize() {
 @test "promtool check metrics accepts every tool's output" {
 	need_root
 	command -v promtool > /dev/null || skip "promtool (package prometheus) is not installed"
-	local t f by
+	local t f by rc checked=0
 	for t in $(metrics_tools); do
 		f=$BATS_TEST_TMPDIR/$t.prom
-		"$BIN/$t" -i 400ms -d 1.5 --prometheus "$f" > /dev/null 2> "$BATS_TEST_TMPDIR/$t.err" || {
-			cat "$BATS_TEST_TMPDIR/$t.err"; false; }
+		rc=0
+		"$BIN/$t" -i 400ms -d 1.5 --prometheus "$f" > /dev/null 2> "$BATS_TEST_TMPDIR/$t.err" || rc=$?
+		if [ "$rc" -eq 77 ]; then
+			# cannot run here (a hook or library this host lacks): said why
+			echo "# $t: $(tail -1 "$BATS_TEST_TMPDIR/$t.err")"
+			continue
+		fi
+		[ "$rc" -eq 0 ] || { echo "$t exited $rc"; cat "$BATS_TEST_TMPDIR/$t.err"; false; }
 		grep -q "^aiscope_build_info{tool=\"$t\"" "$f"
-		grep -q "^aiscope_${t}_" "$f" || { echo "$t: no aiscope_${t}_ metric"; cat "$f"; false; }
+		grep -q "^# TYPE aiscope_${t}_" "$f" || { echo "$t: no aiscope_${t}_ metric"; cat "$f"; false; }
 		promtool check metrics < "$f" || { cat "$f"; false; }
+		checked=$((checked + 1))
 	done
+	[ "$checked" -gt 0 ]
 	# schedlat's series are by cgroup whatever --by is
 	for by in pid tid cgroup container host; do
 		f=$BATS_TEST_TMPDIR/schedlat-$by.prom
