@@ -25,6 +25,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "kfeatures.h"
+#include "mapdrain.h"
 #include "json.h"
 #include "metrics.h"
 #include "opts.h"
@@ -496,15 +497,29 @@ static void read_totals(struct cachestat_counts *out)
 		add_counts(out, &vals[c]);
 }
 
+static bool in_epoch(const void *key, void *ctx)
+{
+	return ((const struct cachestat_key *)key)->epoch == *(uint32_t *)ctx;
+}
+
+static void take_row(const void *key, const void *value, void *ctx)
+{
+	const struct cachestat_row *v = value;
+
+	add_counts(&row_for(key, v)->f.c, &v->c);
+	/* per key, as the JSON's pid rows: a key is one process or cgroup */
+	if (P.pages && cfg.by != CACHESTAT_BY_FILE) {
+		struct figures f = { .c = v->c };
+
+		derive(&f);
+		metrics_add(cg_path_of(v->ident.cgroup_id, v->ident.cgroup_v1), true, &f);
+	}
+}
+
 /* Drain the keys of the interval that just closed. */
 static void collect_rows(void)
 {
-	int fd = bpf_map__fd(S.skel->maps.rows);
 	uint32_t closed = S.skel->bss->epoch;
-	struct cachestat_key key, next, *keys = NULL;
-	struct cachestat_row v;
-	size_t nkeys = 0, kcap = 0;
-	void *prev = NULL;
 
 	S.skel->bss->epoch = closed ^ 1;
 	F.nscanned = 0;
@@ -514,36 +529,8 @@ static void collect_rows(void)
 			free(F.v[i].path);
 		F.n = 0;
 	}
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		key = next;
-		prev = &key;
-		if (next.epoch != closed)
-			continue;
-		if (nkeys == kcap) {
-			size_t cap = kcap ? kcap * 2 : 256;
-			struct cachestat_key *n = realloc(keys, cap * sizeof(*n));
-
-			if (!n)
-				break;
-			keys = n;
-			kcap = cap;
-		}
-		keys[nkeys++] = next;
-	}
-	for (size_t i = 0; i < nkeys; i++) {
-		if (bpf_map_lookup_elem(fd, &keys[i], &v))
-			continue;
-		bpf_map_delete_elem(fd, &keys[i]);
-		add_counts(&row_for(&keys[i], &v)->f.c, &v.c);
-		/* per key, as the JSON's pid rows: a key is one process or cgroup */
-		if (P.pages && cfg.by != CACHESTAT_BY_FILE) {
-			struct figures f = { .c = v.c };
-
-			derive(&f);
-			metrics_add(cg_path_of(v.ident.cgroup_id, v.ident.cgroup_v1), true, &f);
-		}
-	}
-	free(keys);
+	map_drain(bpf_map__fd(S.skel->maps.rows), sizeof(struct cachestat_key),
+		  sizeof(struct cachestat_row), in_epoch, take_row, &closed);
 	for (size_t i = 0; i < S.nrows; i++)
 		derive(&S.rows[i].f);
 }

@@ -28,6 +28,7 @@
 #include "hist.h"
 #include "json.h"
 #include "kfeatures.h"
+#include "mapdrain.h"
 #include "opts.h"
 #include "run.h"
 #include "table.h"
@@ -770,53 +771,39 @@ static struct row *new_row(void)
 	return &S.rows[S.nrows++];
 }
 
+static bool in_epoch(const void *key, void *ctx)
+{
+	return ((const struct gl_key *)key)->epoch == *(uint8_t *)ctx;
+}
+
+static void take_stats(const void *key, const void *value, void *ctx)
+{
+	int lfd = bpf_map__fd(S.skel->maps.lat);
+	struct row *r = new_row();
+
+	r->key = *(const struct gl_key *)key;
+	r->st = *(const struct gl_stats *)value;
+	/* the latency entry of the key goes with it */
+	if (cfg.latency && !bpf_map_lookup_elem(lfd, key, &r->lat)) {
+		bpf_map_delete_elem(lfd, key);
+		r->has_lat = true;
+		hist_add_counts(&r->h, r->lat.hist, r->lat.sum, r->lat.max);
+	}
+	r->name = kernel_name(r->key.pid, r->key.layer, r->st.api, r->key.func);
+	aiscope_ident_cgroup(&r->st.ident, &r->ci);
+	S.launches += r->st.launches;
+	S.errors += r->st.errors;
+	S.returns += r->st.returns;
+}
+
 static void collect(void)
 {
-	int fd = bpf_map__fd(S.skel->maps.stats), lfd = bpf_map__fd(S.skel->maps.lat);
 	uint8_t closed = S.skel->bss->epoch;
-	struct gl_key key, next, *keys = NULL;
-	size_t nkeys = 0, kcap = 0;
-	void *prev = NULL;
 
 	S.skel->bss->epoch = closed ^ 1;
 	S.nrows = 0;
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		key = next;
-		prev = &key;
-		if (next.epoch != closed)
-			continue;
-		if (nkeys == kcap) {
-			size_t cap = kcap ? kcap * 2 : 256;
-			struct gl_key *n = realloc(keys, cap * sizeof(*n));
-
-			if (!n)
-				break;
-			keys = n;
-			kcap = cap;
-		}
-		keys[nkeys++] = next;
-	}
-	for (size_t i = 0; i < nkeys; i++) {
-		struct row *r = new_row();
-
-		r->key = keys[i];
-		if (bpf_map_lookup_elem(fd, &keys[i], &r->st)) {
-			S.nrows--;
-			continue;
-		}
-		bpf_map_delete_elem(fd, &keys[i]);
-		if (cfg.latency && !bpf_map_lookup_elem(lfd, &keys[i], &r->lat)) {
-			bpf_map_delete_elem(lfd, &keys[i]);
-			r->has_lat = true;
-			hist_add_counts(&r->h, r->lat.hist, r->lat.sum, r->lat.max);
-		}
-		r->name = kernel_name(r->key.pid, r->key.layer, r->st.api, r->key.func);
-		aiscope_ident_cgroup(&r->st.ident, &r->ci);
-		S.launches += r->st.launches;
-		S.errors += r->st.errors;
-		S.returns += r->st.returns;
-	}
-	free(keys);
+	map_drain(bpf_map__fd(S.skel->maps.stats), sizeof(struct gl_key),
+		  sizeof(struct gl_stats), in_epoch, take_stats, &closed);
 }
 
 static uint64_t sort_value(const struct row *r)

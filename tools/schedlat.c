@@ -17,6 +17,7 @@
 #include "kfeatures.h"
 #include "hist.h"
 #include "json.h"
+#include "mapdrain.h"
 #include "metrics.h"
 #include "opts.h"
 #include "run.h"
@@ -256,46 +257,32 @@ static void add_stats(struct row *r, const struct schedlat_stats *st)
 	r->migrations += st->migrations;
 }
 
+static bool in_epoch(const void *key, void *ctx)
+{
+	return ((const struct schedlat_key *)key)->epoch == *(uint32_t *)ctx;
+}
+
+static void take_stats(const void *key, const void *value, void *ctx)
+{
+	const struct schedlat_stats *st = value;
+
+	metrics_add(st);
+	add_stats(row_for(st), st);
+	add_stats(&S.host, st);
+}
+
 /* Drain the keys of the interval that just closed. */
 static void collect(void)
 {
-	int fd = bpf_map__fd(S.skel->maps.stats);
 	uint32_t closed = S.skel->bss->epoch;
-	struct schedlat_key key, next, *keys = NULL;
-	struct schedlat_stats st;
-	size_t nkeys = 0, kcap = 0;
-	void *prev = NULL;
 
 	S.skel->bss->epoch = closed ^ 1;
 	for (size_t i = 0; i < S.nrows; i++)
 		free(S.rows[i].cgroup);
 	S.nrows = 0;
 	memset(&S.host, 0, sizeof(S.host));
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		key = next;
-		prev = &key;
-		if (next.epoch != closed)
-			continue;
-		if (nkeys == kcap) {
-			size_t cap = kcap ? kcap * 2 : 256;
-			struct schedlat_key *n = realloc(keys, cap * sizeof(*n));
-
-			if (!n)
-				break;
-			keys = n;
-			kcap = cap;
-		}
-		keys[nkeys++] = next;
-	}
-	for (size_t i = 0; i < nkeys; i++) {
-		if (bpf_map_lookup_elem(fd, &keys[i], &st))
-			continue;
-		bpf_map_delete_elem(fd, &keys[i]);
-		metrics_add(&st);
-		add_stats(row_for(&st), &st);
-		add_stats(&S.host, &st);
-	}
-	free(keys);
+	map_drain(bpf_map__fd(S.skel->maps.stats), sizeof(struct schedlat_key),
+		  sizeof(struct schedlat_stats), in_epoch, take_stats, &closed);
 	hist_merge(&S.total.h, &S.host.h);
 	S.total.preemptions += S.host.preemptions;
 	S.total.migrations += S.host.migrations;

@@ -22,6 +22,7 @@
 #include "edge.h"
 #include "json.h"
 #include "kfeatures.h"
+#include "mapdrain.h"
 #include "opts.h"
 #include "run.h"
 #include "table.h"
@@ -453,46 +454,32 @@ static void add_flow(const struct ss_flow_key *k, const struct ss_flow *v)
 	f->last_ns = aiscope_realtime(v->last_ns);
 }
 
+/*
+ * A late update of the epoch drained last time waits for the next drain of
+ * that epoch, or for the last one.
+ */
+static bool want_flow(const void *key, void *ctx)
+{
+	return ((const struct ss_flow_key *)key)->epoch == *(uint32_t *)ctx || S.final;
+}
+
+static void take_flow(const void *key, const void *value, void *ctx)
+{
+	add_flow(key, value);
+}
+
 /* Drain the flows of the interval that just closed. */
 static void collect(void)
 {
-	int fd = bpf_map__fd(S.skel->maps.flows);
 	uint32_t closed = S.skel->bss->epoch;
-	struct ss_flow_key key, next, *keys = NULL;
-	struct ss_flow v;
-	size_t nkeys = 0, kcap = 0;
-	void *prev = NULL;
 
 	S.skel->bss->epoch = closed ^ 1;
 	S.nrows = 0;
 	/* a program that read the old epoch just before the flip is done
 	 * with it well within this */
 	usleep(1000);
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		key = next;
-		prev = &key;
-		/* a late update of the epoch drained last time waits for the
-		 * next drain of that epoch, or for the last one */
-		if (next.epoch != closed && !S.final)
-			continue;
-		if (nkeys == kcap) {
-			size_t cap = kcap ? kcap * 2 : 256;
-			struct ss_flow_key *n = realloc(keys, cap * sizeof(*n));
-
-			if (!n)
-				break;
-			keys = n;
-			kcap = cap;
-		}
-		keys[nkeys++] = next;
-	}
-	for (size_t i = 0; i < nkeys; i++) {
-		if (bpf_map_lookup_elem(fd, &keys[i], &v))
-			continue;
-		bpf_map_delete_elem(fd, &keys[i]);
-		add_flow(&keys[i], &v);
-	}
-	free(keys);
+	map_drain(bpf_map__fd(S.skel->maps.flows), sizeof(struct ss_flow_key),
+		  sizeof(struct ss_flow), want_flow, take_flow, &closed);
 	/* peers once every flow of the interval is known */
 	for (size_t i = 0; i < S.nrows; i++) {
 		struct row *r = &S.rows[i];

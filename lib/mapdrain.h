@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Drain a BPF hash map once an interval: every wanted key is collected
+ * first, then each is looked up, deleted and handed to the caller.
+ *
+ *	static bool closed_epoch(const void *k, void *ctx)
+ *	{ return ((const struct my_key *)k)->epoch == *(uint32_t *)ctx; }
+ *	static void take(const void *k, const void *v, void *ctx) { ... }
+ *
+ *	map_drain(fd, sizeof(struct my_key), sizeof(struct my_val),
+ *		  closed_epoch, take, &closed);
+ *
+ * Only maps whose value is value_size bytes (no per-CPU hash maps: no
+ * drained map of a tool is one).
+ */
+#ifndef AISCOPE_MAPDRAIN_H
+#define AISCOPE_MAPDRAIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* want(key, ctx): drain this key (NULL: every key) */
+typedef bool (*map_drain_want_fn)(const void *key, void *ctx);
+/* take(key, value, ctx): one drained entry, already deleted from the map */
+typedef void (*map_drain_take_fn)(const void *key, const void *value, void *ctx);
+
+/*
+ * Returns the number of entries handed to take, or -ENOMEM when memory
+ * ran out: the keys collected until then are still drained, the rest wait
+ * in the map for the next drain.
+ */
+int map_drain(int map_fd, size_t key_size, size_t value_size,
+	      map_drain_want_fn want, map_drain_take_fn take, void *ctx);
+
+#endif

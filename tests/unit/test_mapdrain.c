@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* lib/mapdrain.c on a real BPF hash map: every key, a filter, the deletes,
+ * and what stays in the map for the next drain. */
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include "t.h"
+#include "mapdrain.h"
+
+struct key {
+	uint32_t id;
+	uint32_t epoch;
+};
+
+struct val {
+	uint64_t a, b;
+};
+
+/* want and take share one ctx */
+struct seen {
+	uint32_t closed;
+	int n;
+	uint64_t sum;
+	int bad;
+};
+
+static bool epoch_is(const void *key, void *ctx)
+{
+	return ((const struct key *)key)->epoch == ((struct seen *)ctx)->closed;
+}
+
+static void take(const void *key, const void *value, void *ctx)
+{
+	const struct key *k = key;
+	const struct val *v = value;
+	struct seen *s = ctx;
+
+	s->n++;
+	s->sum += v->a;
+	/* the value is the one stored under the key */
+	if (v->a != k->id || v->b != (uint64_t)k->id * 3 + k->epoch)
+		s->bad++;
+}
+
+/* id 0..n-1, epoch id % 2 */
+static int make_map(int n)
+{
+	int fd = bpf_map_create(BPF_MAP_TYPE_HASH, "t_drain", sizeof(struct key),
+				sizeof(struct val), 4096, NULL);
+
+	for (int i = 0; fd >= 0 && i < n; i++) {
+		struct key k = { .id = i, .epoch = i % 2 };
+		struct val v = { .a = i, .b = (uint64_t)i * 3 + i % 2 };
+
+		if (bpf_map_update_elem(fd, &k, &v, BPF_NOEXIST)) {
+			close(fd);
+			return -1;
+		}
+	}
+	return fd;
+}
+
+static int count_keys(int fd)
+{
+	struct key k, next;
+	void *prev = NULL;
+	int n = 0;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		k = next;
+		prev = &k;
+		n++;
+	}
+	return n;
+}
+
+static void test_drain_all(void)
+{
+	struct seen s = { 0 };
+	int fd;
+
+	if (geteuid())
+		SKIP("not root");
+	/* more keys than the first key array holds: it grows */
+	fd = make_map(1000);
+	if (fd < 0)
+		SKIP("no BPF hash map");
+	CHECK_EQ(map_drain(fd, sizeof(struct key), sizeof(struct val), NULL, take, &s), 1000);
+	CHECK_EQ(s.n, 1000);
+	CHECK_EQ(s.sum, 999 * 1000 / 2);
+	CHECK_EQ(s.bad, 0);
+	CHECK_EQ(count_keys(fd), 0);
+	/* an empty map: nothing */
+	CHECK_EQ(map_drain(fd, sizeof(struct key), sizeof(struct val), NULL, take, &s), 0);
+	CHECK_EQ(s.n, 1000);
+	close(fd);
+}
+
+/* A filter as the tools' closed epoch: only its keys go, the others stay. */
+static void test_drain_filter(void)
+{
+	struct seen s = { .closed = 1 };
+	struct key k = { .id = 4, .epoch = 0 };
+	struct val v;
+	int fd;
+
+	if (geteuid())
+		SKIP("not root");
+	fd = make_map(600);
+	if (fd < 0)
+		SKIP("no BPF hash map");
+	CHECK_EQ(map_drain(fd, sizeof(struct key), sizeof(struct val), epoch_is, take, &s), 300);
+	CHECK_EQ(s.n, 300);
+	CHECK_EQ(s.bad, 0);
+	/* the odd ids, epoch 1 */
+	CHECK_EQ(s.sum, 300 * 300);
+	CHECK_EQ(count_keys(fd), 300);
+	CHECK(!bpf_map_lookup_elem(fd, &k, &v));
+	k = (struct key){ .id = 5, .epoch = 1 };
+	CHECK(bpf_map_lookup_elem(fd, &k, &v) && errno == ENOENT);
+
+	/* then the other epoch */
+	memset(&s, 0, sizeof(s));
+	s.closed = 0;
+	CHECK_EQ(map_drain(fd, sizeof(struct key), sizeof(struct val), epoch_is, take, &s), 300);
+	CHECK_EQ(s.sum, 299 * 300);
+	CHECK_EQ(s.bad, 0);
+	CHECK_EQ(count_keys(fd), 0);
+	close(fd);
+}
+
+int main(void)
+{
+	RUN(test_drain_all);
+	RUN(test_drain_filter);
+	return t_done();
+}
