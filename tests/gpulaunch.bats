@@ -339,8 +339,11 @@ sample_sum() {
 	start_tool g gpulaunch -j -i 10 --rescan 0 -v
 	# the attach takes a moment after the load (launches before it are not
 	# seen): the program waits until gpulaunch says it attached
+	# (alive 1.5 s after the launches: the kernel's name comes from the
+	# program's ELF symbols, read while it still exists; on a loaded host
+	# the reader may come to it later than 200 ms)
 	LD_LIBRARY_PATH=$FIX start_bg c "$CUDA/cudacall" --rt "$FIX/libcudart.so.11.0" --wait \
-		launch launch launch sleep:200
+		launch launch launch sleep:1500
 	cpid=$BG_PID
 	wait_for "$(out c)" '^ready'
 	wait_for "$BATS_TEST_TMPDIR/g.err" 'runtime .*libcudart.so.11.8.89: ' 30
