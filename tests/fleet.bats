@@ -477,6 +477,54 @@ prom_sum() {
 	[ "$status" -eq 2 ]
 }
 
+# ---- socketsnoop ----
+
+@test "socketsnoop --prometheus: bytes and calls by cgroup, direction and protocol equal the JSON and what netpair moved" {
+	need_root
+	local f=$BATS_TEST_TMPDIR/socketsnoop.prom root n=1000000 k=4096 key want got sel np crx srx
+	root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
+	[ -n "$root" ] || skip "no cgroup2 mount"
+	CID=$(random_hex64)
+	make_cgroup "$root/docker-$CID.scope"
+	start_tool s socketsnoop -j -r 0 --prometheus "$f"
+	# both ends in the container: the client sends n bytes in 100 calls,
+	# the server answers k in 2
+	np=$BATS_TEST_TMPDIR/np.out
+	sh -c "echo \$\$ > '$root/docker-$CID.scope/cgroup.procs' &&
+		exec '$HELPERS/netpair' tcp4 -n $n -m 100 -k $k -l 2" > "$np"
+	sleep 0.5
+	stop_tool "$TOOL_PID"
+	all_json "$BATS_TEST_TMPDIR/s.out"
+	cat "$np"
+	crx=$(sed -n 's/^client_result .*rx_calls=\([0-9]*\).*/\1/p' "$np")
+	srx=$(sed -n 's/^server_result .*rx_calls=\([0-9]*\).*/\1/p' "$np")
+	[ -n "$crx" ] && [ -n "$srx" ]
+	grep "container_id=\"$CID\"" "$f"
+	sel="cgroup=\"/docker-$CID.scope\",container_id=\"$CID\",pod_uid=\"\""
+	[ "$(prom_value "$f" "aiscope_socketsnoop_bytes_total{$sel,direction=\"tx\",proto=\"tcp\"}")" -eq $((n + k)) ]
+	[ "$(prom_value "$f" "aiscope_socketsnoop_bytes_total{$sel,direction=\"rx\",proto=\"tcp\"}")" -eq $((n + k)) ]
+	[ "$(prom_value "$f" "aiscope_socketsnoop_calls_total{$sel,direction=\"tx\",proto=\"tcp\"}")" -eq 102 ]
+	[ "$(prom_value "$f" "aiscope_socketsnoop_calls_total{$sel,direction=\"rx\",proto=\"tcp\"}")" -eq $((crx + srx)) ]
+	! grep -q "container_id=\"$CID\".*proto=\"udp\"" "$f"
+	# every figure, summed over all series, equals the JSON flows' sum
+	for key in bytes:tx:tx_bytes bytes:rx:rx_bytes calls:tx:tx_calls calls:rx:rx_calls; do
+		want=$(jq -s --arg k "${key##*:}" '[.[] | select(.type == "sample") | .[$k] // 0] | add // 0' \
+			"$BATS_TEST_TMPDIR/s.out")
+		sel=${key#*:}
+		got=$(prom_sum "$f" "aiscope_socketsnoop_${key%%:*}_total" "direction=\"${sel%%:*}\"")
+		echo "${key##*:}: JSON $want, metrics $got"
+		[ "$got" -eq "$want" ]
+	done
+	! grep -Eq '(^|[{,])(pid|tid|comm|[a-z]*addr|[a-z]*port)=' "$f"
+	if command -v promtool > /dev/null; then
+		promtool check metrics < "$f"
+	fi
+	run "$BIN/socketsnoop" -e --prometheus "$f"
+	[ "$status" -eq 2 ]
+	run "$BIN/socketsnoop" --io --listen 127.0.0.1:0
+	[ "$status" -eq 2 ]
+}
+
 # ---- deploy/: the Kubernetes manifest and the image ----
 
 # k8s_validator: installs deploy/validate's locked npm packages once under

@@ -23,6 +23,7 @@
 #include "json.h"
 #include "kfeatures.h"
 #include "mapdrain.h"
+#include "metrics.h"
 #include "opts.h"
 #include "run.h"
 #include "table.h"
@@ -424,6 +425,50 @@ static struct row *new_row(void)
 	return &S.rows[S.nrows++];
 }
 
+/* ---- Prometheus metrics: by the cgroup of the process that sent or
+ * received, the direction and the protocol ---- */
+
+static struct {
+	struct prom_family *bytes, *calls;
+} P;
+
+static void metrics_init(void)
+{
+	static const char *const lbl[] = {
+		"cgroup", "container_id", "pod_uid", "direction", "proto", NULL
+	};
+
+	if (!aiscope_metrics())
+		return;
+	P.bytes = aiscope_metric_counter("aiscope_socketsnoop_bytes_total",
+		"Bytes sent (direction tx, JSON tx_bytes) or received (rx, JSON rx_bytes) over TCP and UDP sockets, by the process's cgroup and protocol.",
+		lbl);
+	P.calls = aiscope_metric_counter("aiscope_socketsnoop_calls_total",
+		"Send (direction tx, JSON tx_calls) or receive (rx, JSON rx_calls) calls that moved at least one byte.",
+		lbl);
+}
+
+static void metrics_add(const struct ss_flow_key *k, const struct ss_flow *v)
+{
+	const char *vals[AISCOPE_CGROUP_NLABELS + 2];
+	struct container_info ci;
+
+	if (!P.bytes)
+		return;
+	aiscope_cgroup_values(&v->ident, vals, &ci);
+	vals[AISCOPE_CGROUP_NLABELS + 1] = proto_name(k->t.proto);
+	if (v->tx_calls || v->tx_bytes) {
+		vals[AISCOPE_CGROUP_NLABELS] = "tx";
+		prom_counter_add(P.bytes, vals, v->tx_bytes);
+		prom_counter_add(P.calls, vals, v->tx_calls);
+	}
+	if (v->rx_calls || v->rx_bytes) {
+		vals[AISCOPE_CGROUP_NLABELS] = "rx";
+		prom_counter_add(P.bytes, vals, v->rx_bytes);
+		prom_counter_add(P.calls, vals, v->rx_calls);
+	}
+}
+
 static void add_flow(const struct ss_flow_key *k, const struct ss_flow *v)
 {
 	struct row *r = new_row();
@@ -440,6 +485,7 @@ static void add_flow(const struct ss_flow_key *k, const struct ss_flow *v)
 	S.rx_bytes += v->rx_bytes;
 	S.tx_calls += v->tx_calls;
 	S.rx_calls += v->rx_calls;
+	metrics_add(k, v);
 	f = rflow_get(k->pid, &k->t, &v->ident);
 	if (!f)
 		return;
@@ -1008,6 +1054,8 @@ static void validate(void)
 			usage_error("invalid --sort '%s': expected bytes, tx, rx, calls or pid", env.sort);
 		cfg.sort = env.sort;
 	}
+	if ((cfg.events || cfg.io) && (env.prom_file || env.listen))
+		usage_error("-e and --io stream events: --prometheus and --listen need the interval view");
 }
 
 static void fill_ports(void)
@@ -1025,8 +1073,10 @@ static void fill_ports(void)
 
 int main(int argc, char **argv)
 {
-	aiscope_parse(&argp, argc, argv, TOOL, AISCOPE_AGGREGATING | AISCOPE_STREAMING);
+	aiscope_parse(&argp, argc, argv, TOOL,
+		      AISCOPE_AGGREGATING | AISCOPE_STREAMING | AISCOPE_METRICS);
 	validate();
+	metrics_init();
 	jw_init(&S.jw, stdout);
 	S.streaming = cfg.events || cfg.io;
 

@@ -56,3 +56,6 @@ complete -c socketsnoop -l proto -x -a 'tcp udp' -d 'Only tcp or udp'
 complete -c socketsnoop -s 4 -l ipv4 -d 'Only IPv4 (and v4-mapped IPv6)'
 complete -c socketsnoop -s 6 -l ipv6 -d 'Only IPv6'
 complete -c socketsnoop -l idle -x -d 'With -e, a UDP socket silent this long is idle (default 30s)'
+# tool-specific: metrics (aggregating tools that export them)
+complete -c socketsnoop -l prometheus -x -a '(__fish_complete_path (__aiscope_value))' -d 'Write metrics to FILE each interval (node_exporter textfile format)'
+complete -c socketsnoop -l listen -x -d 'Serve metrics at http://ADDR:PORT/metrics (default address 127.0.0.1)'
