@@ -101,6 +101,86 @@ void aiscope_fail(int code, const char *fmt, ...)
 	exit(code);
 }
 
+#define OPT_MAX_WORDS	32
+
+/* "a", "a or b", "a, b or c" */
+static void join_words(char *buf, size_t size, const char *const *names)
+{
+	size_t len = 0;
+
+	buf[0] = 0;
+	for (int i = 0; names[i] && len < size; i++) {
+		const char *sep = !i ? "" : names[i + 1] ? ", " : " or ";
+
+		len += snprintf(buf + len, size - len, "%s%s", sep, names[i]);
+	}
+}
+
+static void __attribute__((noreturn)) bad_word(const char *opt, const char *arg,
+					      const char *const *names)
+{
+	char list[512];
+
+	join_words(list, sizeof(list), names);
+	usage_error("invalid %s '%s': expected %s", opt, arg, list);
+}
+
+static int word_index(const char *arg, const char *const *names)
+{
+	for (int i = 0; names[i]; i++)
+		if (!strcmp(arg, names[i]))
+			return i;
+	return -1;
+}
+
+int opt_word(const char *opt, const char *arg, const char *const *names)
+{
+	int i = word_index(arg, names);
+
+	if (i < 0)
+		bad_word(opt, arg, names);
+	return i;
+}
+
+uint32_t opt_words(const char *opt, const char *arg, const char *const *names)
+{
+	char *s = strdup(arg), *tok, *save = NULL;
+	uint32_t bits = 0;
+
+	if (!s)
+		aiscope_fail(EXIT_RUNTIME, "out of memory");
+	for (tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int i = word_index(tok, names);
+
+		if (i < 0 || i >= OPT_MAX_WORDS)
+			bad_word(opt, tok, names);
+		bits |= 1U << i;
+	}
+	free(s);
+	if (!bits)
+		bad_word(opt, arg, names);
+	return bits;
+}
+
+int opt_key(const char *opt, const char *arg, const struct opt_key *keys)
+{
+	const char *names[OPT_MAX_WORDS + 1];
+	int n;
+
+	for (n = 0; keys[n].name && n < OPT_MAX_WORDS; n++)
+		names[n] = keys[n].name;
+	names[n] = NULL;
+	return keys[opt_word(opt, arg, names)].value;
+}
+
+const char *opt_key_name(const struct opt_key *keys, int value)
+{
+	for (; keys->name; keys++)
+		if (keys->value == value)
+			return keys->name;
+	return NULL;
+}
+
 static ssize_t discard_write(void *cookie, const char *buf, size_t size)
 {
 	return size;

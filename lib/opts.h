@@ -75,6 +75,23 @@ extern const struct argp_child aiscope_argp_children[];
 void aiscope_parse(const struct argp *argp, int argc, char **argv, const char *tool,
 		   unsigned int kind);
 
+/* A keyword an option accepts, and what it stands for. */
+struct opt_key {
+	const char *name;
+	int value;
+};
+
+/* The index of ARG in NAMES (ended by NULL). Anything else is a usage
+ * error naming them in their order: "invalid --sort 'x': expected a, b or c". */
+int opt_word(const char *opt, const char *arg, const char *const *names);
+/* A comma-separated list of NAMES: the bit 1 << index of each; a word not
+ * in NAMES, or a list without words, is the same usage error. */
+uint32_t opt_words(const char *opt, const char *arg, const char *const *names);
+/* The value of ARG among KEYS (ended by { NULL }), or that usage error. */
+int opt_key(const char *opt, const char *arg, const struct opt_key *keys);
+/* The name of VALUE in KEYS; NULL when no key has it. */
+const char *opt_key_name(const struct opt_key *keys, int value);
+
 /* One line "tool: message" on stderr and exit 2. */
 void __attribute__((noreturn, format(printf, 1, 2))) usage_error(const char *fmt, ...);
 /* Fatal error: stderr line, a JSON "error" record with --json, exit code. */

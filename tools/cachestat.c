@@ -78,22 +78,16 @@ static struct {
 	const char *sort;
 } cfg = { .by = CACHESTAT_BY_HOST, .sort = "misses" };
 
+static const struct opt_key bys[] = {
+	{ "pid", CACHESTAT_BY_PID }, { "container", BY_CONTAINER },
+	{ "file", CACHESTAT_BY_FILE }, { "host", CACHESTAT_BY_HOST }, {},
+};
+
 static error_t parse_arg(int key, char *arg, struct argp_state *state)
 {
-	static const struct { const char *name; int by; } bys[] = {
-		{ "host", CACHESTAT_BY_HOST }, { "pid", CACHESTAT_BY_PID },
-		{ "container", BY_CONTAINER }, { "file", CACHESTAT_BY_FILE },
-	};
-	size_t i;
-
 	switch (key) {
 	case OPT_BY:
-		for (i = 0; i < ARRAY_SIZE(bys); i++)
-			if (!strcmp(arg, bys[i].name))
-				break;
-		if (i == ARRAY_SIZE(bys))
-			usage_error("invalid --by '%s': expected pid, container, file or host", arg);
-		cfg.by = bys[i].by;
+		cfg.by = opt_key("--by", arg, bys);
 		break;
 	case OPT_LLC:
 		cfg.llc = true;
@@ -610,16 +604,6 @@ static size_t rows_shown(void)
 	return S.nrows;
 }
 
-static const char *by_name(void)
-{
-	switch (cfg.by) {
-	case CACHESTAT_BY_PID: return "pid";
-	case BY_CONTAINER: return "container";
-	case CACHESTAT_BY_FILE: return "file";
-	default: return "host";
-	}
-}
-
 static double hit_ratio(const struct figures *f)
 {
 	return (double)f->hits / (double)(f->hits + f->misses);
@@ -635,7 +619,7 @@ static void json_identity(const struct row *r)
 	bool container = r && cfg.by == BY_CONTAINER;
 	char dev[32];
 
-	jw_kstr(w, "by", r ? by_name() : "host");
+	jw_kstr(w, "by", r ? opt_key_name(bys, cfg.by) : "host");
 	if (pid || file) {
 		/* a file row names the first task that touched it */
 		jw_ku64(w, "pid", r->ident.pid);
@@ -1189,16 +1173,8 @@ static void print_summary(void)
 
 static void validate(void)
 {
-	size_t i;
-
-	if (env.sort) {
-		for (i = 0; sort_keys[i]; i++)
-			if (!strcmp(env.sort, sort_keys[i]))
-				break;
-		if (!sort_keys[i])
-			usage_error("invalid --sort '%s': expected misses, hits, accesses or dirties", env.sort);
-		cfg.sort = env.sort;
-	}
+	if (env.sort)
+		cfg.sort = sort_keys[opt_word("--sort", env.sort, sort_keys)];
 	if (cfg.llc && cfg.by != CACHESTAT_BY_HOST)
 		usage_error("--llc counts per process: it cannot be combined with --by");
 	if (cfg.llc && env.sort)

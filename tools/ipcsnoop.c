@@ -66,7 +66,8 @@ static const struct argp_option opts[] = {
 	{},
 };
 
-static const char *const kind_names[IPC_KINDS] = {
+/* ended by a NULL: --kind takes the names from IPC_PIPE on */
+static const char *const kind_names[IPC_KINDS + 1] = {
 	[IPC_NONE] = "?", [IPC_PIPE] = "pipe", [IPC_FIFO] = "fifo", [IPC_UNIX] = "unix",
 	[IPC_MSQ] = "msq", [IPC_MQ] = "mq", [IPC_EVENTFD] = "eventfd", [IPC_SHM] = "shm",
 };
@@ -81,29 +82,12 @@ static struct {
 
 static error_t parse_arg(int key, char *arg, struct argp_state *state)
 {
-	char *s, *tok, *save = NULL;
-	int k;
-
 	switch (key) {
 	case 'e':
 		cfg.events = true;
 		break;
 	case OPT_KIND:
-		cfg.kinds = 0;
-		s = strdup(arg);
-		for (tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-			for (k = IPC_PIPE; k < IPC_KINDS; k++)
-				if (!strcmp(tok, kind_names[k]))
-					break;
-			if (k == IPC_KINDS)
-				usage_error("invalid --kind '%s': expected pipe, fifo, unix, msq, mq, eventfd or shm",
-					    tok);
-			cfg.kinds |= 1U << k;
-		}
-		free(s);
-		if (!cfg.kinds)
-			usage_error("invalid --kind '%s': expected pipe, fifo, unix, msq, mq, eventfd or shm",
-				    arg);
+		cfg.kinds = opt_words("--kind", arg, kind_names + IPC_PIPE) << IPC_PIPE;
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -1362,16 +1346,8 @@ static void plan(void)
 
 static void validate(void)
 {
-	size_t i;
-
-	if (env.sort) {
-		for (i = 0; sort_keys[i]; i++)
-			if (!strcmp(env.sort, sort_keys[i]))
-				break;
-		if (!sort_keys[i])
-			usage_error("invalid --sort '%s': expected bytes, msgs or read", env.sort);
-		cfg.sort = env.sort;
-	}
+	if (env.sort)
+		cfg.sort = sort_keys[opt_word("--sort", env.sort, sort_keys)];
 	if (cfg.events && (env.prom_file || env.listen))
 		usage_error("-e streams operations: --prometheus and --listen need the interval view");
 }

@@ -1538,17 +1538,8 @@ static void print_summary(void)
 
 static void validate(void)
 {
-	size_t i;
-
-	if (env.sort) {
-		for (i = 0; sort_keys[i]; i++)
-			if (!strcmp(env.sort, sort_keys[i]))
-				break;
-		if (!sort_keys[i])
-			usage_error("invalid --sort '%s': expected bytes, calls, lat, p99 or errors",
-				    env.sort);
-		cfg.sort = env.sort;
-	}
+	if (env.sort)
+		cfg.sort = sort_keys[opt_word("--sort", env.sort, sort_keys)];
 	if (cfg.events && cfg.busbw)
 		usage_error("--busbw is a column of the interval table: it cannot be combined with -e");
 	if (cfg.events && (env.prom_file || env.listen))

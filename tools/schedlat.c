@@ -70,23 +70,17 @@ static struct {
 	const char *sort;
 } cfg = { .by = SCHEDLAT_BY_PID, .sort = "wait" };
 
+static const struct opt_key bys[] = {
+	{ "pid", SCHEDLAT_BY_PID }, { "tid", SCHEDLAT_BY_TID },
+	{ "cgroup", SCHEDLAT_BY_CGROUP }, { "container", BY_CONTAINER },
+	{ "host", SCHEDLAT_BY_HOST }, {},
+};
+
 static error_t parse_arg(int key, char *arg, struct argp_state *state)
 {
-	static const struct { const char *name; int by; } bys[] = {
-		{ "pid", SCHEDLAT_BY_PID }, { "tid", SCHEDLAT_BY_TID },
-		{ "cgroup", SCHEDLAT_BY_CGROUP }, { "container", BY_CONTAINER },
-		{ "host", SCHEDLAT_BY_HOST },
-	};
-	size_t i;
-
 	switch (key) {
 	case OPT_BY:
-		for (i = 0; i < ARRAY_SIZE(bys); i++)
-			if (!strcmp(arg, bys[i].name))
-				break;
-		if (i == ARRAY_SIZE(bys))
-			usage_error("invalid --by '%s': expected pid, tid, cgroup, container or host", arg);
-		cfg.by = bys[i].by;
+		cfg.by = opt_key("--by", arg, bys);
 		cfg.by_set = true;
 		break;
 	case 'H':
@@ -315,17 +309,6 @@ static size_t rows_shown(void)
 	return S.nrows;
 }
 
-static const char *by_name(void)
-{
-	switch (cfg.by) {
-	case SCHEDLAT_BY_TID: return "tid";
-	case SCHEDLAT_BY_CGROUP: return "cgroup";
-	case BY_CONTAINER: return "container";
-	case SCHEDLAT_BY_HOST: return "host";
-	default: return "pid";
-	}
-}
-
 /* ---- JSON ---- */
 
 static void json_identity(const struct row *r, bool host)
@@ -335,7 +318,7 @@ static void json_identity(const struct row *r, bool host)
 	bool cgroup = !host && cfg.by == SCHEDLAT_BY_CGROUP;
 	bool container = !host && (cgroup || cfg.by == BY_CONTAINER || task);
 
-	jw_kstr(w, "by", host ? "host" : by_name());
+	jw_kstr(w, "by", host ? "host" : opt_key_name(bys, cfg.by));
 	if (task) {
 		jw_ku64(w, "pid", r->ident.pid);
 		if (cfg.by == SCHEDLAT_BY_TID)
@@ -654,16 +637,8 @@ static bool uses_classic_tracepoints(void)
 
 static void validate(void)
 {
-	size_t i;
-
-	if (env.sort) {
-		for (i = 0; sort_keys[i]; i++)
-			if (!strcmp(env.sort, sort_keys[i]))
-				break;
-		if (!sort_keys[i])
-			usage_error("invalid --sort '%s': expected wait, p99, max, runs or avg", env.sort);
-		cfg.sort = env.sort;
-	}
+	if (env.sort)
+		cfg.sort = sort_keys[opt_word("--sort", env.sort, sort_keys)];
 	if (cfg.min_ns && (cfg.hist || cfg.by_set))
 		usage_error("--min streams single waits: it cannot be combined with -H or --by");
 	if (cfg.min_ns && (env.prom_file || env.listen))

@@ -85,6 +85,10 @@ static struct {
 	const char *sort;
 } cfg = { .idle_ns = 30 * NSEC_PER_SEC, .sort = "bytes" };
 
+static const struct opt_key protos[] = {
+	{ "tcp", SS_PROTO_TCP }, { "udp", SS_PROTO_UDP }, {},
+};
+
 static error_t parse_arg(int key, char *arg, struct argp_state *state)
 {
 	int n;
@@ -106,12 +110,7 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		cfg.nports = n;
 		break;
 	case OPT_PROTO:
-		if (!strcmp(arg, "tcp"))
-			cfg.proto = SS_PROTO_TCP;
-		else if (!strcmp(arg, "udp"))
-			cfg.proto = SS_PROTO_UDP;
-		else
-			usage_error("invalid --proto '%s': expected tcp or udp", arg);
+		cfg.proto = opt_key("--proto", arg, protos);
 		break;
 	case '4':
 	case '6':
@@ -1044,16 +1043,8 @@ static void plan_generic(void)
 
 static void validate(void)
 {
-	size_t i;
-
-	if (env.sort) {
-		for (i = 0; sort_keys[i]; i++)
-			if (!strcmp(env.sort, sort_keys[i]))
-				break;
-		if (!sort_keys[i])
-			usage_error("invalid --sort '%s': expected bytes, tx, rx, calls or pid", env.sort);
-		cfg.sort = env.sort;
-	}
+	if (env.sort)
+		cfg.sort = sort_keys[opt_word("--sort", env.sort, sort_keys)];
 	if ((cfg.events || cfg.io) && (env.prom_file || env.listen))
 		usage_error("-e and --io stream events: --prometheus and --listen need the interval view");
 }

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* lib/opts.c: the keyword options (--sort, --by, --kind): names to values,
+ * and the one-line usage error (exit 2) that lists the accepted names. */
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "t.h"
+#include "opts.h"
+
+static const char *const sorts[] = { "wait", "p99", "max", NULL };
+static const char *const protos[] = { "tcp", "udp", NULL };
+static const char *const one[] = { "only", NULL };
+
+enum { BY_A = 3, BY_B = 7, BY_C = 100 };
+
+static const struct opt_key bys[] = {
+	{ "pid", BY_A }, { "container", BY_C }, { "host", BY_B }, {},
+};
+
+/* Runs fn(arg) in a child; its exit status and the stderr it wrote. */
+static int child_err(void (*fn)(const char *), const char *arg, char *err, size_t size)
+{
+	int fds[2], status;
+	ssize_t n, len = 0;
+	pid_t pid;
+
+	if (pipe(fds))
+		return -1;
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		dup2(fds[1], STDERR_FILENO);
+		close(fds[0]);
+		/* nothing on stdout either: the TAP stream stays the parent's */
+		if (!freopen("/dev/null", "w", stdout))
+			_exit(99);
+		fn(arg);
+		_exit(0);
+	}
+	close(fds[1]);
+	while (len < (ssize_t)size - 1 && (n = read(fds[0], err + len, size - 1 - len)) > 0)
+		len += n;
+	err[len] = 0;
+	close(fds[0]);
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void sort_of(const char *arg) { opt_word("--sort", arg, sorts); }
+static void proto_of(const char *arg) { opt_word("--proto", arg, protos); }
+static void one_of(const char *arg) { opt_word("--x", arg, one); }
+static void by_of(const char *arg) { opt_key("--by", arg, bys); }
+static void kinds_of(const char *arg) { opt_words("--kind", arg, sorts); }
+
+/* fn(arg) exits 2 with exactly want on stderr */
+static int rejects(void (*fn)(const char *), const char *arg, const char *want)
+{
+	char err[512];
+	int rc = child_err(fn, arg, err, sizeof(err));
+
+	if (rc != 2 || strcmp(err, want)) {
+		printf("# '%s': exit %d, stderr '%s', expected exit 2, '%s'\n", arg, rc, err, want);
+		return 0;
+	}
+	return 1;
+}
+
+static void test_word(void)
+{
+	CHECK_EQ(opt_word("--sort", "wait", sorts), 0);
+	CHECK_EQ(opt_word("--sort", "max", sorts), 2);
+	CHECK_EQ(opt_word("--proto", "udp", protos), 1);
+}
+
+static void test_word_rejects(void)
+{
+	CHECK(rejects(sort_of, "nope", "t: invalid --sort 'nope': expected wait, p99 or max\n"));
+	/* whole words only, and case counts */
+	CHECK(rejects(sort_of, "wai", "t: invalid --sort 'wai': expected wait, p99 or max\n"));
+	CHECK(rejects(sort_of, "WAIT", "t: invalid --sort 'WAIT': expected wait, p99 or max\n"));
+	CHECK(rejects(sort_of, "", "t: invalid --sort '': expected wait, p99 or max\n"));
+	CHECK(rejects(proto_of, "sctp", "t: invalid --proto 'sctp': expected tcp or udp\n"));
+	CHECK(rejects(one_of, "y", "t: invalid --x 'y': expected only\n"));
+}
+
+static void test_key(void)
+{
+	CHECK_EQ(opt_key("--by", "pid", bys), BY_A);
+	CHECK_EQ(opt_key("--by", "container", bys), BY_C);
+	CHECK_EQ(opt_key("--by", "host", bys), BY_B);
+	CHECK(rejects(by_of, "tid", "t: invalid --by 'tid': expected pid, container or host\n"));
+}
+
+static void test_key_name(void)
+{
+	CHECK_STR(opt_key_name(bys, BY_A), "pid");
+	CHECK_STR(opt_key_name(bys, BY_C), "container");
+	CHECK_STR(opt_key_name(bys, BY_B), "host");
+	CHECK(opt_key_name(bys, 0) == NULL);
+}
+
+static void test_words(void)
+{
+	CHECK_EQ(opt_words("--kind", "wait", sorts), 1);
+	CHECK_EQ(opt_words("--kind", "max,wait", sorts), 5);
+	/* empty words between commas are skipped, repeats are harmless */
+	CHECK_EQ(opt_words("--kind", "p99,,p99,", sorts), 2);
+	/* the word at fault is named, not the whole list */
+	CHECK(rejects(kinds_of, "wait,x", "t: invalid --kind 'x': expected wait, p99 or max\n"));
+	CHECK(rejects(kinds_of, ",", "t: invalid --kind ',': expected wait, p99 or max\n"));
+	CHECK(rejects(kinds_of, "", "t: invalid --kind '': expected wait, p99 or max\n"));
+}
+
+int main(void)
+{
+	env.tool = "t";
+	RUN(test_word);
+	RUN(test_word_rejects);
+	RUN(test_key);
+	RUN(test_key_name);
+	RUN(test_words);
+	return t_done();
+}
