@@ -16,24 +16,11 @@ teardown() {
 # ---- contract ----
 
 @test "cachestat --help lists the shared options and ends with examples" {
-	run "$BIN/cachestat" --help
-	[ "$status" -eq 0 ]
-	for opt in --pid --tid --cgroup --container --uid --comm --json --interval --duration \
-		--count --timestamp --noclear --rows --sort --wide --buffer-size --btf \
-		--list-probes --probe-mode --verbose --by --llc --usage --version; do
-		[[ "$output" == *"$opt"* ]] || { echo "missing $opt"; false; }
-	done
-	[[ "$output" == *EXAMPLES:* ]]
-	[[ "$output" == *"Exit status"* ]]
+	check_help cachestat "${SHARED_OPTS[@]}" --by --llc --usage --version
 }
 
 @test "cachestat --usage and --version" {
-	run "$BIN/cachestat" --usage
-	[ "$status" -eq 0 ]
-	[[ "$output" == Usage:\ cachestat* ]]
-	run "$BIN/cachestat" --version
-	[ "$status" -eq 0 ]
-	[[ "$output" =~ ^cachestat\ [0-9]+\.[0-9]+\.[0-9]+ ]]
+	check_usage_version cachestat
 }
 
 @test "cachestat usage errors exit 2 with one line on stderr and nothing on stdout" {
@@ -42,32 +29,11 @@ teardown() {
 		"--by" "-s nope" "-s p99" "-c /nonexistent" "--container zz" "--buffer-size 1"
 		"1 2 3" "--probe-mode foo" "--llc --by pid" "--llc -s hits" "--btf /nonexistent"
 	)
-	for args in "${bad[@]}"; do
-		# shellcheck disable=SC2086
-		"$BIN/cachestat" $args > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/err" && {
-			echo "'$args' succeeded"; false; }
-		rc=$?
-		[ "$rc" -eq 2 ] || { echo "'$args' exited $rc"; cat "$BATS_TEST_TMPDIR/err"; false; }
-		[ "$(wc -l < "$BATS_TEST_TMPDIR/err")" -eq 1 ] || {
-			echo "'$args' printed:"; cat "$BATS_TEST_TMPDIR/err"; false; }
-		[ ! -s "$BATS_TEST_TMPDIR/out" ] || { echo "'$args' wrote to stdout"; false; }
-	done
+	check_usage_errors cachestat "${bad[@]}"
 }
 
 @test "cachestat without privileges exits 77 and says what is missing" {
-	need_root
-	command -v setpriv > /dev/null || skip "setpriv missing"
-	nobody_copy "$BIN/cachestat"
-	for args in "-d 1" "--by file -d 1" "--llc -d 1"; do
-		# shellcheck disable=SC2086
-		run "${AS_NOBODY[@]}" "$NOBODY_BIN" $args
-		[ "$status" -eq 77 ]
-		[[ "$output" == *"CAP_BPF"* ]]
-		[ "${#lines[@]}" -eq 1 ]
-	done
-	run "${AS_NOBODY[@]}" "$NOBODY_BIN" -j -d 1
-	[ "$status" -eq 77 ]
-	echo "$output" | grep '^{' | tail -1 | jq -e '.type == "error" and .exit_code == 77'
+	check_no_privilege cachestat "-d 1" "--by file -d 1" "--llc -d 1"
 }
 
 @test "cachestat --list-probes shows the plan and the access mode" {

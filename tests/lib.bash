@@ -30,6 +30,77 @@ nobody_copy() {
 # the prefix that runs a command as uid/gid 65534 without capabilities
 AS_NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 
+# ---- the command-line contract (CONTRACT section 2), one helper a rule;
+# each fails the test that calls it when the tool breaks the rule ----
+
+# the options of lib/opts.c that every interval tool's --help lists
+SHARED_OPTS=(--pid --tid --cgroup --container --uid --comm --json --interval --duration
+	--count --timestamp --noclear --rows --sort --wide --buffer-size --btf
+	--list-probes --probe-mode --verbose)
+
+# check_help TOOL OPTION...: --help exits 0, names every OPTION, and has
+# the EXAMPLES and the exit status sections
+check_help() {
+	local tool=$1 opt
+	shift
+	run "$BIN/$tool" --help
+	[ "$status" -eq 0 ]
+	for opt in "$@"; do
+		[[ "$output" == *"$opt"* ]] || { echo "missing $opt"; false; }
+	done
+	[[ "$output" == *EXAMPLES:* ]]
+	[[ "$output" == *"Exit status"* ]]
+}
+
+# check_usage_version TOOL: --usage and --version exit 0 with their lines
+check_usage_version() {
+	run "$BIN/$1" --usage
+	[ "$status" -eq 0 ]
+	[[ "$output" == "Usage: $1"* ]]
+	run "$BIN/$1" --version
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ ^$1\ [0-9]+\.[0-9]+\.[0-9]+ ]]
+}
+
+# check_usage_errors TOOL ARGS...: each ARGS (one word-split string) exits
+# 2 with one line on stderr and nothing on stdout
+check_usage_errors() {
+	local tool=$1 args rc
+	shift
+	for args in "$@"; do
+		# shellcheck disable=SC2086
+		"$BIN/$tool" $args < /dev/null > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/err" && {
+			echo "'$args' succeeded"; false; }
+		rc=$?
+		[ "$rc" -eq 2 ] || { echo "'$args' exited $rc"; cat "$BATS_TEST_TMPDIR/err"; false; }
+		[ "$(wc -l < "$BATS_TEST_TMPDIR/err")" -eq 1 ] || {
+			echo "'$args' printed:"; cat "$BATS_TEST_TMPDIR/err"; false; }
+		[ ! -s "$BATS_TEST_TMPDIR/out" ] || { echo "'$args' wrote to stdout"; false; }
+	done
+}
+
+# check_no_privilege TOOL [ARGS...]: as nobody without capabilities, each
+# ARGS (default "-d 1") exits 77 with one line naming CAP_BPF; with -j the
+# error is also the last stdout line. Leaves the copy in NOBODY_BIN.
+check_no_privilege() {
+	local tool=$1 args
+	shift
+	[ $# -gt 0 ] || set -- "-d 1"
+	need_root
+	command -v setpriv > /dev/null || skip "setpriv missing"
+	nobody_copy "$BIN/$tool"
+	for args in "$@"; do
+		# shellcheck disable=SC2086
+		run "${AS_NOBODY[@]}" "$NOBODY_BIN" $args
+		[ "$status" -eq 77 ]
+		[[ "$output" == *"CAP_BPF"* ]]
+		[ "${#lines[@]}" -eq 1 ]
+	done
+	run "${AS_NOBODY[@]}" "$NOBODY_BIN" -j -d 1
+	[ "$status" -eq 77 ]
+	echo "$output" | grep '^{' | tail -1 | jq -e '.type == "error" and .exit_code == 77'
+}
+
 # wait_for FILE PATTERN [SECONDS]: until FILE has a line matching PATTERN
 wait_for() {
 	local file=$1 pattern=$2 limit=${3:-10} i=0

@@ -73,25 +73,11 @@ check_truth() {
 # ---- contract ----
 
 @test "nclstat --help lists the shared options and ends with examples" {
-	run "$BIN/nclstat" --help
-	[ "$status" -eq 0 ]
-	for opt in --pid --tid --cgroup --container --uid --comm --json --interval --duration \
-		--count --timestamp --noclear --rows --sort --wide --buffer-size --btf \
-		--list-probes --probe-mode --verbose --lib --events --hang --busbw --no-return \
-		--usage --version; do
-		[[ "$output" == *"$opt"* ]] || { echo "missing $opt"; false; }
-	done
-	[[ "$output" == *EXAMPLES:* ]]
-	[[ "$output" == *"Exit status"* ]]
+	check_help nclstat "${SHARED_OPTS[@]}" --lib --events --hang --busbw --no-return --usage --version
 }
 
 @test "nclstat --usage and --version" {
-	run "$BIN/nclstat" --usage
-	[ "$status" -eq 0 ]
-	[[ "$output" == Usage:\ nclstat* ]]
-	run "$BIN/nclstat" --version
-	[ "$status" -eq 0 ]
-	[[ "$output" =~ ^nclstat\ [0-9]+\.[0-9]+\.[0-9]+ ]]
+	check_usage_version nclstat
 }
 
 @test "nclstat usage errors exit 2 with one line on stderr and nothing on stdout" {
@@ -100,29 +86,11 @@ check_truth() {
 		"--hang x" "--lib /nonexistent" "--lib /etc/passwd" "--lib /bin/true" "--lib="
 		"-e --busbw" "1 2 3" "--probe-mode foo" "-c /nonexistent"
 	)
-	for args in "${bad[@]}"; do
-		# shellcheck disable=SC2086
-		"$BIN/nclstat" $args > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/err" && {
-			echo "'$args' succeeded"; false; }
-		rc=$?
-		[ "$rc" -eq 2 ] || { echo "'$args' exited $rc"; cat "$BATS_TEST_TMPDIR/err"; false; }
-		[ "$(wc -l < "$BATS_TEST_TMPDIR/err")" -eq 1 ] || {
-			echo "'$args' printed:"; cat "$BATS_TEST_TMPDIR/err"; false; }
-		[ ! -s "$BATS_TEST_TMPDIR/out" ] || { echo "'$args' wrote to stdout"; false; }
-	done
+	check_usage_errors nclstat "${bad[@]}"
 }
 
 @test "nclstat without privileges exits 77 and says what is missing" {
-	need_root
-	command -v setpriv > /dev/null || skip "setpriv missing"
-	nobody_copy "$BIN/nclstat"
-	run "${AS_NOBODY[@]}" "$NOBODY_BIN" -d 1
-	[ "$status" -eq 77 ]
-	[[ "$output" == *"CAP_BPF"* ]]
-	[ "${#lines[@]}" -eq 1 ]
-	run "${AS_NOBODY[@]}" "$NOBODY_BIN" -j -d 1
-	[ "$status" -eq 77 ]
-	echo "$output" | grep '^{' | tail -1 | jq -e '.type == "error" and .exit_code == 77'
+	check_no_privilege nclstat
 }
 
 @test "nclstat --list-probes shows the kernel hooks and each NCCL function of --lib" {

@@ -12,24 +12,11 @@ teardown() {
 # ---- contract ----
 
 @test "schedlat --help lists the shared options and ends with examples" {
-	run "$BIN/schedlat" --help
-	[ "$status" -eq 0 ]
-	for opt in --pid --tid --cgroup --container --uid --comm --json --interval --duration \
-		--count --timestamp --noclear --rows --sort --wide --buffer-size --btf \
-		--list-probes --probe-mode --verbose --by --hist --min --usage --version; do
-		[[ "$output" == *"$opt"* ]] || { echo "missing $opt"; false; }
-	done
-	[[ "$output" == *EXAMPLES:* ]]
-	[[ "$output" == *"Exit status"* ]]
+	check_help schedlat "${SHARED_OPTS[@]}" --by --hist --min --usage --version
 }
 
 @test "schedlat --usage and --version" {
-	run "$BIN/schedlat" --usage
-	[ "$status" -eq 0 ]
-	[[ "$output" == Usage:\ schedlat* ]]
-	run "$BIN/schedlat" --version
-	[ "$status" -eq 0 ]
-	[[ "$output" =~ ^schedlat\ [0-9]+\.[0-9]+\.[0-9]+ ]]
+	check_usage_version schedlat
 	run "$BIN/schedlat" -V
 	[ "$status" -eq 0 ]
 }
@@ -42,30 +29,11 @@ teardown() {
 		"--min 0" "--min 1ms -H" "--min 1ms --by tid" "1 2 3" "--probe-mode foo"
 		"-u no_such_user_here" "--btf /nonexistent" "--comm="
 	)
-	for args in "${bad[@]}"; do
-		# shellcheck disable=SC2086
-		"$BIN/schedlat" $args > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/err" && {
-			echo "'$args' succeeded"; false; }
-		rc=$?
-		[ "$rc" -eq 2 ] || { echo "'$args' exited $rc"; cat "$BATS_TEST_TMPDIR/err"; false; }
-		[ "$(wc -l < "$BATS_TEST_TMPDIR/err")" -eq 1 ] || {
-			echo "'$args' printed:"; cat "$BATS_TEST_TMPDIR/err"; false; }
-		[ ! -s "$BATS_TEST_TMPDIR/out" ] || { echo "'$args' wrote to stdout"; false; }
-	done
+	check_usage_errors schedlat "${bad[@]}"
 }
 
 @test "schedlat without privileges exits 77 and says what is missing" {
-	need_root
-	command -v setpriv > /dev/null || skip "setpriv missing"
-	nobody_copy "$BIN/schedlat"
-	run "${AS_NOBODY[@]}" "$NOBODY_BIN" -d 1
-	[ "$status" -eq 77 ]
-	[[ "$output" == *"CAP_BPF"* ]]
-	[ "${#lines[@]}" -eq 1 ]
-	# with --json the error is also the last stdout line
-	run "${AS_NOBODY[@]}" "$NOBODY_BIN" -j -d 1
-	[ "$status" -eq 77 ]
-	echo "$output" | grep '^{' | tail -1 | jq -e '.type == "error" and .exit_code == 77'
+	check_no_privilege schedlat
 }
 
 @test "schedlat --list-probes shows the plan, unprivileged too" {

@@ -12,25 +12,12 @@ teardown() {
 # ---- contract ----
 
 @test "socketsnoop --help lists the shared options and ends with examples" {
-	run "$BIN/socketsnoop" --help
-	[ "$status" -eq 0 ]
-	for opt in --pid --tid --cgroup --container --uid --comm --json --interval --duration \
-		--count --timestamp --noclear --rows --sort --wide --buffer-size --btf \
-		--list-probes --probe-mode --verbose --events --io --port --proto --ipv4 --ipv6 \
-		--idle --usage --version; do
-		[[ "$output" == *"$opt"* ]] || { echo "missing $opt"; false; }
-	done
-	[[ "$output" == *EXAMPLES:* ]]
-	[[ "$output" == *"Exit status"* ]]
+	check_help socketsnoop "${SHARED_OPTS[@]}" \
+		--events --io --port --proto --ipv4 --ipv6 --idle --usage --version
 }
 
 @test "socketsnoop --usage and --version" {
-	run "$BIN/socketsnoop" --usage
-	[ "$status" -eq 0 ]
-	[[ "$output" == Usage:\ socketsnoop* ]]
-	run "$BIN/socketsnoop" --version
-	[ "$status" -eq 0 ]
-	[[ "$output" =~ ^socketsnoop\ [0-9]+\.[0-9]+\.[0-9]+ ]]
+	check_usage_version socketsnoop
 }
 
 @test "socketsnoop usage errors exit 2 with one line on stderr and nothing on stdout" {
@@ -39,29 +26,11 @@ teardown() {
 		"-4 -6" "--idle 0" "--idle x" "-s nope" "-p abc" "-p 999999999" "-i 0" "-n 0"
 		"1 2 3" "--probe-mode foo" "-c /nonexistent" "--container zz" "--buffer-size 1"
 	)
-	for args in "${bad[@]}"; do
-		# shellcheck disable=SC2086
-		"$BIN/socketsnoop" $args > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/err" && {
-			echo "'$args' succeeded"; false; }
-		rc=$?
-		[ "$rc" -eq 2 ] || { echo "'$args' exited $rc"; cat "$BATS_TEST_TMPDIR/err"; false; }
-		[ "$(wc -l < "$BATS_TEST_TMPDIR/err")" -eq 1 ] || {
-			echo "'$args' printed:"; cat "$BATS_TEST_TMPDIR/err"; false; }
-		[ ! -s "$BATS_TEST_TMPDIR/out" ] || { echo "'$args' wrote to stdout"; false; }
-	done
+	check_usage_errors socketsnoop "${bad[@]}"
 }
 
 @test "socketsnoop without privileges exits 77 and says what is missing" {
-	need_root
-	command -v setpriv > /dev/null || skip "setpriv missing"
-	nobody_copy "$BIN/socketsnoop"
-	run "${AS_NOBODY[@]}" "$NOBODY_BIN" -d 1
-	[ "$status" -eq 77 ]
-	[[ "$output" == *"CAP_BPF"* ]]
-	[ "${#lines[@]}" -eq 1 ]
-	run "${AS_NOBODY[@]}" "$NOBODY_BIN" -j -d 1
-	[ "$status" -eq 77 ]
-	echo "$output" | grep '^{' | tail -1 | jq -e '.type == "error" and .exit_code == 77'
+	check_no_privilege socketsnoop
 }
 
 # chosen HOOK: the mechanism chosen for HOOK in the plan in $output
