@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * --prometheus FILE and --listen ADDR:PORT for aggregating tools: the
+ * --prometheus FILE and --listen ADDR:PORT for tools with an interval
+ * (aggregating ones, streaming ones that poll every -i): the
  * tool's own metric families live in one registry next to the shared
  * aiscope_build_info and aiscope_lost_events_total; the event loop
  * (lib/run.c) publishes it after every interval: FILE is rewritten

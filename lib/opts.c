@@ -367,8 +367,9 @@ const struct argp_child aiscope_argp_children[] = {
 	{},
 };
 
-/* Only in tools that pass AISCOPE_METRICS (aggregating tools that export
- * their figures): aiscope_parse() adds this child to the tool's argp. */
+/* Only in tools that pass AISCOPE_METRICS (tools with an interval that
+ * export their figures: aggregating ones, and streaming ones that poll
+ * every -i): aiscope_parse() adds this child to the tool's argp. */
 static const struct argp_option metrics_opts[] = {
 	{ NULL, 0, NULL, 0, "Metrics (Prometheus):", 13 },
 	{ "prometheus", OPT_PROMETHEUS, "FILE", 0,
@@ -514,7 +515,7 @@ void aiscope_parse(const struct argp *argp, int argc, char **argv, const char *t
 	env.kind = kind;
 	env.start_mono_ns = clock_ns(CLOCK_MONOTONIC);
 	argp_err_exit_status = EXIT_USAGE;
-	if ((kind & AISCOPE_METRICS) && (kind & AISCOPE_AGGREGATING))
+	if (kind & AISCOPE_METRICS)
 		argp = with_metrics(argp);
 	if (argp_parse(argp, argc, argv, ARGP_NO_HELP, NULL, NULL))
 		exit(EXIT_USAGE);

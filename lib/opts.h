@@ -24,7 +24,8 @@
 /* What a tool is, for defaults and for validation. */
 #define AISCOPE_AGGREGATING	0x1	/* prints intervals: -i, positional interval count */
 #define AISCOPE_STREAMING	0x2	/* prints events */
-/* with AISCOPE_AGGREGATING: offers --prometheus and --listen (lib/metrics.h) */
+/* offers --prometheus and --listen (lib/metrics.h): published every interval,
+ * so for aggregating tools and streaming tools that poll every -i */
 #define AISCOPE_METRICS		0x4
 
 struct aiscope_env {
