@@ -236,6 +236,17 @@ unsigned int prom_series_count(const struct prom_family *f)
 	return f->n + (f->overflow != NULL);
 }
 
+void prom_family_clear(struct prom_family *f)
+{
+	if (!f)
+		return;
+	for (unsigned int i = 0; i < f->n; i++)
+		series_free(f->series[i]);
+	f->n = 0;
+	series_free(f->overflow);
+	f->overflow = NULL;
+}
+
 /* ---- series ---- */
 
 static const char *val(const char *const *values, int i)

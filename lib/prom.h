@@ -63,6 +63,10 @@ struct prom_family *prom_histogram(struct prom_reg *r, const char *name, const c
 void prom_set_max_series(struct prom_family *f, unsigned int max);
 /* Number of series (the overflow series included). */
 unsigned int prom_series_count(const struct prom_family *f);
+/* Drops every series, the overflow one too: for families a tool sets in
+ * full each interval from what exists now (gauges of cgroups, totals the
+ * kernel keeps per cgroup), so that a cgroup gone is no longer exported. */
+void prom_family_clear(struct prom_family *f);
 
 /* values: one per label name; NULL means "". */
 void prom_counter_add(struct prom_family *f, const char *const *values, uint64_t v);

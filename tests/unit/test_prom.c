@@ -268,6 +268,40 @@ static void test_cardinality_cap(void)
 	prom_reg_free(r);
 }
 
+static void test_family_clear(void)
+{
+	struct prom_reg *r = prom_reg_new();
+	static const char *const lbl[] = { "cgroup", NULL };
+	struct prom_family *g = prom_gauge(r, "aiscope_t_usage_bytes", "U.", lbl);
+	struct prom_family *c = prom_counter(r, "aiscope_t_events_total", "E.", lbl);
+	char *s;
+
+	prom_set_max_series(c, 1);
+	prom_gauge_set(g, (const char *[]){ "/a" }, 1);
+	prom_gauge_set(g, (const char *[]){ "/b" }, 2);
+	prom_counter_set(c, (const char *[]){ "/a" }, 5);
+	prom_counter_set(c, (const char *[]){ "/b" }, 7);	/* to the overflow series */
+	CHECK_EQ(prom_series_count(c), 2);
+	/* the next interval: /a is gone */
+	prom_family_clear(g);
+	prom_family_clear(c);
+	CHECK_EQ(prom_series_count(g), 0);
+	CHECK_EQ(prom_series_count(c), 0);
+	prom_gauge_set(g, (const char *[]){ "/b" }, 3);
+	prom_counter_set(c, (const char *[]){ "/b" }, 8);
+	s = render(r);
+	CHECK_EQ(sample(s, "aiscope_t_usage_bytes{cgroup=\"/a\"}"), -1);
+	CHECK_EQ(sample(s, "aiscope_t_usage_bytes{cgroup=\"/b\"}"), 3);
+	CHECK_EQ(sample(s, "aiscope_t_events_total{cgroup=\"/b\"}"), 8);
+	/* the overflow series was cleared too: it does not add up over intervals */
+	CHECK_EQ(sample(s, "aiscope_t_events_total{cgroup=\"\",overflow=\"true\"}"), -1);
+	/* a family without series keeps its HELP and TYPE */
+	CHECK(strstr(s, "# TYPE aiscope_t_usage_bytes gauge\n") != NULL);
+	free(s);
+	prom_family_clear(NULL);
+	prom_reg_free(r);
+}
+
 static void test_idle_eviction(void)
 {
 	struct prom_reg *r = prom_reg_new();
@@ -551,6 +585,7 @@ int main(void)
 	RUN(test_exposition_text);
 	RUN(test_histogram_exact);
 	RUN(test_cardinality_cap);
+	RUN(test_family_clear);
 	RUN(test_idle_eviction);
 	RUN(test_write_file);
 	RUN(test_http_spec);
