@@ -116,7 +116,7 @@ static bool limited(const struct memcg_reading *r)
 	return r->limit != MEMCG_NO_LIMIT && r->limit > 0;
 }
 
-static int read_v1_counters(struct memcg *m, bool hot)
+static int read_v1_counters(struct memcg *m, bool hot, bool every)
 {
 	struct memcg_reading *r = &m->cur;
 	char buf[READ_BUF];
@@ -132,7 +132,8 @@ static int read_v1_counters(struct memcg *m, bool hot)
 	/* failcnt only moves at the limit: read it when near it, or when
 	 * a kill says the limit was reached (a hit in between shows later,
 	 * as the counter is cumulative) */
-	if ((hot || r->oom_kills != kills || !m->reads) && read_u64_file(m->fd_events, &r->limit_hits))
+	if ((hot || every || r->oom_kills != kills || !m->reads) &&
+	    read_u64_file(m->fd_events, &r->limit_hits))
 		r->limit_hits = MEMCG_UNKNOWN;
 	return 0;
 }
@@ -186,7 +187,7 @@ int memcg_read(struct memcg *m, unsigned int what,
 		}
 		is_hot = !hot || hot(r, ctx);
 	}
-	err = m->v1 ? read_v1_counters(m, is_hot) : read_v2_counters(m);
+	err = m->v1 ? read_v1_counters(m, is_hot, what & MEMCG_COUNTERS) : read_v2_counters(m);
 	if (err)
 		return err;
 	m->reads++;

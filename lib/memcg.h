@@ -91,9 +91,12 @@ void memcg_set_drop(struct memcg_set *s, size_t i);
  * memory.failcnt only when hot(reading) says the usage is near the limit
  * (memory.stat is the expensive file); the counters each time. Fields not
  * read keep their last value. MEMCG_ALL reads everything (hot still
- * decides memory.stat). -errno when the cgroup went away. */
+ * decides memory.stat). MEMCG_COUNTERS reads every counter, v1's
+ * memory.failcnt too, cold or not (an exporter of the kernel's totals).
+ * -errno when the cgroup went away. */
 #define MEMCG_ALL	0x1
 #define MEMCG_LIMIT	0x2
+#define MEMCG_COUNTERS	0x4
 int memcg_read(struct memcg *m, unsigned int what,
 	       bool (*hot)(const struct memcg_reading *r, void *ctx), void *ctx);
 void memcg_set_free(struct memcg_set *s);

@@ -286,6 +286,39 @@ static void test_stat_skipped(void)
 	nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* v1's failcnt is read cold only with MEMCG_COUNTERS */
+static void test_v1_failcnt_cold(void)
+{
+	struct memcg_set s;
+	struct memcg *a;
+
+	snprintf(root, sizeof(root), "/tmp/aiscope-test-memcg.XXXXXX");
+	if (!mkdtemp(root))
+		SKIP("no temporary directory");
+	dir("job");
+	put("job/memory.usage_in_bytes", "1000\n");
+	put("job/memory.limit_in_bytes", "67108864\n");
+	put("job/memory.stat", "total_inactive_file 0\n");
+	put("job/memory.failcnt", "12\n");
+	put("job/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n");
+	memcg_set_init(&s, root, NULL, NULL, false);
+	a = by_path(&s, "/job");
+	CHECK(a != NULL);
+	if (a) {
+		CHECK_EQ(memcg_read(a, 0, never, NULL), 0);
+		CHECK_EQ(a->cur.limit_hits, 12);	/* the first read has them all */
+		put("job/memory.failcnt", "15\n");
+		CHECK_EQ(memcg_read(a, 0, never, NULL), 0);
+		CHECK_EQ(a->cur.limit_hits, 12);	/* cold: not read */
+		CHECK_EQ(memcg_read(a, MEMCG_COUNTERS, never, NULL), 0);
+		CHECK_EQ(a->cur.limit_hits, 15);
+		CHECK(a->cur.inactive_file == MEMCG_UNKNOWN);
+		CHECK_EQ(a->cur.oom_kills, 3);
+	}
+	memcg_set_free(&s);
+	nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
 	RUN(test_parse_limit);
@@ -296,5 +329,6 @@ int main(void)
 	RUN(test_set_v1);
 	RUN(test_set_watch);
 	RUN(test_stat_skipped);
+	RUN(test_v1_failcnt_cold);
 	return t_done();
 }
