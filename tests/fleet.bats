@@ -136,6 +136,12 @@ normalize() {
 	run "$BIN/schedlat" --min 1ms --prometheus "$BATS_TEST_TMPDIR/x.prom"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"--min"*"--prometheus"* ]]
+	# a streaming tool with a poller exports it; its one-scan mode writes a
+	# file but serves nobody
+	metrics_tools | grep -qx oomwatch
+	run "$BIN/oomwatch" --check --listen 127.0.0.1:0
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--check"*"--listen"* ]]
 }
 
 @test "a port in use is a usage error naming the address" {
@@ -272,6 +278,8 @@ normalize() {
 		checked=$((checked + 1))
 	done
 	[ "$checked" -gt 0 ]
+	# a streaming tool is among them (its poller's gauges)
+	[ -s "$BATS_TEST_TMPDIR/oomwatch.prom" ]
 	# schedlat's series are by cgroup whatever --by is
 	for by in pid tid cgroup container host; do
 		f=$BATS_TEST_TMPDIR/schedlat-$by.prom
@@ -523,6 +531,189 @@ prom_sum() {
 	[ "$status" -eq 2 ]
 	run "$BIN/socketsnoop" --io --listen 127.0.0.1:0
 	[ "$status" -eq 2 ]
+}
+
+# ---- oomwatch ----
+
+MEMCG_ROOT=/sys/fs/cgroup/memory
+MEMCG_LIMIT=67108864
+
+# oom_memcg NAME: a v1 memory cgroup with a 64 MiB limit, as
+# tests/oomwatch.bats makes them; sets CG and CG_REL
+oom_memcg() {
+	need_root
+	[ -e "$MEMCG_ROOT/memory.limit_in_bytes" ] || skip "no v1 memory controller"
+	CG_REL=/aiscope-oomw-$$-$1
+	CG=$MEMCG_ROOT$CG_REL
+	make_cgroup "$CG"
+	echo "$MEMCG_LIMIT" > "$CG/memory.limit_in_bytes"
+	# no swap in the way of the kill; no memsw limit either, so that the
+	# memory limit is the one hit (memory.failcnt counts it)
+	echo 0 > "$CG/memory.swappiness" 2>/dev/null || true
+}
+
+# hog_in_cg NAME ARGS...: memhog ARGS started in CG; sets HOG_PID
+hog_in_cg() {
+	local name=$1
+	shift
+	start_bg "$name" "$HELPERS/memhog" "$@"
+	wait_for "$BATS_TEST_TMPDIR/$name.out" '^ready'
+	HOG_PID=$(awk '/^ready/ {print $2}' "$BATS_TEST_TMPDIR/$name.out")
+	move_to_cgroup "$CG" "$HOG_PID"
+	kill -USR1 "$HOG_PID"
+}
+
+@test "oomwatch --prometheus: a memcg OOM kill in a 64 MiB v1 cgroup; gauges equal the alert's poll, counters the kernel's" {
+	local f=$BATS_TEST_TMPDIR/oomwatch.prom snap=$BATS_TEST_TMPDIR/alert.prom out alert ts mt sel rc i
+	oom_memcg fleet
+	out=$BATS_TEST_TMPDIR/ow.out
+	start_tool ow oomwatch -j -i 1s -c "$CG" --prometheus "$f"
+	# a 600 MiB mapping (nothing touched: nothing charged)
+	hog_in_cg map mmap 614400
+	local map=$HOG_PID
+	wait_for "$out" "\"event\":\"alloc\".*\"pid\":$map," 5
+	# 56 MiB of 64 (87.5%), held: a warning at one poll
+	hog_in_cg hog1 grow 1024 1 57344
+	local hog1=$HOG_PID
+	wait_for "$BATS_TEST_TMPDIR/hog1.out" '^at 57344$' 20
+	wait_for "$out" '"event":"alert".*"reason":"working_set"' 10
+	# the file of that poll: written after it, before its lines were
+	# flushed; the next one comes a second later
+	cp -p "$f" "$snap"
+	alert=$(grep '"event":"alert"' "$out" | grep '"reason":"working_set"' | head -1)
+	echo "$alert"
+	ts=$(date -d "$(echo "$alert" | jq -r .ts)" +%s%N)
+	mt=$(stat -c %.9Y "$snap" | tr -d .)
+	# (an mtime is stamped from the kernel's coarse clock: a tick early)
+	echo "alert at $ts, file written $((mt - ts)) ns later"
+	[ $((mt - ts)) -gt -20000000 ] && [ $((mt - ts)) -lt 500000000 ]
+	cat "$snap"
+	sel="{cgroup=\"$CG_REL\",container_id=\"\",pod_uid=\"\"}"
+	echo "$alert" | jq -e --arg cg "$CG_REL" --argjson lim "$MEMCG_LIMIT" \
+		'.level == "warn" and .cgroup == $cg and .limit_bytes == $lim and .working_set_bytes > 50000000'
+	[ "$(prom_value "$snap" "aiscope_oomwatch_memory_limit_bytes$sel")" -eq "$MEMCG_LIMIT" ]
+	[ "$(prom_value "$snap" "aiscope_oomwatch_memory_usage_bytes$sel")" -eq "$(echo "$alert" | jq .usage_bytes)" ]
+	[ "$(prom_value "$snap" "aiscope_oomwatch_memory_working_set_bytes$sel")" -eq \
+		"$(echo "$alert" | jq .working_set_bytes)" ]
+	[ "$(prom_value "$snap" "aiscope_oomwatch_memory_alert_level$sel")" -eq 1 ]
+	# and what the cgroup says now (the hog holds its 56 MiB)
+	within 2 "$(prom_value "$snap" "aiscope_oomwatch_memory_usage_bytes$sel")" "$(cat "$CG/memory.usage_in_bytes")"
+	# 16 MiB more: the kernel kills the 56 MiB hog, the second one lives
+	hog_in_cg hog2 grow 1024 1 16384
+	rc=0
+	wait "$hog1" || rc=$?
+	[ "$rc" -eq 137 ]
+	wait_for "$out" '"event":"oom_kill"' 5
+	wait_for "$BATS_TEST_TMPDIR/hog2.out" '^at 16384$' 20
+	# two polls after the kill; the hog left holds its 16 MiB
+	sleep 2.5
+	cp "$f" "$snap"
+	cat "$snap"
+	[ "$(prom_value "$snap" "aiscope_oomwatch_oom_kills_total{cgroup=\"$CG_REL\",container_id=\"\",pod_uid=\"\",scope=\"memcg\"}")" -eq 1 ]
+	[ "$(grep -c '^aiscope_oomwatch_oom_kills_total' "$snap")" -eq 1 ]
+	[ "$(prom_value "$snap" "aiscope_oomwatch_memory_limit_bytes$sel")" -eq "$MEMCG_LIMIT" ]
+	# the kernel's own counters, as it counts them
+	echo "failcnt $(cat "$CG/memory.failcnt"), $(grep oom_kill "$CG/memory.oom_control")"
+	[ "$(cat "$CG/memory.failcnt")" -gt 0 ]
+	[ "$(prom_value "$snap" "aiscope_oomwatch_memory_events_total${sel%\}},event=\"max\"}")" -eq "$(cat "$CG/memory.failcnt")" ]
+	[ "$(prom_value "$snap" "aiscope_oomwatch_memory_events_total${sel%\}},event=\"oom_kill\"}")" -eq \
+		"$(awk '$1 == "oom_kill" {print $2}' "$CG/memory.oom_control")" ]
+	[ "$(awk '$1 == "oom_kill" {print $2}' "$CG/memory.oom_control")" -eq 1 ]
+	# v1 has no "oom" count: no series rather than a made-up one
+	! grep -q 'event="oom"' "$snap"
+	# the level fell with the working set (16 of 64 MiB), which is this
+	# poll's, at most the usage
+	[ "$(prom_value "$snap" "aiscope_oomwatch_memory_alert_level$sel")" -eq 0 ]
+	[ "$(prom_value "$snap" "aiscope_oomwatch_memory_working_set_bytes$sel")" -le \
+		"$(prom_value "$snap" "aiscope_oomwatch_memory_usage_bytes$sel")" ]
+	within 10 "$(prom_value "$snap" "aiscope_oomwatch_memory_usage_bytes$sel")" 16777216
+	# the cgroup removed: its gauges and counters go at the next poll, the
+	# kill stays
+	kill "$HOG_PID" "$map"
+	wait "$HOG_PID" || true
+	wait "$map" || true
+	rmdir "$CG"
+	sleep 2.5
+	stop_tool "$TOOL_PID"
+	all_json "$out"
+	cat "$f"
+	[ ! -e "$f.tmp" ]
+	! grep -q "^aiscope_oomwatch_memory_.*cgroup=\"$CG_REL\"" "$f"
+	[ "$(prom_value "$f" "aiscope_oomwatch_oom_kills_total{cgroup=\"$CG_REL\",container_id=\"\",pod_uid=\"\",scope=\"memcg\"}")" -eq 1 ]
+	jq -e -s --argjson p "$hog1" --arg cg "$CG_REL" \
+		'map(select(.event == "oom_kill")) | length == 1 and .[0].pid == $p and .[0].memcg == $cg and .[0].scope == "memcg"' "$out"
+	# the mapping: one allocation of its exact size, in its cgroup
+	local acg
+	acg=$(jq -r -s --argjson p "$map" 'map(select(.event == "alloc" and .pid == $p)) | .[0].cgroup' "$out")
+	[ "$(jq -s 'map(select(.event == "alloc")) | length' "$out")" -eq 1 ]
+	sel="{cgroup=\"$acg\",container_id=\"\",pod_uid=\"\",syscall=\"mmap\"}"
+	[ "$(prom_value "$f" "aiscope_oomwatch_large_allocations_total$sel")" -eq 1 ]
+	[ "$(prom_value "$f" "aiscope_oomwatch_large_allocation_bytes_total$sel")" -eq 629145600 ]
+	! grep -Eq '(^|[{,])(pid|tid|comm)=' "$f"
+	if command -v promtool > /dev/null; then
+		promtool check metrics < "$f"
+	fi
+}
+
+@test "oomwatch --listen: a scrape has every cgroup's gauges and memory.events exactly; a new value at the next poll" {
+	need_root
+	local t=$BATS_TEST_TMPDIR/v2 d c url m=$BATS_TEST_TMPDIR/m i
+	# a cgroup2 host of three containers (made as tests/oomwatch.bats makes it)
+	mkdir -p "$t/proc/self" "$t/proc/pressure" "$t/sys/fs/cgroup/system.slice"
+	echo "30 25 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate" \
+		> "$t/proc/self/mountinfo"
+	printf 'some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n' \
+		> "$t/proc/pressure/memory"
+	echo "cpu memory" > "$t/sys/fs/cgroup/cgroup.controllers"
+	local ok warn crit
+	ok=$(random_hex64) warn=$(random_hex64) crit=$(random_hex64)
+	# id current max inactive_file psi_full
+	for c in "$ok 104857600 1073741824 0 0.00" "$warn 996147200 1073741824 52428800 12.50" \
+		"$crit 1063256064 1073741824 0 0.00"; do
+		set -- $c
+		d=$t/sys/fs/cgroup/system.slice/docker-$1.scope
+		mkdir -p "$d"
+		echo "$2" > "$d/memory.current"
+		echo "$3" > "$d/memory.max"
+		printf 'anon %s\nfile 0\nactive_file 0\ninactive_file %s\n' "$2" "$4" > "$d/memory.stat"
+		printf 'low 0\nhigh 0\nmax 3\noom 2\noom_kill 1\noom_group_kill 0\n' > "$d/memory.events"
+		printf 'some avg10=%s avg60=0.00 avg300=0.00 total=0\nfull avg10=%s avg60=0.00 avg300=0.00 total=0\n' \
+			"$5" "$5" > "$d/memory.pressure"
+	done
+	OOMWATCH_SYSROOT=$t start_tool ow oomwatch -j -i 200ms --alloc-min 0 --listen 127.0.0.1:0
+	url=$(metrics_url "$BATS_TEST_TMPDIR/ow.err")
+	[[ "$url" =~ ^http://127\.0\.0\.1:[0-9]+/metrics$ ]]
+	curl -sf "$url" > "$m"
+	cat "$m"
+	promtool_ok() { ! command -v promtool > /dev/null || promtool check metrics < "$1"; }
+	promtool_ok "$m"
+	for c in "$ok 104857600 104857600 0 0" "$warn 996147200 943718400 1 0.125" "$crit 1063256064 1063256064 2 0"; do
+		set -- $c
+		sel="{cgroup=\"/system.slice/docker-$1.scope\",container_id=\"$1\",pod_uid=\"\"}"
+		[ "$(prom_value "$m" "aiscope_oomwatch_memory_usage_bytes$sel")" = "$2" ]
+		[ "$(prom_value "$m" "aiscope_oomwatch_memory_working_set_bytes$sel")" = "$3" ]
+		[ "$(prom_value "$m" "aiscope_oomwatch_memory_limit_bytes$sel")" = 1073741824 ]
+		[ "$(prom_value "$m" "aiscope_oomwatch_memory_alert_level$sel")" = "$4" ]
+		[ "$(prom_value "$m" "aiscope_oomwatch_psi_memory_full_avg10_ratio$sel")" = "$5" ]
+		[ "$(prom_value "$m" "aiscope_oomwatch_memory_events_total${sel%\}},event=\"max\"}")" = 3 ]
+		[ "$(prom_value "$m" "aiscope_oomwatch_memory_events_total${sel%\}},event=\"oom\"}")" = 2 ]
+		[ "$(prom_value "$m" "aiscope_oomwatch_memory_events_total${sel%\}},event=\"oom_kill\"}")" = 1 ]
+	done
+	[ "$(grep -c '^aiscope_oomwatch_memory_limit_bytes{' "$m")" -eq 3 ]
+	# the kernel counts on: the next scrapes say so
+	d=$t/sys/fs/cgroup/system.slice/docker-$ok.scope
+	printf 'low 0\nhigh 0\nmax 40\noom 5\noom_kill 4\noom_group_kill 0\n' > "$d/memory.events"
+	sel="{cgroup=\"/system.slice/docker-$ok.scope\",container_id=\"$ok\",pod_uid=\"\",event=\"oom_kill\"}"
+	for i in $(seq 50); do
+		curl -sf "$url" > "$m"
+		[ "$(prom_value "$m" "aiscope_oomwatch_memory_events_total$sel")" = 4 ] && break
+		sleep 0.1
+	done
+	[ "$(prom_value "$m" "aiscope_oomwatch_memory_events_total$sel")" = 4 ]
+	[ "$(prom_value "$m" "aiscope_oomwatch_memory_events_total${sel/oom_kill/max}")" = 40 ]
+	[ "$(prom_value "$m" "aiscope_oomwatch_memory_events_total${sel/oom_kill/oom}")" = 5 ]
+	promtool_ok "$m"
+	stop_tool "$TOOL_PID"
 }
 
 # ---- deploy/: the Kubernetes manifest and the image ----

@@ -24,6 +24,7 @@
 #include "kfeatures.h"
 #include "json.h"
 #include "memcg.h"
+#include "metrics.h"
 #include "opts.h"
 #include "run.h"
 #include "table.h"
@@ -60,6 +61,7 @@ static const char doc[] =
 "  oomwatch --check; echo $?     # 0 ok, 3 warn, 4 crit\n"
 "  oomwatch --check -j | jq 'select(.type==\"sample\" and .level!=\"ok\")'\n"
 "  oomwatch --container 3f2a --alloc-min 1G\n"
+"  oomwatch --alloc-min 0 --listen :9469   # Prometheus scrapes /metrics\n"
 "\n"
 "Exit status: 0 done, 1 runtime error, 2 usage error, 77 cannot run here;\n"
 "--check: 0 ok, 3 warn, 4 crit.";
@@ -175,6 +177,96 @@ static struct {
 	bool ksyms_loaded;
 	uint64_t memcg_oom[2], global_oom[2][2];
 } S = { .host_psi_fd = -1 };
+
+/* ---- Prometheus metrics: kills and allocations from BPF, per-cgroup
+ * gauges and the kernel's own counters from the poller ---- */
+
+static const char *const kill_labels[] = { "cgroup", "container_id", "pod_uid", "scope", NULL };
+static const char *const alloc_labels[] = { "cgroup", "container_id", "pod_uid", "syscall", NULL };
+static const char *const event_labels[] = { "cgroup", "container_id", "pod_uid", "event", NULL };
+
+static struct {
+	struct prom_family *kills, *allocs, *alloc_bytes;
+	/* set in full each poll: a cgroup gone leaves them */
+	struct prom_family *usage, *ws, *limit, *level, *psi, *events;
+} P;
+
+static void metrics_init(void)
+{
+	if (!aiscope_metrics())
+		return;
+	P.kills = aiscope_metric_counter("aiscope_oomwatch_oom_kills_total",
+		"OOM kills seen by BPF: the JSON oom_kill events, by the memcg key (else cgroup) and scope (memcg, global, unknown).",
+		kill_labels);
+	P.allocs = aiscope_metric_counter("aiscope_oomwatch_large_allocations_total",
+		"Allocations of at least --alloc-min: the JSON alloc events, by cgroup and syscall.",
+		alloc_labels);
+	P.alloc_bytes = aiscope_metric_counter("aiscope_oomwatch_large_allocation_bytes_total",
+		"Bytes asked for by those allocations: the sum of the JSON alloc events' size_bytes.",
+		alloc_labels);
+	P.usage = aiscope_metric_gauge("aiscope_oomwatch_memory_usage_bytes",
+		"Memory cgroup usage at the last poll (memory.current, v1 memory.usage_in_bytes): the JSON usage_bytes.",
+		aiscope_cgroup_labels);
+	P.ws = aiscope_metric_gauge("aiscope_oomwatch_memory_working_set_bytes",
+		"Usage less inactive_file of memory.stat at the last poll: the JSON working_set_bytes.",
+		aiscope_cgroup_labels);
+	P.limit = aiscope_metric_gauge("aiscope_oomwatch_memory_limit_bytes",
+		"Memory cgroup limit (memory.max, v1 memory.limit_in_bytes): the JSON limit_bytes.",
+		aiscope_cgroup_labels);
+	P.level = aiscope_metric_gauge("aiscope_oomwatch_memory_alert_level",
+		"Alert level held now: 0 ok, 1 warn, 2 crit, from the working set and pressure (the JSON level).",
+		aiscope_cgroup_labels);
+	P.psi = aiscope_metric_gauge("aiscope_oomwatch_psi_memory_full_avg10_ratio",
+		"Memory pressure, full avg10 of memory.pressure, 0 to 1: the JSON psi_full_avg10_pct / 100.",
+		aiscope_cgroup_labels);
+	P.events = aiscope_metric_counter("aiscope_oomwatch_memory_events_total",
+		"The kernel's memory cgroup counters as it counts them: max (limit hits: memory.events max, v1 memory.failcnt; JSON limit_hits), oom (JSON ooms), oom_kill (memory.events, v1 memory.oom_control; JSON oom_kills).",
+		event_labels);
+}
+
+static bool limited(const struct memcg_reading *r);
+
+/* The cgroups --check reports: a limit, or pressure at a level. */
+static void metrics_cgroup(const struct memcg *m)
+{
+	static const char *const ev_names[] = { "max", "oom", "oom_kill" };
+	const struct memcg_reading *r = &m->cur;
+	const uint64_t ev[] = { r->limit_hits, r->ooms, r->oom_kills };
+	const char *vals[AISCOPE_CGROUP_NLABELS + 1];
+	struct container_info ci;
+
+	if (!limited(r) && m->psi_level == LVL_OK)
+		return;
+	aiscope_cgroup_path_values(m->path, vals, &ci);
+	if (limited(r)) {
+		prom_gauge_set(P.limit, vals, r->limit);
+		if (r->usage != MEMCG_UNKNOWN)
+			prom_gauge_set(P.usage, vals, r->usage);
+		if (memcg_working_set(r) != MEMCG_UNKNOWN)
+			prom_gauge_set(P.ws, vals, memcg_working_set(r));
+	}
+	prom_gauge_set(P.level, vals, m->level > m->psi_level ? m->level : m->psi_level);
+	if (r->psi_full10 >= 0)
+		prom_gauge_set(P.psi, vals, r->psi_full10 / 100);
+	for (size_t i = 0; i < ARRAY_SIZE(ev); i++) {
+		if (ev[i] == MEMCG_UNKNOWN)
+			continue;
+		vals[AISCOPE_CGROUP_NLABELS] = ev_names[i];
+		prom_counter_set(P.events, vals, ev[i]);
+	}
+}
+
+static void metrics_cgroups(void)
+{
+	struct prom_family *const rebuilt[] = { P.usage, P.ws, P.limit, P.level, P.psi, P.events };
+
+	if (!aiscope_metrics())
+		return;
+	for (size_t i = 0; i < ARRAY_SIZE(rebuilt); i++)
+		prom_family_clear(rebuilt[i]);
+	for (size_t i = 0; i < S.set.n; i++)
+		metrics_cgroup(S.set.cg[i]);
+}
 
 /* ---- output helpers ---- */
 
@@ -495,6 +587,14 @@ static int on_kill(const struct oomwatch_kill *e)
 
 	kill_view(e, &victim, &v);
 	S.kills++;
+	if (P.kills) {
+		const char *vals[AISCOPE_CGROUP_NLABELS + 1];
+		struct container_info ci;
+
+		aiscope_cgroup_path_values(v.memcg_path ? v.memcg_path : v.victim_cgroup, vals, &ci);
+		vals[AISCOPE_CGROUP_NLABELS] = scope_name(v.scope) ? scope_name(v.scope) : "unknown";
+		prom_counter_add(P.kills, vals, 1);
+	}
 	if (env.json)
 		kill_json(e, &victim, &v);
 	else
@@ -589,6 +689,16 @@ static int on_alloc(const struct oomwatch_alloc *e)
 		table_str(&S.t, detail);
 		table_end_row(&S.t);
 	}
+	/* last: a cgroup lookup may move the memcg path used above */
+	if (P.allocs) {
+		const char *vals[AISCOPE_CGROUP_NLABELS + 1];
+		struct container_info ci;
+
+		aiscope_cgroup_values(&e->task, vals, &ci);
+		vals[AISCOPE_CGROUP_NLABELS] = sys_name(e->syscall);
+		prom_counter_add(P.allocs, vals, 1);
+		prom_counter_add(P.alloc_bytes, vals, e->size);
+	}
 	return count_event();
 }
 
@@ -611,10 +721,11 @@ static bool limited(const struct memcg_reading *r)
 }
 
 /* The working set is at most the usage: below the warn level, memory.stat
- * (the expensive file) cannot change the verdict. */
+ * (the expensive file) cannot change the verdict. The metrics export every
+ * limited cgroup's working set as of this poll: read it each time. */
 static bool want_stat_poll(const struct memcg_reading *r, void *ctx)
 {
-	return limited(r) && r->usage * 100.0 >= cfg.warn * r->limit;
+	return limited(r) && (aiscope_metrics() || r->usage * 100.0 >= cfg.warn * r->limit);
 }
 
 static bool want_stat_check(const struct memcg_reading *r, void *ctx)
@@ -766,9 +877,10 @@ static int poll_one(struct memcg *m, size_t idx)
 	int l;
 
 	/* limits rarely change: each cgroup re-reads its own every
-	 * LIMIT_EVERY ticks, spread over the ticks */
-	int err = memcg_read(m, (S.loop.ticks + idx) % LIMIT_EVERY ? 0 : MEMCG_LIMIT,
-			     want_stat_poll, NULL);
+	 * LIMIT_EVERY ticks, spread over the ticks; the metrics export the
+	 * kernel's counters as of this poll */
+	unsigned int what = (S.loop.ticks + idx) % LIMIT_EVERY ? 0 : MEMCG_LIMIT;
+	int err = memcg_read(m, what | (aiscope_metrics() ? MEMCG_COUNTERS : 0), want_stat_poll, NULL);
 
 	if (err)
 		return err;
@@ -884,6 +996,7 @@ static void poll_all(void)
 	}
 	if (!S.loop.exit_reason)
 		poll_host();
+	metrics_cgroups();
 }
 
 static int on_tick(void *ctx)
@@ -1027,6 +1140,10 @@ static int run_check(void)
 			c->level = level_of(r->psi_full10, cfg.psi_warn, cfg.psi_crit);
 		if (!limited(r) && c->level == LVL_OK)
 			continue;	/* neither a limit nor pressure: nothing to say */
+		/* what the metrics export: the levels of this scan */
+		m->level = limited(r) ? level_of(c->pct, cfg.warn, cfg.crit) : LVL_OK;
+		m->psi_level = r->psi_full10 >= 0 ? level_of(r->psi_full10, cfg.psi_warn, cfg.psi_crit)
+						  : LVL_OK;
 		nwarn += c->level == LVL_WARN;
 		ncrit += c->level == LVL_CRIT;
 		if (c->level > worst)
@@ -1038,6 +1155,8 @@ static int run_check(void)
 		if (hl > worst)
 			worst = hl;
 	}
+	metrics_cgroups();
+	metrics_publish(NULL);
 	qsort(rows, n, sizeof(*rows), cmp_check);
 	shown = env.rows && (size_t)env.rows < n ? (size_t)env.rows : n;
 	code = worst == LVL_CRIT ? EXIT_CHECK_CRIT : worst == LVL_WARN ? EXIT_CHECK_WARN : 0;
@@ -1117,6 +1236,8 @@ static void validate(void)
 	}
 	if (cfg.check && (env.list_probes || env.duration_ns || env.count))
 		usage_error("--check is one scan: it takes no --list-probes, --duration or --count");
+	if (cfg.check && env.listen)
+		usage_error("--check is one scan: --listen would serve it to nobody (--prometheus FILE writes it)");
 }
 
 /* OOMWATCH_SYSROOT (tests): cgroup mounts, cgroup trees and
@@ -1139,11 +1260,12 @@ int main(int argc, char **argv)
 {
 	int nhooks = ARRAY_SIZE(hooks);
 
-	aiscope_parse(&argp, argc, argv, TOOL, AISCOPE_STREAMING);
+	aiscope_parse(&argp, argc, argv, TOOL, AISCOPE_STREAMING | AISCOPE_METRICS);
 	validate();
 	use_sysroot();
 	jw_init(&S.jw, stdout);
 	S.page_size = sysconf(_SC_PAGESIZE);
+	metrics_init();
 
 	if (cfg.check) {
 		int code;
