@@ -713,6 +713,15 @@ hog_in_cg() {
 	[ "$(prom_value "$m" "aiscope_oomwatch_memory_events_total${sel/oom_kill/max}")" = 40 ]
 	[ "$(prom_value "$m" "aiscope_oomwatch_memory_events_total${sel/oom_kill/oom}")" = 5 ]
 	promtool_ok "$m"
+	# --check writes the same figures once
+	run env OOMWATCH_SYSROOT="$t" "$BIN/oomwatch" --check --prometheus "$BATS_TEST_TMPDIR/check.prom"
+	[ "$status" -eq 4 ]
+	curl -sf "$url" > "$m"
+	grep -E '^aiscope_oomwatch_(memory|psi)_' "$m" | sort > "$BATS_TEST_TMPDIR/scraped"
+	grep -E '^aiscope_oomwatch_(memory|psi)_' "$BATS_TEST_TMPDIR/check.prom" | sort > "$BATS_TEST_TMPDIR/checked"
+	# 3 cgroups: usage, working set, limit, level, pressure, 3 events
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/checked")" -eq 24 ]
+	diff "$BATS_TEST_TMPDIR/scraped" "$BATS_TEST_TMPDIR/checked"
 	stop_tool "$TOOL_PID"
 }
 

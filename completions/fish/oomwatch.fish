@@ -55,3 +55,5 @@ complete -c oomwatch -l psi-warn -x -d 'Alert when memory pressure (full avg10) 
 complete -c oomwatch -l psi-crit -x -d 'Critical pressure from PCT% (default 40)'
 complete -c oomwatch -l alloc-min -x -d 'Report mmap/mremap/brk of at least SIZE (default 512M, 0: off)'
 complete -c oomwatch -l check -d 'Scan every memory cgroup once; exit 0 ok, 3 warn, 4 crit'
+complete -c oomwatch -l prometheus -x -a '(__fish_complete_path (__aiscope_value))' -d 'Write metrics to FILE each interval (node_exporter textfile format)'
+complete -c oomwatch -l listen -x -d 'Serve metrics at http://ADDR:PORT/metrics (default address 127.0.0.1)'
