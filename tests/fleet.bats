@@ -141,6 +141,7 @@ normalize() {
 	metrics_tools | grep -qx oomwatch
 	run "$BIN/oomwatch" --check --listen 127.0.0.1:0
 	[ "$status" -eq 2 ]
+	[ "${#lines[@]}" -eq 1 ]
 	[[ "$output" == *"--check"*"--listen"* ]]
 }
 

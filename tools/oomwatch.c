@@ -123,6 +123,11 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	case OPT_CHECK:
 		cfg.check = true;
 		break;
+	case ARGP_KEY_END:
+		/* before the address is bound and announced: one line */
+		if (cfg.check && env.listen)
+			usage_error("--check is one scan: --listen would serve it to nobody (--prometheus FILE writes it)");
+		return ARGP_ERR_UNKNOWN;
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
@@ -1236,8 +1241,6 @@ static void validate(void)
 	}
 	if (cfg.check && (env.list_probes || env.duration_ns || env.count))
 		usage_error("--check is one scan: it takes no --list-probes, --duration or --count");
-	if (cfg.check && env.listen)
-		usage_error("--check is one scan: --listen would serve it to nobody (--prometheus FILE writes it)");
 }
 
 /* OOMWATCH_SYSROOT (tests): cgroup mounts, cgroup trees and
