@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/bench/oomwatch.sh: oomwatch beside libbpf-tools oomkill, and the
-# cost of polling a thousand memory cgroups every second.
+# cost of polling a thousand memory cgroups every second, with and without
+# Prometheus metrics.
 #
 # oomkill (Debian package libbpf-tools) hooks oom_kill_process with a kprobe
 # only; where the kernel has no kprobes it cannot attach, and this records
@@ -140,8 +141,16 @@ mkdir -p "$BENCH_TMP/poll"
 for ((w = 1; w <= WINDOWS; w++)); do
 	poll_window "$OOMWATCH" --alloc-min 0 -i 1s -c "$PARENT" >>"$BENCH_TMP/poll/sub"
 	poll_window "$OOMWATCH" --alloc-min 0 -i 1s >>"$BENCH_TMP/poll/host"
-	bench_log "polling window $w/$WINDOWS: $(tail -1 "$BENCH_TMP/poll/sub")% (only the $NCG), $(tail -1 "$BENCH_TMP/poll/host")% (every memory cgroup)"
+	# metrics: every limited cgroup's usage, memory.stat and failcnt each
+	# poll, the registry rebuilt and the file written
+	poll_window "$OOMWATCH" --alloc-min 0 -i 1s -c "$PARENT" --prometheus "$BENCH_TMP/poll/m.prom" \
+		>>"$BENCH_TMP/poll/msub"
+	poll_window "$OOMWATCH" --alloc-min 0 -i 1s --prometheus "$BENCH_TMP/poll/m.prom" >>"$BENCH_TMP/poll/mhost"
+	poll_window "$OOMWATCH" --alloc-min 0 -i 5s --prometheus "$BENCH_TMP/poll/m.prom" >>"$BENCH_TMP/poll/m5"
+	bench_log "polling window $w/$WINDOWS: $(tail -1 "$BENCH_TMP/poll/sub")% (only the $NCG), $(tail -1 "$BENCH_TMP/poll/host")% (every memory cgroup); metrics: $(tail -1 "$BENCH_TMP/poll/msub")%, $(tail -1 "$BENCH_TMP/poll/mhost")%, $(tail -1 "$BENCH_TMP/poll/m5")% at 5 s"
 done
+M_BYTES=$(stat -c %s "$BENCH_TMP/poll/m.prom")
+M_SERIES=$(grep -c '^aiscope_oomwatch_' "$BENCH_TMP/poll/m.prom")
 WATCHED=$(sed -n 's/.*polling \([0-9]*\) memory cgroups.*/\1/p' "$BENCH_TMP/poll.err" | tail -1)
 # one cgroup near its limit: memory.stat and failcnt are read too
 "$OOMWATCH" --check -c "$PARENT/c1" -j >/dev/null 2>&1
@@ -235,6 +244,18 @@ body=$BENCH_TMP/body.md
 		"**$(median <"$BENCH_TMP/poll/sub")**" "$(spread 3 <"$BENCH_TMP/poll/sub")"
 	md_row "every memory cgroup" "\`$O --alloc-min 0 -i 1s\`" \
 		"**$(median <"$BENCH_TMP/poll/host")**" "$(spread 3 <"$BENCH_TMP/poll/host")"
+	md_row "only the $NCG, metrics" "\`$O --alloc-min 0 -i 1s -c <parent> --prometheus FILE\`" \
+		"**$(median <"$BENCH_TMP/poll/msub")**" "$(spread 3 <"$BENCH_TMP/poll/msub")"
+	md_row "every memory cgroup, metrics" "\`$O --alloc-min 0 -i 1s --prometheus FILE\`" \
+		"**$(median <"$BENCH_TMP/poll/mhost")**" "$(spread 3 <"$BENCH_TMP/poll/mhost")"
+	md_row "every memory cgroup, metrics at 5 s" "\`$O --alloc-min 0 -i 5s --prometheus FILE\`" \
+		"**$(median <"$BENCH_TMP/poll/m5")**" "$(spread 3 <"$BENCH_TMP/poll/m5")"
+	echo
+	echo "With metrics, every cgroup with a limit has its usage, memory.stat (the expensive file: the"
+	echo "kernel formats some 70 counters) and memory.failcnt read at every poll, so that each exported"
+	echo "figure is that poll's; the gauges are set anew and the file rewritten each time: $M_SERIES"
+	echo "aiscope_oomwatch_ samples, $M_BYTES bytes at the end of the last run (a metric keeps 1000"
+	echo "label sets, then an overflow series)."
 	echo
 	echo "One \`--check\` scan of the $NCG (every file of each, memory.stat included): $CHECK_MS ms."
 	echo
@@ -243,11 +264,12 @@ body=$BENCH_TMP/body.md
 	med=$(median <"$BENCH_TMP/poll/host")
 	if cmp_le "$med" 1; then m="**met**"; else m="**not met**"; fi
 	echo "- Polling $NCG cgroups at 1 s under 1% of one CPU: $med% with every memory cgroup of the"
-	echo "  host: $m."
+	echo "  host: $m. With --prometheus: $(median <"$BENCH_TMP/poll/mhost")% at 1 s, $(median <"$BENCH_TMP/poll/m5")% at 5 s (the DaemonSet's"
+	echo "  interval)."
 	echo
 	echo "### Reproduce"
 	echo
-	echo "As root, after \`make\`: \`scripts/bench/oomwatch.sh\` (about $((WINDOWS * (WINDOW_S + 3) * 2 / 60 + 1)) minutes). NCG, WINDOWS,"
+	echo "As root, after \`make\`: \`scripts/bench/oomwatch.sh\` (about $((WINDOWS * (WINDOW_S + 3) * 5 / 60 + 2)) minutes). NCG, WINDOWS,"
 	echo "WINDOW_S and REPS change the cgroups made, the polling windows and the lifecycle"
 	echo "repetitions. It makes its cgroups under $MEMCG/aiscope-bench-PID and removes them"
 	echo "(also when interrupted). It rewrites this section only."
