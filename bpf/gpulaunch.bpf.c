@@ -692,13 +692,18 @@ int BPF_KRETPROBE(sync_ret)
 {
 	struct gl_entry *e = call_end(GL_SYNC);
 	struct gl_mem *m;
+	__u64 ns;
+	__u32 slot;
 
 	if (!e)
 		return 0;
+	ns = aiscope_now() - e->ts;
 	m = mem_row();
 	if (m) {
 		__sync_fetch_and_add(&m->sync_calls, 1);
-		__sync_fetch_and_add(&m->sync_ns, aiscope_now() - e->ts);
+		__sync_fetch_and_add(&m->sync_ns, ns);
+		slot = ns ? aiscope_log2(ns) & (GL_SYNC_BUCKETS - 1) : 0;
+		__sync_fetch_and_add(&m->sync_log2[slot], 1);
 	}
 	call_done(GL_SYNC);
 	return 0;

@@ -92,6 +92,11 @@ struct gl_lat {
 	__u32 hist[HIST_BUCKETS];
 };
 
+/* Sync waits in power-of-two buckets (bucket k: 2^k to 2^(k+1) - 1 ns):
+ * exact at the Prometheus histogram's edges, a seventh of the log-linear
+ * histogram's size in a map preallocated for 4096 processes. */
+#define GL_SYNC_BUCKETS 64
+
 /* --mem: per process, running totals (user space takes differences) */
 struct gl_mem {
 	struct aiscope_ident ident;
@@ -102,6 +107,7 @@ struct gl_mem {
 	__u64 sync_calls, sync_ns;
 	__u64 alloc_lat_sum, alloc_lat_max;
 	__u32 alloc_hist[HIST_BUCKETS];
+	__u32 sync_log2[GL_SYNC_BUCKETS];
 };
 
 struct gl_alloc_key {

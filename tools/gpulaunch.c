@@ -29,6 +29,7 @@
 #include "json.h"
 #include "kfeatures.h"
 #include "mapdrain.h"
+#include "metrics.h"
 #include "opts.h"
 #include "run.h"
 #include "table.h"
@@ -59,6 +60,7 @@ static const char doc[] =
 "  gpulaunch --mem 5             # allocations, copies, syncs every 5 s\n"
 "  gpulaunch --lib /opt/app/lib/libcudart.so.12 -d 30s -j > launches.jsonl\n"
 "  gpulaunch -j -n 3 | jq 'select(.type==\"sample\" and .record==\"launch\") | .launches_per_sec'\n"
+"  gpulaunch --mem --listen :9468 -i 15s   # Prometheus scrapes /metrics\n"
 "\n"
 "Exit status: 0 done, 1 runtime error, 2 usage error, 77 cannot run here.";
 
@@ -207,6 +209,9 @@ static const struct api apis[] = {
 enum lib_kind { K_RUNTIME, K_DRIVER, K_EXE, K_USER };
 
 static const char *const kind_names[] = { "runtime", "driver", "executable", "library" };
+
+/* copy directions (cudaMemcpyKind), as JSON keys and metric labels */
+static const char *const kind_keys[GL_NKINDS] = { "h2h", "h2d", "d2h", "d2d", "default" };
 
 /* ---- state ---- */
 
@@ -754,6 +759,196 @@ static void noattach(struct uprobe_lib *lib, void *ctx)
 {
 }
 
+/* ---- Prometheus metrics: by cgroup; launches by layer, copies by
+ * direction; the interval's deltas, as the JSON samples say them ---- */
+
+static const char *const layer_labels[] = { "cgroup", "container_id", "pod_uid", "layer", NULL };
+static const char *const dir_labels[] = { "cgroup", "container_id", "pod_uid", "direction", NULL };
+static const char *const no_labels[] = { NULL };
+
+/* a cgroup's allocations outstanding, summed over its processes */
+struct outstanding {
+	char *cgroup;
+	int64_t bytes;
+	bool seen;
+};
+
+static struct {
+	struct prom_family *launches, *errors, *latency, *libs;
+	struct prom_family *allocs, *alloc_fails, *alloc_bytes, *outstanding;
+	struct prom_family *copies, *copy_bytes, *sync;
+	struct outstanding *og;
+	size_t nog;
+} P;
+
+static void metrics_init(void)
+{
+	if (!aiscope_metrics())
+		return;
+	P.launches = aiscope_metric_counter("aiscope_gpulaunch_launches_total",
+		"CUDA kernel and graph launches (JSON launch samples' launches), by the process's cgroup and the API layer (runtime or driver, JSON layer).",
+		layer_labels);
+	if (cfg.latency) {
+		P.errors = aiscope_metric_counter("aiscope_gpulaunch_launch_errors_total",
+			"Launches that returned an error (JSON launch samples' errors).", layer_labels);
+		P.latency = aiscope_metric_latency("aiscope_gpulaunch_launch_latency_seconds",
+			"Time from entry to return of the launch calls, the CPU side (JSON latency_p50_ns and latency_p99_ns are its percentiles; _count is JSON returns).",
+			layer_labels);
+	}
+	if (cfg.mem) {
+		P.allocs = aiscope_metric_counter("aiscope_gpulaunch_allocations_total",
+			"Device memory allocation calls, failed ones included (JSON mem samples' alloc_calls).",
+			aiscope_cgroup_labels);
+		P.alloc_fails = aiscope_metric_counter("aiscope_gpulaunch_allocation_failures_total",
+			"Allocation calls that returned an error (JSON alloc_failures).",
+			aiscope_cgroup_labels);
+		P.alloc_bytes = aiscope_metric_counter("aiscope_gpulaunch_allocated_bytes_total",
+			"Bytes of the allocations that succeeded (JSON alloc_bytes).", aiscope_cgroup_labels);
+		P.outstanding = aiscope_metric_gauge("aiscope_gpulaunch_outstanding_bytes",
+			"Bytes allocated and not freed by the cgroup's processes at the last interval (JSON outstanding_bytes summed over the interval's mem samples).",
+			aiscope_cgroup_labels);
+		P.copies = aiscope_metric_counter("aiscope_gpulaunch_copies_total",
+			"memcpy calls by direction h2h, h2d, d2h, d2d or default (JSON copy_<direction>_calls).",
+			dir_labels);
+		P.copy_bytes = aiscope_metric_counter("aiscope_gpulaunch_copied_bytes_total",
+			"Bytes copied by direction h2h, h2d, d2h, d2d or default (JSON copy_<direction>_bytes).",
+			dir_labels);
+		P.sync = aiscope_metric_latency("aiscope_gpulaunch_sync_wait_seconds",
+			"Time spent in stream, device, context and event synchronize calls (_count is JSON sync_calls, _sum JSON sync_wait_ns).",
+			aiscope_cgroup_labels);
+	}
+	P.libs = aiscope_metric_gauge("aiscope_gpulaunch_libraries",
+		"Files probed for the CUDA runtime or driver API (JSON summary's libraries).", no_labels);
+}
+
+static void metrics_launch(const struct row *r)
+{
+	const char *vals[AISCOPE_CGROUP_NLABELS + 1];
+	struct container_info ci;
+
+	if (!P.launches)
+		return;
+	aiscope_cgroup_values(&r->st.ident, vals, &ci);
+	vals[AISCOPE_CGROUP_NLABELS] = r->key.layer == GL_RUNTIME ? "runtime" : "driver";
+	prom_counter_add(P.launches, vals, r->st.launches);
+	if (P.errors)
+		prom_counter_add(P.errors, vals, r->st.errors);
+	if (P.latency && r->has_lat && r->h.total)
+		prom_hist_add(P.latency, vals, &r->h);
+}
+
+static void metrics_libs(void)
+{
+	prom_gauge_set(P.libs, no_labels, S.libs_seen);
+}
+
+static struct outstanding *outstanding_of(const char *cgroup)
+{
+	struct outstanding *o;
+
+	for (size_t i = 0; i < P.nog; i++)
+		if (!strcmp(P.og[i].cgroup, cgroup))
+			return &P.og[i];
+	o = realloc(P.og, (P.nog + 1) * sizeof(*o));
+	if (!o)
+		return NULL;
+	P.og = o;
+	o = &P.og[P.nog];
+	o->cgroup = strdup(cgroup);
+	if (!o->cgroup)
+		return NULL;
+	o->bytes = 0;
+	P.nog++;
+	return o;
+}
+
+/* Each interval: every cgroup with a process in the mem map is set; one
+ * none of whose processes is left reads 0 once, then is forgotten. */
+static void outstanding_begin(void)
+{
+	for (size_t i = 0; i < P.nog; i++) {
+		P.og[i].bytes = 0;
+		P.og[i].seen = false;
+	}
+}
+
+static void outstanding_add(const char *cgroup, int64_t bytes)
+{
+	struct outstanding *o = outstanding_of(cgroup);
+
+	if (!o)
+		return;
+	o->bytes += bytes;
+	o->seen = true;
+}
+
+static void outstanding_end(void)
+{
+	const char *vals[AISCOPE_CGROUP_NLABELS];
+	struct container_info ci;
+	size_t j = 0;
+
+	if (!P.outstanding)
+		return;
+	for (size_t i = 0; i < P.nog; i++) {
+		aiscope_cgroup_path_values(P.og[i].cgroup[0] ? P.og[i].cgroup : NULL, vals, &ci);
+		prom_gauge_set(P.outstanding, vals, (double)P.og[i].bytes);
+		if (!P.og[i].seen) {
+			free(P.og[i].cgroup);
+			continue;
+		}
+		P.og[j++] = P.og[i];
+	}
+	P.nog = j;
+}
+
+/* The BPF side's power-of-two buckets as a log-linear histogram: bucket k
+ * (2^k to 2^(k+1) - 1 ns) goes to the bucket of 2^k, which lies under the
+ * same Prometheus edges (2^j - 1), so every _bucket count stays exact. */
+static void sync_hist(const struct gl_mem *d, struct hist *h)
+{
+	hist_reset(h);
+	for (int k = 0; k < GL_SYNC_BUCKETS; k++) {
+		h->counts[hist_bucket(1ULL << k)] += d->sync_log2[k];
+		h->total += d->sync_log2[k];
+	}
+	h->sum = d->sync_ns;
+}
+
+/* d: the interval's part of the process's running totals cur */
+static void metrics_mem(const struct gl_mem *d, const struct gl_mem *cur)
+{
+	const char *vals[AISCOPE_CGROUP_NLABELS + 1];
+	struct container_info ci;
+	struct hist h;
+
+	if (!P.allocs)
+		return;
+	aiscope_cgroup_values(&cur->ident, vals, &ci);
+	outstanding_add(vals[0], cur->outstanding);
+	prom_counter_add(P.allocs, vals, d->alloc_calls);
+	prom_counter_add(P.alloc_fails, vals, d->alloc_fail);
+	prom_counter_add(P.alloc_bytes, vals, d->alloc_bytes);
+	if (d->sync_calls) {
+		sync_hist(d, &h);
+		prom_hist_add(P.sync, vals, &h);
+	}
+	for (int k = 0; k < GL_NKINDS; k++) {
+		if (!d->copy_calls[k] && !d->copy_bytes[k])
+			continue;
+		vals[AISCOPE_CGROUP_NLABELS] = kind_keys[k];
+		prom_counter_add(P.copies, vals, d->copy_calls[k]);
+		prom_counter_add(P.copy_bytes, vals, d->copy_bytes[k]);
+	}
+}
+
+static void metrics_free(void)
+{
+	for (size_t i = 0; i < P.nog; i++)
+		free(P.og[i].cgroup);
+	free(P.og);
+}
+
 /* ---- intervals ---- */
 
 static struct row *new_row(void)
@@ -791,6 +986,7 @@ static void take_stats(const void *key, const void *value, void *ctx)
 	}
 	r->name = kernel_name(r->key.pid, r->key.layer, r->st.api, r->key.func);
 	aiscope_ident_cgroup(&r->st.ident, &r->ci);
+	metrics_launch(r);
 	S.launches += r->st.launches;
 	S.errors += r->st.errors;
 	S.returns += r->st.returns;
@@ -976,12 +1172,12 @@ static void mem_delta(const struct gl_mem *cur, const struct gl_mem *old, struct
 	d->sync_ns = cur->sync_ns - old->sync_ns;
 	for (unsigned int b = 0; b < HIST_BUCKETS; b++)
 		d->alloc_hist[b] = cur->alloc_hist[b] - old->alloc_hist[b];
+	for (int b = 0; b < GL_SYNC_BUCKETS; b++)
+		d->sync_log2[b] = cur->sync_log2[b] - old->sync_log2[b];
 	d->alloc_lat_sum = cur->alloc_lat_sum - old->alloc_lat_sum;
 	d->alloc_lat_max = cur->alloc_lat_max;
 	d->outstanding = cur->outstanding;
 }
-
-static const char *const kind_keys[GL_NKINDS] = { "h2h", "h2d", "d2h", "d2d", "default" };
 
 static void json_mem_row(const struct mem_row *r, uint64_t now, uint64_t interval)
 {
@@ -1073,6 +1269,7 @@ static void print_mem(uint64_t now, uint64_t interval, const char *hms)
 	void *prev = NULL;
 	struct table t;
 
+	outstanding_begin();
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		struct mem_prev *old = mem_prev_of(next);
 		struct mem_row *r;
@@ -1095,6 +1292,7 @@ static void print_mem(uint64_t now, uint64_t interval, const char *hms)
 		mem_delta(&r->cur, &old->m, &r->d);
 		hist_add_counts(&r->h, r->d.alloc_hist, r->d.alloc_lat_sum, r->d.alloc_lat_max);
 		old->m = r->cur;
+		metrics_mem(&r->d, &r->cur);
 		n++;
 		if (!pid_alive(next)) {
 			gone = realloc(gone, (ngone + 1) * sizeof(*gone));
@@ -1102,6 +1300,7 @@ static void print_mem(uint64_t now, uint64_t interval, const char *hms)
 				gone[ngone++] = next;
 		}
 	}
+	outstanding_end();
 	if (env.json) {
 		for (size_t i = 0; i < n; i++)
 			json_mem_row(&rows[i], now, interval);
@@ -1151,6 +1350,8 @@ static void print_interval(uint64_t interval)
 	}
 	if (cfg.mem)
 		print_mem(now, interval, hms);
+	if (P.libs)
+		metrics_libs();
 }
 
 static int on_tick(void *ctx)
@@ -1312,6 +1513,8 @@ static void validate(void)
 	}
 	if (cfg.events && cfg.mem)
 		usage_error("-e streams launches: it cannot be combined with --mem");
+	if (cfg.events && (env.prom_file || env.listen))
+		usage_error("-e streams single launches: --prometheus and --listen need the interval view");
 	if (!strcmp(cfg.sort, "p99") && !cfg.latency)
 		usage_error("--sort p99 needs --latency");
 	if (!strcmp(cfg.sort, "errors") && !cfg.latency)
@@ -1378,8 +1581,10 @@ static void start_discovery(void)
 
 int main(int argc, char **argv)
 {
-	aiscope_parse(&argp, argc, argv, TOOL, AISCOPE_AGGREGATING | AISCOPE_STREAMING);
+	aiscope_parse(&argp, argc, argv, TOOL,
+		      AISCOPE_AGGREGATING | AISCOPE_STREAMING | AISCOPE_METRICS);
 	validate();
+	metrics_init();
 	jw_init(&S.jw, stdout);
 	S.with_ret = cfg.latency || cfg.events;
 	S.elf = elf_cache_new(64);
@@ -1406,6 +1611,8 @@ int main(int argc, char **argv)
 		S.probes, S.libs_seen, cfg.nlibs ? "" : "; new processes are followed");
 	fflush(stdout);
 
+	if (P.libs)
+		metrics_libs();
 	S.last_tick_mono = clock_ns(CLOCK_MONOTONIC);
 	aiscope_loop_run(&S.loop);
 
@@ -1426,6 +1633,7 @@ int main(int argc, char **argv)
 	gpulaunch_bpf__destroy(S.skel);
 	elf_cache_free(S.elf);
 	names_free();
+	metrics_free();
 	free(S.rows);
 	free(S.mem);
 	cg_cleanup();
