@@ -113,7 +113,10 @@ normalize() {
 
 @test "tools that export metrics take --prometheus and --listen; bad values exit 2 with one line" {
 	local t args bad
-	[ -n "$(metrics_tools)" ]
+	# every aggregating tool
+	for t in schedlat cachestat ipcsnoop socketsnoop nclstat gpulaunch; do
+		metrics_tools | grep -qx "$t" || { echo "$t does not offer --prometheus"; false; }
+	done
 	for t in $(metrics_tools); do
 		"$BIN/$t" --help | grep -q -- '--listen=ADDR:PORT'
 		bad=(
@@ -724,6 +727,215 @@ hog_in_cg() {
 	[ "$(wc -l < "$BATS_TEST_TMPDIR/checked")" -eq 24 ]
 	diff "$BATS_TEST_TMPDIR/scraped" "$BATS_TEST_TMPDIR/checked"
 	stop_tool "$TOOL_PID"
+}
+
+# ---- gpulaunch ----
+
+GL_CUDA=$AISCOPE_BUILD/tests/cuda
+GL_DOUBLE=$GL_CUDA/double
+
+# gl_truth FILE...: what the test programs called (their JSON lines), as
+# gpulaunch counts it: an object of figures keyed "metric" or "metric:label"
+gl_truth() {
+	jq -s '[.[] | select(.api)] |
+		def layer: if (.api | test("^(__)?cuda")) then "runtime" else "driver" end;
+		def dir: if .kind != null then ["h2h", "h2d", "d2h", "d2d", "default"][.kind]
+			else (.api | capture("cuMemcpy(?<a>[HD])to(?<b>[HD])") |
+				(.a | ascii_downcase) + "2" + (.b | ascii_downcase)) end;
+		[.[] | select(.grid)] as $l |
+		[.[] | select(.api | test("^(cudaMalloc|cuMemAlloc)"))] as $a |
+		[.[] | select(.api | test("^(cudaMemcpy|cuMemcpy)"))] as $c |
+		[.[] | select(.api | test("Synchronize$"))] as $s |
+		([$a[] | select(.rc == 0)] | map({key: .ptr, value: .size}) | from_entries) as $live |
+		{} +
+		([("runtime", "driver") as $y | {("launches:" + $y): ([$l[] | select(layer == $y)] | length),
+			("launch_errors:" + $y): ([$l[] | select(layer == $y and .rc != 0)] | length)}] | add) +
+		([("h2h", "h2d", "d2h", "d2d", "default") as $d | {("copies:" + $d): ([$c[] | select(dir == $d)] | length),
+			("copied_bytes:" + $d): ([$c[] | select(dir == $d) | .size] | add // 0)}] | add) +
+		{allocations: ($a | length), allocation_failures: ([$a[] | select(.rc != 0)] | length),
+		 allocated_bytes: ([$a[] | select(.rc == 0) | .size] | add // 0),
+		 outstanding_bytes: (($live | to_entries | map(.value) | add // 0) -
+			([.[] | select(.api == "cudaFree" and .rc == 0 and $live[.ptr] != null) | $live[.ptr]] | add // 0)),
+		 syncs: ($s | length), sync_wait_min_ns: ([$s[] | .wait_us // 0] | add // 0 | . * 1000)}' "$@"
+}
+
+# gl_json FILE CGROUP RECORD KEY [LAYER]: KEY summed over the samples of
+# CGROUP (launch samples of LAYER)
+gl_json() {
+	jq -s --arg cg "$2" --arg r "$3" --arg k "$4" --arg y "${5:-}" '[.[] | select(.type == "sample" and
+		.record == $r and .cgroup == $cg and ($y == "" or .layer == $y)) | .[$k]] | add // 0' "$1"
+}
+
+# gl_check PROM JSON TRUTH SEL: every series of SEL (the labels of one
+# cgroup) equals the JSON samples summed and what the programs called
+gl_check() {
+	local f=$1 j=$2 t=$3 sel=$4 cg y d want json got n
+	cg=$(sed 's/^cgroup="\([^"]*\)".*/\1/' <<< "$sel")
+	for y in runtime driver; do
+		want=$(jq --arg y "$y" '.["launches:" + $y]' "$t")
+		json=$(gl_json "$j" "$cg" launch launches "$y")
+		got=$(prom_value "$f" "aiscope_gpulaunch_launches_total{$sel,layer=\"$y\"}" || echo 0)
+		echo "launches $y: called $want, JSON $json, metric $got"
+		[ "$want" -eq "$json" ]
+		[ "$got" -eq "$want" ]
+		[ "$want" -eq 0 ] && continue
+		want=$(jq --arg y "$y" '.["launch_errors:" + $y]' "$t")
+		json=$(gl_json "$j" "$cg" launch errors "$y")
+		got=$(prom_value "$f" "aiscope_gpulaunch_launch_errors_total{$sel,layer=\"$y\"}")
+		echo "launch errors $y: called $want, JSON $json, metric $got"
+		[ "$want" -eq "$json" ]
+		[ "$got" -eq "$want" ]
+		# every launch returned: the histogram counts each once
+		n=$(jq --arg y "$y" '.["launches:" + $y]' "$t")
+		[ "$(gl_json "$j" "$cg" launch returns "$y")" -eq "$n" ]
+		[ "$(prom_value "$f" "aiscope_gpulaunch_launch_latency_seconds_count{$sel,layer=\"$y\"}")" -eq "$n" ]
+		[ "$(prom_value "$f" "aiscope_gpulaunch_launch_latency_seconds_bucket{$sel,layer=\"$y\",le=\"+Inf\"}")" -eq "$n" ]
+		[ "$(sec_to_ns "$(prom_value "$f" "aiscope_gpulaunch_launch_latency_seconds_sum{$sel,layer=\"$y\"}")")" -gt 0 ]
+	done
+	for d in allocations:alloc_calls allocation_failures:alloc_failures allocated_bytes:alloc_bytes; do
+		want=$(jq ".${d%:*}" "$t")
+		json=$(gl_json "$j" "$cg" mem "${d#*:}")
+		got=$(prom_value "$f" "aiscope_gpulaunch_${d%:*}_total{$sel}")
+		echo "${d%:*}: called $want, JSON $json, metric $got"
+		[ "$want" -eq "$json" ]
+		[ "$got" -eq "$want" ]
+	done
+	# the gauge: the last interval's figure; the program still runs
+	want=$(jq .outstanding_bytes "$t")
+	json=$(jq -s --arg cg "$cg" '[.[] | select(.type == "sample" and .record == "mem" and .cgroup == $cg)] |
+		(map(.seq) | max) as $s | [.[] | select(.seq == $s) | .outstanding_bytes] | add' "$j")
+	got=$(prom_value "$f" "aiscope_gpulaunch_outstanding_bytes{$sel}")
+	echo "outstanding: called $want, JSON $json, metric $got"
+	[ "$want" -eq "$json" ]
+	[ "$got" -eq "$want" ]
+	for d in h2h h2d d2h d2d default; do
+		for n in copies:calls copied_bytes:bytes; do
+			want=$(jq --arg k "${n%:*}:$d" '.[$k]' "$t")
+			json=$(gl_json "$j" "$cg" mem "copy_${d}_${n#*:}")
+			got=$(prom_value "$f" "aiscope_gpulaunch_${n%:*}_total{$sel,direction=\"$d\"}" || echo 0)
+			echo "${n%:*} $d: called $want, JSON $json, metric $got"
+			[ "$want" -eq "$json" ]
+			[ "$got" -eq "$want" ]
+		done
+	done
+	want=$(jq .syncs "$t")
+	json=$(gl_json "$j" "$cg" mem sync_calls)
+	got=$(prom_value "$f" "aiscope_gpulaunch_sync_wait_seconds_count{$sel}")
+	echo "syncs: called $want, JSON $json, metric $got"
+	[ "$want" -eq "$json" ]
+	[ "$got" -eq "$want" ]
+	[ "$(prom_value "$f" "aiscope_gpulaunch_sync_wait_seconds_bucket{$sel,le=\"+Inf\"}")" -eq "$want" ]
+	json=$(gl_json "$j" "$cg" mem sync_wait_ns)
+	got=$(sec_to_ns "$(prom_value "$f" "aiscope_gpulaunch_sync_wait_seconds_sum{$sel}")")
+	echo "sync wait: at least $(jq .sync_wait_min_ns "$t") ns, JSON $json, metric $got"
+	[ "$got" -eq "$json" ]
+	[ "$got" -ge "$(jq .sync_wait_min_ns "$t")" ]
+	# cumulative buckets, never decreasing
+	grep "^aiscope_gpulaunch_sync_wait_seconds_bucket{$sel" "$f" | awk '$NF < prev { exit 1 } { prev = $NF }'
+	[ "$(grep -c "^aiscope_gpulaunch_sync_wait_seconds_bucket{$sel" "$f")" -eq 28 ]
+}
+
+# gl_run NAME LIBS... -- PROGRAM-ARGS...; -- PROGRAM-ARGS...: gpulaunch
+# --latency --mem with --prometheus on LIBS while each program runs in a
+# fake container (with a cgroup2 mount); each program's last op is a
+# long sleep, so that it is alive at the last interval. Sets GL_PROM,
+# GL_SEL (the container's labels), GL_CG
+gl_run() {
+	local name=$1 root libs=() progs=() p i pids=() cgdir=
+	shift
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do libs+=(--lib "$1"); shift; done
+	GL_PROM=$BATS_TEST_TMPDIR/$name.prom
+	root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
+	CID=
+	if [ -n "$root" ]; then
+		CID=$(random_hex64)
+		cgdir=$root/docker-$CID.scope
+		make_cgroup "$cgdir"
+	fi
+	# two intervals at least: the counters add each one's deltas
+	start_tool "$name" gpulaunch -j -i 400ms -r 0 --latency --mem "${libs[@]}" --prometheus "$GL_PROM"
+	i=0
+	while [ $# -gt 0 ]; do
+		shift
+		progs=()
+		while [ $# -gt 0 ] && [ "$1" != -- ]; do progs+=("$1"); shift; done
+		start_bg "$name-c$i" sh -c '[ -z "$1" ] || echo $$ > "$1/cgroup.procs"; shift; exec "$@"' \
+			sh "$cgdir" "${progs[@]}" done sleep:60000
+		pids+=("$BG_PID")
+		i=$((i + 1))
+	done
+	# each program's last call returned (and was printed); then the tool
+	# stops while the programs still live
+	for ((i = 0; i < ${#pids[@]}; i++)); do
+		wait_for "$BATS_TEST_TMPDIR/$name-c$i.out" '^{"done":true}$' 30
+	done
+	stop_tool "$TOOL_PID"
+	kill "${pids[@]}"
+	all_json "$BATS_TEST_TMPDIR/$name.out"
+	cat "$BATS_TEST_TMPDIR/$name"-c*.out
+	gl_truth "$BATS_TEST_TMPDIR/$name"-c*.out > "$BATS_TEST_TMPDIR/$name.truth"
+	cat "$BATS_TEST_TMPDIR/$name.truth"
+	GL_CG=$(jq -r -s --argjson p "${pids[0]}" 'first(.[] | select(.type == "sample" and .pid == $p)) | .cgroup' \
+		"$BATS_TEST_TMPDIR/$name.out")
+	[ -z "$CID" ] || [ "$GL_CG" = "/docker-$CID.scope" ]
+	GL_SEL="cgroup=\"$GL_CG\",container_id=\"$CID\",pod_uid=\"\""
+	grep -v '_bucket' "$GL_PROM"
+}
+
+@test "gpulaunch --prometheus: launches, latency, allocations, copies and syncs by cgroup equal the JSON and what the program called (doubles)" {
+	need_root
+	local D=$GL_DOUBLE
+	gl_run g "$D/libcudart.so.12" "$D/libcuda.so.1" \
+		-- env LD_LIBRARY_PATH="$D" "$GL_CUDA/cudacall" --rt "$D/libcudart.so.12" --drv "$D/libcuda.so.1" \
+		launch launch reg getkernel getkernel cu_getfunc cu_launch malloc:4096 sleep:500 \
+		malloc:10000 free malloc:0 cu_malloc:8192 memcpy:1:512 memcpy:1:100 memcpy:2:300 \
+		memcpy:3:7 memcpy:0:11 memcpy:4:13 cu_htod:64 cu_dtoh:5 cu_dtod:9 sync_us:200000 \
+		sync_us:3000 launch
+	# the program called as intended: 7 launches, 4 of them runtime ones,
+	# none failed; 4 allocations, one failed; 10 copies; 2 syncs
+	jq -e '.["launches:runtime"] == 5 and .["launches:driver"] == 2 and
+		.["launch_errors:runtime"] + .["launch_errors:driver"] == 0 and .allocations == 4 and
+		.allocation_failures == 1 and .outstanding_bytes == 4096 + 8192 and .syncs == 2' \
+		"$BATS_TEST_TMPDIR/g.truth"
+	# the counters add every interval's deltas: the run spans several
+	[ "$(jq -s '[.[] | select(.type == "sample") | .seq] | unique | length' "$BATS_TEST_TMPDIR/g.out")" -ge 2 ]
+	gl_check "$GL_PROM" "$BATS_TEST_TMPDIR/g.out" "$BATS_TEST_TMPDIR/g.truth" "$GL_SEL"
+	[ "$(prom_value "$GL_PROM" aiscope_gpulaunch_libraries)" -eq 2 ]
+	[ "$(prom_value "$GL_PROM" aiscope_gpulaunch_libraries)" -eq \
+		"$(jq -s '[.[] | select(.type == "summary")][0].libraries' "$BATS_TEST_TMPDIR/g.out")" ]
+	! grep -Eq '(^|[{,])(pid|tid|comm|kernel|api)=' "$GL_PROM"
+	if command -v promtool > /dev/null; then
+		promtool check metrics < "$GL_PROM"
+	fi
+}
+
+@test "gpulaunch --prometheus with libcudart 11.8 and libcuda 535 (Debian): failed launches, allocations, copies and syncs equal the JSON and the calls" {
+	need_root
+	need_debian
+	gl_run d "$FIX/libcudart.so.11.0" "$FIX/libcuda.so.1" \
+		-- env LD_LIBRARY_PATH="$FIX" "$GL_CUDA/cudacall" --rt "$FIX/libcudart.so.11.0" \
+		launch launch_ptsz launch_ex coop launch malloc:4096 malloc:65536 memcpy:1:512 \
+		memcpy_async:2:256 sync_stream sync_device \
+		-- "$GL_CUDA/cudacall" --drv "$FIX/libcuda.so.1" cu_launch cu_launch_ptsz sleep:500 \
+		cu_launch_ex cu_malloc:64 cu_htod:8 cu_dtoh:16
+	# no driver, no device: every runtime call fails (100), every driver
+	# call too (3)
+	jq -e '.["launches:runtime"] == 5 and .["launch_errors:runtime"] == 5 and
+		.["launches:driver"] == 3 and .["launch_errors:driver"] == 3 and .allocations == 3 and
+		.allocation_failures == 3 and .allocated_bytes == 0 and .syncs == 2' "$BATS_TEST_TMPDIR/d.truth"
+	gl_check "$GL_PROM" "$BATS_TEST_TMPDIR/d.out" "$BATS_TEST_TMPDIR/d.truth" "$GL_SEL"
+	if command -v promtool > /dev/null; then
+		promtool check metrics < "$GL_PROM"
+	fi
+}
+
+@test "gpulaunch: -e with --prometheus or --listen is a usage error" {
+	run "$BIN/gpulaunch" -e --prometheus "$BATS_TEST_TMPDIR/x.prom"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--prometheus"* ]]
+	run "$BIN/gpulaunch" -e --listen 127.0.0.1:0
+	[ "$status" -eq 2 ]
+	[ ! -e "$BATS_TEST_TMPDIR/x.prom" ]
 }
 
 # ---- deploy/: the Kubernetes manifest and the image ----

@@ -20,19 +20,6 @@ teardown() {
 	aiscope_teardown
 }
 
-fixture_dir() {
-	local arch
-	arch=$(dpkg --print-architecture 2>/dev/null || echo amd64)
-	echo "$AISCOPE_BUILD/fixtures/$arch/lib"
-}
-
-# need_debian: the Debian libcudart 11.8 and libcuda 535 fixtures; sets FIX
-need_debian() {
-	FIX=$(fixture_dir)
-	[ -e "$FIX/libcudart.so.11.0" ] && [ -e "$FIX/libcuda.so.1" ] ||
-		skip "no Debian CUDA fixtures (scripts/fixtures.sh)"
-}
-
 need_cuda13() {
 	[ -e "$CUDA13" ] || skip "no CUDA 13 runtime at $CUDA13"
 }

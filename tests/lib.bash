@@ -230,6 +230,20 @@ move_to_cgroup() {
 	fi
 }
 
+# the Debian CUDA fixture libraries' directory (scripts/fixtures.sh)
+fixture_dir() {
+	local arch
+	arch=$(dpkg --print-architecture 2>/dev/null || echo amd64)
+	echo "$AISCOPE_BUILD/fixtures/$arch/lib"
+}
+
+# need_debian: the Debian libcudart 11.8 and libcuda 535 fixtures; sets FIX
+need_debian() {
+	FIX=$(fixture_dir)
+	[ -e "$FIX/libcudart.so.11.0" ] && [ -e "$FIX/libcuda.so.1" ] ||
+		skip "no Debian CUDA fixtures (scripts/fixtures.sh)"
+}
+
 random_hex64() {
 	od -An -N32 -tx1 /dev/urandom | tr -d ' \n'
 }

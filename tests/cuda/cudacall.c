@@ -21,6 +21,7 @@
  *      rate:N:S (N cudaLaunchKernel a second for S seconds, with a failed
  *      cudaMalloc and a 1 MiB cudaMemcpy every tenth: a demo workload)
  *      sleep:MS sync_us:US (cudaStreamSynchronize of a stream handle US)
+ *      done (prints {"done":true}: the calls before it have returned)
  *      reg (__cudaRegisterFunction of a host function under the name
  *      _Z9reduceSumPfi) getkernel (__cudaGetKernel of it, then
  *      __cudaLaunchKernel of the handle) cu_getfunc (cuModuleGetFunction of
@@ -301,6 +302,8 @@ static void run_op(const char *op)
 		do_rate((long)a, (long)b);
 	} else if (!strncmp(op, "sleep:", 6)) {
 		usleep(a * 1000);
+	} else if (!strcmp(op, "done")) {
+		printf("{\"done\":true}\n");
 	} else if (!strncmp(op, "sync_us:", 8)) {
 		rc = ((sync_stream_fn)sym(rt, "cudaStreamSynchronize"))((void *)(uintptr_t)a);
 		snprintf(extra, sizeof(extra), "\"wait_us\":%llu", a);
