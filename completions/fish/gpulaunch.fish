@@ -55,3 +55,5 @@ complete -c gpulaunch -l mem -d 'Allocations, copies by direction, synchronize w
 complete -c gpulaunch -l lib -x -a '(__fish_complete_path (__aiscope_value))' -d 'Probe this library or executable only (repeatable)'
 complete -c gpulaunch -l mangled -d 'Keep kernel names mangled'
 complete -c gpulaunch -l rescan -x -d 'Rescan all processes this often (default 5s, 0: never)'
+complete -c gpulaunch -l prometheus -x -a '(__fish_complete_path (__aiscope_value))' -d 'Write metrics to FILE each interval (node_exporter textfile format)'
+complete -c gpulaunch -l listen -x -d 'Serve metrics at http://ADDR:PORT/metrics (default address 127.0.0.1)'
