@@ -432,6 +432,18 @@ static void write_escaped(FILE *f, const char *str, bool quote)
 	size_t n = strlen(str), i = 0, len;
 
 	while (i < n) {
+		size_t run = i;
+
+		/* plain ASCII goes out in one piece: a byte at a time was most
+		 * of the rendering time */
+		while (run < n && s[run] < 0x80 && s[run] != '\\' && s[run] != '\n' &&
+		       !(quote && s[run] == '"'))
+			run++;
+		if (run > i) {
+			fwrite(s + i, 1, run - i, f);
+			i = run;
+			continue;
+		}
 		if (s[i] == '\\' || (quote && s[i] == '"')) {
 			fputc('\\', f);
 			fputc(s[i++], f);
