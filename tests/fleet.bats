@@ -737,19 +737,20 @@ GL_DOUBLE=$GL_CUDA/double
 # gl_truth FILE...: what the test programs called (their JSON lines), as
 # gpulaunch counts it: an object of figures keyed "metric" or "metric:label"
 gl_truth() {
-	jq -s '[.[] | select(.api)] |
-		def layer: if (.api | test("^(__)?cuda")) then "runtime" else "driver" end;
+	jq -s '[.[] | select(.api or .kernel)] |
+		def layer: if .kernel or (.api | test("^(__)?cuda")) then "runtime" else "driver" end;
+		def n: .launches // 1;
 		def dir: if .kind != null then ["h2h", "h2d", "d2h", "d2d", "default"][.kind]
 			else (.api | capture("cuMemcpy(?<a>[HD])to(?<b>[HD])") |
 				(.a | ascii_downcase) + "2" + (.b | ascii_downcase)) end;
 		[.[] | select(.grid)] as $l |
-		[.[] | select(.api | test("^(cudaMalloc|cuMemAlloc)"))] as $a |
-		[.[] | select(.api | test("^(cudaMemcpy|cuMemcpy)"))] as $c |
-		[.[] | select(.api | test("Synchronize$"))] as $s |
+		[.[] | select(.api // "" | test("^(cudaMalloc|cuMemAlloc)"))] as $a |
+		[.[] | select(.api // "" | test("^(cudaMemcpy|cuMemcpy)"))] as $c |
+		[.[] | select(.api // "" | test("Synchronize$"))] as $s |
 		([$a[] | select(.rc == 0)] | map({key: .ptr, value: .size}) | from_entries) as $live |
 		{} +
-		([("runtime", "driver") as $y | {("launches:" + $y): ([$l[] | select(layer == $y)] | length),
-			("launch_errors:" + $y): ([$l[] | select(layer == $y and .rc != 0)] | length)}] | add) +
+		([("runtime", "driver") as $y | {("launches:" + $y): ([$l[] | select(layer == $y) | n] | add // 0),
+			("launch_errors:" + $y): ([$l[] | select(layer == $y and .rc != 0) | n] | add // 0)}] | add) +
 		([("h2h", "h2d", "d2h", "d2d", "default") as $d | {("copies:" + $d): ([$c[] | select(dir == $d)] | length),
 			("copied_bytes:" + $d): ([$c[] | select(dir == $d) | .size] | add // 0)}] | add) +
 		{allocations: ($a | length), allocation_failures: ([$a[] | select(.rc != 0)] | length),
@@ -820,10 +821,11 @@ gl_check() {
 	done
 	want=$(jq .syncs "$t")
 	json=$(gl_json "$j" "$cg" mem sync_calls)
-	got=$(prom_value "$f" "aiscope_gpulaunch_sync_wait_seconds_count{$sel}")
+	got=$(prom_value "$f" "aiscope_gpulaunch_sync_wait_seconds_count{$sel}" || echo 0)
 	echo "syncs: called $want, JSON $json, metric $got"
 	[ "$want" -eq "$json" ]
 	[ "$got" -eq "$want" ]
+	[ "$want" -gt 0 ] || return 0
 	[ "$(prom_value "$f" "aiscope_gpulaunch_sync_wait_seconds_bucket{$sel,le=\"+Inf\"}")" -eq "$want" ]
 	json=$(gl_json "$j" "$cg" mem sync_wait_ns)
 	got=$(sec_to_ns "$(prom_value "$f" "aiscope_gpulaunch_sync_wait_seconds_sum{$sel}")")
@@ -837,9 +839,10 @@ gl_check() {
 
 # gl_run NAME LIBS... -- PROGRAM-ARGS...; -- PROGRAM-ARGS...: gpulaunch
 # --latency --mem with --prometheus on LIBS while each program runs in a
-# fake container (with a cgroup2 mount); each program's last op is a
-# long sleep, so that it is alive at the last interval. Sets GL_PROM,
-# GL_SEL (the container's labels), GL_CG
+# fake container (with a cgroup2 mount). A cudacall (GL_WAIT=done, the
+# default) ends with its done op and a long sleep, so that it is alive at
+# the last interval; with GL_WAIT=exit the program runs to its end. Sets
+# GL_PROM, GL_SEL (the container's labels), GL_CG
 gl_run() {
 	local name=$1 root libs=() progs=() p i pids=() cgdir=
 	shift
@@ -859,18 +862,25 @@ gl_run() {
 		shift
 		progs=()
 		while [ $# -gt 0 ] && [ "$1" != -- ]; do progs+=("$1"); shift; done
+		[ "${GL_WAIT:-done}" = exit ] || progs+=(done sleep:60000)
 		start_bg "$name-c$i" sh -c '[ -z "$1" ] || echo $$ > "$1/cgroup.procs"; shift; exec "$@"' \
-			sh "$cgdir" "${progs[@]}" done sleep:60000
+			sh "$cgdir" "${progs[@]}"
 		pids+=("$BG_PID")
 		i=$((i + 1))
 	done
 	# each program's last call returned (and was printed); then the tool
 	# stops while the programs still live
 	for ((i = 0; i < ${#pids[@]}; i++)); do
-		wait_for "$BATS_TEST_TMPDIR/$name-c$i.out" '^{"done":true}$' 30
+		if [ "${GL_WAIT:-done}" = exit ]; then
+			wait "${pids[i]}"
+		else
+			wait_for "$BATS_TEST_TMPDIR/$name-c$i.out" '^{"done":true}$' 30
+		fi
 	done
+	# the end of the run spans an interval at least
+	[ "${GL_WAIT:-done}" != exit ] || sleep 0.5
 	stop_tool "$TOOL_PID"
-	kill "${pids[@]}"
+	[ "${GL_WAIT:-done}" = exit ] || kill "${pids[@]}"
 	all_json "$BATS_TEST_TMPDIR/$name.out"
 	cat "$BATS_TEST_TMPDIR/$name"-c*.out
 	gl_truth "$BATS_TEST_TMPDIR/$name"-c*.out > "$BATS_TEST_TMPDIR/$name.truth"
@@ -927,6 +937,38 @@ gl_run() {
 	if command -v promtool > /dev/null; then
 		promtool check metrics < "$GL_PROM"
 	fi
+}
+
+@test "gpulaunch --prometheus with nvcc <<<>>> launches (CUDA 13): launches and failed calls equal the JSON and the program's counts" {
+	need_root
+	need_nvcc_kernels
+	GL_WAIT=exit gl_run k "$CUDA13" \
+		-- env LD_LIBRARY_PATH="$(dirname "$CUDA13")" "$GL_CUDA/kern_shared" 5
+	# no GPU: cudaErrorInsufficientDriver (35) for every launch and call
+	jq -e '.["launches:runtime"] == 10 and .["launch_errors:runtime"] == 10 and
+		.["launches:driver"] == 0 and .allocations == 1 and .allocation_failures == 1 and
+		.["copied_bytes:h2d"] == 4096 and .["copied_bytes:d2h"] == 4096' "$BATS_TEST_TMPDIR/k.truth"
+	gl_check "$GL_PROM" "$BATS_TEST_TMPDIR/k.out" "$BATS_TEST_TMPDIR/k.truth" "$GL_SEL"
+}
+
+@test "gpulaunch --prometheus: a cgroup's outstanding bytes read 0 once its process exited" {
+	need_root
+	local D=$GL_DOUBLE f=$BATS_TEST_TMPDIR/o.prom i got=
+	start_tool o gpulaunch -j -i 300ms --mem --lib "$D/libcudart.so.12" --prometheus "$f"
+	LD_LIBRARY_PATH=$D "$GL_CUDA/cudacall" --rt "$D/libcudart.so.12" malloc:777 sleep:700 > "$BATS_TEST_TMPDIR/c.out"
+	jq -e -s 'length == 1 and .[0].rc == 0' "$BATS_TEST_TMPDIR/c.out"
+	# the process exited: reported one last time, then its cgroup reads 0
+	for i in $(seq 100); do
+		grep -q '"record":"mem".*"outstanding_bytes":777' "$BATS_TEST_TMPDIR/o.out" &&
+			got=$(prom_sum "$f" aiscope_gpulaunch_outstanding_bytes .) && [ "$got" = 0 ] && break
+		sleep 0.1
+	done
+	stop_tool "$TOOL_PID"
+	grep '"record":"mem"' "$BATS_TEST_TMPDIR/o.out" | jq -c '{seq, pid, outstanding_bytes}'
+	grep outstanding_bytes "$f"
+	[ "$got" = 0 ]
+	# the last interval that had the process said 777, as the gauge did then
+	[ "$(jq -s '[.[] | select(.record == "mem")] | .[-1].outstanding_bytes' "$BATS_TEST_TMPDIR/o.out")" -eq 777 ]
 }
 
 @test "gpulaunch: -e with --prometheus or --listen is a usage error" {

@@ -14,19 +14,9 @@ load lib
 
 CUDA=$AISCOPE_BUILD/tests/cuda
 DOUBLE=$CUDA/double
-CUDA13=${CUDA13_LIB:-/usr/local/cuda/lib64/libcudart.so.13}
 
 teardown() {
 	aiscope_teardown
-}
-
-need_cuda13() {
-	[ -e "$CUDA13" ] || skip "no CUDA 13 runtime at $CUDA13"
-}
-
-need_nvcc_kernels() {
-	[ -x "$CUDA/kern_shared" ] || skip "no nvcc: kernels not built"
-	need_cuda13
 }
 
 # calls NAME ARGS...: runs cudacall (its JSON truth in NAME.out)
@@ -64,7 +54,7 @@ sample_sum() {
 	for opt in --pid --tid --cgroup --container --uid --comm --json --interval --duration \
 		--count --timestamp --noclear --rows --sort --wide --buffer-size --btf \
 		--list-probes --probe-mode --verbose --events --latency --mem --lib --mangled \
-		--rescan --usage --version; do
+		--rescan --prometheus --listen --usage --version; do
 		[[ "$output" == *"$opt"* ]] || { echo "missing $opt"; false; }
 	done
 	[[ "$output" == *EXAMPLES:* ]]

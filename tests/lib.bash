@@ -244,6 +244,18 @@ need_debian() {
 		skip "no Debian CUDA fixtures (scripts/fixtures.sh)"
 }
 
+# the CUDA 13 runtime, and the nvcc-built test kernels (tests/cuda/kern.cu)
+CUDA13=${CUDA13_LIB:-/usr/local/cuda/lib64/libcudart.so.13}
+
+need_cuda13() {
+	[ -e "$CUDA13" ] || skip "no CUDA 13 runtime at $CUDA13"
+}
+
+need_nvcc_kernels() {
+	[ -x "$AISCOPE_BUILD/tests/cuda/kern_shared" ] || skip "no nvcc: kernels not built"
+	need_cuda13
+}
+
 random_hex64() {
 	od -An -N32 -tx1 /dev/urandom | tr -d ' \n'
 }
