@@ -114,7 +114,7 @@ normalize() {
 @test "tools that export metrics take --prometheus and --listen; bad values exit 2 with one line" {
 	local t args bad
 	# every aggregating tool
-	for t in schedlat cachestat ipcsnoop socketsnoop nclstat gpulaunch; do
+	for t in schedlat cachestat ipcsnoop socketsnoop nclstat gpulaunch oomwatch; do
 		metrics_tools | grep -qx "$t" || { echo "$t does not offer --prometheus"; false; }
 	done
 	for t in $(metrics_tools); do
