@@ -28,6 +28,12 @@ while [ $# -gt 0 ]; do
 done
 top=$(cd "$(dirname "$0")/.." && pwd)
 dir=${dir:-$top/build/fixtures}
+# absolute: apt-get download runs in another directory (make fixtures
+# passes build/fixtures)
+if ! mkdir -p "$dir" || ! dir=$(cd "$dir" && pwd); then
+	say "cannot create $dir"
+	exit 1
+fi
 case $arch in amd64|arm64) ;; *) say "unsupported architecture '$arch'"; exit 2 ;; esac
 
 out=$dir/$arch
