@@ -35,6 +35,11 @@ struct prom_family {
 	unsigned int max_series;
 	struct prom_series **series;	/* in creation order */
 	unsigned int n, cap;
+	/* open addressing on the series' hash: slot -> index in series + 1
+	 * (0: empty), at most half full, so that a tool updating a thousand
+	 * cgroups each interval does not scan the list for every one */
+	unsigned int *index;
+	unsigned int index_cap;		/* a power of two, or 0 */
 	struct prom_series *overflow;
 };
 
@@ -67,6 +72,7 @@ static void family_free(struct prom_family *f)
 	for (int i = 0; i < f->nlabels; i++)
 		free(f->labels[i]);
 	free(f->series);
+	free(f->index);
 	free(f->name);
 	free(f->help);
 	free(f);
@@ -245,6 +251,8 @@ void prom_family_clear(struct prom_family *f)
 	f->n = 0;
 	series_free(f->overflow);
 	f->overflow = NULL;
+	if (f->index)
+		memset(f->index, 0, f->index_cap * sizeof(*f->index));
 }
 
 /* ---- series ---- */
@@ -296,6 +304,54 @@ fail:
 	return NULL;
 }
 
+static void index_insert(struct prom_family *f, unsigned int i)
+{
+	unsigned int mask = f->index_cap - 1, slot = f->series[i]->hash & mask;
+
+	while (f->index[slot])
+		slot = (slot + 1) & mask;
+	f->index[slot] = i + 1;
+}
+
+/* Sized for n series at most half full; 0 or -ENOMEM (the old index stays). */
+static int index_rebuild(struct prom_family *f, unsigned int n)
+{
+	unsigned int cap = f->index_cap ? f->index_cap : 32;
+
+	while (cap < 2 * n)
+		cap *= 2;
+	if (cap != f->index_cap) {
+		unsigned int *idx = calloc(cap, sizeof(*idx));
+
+		if (!idx)
+			return -ENOMEM;
+		free(f->index);
+		f->index = idx;
+		f->index_cap = cap;
+	} else {
+		memset(f->index, 0, cap * sizeof(*f->index));
+	}
+	for (unsigned int i = 0; i < f->n; i++)
+		index_insert(f, i);
+	return 0;
+}
+
+static struct prom_series *index_find(const struct prom_family *f, const char *const *values,
+				      uint64_t h)
+{
+	unsigned int mask = f->index_cap - 1, slot, e;
+
+	if (!f->index_cap)
+		return NULL;
+	for (slot = h & mask; (e = f->index[slot]); slot = (slot + 1) & mask) {
+		struct prom_series *s = f->series[e - 1];
+
+		if (s->hash == h && same_values(f, s, values))
+			return s;
+	}
+	return NULL;
+}
+
 /* Drops the series untouched for longest, if it has been idle long enough. */
 static bool evict_idle(struct prom_family *f)
 {
@@ -313,6 +369,7 @@ static bool evict_idle(struct prom_family *f)
 	memmove(&f->series[oldest], &f->series[oldest + 1],
 		(f->n - oldest - 1) * sizeof(*f->series));
 	f->n--;
+	index_rebuild(f, f->n);		/* the same size: cannot fail */
 	return true;
 }
 
@@ -328,11 +385,9 @@ static struct prom_series *series_get(struct prom_family *f, const char *const *
 	uint64_t h = values_hash(f, values);
 	struct prom_series *s;
 
-	for (unsigned int i = 0; i < f->n; i++) {
-		s = f->series[i];
-		if (s->hash == h && same_values(f, s, values))
-			goto found;
-	}
+	s = index_find(f, values, h);
+	if (s)
+		goto found;
 	if (f->n >= f->max_series && !evict_idle(f)) {
 		s = overflow_series(f);
 		goto found;
@@ -346,10 +401,13 @@ static struct prom_series *series_get(struct prom_family *f, const char *const *
 		f->series = n;
 		f->cap = cap;
 	}
+	if (2 * (f->n + 1) > f->index_cap && index_rebuild(f, f->n + 1))
+		return NULL;
 	s = series_new(f, values, h, false);
 	if (!s)
 		return NULL;
 	f->series[f->n++] = s;
+	index_insert(f, f->n - 1);
 found:
 	if (s)
 		s->last_ns = f->reg->now_ns;

@@ -332,6 +332,65 @@ static void test_idle_eviction(void)
 	prom_reg_free(r);
 }
 
+/* Thousands of label sets through the hash index: each found again (not
+ * duplicated), after growth, an eviction that shifts the list, and a clear. */
+static void test_many_series(void)
+{
+	struct prom_reg *r = prom_reg_new();
+	static const char *const lbl[] = { "cgroup", "kind", NULL };
+	struct prom_family *c = prom_counter(r, "aiscope_t_many_total", "M.", lbl);
+	char name[32], *s;
+	bool all = true;
+
+	prom_set_max_series(c, 5000);
+	prom_reg_set_idle(r, 100);
+	prom_reg_set_time(r, 1000);
+	for (int round = 1; round <= 3; round++)
+		for (int i = 0; i < 5000; i++) {
+			snprintf(name, sizeof(name), "/c%d", i);
+			prom_counter_add(c, (const char *[]){ name, i & 1 ? "a" : "b" }, i);
+		}
+	CHECK_EQ(prom_series_count(c), 5000);
+	/* same cgroup, other kind: a series of its own, to the overflow one */
+	prom_counter_add(c, (const char *[]){ "/c0", "a" }, 1);
+	CHECK_EQ(prom_series_count(c), 5001);
+	/* /c7 idle, the others touched: a new label set evicts /c7 alone */
+	prom_reg_set_time(r, 1200);
+	for (int i = 0; i < 5000; i++) {
+		if (i == 7)
+			continue;
+		snprintf(name, sizeof(name), "/c%d", i);
+		prom_counter_add(c, (const char *[]){ name, i & 1 ? "a" : "b" }, 0);
+	}
+	prom_counter_add(c, (const char *[]){ "/new", "a" }, 9);
+	s = render(r);
+	CHECK_EQ(sample(s, "aiscope_t_many_total{cgroup=\"/c7\",kind=\"a\"}"), -1);
+	CHECK_EQ(sample(s, "aiscope_t_many_total{cgroup=\"/new\",kind=\"a\"}"), 9);
+	CHECK_EQ(sample(s, "aiscope_t_many_total{cgroup=\"\",kind=\"\",overflow=\"true\"}"), 1);
+	for (int i = 0; i < 5000; i++) {
+		char key[96];
+
+		if (i == 7)
+			continue;
+		snprintf(key, sizeof(key), "aiscope_t_many_total{cgroup=\"/c%d\",kind=\"%s\"}", i,
+			 i & 1 ? "a" : "b");
+		all &= sample(s, key) == 3L * i;
+	}
+	CHECK(all);
+	free(s);
+	/* after the eviction shifted the list, later series are still found */
+	prom_counter_add(c, (const char *[]){ "/c4999", "a" }, 1);
+	CHECK_EQ(prom_series_count(c), 5001);
+	prom_family_clear(c);
+	prom_counter_add(c, (const char *[]){ "/c1", "a" }, 2);
+	prom_counter_add(c, (const char *[]){ "/c1", "a" }, 3);
+	CHECK_EQ(prom_series_count(c), 1);
+	s = render(r);
+	CHECK_EQ(sample(s, "aiscope_t_many_total{cgroup=\"/c1\",kind=\"a\"}"), 5);
+	free(s);
+	prom_reg_free(r);
+}
+
 static void test_write_file(void)
 {
 	char dir[] = "/tmp/test_prom.XXXXXX", path[128], tmp[160], buf[64];
@@ -587,6 +646,7 @@ int main(void)
 	RUN(test_cardinality_cap);
 	RUN(test_family_clear);
 	RUN(test_idle_eviction);
+	RUN(test_many_series);
 	RUN(test_write_file);
 	RUN(test_http_spec);
 	RUN(test_http_requests);
