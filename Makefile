@@ -7,8 +7,8 @@
 #   make test | demo | deps | install | clean
 
 # every tools/<tool>.c is a tool (tests/completions.bats checks its docs);
-# a tool without bpf/<tool>.bpf.c (topograph: built on the others) links
-# without a skeleton
+# a tool with bpf/<tool>.bpf.c (all of them today) is built with its
+# skeleton, one without it links without one
 TOOLS := $(sort $(basename $(notdir $(wildcard tools/*.c))))
 BPF_TOOLS := $(filter $(TOOLS),$(basename $(basename $(notdir $(wildcard bpf/*.bpf.c)))))
 PLAIN_TOOLS := $(filter-out $(BPF_TOOLS),$(TOOLS))

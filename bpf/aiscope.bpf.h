@@ -187,21 +187,27 @@ static __always_inline bool aiscope_ids_pass(__u32 tgid, __u32 tid)
 }
 
 /* The v2 cgroup; on hybrid hosts, where the v2 cgroup of most tasks is the
- * root and says nothing, the cgroup of the attribution controller. */
+ * root and says nothing, the cgroup of the attribution controller (*v1). */
+static __always_inline struct cgroup *aiscope_ident_cgroup(struct task_struct *t, __u8 *v1)
+{
+	struct cgroup *cg = BPF_CORE_READ(t, cgroups, dfl_cgrp), *acg;
+
+	*v1 = 0;
+	if (aiscope_cfg.attr_ssid < 0 || BPF_CORE_READ(cg, level) > 0)
+		return cg;
+	acg = aiscope_task_cgroup(t, aiscope_cfg.attr_ssid);
+	if (!acg || BPF_CORE_READ(acg, level) == 0)
+		return cg;
+	*v1 = 1;
+	return acg;
+}
+
 static __always_inline void aiscope_task_cgroup_id(struct task_struct *t,
 						   struct aiscope_ident *id)
 {
-	struct cgroup *cg = BPF_CORE_READ(t, cgroups, dfl_cgrp);
+	struct cgroup *cg = aiscope_ident_cgroup(t, &id->cgroup_v1);
 
-	id->cgroup_v1 = 0;
 	id->cgroup_id = BPF_CORE_READ(cg, kn, id);
-	if (aiscope_cfg.attr_ssid < 0 || BPF_CORE_READ(cg, level) > 0)
-		return;
-	cg = aiscope_task_cgroup(t, aiscope_cfg.attr_ssid);
-	if (!cg || BPF_CORE_READ(cg, level) == 0)
-		return;
-	id->cgroup_id = BPF_CORE_READ(cg, kn, id);
-	id->cgroup_v1 = 1;
 }
 
 static __always_inline void aiscope_task_ident(struct task_struct *t, struct aiscope_ident *id)

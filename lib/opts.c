@@ -506,11 +506,28 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, ap);
 }
 
-void aiscope_parse(const struct argp *argp, int argc, char **argv, const char *tool,
-		   unsigned int kind)
+void aiscope_setup(const char *tool)
 {
 	int err;
 
+	env.tool = tool;
+	if (!env.start_mono_ns)
+		env.start_mono_ns = clock_ns(CLOCK_MONOTONIC);
+	libbpf_set_print(libbpf_print);
+	err = features_init(env.btf_path);
+	if (err) {
+		char msg[128];
+
+		libbpf_strerror(err, msg, sizeof(msg));
+		usage_error("cannot parse BTF file '%s': %s", env.btf_path, msg);
+	}
+	cg_init(NULL, feat_cgroup_ssid);
+	resolve_filters();
+}
+
+void aiscope_parse(const struct argp *argp, int argc, char **argv, const char *tool,
+		   unsigned int kind)
+{
 	env.tool = tool;
 	env.kind = kind;
 	env.start_mono_ns = clock_ns(CLOCK_MONOTONIC);
@@ -522,15 +539,6 @@ void aiscope_parse(const struct argp *argp, int argc, char **argv, const char *t
 	env.tty = isatty(STDOUT_FILENO);
 	if (!env.rows_set && (env.json || !env.tty))
 		env.rows = 0;
-	libbpf_set_print(libbpf_print);
-	err = features_init(env.btf_path);
-	if (err) {
-		char msg[128];
-
-		libbpf_strerror(err, msg, sizeof(msg));
-		usage_error("cannot parse BTF file '%s': %s", env.btf_path, msg);
-	}
-	cg_init(NULL, feat_cgroup_ssid);
-	resolve_filters();
+	aiscope_setup(tool);
 	metrics_setup(tool, env.prom_file, env.listen);
 }

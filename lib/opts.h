@@ -93,6 +93,12 @@ int opt_key(const char *opt, const char *arg, const struct opt_key *keys);
 /* The name of VALUE in KEYS; NULL when no key has it. */
 const char *opt_key_name(const struct opt_key *keys, int value);
 
+/* What aiscope_parse() does after argp, for a tool with its own parser
+ * that fills env itself (topograph): libbpf's messages, kernel features,
+ * cgroups, and the filters in env resolved (pids exist, cgroup and
+ * container directories found). */
+void aiscope_setup(const char *tool);
+
 /* One line "tool: message" on stderr and exit 2. */
 void __attribute__((noreturn, format(printf, 1, 2))) usage_error(const char *fmt, ...);
 /* Fatal error: stderr line, a JSON "error" record with --json, exit code. */

@@ -3,11 +3,13 @@
  * topograph: which processes feed which, through what, and where does it
  * jam?
  *
- * No BPF of its own: it runs socketsnoop and ipcsnoop (and, with --with,
- * schedlat, nclstat and gpulaunch) with --json and the shared filters, or
- * reads their JSON lines from files or stdin, and merges their "edge" lines
- * (docs/edges.md) into one graph of processes and endpoints. Bottlenecks are
- * marked with the evidence that made them one.
+ * It runs socketsnoop and ipcsnoop (and, with --with, schedlat, nclstat
+ * and gpulaunch) with --json and the shared filters, or reads their JSON
+ * lines from files or stdin, and merges their "edge" lines (docs/edges.md)
+ * into one graph of processes and endpoints. Its own BPF side, in a live
+ * capture, traces process fork, exec and exit: the nodes' parents and
+ * lifetimes, the identity of processes gone before the capture ends.
+ * Bottlenecks are marked with the evidence that made them one.
  */
 #define _GNU_SOURCE
 #include <argp.h>
@@ -27,16 +29,21 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "cgroup.h"
 #include "json.h"
 #include "jsonp.h"
+#include "kfeatures.h"
+#include "mapdrain.h"
+#include "opts.h"
+#include "run.h"
 #include "table.h"
 #include "util.h"
+#include "topograph.h"
+#include "topograph.skel.h"
 
 #define TOOL "topograph"
-
-#define EXIT_RUNTIME	1
-#define EXIT_USAGE	2
-#define EXIT_CANNOT_RUN	77
 
 #define MAX_IDS		64
 #define MAX_WARN	5	/* bad input lines reported one by one */
@@ -51,17 +58,20 @@ static const char doc[] =
 "Without FILE, runs socketsnoop and ipcsnoop (found next to topograph, then\n"
 "in PATH) for -d DUR, or until Ctrl-C, with the filters given, and merges\n"
 "their edge lines; --with adds schedlat (run-queue p99 per process), nclstat\n"
-"(NCCL ranks) and gpulaunch (CUDA launches). With FILEs ('-': stdin), or\n"
-"when stdin is not a terminal and -d is not given, reads their --json lines\n"
-"instead. Bottlenecks: edges carrying a large share of the bytes, processes\n"
-"with a high run-queue p99 on a busy edge, NCCL ranks lagging their\n"
-"communicator, readers falling behind (bytes written minus read growing).\n"
+"(NCCL ranks) and gpulaunch (CUDA launches). Its own BPF programs trace\n"
+"process fork, exec and exit meanwhile: parents, lifetimes, exit status.\n"
+"With FILEs ('-': stdin), or when stdin is not a terminal and -d is not\n"
+"given, reads their --json lines instead. Bottlenecks: edges carrying a\n"
+"large share of the bytes, processes with a high run-queue p99 on a busy\n"
+"edge, NCCL ranks lagging their communicator, readers falling behind (bytes\n"
+"written minus read growing), processes that exited in error or restarted.\n"
 "\n"
 "USAGE: topograph [OPTIONS] [FILE...]"
 "\v"
 "EXAMPLES:\n"
 "  topograph -d 10s                        # the graph of 10 s, as a table\n"
 "  topograph -d 10s --with schedlat --dot | dot -Tsvg > graph.svg\n"
+"  topograph -d 30s --tree -j | jq 'select(.type==\"spawn\")'   # who started whom\n"
 "  socketsnoop -j -d 30s > s.jsonl & ipcsnoop -j -d 30s > i.jsonl; wait\n"
 "  topograph s.jsonl i.jsonl --mermaid     # the same capture, later\n"
 "  topograph --container 3f2a -d 30s -j | jq 'select(.type==\"bottleneck\")'\n"
@@ -80,10 +90,14 @@ enum {
 	OPT_HOT,
 	OPT_RUNQ,
 	OPT_BACKLOG,
+	OPT_TREE,
+	OPT_LIST_PROBES,
+	OPT_PROBE_MODE,
 };
 
-/* The shared options that make sense for a tool without BPF of its own:
- * the filters (passed to the tools it runs), -j, -d, --wide, -v. */
+/* The shared options that make sense here: the filters (passed to the
+ * tools it runs, and to its own BPF side), -j, -d, --wide, -v, and the
+ * attach plan of its lifecycle hooks. */
 static const struct argp_option opts[] = {
 	{ NULL, 0, NULL, 0, "Filters (passed to the tools run; with FILEs, an edge is kept when either end matches):", 10 },
 	{ "pid", 'p', "PID[,PID...]", 0, "Only these processes (thread-group ids)", 10 },
@@ -99,11 +113,15 @@ static const struct argp_option opts[] = {
 	{ "duration", 'd', "DUR", 0, "Capture for DUR (500ms, 10, 10s, 2m); default: until Ctrl-C", 11 },
 	{ "with", OPT_WITH, "TOOL[,TOOL...]", 0, "Also run schedlat, nclstat, gpulaunch (live capture)", 11 },
 	{ "wide", OPT_WIDE, NULL, 0, "Never truncate strings in tables", 11 },
+	{ "tree", OPT_TREE, NULL, 0, "Also every process forked, exec'd or exited in the capture, and parent->child spawn links", 11 },
 	{ "verbose", 'v', NULL, 0, "Commands run and every line the tools print on stderr", 11 },
 	{ NULL, 0, NULL, 0, "Bottleneck thresholds:", 12 },
 	{ "hot", OPT_HOT, "PCT", 0, "An edge with at least PCT% of all bytes is hot (default 25)", 12 },
 	{ "runq", OPT_RUNQ, "DUR", 0, "Run-queue p99 that is high on a busy edge (default 10ms)", 12 },
 	{ "backlog", OPT_BACKLOG, "SIZE", 0, "Bytes written but not read that mark a reader behind (default 1M)", 12 },
+	{ NULL, 0, NULL, 0, "Kernel side (the process lifecycle hooks of a live capture):", 13 },
+	{ "list-probes", OPT_LIST_PROBES, NULL, 0, "Print the attach plan and exit", 13 },
+	{ "probe-mode", OPT_PROBE_MODE, "MECH[,MECH...]", 0, "Use only these mechanisms: fentry, kprobe, tp_btf, raw_tp, tracepoint", 13 },
 	{ "help", 'h', NULL, 0, "Give this help list", -1 },
 	{ "usage", OPT_USAGE, NULL, 0, "Give a short usage message", -1 },
 	{ "version", 'V', NULL, 0, "Print program version", -1 },
@@ -127,7 +145,7 @@ static struct {
 	const char *duration_arg;
 	uint64_t duration_ns;
 	bool with[3];		/* extra_tools[] */
-	bool wide, verbose;
+	bool wide, verbose, tree;
 	double hot_pct;
 	uint64_t runq_ns;
 	uint64_t backlog_bytes;
@@ -136,19 +154,6 @@ static struct {
 	bool live;		/* running the tools, not reading lines */
 	bool tty;
 } cfg = { .hot_pct = 25.0, .runq_ns = 10 * NSEC_PER_MSEC, .backlog_bytes = 1 << 20 };
-
-static void __attribute__((noreturn, format(printf, 1, 2))) usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fflush(stdout);
-	fprintf(stderr, TOOL ": ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(EXIT_USAGE);
-}
 
 /* A fatal error: one stderr line, an "error" record with --json. */
 static void __attribute__((noreturn, format(printf, 2, 3))) fail(int code, const char *fmt, ...)
@@ -334,6 +339,19 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	case 'v':
 		cfg.verbose = true;
 		break;
+	case OPT_TREE:
+		cfg.tree = true;
+		break;
+	case OPT_LIST_PROBES:
+		env.list_probes = true;
+		break;
+	case OPT_PROBE_MODE:
+		/* every mechanism, as in the other tools: one without a
+		 * candidate here leaves the hooks unattachable (exit 77) */
+		if (probe_parse_mode(arg, &env.probe_mask))
+			usage_error("invalid --probe-mode '%s': expected a list of fentry, kprobe, tp_btf, raw_tp, tracepoint",
+				    arg);
+		break;
 	case OPT_HOT:
 	case OPT_RUNQ:
 	case OPT_BACKLOG:
@@ -373,9 +391,13 @@ enum node_kind { N_PROC, N_UNSEEN, N_ENDPOINT };
 static const char *const node_kind_names[] = { "process", "unseen", "endpoint" };
 
 /* bottleneck rules, also node and edge flags */
-enum rule { R_HOT, R_RUNQ, R_NCCL, R_BACKLOG, R_NR };
-static const char *const rule_names[] = { "hot_edge", "runq", "nccl_lag", "reader_behind" };
-static const char *const rule_titles[] = { "hot edge", "run queue", "NCCL lag", "reader behind" };
+enum rule { R_HOT, R_RUNQ, R_NCCL, R_BACKLOG, R_EXIT, R_RESTART, R_NR };
+static const char *const rule_names[] = {
+	"hot_edge", "runq", "nccl_lag", "reader_behind", "exit_failed", "restarted",
+};
+static const char *const rule_titles[] = {
+	"hot edge", "run queue", "NCCL lag", "reader behind", "exit failed", "restarted",
+};
 
 struct ncl_rank {
 	char *comm_hash;
@@ -403,6 +425,16 @@ struct node {
 	bool cuda;
 	uint64_t cuda_launches;
 	struct ncl_rank *ncl;
+	/* its life in the capture: the lifecycle hooks, or own lines */
+	bool has_life;		/* a record: fork, exec or exit seen */
+	bool tree_parent;	/* --tree: the parent of one that has */
+	bool has_ppid;
+	uint32_t ppid;
+	uint64_t started_ns;	/* realtime of its fork in the capture, 0: none */
+	uint64_t exited_ns;	/* realtime of its exit in the capture, 0: none */
+	uint32_t status;	/* wait(2) status, when exited_ns */
+	uint64_t execs, reexecs;	/* reexecs: of the file it ran before */
+	char *exec_file;
 	uint64_t tx, rx;	/* bytes over its edges */
 	int degree;
 	int id;			/* n<id> in the output; 0: not in the graph */
@@ -465,6 +497,8 @@ static struct {
 	size_t nbn;
 	bool any_runq, any_ncl;
 	const char *exit_reason;
+	struct node **spawn;	/* parent, child pairs of shown nodes */
+	size_t nspawn, spawn_cap;
 } G;
 
 static void *xcalloc(size_t n, size_t size)
@@ -859,6 +893,36 @@ static void add_gpulaunch(const struct jv *v, const char *type)
 		n->cuda_launches++;
 }
 
+static bool rfc3339_ns(const char *s, uint64_t *ns);
+
+/* the lifecycle keys of topograph's own node lines */
+static void own_life(struct node *n, const struct jv *v)
+{
+	const struct jv *core = jv_get(v, "core_dumped");
+	uint64_t x;
+
+	if (jv_u64(jv_get(v, "ppid"), &x) && x <= UINT32_MAX) {
+		n->ppid = x;
+		n->has_ppid = true;
+	}
+	if (jv_u64(jv_get(v, "execs"), &x)) {
+		n->execs += x;
+		n->has_life = true;
+	}
+	if (jv_u64(jv_get(v, "reexecs"), &x))
+		n->reexecs += x;
+	set_str(&n->exec_file, jv_str(jv_get(v, "exec_filename")));
+	if (rfc3339_ns(jv_str(jv_get(v, "started_ts")), &n->started_ns))
+		n->has_life = true;
+	if (!rfc3339_ns(jv_str(jv_get(v, "exited_ts")), &n->exited_ns))
+		return;
+	n->has_life = true;
+	if (jv_u64(jv_get(v, "exit_signal"), &x))
+		n->status = (x & 0x7f) | (core && core->type == JV_BOOL && core->b ? 0x80 : 0);
+	else if (jv_u64(jv_get(v, "exit_code"), &x))
+		n->status = (x & 0xff) << 8;
+}
+
 /* topograph's own "node" lines, read back: what the other tools knew */
 static void add_own_node(const struct jv *v)
 {
@@ -870,6 +934,7 @@ static void add_own_node(const struct jv *v)
 		return;
 	n = proc_node(pid);
 	node_ident(n, v);
+	own_life(n, v);
 	if (jv_u64(jv_get(v, "runq_p99_ns"), &x)) {
 		n->has_runq = true;
 		if (x > n->runq_p99_ns)
@@ -1396,6 +1461,224 @@ static void __attribute__((noreturn)) child_failed(struct child *k)
 	fail(code, "%s", last ? last + 1 : k->held);
 }
 
+
+/* ---- live capture: the process lifecycle (bpf/topograph.bpf.c) ------- */
+
+/* Tracepoints only: their arguments are a stable ABI, and each is one
+ * place in the kernel (a function hook would need several). */
+static struct probe_hook hooks[] = {
+	{ .name = "sched_process_fork", .cand = {
+		{ PM_TP_BTF, "sched_process_fork", "fork_btf" },
+		{ PM_RAW_TP, "sched_process_fork", "fork_raw" },
+		{ PM_TRACEPOINT, "sched/sched_process_fork", "fork_tp" } } },
+	{ .name = "sched_process_exec", .cand = {
+		{ PM_TP_BTF, "sched_process_exec", "exec_btf" },
+		{ PM_RAW_TP, "sched_process_exec", "exec_raw" },
+		{ PM_TRACEPOINT, "sched/sched_process_exec", "exec_tp" } } },
+	{ .name = "sched_process_exit", .cand = {
+		{ PM_TP_BTF, "sched_process_exit", "exit_btf" },
+		{ PM_RAW_TP, "sched_process_exit", "exit_raw" },
+		{ PM_TRACEPOINT, "sched/sched_process_exit", "exit_tp" } } },
+};
+
+static struct {
+	struct topograph_bpf *skel;
+	struct aiscope_bpf bpf;
+	bool on;		/* loaded and attached */
+	uint64_t records;	/* processes it saw */
+} L;
+
+/* The filters in lib/opts' env, for the BPF side, resolved as every tool
+ * does (the tools run get the options as given). */
+static void env_filters(void)
+{
+	env.json = cfg.out == OUT_JSON;
+	env.verbose = false;	/* -v is about the tools here */
+	env.npids = cfg.npids;
+	memcpy(env.pids, cfg.pids, cfg.npids * sizeof(cfg.pids[0]));
+	if (cfg.tid_arg)
+		env.ntids = parse_u32_list(cfg.tid_arg, env.tids, AISCOPE_MAX_IDS);
+	env.has_uid = cfg.has_uid;
+	env.uid = cfg.uid;
+	memcpy(env.comm, cfg.comm, sizeof(env.comm));
+	env.cgroup_arg = cfg.cgroup_arg;
+	env.container_arg = cfg.container_arg;
+	aiscope_setup(TOOL);
+}
+
+/* Opens the object and resolves the plan: --list-probes ends here, and a
+ * kernel without any candidate of a hook exits 77 naming them. */
+static void lifecycle_open(void)
+{
+	env_filters();
+	L.skel = topograph_bpf__open_opts(aiscope_open_opts());
+	if (!L.skel)
+		fail(EXIT_RUNTIME, "cannot open the BPF object: %s", strerror(errno));
+	L.skel->rodata->self_tgid = getpid();
+	L.bpf = (struct aiscope_bpf){ .hooks = hooks, .nhooks = ARRAY_SIZE(hooks) };
+	aiscope_bpf_prepare(&L.bpf, L.skel->obj, &L.skel->rodata->aiscope_cfg);
+}
+
+/* Before the tools start: what they see, it has seen from the start. */
+static void lifecycle_start(void)
+{
+	sigset_t mask;
+
+	lifecycle_open();
+	aiscope_bpf_load(&L.bpf, topograph_bpf__load(L.skel));
+	sigprocmask(SIG_SETMASK, NULL, &mask);
+	aiscope_bpf_attach(&L.bpf);
+	/* attach blocks SIGINT and SIGTERM for lib/run's loop: capture()
+	 * has its own signalfd, and the tools must not inherit them blocked */
+	sigprocmask(SIG_SETMASK, &mask, NULL);
+	L.on = true;
+}
+
+/* "/a/b/c" from the names read in BPF, leaf first; NULL when its depth
+ * is more than they hold */
+static char *record_cgroup(const struct topo_proc *r)
+{
+	char path[TOPO_CG_LEVELS * (TOPO_CG_NAME + 1) + 2] = "";
+	size_t len = 0;
+
+	if (r->cg_level > r->cg_levels)
+		return NULL;
+	if (!r->cg_levels)
+		return xstrdup("/");
+	for (int i = r->cg_levels - 1; i >= 0; i--)
+		len += snprintf(path + len, sizeof(path) - len, "/%.*s", TOPO_CG_NAME,
+				r->cg_name[i]);
+	return xstrdup(path);
+}
+
+/* Classic tracepoints record new threads too: a pid never seen exec or
+ * exit that /proc says is a thread is one. */
+static bool is_thread(uint32_t pid)
+{
+	char path[64], line[128];
+	unsigned int tgid = pid;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %u", &tgid) == 1)
+			break;
+	fclose(f);
+	return tgid != pid;
+}
+
+/* The identity a record knows fills what the edges did not say: a
+ * process gone before the capture ended had its cgroup, whose directory
+ * may be gone too (the tools then print it null). */
+static void record_ident(struct node *n, const struct topo_proc *r)
+{
+	struct container_info ci;
+	const char *live;
+	char comm[AISCOPE_COMM_LEN + 1];
+
+	snprintf(comm, sizeof(comm), "%.*s", AISCOPE_COMM_LEN, r->comm);
+	if (!n->comm)
+		set_str(&n->comm, comm);
+	if (!n->has_uid) {
+		n->uid = r->uid;
+		n->has_uid = true;
+	}
+	if (n->has_cgid && n->cgroup_id != r->cgroup_id)
+		return;		/* it moved: the edges' cgroup is the later one */
+	n->cgroup_id = r->cgroup_id;
+	n->has_cgid = true;
+	if (!n->cgroup) {
+		live = cg_path_of(r->cgroup_id, r->cgroup_v1);
+		n->cgroup = live ? xstrdup(live) : record_cgroup(r);
+	}
+	if (!n->container_id && n->cgroup && cg_parse_container(n->cgroup, &ci) && ci.id[0]) {
+		set_str(&n->container_id, ci.id);
+		set_str(&n->runtime, ci.runtime);
+		if (ci.pod_uid[0])
+			set_str(&n->pod_uid, ci.pod_uid);
+	}
+}
+
+static void take_record(const void *key, const void *value, void *ctx)
+{
+	const struct topo_proc *r = value;
+	struct node *n;
+	char file[TOPO_FILE_LEN + 1];
+
+	if (!r->pid || ((r->flags & TOPO_MAYBE_THREAD) && is_thread(r->pid)))
+		return;
+	n = proc_node(r->pid);
+	L.records++;
+	n->has_life = true;
+	n->has_ppid = true;
+	n->ppid = r->ppid;
+	if (r->flags & TOPO_FORKED)
+		n->started_ns = aiscope_realtime(r->fork_ns);
+	if (r->flags & TOPO_EXITED) {
+		n->exited_ns = aiscope_realtime(r->exit_ns);
+		n->status = r->exit_code;
+	}
+	n->execs = r->execs;
+	n->reexecs = r->reexecs;
+	if (r->filename[0]) {
+		snprintf(file, sizeof(file), "%.*s", TOPO_FILE_LEN, r->filename);
+		set_str(&n->exec_file, file);
+	}
+	record_ident(n, r);
+}
+
+/* Once the tools have ended: the records into the nodes. */
+static void lifecycle_collect(void)
+{
+	if (!L.on)
+		return;
+	map_drain(bpf_map__fd(L.skel->maps.procs), sizeof(uint32_t), sizeof(struct topo_proc),
+		  NULL, take_record, NULL);
+	aiscope_lost_check(&L.bpf);
+	aiscope_bpf_destroy(&L.bpf);
+	topograph_bpf__destroy(L.skel);
+	L.skel = NULL;
+}
+
+/* A live process's parent, from /proc (it forked before the capture). */
+static void proc_parent(struct node *n)
+{
+	char path[64], buf[512], *p;
+	unsigned int ppid;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", n->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	if (p && sscanf(p + 1, " %*c %u", &ppid) == 1) {
+		n->ppid = ppid;
+		n->has_ppid = true;
+	}
+	fclose(f);
+}
+
+/* ... and its name, for a parent that is a node only for --tree */
+static void proc_comm(struct node *n)
+{
+	char path[64], buf[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/comm", n->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(buf, sizeof(buf), f)) {
+		buf[strcspn(buf, "\n")] = 0;
+		set_str(&n->comm, buf);
+	}
+	fclose(f);
+}
+
 static int capture(void)
 {
 	sigset_t mask, old;
@@ -1407,6 +1690,7 @@ static int capture(void)
 
 	check_live_filters();
 	locate_kids();
+	lifecycle_start();
 	/* as lib/run does: a shell without job control starts "topograph &"
 	 * with SIGINT ignored, which no signalfd would see (and the tools
 	 * would inherit) */
@@ -1775,6 +2059,169 @@ static void rule_nccl(void)
 			lag_of_comm(r->comm_hash);
 }
 
+
+/* ---- the lifecycle rules ---- */
+
+static const char *comm_of(const struct node *n)
+{
+	return n->comm ? n->comm : "?";
+}
+
+/* " (lived 1.234 s)", or "" when it did not start in the capture */
+static void lived(const struct node *n, char *buf, size_t len)
+{
+	*buf = 0;
+	if (n->started_ns && n->exited_ns >= n->started_ns)
+		snprintf(buf, len, ", %.3f s after its fork", (n->exited_ns - n->started_ns) / 1e9);
+}
+
+static void rule_exit(void)
+{
+	char when[64], life[64];
+
+	for (size_t i = 0; i < G.nshown; i++) {
+		struct node *n = G.shown[i];
+		struct bottleneck *b;
+		int sig = n->status & 0x7f;
+
+		/* a stage of the graph: one that moved data */
+		if (!n->degree || !n->exited_ns || !n->status)
+			continue;
+		b = add_bn(R_EXIT, n, busiest_edge(n));
+		fmt_rfc3339_ns(n->exited_ns, when, sizeof(when));
+		lived(n, life, sizeof(life));
+		if (sig) {
+			b->value = sig;
+			b->unit = "signal";
+			b->evidence = xasprintf("%u/%s was killed by signal %d (%s)%s at %s%s",
+						n->pid, comm_of(n), sig, strsignal(sig),
+						n->status & 0x80 ? ", core dumped," : "", when, life);
+		} else {
+			b->value = (n->status >> 8) & 0xff;
+			b->unit = "exit_code";
+			b->evidence = xasprintf("%u/%s exited with code %d at %s%s", n->pid,
+						comm_of(n), (int)b->value, when, life);
+		}
+	}
+}
+
+/* An earlier child of n's parent with n's name that failed (exit code or
+ * signal) before n was forked: n replaced it, as a supervisor restarts a
+ * crashed worker (a shell running the same command twice is no restart).
+ * The latest such one, and how many there were. */
+static struct node *respawned(const struct node *n, int *count)
+{
+	struct node *last = NULL;
+
+	*count = 0;
+	if (!n->started_ns || !n->has_ppid || !n->comm)
+		return NULL;
+	for (size_t i = 0; i < G.nn; i++) {
+		struct node *m = G.nv[i];
+
+		if (m == n || !m->has_life || !m->has_ppid || m->ppid != n->ppid || !m->comm ||
+		    strcmp(m->comm, n->comm) || !m->exited_ns || !m->status ||
+		    m->exited_ns > n->started_ns)
+			continue;
+		(*count)++;
+		if (!last || m->exited_ns > last->exited_ns)
+			last = m;
+	}
+	return last;
+}
+
+static void rule_restart(void)
+{
+	char when[64];
+
+	for (size_t i = 0; i < G.nshown; i++) {
+		struct node *n = G.shown[i];
+		struct bottleneck *b;
+		struct node *m;
+		int count;
+
+		if (!n->degree)
+			continue;
+		if (n->reexecs) {
+			b = add_bn(R_RESTART, n, busiest_edge(n));
+			b->value = n->reexecs;
+			b->threshold = 1;
+			b->unit = "reexecs";
+			b->evidence = xasprintf("%u/%s exec'd %s again %llu times during the capture (%llu execs in all)",
+						n->pid, comm_of(n), n->exec_file ? n->exec_file : "?",
+						(unsigned long long)n->reexecs,
+						(unsigned long long)n->execs);
+			continue;
+		}
+		m = respawned(n, &count);
+		if (!m)
+			continue;
+		b = add_bn(R_RESTART, n, busiest_edge(n));
+		b->value = count;
+		b->threshold = 1;
+		b->unit = "respawns";
+		fmt_rfc3339_ns(m->exited_ns, when, sizeof(when));
+		b->evidence = xasprintf("%u/%s was respawned by its parent %u: %d earlier %s failed during the capture, the last %u with %s %d at %s",
+					n->pid, comm_of(n), n->ppid, count, comm_of(n), m->pid,
+					m->status & 0x7f ? "signal" : "exit code",
+					m->status & 0x7f ? m->status & 0x7f : (m->status >> 8) & 0xff, when);
+	}
+}
+
+static struct node *node_find_pid(uint32_t pid)
+{
+	char key[32];
+	struct node *n;
+
+	snprintf(key, sizeof(key), "p:%u", pid);
+	for (n = G.nodes[hash_str(key)]; n; n = n->hnext)
+		if (!strcmp(n->key, key))
+			return n;
+	return NULL;
+}
+
+/* --tree: the parents of the processes seen are nodes too (alive, they
+ * had no lifecycle event; their name and parent come from /proc) */
+static void tree_parents(void)
+{
+	size_t nn = G.nn;
+
+	for (size_t i = 0; i < nn; i++) {
+		struct node *n = G.nv[i], *p;
+
+		if (!n->has_life || !n->has_ppid || !n->ppid)
+			continue;
+		p = proc_node(n->ppid);
+		if (p->has_life || p->degree || p->tree_parent)
+			continue;
+		p->tree_parent = true;
+		if (cfg.live && !p->comm)
+			proc_comm(p);
+		if (cfg.live && !p->has_ppid)
+			proc_parent(p);
+	}
+}
+
+static bool shown(const struct node *n)
+{
+	if (n->degree)
+		return true;
+	return cfg.tree && (n->has_life || n->tree_parent) && !is_self(n);
+}
+
+static void spawn_links(void)
+{
+	for (size_t i = 0; i < G.nshown; i++) {
+		struct node *n = G.shown[i], *p;
+
+		if (!n->has_ppid || !(p = node_find_pid(n->ppid)) || !p->id)
+			continue;
+		G.spawn = grow(G.spawn, &G.spawn_cap, G.nspawn + 2, sizeof(*G.spawn));
+		G.spawn[G.nspawn++] = p;
+		G.spawn[G.nspawn++] = n;
+	}
+}
+
 static void analyse(void)
 {
 	size_t n = 0;
@@ -1788,17 +2235,25 @@ static void analyse(void)
 		e->src->degree++;
 		e->dst->degree++;
 	}
+	if (cfg.tree)
+		tree_parents();
 	G.shown = xcalloc(G.nn, sizeof(*G.shown));
 	for (size_t i = 0; i < G.nn; i++)
-		if (G.nv[i]->degree)
+		if (shown(G.nv[i]))
 			G.shown[n++] = G.nv[i];
 	G.nshown = n;
 	qsort(G.shown, n, sizeof(*G.shown), cmp_nodes);
 	for (size_t i = 0; i < n; i++) {
-		G.shown[i]->id = i + 1;
-		G.any_runq |= G.shown[i]->has_runq;
-		G.any_ncl |= G.shown[i]->ncl != NULL;
+		struct node *x = G.shown[i];
+
+		x->id = i + 1;
+		G.any_runq |= x->has_runq;
+		G.any_ncl |= x->ncl != NULL;
+		/* a live process forked before the capture: its parent now */
+		if (cfg.live && x->kind == N_PROC && !x->has_ppid)
+			proc_parent(x);
 	}
+	spawn_links();
 	qsort(G.ev, G.ne, sizeof(*G.ev), cmp_edges);
 	for (size_t i = 0; i < G.ne; i++)
 		G.ev[i]->id = i + 1;
@@ -1807,6 +2262,8 @@ static void analyse(void)
 	rule_runq();
 	rule_nccl();
 	rule_backlog();
+	rule_exit();
+	rule_restart();
 }
 
 /* ---- output: JSON ---------------------------------------------------- */
@@ -1845,6 +2302,54 @@ static void json_rules(struct jw *w, unsigned int flags)
 		if (flags & (1u << r))
 			jw_str(w, rule_names[r]);
 	jw_arr_end(w);
+}
+
+static void json_ts(struct jw *w, const char *key, uint64_t ns)
+{
+	char buf[64];
+
+	if (!ns) {
+		jw_knull(w, key);
+		return;
+	}
+	fmt_rfc3339_ns(ns, buf, sizeof(buf));
+	jw_kstr(w, key, buf);
+}
+
+/* what the lifecycle hooks saw (docs/edges.md: topograph's node lines) */
+static void json_life(struct jw *w, const struct node *n)
+{
+	const struct node *p = n->has_ppid ? node_find_pid(n->ppid) : NULL;
+	char id[16];
+
+	if (n->has_ppid)
+		jw_ku64(w, "ppid", n->ppid);
+	else
+		jw_knull(w, "ppid");
+	snprintf(id, sizeof(id), "n%d", p ? p->id : 0);
+	jw_kstr(w, "parent_id", p && p->id ? id : NULL);
+	json_ts(w, "started_ts", n->started_ns);
+	json_ts(w, "exited_ts", n->exited_ns);
+	if (n->exited_ns && !(n->status & 0x7f))
+		jw_ku64(w, "exit_code", (n->status >> 8) & 0xff);
+	else
+		jw_knull(w, "exit_code");
+	if (n->exited_ns && (n->status & 0x7f))
+		jw_ku64(w, "exit_signal", n->status & 0x7f);
+	else
+		jw_knull(w, "exit_signal");
+	if (n->exited_ns)
+		jw_kbool(w, "core_dumped", n->status & 0x80);
+	else
+		jw_knull(w, "core_dumped");
+	if (n->has_life) {
+		jw_ku64(w, "execs", n->execs);
+		jw_ku64(w, "reexecs", n->reexecs);
+	} else {
+		jw_knull(w, "execs");
+		jw_knull(w, "reexecs");
+	}
+	jw_kstr(w, "exec_filename", n->exec_file);
 }
 
 static void json_node(struct jw *w, const struct node *n, uint64_t now)
@@ -1898,6 +2403,7 @@ static void json_node(struct jw *w, const struct node *n, uint64_t now)
 		}
 		jw_arr_end(w);
 	}
+	json_life(w, n);
 	json_rules(w, n->flags);
 	jw_record_end(w);
 }
@@ -1975,9 +2481,25 @@ static void json_bottleneck(struct jw *w, const struct bottleneck *b, uint64_t n
 	jw_record_end(w);
 }
 
+/* --tree: parent -> child */
+static void json_spawn(struct jw *w, const struct node *p, const struct node *c, uint64_t now)
+{
+	char id[16];
+
+	jw_record_begin(w, "spawn", TOOL, now);
+	snprintf(id, sizeof(id), "n%d", p->id);
+	jw_kstr(w, "parent_id", id);
+	snprintf(id, sizeof(id), "n%d", c->id);
+	jw_kstr(w, "child_id", id);
+	jw_ku64(w, "ppid", p->pid);
+	jw_ku64(w, "pid", c->pid);
+	json_ts(w, "started_ts", c->started_ns);
+	jw_record_end(w);
+}
+
 static uint64_t lost_total(void)
 {
-	uint64_t lost = 0;
+	uint64_t lost = aiscope_lost_total(&L.bpf);
 
 	for (struct source *s = G.sources; s; s = s->next)
 		lost += s->has_summary ? s->lost_summary : s->lost_lines;
@@ -1994,6 +2516,8 @@ static void print_json(void)
 		json_node(&w, G.shown[i], now);
 	for (size_t i = 0; i < G.ne; i++)
 		json_edge(&w, G.ev[i], now);
+	for (size_t i = 0; cfg.tree && i < G.nspawn; i += 2)
+		json_spawn(&w, G.spawn[i], G.spawn[i + 1], now);
 	for (size_t i = 0; i < G.nbn; i++)
 		json_bottleneck(&w, &G.bn[i], now);
 	jw_record_begin(&w, "summary", TOOL, now);
@@ -2009,6 +2533,10 @@ static void print_json(void)
 	jw_ku64(&w, "bad_lines", G.bad_lines);
 	jw_ku64(&w, "filtered_edges", G.filtered);
 	jw_ku64(&w, "lost_events", lost_total());
+	if (L.on)
+		jw_ku64(&w, "processes_traced", L.records);
+	else
+		jw_knull(&w, "processes_traced");
 	jw_key(&w, "sources");
 	jw_obj_begin(&w);
 	for (struct source *s = G.sources; s; s = s->next)
@@ -2021,9 +2549,9 @@ static void print_json(void)
 /* ---- output: the terminal view -------------------------------------- */
 
 static const struct tcol node_cols[] = {
-	{ "ID", 4, 0 }, { "PID", 7, 0 }, { "COMM", 16, TC_LEFT }, { "TX(KiB)", 10, 0 },
+	{ "ID", 4, 0 }, { "PID", 7, 0 }, { "PPID", 7, 0 }, { "COMM", 16, TC_LEFT }, { "TX(KiB)", 10, 0 },
 	{ "RX(KiB)", 10, 0 }, { "RUNQ_P99(us)", 12, 0 }, { "CUDA_LAUNCHES", 13, 0 },
-	{ "NCCL", 14, TC_LEFT },
+	{ "NCCL", 14, TC_LEFT }, { "EXIT", 6, TC_LEFT },
 	{ "FLAGS", 8, TC_LEFT },
 };
 
@@ -2035,7 +2563,9 @@ static const struct tcol edge_cols[] = {
 
 static void flags_str(unsigned int flags, char *buf, size_t len)
 {
-	static const char *const short_names[] = { "hot", "runq", "nccl", "behind" };
+	static const char *const short_names[] = {
+		"hot", "runq", "nccl", "behind", "exit", "restart",
+	};
 
 	*buf = 0;
 	for (int r = 0; r < R_NR; r++)
@@ -2044,6 +2574,17 @@ static void flags_str(unsigned int flags, char *buf, size_t len)
 				 short_names[r]);
 	if (!*buf)
 		snprintf(buf, len, "-");
+}
+
+/* "3", "SIG9", "-": still alive, or its end not seen */
+static void exit_str(const struct node *n, char *buf, size_t len)
+{
+	if (!n->exited_ns)
+		snprintf(buf, len, "-");
+	else if (n->status & 0x7f)
+		snprintf(buf, len, "SIG%d", n->status & 0x7f);
+	else
+		snprintf(buf, len, "%d", (n->status >> 8) & 0xff);
 }
 
 static void print_group_header(const struct node *n)
@@ -2072,6 +2613,10 @@ static void table_node(struct table *t, const struct node *n)
 		table_u64(t, n->pid);
 	else
 		table_str(t, "-");
+	if (n->has_ppid)
+		table_u64(t, n->ppid);
+	else
+		table_str(t, "-");
 	if (n->kind == N_PROC)
 		table_str(t, n->comm ? n->comm : "?");
 	else
@@ -2091,6 +2636,8 @@ static void table_node(struct table *t, const struct node *n)
 			 (long long)n->ncl->nranks);
 	else
 		snprintf(buf, sizeof(buf), "-");
+	table_str(t, buf);
+	exit_str(n, buf, sizeof(buf));
 	table_str(t, buf);
 	flags_str(n->flags, buf, sizeof(buf));
 	table_str(t, buf);
@@ -2148,6 +2695,24 @@ static void print_edges(bool elide)
 	}
 }
 
+static void print_spawns(void)
+{
+	char a[128], b[128], when[64];
+
+	printf("\nSPAWNS\n");
+	if (!G.nspawn)
+		printf("  none\n");
+	for (size_t i = 0; i < G.nspawn; i += 2) {
+		node_label(G.spawn[i], a, sizeof(a));
+		node_label(G.spawn[i + 1], b, sizeof(b));
+		if (G.spawn[i + 1]->started_ns)
+			fmt_rfc3339_ns(G.spawn[i + 1]->started_ns, when, sizeof(when));
+		else
+			snprintf(when, sizeof(when), "before the capture");
+		printf("  n%d %s -> n%d %s (%s)\n", G.spawn[i]->id, a, G.spawn[i + 1]->id, b, when);
+	}
+}
+
 static void print_table(void)
 {
 	bool elide = cfg.tty && !cfg.wide;
@@ -2158,12 +2723,17 @@ static void print_table(void)
 		fmt_duration(G.window_ns, dur, sizeof(dur));
 	printf("# topograph: %zu nodes, %zu edges, %llu bytes in %s\n", G.nshown, G.ne,
 	       (unsigned long long)G.total_bytes, dur);
-	if (!G.ne) {
+	if (!G.ne && !G.nshown) {
 		printf("(no edges: nothing moved between the processes seen)\n");
 		return;
 	}
 	print_nodes(elide);
-	print_edges(elide);
+	if (G.ne)
+		print_edges(elide);
+	else
+		printf("\n(no edges: nothing moved between the processes seen)\n");
+	if (cfg.tree)
+		print_spawns();
 	printf("\nBOTTLENECKS\n");
 	if (!G.nbn)
 		printf("  none\n");
@@ -2234,6 +2804,12 @@ static int node_lines(const struct node *n, char lines[][128])
 			 (long long)n->ncl->nranks);
 	if (n->cuda)
 		snprintf(lines[k++], 128, "cuda %llu launches", (unsigned long long)n->cuda_launches);
+	if (n->exited_ns && (n->status & 0x7f))
+		snprintf(lines[k++], 128, "killed by signal %d", n->status & 0x7f);
+	else if (n->exited_ns)
+		snprintf(lines[k++], 128, "exit %d", (n->status >> 8) & 0xff);
+	if (n->execs >= 2)
+		snprintf(lines[k++], 128, "exec'd %llu times", (unsigned long long)n->execs);
 	return k;
 }
 
@@ -2289,7 +2865,7 @@ static void dot_str(const char *s)
 
 static void dot_node(const struct node *n, const char *indent)
 {
-	char lines[4][128];
+	char lines[6][128];
 	int k = node_lines(n, lines);
 
 	printf("%sn%d [label=\"", indent, n->id);
@@ -2345,6 +2921,9 @@ static void print_dot(void)
 		printf("\", color=\"%s\", penwidth=%.2f%s];\n", colour_of(e->kind), width_of(e),
 		       e->flags ? ", style=bold" : "");
 	}
+	for (size_t i = 0; cfg.tree && i < G.nspawn; i += 2)
+		printf("  n%d -> n%d [label=\"spawn\", style=dashed, color=\"#999999\", arrowhead=empty];\n",
+		       G.spawn[i]->id, G.spawn[i + 1]->id);
 	printf("}\n");
 }
 
@@ -2371,7 +2950,7 @@ static void mm_str(const char *s)
 
 static void mm_node(const struct node *n, const char *indent)
 {
-	char lines[4][128];
+	char lines[6][128];
 	int k = node_lines(n, lines);
 
 	printf("%sn%d%s\"", indent, n->id, n->kind == N_PROC ? "[" : "([");
@@ -2418,6 +2997,9 @@ static void print_mermaid(void)
 		mm_str(e->kind);
 		printf(" %s\"| n%d\n", b, e->dst->id);
 	}
+	/* after the edges: linkStyle numbers them from 0 */
+	for (size_t i = 0; cfg.tree && i < G.nspawn; i += 2)
+		printf("  n%d -.->|\"spawn\"| n%d\n", G.spawn[i]->id, G.spawn[i + 1]->id);
 	for (size_t i = 0; i < G.ne; i++)
 		printf("  linkStyle %zu stroke:%s,stroke-width:%.1fpx\n", i, colour_of(G.ev[i]->kind),
 		       width_of(G.ev[i]));
@@ -2443,6 +3025,7 @@ static void check_output(void)
 
 int main(int argc, char **argv)
 {
+	env.tool = TOOL;
 	argp_err_exit_status = EXIT_USAGE;
 	if (argp_parse(&argp, argc, argv, ARGP_NO_HELP, NULL, NULL))
 		return EXIT_USAGE;
@@ -2450,6 +3033,11 @@ int main(int argc, char **argv)
 	cfg.tty = isatty(STDOUT_FILENO);
 	/* no FILE: live unless stdin is a file or a pipe and -d is not given */
 	cfg.live = !cfg.nfiles && (cfg.duration_arg || isatty(STDIN_FILENO));
+	if (env.list_probes) {
+		if (cfg.nfiles)
+			usage_error("--list-probes shows the hooks of a live capture: not with FILEs");
+		lifecycle_open();	/* prints the plan and exits */
+	}
 	if (!cfg.nfiles && !cfg.live) {
 		static char *dash[] = { "-" };
 
@@ -2463,16 +3051,20 @@ int main(int argc, char **argv)
 				    cfg.tid_arg ? "thread id" : "cgroup directory");
 		if (cfg.duration_arg)
 			usage_error("--duration is for a live capture: not with FILEs");
+		if (env.probe_mask != PM_ALL)
+			usage_error("--probe-mode is for a live capture: not with FILEs");
 		for (size_t i = 0; i < ARRAY_SIZE(extra_tools); i++)
 			if (cfg.with[i])
 				usage_error("--with is for a live capture: with FILEs, give the tools' lines");
 		check_files();
 	}
 	jp_init(&parser);
-	if (cfg.live)
+	if (cfg.live) {
 		capture();
-	else
+		lifecycle_collect();
+	} else {
 		read_files();
+	}
 	analyse();
 	switch (cfg.out) {
 	case OUT_JSON: print_json(); break;
