@@ -2,7 +2,8 @@
 # topograph: the command-line contract; the exact graph of hand-written
 # JSON-lines captures (tests/fixtures/topograph/); the live capture through
 # stand-in tools; and, end to end, the graph of a known topology
-# (tests/helpers/topostages) traced by the real socketsnoop and ipcsnoop.
+# (tests/helpers/topostages) traced by the real socketsnoop and ipcsnoop;
+# and the process lifecycle its own BPF side traces (tests/helpers/lifecycle).
 
 bats_require_minimum_version 1.5.0
 load lib
@@ -33,11 +34,12 @@ jg() {
 	run "$BIN/topograph" --help
 	[ "$status" -eq 0 ]
 	for opt in --pid --tid --cgroup --container --uid --comm --json --dot --mermaid --duration \
-		--with --wide --verbose --hot --runq --backlog --usage --version; do
+		--with --tree --wide --verbose --hot --runq --backlog --list-probes --probe-mode \
+		--usage --version; do
 		[[ "$output" == *"$opt"* ]] || { echo "missing $opt"; false; }
 	done
-	# no kernel-side options: topograph loads no BPF of its own
-	for opt in --btf --buffer-size --list-probes --probe-mode --interval; do
+	# its BPF side streams nothing and needs no interval
+	for opt in --btf --buffer-size --interval; do
 		[[ "$output" != *"$opt"* ]] || { echo "unexpected $opt"; false; }
 	done
 	[[ "$output" == *EXAMPLES:* ]]
@@ -61,7 +63,8 @@ jg() {
 		"-j --dot $f" "--dot --mermaid $f" "-d 0" "-d -1" "--container zz"
 		"--container abc" "--comm=" "-u no_such_user_here" "/nonexistent/file"
 		"$f /nonexistent/file" "-t 1 $f" "-c /tmp $f" "-d 1 $f" "--with schedlat $f" "/tmp"
-		"-p 999999999 -d 1" "-c /nonexistent -d 1"
+		"-p 999999999 -d 1" "-c /nonexistent -d 1" "--probe-mode foo" "--probe-mode tp_btf $f"
+		"--list-probes $f" "--container abcd -d 1"
 	)
 	for args in "${bad[@]}"; do
 		# shellcheck disable=SC2086
@@ -404,12 +407,19 @@ make_stubs() {
 }
 
 @test "live: runs the tools next to its binary with --json, -d and the filters" {
+	need_root
 	make_stubs
+	# the filters are its BPF side's too: the container must exist
+	local root id
+	root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
+	[ -n "$root" ] || skip "no cgroup2 mount"
+	id=$(random_hex64)
+	make_cgroup "$root/docker-$id.scope"
 	run --separate-stderr env PATH=/usr/bin:/bin "$STUBS/topograph" -j -d 1 -p $$ --comm x \
-		-u 0 --container abcd --with schedlat
+		-u 0 --container "${id:0:12}" --with schedlat
 	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
 	for t in socketsnoop ipcsnoop schedlat; do
-		[ "$(cat "$STUBS/$t.args")" = "--json --duration 1 --pid $$ --container abcd --uid 0 --comm x" ]
+		[ "$(cat "$STUBS/$t.args")" = "--json --duration 1 --pid $$ --container ${id:0:12} --uid 0 --comm x" ]
 	done
 	printf '%s\n' "$output" > "$BATS_TEST_TMPDIR/g.json"
 	all_json "$BATS_TEST_TMPDIR/g.json"
@@ -450,7 +460,7 @@ make_stubs() {
 @test "live: a tool that cannot run gives its one line and its exit code" {
 	make_stubs
 	# both fail alike: the line of the first to fail is printed, once
-	run env STUB_FAIL=all PATH=/usr/bin:/bin "$STUBS/topograph" -d 1 --container abcd
+	run env STUB_FAIL=all PATH=/usr/bin:/bin "$STUBS/topograph" -d 1
 	[ "$status" -eq 2 ]
 	[ "${#lines[@]}" -eq 1 ]
 	[[ "$output" =~ ^topograph:\ (socketsnoop|ipcsnoop):\ no\ such\ container\ \'abcd\'$ ]]
@@ -574,4 +584,192 @@ run_topology() {
 	awk -f "$BATS_TEST_DIRNAME/helpers/mermaid-check.awk" "$BATS_TEST_TMPDIR/g.mmd"
 	grep -Fx '  class n2 bottleneck' "$BATS_TEST_TMPDIR/g.mmd" ||
 		grep -E '^  class n[0-9]+ bottleneck$' "$BATS_TEST_TMPDIR/g.mmd"
+}
+
+# ---- its own BPF side: the process lifecycle ----
+
+@test "topograph --list-probes: fork, exec and exit, tp_btf first; --probe-mode picks; none possible exits 77" {
+	run "$BIN/topograph" --list-probes
+	[ "$status" -eq 0 ]
+	for h in fork exec exit; do
+		echo "$output" | grep -E "^sched_process_$h +tp_btf +sched_process_$h +chosen$"
+		echo "$output" | grep -E "^ +raw_tp +sched_process_$h +available$"
+		echo "$output" | grep -E "^ +tracepoint +sched/sched_process_$h +available$"
+	done
+	run "$BIN/topograph" --list-probes -j
+	[ "$status" -eq 0 ]
+	echo "$output" > "$BATS_TEST_TMPDIR/plan"
+	all_json "$BATS_TEST_TMPDIR/plan"
+	[ "$(jq -s '[.[] | select(.type == "probe" and .tool == "topograph")] | length' "$BATS_TEST_TMPDIR/plan")" -eq 9 ]
+	[ "$(jq -s -r '[.[] | select(.status == "chosen") | .mechanism] | unique | join(",")' "$BATS_TEST_TMPDIR/plan")" = tp_btf ]
+	for mode in raw_tp tracepoint; do
+		run "$BIN/topograph" --list-probes --probe-mode "$mode"
+		[ "$status" -eq 0 ]
+		[ "$(echo "$output" | grep -c " $mode .*chosen$")" -eq 3 ]
+	done
+	need_root
+	run "$BIN/topograph" --probe-mode fentry,kprobe -d 1
+	[ "$status" -eq 77 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == "topograph: no way to attach sched_process_fork on this kernel: tried tp_btf:sched_process_fork (excluded by --probe-mode), raw_tp:sched_process_fork (excluded by --probe-mode), tracepoint:sched/sched_process_fork (excluded by --probe-mode)" ]]
+}
+
+@test "topograph without the privilege to load BPF exits 77 with one line" {
+	need_root
+	nobody_copy "$BIN/topograph"
+	cp "$BIN/socketsnoop" "$BIN/ipcsnoop" "${NOBODY_BIN%/*}/"
+	run "${AS_NOBODY[@]}" "$NOBODY_BIN" -d 1
+	[ "$status" -eq 77 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == *"CAP_BPF"* ]]
+	run "${AS_NOBODY[@]}" "$NOBODY_BIN" -j -d 1
+	[ "$status" -eq 77 ]
+	echo "$output" | grep '^{' | tail -1 | jq -e '.type == "error" and .exit_code == 77'
+}
+
+# "2026-12-01T18:49:57.283058336Z" -> ns
+ts_ns() {
+	local s=$1 frac
+	frac=${s#*.}
+	frac=${frac%Z}
+	echo "$(date -u -d "${s%%.*}Z" +%s)${frac}"
+}
+
+# the capture: topograph -j -d 120s ARGS... until lifecycle (ARGS of the
+# helper after --) has printed its line; sets LC (its line, as words)
+lifecycle_capture() {
+	local targs=() name=$1
+	shift
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		targs+=("$1")
+		shift
+	done
+	shift
+	start_tool topo topograph -j -d 120s "${targs[@]}"
+	start_bg "$name" "$HELPERS/lifecycle" "$@"
+	wait_for "$BATS_TEST_TMPDIR/$name.out" "^$1 " 30
+	read -r -a LC < "$BATS_TEST_TMPDIR/$name.out"
+	stop_tool "$TOOL_PID" INT
+	cp "$BATS_TEST_TMPDIR/topo.out" "$BATS_TEST_TMPDIR/g.json"
+	all_json "$BATS_TEST_TMPDIR/g.json"
+}
+
+@test "live lifecycle: a child that wrote into a pipe and exited 3: pid, ppid, comm, status, lifetime" {
+	need_root
+	lifecycle_capture lc -- pipe 65536 3
+	# pipe PARENT GRANDPARENT CHILD T0 T1 READ STATUS
+	local parent=${LC[1]} grand=${LC[2]} child=${LC[3]} t0=${LC[4]} t1=${LC[5]}
+	[ "${LC[6]}" -eq 65536 ] && [ "${LC[7]}" -eq $((3 << 8)) ]
+	[ "$(jg ".[] | select(.type==\"node\" and .pid==$child) | \"\(.ppid) \(.comm) \(.exit_code) \(.exit_signal) \(.core_dumped) \(.execs)\"")" = \
+		"$parent lcwriter 3 null false 0" ]
+	# forked after T0 and reaped before T1 (both taken by the helper); the
+	# boot clock's conversion to realtime is good to well under 1 ms
+	local started exited
+	started=$(ts_ns "$(jg ".[] | select(.type==\"node\" and .pid==$child) | .started_ts")")
+	exited=$(ts_ns "$(jg ".[] | select(.type==\"node\" and .pid==$child) | .exited_ts")")
+	echo "t0 $t0 started $started exited $exited t1 $t1"
+	[ "$started" -ge $((t0 - 1000000)) ] && [ "$started" -le "$exited" ] && [ "$exited" -le $((t1 + 1000000)) ]
+	# its parent: the helper, exec'd by this test's shell in the capture
+	[ "$(jg ".[] | select(.type==\"node\" and .pid==$parent) | \"\(.ppid) \(.comm) \(.exited_ts) \(.execs)\"")" = \
+		"$grand lifecycle null 1" ]
+	[ "$(jg ".[] | select(.type==\"node\" and .pid==$child) | .parent_id")" = \
+		"$(jg ".[] | select(.type==\"node\" and .pid==$parent) | .id")" ]
+	# the bytes, exact, and the failed stage with its evidence
+	[ "$(jg ".[] | select(.type==\"edge\" and .src.pid==$child) | \"\(.kind) \(.dst.pid) \(.bytes) \(.read_bytes)\"")" = \
+		"pipe $parent 65536 65536" ]
+	[ "$(jg "[.[] | select(.type==\"bottleneck\" and .rule==\"exit_failed\" and .node==\"$(jg ".[] | select(.type==\"node\" and .pid==$child) | .id")\") | \"\(.value) \(.unit)\"] | join(\",\")")" = \
+		"3 exit_code" ]
+	jg '.[] | select(.rule=="exit_failed") | .evidence' | grep -E "^$child/lcwriter exited with code 3 at [0-9T:.-]+Z, [0-9.]+ s after its fork$"
+	[ "$(jg '.[] | select(.type=="summary") | .processes_traced > 0 and .lost_events == 0')" = true ]
+	# topograph's own lines read back: the same lifecycle, and --tree from them
+	graph_json --tree "$BATS_TEST_TMPDIR/topo.out"
+	[ "$(jg ".[] | select(.type==\"node\" and .pid==$child) | \"\(.ppid) \(.exit_code) \(.execs) \(.started_ts != null)\"")" = \
+		"$parent 3 0 true" ]
+	[ "$(jg "[.[] | select(.type==\"spawn\" and .pid==$child) | .ppid] | join(\",\")")" = "$parent" ]
+}
+
+@test "live lifecycle: a process gone with its cgroup keeps its cgroup and container" {
+	need_root
+	local root id
+	root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
+	[ -n "$root" ] || skip "no cgroup2 mount"
+	id=$(random_hex64)
+	make_cgroup "$root/docker-$id.scope"
+	# the helper joins it, its child writes and exits, then it leaves the
+	# cgroup and removes it, as a container runtime does after a job: the
+	# tools resolve cgroup ids to paths when they end, too late
+	lifecycle_capture lc -- pipe 4096 0 "$root/docker-$id.scope"
+	[ ! -d "$root/docker-$id.scope" ]
+	local child=${LC[3]}
+	[ "$(jg ".[] | select(.type==\"node\" and .pid==$child) | \"\(.cgroup) \(.container_id) \(.runtime) \(.exit_code)\"")" = \
+		"/docker-$id.scope $id docker 0" ]
+	# the edge's side says the same
+	[ "$(jg ".[] | select(.type==\"edge\" and .src.pid==$child) | \"\(.src.container_id) \(.bytes)\"")" = "$id 4096" ]
+	# a clean exit is no bottleneck
+	[ "$(jg '[.[] | select(.type=="bottleneck" and .rule=="exit_failed")] | length')" -eq 0 ] ||
+		jg '.[] | select(.rule=="exit_failed") | .evidence' | grep -v "^$child/"
+}
+
+@test "live lifecycle --tree: N execs counted N; a respawned crashing worker is flagged restarted" {
+	need_root
+	start_tool topo topograph -j -d 120s --tree
+	start_bg ex "$HELPERS/lifecycle" execs 5
+	start_bg rs "$HELPERS/lifecycle" respawn 3 2
+	wait_for "$BATS_TEST_TMPDIR/ex.out" '^execs ' 30
+	wait_for "$BATS_TEST_TMPDIR/rs.out" '^respawn ' 30
+	stop_tool "$TOOL_PID" INT
+	cp "$BATS_TEST_TMPDIR/topo.out" "$BATS_TEST_TMPDIR/g.json"
+	all_json "$BATS_TEST_TMPDIR/g.json"
+	local ex rs
+	read -r -a ex < "$BATS_TEST_TMPDIR/ex.out"	# execs PARENT CHILD N
+	read -r -a rs < "$BATS_TEST_TMPDIR/rs.out"	# respawn PARENT PID PID PID
+	# the exec chain: 5 execs of the same file, 4 of them again
+	[ "$(jg ".[] | select(.type==\"node\" and .pid==${ex[2]}) | \"\(.ppid) \(.execs) \(.reexecs) \(.exec_filename) \(.exit_code)\"")" = \
+		"${ex[1]} 5 4 $(readlink -f "$HELPERS/lifecycle") 0" ]
+	# --tree: a spawn link from the helper to it
+	[ "$(jg "[.[] | select(.type==\"spawn\" and .pid==${ex[2]}) | \"\(.ppid) \(.parent_id)\"] | join(\",\")")" = \
+		"${ex[1]} $(jg ".[] | select(.type==\"node\" and .pid==${ex[1]}) | .id")" ]
+	# the workers: each failed; the second and third replaced failed ones
+	local w id
+	for w in 2 3 4; do
+		id=$(jg ".[] | select(.type==\"node\" and .pid==${rs[w]}) | .id")
+		[ "$(jg ".[] | select(.type==\"node\" and .pid==${rs[w]}) | \"\(.ppid) \(.comm) \(.exit_code)\"")" = \
+			"${rs[1]} lcworker 2" ]
+		[ "$(jg "[.[] | select(.type==\"bottleneck\" and .node==\"$id\") | \"\(.rule) \(.value)\"] | join(\",\")")" = \
+			"$([ $w -eq 2 ] && echo "exit_failed 2" || echo "exit_failed 2,restarted $((w - 2))")" ]
+	done
+	jg '.[] | select(.rule=="restarted") | .evidence' |
+		grep -F "${rs[4]}/lcworker was respawned by its parent ${rs[1]}: 2 earlier lcworker failed during the capture, the last ${rs[3]} with exit code 2 at"
+	# the views draw the spawn links
+	"$BIN/topograph" --tree --mermaid "$BATS_TEST_TMPDIR/g.json" > "$BATS_TEST_TMPDIR/g.mmd"
+	awk -f "$BATS_TEST_DIRNAME/helpers/mermaid-check.awk" "$BATS_TEST_TMPDIR/g.mmd"
+	grep -E "^  n[0-9]+ -\.->\|\"spawn\"\| $(jg ".[] | select(.type==\"node\" and .pid==${ex[2]}) | .id")$" "$BATS_TEST_TMPDIR/g.mmd"
+	"$BIN/topograph" --tree --dot "$BATS_TEST_TMPDIR/g.json" > "$BATS_TEST_TMPDIR/g.dot"
+	grep -F "label=\"spawn\", style=dashed" "$BATS_TEST_TMPDIR/g.dot"
+	"$BIN/topograph" --tree "$BATS_TEST_TMPDIR/g.json" | grep -E "^  n[0-9]+ ${ex[1]}/lifecycle -> n[0-9]+ ${ex[2]}/lifecycle "
+}
+
+@test "live lifecycle: -c keeps the cgroup's processes and leaves out the others" {
+	need_root
+	local root cg
+	root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
+	[ -n "$root" ] || skip "no cgroup2 mount"
+	cg=$root/aiscope-topo-$$
+	make_cgroup "$cg"
+	start_tool topo topograph -j -d 120s --tree -c "$cg"
+	start_bg out "$HELPERS/lifecycle" execs 3
+	start_bg in "$HELPERS/lifecycle" pipe 1000 3 "$cg"
+	wait_for "$BATS_TEST_TMPDIR/out.out" '^execs ' 30
+	wait_for "$BATS_TEST_TMPDIR/in.out" '^pipe ' 30
+	stop_tool "$TOOL_PID" INT
+	cp "$BATS_TEST_TMPDIR/topo.out" "$BATS_TEST_TMPDIR/g.json"
+	all_json "$BATS_TEST_TMPDIR/g.json"
+	local in out
+	read -r -a in < "$BATS_TEST_TMPDIR/in.out"
+	read -r -a out < "$BATS_TEST_TMPDIR/out.out"
+	# the child forked inside it is there, with its status
+	[ "$(jg ".[] | select(.type==\"node\" and .pid==${in[3]}) | \"\(.ppid) \(.exit_code)\"")" = "${in[1]} 3" ]
+	# the processes outside it are not, nor anything but the cgroup's
+	[ "$(jg "[.[] | select(.type==\"node\" and (.pid==${out[1]} or .pid==${out[2]}))] | length")" -eq 0 ]
+	[ "$(jg '[.[] | select(.type=="node" and .execs != null) | .cgroup] | unique | join(",")')" = "/${cg##*/}" ]
 }

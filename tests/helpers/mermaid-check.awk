@@ -7,7 +7,7 @@
 #   flowchart LR|RL|TB|TD|BT                      (first line only)
 #   ID["TEXT"]  or  ID(["TEXT"])                  node (stadium for endpoints)
 #   subgraph ID["TEXT"] ... end                   balanced, not nested here
-#   ID -->|"TEXT"| ID                             both nodes defined before
+#   ID -->|"TEXT"| ID  or  ID -.->|"TEXT"| ID     both nodes defined before
 #   linkStyle N stroke:#RRGGBB,stroke-width:Wpx   N < the number of links
 #   classDef ID prop:val[,prop:val...]
 #   class ID ID                                   a defined node and class
@@ -103,8 +103,8 @@ NR == 1 {
 	next
 }
 
-# a link: A -->|"TEXT"| B
-/^ *[A-Za-z][A-Za-z0-9_]* -->\|"[^"]*"\| [A-Za-z][A-Za-z0-9_]*$/ {
+# a link: A -->|"TEXT"| B, or dotted: A -.->|"TEXT"| B
+/^ *[A-Za-z][A-Za-z0-9_]* (-->|-\.->)\|"[^"]*"\| [A-Za-z][A-Za-z0-9_]*$/ {
 	a = $1
 	b = $NF
 	t = $0
