@@ -773,3 +773,27 @@ lifecycle_capture() {
 	[ "$(jg "[.[] | select(.type==\"node\" and (.pid==${out[1]} or .pid==${out[2]}))] | length")" -eq 0 ]
 	[ "$(jg '[.[] | select(.type=="node" and .execs != null) | .cgroup] | unique | join(",")')" = "/${cg##*/}" ]
 }
+
+@test "live lifecycle: raw_tp and classic tracepoints see the same lives (threads are no processes)" {
+	need_root
+	local mode child parent
+	for mode in raw_tp tracepoint; do
+		lifecycle_capture lc --probe-mode "$mode" -- pipe 3000 3
+		parent=${LC[1]} child=${LC[3]}
+		[ "$(jg ".[] | select(.type==\"node\" and .pid==$child) | \"\(.ppid) \(.comm) \(.exit_code) \(.execs) \(.started_ts != null)\"")" = \
+			"$parent lcwriter 3 0 true" ]
+		[ "$(jg ".[] | select(.type==\"node\" and .pid==$parent) | \"\(.execs) \(.exec_filename)\"")" = \
+			"1 $HELPERS/lifecycle" ]
+	done
+	# the classic fork tracepoint does not tell a thread from a process:
+	# contend's three threads must not become processes
+	start_tool topo topograph -j -d 120s --tree --probe-mode tracepoint
+	start_contend spin 3 0 10
+	local tids
+	tids=$(ls "/proc/$CONTEND_PID/task" | grep -vx "$CONTEND_PID" | paste -sd,)
+	[ -n "$tids" ]
+	stop_tool "$TOOL_PID" INT
+	cp "$BATS_TEST_TMPDIR/topo.out" "$BATS_TEST_TMPDIR/g.json"
+	[ "$(jg "[.[] | select(.type==\"node\" and .pid==$CONTEND_PID) | .comm] | join(\",\")")" = contend ]
+	[ "$(jg "[.[] | select(.type==\"node\" and (.pid as \$p | [$tids] | index(\$p)))] | length")" -eq 0 ]
+}

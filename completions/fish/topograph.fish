@@ -4,9 +4,9 @@
 # Installed as <datadir>/fish/vendor_completions.d/topograph.fish. Try it
 # without installing: source completions/fish/topograph.fish
 #
-# topograph runs the other tools: it has the shared filters, -j, -d, --wide
-# and -v of lib/opts.c (same lines as in every tool), not the kernel-side
-# options, and its own. One option per "complete" line, in the order
+# topograph runs the other tools: it has the shared filters, -j, -d, --wide,
+# -v, --list-probes and --probe-mode of lib/opts.c (same lines as in every
+# tool), not the other kernel-side options, and its own. One option per "complete" line, in the order
 # -s SHORT -l LONG [-x -a VALUES] -d TEXT; an option that takes a value has
 # -x. tests/completions.bats compares them with "topograph --help".
 
@@ -31,6 +31,9 @@ complete -c topograph -s j -l json -d 'JSON lines on stdout: nodes, edges, bottl
 complete -c topograph -s d -l duration -x -d 'Capture for DUR (500ms, 10, 10s, 2m); default: until Ctrl-C'
 complete -c topograph -l wide -d 'Never truncate strings in tables'
 complete -c topograph -s v -l verbose -d 'Commands run and every line the tools print on stderr'
+# shared: kernel side (the lifecycle hooks of a live capture)
+complete -c topograph -l list-probes -d 'Print the attach plan and exit'
+complete -c topograph -l probe-mode -x -a '(__fish_complete_list , "printf \'%s\n\' fentry kprobe tp_btf raw_tp tracepoint")' -d 'Use only these mechanisms: fentry, kprobe, tp_btf, raw_tp, tracepoint'
 complete -c topograph -s h -l help -d 'Give this help list'
 complete -c topograph -l usage -d 'Give a short usage message'
 complete -c topograph -s V -l version -d 'Print program version'
@@ -42,3 +45,4 @@ complete -c topograph -l with -x -a '(__fish_complete_list , "printf \'%s\n\' sc
 complete -c topograph -l hot -x -d 'An edge with at least PCT% of all bytes is hot (default 25)'
 complete -c topograph -l runq -x -d 'Run-queue p99 that is high on a busy edge (default 10ms)'
 complete -c topograph -l backlog -x -d 'Bytes written but not read that mark a reader behind (default 1M)'
+complete -c topograph -l tree -d "Also every process forked, exec'd or exited in the capture, and parent->child spawn links"

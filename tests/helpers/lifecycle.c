@@ -18,8 +18,12 @@
  *		a supervisor restarting a crashing worker would; prints
  *		"respawn PARENT PID..." at the end
  *
- * Then it waits for SIGTERM or SIGINT (60 s at most), so that the parent
- * is alive when the capture ends.
+ *	lifecycle loop N
+ *		fork, exec /bin/true, reap, N times; prints "loop N NS", the
+ *		wall time of the whole (the cost of the lifecycle hooks)
+ *
+ * Then (but loop) it waits for SIGTERM or SIGINT (60 s at most), so that
+ * the parent is alive when the capture ends.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -194,6 +198,27 @@ static int do_respawn(long k, int code)
 	return 0;
 }
 
+static int do_loop(long n)
+{
+	unsigned long long t0 = now_ns();
+	int status;
+
+	for (long i = 0; i < n; i++) {
+		pid_t child = fork();
+
+		if (child < 0)
+			die("fork");
+		if (!child) {
+			execl("/bin/true", "true", (char *)NULL);
+			_exit(127);
+		}
+		if (waitpid(child, &status, 0) != child || status)
+			die("/bin/true");
+	}
+	printf("loop %ld %llu\n", n, now_ns() - t0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -203,8 +228,10 @@ int main(int argc, char **argv)
 		return do_execs(atol(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "chain"))
 		return do_chain(atol(argv[2]));
+	if (argc == 3 && !strcmp(argv[1], "loop"))
+		return do_loop(atol(argv[2]));
 	if (argc == 4 && !strcmp(argv[1], "respawn"))
 		return do_respawn(atol(argv[2]), atoi(argv[3]));
-	fprintf(stderr, "usage: lifecycle pipe BYTES CODE [CGROUP] | execs N | respawn K CODE\n");
+	fprintf(stderr, "usage: lifecycle pipe BYTES CODE [CGROUP] | execs N | respawn K CODE | loop N\n");
 	return 2;
 }
