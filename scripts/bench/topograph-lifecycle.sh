@@ -62,8 +62,12 @@ for mode in $MODES; do
 		[ -n "$stats" ] && sysctl -qw kernel.bpf_stats_enabled=1
 		loop_ns >> "$dir/with"
 		if [ -n "$stats" ]; then
-			sysctl -qw kernel.bpf_stats_enabled=0
-			bpftool -j prog show | jq -r --argjson p "$pid" '.[] | select(any(.pids[]?; .pid == $p)) |
+			sysctl -qw kernel.bpf_stats_enabled="$old_stats"
+			# its programs: those using its map "procs" (bpftool may
+			# not know the programs' owners)
+			maps=$(bpftool -j map show | jq -c '[.[] | select(.name == "procs") | .id]')
+			bpftool -j prog show | jq -r --argjson m "$maps" '.[] |
+				select(any(.map_ids[]?; . as $i | $m | index($i))) |
 				"\(.name) \(.run_cnt // 0) \(.run_time_ns // 0)"' >> "$dir/stats"
 		fi
 		kill -INT "$pid"

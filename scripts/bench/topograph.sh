@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # scripts/bench/topograph.sh: what topograph itself costs, in one run.
 #
-# topograph loads no BPF: a live capture costs what socketsnoop and ipcsnoop
-# cost (their own sections), plus topograph reading their JSON lines. So:
+# A live capture costs what socketsnoop and ipcsnoop cost (their own
+# sections), plus topograph's process lifecycle hooks (measured by
+# scripts/bench/topograph-lifecycle.sh), plus topograph reading their JSON
+# lines. So:
 #   1. reading: captures of 10000 and 100000 edge lines (awk-made), topograph
 #      -j beside jq selecting the same edge lines (a JSON reader doing less:
 #      no graph), interleaved, REPS times; wall time, lines/s, peak RSS;
@@ -54,8 +56,9 @@ body=$BENCH_TMP/section.md
 {
 	echo "## topograph"
 	echo
-	echo "topograph loads no BPF program: a live capture costs what socketsnoop and ipcsnoop (and the"
-	echo "tools of \`--with\`) cost, in their own sections, plus topograph reading their JSON lines."
+	echo "A live capture costs what socketsnoop and ipcsnoop (and the tools of \`--with\`) cost, in their"
+	echo "own sections, plus topograph's process lifecycle hooks (\`scripts/bench/topograph-lifecycle.sh\`,"
+	echo "figures in topograph(8) OVERHEAD), plus topograph reading their JSON lines."
 	echo
 	echo "Machine: $BENCH_NPROC CPUs ($(echo "$BENCH_CPU" | cut -d" " -f1-2)), kernel $BENCH_KERNEL, $BENCH_OS; run $BENCH_DATE,"
 	echo "load average at start $BENCH_LOAD. A shared 2-core VM: other work adds noise (see the min-max)."
