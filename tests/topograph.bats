@@ -772,6 +772,16 @@ lifecycle_capture() {
 	# the processes outside it are not, nor anything but the cgroup's
 	[ "$(jg "[.[] | select(.type==\"node\" and (.pid==${out[1]} or .pid==${out[2]}))] | length")" -eq 0 ]
 	[ "$(jg '[.[] | select(.type=="node" and .execs != null) | .cgroup] | unique | join(",")')" = "/${cg##*/}" ]
+	# the helper (alive, its parent from /proc) -> its child, as a dotted
+	# Mermaid link that Mermaid's own parser takes, where it is installed
+	"$BIN/topograph" --tree --mermaid "$BATS_TEST_TMPDIR/g.json" > "$BATS_TEST_TMPDIR/g.mmd"
+	awk -f "$BATS_TEST_DIRNAME/helpers/mermaid-check.awk" "$BATS_TEST_TMPDIR/g.mmd"
+	grep -Fx "  $(jg ".[] | select(.type==\"node\" and .pid==${in[1]}) | .id") -.->|\"spawn\"| $(jg ".[] | select(.type==\"node\" and .pid==${in[3]}) | .id")" \
+		"$BATS_TEST_TMPDIR/g.mmd"
+	if command -v node > /dev/null && [ -d "$NPM_DIR/node_modules/mermaid" ] && [ -d "$NPM_DIR/node_modules/jsdom" ]; then
+		run node "$BATS_TEST_DIRNAME/helpers/mermaid-parse.mjs" "$NPM_DIR" "$BATS_TEST_TMPDIR/g.mmd"
+		[ "$output" = "parsed: flowchart-v2" ] || { echo "$output"; cat "$BATS_TEST_TMPDIR/g.mmd"; false; }
+	fi
 }
 
 @test "live lifecycle: raw_tp and classic tracepoints see the same lives (threads are no processes)" {
@@ -796,4 +806,25 @@ lifecycle_capture() {
 	cp "$BATS_TEST_TMPDIR/topo.out" "$BATS_TEST_TMPDIR/g.json"
 	[ "$(jg "[.[] | select(.type==\"node\" and .pid==$CONTEND_PID) | .comm] | join(\",\")")" = contend ]
 	[ "$(jg "[.[] | select(.type==\"node\" and (.pid as \$p | [$tids] | index(\$p)))] | length")" -eq 0 ]
+}
+
+@test "live lifecycle: a full map loses the processes beyond 8192, counted per event and reported" {
+	need_root
+	local root cg
+	root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
+	[ -n "$root" ] || skip "no cgroup2 mount"
+	cg=$root/aiscope-topo-full-$$
+	make_cgroup "$cg"
+	start_tool topo topograph -j -d 300s -c "$cg"
+	# the helper joins the cgroup, then is exec'd (its record, the first),
+	# then forks 8300 children that exec and exit: 8191 fit
+	start_bg loop bash -c "echo \$\$ > $cg/cgroup.procs && exec $HELPERS/lifecycle loop 8300"
+	wait_for "$BATS_TEST_TMPDIR/loop.out" '^loop ' 120
+	stop_tool "$TOOL_PID" INT
+	cp "$BATS_TEST_TMPDIR/topo.out" "$BATS_TEST_TMPDIR/g.json"
+	all_json "$BATS_TEST_TMPDIR/g.json"
+	# 109 children without a record, each lost at its fork, exec and exit
+	[ "$(jg '.[] | select(.type=="summary") | "\(.processes_traced) \(.lost_events)"')" = "8192 327" ]
+	[ "$(jg '[.[] | select(.type=="lost") | "\(.lost_events) \(.map_full) \(.ringbuf_full)"] | join(",")')" = "327 327 0" ]
+	grep -F 'topograph: lost 327 events (ring buffer full: 0, map full: 327)' "$BATS_TEST_TMPDIR/topo.err"
 }
