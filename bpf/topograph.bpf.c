@@ -65,11 +65,22 @@ static __always_inline void cgroup_names(struct cgroup *cg, struct topo_proc *r)
 	}
 }
 
+/* A new record's uid, comm and cgroup: t's own, or (classic fork) those
+ * of the parent, which the child inherits. */
+static __always_inline void fill_ident(struct topo_proc *r, struct task_struct *t)
+{
+	struct cgroup *cg = aiscope_ident_cgroup(t, &r->cgroup_v1);
+
+	r->uid = BPF_CORE_READ(t, real_cred, uid.val);
+	BPF_CORE_READ_STR_INTO(&r->comm, t, group_leader, comm);
+	r->cgroup_id = BPF_CORE_READ(cg, kn, id);
+	cgroup_names(cg, r);
+}
+
 /* The record of t's process, created with its identity when new. */
 static __always_inline struct topo_proc *proc_of(struct task_struct *t, __u32 tgid)
 {
 	struct topo_proc *r = bpf_map_lookup_elem(&procs, &tgid);
-	struct cgroup *cg;
 
 	if (r)
 		return r;
@@ -78,12 +89,8 @@ static __always_inline struct topo_proc *proc_of(struct task_struct *t, __u32 tg
 		return r;
 	r->pid = tgid;
 	r->ppid = BPF_CORE_READ(t, real_parent, tgid);
-	r->uid = BPF_CORE_READ(t, real_cred, uid.val);
 	r->start_ns = task_start_ns(t);
-	BPF_CORE_READ_STR_INTO(&r->comm, t, group_leader, comm);
-	cg = aiscope_ident_cgroup(t, &r->cgroup_v1);
-	r->cgroup_id = BPF_CORE_READ(cg, kn, id);
-	cgroup_names(cg, r);
+	fill_ident(r, t);
 	return r;
 }
 
@@ -212,7 +219,6 @@ int fork_tp(struct trace_event_raw_sched_process_fork *ctx)
 	struct task_struct *cur = (void *)bpf_get_current_task();
 	__u32 pid = ctx->child_pid;
 	struct topo_proc *r;
-	struct cgroup *cg;
 
 	/* the child is not at hand: its identity is its parent's, which
 	 * it inherits; whether it is a thread is known later */
@@ -223,12 +229,8 @@ int fork_tp(struct trace_event_raw_sched_process_fork *ctx)
 		return 0;
 	r->pid = pid;
 	r->ppid = BPF_CORE_READ(cur, tgid);
-	r->uid = BPF_CORE_READ(cur, real_cred, uid.val);
 	r->fork_ns = r->start_ns = aiscope_now();
-	BPF_CORE_READ_STR_INTO(&r->comm, cur, group_leader, comm);
-	cg = aiscope_ident_cgroup(cur, &r->cgroup_v1);
-	r->cgroup_id = BPF_CORE_READ(cg, kn, id);
-	cgroup_names(cg, r);
+	fill_ident(r, cur);
 	r->flags = TOPO_FORKED | TOPO_MAYBE_THREAD;
 	return 0;
 }

@@ -244,6 +244,13 @@ static void parse_buffer_size(const char *arg)
 	env.buffer_size = p;
 }
 
+void aiscope_probe_mode(const char *arg)
+{
+	if (probe_parse_mode(arg, &env.probe_mask))
+		usage_error("invalid --probe-mode '%s': expected a list of fentry, kprobe, tp_btf, raw_tp, tracepoint",
+			    arg);
+}
+
 static int positional;
 
 static error_t parse_common(int key, char *arg, struct argp_state *state)
@@ -327,9 +334,7 @@ static error_t parse_common(int key, char *arg, struct argp_state *state)
 		env.list_probes = true;
 		break;
 	case OPT_PROBE_MODE:
-		if (probe_parse_mode(arg, &env.probe_mask))
-			usage_error("invalid --probe-mode '%s': expected a list of fentry, kprobe, tp_btf, raw_tp, tracepoint",
-				    arg);
+		aiscope_probe_mode(arg);
 		break;
 	case 'v':
 		env.verbose = true;

@@ -98,6 +98,8 @@ const char *opt_key_name(const struct opt_key *keys, int value);
  * cgroups, and the filters in env resolved (pids exist, cgroup and
  * container directories found). */
 void aiscope_setup(const char *tool);
+/* --probe-mode ARG into env.probe_mask, or a usage error. */
+void aiscope_probe_mode(const char *arg);
 
 /* One line "tool: message" on stderr and exit 2. */
 void __attribute__((noreturn, format(printf, 1, 2))) usage_error(const char *fmt, ...);

@@ -348,9 +348,7 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	case OPT_PROBE_MODE:
 		/* every mechanism, as in the other tools: one without a
 		 * candidate here leaves the hooks unattachable (exit 77) */
-		if (probe_parse_mode(arg, &env.probe_mask))
-			usage_error("invalid --probe-mode '%s': expected a list of fentry, kprobe, tp_btf, raw_tp, tracepoint",
-				    arg);
+		aiscope_probe_mode(arg);
 		break;
 	case OPT_HOT:
 	case OPT_RUNQ:
