@@ -18,7 +18,9 @@ BUILD_PKGS="libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev libc6-dev make g
 # tests and benchmarks: bats, jq, setpriv/runuser (util-linux), ps/pgrep (procps),
 # file (build checks), and the peers the benchmarks compare against
 # graphviz: topograph's DOT output is checked with dot -Tsvg
-TEST_PKGS="bats jq util-linux procps file libbpf-tools bpftrace linux-perf bsdutils zsh fish bash-completion groff-base man-db time curl iproute2 prometheus prometheus-node-exporter graphviz"
+# rsyslog, rsyslog-relp, logrotate: tests/shipping.bats ships --json through two
+# private rsyslogd (imfile -> omrelp -> imrelp, and omfwd -> imtcp) across a rotation
+TEST_PKGS="bats jq util-linux procps file libbpf-tools bpftrace linux-perf bsdutils zsh fish bash-completion groff-base man-db time curl iproute2 prometheus prometheus-node-exporter graphviz rsyslog rsyslog-relp logrotate"
 # cross build for arm64 (libbpf-dev and friends are Multi-Arch: same)
 ARM64_PKGS="gcc-aarch64-linux-gnu libc6-dev-arm64-cross libstdc++-12-dev-arm64-cross libbpf-dev:arm64 libelf-dev:arm64 zlib1g-dev:arm64"
 

@@ -29,16 +29,6 @@ metrics_tools() {
 	done
 }
 
-# free_port: a TCP port nothing listens on now
-free_port() {
-	local p i
-	for i in $(seq 100); do
-		p=$((20000 + RANDOM % 40000))
-		ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return 0; }
-	done
-	return 1
-}
-
 # metrics_url ERRFILE: the URL the tool said it serves
 metrics_url() {
 	sed -n 's|^.*: serving metrics at \(http://[^ ]*\)$|\1|p' "$1" | head -1

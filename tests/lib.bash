@@ -115,6 +115,16 @@ wait_for() {
 	done
 }
 
+# free_port: a TCP port nothing listens on now
+free_port() {
+	local p i
+	for i in $(seq 100); do
+		p=$((20000 + RANDOM % 40000))
+		ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return 0; }
+	done
+	return 1
+}
+
 # start_bg NAME CMD...: runs CMD in the background with stdout in
 # $BATS_TEST_TMPDIR/NAME.out and stderr in NAME.err; sets BG_PID
 start_bg() {
