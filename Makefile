@@ -46,6 +46,10 @@ MANDIR := $(PREFIX)/share/man
 BASHCOMPDIR := $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR := $(PREFIX)/share/zsh/site-functions
 FISHCOMPDIR := $(PREFIX)/share/fish/vendor_completions.d
+# deploy/systemd/: units (their ExecStart names $(BINDIR)) and tmpfiles.d
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+UNITS := $(notdir $(wildcard deploy/systemd/*.service))
 
 # clang -target bpf does not see the host's multiarch include dirs (asm/).
 CLANG_BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E - </dev/null 2>&1 \
@@ -244,12 +248,19 @@ install: tools
 		install -m 0644 completions/zsh/_$$t $(DESTDIR)$(ZSHCOMPDIR)/_$$t; \
 		install -m 0644 completions/fish/$$t.fish $(DESTDIR)$(FISHCOMPDIR)/$$t.fish; \
 	done
+	$(Q)install -d $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(TMPFILESDIR)
+	$(Q)for u in $(UNITS); do \
+		sed 's|/usr/local/sbin/|$(BINDIR)/|' deploy/systemd/$$u > $(DESTDIR)$(SYSTEMDUNITDIR)/$$u && \
+		chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/$$u || exit 1; \
+	done
+	$(Q)install -m 0644 deploy/systemd/aiscope-tmpfiles.conf $(DESTDIR)$(TMPFILESDIR)/aiscope.conf
 
 uninstall:
 	$(Q)for t in $(TOOLS); do \
 		rm -f $(DESTDIR)$(BINDIR)/$$t $(DESTDIR)$(MANDIR)/man8/$$t.8 \
 		$(DESTDIR)$(BASHCOMPDIR)/$$t $(DESTDIR)$(ZSHCOMPDIR)/_$$t $(DESTDIR)$(FISHCOMPDIR)/$$t.fish; \
-	done; rm -f $(DESTDIR)$(MANDIR)/man7/aiscope.7
+	done; rm -f $(DESTDIR)$(MANDIR)/man7/aiscope.7 $(DESTDIR)$(TMPFILESDIR)/aiscope.conf \
+		$(addprefix $(DESTDIR)$(SYSTEMDUNITDIR)/,$(UNITS))
 
 clean:
 	$(Q)rm -rf build/arm64 build/static build/arm64-static $(filter-out build/cache,$(wildcard build/*))
