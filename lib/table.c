@@ -94,6 +94,17 @@ void table_end_row(struct table *t)
 	t->cur = 0;
 }
 
+size_t table_shown(size_t n, int max)
+{
+	return max > 0 && (size_t)max < n ? (size_t)max : n;
+}
+
+void table_more(FILE *f, size_t shown, size_t n)
+{
+	if (shown < n)
+		fprintf(f, "... %zu more (-r 0 shows all)\n", n - shown);
+}
+
 void table_block_begin(FILE *f, bool redraw, uint64_t realtime_ns, uint64_t interval_ns,
 		       const char *title)
 {

@@ -35,6 +35,11 @@ void table_u64(struct table *t, uint64_t v);
 void table_fixed(struct table *t, double v, int decimals);
 void table_end_row(struct table *t);
 
+/* How many of n rows a table of at most max rows (-r; 0: all) shows. */
+size_t table_shown(size_t n, int max);
+/* After the shown rows: "... N more (-r 0 shows all)" when max left some out. */
+void table_more(FILE *f, size_t shown, size_t n);
+
 /* Start of an interval block: on a terminal (unless noclear) clear the
  * screen and print title; otherwise "# <RFC 3339> interval=<dur>". */
 void table_block_begin(FILE *f, bool redraw, uint64_t realtime_ns, uint64_t interval_ns,

@@ -597,13 +597,6 @@ static int cmp_rows(const void *a, const void *b)
 	return ra->key.id < rb->key.id ? -1 : ra->key.id > rb->key.id;
 }
 
-static size_t rows_shown(void)
-{
-	if (env.rows && (size_t)env.rows < S.nrows)
-		return env.rows;
-	return S.nrows;
-}
-
 static double hit_ratio(const struct figures *f)
 {
 	return (double)f->hits / (double)(f->hits + f->misses);
@@ -841,7 +834,7 @@ static void print_host_line(uint64_t now)
 static void print_interval(uint64_t interval)
 {
 	uint64_t now = aiscope_now_realtime();
-	size_t shown = rows_shown();
+	size_t shown = table_shown(S.nrows, env.rows);
 	char hms[16];
 	struct table t;
 
@@ -863,8 +856,7 @@ static void print_interval(uint64_t interval)
 	table_row(&t, NULL, hms);
 	for (size_t i = 0; i < shown; i++)
 		table_row(&t, &S.rows[i], hms);
-	if (shown < S.nrows)
-		printf("... %zu more (-r 0 shows all)\n", S.nrows - shown);
+	table_more(stdout, shown, S.nrows);
 }
 
 static int on_tick(void *ctx)
@@ -1083,7 +1075,7 @@ static int on_llc_tick(void *ctx)
 	S.last_tick_mono = now;
 	llc_collect();
 	qsort(L.v, L.n, sizeof(*L.v), cmp_llc);
-	shown = env.rows && (size_t)env.rows < L.n ? (size_t)env.rows : L.n;
+	shown = table_shown(L.n, env.rows);
 	if (!env.json) {
 		table_block_begin(stdout, env.tty && !env.noclear, rt, interval, "cachestat --llc");
 		table_init(&t, stdout, cols_llc, ARRAY_SIZE(cols_llc), env.tty && !env.wide);
@@ -1120,8 +1112,8 @@ static int on_llc_tick(void *ctx)
 			table_str(&t, "-");
 		table_end_row(&t);
 	}
-	if (!env.json && shown < L.n)
-		printf("... %zu more (-r 0 shows all)\n", L.n - shown);
+	if (!env.json)
+		table_more(stdout, shown, L.n);
 	if (env.count && S.loop.ticks >= env.count)
 		return AISCOPE_STOP;
 	return 0;

@@ -990,7 +990,7 @@ static void print_interval(uint64_t interval)
 
 	build_chans(&S.interval);
 	qsort(chans, nchans, sizeof(*chans), cmp_chans);
-	shown = env.rows && (size_t)env.rows < nchans ? (size_t)env.rows : nchans;
+	shown = table_shown(nchans, env.rows);
 	if (env.json) {
 		for (size_t i = 0; i < shown; i++)
 			json_chan(&chans[i], now, interval);
@@ -1003,8 +1003,7 @@ static void print_interval(uint64_t interval)
 	table_header(&t);
 	for (size_t i = 0; i < shown; i++)
 		table_chan(&t, &chans[i], hms);
-	if (shown < nchans)
-		printf("... %zu more (-r 0 shows all)\n", nchans - shown);
+	table_more(stdout, shown, nchans);
 }
 
 static int on_tick(void *ctx)

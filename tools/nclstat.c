@@ -1088,8 +1088,7 @@ static void table_ops(uint64_t interval, size_t shown)
 		}
 		table_end_row(&t);
 	}
-	if (shown < S.nrows)
-		printf("... %zu more (-r 0 shows all)\n", S.nrows - shown);
+	table_more(stdout, shown, S.nrows);
 }
 
 static const struct tcol cols_hang[] = {
@@ -1163,7 +1162,7 @@ static void report_new_hangs(void)
 static void print_interval(uint64_t interval)
 {
 	uint64_t now = aiscope_now_realtime();
-	size_t shown = env.rows && (size_t)env.rows < S.nrows ? (size_t)env.rows : S.nrows;
+	size_t shown = table_shown(S.nrows, env.rows);
 	struct group g;
 	size_t i = 0;
 

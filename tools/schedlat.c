@@ -302,13 +302,6 @@ static int cmp_rows(const void *a, const void *b)
 	return ((const struct row *)a)->ident.tid < ((const struct row *)b)->ident.tid ? -1 : 1;
 }
 
-static size_t rows_shown(void)
-{
-	if (env.rows && (size_t)env.rows < S.nrows)
-		return env.rows;
-	return S.nrows;
-}
-
 /* ---- JSON ---- */
 
 static void json_identity(const struct row *r, bool host)
@@ -502,7 +495,7 @@ static void print_hist_block(const struct row *r, bool host)
 static void print_interval(uint64_t interval)
 {
 	uint64_t now = aiscope_now_realtime();
-	size_t shown = rows_shown();
+	size_t shown = table_shown(S.nrows, env.rows);
 	bool host_only = cfg.by == SCHEDLAT_BY_HOST;
 	char hms[16];
 	struct table t;
@@ -527,8 +520,7 @@ static void print_interval(uint64_t interval)
 	table_row(&t, &S.host, true, hms);
 	for (size_t i = 0; !host_only && i < shown; i++)
 		table_row(&t, &S.rows[i], false, hms);
-	if (shown < S.nrows)
-		printf("... %zu more (-r 0 shows all)\n", S.nrows - shown);
+	table_more(stdout, shown, S.nrows);
 }
 
 static int on_tick(void *ctx)

@@ -656,13 +656,12 @@ static void table_row(struct table *t, const struct row *r, const char *hms)
 static void print_interval(uint64_t interval)
 {
 	uint64_t now = aiscope_now_realtime();
-	size_t shown = S.nrows;
+	size_t shown;
 	struct table t;
 	char hms[16];
 
 	qsort(S.rows, S.nrows, sizeof(*S.rows), cmp_rows);
-	if (env.rows && (size_t)env.rows < shown)
-		shown = env.rows;
+	shown = table_shown(S.nrows, env.rows);
 	if (env.json) {
 		for (size_t i = 0; i < shown; i++)
 			json_row(&S.rows[i], now, interval);
@@ -675,8 +674,7 @@ static void print_interval(uint64_t interval)
 	table_header(&t);
 	for (size_t i = 0; i < shown; i++)
 		table_row(&t, &S.rows[i], hms);
-	if (shown < S.nrows)
-		printf("... %zu more (-r 0 shows all)\n", S.nrows - shown);
+	table_more(stdout, shown, S.nrows);
 }
 
 /* ---- events ---- */

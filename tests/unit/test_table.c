@@ -209,6 +209,31 @@ static void test_block_begin_redraw(void)
 	CHECK_STR(out, "\033[H\033[2Jschedlat  08:17:31  interval=1.5s\n\n");
 }
 
+static void test_shown(void)
+{
+	CHECK_EQ(table_shown(5, 0), 5);		/* -r 0: all */
+	CHECK_EQ(table_shown(5, 3), 3);
+	CHECK_EQ(table_shown(5, 5), 5);
+	CHECK_EQ(table_shown(5, 20), 5);
+	CHECK_EQ(table_shown(0, 20), 0);
+}
+
+static void test_more(void)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	table_more(f, 5, 5);			/* nothing left out: no line */
+	table_more(f, 0, 0);
+	table_more(f, 3, 5);
+	table_more(f, 20, 1020);
+	fclose(f);
+	snprintf(out, sizeof(out), "%s", buf);
+	free(buf);
+	CHECK_STR(out, "... 2 more (-r 0 shows all)\n... 1000 more (-r 0 shows all)\n");
+}
+
 int main(void)
 {
 	RUN(test_header);
@@ -226,5 +251,7 @@ int main(void)
 	RUN(test_single_column);
 	RUN(test_block_begin_append);
 	RUN(test_block_begin_redraw);
+	RUN(test_shown);
+	RUN(test_more);
 	return t_done();
 }
