@@ -27,6 +27,7 @@
 #include "edge.h"
 #include "kfeatures.h"
 #include "json.h"
+#include "mapdrain.h"
 #include "metrics.h"
 #include "opts.h"
 #include "run.h"
@@ -721,51 +722,56 @@ static void metrics_add(const struct prow *r)
 	prom_counter_add(write ? P.sent_msgs : P.recv_msgs, v, r->ops);
 }
 
+/* The closed epoch's rows, as map_drain() hands them over. */
+struct drained {
+	uint32_t closed;
+	struct prow *rows;
+	size_t n, cap;
+};
+
+static bool in_epoch(const void *key, void *ctx)
+{
+	return ((const struct ipc_stat_key *)key)->epoch == ((struct drained *)ctx)->closed;
+}
+
+static void take_stat(const void *key, const void *value, void *ctx)
+{
+	const struct ipc_stat_key *k = key;
+	const struct ipc_stat *st = value;
+	struct drained *d = ctx;
+
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 256;
+		struct prow *rows = realloc(d->rows, cap * sizeof(*rows));
+
+		if (!rows)
+			aiscope_fail(EXIT_RUNTIME, "out of memory");
+		d->rows = rows;
+		d->cap = cap;
+	}
+	/* the name before settling: its map entry has the first key */
+	cname_of(&k->ch);
+	d->rows[d->n++] = (struct prow){
+		.ch = k->ch, .pid = k->pid, .dir = k->dir,
+		.ident = st->ident, .ops = st->ops, .bytes = st->bytes,
+		.first_ts = st->first_ts, .last_ts = st->last_ts, .peer_pid = st->peer_pid,
+	};
+}
+
 static void collect(void)
 {
-	int fd = bpf_map__fd(skel->maps.stats);
-	uint32_t closed = skel->bss->epoch;
-	struct ipc_stat_key key, next, *keys = NULL;
-	struct ipc_stat st;
-	size_t nkeys = 0, kcap = 0, n = 0;
-	void *prev = NULL;
+	struct drained d = { .closed = skel->bss->epoch };
 	struct prow *batch;
+	size_t n;
 
-	skel->bss->epoch = closed ^ 1;
+	skel->bss->epoch = d.closed ^ 1;
 	/* let programs that read the old epoch finish their update */
 	usleep(2000);
 	pt_clear(&S.interval);
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		key = next;
-		prev = &key;
-		if (next.epoch != closed)
-			continue;
-		if (nkeys == kcap) {
-			size_t cap = kcap ? kcap * 2 : 256;
-			struct ipc_stat_key *n = realloc(keys, cap * sizeof(*n));
-
-			if (!n)
-				break;
-			keys = n;
-			kcap = cap;
-		}
-		keys[nkeys++] = next;
-	}
-	batch = calloc(nkeys ? nkeys : 1, sizeof(*batch));
-	if (!batch)
-		aiscope_fail(EXIT_RUNTIME, "out of memory");
-	for (size_t i = 0; i < nkeys; i++) {
-		if (bpf_map_lookup_elem(fd, &keys[i], &st))
-			continue;
-		bpf_map_delete_elem(fd, &keys[i]);
-		/* the name before settling: its map entry has the first key */
-		cname_of(&keys[i].ch);
-		batch[n++] = (struct prow){
-			.ch = keys[i].ch, .pid = keys[i].pid, .dir = keys[i].dir,
-			.ident = st.ident, .ops = st.ops, .bytes = st.bytes,
-			.first_ts = st.first_ts, .last_ts = st.last_ts, .peer_pid = st.peer_pid,
-		};
-	}
+	map_drain(bpf_map__fd(skel->maps.stats), sizeof(struct ipc_stat_key),
+		  sizeof(struct ipc_stat), in_epoch, take_stat, &d);
+	batch = d.rows;
+	n = d.n;
 	settle_embryos(batch, n);
 	settle_addressed(batch, n);
 	prune_names();
@@ -783,7 +789,6 @@ static void collect(void)
 		}
 	}
 	free(batch);
-	free(keys);
 }
 
 /* ---- channels: rows grouped by channel ---- */
