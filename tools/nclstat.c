@@ -23,6 +23,7 @@
 #include "hist.h"
 #include "json.h"
 #include "kfeatures.h"
+#include "mapdrain.h"
 #include "metrics.h"
 #include "opts.h"
 #include "run.h"
@@ -251,8 +252,9 @@ static struct {
 	struct uprobe_scanner scan;
 	bool discover;
 	struct row *rows;
-	size_t nrows;
+	size_t nrows, rcap;
 	struct ncl_stats *st;		/* rows' statistics */
+	size_t stcap;
 	struct comm_ent *comms;
 	size_t ncomms, ccap;
 	struct hang *hangs;
@@ -468,45 +470,38 @@ static void metrics_add(const struct ncl_stats_key *k, const struct ncl_stats *s
 
 /* ---- statistics rows ---- */
 
+static bool in_epoch(const void *key, void *ctx)
+{
+	return ((const struct ncl_stats_key *)key)->epoch == *(uint32_t *)ctx;
+}
+
+static void take_stats(const void *key, const void *value, void *ctx)
+{
+	const struct ncl_stats_key *k = key;
+	const struct ncl_stats *st = value;
+
+	S.rows = grow(S.rows, &S.rcap, S.nrows, sizeof(*S.rows));
+	S.st = grow(S.st, &S.stcap, S.nrows, sizeof(*S.st));
+	S.rows[S.nrows].k = *k;
+	S.st[S.nrows++] = *st;
+	ident_remember(&st->ident);
+	metrics_add(k, st);
+	S.calls += st->calls;
+	S.bytes += st->bytes;
+	S.errors += st->errors;
+}
+
 static void collect(void)
 {
-	int fd = bpf_map__fd(S.skel->maps.stats);
 	uint32_t closed = S.skel->bss->epoch & 1;
-	struct ncl_stats_key key, next, *keys = NULL;
-	size_t nkeys = 0, kcap = 0;
-	void *prev = NULL;
 
 	S.skel->bss->epoch = closed ^ 1;
 	S.nrows = 0;
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		key = next;
-		prev = &key;
-		if (next.epoch != closed)
-			continue;
-		keys = grow(keys, &kcap, nkeys, sizeof(*keys));
-		keys[nkeys++] = next;
-	}
-	free(S.st);
-	S.st = calloc(nkeys ? nkeys : 1, sizeof(*S.st));
-	S.rows = realloc(S.rows, (nkeys ? nkeys : 1) * sizeof(*S.rows));
-	if (!S.st || !S.rows)
-		aiscope_fail(EXIT_RUNTIME, "out of memory");
-	for (size_t i = 0; i < nkeys; i++) {
-		struct row *r = &S.rows[S.nrows];
-
-		if (bpf_map_lookup_elem(fd, &keys[i], &S.st[S.nrows]))
-			continue;
-		bpf_map_delete_elem(fd, &keys[i]);
-		r->k = keys[i];
-		r->s = &S.st[S.nrows];
-		S.nrows++;
-		ident_remember(&r->s->ident);
-		metrics_add(&r->k, r->s);
-		S.calls += r->s->calls;
-		S.bytes += r->s->bytes;
-		S.errors += r->s->errors;
-	}
-	free(keys);
+	map_drain(bpf_map__fd(S.skel->maps.stats), sizeof(struct ncl_stats_key),
+		  sizeof(struct ncl_stats), in_epoch, take_stats, &closed);
+	/* S.st may have moved while it grew */
+	for (size_t i = 0; i < S.nrows; i++)
+		S.rows[i].s = &S.st[i];
 }
 
 static void link_rows(void)
