@@ -49,25 +49,12 @@ sample_sum() {
 # ---- contract ----
 
 @test "gpulaunch --help lists the shared and own options and ends with examples" {
-	run "$BIN/gpulaunch" --help
-	[ "$status" -eq 0 ]
-	for opt in --pid --tid --cgroup --container --uid --comm --json --interval --duration \
-		--count --timestamp --noclear --rows --sort --wide --buffer-size --btf \
-		--list-probes --probe-mode --verbose --events --latency --mem --lib --mangled \
-		--rescan --prometheus --listen --usage --version; do
-		[[ "$output" == *"$opt"* ]] || { echo "missing $opt"; false; }
-	done
-	[[ "$output" == *EXAMPLES:* ]]
-	[[ "$output" == *"Exit status"* ]]
+	check_help gpulaunch "${SHARED_OPTS[@]}" \
+		--events --latency --mem --lib --mangled --rescan --prometheus --listen --usage --version
 }
 
 @test "gpulaunch --usage and --version" {
-	run "$BIN/gpulaunch" --usage
-	[ "$status" -eq 0 ]
-	[[ "$output" == Usage:\ gpulaunch* ]]
-	run "$BIN/gpulaunch" --version
-	[ "$status" -eq 0 ]
-	[[ "$output" =~ ^gpulaunch\ [0-9]+\.[0-9]+\.[0-9]+ ]]
+	check_usage_version gpulaunch
 }
 
 @test "gpulaunch usage errors exit 2 with one line on stderr and nothing on stdout" {
@@ -76,29 +63,11 @@ sample_sum() {
 		"-s p99" "-s errors" "-e --mem" "--lib /nonexistent/libcudart.so" "--lib /etc/hostname"
 		"--rescan 5x" "--rescan -1" "1 2 3" "--probe-mode foo" "--buffer-size 1"
 	)
-	for args in "${bad[@]}"; do
-		# shellcheck disable=SC2086
-		"$BIN/gpulaunch" $args > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/err" && {
-			echo "'$args' succeeded"; false; }
-		rc=$?
-		[ "$rc" -eq 2 ] || { echo "'$args' exited $rc"; cat "$BATS_TEST_TMPDIR/err"; false; }
-		[ "$(wc -l < "$BATS_TEST_TMPDIR/err")" -eq 1 ] || {
-			echo "'$args' printed:"; cat "$BATS_TEST_TMPDIR/err"; false; }
-		[ ! -s "$BATS_TEST_TMPDIR/out" ] || { echo "'$args' wrote to stdout"; false; }
-	done
+	check_usage_errors gpulaunch "${bad[@]}"
 }
 
 @test "gpulaunch without privileges exits 77 and says what is missing" {
-	need_root
-	command -v setpriv > /dev/null || skip "setpriv missing"
-	nobody_copy "$BIN/gpulaunch"
-	run "${AS_NOBODY[@]}" "$NOBODY_BIN" -d 1
-	[ "$status" -eq 77 ]
-	[[ "$output" == *"CAP_BPF"* ]]
-	[ "${#lines[@]}" -eq 1 ]
-	run "${AS_NOBODY[@]}" "$NOBODY_BIN" -j -d 1
-	[ "$status" -eq 77 ]
-	echo "$output" | grep '^{' | tail -1 | jq -e '.type == "error" and .exit_code == 77'
+	check_no_privilege gpulaunch
 }
 
 @test "gpulaunch --list-probes: the hooks, and each symbol of a --lib, in JSON too" {

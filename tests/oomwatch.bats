@@ -48,21 +48,10 @@ dmesg_anon_kb() {
 # ---- contract ----
 
 @test "oomwatch --help lists the shared and own options, examples and exit codes" {
-	run "$BIN/oomwatch" --help
-	[ "$status" -eq 0 ]
-	for opt in --pid --tid --cgroup --container --uid --comm --json --interval --duration \
-		--count --timestamp --wide --buffer-size --btf --list-probes --probe-mode \
-		--verbose --warn --crit --psi-warn --psi-crit --alloc-min --check; do
-		[[ "$output" == *"$opt"* ]] || { echo "missing $opt"; false; }
-	done
-	[[ "$output" == *EXAMPLES:* ]]
+	check_help oomwatch "${SHARED_OPTS[@]}" --warn --crit --psi-warn --psi-crit --alloc-min \
+		--check
 	[[ "$output" == *"--check: 0 ok, 3 warn, 4 crit"* ]]
-	run "$BIN/oomwatch" --version
-	[ "$status" -eq 0 ]
-	[[ "$output" =~ ^oomwatch\ [0-9]+\.[0-9]+\.[0-9]+ ]]
-	run "$BIN/oomwatch" --usage
-	[ "$status" -eq 0 ]
-	[[ "$output" == Usage:\ oomwatch* ]]
+	check_usage_version oomwatch
 }
 
 @test "oomwatch usage errors exit 2 with one line on stderr and nothing on stdout" {
@@ -72,29 +61,11 @@ dmesg_anon_kb() {
 		"-s pct" "--check -s nope" "--check -d 1" "--check -n 2" "--check --list-probes"
 		"5" "-c /nonexistent" "-p 999999999" "--probe-mode foo" "-i 0"
 	)
-	for args in "${bad[@]}"; do
-		# shellcheck disable=SC2086
-		"$BIN/oomwatch" $args > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/err" && {
-			echo "'$args' succeeded"; false; }
-		rc=$?
-		[ "$rc" -eq 2 ] || { echo "'$args' exited $rc"; cat "$BATS_TEST_TMPDIR/err"; false; }
-		[ "$(wc -l < "$BATS_TEST_TMPDIR/err")" -eq 1 ] || {
-			echo "'$args' printed:"; cat "$BATS_TEST_TMPDIR/err"; false; }
-		[ ! -s "$BATS_TEST_TMPDIR/out" ] || { echo "'$args' wrote to stdout"; false; }
-	done
+	check_usage_errors oomwatch "${bad[@]}"
 }
 
 @test "oomwatch without privileges exits 77; --check needs none" {
-	need_root
-	command -v setpriv > /dev/null || skip "setpriv missing"
-	nobody_copy "$BIN/oomwatch"
-	run "${AS_NOBODY[@]}" "$NOBODY_BIN" -d 1
-	[ "$status" -eq 77 ]
-	[[ "$output" == *"CAP_BPF"* ]]
-	[ "${#lines[@]}" -eq 1 ]
-	run "${AS_NOBODY[@]}" "$NOBODY_BIN" -j -d 1
-	[ "$status" -eq 77 ]
-	echo "$output" | grep '^{' | tail -1 | jq -e '.type == "error" and .exit_code == 77'
+	check_no_privilege oomwatch
 	# --check only reads cgroup files: any status but 1, 2 or 77
 	run "${AS_NOBODY[@]}" "$NOBODY_BIN" --check -j
 	[[ "$status" =~ ^(0|3|4)$ ]]
