@@ -113,9 +113,8 @@ start_serve() {
 	disk_dir
 	FILE=$DISK_DIR/model.ckpt
 	"$HELPERS/pagecache" create "$FILE" "$PAGES" > /dev/null
-	start_bg serve "$HELPERS/pagecache" serve "$FILE"
-	wait_for "$BATS_TEST_TMPDIR/serve.out" '^ready'
-	SERVE_PID=$(awk '/^ready/ {print $2}' "$BATS_TEST_TMPDIR/serve.out")
+	start_ready serve "$HELPERS/pagecache" serve "$FILE"
+	SERVE_PID=$READY_PID
 }
 
 drop_file() {

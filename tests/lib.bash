@@ -140,13 +140,20 @@ start_bg() {
 	TEST_PIDS+=("$BG_PID")
 }
 
+# start_ready NAME CMD...: start_bg, then waits for the helper's
+# "ready PID" line; sets READY_PID
+start_ready() {
+	start_bg "$@"
+	wait_for "$BATS_TEST_TMPDIR/$1.out" '^ready'
+	READY_PID=$(awk '/^ready/ {print $2}' "$BATS_TEST_TMPDIR/$1.out")
+}
+
 # start_contend NAME THREADS CPU SPIN_MS: sets CONTEND_PID
 start_contend() {
 	local name=$1
 	shift
-	start_bg "$name" "$HELPERS/contend" "$@"
-	wait_for "$BATS_TEST_TMPDIR/$name.out" '^ready'
-	CONTEND_PID=$(awk '/^ready/ {print $2}' "$BATS_TEST_TMPDIR/$name.out")
+	start_ready "$name" "$HELPERS/contend" "$@"
+	CONTEND_PID=$READY_PID
 }
 
 # contend_round NAME PID N: starts round N and waits for its end

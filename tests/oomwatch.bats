@@ -35,9 +35,8 @@ make_memcg() {
 start_hog() {
 	local name=$1
 	shift
-	start_bg "$name" "$HELPERS/memhog" "$@"
-	wait_for "$BATS_TEST_TMPDIR/$name.out" '^ready'
-	HOG_PID=$(awk '/^ready/ {print $2}' "$BATS_TEST_TMPDIR/$name.out")
+	start_ready "$name" "$HELPERS/memhog" "$@"
+	HOG_PID=$READY_PID
 }
 
 # the kernel's own line for a kill of pid $1: "anon-rss:NkB" -> N

@@ -163,9 +163,8 @@ check_wait() {
 	command -v setpriv > /dev/null || skip "setpriv missing"
 	local nobody
 	nobody_copy "$HELPERS/contend"
-	start_bg w "${AS_NOBODY[@]}" "$NOBODY_BIN" 2 0 100
-	wait_for "$BATS_TEST_TMPDIR/w.out" '^ready'
-	nobody=$(awk '/^ready/ {print $2}' "$BATS_TEST_TMPDIR/w.out")
+	start_ready w "${AS_NOBODY[@]}" "$NOBODY_BIN" 2 0 100
+	nobody=$READY_PID
 	start_contend r 2 0 100
 	start_tool s schedlat -j -u 65534
 	contend_round w "$nobody" 1
