@@ -335,15 +335,7 @@ check_file() {
 
 @test "cachestat SIGINT and SIGTERM print the summary and exit 0" {
 	need_root
-	for sig in INT TERM; do
-		start_tool s cachestat -C
-		sleep 0.3
-		stop_tool "$TOOL_PID" "$sig"
-		grep -q '^# summary: ' "$BATS_TEST_TMPDIR/s.out"
-		start_tool j cachestat -j --by file
-		stop_tool "$TOOL_PID" "$sig"
-		jq -e -s '.[-1].type == "summary" and .[-1].exit_reason == "signal"' "$BATS_TEST_TMPDIR/j.out"
-	done
+	check_signals cachestat --by file
 	# started with SIGINT ignored, as a shell without job control starts
 	# "cachestat &": Ctrl-C semantics all the same
 	start_bg i sh -c "trap '' INT; exec '$BIN/cachestat' -j"
@@ -354,14 +346,7 @@ check_file() {
 
 @test "cachestat -j | head -1 exits within a second of head" {
 	need_root
-	local start end
-	start=$(date +%s%N)
-	run timeout 10 bash -c "'$BIN/cachestat' -j -d 29s 2>/dev/null | head -1"
-	end=$(date +%s%N)
-	[ "$status" -eq 0 ]
-	echo "$output" | jq -e '.type == "sample"'
-	[ $(((end - start) / 1000000)) -lt 2500 ]
-	! pgrep -f "$BIN/cachestat -j -d 29s" > /dev/null
+	check_head_exit cachestat
 }
 
 @test "cachestat --by pid on a terminal redraws each interval in place; -C appends" {

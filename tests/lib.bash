@@ -101,6 +101,38 @@ check_no_privilege() {
 	echo "$output" | grep '^{' | tail -1 | jq -e '.type == "error" and .exit_code == 77'
 }
 
+# check_signals TOOL [ARGS...]: SIGINT and SIGTERM end a table run with its
+# "# summary:" line, and a -j run (with ARGS) with a summary record whose
+# exit_reason is "signal"
+check_signals() {
+	local tool=$1 sig
+	shift
+	for sig in INT TERM; do
+		start_tool s "$tool" -C
+		sleep 0.3
+		stop_tool "$TOOL_PID" "$sig"
+		grep -q '^# summary: ' "$BATS_TEST_TMPDIR/s.out"
+		start_tool j "$tool" -j "$@"
+		stop_tool "$TOOL_PID" "$sig"
+		jq -e -s '.[-1].type == "summary" and .[-1].exit_reason == "signal"' "$BATS_TEST_TMPDIR/j.out"
+	done
+}
+
+# check_head_exit TOOL: "TOOL -j | head -1" ends within a second of head's
+# exit (EPIPE), after the first 1 s interval
+check_head_exit() {
+	local start end
+	start=$(date +%s%N)
+	# -d 29s only makes the command line unique for pgrep
+	run timeout 10 bash -c "'$BIN/$1' -j -d 29s 2>/dev/null | head -1"
+	end=$(date +%s%N)
+	[ "$status" -eq 0 ]
+	echo "$output" | jq -e '.type == "sample"'
+	# one 1 s interval until the first line, then at most a second
+	[ $(((end - start) / 1000000)) -lt 2500 ]
+	! pgrep -f "$BIN/$1 -j -d 29s" > /dev/null
+}
+
 # wait_for FILE PATTERN [SECONDS]: until FILE has a line matching PATTERN
 wait_for() {
 	local file=$1 pattern=$2 limit=${3:-10} i=0

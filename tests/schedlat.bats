@@ -322,29 +322,12 @@ check_cgroup_filter() {
 
 @test "schedlat SIGINT and SIGTERM print the summary and exit 0" {
 	need_root
-	for sig in INT TERM; do
-		start_tool s schedlat -C
-		sleep 0.3
-		stop_tool "$TOOL_PID" "$sig"
-		grep -q '^# summary: ' "$BATS_TEST_TMPDIR/s.out"
-		start_tool j schedlat -j
-		stop_tool "$TOOL_PID" "$sig"
-		jq -e -s '.[-1].type == "summary" and .[-1].exit_reason == "signal"' "$BATS_TEST_TMPDIR/j.out"
-	done
+	check_signals schedlat
 }
 
 @test "schedlat -j | head -1 exits within a second of head" {
 	need_root
-	local start end
-	start=$(date +%s%N)
-	# -d 29s only makes the command line unique for pgrep
-	run timeout 10 bash -c "'$BIN/schedlat' -j -d 29s 2>/dev/null | head -1"
-	end=$(date +%s%N)
-	[ "$status" -eq 0 ]
-	echo "$output" | jq -e '.type == "sample"'
-	# one 1 s interval until the first line, then at most a second
-	[ $(((end - start) / 1000000)) -lt 2500 ]
-	! pgrep -f "$BIN/schedlat -j -d 29s" > /dev/null
+	check_head_exit schedlat
 }
 
 @test "schedlat --duration ends on time with a summary; tables append blocks when not a terminal" {
