@@ -72,44 +72,49 @@ static int scale(uint64_t whole, uint64_t num, uint64_t den, uint64_t mult, uint
 	return 0;
 }
 
-int parse_duration(const char *s, uint64_t *ns)
+struct unit {
+	const char *name;
+	uint64_t mult;
+};
+
+/* A number with one of units (ended by { NULL }) after it, scaled by it;
+ * cmp compares the unit's spelling (sizes take any case). */
+static int parse_units(const char *s, const struct unit *units,
+		       int (*cmp)(const char *, const char *), uint64_t *out)
 {
-	static const struct { const char *unit; uint64_t mult; } units[] = {
-		{ "", NSEC_PER_SEC }, { "ns", 1 }, { "us", NSEC_PER_USEC },
-		{ "ms", NSEC_PER_MSEC }, { "s", NSEC_PER_SEC },
-		{ "m", 60 * NSEC_PER_SEC }, { "h", 3600 * NSEC_PER_SEC },
-		{ "d", 86400 * NSEC_PER_SEC },
-	};
 	uint64_t w, num, den;
 	const char *unit;
-	size_t i;
 
 	if (parse_scaled(s, &w, &num, &den, &unit))
 		return -EINVAL;
-	for (i = 0; i < ARRAY_SIZE(units); i++)
-		if (!strcmp(unit, units[i].unit))
-			return scale(w, num, den, units[i].mult, ns) ? -EINVAL : 0;
+	for (; units->name; units++)
+		if (!cmp(unit, units->name))
+			return scale(w, num, den, units->mult, out) ? -EINVAL : 0;
 	return -EINVAL;
+}
+
+int parse_duration(const char *s, uint64_t *ns)
+{
+	static const struct unit units[] = {
+		{ "", NSEC_PER_SEC }, { "ns", 1 }, { "us", NSEC_PER_USEC },
+		{ "ms", NSEC_PER_MSEC }, { "s", NSEC_PER_SEC },
+		{ "m", 60 * NSEC_PER_SEC }, { "h", 3600 * NSEC_PER_SEC },
+		{ "d", 86400 * NSEC_PER_SEC }, {},
+	};
+
+	return parse_units(s, units, strcmp, ns);
 }
 
 int parse_size(const char *s, uint64_t *bytes)
 {
-	static const struct { const char *unit; uint64_t mult; } units[] = {
+	static const struct unit units[] = {
 		{ "", 1 }, { "B", 1 },
 		{ "K", 1ULL << 10 }, { "KiB", 1ULL << 10 }, { "KB", 1ULL << 10 },
 		{ "M", 1ULL << 20 }, { "MiB", 1ULL << 20 }, { "MB", 1ULL << 20 },
-		{ "G", 1ULL << 30 }, { "GiB", 1ULL << 30 }, { "GB", 1ULL << 30 },
+		{ "G", 1ULL << 30 }, { "GiB", 1ULL << 30 }, { "GB", 1ULL << 30 }, {},
 	};
-	uint64_t w, num, den;
-	const char *unit;
-	size_t i;
 
-	if (parse_scaled(s, &w, &num, &den, &unit))
-		return -EINVAL;
-	for (i = 0; i < ARRAY_SIZE(units); i++)
-		if (!strcasecmp(unit, units[i].unit))
-			return scale(w, num, den, units[i].mult, bytes) ? -EINVAL : 0;
-	return -EINVAL;
+	return parse_units(s, units, strcasecmp, bytes);
 }
 
 int parse_u32_list(const char *s, uint32_t *out, int max)
