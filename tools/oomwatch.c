@@ -1163,7 +1163,7 @@ static int run_check(void)
 	metrics_cgroups();
 	metrics_publish(NULL);
 	qsort(rows, n, sizeof(*rows), cmp_check);
-	shown = env.rows && (size_t)env.rows < n ? (size_t)env.rows : n;
+	shown = table_shown(n, env.rows);
 	code = worst == LVL_CRIT ? EXIT_CHECK_CRIT : worst == LVL_WARN ? EXIT_CHECK_WARN : 0;
 	if (env.json) {
 		for (size_t i = 0; i < shown; i++)
@@ -1190,8 +1190,7 @@ static int run_check(void)
 		table_header(&t);
 		for (size_t i = 0; i < shown; i++)
 			check_row_table(&t, &rows[i]);
-		if (shown < n)
-			printf("... %zu more (-r 0 shows all)\n", n - shown);
+		table_more(stdout, shown, n);
 		printf("# %s: %zu memory cgroups, %zu with a limit or pressure, %zu warn, %zu crit",
 		       level_names[worst], S.set.n, n, nwarn, ncrit);
 		if (full >= 0)
