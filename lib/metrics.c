@@ -21,7 +21,9 @@ static struct {
 	const char *tool;
 } M = { .http = { .lfd = -1, .ep = -1 } };
 
-const char *const aiscope_cgroup_labels[] = { "cgroup", "container_id", "pod_uid", NULL };
+const char *const aiscope_cgroup_labels[] = { AISCOPE_CGROUP_LABEL_NAMES, NULL };
+_Static_assert(sizeof(aiscope_cgroup_labels) / sizeof(aiscope_cgroup_labels[0]) ==
+	       AISCOPE_CGROUP_NLABELS + 1, "AISCOPE_CGROUP_NLABELS counts AISCOPE_CGROUP_LABEL_NAMES");
 
 struct prom_reg *aiscope_metrics(void)
 {

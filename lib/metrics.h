@@ -34,7 +34,11 @@ struct aiscope_bpf;
 /* The registry, or NULL when neither --prometheus nor --listen was given. */
 struct prom_reg *aiscope_metrics(void);
 
-/* cgroup (path), container_id, pod_uid: what metrics are keyed by */
+/* cgroup (path), container_id, pod_uid: what metrics are keyed by. A tool
+ * whose series have labels of their own puts them after these names:
+ *	static const char *const lbl[] = { AISCOPE_CGROUP_LABEL_NAMES, "kind", NULL };
+ * and their values after aiscope_cgroup_values()'. */
+#define AISCOPE_CGROUP_LABEL_NAMES "cgroup", "container_id", "pod_uid"
 #define AISCOPE_CGROUP_NLABELS 3
 extern const char *const aiscope_cgroup_labels[];
 /* Values for aiscope_cgroup_labels; unknown ones are "". The strings live

@@ -684,7 +684,7 @@ static struct {
 
 static void metrics_init(void)
 {
-	static const char *const lbl[] = { "cgroup", "container_id", "pod_uid", "kind", NULL };
+	static const char *const lbl[] = { AISCOPE_CGROUP_LABEL_NAMES, "kind", NULL };
 
 	if (!aiscope_metrics())
 		return;

@@ -186,9 +186,9 @@ static struct {
 /* ---- Prometheus metrics: kills and allocations from BPF, per-cgroup
  * gauges and the kernel's own counters from the poller ---- */
 
-static const char *const kill_labels[] = { "cgroup", "container_id", "pod_uid", "scope", NULL };
-static const char *const alloc_labels[] = { "cgroup", "container_id", "pod_uid", "syscall", NULL };
-static const char *const event_labels[] = { "cgroup", "container_id", "pod_uid", "event", NULL };
+static const char *const kill_labels[] = { AISCOPE_CGROUP_LABEL_NAMES, "scope", NULL };
+static const char *const alloc_labels[] = { AISCOPE_CGROUP_LABEL_NAMES, "syscall", NULL };
+static const char *const event_labels[] = { AISCOPE_CGROUP_LABEL_NAMES, "event", NULL };
 
 static struct {
 	struct prom_family *kills, *allocs, *alloc_bytes;

@@ -434,7 +434,7 @@ static struct {
 static void metrics_init(void)
 {
 	static const char *const lbl[] = {
-		"cgroup", "container_id", "pod_uid", "direction", "proto", NULL
+		AISCOPE_CGROUP_LABEL_NAMES, "direction", "proto", NULL
 	};
 
 	if (!aiscope_metrics())
