@@ -1223,18 +1223,12 @@ static void print_summary(void)
 
 static void validate(void)
 {
-	size_t i;
-
 	if (cfg.warn > cfg.crit)
 		usage_error("--warn %.4g is above --crit %.4g", cfg.warn, cfg.crit);
 	if (cfg.psi_warn > cfg.psi_crit)
 		usage_error("--psi-warn %.4g is above --psi-crit %.4g", cfg.psi_warn, cfg.psi_crit);
 	if (env.sort) {
-		for (i = 0; sort_keys[i]; i++)
-			if (!strcmp(env.sort, sort_keys[i]))
-				break;
-		if (!sort_keys[i])
-			usage_error("invalid --sort '%s': expected pct, ws, usage or limit", env.sort);
+		opt_word("--sort", env.sort, sort_keys);
 		if (!cfg.check)
 			usage_error("--sort orders the --check table: use it with --check");
 	}
