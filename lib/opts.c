@@ -181,6 +181,21 @@ const char *opt_key_name(const struct opt_key *keys, int value)
 	return NULL;
 }
 
+void *aiscope_grow(void *p, size_t *cap, size_t n, size_t size)
+{
+	size_t c;
+
+	if (n < *cap)
+		return p;
+	c = *cap ? *cap * 2 : 64;
+	if (c < n + 1)
+		c = n + 1;
+	if (c > SIZE_MAX / size || !(p = realloc(p, c * size)))
+		aiscope_fail(EXIT_RUNTIME, "out of memory");
+	*cap = c;
+	return p;
+}
+
 static ssize_t discard_write(void *cookie, const char *buf, size_t size)
 {
 	return size;

@@ -105,6 +105,10 @@ void aiscope_probe_mode(const char *arg);
 void __attribute__((noreturn, format(printf, 1, 2))) usage_error(const char *fmt, ...);
 /* Fatal error: stderr line, a JSON "error" record with --json, exit code. */
 void __attribute__((noreturn, format(printf, 2, 3))) aiscope_fail(int code, const char *fmt, ...);
+/* Room for element n of the array p of *cap elements of size bytes (the
+ * capacity doubles, from 64): the array, maybe moved. Out of memory is
+ * fatal (aiscope_fail, exit 1). */
+void *aiscope_grow(void *p, size_t *cap, size_t n, size_t size);
 
 #define EXIT_RUNTIME	1
 #define EXIT_USAGE	2

@@ -425,15 +425,7 @@ static struct row *new_row(void)
 {
 	struct row *r;
 
-	if (S.nrows == S.cap) {
-		size_t cap = S.cap ? S.cap * 2 : 64;
-		struct row *n = realloc(S.rows, cap * sizeof(*n));
-
-		if (!n)
-			aiscope_fail(EXIT_RUNTIME, "out of memory");
-		S.rows = n;
-		S.cap = cap;
-	}
+	S.rows = aiscope_grow(S.rows, &S.cap, S.nrows, sizeof(*S.rows));
 	r = &S.rows[S.nrows++];
 	memset(r, 0, sizeof(*r));
 	return r;

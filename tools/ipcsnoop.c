@@ -239,15 +239,7 @@ static struct prow *pt_get(struct ptable *t, const struct ipc_key *ch, uint32_t 
 	}
 	if (!create)
 		return NULL;
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 256;
-		struct prow *n = realloc(t->rows, cap * sizeof(*n));
-
-		if (!n)
-			aiscope_fail(EXIT_RUNTIME, "out of memory");
-		t->rows = n;
-		t->cap = cap;
-	}
+	t->rows = aiscope_grow(t->rows, &t->cap, t->n, sizeof(*t->rows));
 	r = &t->rows[t->n];
 	memset(r, 0, sizeof(*r));
 	r->ch = *ch;
@@ -330,15 +322,7 @@ static struct cname *cname_new(const struct ipc_key *ch)
 {
 	size_t s;
 
-	if (names.n == names.cap) {
-		size_t cap = names.cap ? names.cap * 2 : 64;
-		struct cname *v = realloc(names.v, cap * sizeof(*v));
-
-		if (!v)
-			aiscope_fail(EXIT_RUNTIME, "out of memory");
-		names.v = v;
-		names.cap = cap;
-	}
+	names.v = aiscope_grow(names.v, &names.cap, names.n, sizeof(*names.v));
 	if ((names.n + 1) * 2 > names.nslots) {
 		size_t ns = names.nslots ? names.nslots * 2 : 256;
 		size_t *slot = calloc(ns, sizeof(*slot));
@@ -740,15 +724,7 @@ static void take_stat(const void *key, const void *value, void *ctx)
 	const struct ipc_stat *st = value;
 	struct drained *d = ctx;
 
-	if (d->n == d->cap) {
-		size_t cap = d->cap ? d->cap * 2 : 256;
-		struct prow *rows = realloc(d->rows, cap * sizeof(*rows));
-
-		if (!rows)
-			aiscope_fail(EXIT_RUNTIME, "out of memory");
-		d->rows = rows;
-		d->cap = cap;
-	}
+	d->rows = aiscope_grow(d->rows, &d->cap, d->n, sizeof(*d->rows));
 	/* the name before settling: its map entry has the first key */
 	cname_of(&k->ch);
 	d->rows[d->n++] = (struct prow){
@@ -820,15 +796,7 @@ static struct chan *chan_of(const struct ipc_key *ch)
 	for (size_t i = 0; i < nchans; i++)
 		if (key_eq(&chans[i].ch, ch))
 			return &chans[i];
-	if (nchans == chans_cap) {
-		size_t cap = chans_cap ? chans_cap * 2 : 64;
-		struct chan *n = realloc(chans, cap * sizeof(*n));
-
-		if (!n)
-			aiscope_fail(EXIT_RUNTIME, "out of memory");
-		chans = n;
-		chans_cap = cap;
-	}
+	chans = aiscope_grow(chans, &chans_cap, nchans, sizeof(*chans));
 	memset(&chans[nchans], 0, sizeof(chans[0]));
 	chans[nchans].ch = *ch;
 	return &chans[nchans++];

@@ -267,20 +267,6 @@ static struct {
 	uint64_t calls, bytes, errors, hangs_seen, events;
 } S;
 
-static void *grow(void *p, size_t *cap, size_t n, size_t size)
-{
-	size_t c;
-
-	if (n < *cap)
-		return p;
-	c = *cap ? *cap * 2 : 64;
-	p = realloc(p, c * size);
-	if (!p)
-		aiscope_fail(EXIT_RUNTIME, "out of memory");
-	*cap = c;
-	return p;
-}
-
 static uint64_t now_bpf_clock(void)
 {
 	return clock_ns(feat_boot_clock() ? CLOCK_BOOTTIME : CLOCK_MONOTONIC);
@@ -296,7 +282,7 @@ static void ident_remember(const struct aiscope_ident *id)
 			return;
 		}
 	}
-	S.idents = grow(S.idents, &S.icap, S.nidents, sizeof(*S.idents));
+	S.idents = aiscope_grow(S.idents, &S.icap, S.nidents, sizeof(*S.idents));
 	S.idents[S.nidents++] = *id;
 }
 
@@ -332,7 +318,7 @@ static void read_comms(void)
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
-		S.comms = grow(S.comms, &S.ccap, S.ncomms, sizeof(*S.comms));
+		S.comms = aiscope_grow(S.comms, &S.ccap, S.ncomms, sizeof(*S.comms));
 		if (bpf_map_lookup_elem(fd, &next, &S.comms[S.ncomms].v))
 			continue;
 		S.comms[S.ncomms++].k = next;
@@ -406,7 +392,7 @@ static void read_hangs(void)
 		prev = &key;
 		if (bpf_map_lookup_elem(fd, &next, &c) || now < c.ts || now - c.ts < cfg.hang_ns)
 			continue;
-		S.hangs = grow(S.hangs, &cap, S.nhangs, sizeof(*S.hangs));
+		S.hangs = aiscope_grow(S.hangs, &cap, S.nhangs, sizeof(*S.hangs));
 		S.hangs[S.nhangs].call = c;
 		S.hangs[S.nhangs].reported = hang_was_reported(&c, old, nold);
 		S.nhangs++;
@@ -480,8 +466,8 @@ static void take_stats(const void *key, const void *value, void *ctx)
 	const struct ncl_stats_key *k = key;
 	const struct ncl_stats *st = value;
 
-	S.rows = grow(S.rows, &S.rcap, S.nrows, sizeof(*S.rows));
-	S.st = grow(S.st, &S.stcap, S.nrows, sizeof(*S.st));
+	S.rows = aiscope_grow(S.rows, &S.rcap, S.nrows, sizeof(*S.rows));
+	S.st = aiscope_grow(S.st, &S.stcap, S.nrows, sizeof(*S.st));
 	S.rows[S.nrows].k = *k;
 	S.st[S.nrows++] = *st;
 	ident_remember(&st->ident);

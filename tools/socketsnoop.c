@@ -411,15 +411,7 @@ static struct {
 
 static struct row *new_row(void)
 {
-	if (S.nrows == S.cap) {
-		size_t cap = S.cap ? S.cap * 2 : 256;
-		struct row *n = realloc(S.rows, cap * sizeof(*n));
-
-		if (!n)
-			aiscope_fail(EXIT_RUNTIME, "out of memory");
-		S.rows = n;
-		S.cap = cap;
-	}
+	S.rows = aiscope_grow(S.rows, &S.cap, S.nrows, sizeof(*S.rows));
 	memset(&S.rows[S.nrows], 0, sizeof(S.rows[0]));
 	return &S.rows[S.nrows++];
 }

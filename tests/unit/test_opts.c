@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* lib/opts.c: the keyword options (--sort, --by, --kind): names to values,
- * and the one-line usage error (exit 2) that lists the accepted names. */
+ * and the one-line usage error (exit 2) that lists the accepted names;
+ * aiscope_grow(). */
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -111,6 +112,51 @@ static void test_words(void)
 	CHECK(rejects(kinds_of, "", "t: invalid --kind '': expected wait, p99 or max\n"));
 }
 
+static void test_grow(void)
+{
+	size_t cap = 0, n;
+	uint32_t *v = NULL, *same;
+
+	for (n = 0; n < 1000; n++) {
+		v = aiscope_grow(v, &cap, n, sizeof(*v));
+		CHECK(cap > n);
+		v[n] = n * 7;
+	}
+	CHECK_EQ(cap, 1024);		/* 64, doubled four times */
+	for (n = 0; n < 1000; n++)
+		if (v[n] != n * 7)
+			break;
+	CHECK_EQ(n, 1000);		/* what was there moved along */
+	same = aiscope_grow(v, &cap, 1000, sizeof(*v));
+	CHECK(same == v);		/* room left: nothing moves */
+	CHECK_EQ(cap, 1024);
+	free(v);
+}
+
+static void grow_huge(const char *arg)
+{
+	size_t cap = 0;
+
+	aiscope_grow(NULL, &cap, 0, SIZE_MAX / 8);
+}
+
+static int fails_oom(void)
+{
+	char err[512];
+	int rc = child_err(grow_huge, "", err, sizeof(err));
+
+	if (rc != 1 || strcmp(err, "t: out of memory\n")) {
+		printf("# exit %d, stderr '%s', expected exit 1, 't: out of memory'\n", rc, err);
+		return 0;
+	}
+	return 1;
+}
+
+static void test_grow_out_of_memory(void)
+{
+	CHECK(fails_oom());
+}
+
 int main(void)
 {
 	env.tool = "t";
@@ -119,5 +165,7 @@ int main(void)
 	RUN(test_key);
 	RUN(test_key_name);
 	RUN(test_words);
+	RUN(test_grow);
+	RUN(test_grow_out_of_memory);
 	return t_done();
 }
