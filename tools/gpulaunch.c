@@ -762,8 +762,8 @@ static void noattach(struct uprobe_lib *lib, void *ctx)
 /* ---- Prometheus metrics: by cgroup; launches by layer, copies by
  * direction; the interval's deltas, as the JSON samples say them ---- */
 
-static const char *const layer_labels[] = { "cgroup", "container_id", "pod_uid", "layer", NULL };
-static const char *const dir_labels[] = { "cgroup", "container_id", "pod_uid", "direction", NULL };
+static const char *const layer_labels[] = { AISCOPE_CGROUP_LABEL_NAMES, "layer", NULL };
+static const char *const dir_labels[] = { AISCOPE_CGROUP_LABEL_NAMES, "direction", NULL };
 static const char *const no_labels[] = { NULL };
 
 /* a cgroup's allocations outstanding, summed over its processes */
@@ -953,15 +953,7 @@ static void metrics_free(void)
 
 static struct row *new_row(void)
 {
-	if (S.nrows == S.cap) {
-		size_t cap = S.cap ? S.cap * 2 : 64;
-		struct row *n = realloc(S.rows, cap * sizeof(*n));
-
-		if (!n)
-			aiscope_fail(EXIT_RUNTIME, "out of memory");
-		S.rows = n;
-		S.cap = cap;
-	}
+	S.rows = aiscope_grow(S.rows, &S.cap, S.nrows, sizeof(*S.rows));
 	memset(&S.rows[S.nrows], 0, sizeof(S.rows[0]));
 	return &S.rows[S.nrows++];
 }
@@ -1022,13 +1014,6 @@ static int cmp_rows(const void *a, const void *b)
 	if (x->key.pid != y->key.pid)
 		return x->key.pid < y->key.pid ? -1 : 1;
 	return strcmp(x->name, y->name);
-}
-
-static size_t rows_shown(void)
-{
-	if (env.rows && (size_t)env.rows < S.nrows)
-		return env.rows;
-	return S.nrows;
 }
 
 static void json_dim3(struct jw *w, const char *key, const uint32_t *d)
@@ -1328,7 +1313,7 @@ static void print_mem(uint64_t now, uint64_t interval, const char *hms)
 static void print_interval(uint64_t interval)
 {
 	uint64_t now = aiscope_now_realtime();
-	size_t shown = rows_shown();
+	size_t shown = table_shown(S.nrows, env.rows);
 	int ncols = ARRAY_SIZE(cols_launch) - (cfg.latency ? 0 : 2);
 	char hms[16];
 	struct table t;
@@ -1345,8 +1330,7 @@ static void print_interval(uint64_t interval)
 		table_header(&t);
 		for (size_t i = 0; i < shown; i++)
 			table_launch_row(&t, &S.rows[i], hms, interval);
-		if (shown < S.nrows)
-			printf("... %zu more (-r 0 shows all)\n", S.nrows - shown);
+		table_more(stdout, shown, S.nrows);
 	}
 	if (cfg.mem)
 		print_mem(now, interval, hms);
@@ -1500,17 +1484,8 @@ static void print_summary(void)
 
 static void validate(void)
 {
-	size_t i;
-
-	if (env.sort) {
-		for (i = 0; sort_keys[i]; i++)
-			if (!strcmp(env.sort, sort_keys[i]))
-				break;
-		if (!sort_keys[i])
-			usage_error("invalid --sort '%s': expected launches, errors, p99 or smem",
-				    env.sort);
-		cfg.sort = env.sort;
-	}
+	if (env.sort)
+		cfg.sort = sort_keys[opt_word("--sort", env.sort, sort_keys)];
 	if (cfg.events && cfg.mem)
 		usage_error("-e streams launches: it cannot be combined with --mem");
 	if (cfg.events && (env.prom_file || env.listen))
