@@ -369,7 +369,7 @@ check_file() {
 	for i in $(seq 300); do echo "$i" > "$DISK_DIR/f$i"; done
 	cat "$DISK_DIR"/f* > /dev/null
 	sleep 1
-	id=$(bpftool map show | awk -F'[: ]+' '/ name rows /{print $1}' | tail -1)
+	id=$(map_id "$TOOL_PID" rows)
 	[ -n "$id" ]
 	n=$(bpftool map dump id "$id" | grep -c '"key"' || true)
 	echo "entries left in rows: $n"

@@ -252,6 +252,18 @@ within() {
 	}'
 }
 
+# map_id PID NAME: the id of the BPF map NAME that process PID holds (by its
+# fds: another checkout's tool on this host has maps of the same names)
+map_id() {
+	local f m
+	for f in /proc/"$1"/fdinfo/*; do
+		m=$(awk '/^map_id:/ {print $2}' "$f" 2>/dev/null)
+		[ -n "$m" ] || continue
+		bpftool map show id "$m" | grep -q " name $2 " && { echo "$m"; return 0; }
+	done
+	return 1
+}
+
 # every line of FILE is valid JSON
 all_json() {
 	local n

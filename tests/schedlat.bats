@@ -357,7 +357,7 @@ check_cgroup_filter() {
 		kids+=($!)
 	done
 	wait "${kids[@]}"
-	id=$(bpftool map show | awk -F'[: ]+' '/ name enqueued /{print $1}' | tail -1)
+	id=$(map_id "$TOOL_PID" enqueued)
 	[ -n "$id" ]
 	n=$(bpftool map dump id "$id" | grep -c '"key"' || true)
 	echo "entries left in enqueued: $n"
