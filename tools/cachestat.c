@@ -1006,39 +1006,29 @@ static struct {
 	uint64_t refs, misses;		/* the whole run */
 } L;
 
+static bool llc_in_epoch(const void *key, void *ctx)
+{
+	return ((const struct cachestat_llc_key *)key)->epoch == *(uint32_t *)ctx;
+}
+
+static void llc_take(const void *key, const void *value, void *ctx)
+{
+	const struct cachestat_llc *v = value;
+
+	L.v = aiscope_grow(L.v, &L.cap, L.n, sizeof(*L.v));
+	L.v[L.n++] = (struct llc_row){ v->ident, v->refs, v->misses };
+	L.refs += v->refs;
+	L.misses += v->misses;
+}
+
 static void llc_collect(void)
 {
-	int fd = bpf_map__fd(S.skel->maps.llc);
 	uint32_t closed = S.skel->bss->epoch;
-	struct cachestat_llc_key key, next;
-	struct cachestat_llc v;
-	void *prev = NULL;
 
 	S.skel->bss->epoch = closed ^ 1;
 	L.n = 0;
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		key = next;
-		prev = &key;
-		if (next.epoch != closed || bpf_map_lookup_elem(fd, &next, &v))
-			continue;
-		if (L.n == L.cap) {
-			size_t cap = L.cap ? L.cap * 2 : 64;
-			struct llc_row *n = realloc(L.v, cap * sizeof(*n));
-
-			if (!n)
-				break;
-			L.v = n;
-			L.cap = cap;
-		}
-		L.v[L.n++] = (struct llc_row){ v.ident, v.refs, v.misses };
-		L.refs += v.refs;
-		L.misses += v.misses;
-	}
-	/* deleting while walking would restart the walk: delete after */
-	for (size_t i = 0; i < L.n; i++) {
-		key = (struct cachestat_llc_key){ L.v[i].ident.pid, closed };
-		bpf_map_delete_elem(fd, &key);
-	}
+	map_drain(bpf_map__fd(S.skel->maps.llc), sizeof(struct cachestat_llc_key),
+		  sizeof(struct cachestat_llc), llc_in_epoch, llc_take, &closed);
 }
 
 static int cmp_llc(const void *a, const void *b)
