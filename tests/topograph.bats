@@ -706,8 +706,10 @@ lifecycle_capture() {
 	# the edge's side says the same
 	[ "$(jg ".[] | select(.type==\"edge\" and .src.pid==$child) | \"\(.src.container_id) \(.bytes)\"")" = "$id 4096" ]
 	# a clean exit is no bottleneck
-	[ "$(jg '[.[] | select(.type=="bottleneck" and .rule=="exit_failed")] | length')" -eq 0 ] ||
-		jg '.[] | select(.rule=="exit_failed") | .evidence' | grep -v "^$child/"
+	local id
+	id=$(jg ".[] | select(.type==\"node\" and .pid==$child) | .id")
+	[ "$(jg "[.[] | select(.type==\"bottleneck\" and .node==\"$id\")] | length")" -eq 0 ]
+	[ "$(jg ".[] | select(.type==\"node\" and .pid==$child) | .bottlenecks | length")" -eq 0 ]
 }
 
 @test "live lifecycle --tree: N execs counted N; a respawned crashing worker is flagged restarted" {
