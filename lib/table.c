@@ -12,6 +12,12 @@ void table_init(struct table *t, FILE *f, const struct tcol *cols, int ncols, bo
 	t->cur = 0;
 }
 
+void table_init_time(struct table *t, FILE *f, const struct tcol *cols, int ncols,
+		     bool timestamp, bool elide)
+{
+	table_init(t, f, cols + !timestamp, ncols - !timestamp, elide);
+}
+
 static void gap(struct table *t)
 {
 	if (t->cur++ > 0)

@@ -29,6 +29,10 @@ struct table {
 };
 
 void table_init(struct table *t, FILE *f, const struct tcol *cols, int ncols, bool elide);
+/* The same for columns whose first, TIME, only -T shows: without
+ * timestamp the table starts at cols[1]. */
+void table_init_time(struct table *t, FILE *f, const struct tcol *cols, int ncols,
+		     bool timestamp, bool elide);
 void table_header(struct table *t);
 void table_str(struct table *t, const char *s);
 void table_u64(struct table *t, uint64_t v);

@@ -1291,8 +1291,8 @@ static void print_mem(uint64_t now, uint64_t interval, const char *hms)
 			json_mem_row(&rows[i], now, interval);
 	} else {
 		printf("\n");
-		table_init(&t, stdout, cols_mem + !env.timestamp,
-			   ARRAY_SIZE(cols_mem) - !env.timestamp, env.tty && !env.wide);
+		table_init_time(&t, stdout, cols_mem, ARRAY_SIZE(cols_mem), env.timestamp,
+				env.tty && !env.wide);
 		table_header(&t);
 		for (size_t i = 0; i < n; i++)
 			table_mem_row(&t, &rows[i], hms);
@@ -1325,8 +1325,7 @@ static void print_interval(uint64_t interval)
 			json_launch_row(&S.rows[i], now, interval);
 	} else {
 		table_block_begin(stdout, env.tty && !env.noclear, now, interval, TOOL);
-		table_init(&t, stdout, cols_launch + !env.timestamp, ncols - !env.timestamp,
-			   env.tty && !env.wide);
+		table_init_time(&t, stdout, cols_launch, ncols, env.timestamp, env.tty && !env.wide);
 		table_header(&t);
 		for (size_t i = 0; i < shown; i++)
 			table_launch_row(&t, &S.rows[i], hms, interval);
@@ -1399,8 +1398,8 @@ static void print_launch_event(const struct gl_launch_ev *e)
 		jw_record_end(w);
 		return;
 	}
-	table_init(&t, stdout, cols_event + !env.timestamp,
-		   ARRAY_SIZE(cols_event) - !env.timestamp - !cfg.latency, env.tty && !env.wide);
+	table_init_time(&t, stdout, cols_event, ARRAY_SIZE(cols_event) - !cfg.latency,
+			env.timestamp, env.tty && !env.wide);
 	if (env.timestamp) {
 		fmt_hms(rt, hms, sizeof(hms));
 		table_str(&t, hms);
@@ -1578,8 +1577,8 @@ int main(int argc, char **argv)
 	if (cfg.events && !env.json) {
 		struct table t;
 
-		table_init(&t, stdout, cols_event + !env.timestamp,
-			   ARRAY_SIZE(cols_event) - !env.timestamp - !cfg.latency, false);
+		table_init_time(&t, stdout, cols_event, ARRAY_SIZE(cols_event) - !cfg.latency,
+				env.timestamp, false);
 		table_header(&t);
 	}
 	fprintf(stderr, "Tracing CUDA launches (%d probes in %d files%s)... Ctrl-C to end.\n",

@@ -971,8 +971,7 @@ static void print_interval(uint64_t interval)
 	}
 	table_block_begin(stdout, env.tty && !env.noclear, now, interval, TOOL);
 	fmt_hms(now, hms, sizeof(hms));
-	table_init(&t, stdout, cols + !env.timestamp, ARRAY_SIZE(cols) - !env.timestamp,
-		   env.tty && !env.wide);
+	table_init_time(&t, stdout, cols, ARRAY_SIZE(cols), env.timestamp, env.tty && !env.wide);
 	table_header(&t);
 	for (size_t i = 0; i < shown; i++)
 		table_chan(&t, &chans[i], hms);
@@ -1044,8 +1043,8 @@ static int on_event(void *ctx, void *data, size_t len)
 			jw_null(w);
 		jw_record_end(w);
 	} else {
-		table_init(&t, stdout, ev_cols + !env.timestamp,
-			   ARRAY_SIZE(ev_cols) - !env.timestamp, env.tty && !env.wide);
+		table_init_time(&t, stdout, ev_cols, ARRAY_SIZE(ev_cols), env.timestamp,
+				env.tty && !env.wide);
 		if (env.timestamp) {
 			fmt_hms(rt, hms, sizeof(hms));
 			table_str(&t, hms);
@@ -1347,8 +1346,7 @@ int main(int argc, char **argv)
 	if (cfg.events && !env.json) {
 		struct table t;
 
-		table_init(&t, stdout, ev_cols + !env.timestamp,
-			   ARRAY_SIZE(ev_cols) - !env.timestamp, false);
+		table_init_time(&t, stdout, ev_cols, ARRAY_SIZE(ev_cols), env.timestamp, false);
 		table_header(&t);
 	}
 	fprintf(stderr, "Tracing IPC (%s)... Ctrl-C to end.\n",

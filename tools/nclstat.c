@@ -1270,8 +1270,8 @@ static int on_event(void *ctx, void *data, size_t len)
 			  e->root_or_peer, e->stream, have ? &c : NULL, e->returned, e->rc,
 			  e->latency_ns, -1, rt);
 	} else {
-		table_init(&t, stdout, cols_event + !env.timestamp,
-			   ARRAY_SIZE(cols_event) - !env.timestamp, env.tty && !env.wide);
+		table_init_time(&t, stdout, cols_event, ARRAY_SIZE(cols_event), env.timestamp,
+				env.tty && !env.wide);
 		if (env.timestamp) {
 			fmt_hms(rt, hms, sizeof(hms));
 			table_str(&t, hms);
@@ -1592,8 +1592,8 @@ int main(int argc, char **argv)
 	if (cfg.events && !env.json) {
 		struct table t;
 
-		table_init(&t, stdout, cols_event + !env.timestamp,
-			   ARRAY_SIZE(cols_event) - !env.timestamp, false);
+		table_init_time(&t, stdout, cols_event, ARRAY_SIZE(cols_event), env.timestamp,
+				false);
 		table_header(&t);
 	}
 	fprintf(stderr, "Tracing NCCL calls (%d %s)... Ctrl-C to end.\n", S.libs,

@@ -286,8 +286,8 @@ static void stream_row_begin(uint64_t rt)
 {
 	char hms[16];
 
-	table_init(&S.t, stdout, cols_stream + !env.timestamp,
-		   ARRAY_SIZE(cols_stream) - !env.timestamp, env.tty && !env.wide);
+	table_init_time(&S.t, stdout, cols_stream, ARRAY_SIZE(cols_stream), env.timestamp,
+			env.tty && !env.wide);
 	if (env.timestamp) {
 		fmt_hms(rt, hms, sizeof(hms));
 		table_str(&S.t, hms);
@@ -1296,8 +1296,8 @@ int main(int argc, char **argv)
 
 	open_cgroups(true);
 	if (!env.json) {
-		table_init(&S.t, stdout, cols_stream + !env.timestamp,
-			   ARRAY_SIZE(cols_stream) - !env.timestamp, false);
+		table_init_time(&S.t, stdout, cols_stream, ARRAY_SIZE(cols_stream), env.timestamp,
+				false);
 		table_header(&S.t);
 	}
 	fprintf(stderr, "Tracing OOM kills (%s), polling %zu memory cgroups every %.3g s... Ctrl-C to end.\n",

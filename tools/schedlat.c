@@ -560,8 +560,8 @@ static int on_event(void *ctx, void *data, size_t len)
 		jw_record_end(w);
 	} else {
 		aiscope_ident_cgroup(&e->task, &ci);
-		table_init(&t, stdout, cols_event + !env.timestamp,
-			   ARRAY_SIZE(cols_event) - !env.timestamp, env.tty && !env.wide);
+		table_init_time(&t, stdout, cols_event, ARRAY_SIZE(cols_event), env.timestamp,
+				env.tty && !env.wide);
 		if (env.timestamp) {
 			fmt_hms(rt, hms, sizeof(hms));
 			table_str(&t, hms);
@@ -667,8 +667,8 @@ int main(int argc, char **argv)
 	if (cfg.min_ns && !env.json) {
 		struct table t;
 
-		table_init(&t, stdout, cols_event + !env.timestamp,
-			   ARRAY_SIZE(cols_event) - !env.timestamp, false);
+		table_init_time(&t, stdout, cols_event, ARRAY_SIZE(cols_event), env.timestamp,
+				false);
 		table_header(&t);
 	}
 	fprintf(stderr, "Tracing run-queue latency (%s)... Ctrl-C to end.\n",

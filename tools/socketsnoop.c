@@ -661,8 +661,8 @@ static void print_interval(uint64_t interval)
 	}
 	table_block_begin(stdout, env.tty && !env.noclear, now, interval, "socketsnoop");
 	fmt_hms(now, hms, sizeof(hms));
-	table_init(&t, stdout, flow_cols + !env.timestamp, ARRAY_SIZE(flow_cols) - !env.timestamp,
-		   env.tty && !env.wide);
+	table_init_time(&t, stdout, flow_cols, ARRAY_SIZE(flow_cols), env.timestamp,
+			env.tty && !env.wide);
 	table_header(&t);
 	for (size_t i = 0; i < shown; i++)
 		table_row(&t, &S.rows[i], hms);
@@ -744,8 +744,8 @@ static void print_event(const struct ss_event *e, uint64_t rt)
 		char l[ENDPOINT_LEN], rem[ENDPOINT_LEN], hms[16];
 		struct table t;
 
-		table_init(&t, stdout, ev_cols + !env.timestamp, ARRAY_SIZE(ev_cols) - !env.timestamp,
-			   env.tty && !env.wide);
+		table_init_time(&t, stdout, ev_cols, ARRAY_SIZE(ev_cols), env.timestamp,
+				env.tty && !env.wide);
 		if (env.timestamp) {
 			fmt_hms(rt, hms, sizeof(hms));
 			table_str(&t, hms);
@@ -1085,8 +1085,7 @@ int main(int argc, char **argv)
 	if (S.streaming && !env.json) {
 		struct table t;
 
-		table_init(&t, stdout, ev_cols + !env.timestamp, ARRAY_SIZE(ev_cols) - !env.timestamp,
-			   false);
+		table_init_time(&t, stdout, ev_cols, ARRAY_SIZE(ev_cols), env.timestamp, false);
 		table_header(&t);
 	}
 	fprintf(stderr, "Tracing TCP/UDP flows (%s)... Ctrl-C to end.\n",

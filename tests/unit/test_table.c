@@ -51,6 +51,32 @@ static void test_header(void)
 	CHECK_STR(done(), "    PID COMM      LAT(us) CGROUP\n");
 }
 
+static void time_table(bool timestamp)
+{
+	static const struct tcol c[] = {
+		{ "TIME", 8, TC_LEFT }, { "PID", 7, 0 }, { "COMM", 8, TC_LEFT },
+	};
+
+	mbuf = NULL;
+	mlen = 0;
+	mf = open_memstream(&mbuf, &mlen);
+	table_init_time(&t, mf, c, 3, timestamp, true);
+	table_header(&t);
+	if (timestamp)
+		table_str(&t, "08:17:31");
+	table_u64(&t, 42);
+	table_str(&t, "python3");
+	table_end_row(&t);
+}
+
+static void test_time_column_only_with_timestamp(void)
+{
+	time_table(false);
+	CHECK_STR(done(), "    PID COMM\n     42 python3\n");
+	time_table(true);
+	CHECK_STR(done(), "TIME         PID COMM\n08:17:31      42 python3\n");
+}
+
 static void test_header_last_right_aligned(void)
 {
 	static const struct tcol c[] = { { "COMM", 6, TC_LEFT }, { "COUNT", 7, 0 } };
@@ -237,6 +263,7 @@ static void test_more(void)
 int main(void)
 {
 	RUN(test_header);
+	RUN(test_time_column_only_with_timestamp);
 	RUN(test_header_last_right_aligned);
 	RUN(test_row_alignment);
 	RUN(test_elide_only_when_longer);
