@@ -560,5 +560,8 @@ void aiscope_parse(const struct argp *argp, int argc, char **argv, const char *t
 	if (!env.rows_set && (env.json || !env.tty))
 		env.rows = 0;
 	aiscope_setup(tool);
+	/* before the address is bound and announced: one line */
+	if (env.no_metrics && (env.prom_file || env.listen))
+		usage_error("%s", env.no_metrics);
 	metrics_setup(tool, env.prom_file, env.listen);
 }

@@ -60,6 +60,9 @@ struct aiscope_env {
 	/* metrics (AISCOPE_METRICS tools) */
 	const char *prom_file;
 	const char *listen;
+	/* set by a tool's parser for a mode without intervals (-e, --min):
+	 * the usage error when --prometheus or --listen come with it */
+	const char *no_metrics;
 	/* resolved by aiscope_parse() */
 	struct cg_target cg[AISCOPE_MAX_CG_FILTERS];
 	int ncg;

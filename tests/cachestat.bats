@@ -28,6 +28,7 @@ teardown() {
 		"--bogus" "-p" "-p abc" "-p 999999999" "-i 0" "-i 5x" "-d -1" "-n 0" "--by foo"
 		"--by" "-s nope" "-s p99" "-c /nonexistent" "--container zz" "--buffer-size 1"
 		"1 2 3" "--probe-mode foo" "--llc --by pid" "--llc -s hits" "--btf /nonexistent"
+		"--llc --listen 127.0.0.1:0"
 	)
 	check_usage_errors cachestat "${bad[@]}"
 }

@@ -62,6 +62,7 @@ sample_sum() {
 		"--bogus" "-p" "-p abc" "-p 999999999" "-i 0" "-d -1" "-n 0" "-r x" "-s nope"
 		"-s p99" "-s errors" "-e --mem" "--lib /nonexistent/libcudart.so" "--lib /etc/hostname"
 		"--rescan 5x" "--rescan -1" "1 2 3" "--probe-mode foo" "--buffer-size 1"
+		"-e --listen 127.0.0.1:0"
 	)
 	check_usage_errors gpulaunch "${bad[@]}"
 }

@@ -30,7 +30,7 @@ LOAD() {
 	local bad=(
 		"--bogus" "--kind" "--kind foo" "--kind pipe,,x" "--kind ," "-s nope" "-p abc"
 		"-p 999999999" "-i 0" "-n 0" "1 2 3" "--probe-mode foo" "-c /nonexistent"
-		"--container zz" "--buffer-size 1" "-e -e -x"
+		"--container zz" "--buffer-size 1" "-e -e -x" "-e --listen 127.0.0.1:0"
 	)
 	check_usage_errors ipcsnoop "${bad[@]}"
 }

@@ -84,7 +84,7 @@ check_truth() {
 	local bad=(
 		"--bogus" "-p" "-p abc" "-p 999999999" "-i 0" "-d -1" "-n 0" "-s nope" "--hang 0"
 		"--hang x" "--lib /nonexistent" "--lib /etc/passwd" "--lib /bin/true" "--lib="
-		"-e --busbw" "1 2 3" "--probe-mode foo" "-c /nonexistent"
+		"-e --busbw" "1 2 3" "--probe-mode foo" "-c /nonexistent" "-e --listen 127.0.0.1:0"
 	)
 	check_usage_errors nclstat "${bad[@]}"
 }

@@ -28,6 +28,7 @@ teardown() {
 		"-c /tmp" "--container zz" "--container abcd" "--buffer-size 1" "--buffer-size 2G"
 		"--min 0" "--min 1ms -H" "--min 1ms --by tid" "1 2 3" "--probe-mode foo"
 		"-u no_such_user_here" "--btf /nonexistent" "--comm="
+		"--min 1ms --listen 127.0.0.1:0"
 	)
 	check_usage_errors schedlat "${bad[@]}"
 }

@@ -25,6 +25,7 @@ teardown() {
 		"--bogus" "-P" "-P 0" "-P 70000" "-P x" "-P 80,,81" "--proto sctp" "--proto"
 		"-4 -6" "--idle 0" "--idle x" "-s nope" "-p abc" "-p 999999999" "-i 0" "-n 0"
 		"1 2 3" "--probe-mode foo" "-c /nonexistent" "--container zz" "--buffer-size 1"
+		"-e --listen 127.0.0.1:0" "--io --listen 127.0.0.1:0"
 	)
 	check_usage_errors socketsnoop "${bad[@]}"
 }

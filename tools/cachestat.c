@@ -91,6 +91,7 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_LLC:
 		cfg.llc = true;
+		env.no_metrics = "--llc: --prometheus and --listen export the page-cache figures only";
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -1153,8 +1154,6 @@ static void validate(void)
 		usage_error("--llc counts per process: it cannot be combined with --by");
 	if (cfg.llc && env.sort)
 		usage_error("--llc sorts by misses: it cannot be combined with -s");
-	if (cfg.llc && (env.prom_file || env.listen))
-		usage_error("--llc: --prometheus and --listen export the page-cache figures only");
 }
 
 /* --llc loads only the perf_event programs, the page-cache view only the

@@ -92,6 +92,7 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	switch (key) {
 	case 'e':
 		cfg.events = true;
+		env.no_metrics = "-e streams single launches: --prometheus and --listen need the interval view";
 		break;
 	case OPT_LATENCY:
 		cfg.latency = true;
@@ -1487,8 +1488,6 @@ static void validate(void)
 		cfg.sort = sort_keys[opt_word("--sort", env.sort, sort_keys)];
 	if (cfg.events && cfg.mem)
 		usage_error("-e streams launches: it cannot be combined with --mem");
-	if (cfg.events && (env.prom_file || env.listen))
-		usage_error("-e streams single launches: --prometheus and --listen need the interval view");
 	if (!strcmp(cfg.sort, "p99") && !cfg.latency)
 		usage_error("--sort p99 needs --latency");
 	if (!strcmp(cfg.sort, "errors") && !cfg.latency)

@@ -86,6 +86,7 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	switch (key) {
 	case 'e':
 		cfg.events = true;
+		env.no_metrics = "-e streams operations: --prometheus and --listen need the interval view";
 		break;
 	case OPT_KIND:
 		cfg.kinds = opt_words("--kind", arg, kind_names + IPC_PIPE) << IPC_PIPE;
@@ -1319,8 +1320,6 @@ static void validate(void)
 {
 	if (env.sort)
 		cfg.sort = sort_keys[opt_word("--sort", env.sort, sort_keys)];
-	if (cfg.events && (env.prom_file || env.listen))
-		usage_error("-e streams operations: --prometheus and --listen need the interval view");
 }
 
 int main(int argc, char **argv)

@@ -101,6 +101,7 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		break;
 	case 'e':
 		cfg.events = true;
+		env.no_metrics = "-e streams single calls: --prometheus and --listen need the interval views";
 		break;
 	case OPT_HANG:
 		if (parse_duration(arg, &cfg.hang_ns) || !cfg.hang_ns)
@@ -1522,8 +1523,6 @@ static void validate(void)
 		cfg.sort = sort_keys[opt_word("--sort", env.sort, sort_keys)];
 	if (cfg.events && cfg.busbw)
 		usage_error("--busbw is a column of the interval table: it cannot be combined with -e");
-	if (cfg.events && (env.prom_file || env.listen))
-		usage_error("-e streams single calls: --prometheus and --listen need the interval views");
 	/* before any BPF work, so that a wrong path is a usage error for anyone */
 	for (int l = 0; l < cfg.nlibs; l++) {
 		struct elf_syms *es = elf_syms_open(cfg.libs[l]);

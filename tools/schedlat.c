@@ -89,6 +89,7 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	case OPT_MIN:
 		if (parse_duration(arg, &cfg.min_ns) || !cfg.min_ns)
 			usage_error("invalid --min '%s': expected a positive duration such as 10ms", arg);
+		env.no_metrics = "--min streams single waits: --prometheus and --listen need the interval views";
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -625,8 +626,6 @@ static void validate(void)
 		cfg.sort = sort_keys[opt_word("--sort", env.sort, sort_keys)];
 	if (cfg.min_ns && (cfg.hist || cfg.by_set))
 		usage_error("--min streams single waits: it cannot be combined with -H or --by");
-	if (cfg.min_ns && (env.prom_file || env.listen))
-		usage_error("--min streams single waits: --prometheus and --listen need the interval views");
 	if (cfg.hist && !cfg.by_set)
 		cfg.by = SCHEDLAT_BY_HOST;
 }

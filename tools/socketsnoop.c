@@ -89,6 +89,8 @@ static const struct opt_key protos[] = {
 	{ "tcp", SS_PROTO_TCP }, { "udp", SS_PROTO_UDP }, {},
 };
 
+#define SS_NO_METRICS "-e and --io stream events: --prometheus and --listen need the interval view"
+
 static error_t parse_arg(int key, char *arg, struct argp_state *state)
 {
 	int n;
@@ -96,9 +98,11 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	switch (key) {
 	case 'e':
 		cfg.events = true;
+		env.no_metrics = SS_NO_METRICS;
 		break;
 	case OPT_IO:
 		cfg.io = true;
+		env.no_metrics = SS_NO_METRICS;
 		break;
 	case 'P':
 		n = parse_u32_list(arg, cfg.ports, MAX_PORTS);
@@ -1035,8 +1039,6 @@ static void validate(void)
 {
 	if (env.sort)
 		cfg.sort = sort_keys[opt_word("--sort", env.sort, sort_keys)];
-	if ((cfg.events || cfg.io) && (env.prom_file || env.listen))
-		usage_error("-e and --io stream events: --prometheus and --listen need the interval view");
 }
 
 static void fill_ports(void)
