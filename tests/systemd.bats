@@ -31,8 +31,8 @@ bounding_set() {
 	"$@" | sed -n 's/^Capability bounding set: //p' | tr , '\n' | sort | paste -sd,
 }
 
-@test "deploy/systemd: one unit per tool of the tree; systemd-analyze verify passes them, and catches a typo" {
-	local d=$BATS_TEST_TMPDIR u t n=0
+@test "deploy/systemd: one unit per tool of the DaemonSet, with its options; systemd-analyze verify passes them, and catches a typo" {
+	local d=$BATS_TEST_TMPDIR u t want got n=0
 	for u in "$UNITS"/aiscope-*.service; do
 		t=${u##*/aiscope-}
 		t=${t%.service}
@@ -41,9 +41,20 @@ bounding_set() {
 		grep -qx "Documentation=man:$t(8) man:aiscope(7)" "$u"
 		grep -qx "StandardOutput=append:/var/log/aiscope/$t.json" "$u"
 		[[ "$(unit_key "$u" ExecStart)" == "/usr/local/sbin/$t "*" --prometheus /var/lib/prometheus/node-exporter/aiscope-$t.prom" ]]
+		# the options of the tool's DaemonSet container, less --listen
+		want=$(awk -v c="command: [\"/usr/sbin/$t\"]" '$0 ~ /^ *command:/ { hit = (substr($0, index($0, "command:")) == c) }
+			hit && /^ *args:/ { sub(/^ *args: */, ""); print; exit }' "$TOP/deploy/aiscope-daemonset.yaml" |
+			jq -r '.[]' | sed '/^--listen$/,+1d' | paste -sd' ')
+		got=$(unit_key "$u" ExecStart | cut -d' ' -f2- | sed 's| --prometheus [^ ]*$||')
+		echo "$t: unit '$got', DaemonSet '$want'"
+		[ -n "$want" ]
+		[ "$got" = "$want" ]
 		n=$((n + 1))
 	done
-	[ "$n" -ge 4 ]
+	# every tool the DaemonSet runs has its unit, with the same options
+	diff <(sed -n 's|^ *command: \["/usr/sbin/\([a-z]*\)"\]$|\1|p' "$TOP/deploy/aiscope-daemonset.yaml" | sort) \
+		<(for u in "$UNITS"/aiscope-*.service; do t=${u##*/aiscope-}; echo "${t%.service}"; done | sort)
+	[ "$n" -ge 7 ]
 	# the directories the units write to are made at boot
 	grep -qx 'd /var/log/aiscope 0750 root adm -' "$UNITS/aiscope-tmpfiles.conf"
 	grep -qx 'd /var/lib/prometheus/node-exporter - - - -' "$UNITS/aiscope-tmpfiles.conf"
