@@ -47,12 +47,7 @@ jg() {
 }
 
 @test "topograph --usage and --version" {
-	run "$BIN/topograph" --usage
-	[ "$status" -eq 0 ]
-	[[ "$output" == Usage:\ topograph* ]]
-	run "$BIN/topograph" --version
-	[ "$status" -eq 0 ]
-	[[ "$output" =~ ^topograph\ [0-9]+\.[0-9]+\.[0-9]+ ]]
+	check_usage_version topograph
 }
 
 @test "topograph usage errors exit 2 with one line on stderr and nothing on stdout" {
@@ -66,16 +61,7 @@ jg() {
 		"-p 999999999 -d 1" "-c /nonexistent -d 1" "--probe-mode foo" "--probe-mode tp_btf $f"
 		"--list-probes $f" "--container abcd -d 1"
 	)
-	for args in "${bad[@]}"; do
-		# shellcheck disable=SC2086
-		"$BIN/topograph" $args < /dev/null > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/err" && {
-			echo "'$args' succeeded"; false; }
-		rc=$?
-		[ "$rc" -eq 2 ] || { echo "'$args' exited $rc"; cat "$BATS_TEST_TMPDIR/err"; false; }
-		[ "$(wc -l < "$BATS_TEST_TMPDIR/err")" -eq 1 ] || {
-			echo "'$args' printed:"; cat "$BATS_TEST_TMPDIR/err"; false; }
-		[ ! -s "$BATS_TEST_TMPDIR/out" ] || { echo "'$args' wrote to stdout"; false; }
-	done
+	check_usage_errors topograph "${bad[@]}"
 }
 
 @test "topograph without socketsnoop and ipcsnoop exits 77 naming them" {
