@@ -702,8 +702,12 @@ int BPF_KRETPROBE(sync_ret)
 	if (m) {
 		__sync_fetch_and_add(&m->sync_calls, 1);
 		__sync_fetch_and_add(&m->sync_ns, ns);
-		slot = ns ? aiscope_log2(ns) & (GL_SYNC_BUCKETS - 1) : 0;
-		__sync_fetch_and_add(&m->sync_log2[slot], 1);
+		slot = ns ? aiscope_log2(ns) : 0;
+		/* the bound check and the index in one register: 6.1's
+		 * verifier lost a mask folded into aiscope_log2's ors */
+		asm volatile("" : "+r"(slot));
+		if (slot < GL_SYNC_BUCKETS)
+			__sync_fetch_and_add(&m->sync_log2[slot], 1);
 	}
 	call_done(GL_SYNC);
 	return 0;
