@@ -269,8 +269,7 @@ check_file() {
 @test "cachestat --by container: a fake docker container's reads in one row; --container keeps only it" {
 	need_root
 	local root id
-	root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
-	[ -n "$root" ] || skip "no cgroup2 mount"
+	root=$(cgroup2_root) || skip "no cgroup2 mount"
 	id=$(random_hex64)
 	make_cgroup "$root/docker-$id.scope"
 	start_serve

@@ -64,8 +64,7 @@ wait_http() {
 # process (4 threads on CPU 0) in it: sets CID, CONTEND_PID
 start_container_workload() {
 	local root
-	root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
-	[ -n "$root" ] || skip "no cgroup2 mount"
+	root=$(cgroup2_root) || skip "no cgroup2 mount"
 	CID=$(random_hex64)
 	make_cgroup "$root/docker-$CID.scope"
 	start_contend w 4 0 250
@@ -403,8 +402,7 @@ prom_sum() {
 @test "cachestat --prometheus: pages by cgroup equal the JSON exactly; a cold read in a container is its misses" {
 	need_root
 	local f=$BATS_TEST_TMPDIR/cachestat.prom pages=2048 file root pid k want got
-	root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
-	[ -n "$root" ] || skip "no cgroup2 mount"
+	root=$(cgroup2_root) || skip "no cgroup2 mount"
 	disk_dir
 	file=$DISK_DIR/shard.bin
 	"$HELPERS/pagecache" create "$file" "$pages" > /dev/null
@@ -448,8 +446,7 @@ prom_sum() {
 @test "ipcsnoop --prometheus: bytes by cgroup and kind equal the JSON exactly and a pipe's true size" {
 	need_root
 	local f=$BATS_TEST_TMPDIR/ipcsnoop.prom root n=3000000 k want got sel
-	root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
-	[ -n "$root" ] || skip "no cgroup2 mount"
+	root=$(cgroup2_root) || skip "no cgroup2 mount"
 	CID=$(random_hex64)
 	make_cgroup "$root/docker-$CID.scope"
 	start_tool s ipcsnoop -j -r 0 --prometheus "$f"
@@ -484,8 +481,7 @@ prom_sum() {
 @test "socketsnoop --prometheus: bytes and calls by cgroup, direction and protocol equal the JSON and what netpair moved" {
 	need_root
 	local f=$BATS_TEST_TMPDIR/socketsnoop.prom root n=1000000 k=4096 key want got sel np crx srx
-	root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
-	[ -n "$root" ] || skip "no cgroup2 mount"
+	root=$(cgroup2_root) || skip "no cgroup2 mount"
 	CID=$(random_hex64)
 	make_cgroup "$root/docker-$CID.scope"
 	start_tool s socketsnoop -j -r 0 --prometheus "$f"
@@ -651,29 +647,14 @@ hog_in_cg() {
 
 @test "oomwatch --listen: a scrape has every cgroup's gauges and memory.events exactly; a new value at the next poll" {
 	need_root
-	local t=$BATS_TEST_TMPDIR/v2 d c url m=$BATS_TEST_TMPDIR/m i
-	# a cgroup2 host of three containers (made as tests/oomwatch.bats makes it)
-	mkdir -p "$t/proc/self" "$t/proc/pressure" "$t/sys/fs/cgroup/system.slice"
-	echo "30 25 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate" \
-		> "$t/proc/self/mountinfo"
-	printf 'some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n' \
-		> "$t/proc/pressure/memory"
-	echo "cpu memory" > "$t/sys/fs/cgroup/cgroup.controllers"
-	local ok warn crit
-	ok=$(random_hex64) warn=$(random_hex64) crit=$(random_hex64)
-	# id current max inactive_file psi_full
-	for c in "$ok 104857600 1073741824 0 0.00" "$warn 996147200 1073741824 52428800 12.50" \
-		"$crit 1063256064 1073741824 0 0.00"; do
-		set -- $c
-		d=$t/sys/fs/cgroup/system.slice/docker-$1.scope
-		mkdir -p "$d"
-		echo "$2" > "$d/memory.current"
-		echo "$3" > "$d/memory.max"
-		printf 'anon %s\nfile 0\nactive_file 0\ninactive_file %s\n' "$2" "$4" > "$d/memory.stat"
-		printf 'low 0\nhigh 0\nmax 3\noom 2\noom_kill 1\noom_group_kill 0\n' > "$d/memory.events"
-		printf 'some avg10=%s avg60=0.00 avg300=0.00 total=0\nfull avg10=%s avg60=0.00 avg300=0.00 total=0\n' \
-			"$5" "$5" > "$d/memory.pressure"
-	done
+	local t=$BATS_TEST_TMPDIR/v2 d c url m=$BATS_TEST_TMPDIR/m i ok warn crit
+	# the three containers of fake_v2, with OOMs counted and the warn one
+	# under pressure
+	fake_v2 "$t"
+	ok=$FAKE_OK warn=$FAKE_WARN crit=$FAKE_CRIT
+	fake_v2_cg "$t" "docker-$ok.scope" 104857600 1073741824 0 3 2 1
+	fake_v2_cg "$t" "docker-$warn.scope" 996147200 1073741824 52428800 3 2 1 12.50
+	fake_v2_cg "$t" "docker-$crit.scope" 1063256064 1073741824 0 3 2 1
 	OOMWATCH_SYSROOT=$t start_tool ow oomwatch -j -i 200ms --alloc-min 0 --listen 127.0.0.1:0
 	url=$(metrics_url "$BATS_TEST_TMPDIR/ow.err")
 	[[ "$url" =~ ^http://127\.0\.0\.1:[0-9]+/metrics$ ]]
@@ -838,7 +819,7 @@ gl_run() {
 	shift
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do libs+=(--lib "$1"); shift; done
 	GL_PROM=$BATS_TEST_TMPDIR/$name.prom
-	root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
+	root=$(cgroup2_root) || root=
 	CID=
 	if [ -n "$root" ]; then
 		CID=$(random_hex64)

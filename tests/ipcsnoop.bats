@@ -221,8 +221,7 @@ run_every_mechanism() {
 @test "ipcsnoop -c keeps exactly the channels of processes in a cgroup" {
 	need_root
 	local root dir
-	root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
-	[ -n "$root" ] || skip "no cgroup2 mount"
+	root=$(cgroup2_root) || skip "no cgroup2 mount"
 	dir=$root/aiscope-ipc-$$
 	make_cgroup "$dir"
 	start_tool s ipcsnoop -j -i 60 -c "$dir"

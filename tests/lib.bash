@@ -317,6 +317,12 @@ need_nvcc_kernels() {
 	need_cuda13
 }
 
+# cgroup2_root: the first cgroup2 mount point (the unified hierarchy);
+# fails when there is none
+cgroup2_root() {
+	awk '$3 == "cgroup2" {print $2; found = 1; exit} END {exit !found}' /proc/mounts
+}
+
 random_hex64() {
 	od -An -N32 -tx1 /dev/urandom | tr -d ' \n'
 }
@@ -346,4 +352,40 @@ aiscope_teardown() {
 	TEST_PIDS=()
 	TEST_CGROUPS=()
 	TEST_DIRS=()
+}
+
+# ---- fake cgroup trees: v2 reading without a v2 memory controller (oomwatch
+# reads them under OOMWATCH_SYSROOT) ----
+
+# fake_v2 DIR: a cgroup2 host at DIR/sys/fs/cgroup with three containers,
+# FAKE_OK (10% of its limit), FAKE_WARN (87.89% working set) and FAKE_CRIT
+# (99.02%)
+fake_v2() {
+	local t=$1
+	mkdir -p "$t/proc/self" "$t/proc/pressure" "$t/sys/fs/cgroup/system.slice"
+	echo "30 25 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate" \
+		> "$t/proc/self/mountinfo"
+	printf 'some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n' \
+		> "$t/proc/pressure/memory"
+	echo "cpu memory" > "$t/sys/fs/cgroup/cgroup.controllers"
+	FAKE_OK=$(random_hex64) FAKE_WARN=$(random_hex64) FAKE_CRIT=$(random_hex64)
+	# name current max inactive_file
+	fake_v2_cg "$t" "docker-$FAKE_OK.scope" 104857600 1073741824 0
+	fake_v2_cg "$t" "docker-$FAKE_WARN.scope" 996147200 1073741824 52428800
+	fake_v2_cg "$t" "docker-$FAKE_CRIT.scope" 1063256064 1073741824 0
+}
+
+# fake_v2_cg DIR NAME CURRENT MAX INACTIVE_FILE [MAX_EVENTS OOMS OOM_KILLS
+# PSI_AVG10]: a cgroup's files under DIR's system.slice, made or rewritten;
+# memory.events and memory.pressure default to max 3, no OOM, no pressure
+fake_v2_cg() {
+	local d=$1/sys/fs/cgroup/system.slice/$2 psi=${9:-0.00}
+	mkdir -p "$d"
+	echo "$3" > "$d/memory.current"
+	echo "$4" > "$d/memory.max"
+	printf 'anon %s\nfile 0\nactive_file 0\ninactive_file %s\n' "$3" "$5" > "$d/memory.stat"
+	printf 'low 0\nhigh 0\nmax %s\noom %s\noom_kill %s\noom_group_kill 0\n' "${6:-3}" "${7:-0}" "${8:-0}" \
+		> "$d/memory.events"
+	printf 'some avg10=%s avg60=0.00 avg300=0.00 total=0\nfull avg10=%s avg60=0.00 avg300=0.00 total=0\n' \
+		"$psi" "$psi" > "$d/memory.pressure"
 }

@@ -231,34 +231,7 @@ dmesg_anon_kb() {
 	[ "$status" -eq 0 ]
 }
 
-# ---- fake cgroup trees: v2 (and v1) reading without a v2 memory controller ----
-
-# fake_v2 DIR: a cgroup2 host at DIR/sys/fs/cgroup with three containers
-fake_v2() {
-	local t=$1 c
-	mkdir -p "$t/proc/self" "$t/proc/pressure" "$t/sys/fs/cgroup/system.slice"
-	echo "30 25 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate" \
-		> "$t/proc/self/mountinfo"
-	printf 'some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n' \
-		> "$t/proc/pressure/memory"
-	echo "cpu memory" > "$t/sys/fs/cgroup/cgroup.controllers"
-	FAKE_OK=$(random_hex64) FAKE_WARN=$(random_hex64) FAKE_CRIT=$(random_hex64)
-	# name current max inactive_file
-	fake_v2_cg "$t" "docker-$FAKE_OK.scope" 104857600 1073741824 0
-	fake_v2_cg "$t" "docker-$FAKE_WARN.scope" 996147200 1073741824 52428800
-	fake_v2_cg "$t" "docker-$FAKE_CRIT.scope" 1063256064 1073741824 0
-}
-
-fake_v2_cg() {
-	local d=$1/sys/fs/cgroup/system.slice/$2
-	mkdir -p "$d"
-	echo "$3" > "$d/memory.current"
-	echo "$4" > "$d/memory.max"
-	printf 'anon %s\nfile 0\nactive_file 0\ninactive_file %s\n' "$3" "$5" > "$d/memory.stat"
-	printf 'low 0\nhigh 0\nmax 3\noom 0\noom_kill 0\noom_group_kill 0\n' > "$d/memory.events"
-	printf 'some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n' \
-		> "$d/memory.pressure"
-}
+# ---- fake cgroup trees: fake_v2 and fake_v2_cg are in tests/lib.bash ----
 
 @test "oomwatch --check reads cgroup v2 files (fake tree): figures, containers, exit codes" {
 	local t=$BATS_TEST_TMPDIR/v2

@@ -199,8 +199,7 @@ check_cgroup_filter() {
 @test "schedlat -c keeps exactly the tasks of a v2 cgroup and below" {
 	need_root
 	local root
-	root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
-	[ -n "$root" ] || skip "no cgroup2 mount"
+	root=$(cgroup2_root) || skip "no cgroup2 mount"
 	make_cgroup "$root/aiscope-test-$$"
 	make_cgroup "$root/aiscope-test-$$/child"
 	check_cgroup_filter "$root/aiscope-test-$$/child" -c "$root/aiscope-test-$$"
@@ -218,8 +217,7 @@ check_cgroup_filter() {
 @test "schedlat --container keeps one fake docker container and names it" {
 	need_root
 	local root id
-	root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
-	[ -n "$root" ] || skip "no cgroup2 mount"
+	root=$(cgroup2_root) || skip "no cgroup2 mount"
 	id=$(random_hex64)
 	make_cgroup "$root/docker-$id.scope"
 	check_cgroup_filter "$root/docker-$id.scope" --container "${id:0:12}"
@@ -233,8 +231,7 @@ check_cgroup_filter() {
 @test "schedlat --by container groups a container's processes into one row" {
 	need_root
 	local root id a b
-	root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
-	[ -n "$root" ] || skip "no cgroup2 mount"
+	root=$(cgroup2_root) || skip "no cgroup2 mount"
 	id=$(random_hex64)
 	make_cgroup "$root/docker-$id.scope"
 	start_contend a 2 0 150

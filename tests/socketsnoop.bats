@@ -429,8 +429,7 @@ in_container_check() {
 @test "socketsnoop --container and -c keep the processes of a fake docker container" {
 	need_root
 	local root id go=$BATS_TEST_TMPDIR/go f=$BATS_TEST_TMPDIR/s.out
-	root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
-	[ -n "$root" ] || skip "no cgroup2 mount"
+	root=$(cgroup2_root) || skip "no cgroup2 mount"
 	id=$(random_hex64)
 	make_cgroup "$root/docker-$id.scope"
 	start_bg np "$HELPERS/netpair" udp4 -n 3000 -m 3 -W "$go"

@@ -397,8 +397,7 @@ make_stubs() {
 	make_stubs
 	# the filters are its BPF side's too: the container must exist
 	local root id
-	root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
-	[ -n "$root" ] || skip "no cgroup2 mount"
+	root=$(cgroup2_root) || skip "no cgroup2 mount"
 	id=$(random_hex64)
 	make_cgroup "$root/docker-$id.scope"
 	run --separate-stderr env PATH=/usr/bin:/bin "$STUBS/topograph" -j -d 1 -p $$ --comm x \
@@ -677,8 +676,7 @@ lifecycle_capture() {
 @test "live lifecycle: a process gone with its cgroup keeps its cgroup and container" {
 	need_root
 	local root id
-	root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
-	[ -n "$root" ] || skip "no cgroup2 mount"
+	root=$(cgroup2_root) || skip "no cgroup2 mount"
 	id=$(random_hex64)
 	make_cgroup "$root/docker-$id.scope"
 	# the helper joins it, its child writes and exits, then it leaves the
@@ -740,8 +738,7 @@ lifecycle_capture() {
 @test "live lifecycle: -c keeps the cgroup's processes and leaves out the others" {
 	need_root
 	local root cg
-	root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
-	[ -n "$root" ] || skip "no cgroup2 mount"
+	root=$(cgroup2_root) || skip "no cgroup2 mount"
 	cg=$root/aiscope-topo-$$
 	make_cgroup "$cg"
 	start_tool topo topograph -j -d 120s --tree -c "$cg"
@@ -799,8 +796,7 @@ lifecycle_capture() {
 @test "live lifecycle: a full map loses the processes beyond 8192, counted per event and reported" {
 	need_root
 	local root cg
-	root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
-	[ -n "$root" ] || skip "no cgroup2 mount"
+	root=$(cgroup2_root) || skip "no cgroup2 mount"
 	cg=$root/aiscope-topo-full-$$
 	make_cgroup "$cg"
 	start_tool topo topograph -j -d 300s -c "$cg"
