@@ -176,8 +176,10 @@ hold_writer() {
 # the file), while the file is rotated by logrotate, the agent is restarted
 # and the collector is stopped and started again; then checks that the
 # collector holds exactly the tool's records. MODE relp stops the collector
-# while records are on the wire; tcp stops it between records, the one case
-# plain TCP does not lose any (docs/fleet.md).
+# while records are on the wire and wants every record exactly once; tcp
+# stops it between records and wants every record at least once: plain TCP
+# has no acknowledgement, and omfwd may send its last batch again when it
+# finds the connection closed (docs/fleet.md).
 ship_schedlat() {
 	local mode=$1 truth=$D/truth.json tailed=$LOGDIR/schedlat.json pipe tee_pid tool_pid agent coll
 	local i n_rot n_down n_queued n_total seq
@@ -264,13 +266,23 @@ ship_schedlat() {
 	echo "missing at the collector: $(comm -13 <(unhost "$OUT" | sort) <(sort "$truth") | wc -l)," \
 		"extra: $(comm -23 <(unhost "$OUT" | sort) <(sort "$truth") | wc -l)"
 	cat "$D/agent/internal.log" "$D/collector/internal.log" 2> /dev/null | grep -v 'origin software' || true
-	[ "$(lines "$OUT")" -eq "$n_total" ]
 	[ "$(tail -1 "$truth" | jq -r .type)" = summary ]
 	# logrotate's copy and the truncated file hold the truth between them
 	cat "$tailed.1" "$tailed" | cmp - "$truth"
-	# each record equal as JSON, and as bytes, with "host" the only key added
-	diff <(jq -c -S 'del(.host)' "$OUT" | sort) <(jq -c -S . "$truth" | sort)
-	diff <(unhost "$OUT" | sort) <(sort "$truth")
+	if [ "$mode" = tcp ]; then
+		# none lost; a record sent twice is one of the truth's, unchanged
+		# (the truth's lines are distinct, so its set is all of it)
+		[ "$(sort -u "$truth" | wc -l)" -eq "$n_total" ]
+		[ "$(lines "$OUT")" -ge "$n_total" ]
+		diff <(jq -c -S 'del(.host)' "$OUT" | sort -u) <(jq -c -S . "$truth" | sort -u)
+		diff <(unhost "$OUT" | sort -u) <(sort -u "$truth")
+		echo "sent twice: $(($(lines "$OUT") - n_total))"
+	else
+		[ "$(lines "$OUT")" -eq "$n_total" ]
+		# each record equal as JSON, and as bytes, with "host" the only key added
+		diff <(jq -c -S 'del(.host)' "$OUT" | sort) <(jq -c -S . "$truth" | sort)
+		diff <(unhost "$OUT" | sort) <(sort "$truth")
+	fi
 	[ "$(jq -r .host "$OUT" | sort -u)" = "$HOST" ]
 	if cmp -s <(unhost "$OUT") "$truth"; then echo "order: kept"; else echo "order: changed"; fi
 }
@@ -281,7 +293,7 @@ ship_schedlat() {
 	ship_schedlat relp
 }
 
-@test "rsyslog over plain TCP (newline-delimited JSON) ships every schedlat record unchanged, with a collector down between records" {
+@test "rsyslog over plain TCP (newline-delimited JSON) ships every schedlat record unchanged, at least once, with a collector down between records" {
 	need_root
 	command -v logrotate > /dev/null || skip "logrotate is not installed (make deps installs it)"
 	ship_schedlat tcp
