@@ -366,18 +366,21 @@ static __always_inline __u64 new_pages(__u64 file, __u64 index, __u64 end)
 
 	if (end < index)
 		return 0;
-	/* one page is always one batch */
-	if (end == index)
-		return 1;
 	r = bpf_map_lookup_elem(&reads, &zero);
 	if (!r)
 		return end - index + 1;
 	tid = (__u32)bpf_get_current_pid_tgid();
+	/* checked before the one-page case: a read's last batch can be its
+	 * last page alone (a 32-page read of order-0 folios is a batch of
+	 * 31 and one of 1), and that page was counted with the range */
 	if (r->tid == tid && r->file == file && r->end == end && index > r->index) {
 		/* the next batch of the read whose range was counted */
 		r->index = index;
 		return 0;
 	}
+	/* a read of one page is one batch: nothing to remember */
+	if (end == index)
+		return 1;
 	r->tid = tid;
 	r->file = file;
 	r->index = index;

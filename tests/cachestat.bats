@@ -230,6 +230,52 @@ check_file() {
 	check_file tracepoint
 }
 
+# warm_read_exact MODE: one read of the whole file in 128 KiB preads (32
+# pages: of order-0 folios a batch of 31 and one of the last page alone),
+# every page resident right before and right after it (DAMON reclaims
+# cold pages within seconds here: a round that lost some is done again):
+# the reader's accesses and hits are the file's pages exactly, no misses
+warm_read_exact() {
+	local mode=$1 try before after hits acc misses out
+	for ((try = 1; try <= 5; try++)); do
+		READS=$((READS + 1))
+		round USR1 read "$READS"	# warm it
+		before=$(resident | awk '{print $2}')
+		READS=$((READS + 1))
+		start_tool w$READS cachestat -j --by pid --probe-mode "$mode"
+		round USR1 read "$READS"
+		after=$(resident | awk '{print $2}')
+		stop_tool "$TOOL_PID"
+		echo "mode $mode try $try: $before pages resident before, $after after"
+		[ "$before" -eq "$PAGES" ] && [ "$after" -eq "$PAGES" ] && break
+	done
+	[ "$try" -le 5 ] || skip "reclaim took pages of the file in every try"
+	out=$BATS_TEST_TMPDIR/w$READS.out
+	all_json "$out"
+	acc=$(sum "$out" ".by == \"pid\" and .pid == $SERVE_PID" accesses)
+	hits=$(sum "$out" ".by == \"pid\" and .pid == $SERVE_PID" hits)
+	misses=$(sum "$out" ".by == \"pid\" and .pid == $SERVE_PID" misses)
+	echo "mode $mode warm read of $PAGES pages: accesses $acc, hits $hits, misses $misses"
+	[ "$acc" -eq "$PAGES" ]
+	[ "$hits" -eq "$PAGES" ]
+	[ "$misses" -eq 0 ]
+}
+
+@test "cachestat counts a read's last page once when its last batch is that page alone" {
+	need_root
+	disk_dir
+	FILE=$DISK_DIR/small-folios
+	# written a page per write(2): order-0 folios (the helper's 128 KiB
+	# writes make large ones, whose 32 pages fit in one batch), kept cached
+	dd if=/dev/zero of="$FILE" bs=4096 count="$PAGES" conv=fsync status=none
+	start_ready serve "$HELPERS/pagecache" serve "$FILE"
+	SERVE_PID=$READY_PID
+	READS=0
+	warm_read_exact tp_btf
+	warm_read_exact raw_tp
+	warm_read_exact tracepoint
+}
+
 @test "cachestat host view: bcc's columns, one line per interval, meminfo buffers and cache" {
 	need_root
 	run --separate-stderr "$BIN/cachestat" -i 300ms -n 3
