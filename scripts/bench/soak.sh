@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# scripts/bench/soak.sh: the long-lived tools under churn for a long time,
+# their RSS sampled: is memory flat?  A benchmark, not a timed test: it
+# reports, it does not pass or fail (spec/TESTING.md).
+#
+# Each tool runs as its systemd unit runs it (deploy/systemd/*.service: the
+# same options, --json to a file and --prometheus into a temp directory)
+# while a churn driver makes, every second, CHURN new short-lived processes,
+# CHURN new TCP connections on loopback (each a new flow: new client port),
+# CHURN new unix socket pairs, pipes and FIFOs (each a new channel), and one
+# new cgroup (cgroup2 and the v1 memory hierarchy) with a process in it,
+# removed once that process is gone. Every SAMPLE seconds the VmRSS of each
+# tool is written to OUTDIR/rss.csv (elapsed_s,tool,rss_kib); at the end a
+# table: RSS at start (first sample), at 10 minutes, at the end, its peak,
+# and the growth per minute over the last half of the run.
+#
+#   nice -n 19 scripts/bench/soak.sh                     # 1 hour, every tool
+#   DURATION=600 TOOLS="ipcsnoop socketsnoop" scripts/bench/soak.sh
+#
+# Environment: DURATION (seconds, default 3600), SAMPLE (seconds, default
+# 30), CHURN (operations of each kind per second, default 5), TOOLS (default
+# the units' tools), BIN (the tools' directory, default build/; copy a build
+# elsewhere to keep working on the tree meanwhile), OUTDIR (default a new
+# /tmp/aiscope-soak.XXXXXX, kept).
+set -u -o pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+DURATION=${DURATION:-3600}
+SAMPLE=${SAMPLE:-30}
+CHURN=${CHURN:-5}
+TOOLS=${TOOLS:-schedlat cachestat ipcsnoop nclstat socketsnoop gpulaunch oomwatch}
+BIN=${BIN:-$ROOT/build}
+OUTDIR=${OUTDIR:-$(mktemp -d /tmp/aiscope-soak.XXXXXX)}
+
+log() { printf '[soak] %s\n' "$*" >&2; }
+die() { printf '[soak] error: %s\n' "$*" >&2; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "run as root (BPF programs are loaded)"
+command -v python3 >/dev/null || die "python3 not found (apt-get install python3)"
+mkdir -p "$OUTDIR" || die "cannot make $OUTDIR"
+
+# the unit's options, less --prometheus (given below, into OUTDIR)
+unit_args() {
+	local unit=$ROOT/deploy/systemd/aiscope-$1.service line
+	[ -r "$unit" ] || die "no unit $unit"
+	line=$(sed -n 's/^ExecStart=[^ ]* //p' "$unit")
+	printf '%s\n' "${line% --prometheus *}"
+}
+
+declare -A PID
+cleanup() {
+	local t
+	[ -n "${CHURN_PID:-}" ] && kill "$CHURN_PID" 2>/dev/null && wait "$CHURN_PID" 2>/dev/null
+	for t in "${!PID[@]}"; do
+		kill -INT "${PID[$t]}" 2>/dev/null
+	done
+	for t in "${!PID[@]}"; do
+		wait "${PID[$t]}" 2>/dev/null
+	done
+	PID=()
+	# the churn driver's cgroups, should it have been stopped amid one
+	rmdir /sys/fs/cgroup/unified/aiscope-soak-*/c* /sys/fs/cgroup/memory/aiscope-soak-*/c* \
+		/sys/fs/cgroup/unified/aiscope-soak-* /sys/fs/cgroup/memory/aiscope-soak-* 2>/dev/null
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+for t in $TOOLS; do
+	[ -x "$BIN/$t" ] || die "$BIN/$t not built (make)"
+	# shellcheck disable=SC2046 # the unit's words
+	"$BIN/$t" $(unit_args "$t") --prometheus "$OUTDIR/$t.prom" \
+		>"$OUTDIR/$t.json" 2>"$OUTDIR/$t.err" &
+	PID[$t]=$!
+done
+sleep 5
+for t in "${!PID[@]}"; do
+	if ! kill -0 "${PID[$t]}" 2>/dev/null; then
+		log "$t did not start: $(head -c 300 "$OUTDIR/$t.err")"
+		unset "PID[$t]"
+	fi
+done
+[ ${#PID[@]} -gt 0 ] || die "no tool started"
+
+python3 - "$CHURN" "$OUTDIR" >"$OUTDIR/churn.log" 2>&1 <<'EOF' &
+import os, socket, sys, time, threading
+
+rate = int(sys.argv[1])
+out = sys.argv[2]
+v2 = "/sys/fs/cgroup/unified" if os.path.exists("/sys/fs/cgroup/unified/cgroup.procs") else "/sys/fs/cgroup"
+v1 = "/sys/fs/cgroup/memory" if os.path.exists("/sys/fs/cgroup/memory/cgroup.procs") else None
+roots = [os.path.join(r, "aiscope-soak-%d" % os.getpid()) for r in (v2, v1) if r]
+for r in roots:
+    os.makedirs(r, exist_ok=True)
+
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(256)
+
+def serve():
+    while True:
+        c, _ = srv.accept()
+        try:
+            c.sendall(c.recv(4096))
+        except OSError:
+            pass
+        c.close()
+
+threading.Thread(target=serve, daemon=True).start()
+fifo = os.path.join(out, "churn.fifo")
+if not os.path.exists(fifo):
+    os.mkfifo(fifo)
+n = 0
+counts = {"procs": 0, "tcp": 0, "unix": 0, "pipes": 0, "cgroups": 0}
+while True:
+    t0 = time.monotonic()
+    for _ in range(rate):
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+        counts["procs"] += 1
+        c = socket.create_connection(srv.getsockname())
+        c.sendall(b"x" * 512)
+        c.recv(4096)
+        c.close()
+        counts["tcp"] += 1
+        a, b = socket.socketpair()
+        a.sendall(b"y" * 256)
+        b.recv(4096)
+        a.close(); b.close()
+        counts["unix"] += 1
+        r, w = os.pipe()
+        os.write(w, b"z" * 128)
+        os.read(r, 4096)
+        os.close(r); os.close(w)
+        counts["pipes"] += 1
+    # one cgroup a second, a process in it that does some I/O, then removed
+    cg = ["%s/c%d" % (r, n) for r in roots]
+    n += 1
+    for d in cg:
+        os.mkdir(d)
+    pid = os.fork()
+    if pid == 0:
+        for d in cg:
+            with open(d + "/cgroup.procs", "w") as f:
+                f.write("0")
+        fd = os.open(fifo, os.O_RDWR)
+        os.write(fd, b"q" * 64)
+        os.read(fd, 64)
+        os.close(fd)
+        with open("/proc/self/stat") as f:
+            f.read()
+        os._exit(0)
+    os.waitpid(pid, 0)
+    for d in cg:
+        for _ in range(50):
+            try:
+                os.rmdir(d)
+                break
+            except OSError:
+                time.sleep(0.02)
+    counts["cgroups"] += 1
+    if n % 60 == 0:
+        print(n, counts, flush=True)
+    left = 1.0 - (time.monotonic() - t0)
+    if left > 0:
+        time.sleep(left)
+EOF
+CHURN_PID=$!
+
+CSV=$OUTDIR/rss.csv
+echo "elapsed_s,tool,rss_kib" >"$CSV"
+log "tools: ${!PID[*]}; churn $CHURN/s; ${DURATION}s; samples in $CSV"
+start=$SECONDS
+while :; do
+	el=$((SECONDS - start))
+	for t in "${!PID[@]}"; do
+		rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/${PID[$t]}/status" 2>/dev/null)
+		[ -n "$rss" ] && echo "$el,$t,$rss" >>"$CSV"
+	done
+	[ "$el" -ge "$DURATION" ] && break
+	kill -0 "$CHURN_PID" 2>/dev/null || die "the churn driver stopped: $(tail -3 "$OUTDIR/churn.log")"
+	sleep "$SAMPLE"
+done
+cleanup
+tail -1 "$OUTDIR/churn.log" >&2
+
+# start, 10 min, end, peak (KiB); growth (KiB/min) over the last half
+printf '| tool | start KiB | 10 min KiB | end KiB | peak KiB | last half KiB/min |\n|---|---|---|---|---|---|\n'
+awk -F, -v d="$DURATION" 'NR > 1 {
+	t = $2; e = $1; r = $3
+	if (!(t in first)) first[t] = r
+	if (e <= 600) ten[t] = r
+	last[t] = r; lastt[t] = e
+	if (r > peak[t]) peak[t] = r
+	if (e >= d / 2 && !(t in half)) { half[t] = r; halft[t] = e }
+} END {
+	for (t in first) {
+		g = (lastt[t] > halft[t]) ? (last[t] - half[t]) * 60 / (lastt[t] - halft[t]) : 0
+		printf "| %s | %d | %d | %d | %d | %.1f |\n", t, first[t], ten[t], last[t], peak[t], g
+	}
+}' "$CSV" | sort
+log "kept: $OUTDIR"
