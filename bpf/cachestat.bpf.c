@@ -42,13 +42,16 @@ struct {
 	__type(value, struct cachestat_row);
 } rows SEC(".maps");
 
-/* Tracepoint mode: the read(2) in progress on each CPU. filemap_read()
+/* Tracepoint mode: the read(2)s in progress on each CPU. filemap_read()
  * calls filemap_get_pages() once per batch of folios, and every call
- * reports the range still to read: only the first one counts. A per-CPU
- * slot, not a map keyed by thread: it costs no hash update per read, and
- * a read rarely moves to another CPU between two batches (when it does,
- * or when another thread's read came between, the rest of it is counted
- * again). */
+ * reports the range still to read: only the first one counts. Per-CPU
+ * slots, not a map keyed by thread: they cost no hash update per read.
+ * A few of them, one per thread: a read preempted between two batches by
+ * another thread's read on the same CPU keeps its own. A read rarely moves
+ * to another CPU between two batches (when it does, or when more threads'
+ * reads than slots came between, the rest of it is counted again). */
+#define READ_SLOTS	4
+
 struct read_range {
 	__u64 file;
 	__u64 index;
@@ -57,11 +60,17 @@ struct read_range {
 	__u32 pad;
 };
 
+struct read_slots {
+	struct read_range r[READ_SLOTS];
+	__u32 next;		/* the slot a new thread takes */
+	__u32 pad;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct read_range);
+	__type(value, struct read_slots);
 } reads SEC(".maps");
 
 /* The folio each thread inserted last. A write into a page the cache does
@@ -361,19 +370,24 @@ static __always_inline int on_buffer_dirty(struct buffer_head *bh)
  * from another for the read-in-progress check. */
 static __always_inline __u64 new_pages(__u64 file, __u64 index, __u64 end)
 {
-	struct read_range *r;
+	struct read_slots *rs;
+	struct read_range *r = NULL;
 	__u32 zero = 0, tid;
 
 	if (end < index)
 		return 0;
-	r = bpf_map_lookup_elem(&reads, &zero);
-	if (!r)
+	rs = bpf_map_lookup_elem(&reads, &zero);
+	if (!rs)
 		return end - index + 1;
 	tid = (__u32)bpf_get_current_pid_tgid();
+#pragma unroll
+	for (int i = 0; i < READ_SLOTS; i++)
+		if (rs->r[i].tid == tid)
+			r = &rs->r[i];
 	/* checked before the one-page case: a read's last batch can be its
 	 * last page alone (a 32-page read of order-0 folios is a batch of
 	 * 31 and one of 1), and that page was counted with the range */
-	if (r->tid == tid && r->file == file && r->end == end && index > r->index) {
+	if (r && r->file == file && r->end == end && index > r->index) {
 		/* the next batch of the read whose range was counted */
 		r->index = index;
 		return 0;
@@ -381,6 +395,8 @@ static __always_inline __u64 new_pages(__u64 file, __u64 index, __u64 end)
 	/* a read of one page is one batch: nothing to remember */
 	if (end == index)
 		return 1;
+	if (!r)
+		r = &rs->r[rs->next++ & (READ_SLOTS - 1)];
 	r->tid = tid;
 	r->file = file;
 	r->index = index;

@@ -234,7 +234,7 @@ check_file() {
 # pages: of order-0 folios a batch of 31 and one of the last page alone),
 # every page resident right before and right after it (DAMON reclaims
 # cold pages within seconds here: a round that lost some is done again):
-# the reader's accesses and hits are the file's pages exactly, no misses
+# the reader's accesses are the file's pages exactly, hits and misses too
 warm_read_exact() {
 	local mode=$1 try before after hits acc misses out
 	for ((try = 1; try <= 5; try++)); do
@@ -257,8 +257,9 @@ warm_read_exact() {
 	misses=$(sum "$out" ".by == \"pid\" and .pid == $SERVE_PID" misses)
 	echo "mode $mode warm read of $PAGES pages: accesses $acc, hits $hits, misses $misses"
 	[ "$acc" -eq "$PAGES" ]
-	[ "$hits" -eq "$PAGES" ]
-	[ "$misses" -eq 0 ]
+	# a page reclaimed during the read and read back is a miss: the
+	# accesses are exact whatever reclaim did, and hits are the rest
+	[ $((hits + misses)) -eq "$PAGES" ]
 }
 
 @test "cachestat counts a read's last page once when its last batch is that page alone" {
@@ -268,7 +269,10 @@ warm_read_exact() {
 	# written a page per write(2): order-0 folios (the helper's 128 KiB
 	# writes make large ones, whose 32 pages fit in one batch), kept cached
 	dd if=/dev/zero of="$FILE" bs=4096 count="$PAGES" conv=fsync status=none
-	start_ready serve "$HELPERS/pagecache" serve "$FILE"
+	# on one CPU: the read in progress is remembered per CPU, and a read
+	# that moves to another CPU between two batches counts the rest again
+	# (bpf/cachestat.bpf.c: the price of no hash update per read)
+	start_ready serve taskset -c 0 "$HELPERS/pagecache" serve "$FILE"
 	SERVE_PID=$READY_PID
 	READS=0
 	warm_read_exact tp_btf
