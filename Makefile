@@ -168,7 +168,7 @@ $(O)/tests/%.skel.h: $(O)/tests/bpf/%.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
 
-$(O)/tests/test_uprobe.o: $(O)/tests/uprobe_args.skel.h
+$(O)/tests/test_uprobe.o $(O)/tests/test_probe.o: $(O)/tests/uprobe_args.skel.h
 
 $(O)/tests/cuda/%: tests/cuda/%.c | $(O)/tests/cuda
 	$(call msg,CC,$@)

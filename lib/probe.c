@@ -148,6 +148,53 @@ void probe_explain(const struct probe_hook *h, char *buf, size_t len)
 				h->why[j][0] ? h->why[j] : "not tried");
 }
 
+const struct probe_cand *probe_chosen(const struct probe_hook *h)
+{
+	return h->chosen >= 0 ? &h->cand[h->chosen] : NULL;
+}
+
+bool probe_chosen_by(const struct probe_hook *h, unsigned int mask)
+{
+	const struct probe_cand *c = probe_chosen(h);
+
+	return c && (mask & PM_BIT(c->mech));
+}
+
+static void unload(struct bpf_object *obj, const char *prog)
+{
+	struct bpf_program *p = obj ? bpf_object__find_program_by_name(obj, prog) : NULL;
+
+	if (p)
+		bpf_program__set_autoload(p, false);
+}
+
+void probe_drop(struct probe_hook *h, struct bpf_object *obj)
+{
+	if (h->chosen < 0)
+		return;
+	unload(obj, h->cand[h->chosen].prog);
+	h->status[h->chosen] = PS_AVAILABLE;
+	h->chosen = -1;
+}
+
+void probe_exclude(struct probe_hook *h, const char *why)
+{
+	for (int j = 0; j < PROBE_MAX_CANDS && h->cand[j].target; j++) {
+		if (h->status[j] != PS_CHOSEN && h->status[j] != PS_AVAILABLE)
+			continue;
+		h->status[j] = PS_EXCLUDED;
+		snprintf(h->why[j], PROBE_WHY_LEN, "%s", why);
+	}
+	h->chosen = -1;
+}
+
+void probe_unload(struct bpf_object *obj, const struct probe_hook *hooks, int n)
+{
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < PROBE_MAX_CANDS && hooks[i].cand[j].target; j++)
+			unload(obj, hooks[i].cand[j].prog);
+}
+
 /* "tp_btf/sched_switch" names sched_switch */
 static bool sec_names_target(const struct bpf_program *p, const char *target)
 {

@@ -30,6 +30,8 @@ enum probe_mech {
 
 #define PM_BIT(m)	(1U << (m))
 #define PM_ALL		((1U << PM_NR) - 1)
+/* the function hooks, as opposed to the tracepoint mechanisms */
+#define PM_FUNCTION	(PM_BIT(PM_FENTRY) | PM_BIT(PM_FEXIT) | PM_BIT(PM_KPROBE) | PM_BIT(PM_KRETPROBE))
 
 #define PROBE_MAX_CANDS	12
 #define PROBE_WHY_LEN	96
@@ -40,6 +42,20 @@ struct probe_cand {
 	const char *target;	/* function or tracepoint */
 	const char *prog;	/* program name in the BPF object */
 };
+
+/*
+ * One tracepoint by its three mechanisms, richest first: tp_btf, raw_tp,
+ * then the classic one under its category; the programs are named
+ * prog_btf, prog_raw and prog_tp.
+ *
+ *	{ .name = "sched_switch", .cand = { PROBE_TRACEPOINT("sched", "sched_switch", "switch") } }
+ */
+#define PROBE_TRACEPOINT(cat, tp, prog)						\
+	PROBE_BTF_RAW(tp, prog), { PM_TRACEPOINT, cat "/" tp, prog "_tp" }
+/* The same without the classic tracepoint (one that has no tracefs event,
+ * such as sock_send_length on older kernels) */
+#define PROBE_BTF_RAW(tp, prog)							\
+	{ PM_TP_BTF, tp, prog "_btf" }, { PM_RAW_TP, tp, prog "_raw" }
 
 enum probe_status { PS_UNTRIED, PS_CHOSEN, PS_AVAILABLE, PS_UNAVAILABLE, PS_EXCLUDED };
 
@@ -93,6 +109,27 @@ int probe_prepare(struct bpf_object *obj, struct probe_hook *hooks, int n);
 int probe_attach(struct bpf_object *obj, struct probe_hook *hooks, int n,
 		 const struct probe_hook **err_hook);
 void probe_detach(struct probe_hook *hooks, int n);
+/*
+ * Plan edits, for hooks that depend on each other: after probe_resolve*(),
+ * from aiscope_bpf's on_plan (before --list-probes and probe_prepare) or
+ * after aiscope_bpf_prepare (then pass the object, whose programs
+ * probe_prepare has already marked for loading).
+ */
+/* The chosen candidate, NULL when there is none. */
+const struct probe_cand *probe_chosen(const struct probe_hook *h);
+/* Chosen, by one of the mechanisms in mask (PM_BIT()s, PM_FUNCTION). */
+bool probe_chosen_by(const struct probe_hook *h, unsigned int mask);
+/* Leaves the hook out of this plan: its chosen candidate is still usable
+ * (PS_AVAILABLE) but not attached. obj: its program is not loaded either;
+ * NULL before probe_prepare, which leaves it unloaded anyway. */
+void probe_drop(struct probe_hook *h, struct bpf_object *obj);
+/* The same for every usable candidate, shown as PS_EXCLUDED with why by
+ * --list-probes (e.g. "function mode: accesses from page_accessed"). */
+void probe_exclude(struct probe_hook *h, const char *why);
+/* Hooks cut from the plan before resolving (hooks + n not passed to
+ * aiscope_bpf): none of their candidates' programs is loaded. */
+void probe_unload(struct bpf_object *obj, const struct probe_hook *hooks, int n);
+
 /* --list-probes */
 void probe_print_plan(FILE *f, const struct probe_hook *hooks, int n, struct jw *jw,
 		      const char *tool, unsigned long long realtime_ns);

@@ -120,23 +120,15 @@ static struct probe_hook hooks[] = {
 		{ PM_KPROBE, "folio_mark_accessed", "accessed_kprobe" },
 		{ PM_KPROBE, "mark_page_accessed", "page_accessed_kprobe" } } },
 	[H_READ] = { .name = "read_pages", .optional = true, .cand = {
-		{ PM_TP_BTF, "mm_filemap_get_pages", "read_btf" },
-		{ PM_RAW_TP, "mm_filemap_get_pages", "read_raw" },
-		{ PM_TRACEPOINT, "filemap/mm_filemap_get_pages", "read_tp" } } },
+		PROBE_TRACEPOINT("filemap", "mm_filemap_get_pages", "read") } },
 	[H_MAP] = { .name = "map_pages", .optional = true, .cand = {
-		{ PM_TP_BTF, "mm_filemap_map_pages", "map_btf" },
-		{ PM_RAW_TP, "mm_filemap_map_pages", "map_raw" },
-		{ PM_TRACEPOINT, "filemap/mm_filemap_map_pages", "map_tp" } } },
+		PROBE_TRACEPOINT("filemap", "mm_filemap_map_pages", "map") } },
 	[H_FAULT] = { .name = "fault", .optional = true, .cand = {
-		{ PM_TP_BTF, "mm_filemap_fault", "fault_btf" },
-		{ PM_RAW_TP, "mm_filemap_fault", "fault_raw" },
-		{ PM_TRACEPOINT, "filemap/mm_filemap_fault", "fault_tp" } } },
+		PROBE_TRACEPOINT("filemap", "mm_filemap_fault", "fault") } },
 	[H_ADD] = { .name = "page_added", .cand = {
 		{ PM_FENTRY, "filemap_add_folio", "add_fentry" },
 		{ PM_FENTRY, "add_to_page_cache_lru", "add_page_fentry" },
-		{ PM_TP_BTF, "mm_filemap_add_to_page_cache", "add_btf" },
-		{ PM_RAW_TP, "mm_filemap_add_to_page_cache", "add_raw" },
-		{ PM_TRACEPOINT, "filemap/mm_filemap_add_to_page_cache", "add_tp" },
+		PROBE_TRACEPOINT("filemap", "mm_filemap_add_to_page_cache", "add"),
 		{ PM_KPROBE, "filemap_add_folio", "add_kprobe" },
 		{ PM_KPROBE, "add_to_page_cache_lru", "add_page_kprobe" } } },
 	[H_DIRTY] = { .name = "page_dirtied", .cand = {
@@ -874,41 +866,21 @@ static int on_tick(void *ctx)
 
 /* ---- the attach plan: one access mode ---- */
 
-static bool chosen_fn(int h)
-{
-	int c = hooks[h].chosen;
-
-	return c >= 0 && (hooks[h].cand[c].mech == PM_FENTRY || hooks[h].cand[c].mech == PM_KPROBE);
-}
-
-static void exclude(int h, const char *why)
-{
-	struct probe_hook *k = &hooks[h];
-
-	for (int j = 0; j < PROBE_MAX_CANDS && k->cand[j].target; j++) {
-		if (k->status[j] != PS_CHOSEN && k->status[j] != PS_AVAILABLE)
-			continue;
-		k->status[j] = PS_EXCLUDED;
-		snprintf(k->why[j], PROBE_WHY_LEN, "%s", why);
-	}
-	k->chosen = -1;
-}
-
 /* Accesses come from the function hook when it attaches, else from the
  * three tracepoints; the hooks of the other mode are left out (attached
  * together they would count the same reads twice). */
 static void on_plan(struct aiscope_bpf *b)
 {
-	if (chosen_fn(H_ACCESS)) {
+	if (probe_chosen_by(&hooks[H_ACCESS], PM_BIT(PM_FENTRY) | PM_BIT(PM_KPROBE))) {
 		S.mode = CACHESTAT_ACC_FUNCTION;
-		exclude(H_READ, "function mode: accesses from page_accessed");
-		exclude(H_MAP, "function mode: accesses from page_accessed");
-		exclude(H_FAULT, "function mode: accesses from page_accessed");
+		probe_exclude(&hooks[H_READ], "function mode: accesses from page_accessed");
+		probe_exclude(&hooks[H_MAP], "function mode: accesses from page_accessed");
+		probe_exclude(&hooks[H_FAULT], "function mode: accesses from page_accessed");
 		return;
 	}
 	/* mark_buffer_dirty only corrects folio_mark_accessed counts */
-	exclude(H_BUFDIRTY, "used in function mode only");
-	S.mode = hooks[H_READ].chosen >= 0 ? CACHESTAT_ACC_TRACEPOINT : CACHESTAT_ACC_NONE;
+	probe_exclude(&hooks[H_BUFDIRTY], "used in function mode only");
+	S.mode = probe_chosen(&hooks[H_READ]) ? CACHESTAT_ACC_TRACEPOINT : CACHESTAT_ACC_NONE;
 }
 
 static const char *mode_text(void)

@@ -132,9 +132,7 @@ static const struct argp argp = {
 static struct probe_hook hooks[] = {
 	UPROBE_DISCOVER_HOOK,
 	{ .name = "sched_process_exit", .optional = true, .cand = {
-		{ PM_TP_BTF, "sched_process_exit", "exit_btf" },
-		{ PM_RAW_TP, "sched_process_exit", "exit_raw" },
-		{ PM_TRACEPOINT, "sched/sched_process_exit", "exit_tp" } } },
+		PROBE_TRACEPOINT("sched", "sched_process_exit", "exit") } },
 };
 
 /* ---- the probed symbols ---- */

@@ -117,21 +117,15 @@ enum {
 
 static struct probe_hook hooks[H_NR] = {
 	[H_SYS_ENTER] = { .name = "sys_enter", .cand = {
-		{ PM_TP_BTF, "sys_enter", "sys_enter_btf" },
-		{ PM_RAW_TP, "sys_enter", "sys_enter_raw" },
-		{ PM_TRACEPOINT, "raw_syscalls/sys_enter", "sys_enter_tp" } } },
+		PROBE_TRACEPOINT("raw_syscalls", "sys_enter", "sys_enter") } },
 	[H_SYS_EXIT] = { .name = "sys_exit", .cand = {
-		{ PM_TP_BTF, "sys_exit", "sys_exit_btf" },
-		{ PM_RAW_TP, "sys_exit", "sys_exit_raw" },
-		{ PM_TRACEPOINT, "raw_syscalls/sys_exit", "sys_exit_tp" } } },
+		PROBE_TRACEPOINT("raw_syscalls", "sys_exit", "sys_exit") } },
 	[H_UNIX_SEND] = { .name = "unix_send", .optional = true, .cand = {
 		{ PM_FEXIT, "unix_stream_sendmsg", "unix_stream_send_fexit" },
-		{ PM_TP_BTF, "sock_send_length", "sock_send_btf" },
-		{ PM_RAW_TP, "sock_send_length", "sock_send_raw" } } },
+		PROBE_BTF_RAW("sock_send_length", "sock_send") } },
 	[H_UNIX_RECV] = { .name = "unix_recv", .optional = true, .cand = {
 		{ PM_FEXIT, "unix_stream_recvmsg", "unix_stream_recv_fexit" },
-		{ PM_TP_BTF, "sock_recv_length", "sock_recv_btf" },
-		{ PM_RAW_TP, "sock_recv_length", "sock_recv_raw" } } },
+		PROBE_BTF_RAW("sock_recv_length", "sock_recv") } },
 	[H_UNIX_DGRAM_SEND] = { .name = "unix_dgram_send", .optional = true, .cand = {
 		{ PM_FEXIT, "unix_dgram_sendmsg", "unix_dgram_send_fexit" } } },
 	[H_UNIX_DGRAM_RECV] = { .name = "unix_dgram_recv", .optional = true, .cand = {
@@ -1158,29 +1152,6 @@ static void print_summary(void)
 
 /* ---- the plan ---- */
 
-static bool chosen(int h)
-{
-	return hooks[h].chosen >= 0;
-}
-
-static bool chosen_fn(int h)
-{
-	return chosen(h) && hooks[h].cand[hooks[h].chosen].mech == PM_FEXIT;
-}
-
-static void drop_hook(int h)
-{
-	struct bpf_program *p;
-
-	if (!chosen(h))
-		return;
-	p = bpf_object__find_program_by_name(skel->obj, hooks[h].cand[hooks[h].chosen].prog);
-	if (p)
-		bpf_program__set_autoload(p, false);
-	hooks[h].status[hooks[h].chosen] = PS_AVAILABLE;
-	hooks[h].chosen = -1;
-}
-
 /* The kernel's device number of the tmpfs at /dev/shm, where POSIX shared
  * memory lives (shm_open); 0 when there is none. */
 static uint64_t posix_shm_dev(void)
@@ -1203,63 +1174,62 @@ static void want_sys(uint64_t *ids, long nr)
  * syscalls are left for the syscall path. */
 static void plan(void)
 {
+	const unsigned int fexit = PM_BIT(PM_FEXIT);
 	uint32_t cov = 0, all = 0;
 	uint64_t ids[IPC_SYSCALL_WORDS] = {};
-	bool unix_sys, fd_sys = false;
-	int k;
+	bool unix_fn = true, unix_sys, fd_sys = false;
+	int k, h;
 
 	/* unix: both directions by the same mechanism, else by syscalls */
-	if (!chosen_fn(H_UNIX_SEND) || !chosen_fn(H_UNIX_RECV) ||
-	    !chosen_fn(H_UNIX_DGRAM_SEND) || !chosen_fn(H_UNIX_DGRAM_RECV) ||
-	    !chosen_fn(H_UNIX_SEQ_SEND) || !chosen_fn(H_UNIX_SEQ_RECV)) {
-		drop_hook(H_UNIX_DGRAM_SEND);
-		drop_hook(H_UNIX_DGRAM_RECV);
-		drop_hook(H_UNIX_SEQ_SEND);
-		drop_hook(H_UNIX_SEQ_RECV);
-		if (chosen_fn(H_UNIX_SEND))
-			drop_hook(H_UNIX_SEND);
-		if (chosen_fn(H_UNIX_RECV))
-			drop_hook(H_UNIX_RECV);
+	for (h = H_UNIX_SEND; h <= H_UNIX_SEQ_RECV; h++)
+		unix_fn = unix_fn && probe_chosen_by(&hooks[h], fexit);
+	if (!unix_fn) {
+		for (h = H_UNIX_DGRAM_SEND; h <= H_UNIX_SEQ_RECV; h++)
+			probe_drop(&hooks[h], skel->obj);
+		if (probe_chosen_by(&hooks[H_UNIX_SEND], fexit))
+			probe_drop(&hooks[H_UNIX_SEND], skel->obj);
+		if (probe_chosen_by(&hooks[H_UNIX_RECV], fexit))
+			probe_drop(&hooks[H_UNIX_RECV], skel->obj);
 	}
-	if (!chosen(H_UNIX_SEND) || !chosen(H_UNIX_RECV)) {
-		drop_hook(H_UNIX_SEND);
-		drop_hook(H_UNIX_RECV);
+	if (!probe_chosen(&hooks[H_UNIX_SEND]) || !probe_chosen(&hooks[H_UNIX_RECV])) {
+		probe_drop(&hooks[H_UNIX_SEND], skel->obj);
+		probe_drop(&hooks[H_UNIX_RECV], skel->obj);
 	}
-	unix_sys = !chosen(H_UNIX_SEND);
+	unix_sys = !probe_chosen(&hooks[H_UNIX_SEND]);
 	/* tp_btf and raw_tp sys_exit find the arguments in the saved
 	 * registers: sys_enter is only for the classic sys_exit */
-	if (chosen(H_SYS_EXIT) && hooks[H_SYS_EXIT].cand[hooks[H_SYS_EXIT].chosen].mech != PM_TRACEPOINT)
-		drop_hook(H_SYS_ENTER);
-	if (chosen(H_PIPE_WRITE)) {
+	if (probe_chosen_by(&hooks[H_SYS_EXIT], PM_ALL & ~PM_BIT(PM_TRACEPOINT)))
+		probe_drop(&hooks[H_SYS_ENTER], skel->obj);
+	if (probe_chosen(&hooks[H_PIPE_WRITE])) {
 		cov |= IPC_BIT(IPC_PIPE, IPC_WRITE);
 		if (hooks[H_PIPE_WRITE].chosen == 1)
 			cov |= IPC_BIT(IPC_FIFO, IPC_WRITE);
 	}
-	if (chosen(H_PIPE_READ)) {
+	if (probe_chosen(&hooks[H_PIPE_READ])) {
 		cov |= IPC_BIT(IPC_PIPE, IPC_READ);
 		if (hooks[H_PIPE_READ].chosen == 1)
 			cov |= IPC_BIT(IPC_FIFO, IPC_READ);
 	}
 	/* the FIFO wrappers only where the pipe hooks are the new ones */
-	if (!chosen(H_PIPE_WRITE) || hooks[H_PIPE_WRITE].chosen == 1)
-		drop_hook(H_FIFO_WRITE);
-	if (!chosen(H_PIPE_READ) || hooks[H_PIPE_READ].chosen == 1)
-		drop_hook(H_FIFO_READ);
-	if (chosen(H_FIFO_WRITE))
+	if (!probe_chosen(&hooks[H_PIPE_WRITE]) || hooks[H_PIPE_WRITE].chosen == 1)
+		probe_drop(&hooks[H_FIFO_WRITE], skel->obj);
+	if (!probe_chosen(&hooks[H_PIPE_READ]) || hooks[H_PIPE_READ].chosen == 1)
+		probe_drop(&hooks[H_FIFO_READ], skel->obj);
+	if (probe_chosen(&hooks[H_FIFO_WRITE]))
 		cov |= IPC_BIT(IPC_FIFO, IPC_WRITE);
-	if (chosen(H_FIFO_READ))
+	if (probe_chosen(&hooks[H_FIFO_READ]))
 		cov |= IPC_BIT(IPC_FIFO, IPC_READ);
-	if (chosen(H_EFD_WRITE))
+	if (probe_chosen(&hooks[H_EFD_WRITE]))
 		cov |= IPC_BIT(IPC_EVENTFD, IPC_WRITE);
-	if (chosen(H_EFD_READ))
+	if (probe_chosen(&hooks[H_EFD_READ]))
 		cov |= IPC_BIT(IPC_EVENTFD, IPC_READ);
-	if (chosen(H_MSGSND))
+	if (probe_chosen(&hooks[H_MSGSND]))
 		cov |= IPC_BIT(IPC_MSQ, IPC_WRITE);
-	if (chosen(H_MSGRCV))
+	if (probe_chosen(&hooks[H_MSGRCV]))
 		cov |= IPC_BIT(IPC_MSQ, IPC_READ);
-	if (chosen(H_MQ_SEND))
+	if (probe_chosen(&hooks[H_MQ_SEND]))
 		cov |= IPC_BIT(IPC_MQ, IPC_WRITE);
-	if (chosen(H_MQ_RECV))
+	if (probe_chosen(&hooks[H_MQ_RECV]))
 		cov |= IPC_BIT(IPC_MQ, IPC_READ);
 	for (k = IPC_PIPE; k < IPC_KINDS; k++)
 		if (cfg.kinds & (1U << k))
@@ -1313,7 +1283,7 @@ static void plan(void)
 	skel->rodata->events_on = cfg.events;
 	if (env.verbose)
 		fprintf(stderr, "%s: function hooks cover 0x%x, unix sockets by %s\n", TOOL, cov,
-			unix_sys ? "syscalls" : probe_mech_name(hooks[H_UNIX_SEND].cand[hooks[H_UNIX_SEND].chosen].mech));
+			unix_sys ? "syscalls" : probe_mech_name(probe_chosen(&hooks[H_UNIX_SEND])->mech));
 }
 
 static void validate(void)

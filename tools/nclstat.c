@@ -130,9 +130,7 @@ static const struct argp argp = {
  * execs make the uprobe layer scan new programs at once. */
 static struct probe_hook hooks[] = {
 	{ .name = "sched_process_exit", .cand = {
-		{ PM_TP_BTF, "sched_process_exit", "exit_btf" },
-		{ PM_RAW_TP, "sched_process_exit", "exit_raw" },
-		{ PM_TRACEPOINT, "sched/sched_process_exit", "exit_tp" },
+		PROBE_TRACEPOINT("sched", "sched_process_exit", "exit"),
 		{ PM_FENTRY, "do_exit", "exit_fentry" },
 		{ PM_KPROBE, "do_exit", "exit_kprobe" } } },
 	UPROBE_DISCOVER_HOOK,

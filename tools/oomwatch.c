@@ -146,20 +146,14 @@ static const struct argp argp = {
  * works. The allocation hooks come last so that --alloc-min 0 drops them. */
 static struct probe_hook hooks[] = {
 	{ .name = "mark_victim", .cand = {
-		{ PM_TP_BTF, "mark_victim", "victim_btf" },
-		{ PM_RAW_TP, "mark_victim", "victim_raw" },
-		{ PM_TRACEPOINT, "oom/mark_victim", "victim_tp" } } },
+		PROBE_TRACEPOINT("oom", "mark_victim", "victim") } },
 	{ .name = "oom_kill_process", .optional = true, .cand = {
 		{ PM_FENTRY, "oom_kill_process", "oomkill_fentry" },
 		{ PM_KPROBE, "oom_kill_process", "oomkill_kprobe" } } },
 	{ .name = "sys_enter", .optional = true, .cand = {
-		{ PM_TP_BTF, "sys_enter", "sysenter_btf" },
-		{ PM_RAW_TP, "sys_enter", "sysenter_raw" },
-		{ PM_TRACEPOINT, "raw_syscalls/sys_enter", "sysenter_tp" } } },
+		PROBE_TRACEPOINT("raw_syscalls", "sys_enter", "sysenter") } },
 	{ .name = "sys_exit", .optional = true, .cand = {
-		{ PM_TP_BTF, "sys_exit", "sysexit_btf" },
-		{ PM_RAW_TP, "sys_exit", "sysexit_raw" },
-		{ PM_TRACEPOINT, "raw_syscalls/sys_exit", "sysexit_tp" } } },
+		PROBE_TRACEPOINT("raw_syscalls", "sys_exit", "sysexit") } },
 };
 #define NHOOKS_KILL 2
 
@@ -550,7 +544,7 @@ static void kill_json(const struct oomwatch_kill *e, const struct aiscope_ident 
 	jw_ku64(w, "trigger_pid", e->trigger.pid);
 	jw_ku64(w, "trigger_tid", e->trigger.tid);
 	jw_kstrn(w, "trigger_comm", e->trigger.comm, sizeof(e->trigger.comm));
-	jw_kstr(w, "source", probe_mech_name(hooks[0].cand[hooks[0].chosen].mech));
+	jw_kstr(w, "source", probe_mech_name(probe_chosen(&hooks[0])->mech));
 	jw_record_end(w);
 }
 
@@ -1280,11 +1274,7 @@ int main(int argc, char **argv)
 	S.skel->rodata->alloc_min = cfg.alloc_min;
 	if (!cfg.alloc_min) {
 		/* no allocation hooks: leave their programs unloaded */
-		for (int i = NHOOKS_KILL; i < nhooks; i++)
-			for (int j = 0; j < PROBE_MAX_CANDS && hooks[i].cand[j].target; j++)
-				bpf_program__set_autoload(
-					bpf_object__find_program_by_name(S.skel->obj, hooks[i].cand[j].prog),
-					false);
+		probe_unload(S.skel->obj, hooks + NHOOKS_KILL, nhooks - NHOOKS_KILL);
 		nhooks = NHOOKS_KILL;
 	}
 	S.bpf = (struct aiscope_bpf){

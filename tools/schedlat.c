@@ -109,33 +109,23 @@ static const struct argp argp = {
  * mechanism works (or --probe-mode asks for them). */
 static struct probe_hook hooks[] = {
 	{ .name = "sched_wakeup", .cand = {
-		{ PM_TP_BTF, "sched_wakeup", "wakeup_btf" },
-		{ PM_RAW_TP, "sched_wakeup", "wakeup_raw" },
-		{ PM_TRACEPOINT, "sched/sched_wakeup", "wakeup_tp" },
+		PROBE_TRACEPOINT("sched", "sched_wakeup", "wakeup"),
 		{ PM_FENTRY, "ttwu_do_activate", "wakeup_fentry" },
 		{ PM_KPROBE, "ttwu_do_activate", "wakeup_kprobe" } } },
 	{ .name = "sched_wakeup_new", .cand = {
-		{ PM_TP_BTF, "sched_wakeup_new", "wakeup_new_btf" },
-		{ PM_RAW_TP, "sched_wakeup_new", "wakeup_new_raw" },
-		{ PM_TRACEPOINT, "sched/sched_wakeup_new", "wakeup_new_tp" },
+		PROBE_TRACEPOINT("sched", "sched_wakeup_new", "wakeup_new"),
 		{ PM_FENTRY, "wake_up_new_task", "wakeup_new_fentry" },
 		{ PM_KPROBE, "wake_up_new_task", "wakeup_new_kprobe" } } },
 	{ .name = "sched_switch", .cand = {
-		{ PM_TP_BTF, "sched_switch", "switch_btf" },
-		{ PM_RAW_TP, "sched_switch", "switch_raw" },
-		{ PM_TRACEPOINT, "sched/sched_switch", "switch_tp" },
+		PROBE_TRACEPOINT("sched", "sched_switch", "switch"),
 		{ PM_FENTRY, "finish_task_switch", "switch_fentry" },
 		{ PM_KPROBE, "finish_task_switch", "switch_kprobe" } } },
 	{ .name = "sched_migrate_task", .optional = true, .cand = {
-		{ PM_TP_BTF, "sched_migrate_task", "migrate_btf" },
-		{ PM_RAW_TP, "sched_migrate_task", "migrate_raw" },
-		{ PM_TRACEPOINT, "sched/sched_migrate_task", "migrate_tp" },
+		PROBE_TRACEPOINT("sched", "sched_migrate_task", "migrate"),
 		{ PM_FENTRY, "set_task_cpu", "migrate_fentry" },
 		{ PM_KPROBE, "set_task_cpu", "migrate_kprobe" } } },
 	{ .name = "sched_process_exit", .cand = {
-		{ PM_TP_BTF, "sched_process_exit", "exit_btf" },
-		{ PM_RAW_TP, "sched_process_exit", "exit_raw" },
-		{ PM_TRACEPOINT, "sched/sched_process_exit", "exit_tp" },
+		PROBE_TRACEPOINT("sched", "sched_process_exit", "exit"),
 		{ PM_FENTRY, "do_exit", "exit_fentry" },
 		{ PM_KPROBE, "do_exit", "exit_kprobe" } } },
 };
@@ -615,7 +605,7 @@ static void print_summary(void)
 static bool uses_classic_tracepoints(void)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(hooks); i++)
-		if (hooks[i].chosen >= 0 && hooks[i].cand[hooks[i].chosen].mech == PM_TRACEPOINT)
+		if (probe_chosen_by(&hooks[i], PM_BIT(PM_TRACEPOINT)))
 			return true;
 	return false;
 }

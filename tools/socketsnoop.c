@@ -156,12 +156,10 @@ enum {
 static struct probe_hook hooks[H_NR] = {
 	[H_SEND] = { .name = "send", .cand = {
 		{ PM_FEXIT, "tcp_sendmsg", "tcp_send_fexit" },
-		{ PM_TP_BTF, "sock_send_length", "send_btf" },
-		{ PM_RAW_TP, "sock_send_length", "send_raw" } } },
+		PROBE_BTF_RAW("sock_send_length", "send") } },
 	[H_RECV] = { .name = "recv", .cand = {
 		{ PM_FEXIT, "tcp_recvmsg", "tcp_recv_fexit" },
-		{ PM_TP_BTF, "sock_recv_length", "recv_btf" },
-		{ PM_RAW_TP, "sock_recv_length", "recv_raw" } } },
+		PROBE_BTF_RAW("sock_recv_length", "recv") } },
 	[H_UDP_SEND] = { .name = "udp_send", .optional = true, .cand = {
 		{ PM_FEXIT, "udp_sendmsg", "udp_send_fexit" } } },
 	[H_UDP6_SEND] = { .name = "udp6_send", .optional = true, .cand = {
@@ -171,13 +169,9 @@ static struct probe_hook hooks[H_NR] = {
 	[H_UDP6_RECV] = { .name = "udp6_recv", .optional = true, .cand = {
 		{ PM_FEXIT, "udpv6_recvmsg", "udp6_recv_fexit" } } },
 	[H_STATE] = { .name = "inet_sock_set_state", .optional = true, .cand = {
-		{ PM_TP_BTF, "inet_sock_set_state", "state_btf" },
-		{ PM_RAW_TP, "inet_sock_set_state", "state_raw" },
-		{ PM_TRACEPOINT, "sock/inet_sock_set_state", "state_tp" } } },
+		PROBE_TRACEPOINT("sock", "inet_sock_set_state", "state") } },
 	[H_DESTROY] = { .name = "tcp_destroy_sock", .optional = true, .cand = {
-		{ PM_TP_BTF, "tcp_destroy_sock", "destroy_btf" },
-		{ PM_RAW_TP, "tcp_destroy_sock", "destroy_raw" },
-		{ PM_TRACEPOINT, "tcp/tcp_destroy_sock", "destroy_tp" } } },
+		PROBE_TRACEPOINT("tcp", "tcp_destroy_sock", "destroy") } },
 	[H_ACCEPT] = { .name = "accept", .optional = true, .cand = {
 		{ PM_FEXIT, "inet_csk_accept", "accept_fexit" },
 		{ PM_TRACEPOINT, "syscalls/sys_exit_accept4", "accept4_exit" } } },
@@ -972,67 +966,50 @@ static void print_summary(void)
 
 /* ---- setup ---- */
 
-static bool chosen_mech(int h, enum probe_mech m)
-{
-	return hooks[h].chosen >= 0 && hooks[h].cand[hooks[h].chosen].mech == m;
-}
-
-/* Drop a hook that the chosen plan makes useless. */
-static void drop_hook(int h)
-{
-	struct probe_hook *hk = &hooks[h];
-	struct bpf_program *p;
-
-	if (hk->chosen < 0)
-		return;
-	p = bpf_object__find_program_by_name(S.skel->obj, hk->cand[hk->chosen].prog);
-	if (p)
-		bpf_program__set_autoload(p, false);
-	hk->chosen = -1;
-}
-
 /* Which protocols the generic programs count, and the hooks that follow. */
 static void plan_generic(void)
 {
+	const unsigned int fexit = PM_BIT(PM_FEXIT);
 	uint32_t mask = 0;
-	bool send_gen = !chosen_mech(H_SEND, PM_FEXIT), recv_gen = !chosen_mech(H_RECV, PM_FEXIT);
+	bool send_gen = !probe_chosen_by(&hooks[H_SEND], fexit);
+	bool recv_gen = !probe_chosen_by(&hooks[H_RECV], fexit);
 
 	if (send_gen != recv_gen)
 		fprintf(stderr, "%s: warning: send and receive use different mechanisms\n", TOOL);
 	if (send_gen || recv_gen)
 		mask |= SS_GEN_TCP;
 	/* UDP through the generic programs unless all its function hooks work */
-	if (!chosen_mech(H_UDP_SEND, PM_FEXIT) || !chosen_mech(H_UDP_RECV, PM_FEXIT))
+	if (!probe_chosen_by(&hooks[H_UDP_SEND], fexit) || !probe_chosen_by(&hooks[H_UDP_RECV], fexit))
 		mask |= SS_GEN_UDP4;
-	if (!chosen_mech(H_UDP6_SEND, PM_FEXIT) || !chosen_mech(H_UDP6_RECV, PM_FEXIT))
+	if (!probe_chosen_by(&hooks[H_UDP6_SEND], fexit) || !probe_chosen_by(&hooks[H_UDP6_RECV], fexit))
 		mask |= SS_GEN_UDP6;
 	if (mask & SS_GEN_UDP4) {
-		drop_hook(H_UDP_SEND);
-		drop_hook(H_UDP_RECV);
+		probe_drop(&hooks[H_UDP_SEND], S.skel->obj);
+		probe_drop(&hooks[H_UDP_RECV], S.skel->obj);
 	}
 	if (mask & SS_GEN_UDP6) {
-		drop_hook(H_UDP6_SEND);
-		drop_hook(H_UDP6_RECV);
+		probe_drop(&hooks[H_UDP6_SEND], S.skel->obj);
+		probe_drop(&hooks[H_UDP6_RECV], S.skel->obj);
 	}
 	if (((mask & (SS_GEN_UDP4 | SS_GEN_UDP6)) && !send_gen && !recv_gen) ||
-	    ((mask & SS_GEN_TCP) && hooks[H_SEND].chosen < 0))
+	    ((mask & SS_GEN_TCP) && !probe_chosen(&hooks[H_SEND])))
 		aiscope_fail(EXIT_CANNOT_RUN, "UDP needs sock_send_length/sock_recv_length or fexit udp_sendmsg/udp_recvmsg: neither attaches here");
 	/* the syscall hooks cost every send and receive call of the host:
 	 * only where UDP is wanted and the generic path counts it */
 	if (!(mask & (SS_GEN_UDP4 | SS_GEN_UDP6)) || cfg.proto == SS_PROTO_TCP)
 		for (int h = H_SENDTO_IN; h <= H_RECVMMSG_OUT; h++)
-			drop_hook(h);
+			probe_drop(&hooks[h], S.skel->obj);
 	if (!cfg.events)
 		for (int h = H_STATE; h <= H_CLOSE; h++)
-			drop_hook(h);
+			probe_drop(&hooks[h], S.skel->obj);
 	else if (cfg.proto == SS_PROTO_UDP)
 		for (int h = H_STATE; h <= H_ACCEPT_OLD; h++)
-			drop_hook(h);
-	else if (hooks[H_STATE].chosen < 0 && cfg.proto != SS_PROTO_UDP)
+			probe_drop(&hooks[h], S.skel->obj);
+	else if (!probe_chosen(&hooks[H_STATE]) && cfg.proto != SS_PROTO_UDP)
 		aiscope_fail(EXIT_CANNOT_RUN, "-e needs sock:inet_sock_set_state: %s",
 			     "no mechanism attaches here (--list-probes shows why)");
 	S.skel->rodata->gen_mask = mask;
-	S.skel->rodata->close_at_destroy = hooks[H_DESTROY].chosen >= 0;
+	S.skel->rodata->close_at_destroy = probe_chosen(&hooks[H_DESTROY]) != NULL;
 }
 
 static void validate(void)

@@ -5,6 +5,11 @@
 #include "t.h"
 #include "probe.h"
 #include "util.h"
+#include <bpf/libbpf.h>
+#include "aiscope_common.h"
+#include "uprobe.h"
+#include "uargs_lib.h"
+#include "uprobe_args.skel.h"
 
 /* A fake kernel, driven by a table. */
 struct fake {
@@ -471,6 +476,130 @@ static void test_kprobe_symbol_of_a_clone(void)
 	CHECK(strstr(buf, "chosen as folio_mark_accessed.isra.0") != NULL);
 }
 
+static void test_tracepoint_macro(void)
+{
+	struct probe_hook m = { .name = "sched_switch",
+		.cand = { PROBE_TRACEPOINT("sched", "sched_switch", "switch") } };
+	struct probe_hook two = { .name = "send", .cand = { PROBE_BTF_RAW("sock_send_length", "send") } };
+	struct probe_hook h = sched_hook();
+	const char *progs[] = { "switch_btf", "switch_raw", "switch_tp" };
+
+	for (int j = 0; j < 3; j++) {
+		CHECK_EQ(m.cand[j].mech, h.cand[j].mech);
+		CHECK_STR(m.cand[j].target, h.cand[j].target);
+		CHECK_STR(m.cand[j].prog, progs[j]);
+	}
+	CHECK(m.cand[3].target == NULL);
+	CHECK_EQ(two.cand[0].mech, PM_TP_BTF);
+	CHECK_STR(two.cand[0].prog, "send_btf");
+	CHECK_EQ(two.cand[1].mech, PM_RAW_TP);
+	CHECK_STR(two.cand[1].target, "sock_send_length");
+	CHECK_STR(two.cand[1].prog, "send_raw");
+	CHECK(two.cand[2].target == NULL);
+}
+
+static void test_chosen_by(void)
+{
+	struct fake k = test_host();
+	struct feat_ops o = ops_for(&k);
+	struct probe_hook hs[2] = { sched_hook(), page_hook(true) };
+
+	k.kprobes = true;
+	CHECK_EQ(probe_resolve(hs, 2, &o, PM_ALL), 0);
+	CHECK(probe_chosen(&hs[0]) == &hs[0].cand[0]);
+	CHECK(probe_chosen_by(&hs[0], PM_BIT(PM_TP_BTF)));
+	CHECK(!probe_chosen_by(&hs[0], PM_FUNCTION));
+	/* fentry EPERM: the kprobe on folio_mark_accessed */
+	CHECK_EQ(hs[1].chosen, 2);
+	CHECK(probe_chosen_by(&hs[1], PM_FUNCTION));
+	CHECK(probe_chosen_by(&hs[1], PM_BIT(PM_FENTRY) | PM_BIT(PM_KPROBE)));
+	CHECK(!probe_chosen_by(&hs[1], PM_BIT(PM_FEXIT)));
+	k.kprobes = false;
+	CHECK_EQ(probe_resolve(hs, 2, &o, PM_ALL), 0);
+	CHECK(probe_chosen(&hs[1]) == NULL);
+	CHECK(!probe_chosen_by(&hs[1], PM_ALL));
+}
+
+/* A dropped hook is supported but not attached: --list-probes says
+ * "available", the resolver's summary leaves it out, a required one is
+ * missing. */
+static void test_drop(void)
+{
+	struct fake k = test_host();
+	struct feat_ops o = ops_for(&k);
+	struct probe_hook hs[2] = { sched_hook(), sched_hook() };
+	char buf[1024];
+	FILE *f = fmemopen(buf, sizeof(buf), "w");
+
+	hs[1].name = "sched_switch_raw";
+	hs[1].optional = true;
+	CHECK_EQ(probe_resolve(hs, 2, &o, PM_BIT(PM_RAW_TP) | PM_BIT(PM_TRACEPOINT)), 0);
+	CHECK_STR(probe_summary(hs, 2), "raw_tp");
+	probe_drop(&hs[1], NULL);
+	CHECK_EQ(hs[1].chosen, -1);
+	CHECK_EQ(hs[1].status[1], PS_AVAILABLE);
+	CHECK_EQ(hs[1].status[2], PS_UNAVAILABLE);
+	CHECK_STR(hs[1].why[2], "tracefs not mounted");
+	probe_drop(&hs[1], NULL);	/* nothing chosen: nothing changes */
+	CHECK_EQ(hs[1].status[1], PS_AVAILABLE);
+	probe_print_plan(f, hs, 2, NULL, "t", 0);
+	fclose(f);
+	CHECK(strstr(buf, "raw_tp      sched_switch                       available\n") != NULL);
+	CHECK(strstr(buf, "none: optional, output without it") != NULL);
+	probe_drop(&hs[0], NULL);
+	CHECK(probe_first_missing(hs, 2) == &hs[0]);
+	CHECK_STR(probe_summary(hs, 2), "none");
+}
+
+static void test_exclude(void)
+{
+	struct fake k = test_host();
+	struct feat_ops o = ops_for(&k);
+	struct probe_hook h = sched_hook();
+	char buf[1024];
+
+	CHECK_EQ(probe_resolve(&h, 1, &o, PM_ALL), 0);
+	probe_exclude(&h, "function mode: accesses from page_accessed");
+	CHECK_EQ(h.chosen, -1);
+	CHECK_EQ(h.status[0], PS_EXCLUDED);
+	CHECK_EQ(h.status[1], PS_EXCLUDED);
+	CHECK_STR(h.why[0], "function mode: accesses from page_accessed");
+	CHECK_STR(h.why[1], "function mode: accesses from page_accessed");
+	/* what did not work keeps its own reason */
+	CHECK_EQ(h.status[2], PS_UNAVAILABLE);
+	CHECK_STR(h.why[2], "tracefs not mounted");
+	probe_explain(&h, buf, sizeof(buf));
+	CHECK_STR(buf, "tried tp_btf:sched_switch (function mode: accesses from page_accessed), "
+		       "raw_tp:sched_switch (function mode: accesses from page_accessed), "
+		       "tracepoint:sched/sched_switch (tracefs not mounted)");
+}
+
+/* Against a real object (opened, never loaded): the dropped program and
+ * the unloaded hooks' programs are not loaded, the others are. */
+static void test_drop_unloads_programs(void)
+{
+	struct uprobe_args_bpf *skel = uprobe_args_bpf__open();
+	struct probe_hook hs[2] = {
+		{ .name = "launch", .chosen = 1, .cand = {
+			{ PM_KPROBE, "f", "t_launch_ptsz" }, { PM_KPROBE, "f", "t_launch" } } },
+		{ .name = "rank", .chosen = -1, .cand = {
+			{ PM_KPROBE, "f", "t_init_rank" }, { PM_KRETPROBE, "f", "t_launch_ret" } } },
+	};
+
+	if (!skel)
+		SKIP("cannot open the test BPF object");
+	hs[0].status[1] = PS_CHOSEN;
+	probe_drop(&hs[0], skel->obj);
+	CHECK(!bpf_program__autoload(skel->progs.t_launch));
+	CHECK(bpf_program__autoload(skel->progs.t_launch_ptsz));
+	CHECK_EQ(hs[0].status[1], PS_AVAILABLE);
+	probe_unload(skel->obj, &hs[1], 1);
+	CHECK(!bpf_program__autoload(skel->progs.t_init_rank));
+	CHECK(!bpf_program__autoload(skel->progs.t_launch_ret));
+	CHECK(bpf_program__autoload(skel->progs.t_cu_launch));
+	uprobe_args_bpf__destroy(skel);
+}
+
 int main(void)
 {
 	RUN(test_first_supported_chosen);
@@ -493,5 +622,10 @@ int main(void)
 	RUN(test_summary);
 	RUN(test_resolve_first_stops_at_chosen);
 	RUN(test_kprobe_symbol_of_a_clone);
+	RUN(test_tracepoint_macro);
+	RUN(test_chosen_by);
+	RUN(test_drop);
+	RUN(test_exclude);
+	RUN(test_drop_unloads_programs);
 	return t_done();
 }
