@@ -6,7 +6,7 @@
 #   - the bash, zsh and fish completions offer exactly the options that
 #     "<tool> --help" lists (long options and short letters), and complete a
 #     value after exactly the options that take one;
-#   - man/<tool>.8 exists, renders without groff warnings, has the contract's
+#   - man/aiscope-<tool>.8 exists, renders without groff warnings, has the contract's
 #     sections and exit codes, and its OPTIONS describe exactly those of --help;
 #   - README.md has a row for it.
 # No root needed. zsh and fish are used when installed; without them their
@@ -328,16 +328,20 @@ make_tools() {
 	local t missing=
 	[ -n "$(tools)" ]
 	for t in $(tools); do
-		[ -f "man/$t.8" ] || missing+=" man/$t.8"
+		[ -f "man/aiscope-$t.8" ] || missing+=" man/aiscope-$t.8"
 		[ -f "completions/bash/$t" ] || missing+=" completions/bash/$t"
 		[ -f "completions/zsh/_$t" ] || missing+=" completions/zsh/_$t"
 		[ -f "completions/fish/$t.fish" ] || missing+=" completions/fish/$t.fish"
-		# a row of the tools table: | [`tool`](man/tool.8) | ... (not "planned")
-		grep -Eq "^\| \[\`$t\`\]\(man/$t\.8\) \|" README.md || missing+=" README.md row for $t"
+		# a row of the tools table: | [`tool`](man/aiscope-tool.8) | ... (not "planned")
+		grep -Eq "^\| \[\`$t\`\]\(man/aiscope-$t\.8\) \|" README.md || missing+=" README.md row for $t"
 		grep -E "^\| \[?\`$t\`" README.md | grep -qi planned && missing+=" README.md: $t still 'planned'"
 		[[ " $(make_tools) " == *" $t "* ]] || missing+=" Makefile TOOLS entry for $t"
 	done
 	[ -f man/aiscope.7 ] || missing+=" man/aiscope.7"
+	# the front command's page and completions
+	for f in man/aiscope.8 completions/bash/aiscope completions/zsh/_aiscope; do
+		[ -f "$f" ] || missing+=" $f"
+	done
 	[ -z "$missing" ] || { echo "missing:$missing" >&2; false; }
 }
 
@@ -349,6 +353,10 @@ make_tools() {
 		t=${t#_}
 		t=${t%.8}
 		t=${t%.fish}
+		# the front command's own files
+		[ "$t" = aiscope ] && continue
+		[[ $f != man/* || $t == aiscope-* ]] || stale+=" $f"
+		t=${t#aiscope-}
 		[ -f "tools/$t.c" ] || stale+=" $f"
 	done
 	[ -z "$stale" ] || { echo "files for no tool:$stale" >&2; false; }
@@ -368,17 +376,17 @@ make_tools() {
 	for t in $(tools); do
 		for s in NAME SYNOPSIS DESCRIPTION OPTIONS FIELDS "EXIT STATUS" REQUIREMENTS \
 			OVERHEAD EXAMPLES "SEE ALSO"; do
-			grep -q "^\.SH \"\{0,1\}$s\"\{0,1\}\$" "man/$t.8" || missing+=" $t.8:section '$s'"
+			grep -q "^\.SH \"\{0,1\}$s\"\{0,1\}\$" "man/aiscope-$t.8" || missing+=" aiscope-$t.8:section '$s'"
 		done
 		# EXIT STATUS entries: ".TP" then ".B <code>"
 		for s in 0 1 2 77; do
-			grep -q "^\.B $s\$" "man/$t.8" || missing+=" $t.8:exit status $s"
+			grep -q "^\.B $s\$" "man/aiscope-$t.8" || missing+=" aiscope-$t.8:exit status $s"
 		done
 	done
 	[ -z "$missing" ] || { echo "missing:$missing" >&2; false; }
 }
 
-# man_opts TOOL: the options that OPTIONS of man/TOOL.8 describes: those in
+# man_opts TOOL: the options that OPTIONS of man/aiscope-TOOL.8 describes: those in
 # its .TP tags ("\-p", "\-\-pid=" in roff), sorted
 man_opts() {
 	awk '/^\.SH/ { in_opts = ($0 ~ /^\.SH "?OPTIONS"?$/) }
@@ -392,12 +400,95 @@ man_opts() {
 					print o
 				}
 		}
-		{ tag = in_opts && $0 == ".TP" }' "$TOP/man/$1.8" | LC_ALL=C sort -u
+		{ tag = in_opts && $0 == ".TP" }' "$TOP/man/aiscope-$1.8" | LC_ALL=C sort -u
 }
 
 @test "each man page describes exactly the options of --help" {
 	local t
 	for t in $(tools); do
-		same "$(help_opts "$t")" "$(man_opts "$t")" "man/$t.8: OPTIONS"
+		same "$(help_opts "$t")" "$(man_opts "$t")" "man/aiscope-$t.8: OPTIONS"
 	done
+}
+
+# ---- the front command: aiscope TOOL ... completes as TOOL ... ----
+
+# aiscope_bash BC WORD...: what bash offers for the last WORD of "aiscope WORD..."
+aiscope_bash() {
+	local bc=$1
+	shift
+	PATH=$BIN:$PATH AISCOPE_LIBEXECDIR=$BIN bash --norc --noprofile -c '
+		bc=$1 top=$2
+		shift 2
+		if [ -n "$bc" ]; then
+			. "$bc" || exit 1
+		fi
+		. "$top/completions/bash/aiscope" || exit 1
+		COMP_WORDS=(aiscope "$@")
+		COMP_CWORD=$#
+		COMP_LINE=$(printf "%s " aiscope "$@")
+		COMP_LINE=${COMP_LINE% }
+		COMP_LINE=${COMP_LINE// = /=}
+		COMP_LINE=${COMP_LINE% =}
+		[[ ${COMP_WORDS[COMP_CWORD]} == = ]] && COMP_LINE+="="
+		COMP_POINT=${#COMP_LINE}
+		COMPREPLY=()
+		_aiscope aiscope "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+		printf "%s\n" "${COMPREPLY[@]}"
+		# a tool file loaded for aiscope registers nothing for the tool name
+		for t in $("$top/build/aiscope" list 2> /dev/null || aiscope list); do
+			complete -p "$t" > /dev/null 2>&1 && { echo "complete registered for $t" >&2; exit 1; }
+		done
+		exit 0
+	' bash "$bc" "$TOP" "$@"
+}
+
+@test "aiscope completion: the tools first, then each tool's own options (bash, zsh, fish)" {
+	local bc t help got tools
+	need_binary aiscope
+	tools=$(printf '%s\n' $("$BIN/aiscope" list) list help --version | LC_ALL=C sort)
+	for bc in "" "$BASH_COMPLETION"; do
+		[ -z "$bc" ] || [ -r "$bc" ] || continue
+		same "$tools" "$(aiscope_bash "$bc" "" | LC_ALL=C sort)" "bash: aiscope <TAB>"
+		[ "$(aiscope_bash "$bc" help to)" = topograph ]
+		for t in $("$BIN/aiscope" list); do
+			help=$(help_opts "$t")
+			got=$({ aiscope_bash "$bc" "$t" -; aiscope_bash "$bc" "$t" --; } | grep -v '^$' | LC_ALL=C sort -u)
+			same "$help" "$got" "bash: aiscope $t -"
+		done
+		run aiscope_bash "$bc" schedlat --by = c
+		[ "$status" -eq 0 ]
+		[ "$(printf '%s\n' "$output" | tr '\n' ' ')" = "cgroup container " ]
+	done
+	if command -v zsh > /dev/null 2>&1; then
+		# _arguments as completions.bats reads it, compadd printing its words
+		got=$(PATH=$BIN:$PATH zsh -f -c '
+			zmodload zsh/parameter
+			fpath=("$1/completions/zsh" $fpath)
+			autoload -Uz _aiscope
+			compadd() {
+				while [[ $1 == -* ]]; do
+					if [[ $1 == -a ]]; then print -rl -- ${(P)2}; shift 2; continue; fi
+					shift
+				done
+				print -rl -- "$@"
+			}
+			_arguments() { while [[ $1 == -[sSCwWn0] ]]; do shift; done; print -rl -- "$@"; }
+			words=(aiscope ""); CURRENT=2; _aiscope; print -- ---
+			words=(aiscope schedlat -); CURRENT=3; _aiscope
+		' zsh "$TOP")
+		same "$tools" "$(printf '%s\n' "$got" | sed '/^---$/,$d' | grep -v '^$' | LC_ALL=C sort)" "zsh: aiscope <TAB>"
+		same "$(help_opts schedlat)" "$(printf '%s\n' "$got" | sed '1,/^---$/d' | zsh_parse)" "zsh: aiscope schedlat -"
+	fi
+	if command -v fish > /dev/null 2>&1; then
+		[ -f "$BIN/completions/aiscope.fish" ]
+		# shellcheck disable=SC2016 # fish expands $argv
+		got=$(fish --no-config -c 'source $argv[1]; complete -C"aiscope "' "$BIN/completions/aiscope.fish" | cut -f1)
+		same "$(printf '%s\n' "$tools" | grep -v -- --version)" "$(printf '%s\n' "$got" | LC_ALL=C sort)" "fish: aiscope <TAB>"
+		for t in $("$BIN/aiscope" list); do
+			# shellcheck disable=SC2016 # fish expands $argv
+			got=$(fish --no-config -c 'source $argv[1]; complete -C"aiscope $argv[2] -"; complete -C"aiscope $argv[2] --"' \
+				"$BIN/completions/aiscope.fish" "$t" | cut -f1 | grep -- '^-' | LC_ALL=C sort -u)
+			same "$(help_opts "$t")" "$got" "fish: aiscope $t -"
+		done
+	fi
 }

@@ -1029,9 +1029,9 @@ yaml_json() {
 	# serves /metrics on the port its probes and annotation name
 	for i in $(seq 0 $(($(echo "$ds" | jq '.spec.template.spec.containers | length') - 1))); do
 		c=$(echo "$ds" | jq -c ".spec.template.spec.containers[$i]")
-		tool=$(echo "$c" | jq -r '.command[0]')
-		[[ "$tool" == /usr/sbin/* ]]
-		tool=${tool#/usr/sbin/}
+		[ "$(echo "$c" | jq -r '.command[0]')" = /usr/sbin/aiscope ]
+		[ "$(echo "$c" | jq -r '.command | length')" -eq 2 ]
+		tool=$(echo "$c" | jq -r '.command[1]')
 		[ -f "$TOP/tools/$tool.c" ] || { echo "no tool $tool"; false; }
 		[ "$(echo "$c" | jq -r .name)" = "$tool" ]
 		mapfile -t args < <(echo "$c" | jq -r '.args[]')
@@ -1041,7 +1041,7 @@ yaml_json() {
 		echo "$c" | jq -e --arg n "m-$tool" '.livenessProbe.httpGet.path == "/metrics" and
 			.livenessProbe.httpGet.port == $n and .readinessProbe.httpGet.port == $n'
 		# the same arguments, on a free port, parse (and --list-probes exits 0)
-		run "$BIN/$tool" "${args[@]/0.0.0.0:$port/127.0.0.1:0}" --list-probes
+		run "$BIN/aiscope" "$tool" "${args[@]/0.0.0.0:$port/127.0.0.1:0}" --list-probes
 		echo "$output"
 		[ "$status" -eq 0 ]
 	done
@@ -1058,6 +1058,7 @@ yaml_json() {
 	grep -qx 'build/' "$TOP/.dockerignore"
 	# the static tools the image carries exist for every tool (make static)
 	[ -x "$AISCOPE_BUILD/static/schedlat" ] || skip "make static has not run"
+	file "$AISCOPE_BUILD/static/aiscope" | grep -q 'statically linked'
 	for t in $(cd "$TOP/tools" && ls *.c | sed 's/\.c$//'); do
 		[ -x "$AISCOPE_BUILD/static/$t" ] || { echo "no static $t"; false; }
 		file "$AISCOPE_BUILD/static/$t" | grep -q 'statically linked'

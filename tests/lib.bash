@@ -6,6 +6,9 @@
 
 AISCOPE_BUILD=${AISCOPE_BUILD:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)/build}
 BIN=$AISCOPE_BUILD
+# build/aiscope runs the tools of this tree (installed, it finds them in
+# ../libexec/aiscope: cmd/aiscope.c)
+export AISCOPE_LIBEXECDIR=$AISCOPE_BUILD
 HELPERS=$AISCOPE_BUILD/tests/helpers
 TEST_PIDS=()
 TEST_CGROUPS=()

@@ -37,22 +37,22 @@ bounding_set() {
 		t=${u##*/aiscope-}
 		t=${t%.service}
 		[ -f "$TOP/tools/$t.c" ] || { echo "$u: no tool $t"; false; }
-		[ -f "$TOP/man/$t.8" ]
-		grep -qx "Documentation=man:$t(8) man:aiscope(7)" "$u"
+		[ -f "$TOP/man/aiscope-$t.8" ]
+		grep -qx "Documentation=man:aiscope-$t(8) man:aiscope(7)" "$u"
 		grep -qx "StandardOutput=append:/var/log/aiscope/$t.json" "$u"
-		[[ "$(unit_key "$u" ExecStart)" == "/usr/local/sbin/$t "*" --prometheus /var/lib/prometheus/node-exporter/aiscope-$t.prom" ]]
+		[[ "$(unit_key "$u" ExecStart)" == "/usr/local/sbin/aiscope $t "*" --prometheus /var/lib/prometheus/node-exporter/aiscope-$t.prom" ]]
 		# the options of the tool's DaemonSet container, less --listen
-		want=$(awk -v c="command: [\"/usr/sbin/$t\"]" '$0 ~ /^ *command:/ { hit = (substr($0, index($0, "command:")) == c) }
+		want=$(awk -v c="command: [\"/usr/sbin/aiscope\", \"$t\"]" '$0 ~ /^ *command:/ { hit = (substr($0, index($0, "command:")) == c) }
 			hit && /^ *args:/ { sub(/^ *args: */, ""); print; exit }' "$TOP/deploy/aiscope-daemonset.yaml" |
 			jq -r '.[]' | sed '/^--listen$/,+1d' | paste -sd' ')
-		got=$(unit_key "$u" ExecStart | cut -d' ' -f2- | sed 's| --prometheus [^ ]*$||')
+		got=$(unit_key "$u" ExecStart | cut -d' ' -f3- | sed 's| --prometheus [^ ]*$||')
 		echo "$t: unit '$got', DaemonSet '$want'"
 		[ -n "$want" ]
 		[ "$got" = "$want" ]
 		n=$((n + 1))
 	done
 	# every tool the DaemonSet runs has its unit, with the same options
-	diff <(sed -n 's|^ *command: \["/usr/sbin/\([a-z]*\)"\]$|\1|p' "$TOP/deploy/aiscope-daemonset.yaml" | sort) \
+	diff <(sed -n 's|^ *command: \["/usr/sbin/aiscope", "\([a-z]*\)"\]$|\1|p' "$TOP/deploy/aiscope-daemonset.yaml" | sort) \
 		<(for u in "$UNITS"/aiscope-*.service; do t=${u##*/aiscope-}; echo "${t%.service}"; done | sort)
 	[ "$n" -ge 7 ]
 	# the directories the units write to are made at boot
@@ -83,13 +83,13 @@ bounding_set() {
 	[ "$status" -eq 0 ]
 	[ -z "$output" ]
 	# not a no-op: a misspelt key and a missing binary are reported
-	sed 's/^ProtectSystem=/ProtectSytem=/; s|/schedlat |/schedlat-none |' "$d/units/aiscope-schedlat.service" \
+	sed 's/^ProtectSystem=/ProtectSytem=/; s|/aiscope schedlat |/aiscope-none schedlat |' "$d/units/aiscope-schedlat.service" \
 		> "$d/units/aiscope-bad.service"
 	run env MANPATH="$d/man" systemd-analyze verify "$d/units/aiscope-bad.service"
 	echo "$output"
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"Unknown key 'ProtectSytem'"* ]]
-	[[ "$output" == *"schedlat-none is not executable"* ]]
+	[[ "$output" == *"aiscope-none is not executable"* ]]
 }
 
 @test "deploy/systemd: each unit's command traces, writes JSON lines and its .prom file, inside the unit's sandbox" {
@@ -115,7 +115,8 @@ bounding_set() {
 		# directories, 1 s intervals and an end after 3 s
 		read -r -a argv <<< "$(unit_key "$u" ExecStart | sed -e "s|^/usr/local/sbin/|$BIN/|" \
 			-e "s|$rw/|$d/textfile/|" -e 's/ -i 15s / -i 1s /')"
-		[ "${argv[0]}" = "$BIN/$t" ]
+		[ "${argv[0]}" = "$BIN/aiscope" ]
+		[ "${argv[1]}" = "$t" ]
 		printf '%s\n' "${argv[@]}" | grep -qx -- "$d/textfile/aiscope-$t.prom"
 		rc=0
 		unshare --mount --propagation private -- bash -c '
@@ -167,16 +168,23 @@ bounding_set() {
 }
 
 @test "make install puts the units and tmpfiles.d where systemd looks, naming the installed tools" {
-	local d=$BATS_TEST_TMPDIR/inst u
+	local d=$BATS_TEST_TMPDIR/inst u t
 	make -s -C "$TOP" O="$AISCOPE_BUILD" install DESTDIR="$d" PREFIX=/usr > /dev/null
 	[ -f "$d/usr/lib/tmpfiles.d/aiscope.conf" ]
 	for u in "$UNITS"/aiscope-*.service; do
+		t=${u##*/aiscope-}
+		t=${t%.service}
 		u=$d/usr/lib/systemd/system/${u##*/}
 		[ -f "$u" ]
 		[ "$(stat -c %a "$u")" = 644 ]
-		[ -x "$d$(unit_key "$u" ExecStart | cut -d' ' -f1)" ]
-		[[ "$(unit_key "$u" ExecStart)" == /usr/sbin/* ]]
+		[[ "$(unit_key "$u" ExecStart)" == "/usr/sbin/aiscope $t "* ]]
+		[ -x "$d/usr/sbin/aiscope" ]
+		[ -x "$d/usr/libexec/aiscope/$t" ]
 	done
+	# the installed front command finds the installed tools, not this tree's
+	[ "$(env -u AISCOPE_LIBEXECDIR "$d/usr/sbin/aiscope" schedlat --version)" = "$("$BIN/schedlat" --version)" ]
+	# /usr/sbin holds the front command alone (libbpf-tools owns /usr/sbin/cachestat)
+	[ "$(ls "$d/usr/sbin")" = aiscope ]
 	make -s -C "$TOP" O="$AISCOPE_BUILD" uninstall DESTDIR="$d" PREFIX=/usr
 	[ -z "$(find "$d" -type f)" ]
 }

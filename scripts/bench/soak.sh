@@ -43,7 +43,9 @@ mkdir -p "$OUTDIR" || die "cannot make $OUTDIR"
 unit_args() {
 	local unit=$ROOT/deploy/systemd/aiscope-$1.service line
 	[ -r "$unit" ] || die "no unit $unit"
-	line=$(sed -n 's/^ExecStart=[^ ]* //p' "$unit")
+	# ExecStart=/usr/local/sbin/aiscope TOOL OPTION...
+	line=$(sed -n "s/^ExecStart=[^ ]*\/aiscope $1 //p" "$unit")
+	[ -n "$line" ] || die "$unit: no ExecStart=.../aiscope $1"
 	printf '%s\n' "${line% --prometheus *}"
 }
 
