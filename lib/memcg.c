@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -170,6 +172,7 @@ int memcg_read(struct memcg *m, unsigned int what,
 	m->prev = m->cur;
 	m->have_prev = m->reads > 0;
 	r->inactive_file = MEMCG_UNKNOWN;
+	r->at_ns = clock_ns(CLOCK_MONOTONIC);
 	if (all || (what & MEMCG_LIMIT) || !m->reads) {
 		err = read_u64_file(m->fd_limit, &r->limit);
 		if (err == -ENODEV)
@@ -218,6 +221,11 @@ static struct memcg *find(struct memcg_set *s, uint64_t id, bool v1)
 	return hit ? *hit : NULL;
 }
 
+struct memcg *memcg_set_find(struct memcg_set *s, uint64_t id, bool v1)
+{
+	return find(s, id, v1);
+}
+
 static int open_at(struct memcg_set *s, int dfd, const char *name)
 {
 	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
@@ -227,11 +235,22 @@ static int open_at(struct memcg_set *s, int dfd, const char *name)
 	return fd;
 }
 
+static void sig_close(struct memcg_sig *sig)
+{
+	/* closing the eventfd unregisters it (the kernel sees EPOLLHUP);
+	 * closing a fd takes it out of epoll */
+	if (sig->fd >= 0)
+		close(sig->fd);
+	sig->fd = -1;
+}
+
 static void memcg_close(struct memcg *m)
 {
 	int *fds[] = { &m->fd_usage, &m->fd_limit, &m->fd_stat, &m->fd_events, &m->fd_oomctl,
-		       &m->fd_psi };
+		       &m->fd_psi, &m->fd_ctl };
 
+	for (size_t i = 0; i < MEMCG_NSIG; i++)
+		sig_close(&m->sig[i]);
 	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
 		if (*fds[i] >= 0)
 			close(*fds[i]);
@@ -249,7 +268,10 @@ static struct memcg *memcg_open(struct memcg_set *s, int dfd, uint64_t id, bool 
 	m->id = id;
 	m->v1 = v1;
 	m->path = strdup(*path ? path : "/");
-	m->fd_oomctl = m->fd_psi = -1;
+	m->fd_oomctl = m->fd_psi = m->fd_ctl = -1;
+	for (size_t i = 0; i < MEMCG_NSIG; i++)
+		m->sig[i] = (struct memcg_sig){ .m = m, .fd = -1 };
+	m->armed_limit = MEMCG_NO_LIMIT;
 	m->cur.usage = MEMCG_UNKNOWN;
 	if (v1) {
 		m->fd_usage = open_at(s, dfd, "memory.usage_in_bytes");
@@ -267,6 +289,12 @@ static struct memcg *memcg_open(struct memcg_set *s, int dfd, uint64_t id, bool 
 		memcg_close(m);
 		return NULL;
 	}
+	if (v1 && s->epoll_fd >= 0) {
+		/* without it, each v1 signal counts its own arm error */
+		m->fd_ctl = openat(dfd, "cgroup.event_control", O_WRONLY | O_CLOEXEC);
+	}
+	if (s->epoll_fd >= 0)
+		memcg_rearm(s, m);
 	return m;
 }
 
@@ -312,7 +340,8 @@ static int cmp_watch(const void *a, const void *b)
 
 static void watch_add(struct memcg_set *s, const char *abs, const char *path, bool v1)
 {
-	int wd = inotify_add_watch(s->inotify_fd, abs, IN_CREATE | IN_ONLYDIR);
+	/* IN_MODIFY: a limit written (thresholds follow it) */
+	int wd = inotify_add_watch(s->inotify_fd, abs, IN_CREATE | IN_MODIFY | IN_ONLYDIR);
 	struct memcg_watch *w;
 
 	if (wd < 0 || watch_find(s, wd))
@@ -487,6 +516,34 @@ static void created(struct memcg_set *s, const struct inotify_event *ev)
 	s->nsorted = s->n;
 }
 
+static bool is_limit_file(const char *name)
+{
+	return !strcmp(name, "memory.limit_in_bytes") || !strcmp(name, "memory.max");
+}
+
+/* A file written in a watched cgroup: a new limit moves the thresholds. */
+static void modified(struct memcg_set *s, const struct inotify_event *ev)
+{
+	struct memcg_watch *w = watch_find(s, ev->wd);
+	char abs[PATH_MAX];
+	struct memcg *m;
+	struct stat st;
+
+	if (!w || !is_limit_file(ev->name))
+		return;
+	if (snprintf(abs, sizeof(abs), "%s%s", w->v1 ? s->v1_root : s->v2_root, w->path) >=
+	    (int)sizeof(abs) || stat(abs, &st))
+		return;
+	m = find(s, st.st_ino, w->v1);
+	if (!m)
+		return;
+	m->limit_changed = true;
+	if (read_u64_file(m->fd_limit, &m->cur.limit))
+		m->cur.limit = MEMCG_NO_LIMIT;
+	if (s->epoll_fd >= 0)
+		memcg_rearm(s, m);
+}
+
 void memcg_set_refresh(struct memcg_set *s)
 {
 	char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
@@ -502,6 +559,8 @@ void memcg_set_refresh(struct memcg_set *s)
 				watch_forget(s, ev->wd);
 			else if ((ev->mask & IN_CREATE) && (ev->mask & IN_ISDIR) && ev->len)
 				created(s, ev);
+			else if ((ev->mask & IN_MODIFY) && ev->len)
+				modified(s, ev);
 			p += sizeof(*ev) + ev->len;
 		}
 	}
@@ -525,6 +584,7 @@ int memcg_set_init(struct memcg_set *s, const char *v1_root, const char *v2_root
 		   const char *prefix, bool watch)
 {
 	memset(s, 0, sizeof(*s));
+	s->epoll_fd = -1;
 	snprintf(s->v1_root, sizeof(s->v1_root), "%s", v1_root ? v1_root : "");
 	snprintf(s->v2_root, sizeof(s->v2_root), "%s", v2_root ? v2_root : "");
 	s->prefix = prefix;
@@ -544,6 +604,222 @@ void memcg_set_free(struct memcg_set *s)
 	free(s->watch);
 	if (s->inotify_fd >= 0)
 		close(s->inotify_fd);
+	if (s->epoll_fd >= 0)
+		close(s->epoll_fd);
 	memset(s, 0, sizeof(*s));
-	s->inotify_fd = -1;
+	s->inotify_fd = s->epoll_fd = -1;
+}
+
+/* ---- kernel signals ---- */
+
+uint64_t memcg_threshold_bytes(uint64_t limit, double pct)
+{
+	if (limit == MEMCG_NO_LIMIT || !limit || !(pct > 0))
+		return 0;
+	return (uint64_t)(limit * (pct / 100.0));
+}
+
+int memcg_psi_trigger(char *buf, size_t len, double pct, uint64_t window_us)
+{
+	uint64_t stall = (uint64_t)(window_us * (pct / 100.0));
+
+	/* the kernel wants a stall of at least 1 us, at most the window */
+	if (!stall)
+		stall = 1;
+	return snprintf(buf, len, "full %llu %llu", (unsigned long long)stall,
+			(unsigned long long)window_us);
+}
+
+static int sig_add(struct memcg_set *s, struct memcg_sig *sig, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = sig };
+
+	if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, sig->fd, &ev)) {
+		s->arm_errors++;
+		sig_close(sig);
+		return -1;
+	}
+	return 0;
+}
+
+/* v1: "<eventfd> <fd of the file> [args]" to cgroup.event_control */
+static int v1_register(struct memcg_set *s, struct memcg *m, struct memcg_sig *sig, int fd,
+		       const char *args)
+{
+	char line[96];
+	int n;
+
+	sig->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (sig->fd < 0) {
+		s->arm_errors++;
+		return -1;
+	}
+	n = snprintf(line, sizeof(line), "%d %d%s%s", sig->fd, fd, *args ? " " : "", args);
+	if (m->fd_ctl < 0 || write(m->fd_ctl, line, n) != n) {
+		s->arm_errors++;
+		sig_close(sig);
+		return -1;
+	}
+	return sig_add(s, sig, EPOLLIN);
+}
+
+static void v1_threshold(struct memcg_set *s, struct memcg *m, struct memcg_sig *sig, int level,
+			 double pct)
+{
+	char arg[32];
+	uint64_t usage;
+
+	sig->kind = MEMCG_SIG_THRESHOLD;
+	sig->level = level;
+	sig->bytes = memcg_threshold_bytes(m->cur.limit, pct);
+	sig->above = false;
+	if (!sig->bytes)
+		return;
+	snprintf(arg, sizeof(arg), "%llu", (unsigned long long)sig->bytes);
+	if (v1_register(s, m, sig, m->fd_usage, arg))
+		return;
+	/* the kernel signals crossings only: a usage above already is
+	 * checked at once, through the same eventfd */
+	if (!read_u64_file(m->fd_usage, &usage) && usage >= sig->bytes)
+		eventfd_write(sig->fd, 1);
+}
+
+static void v1_arm(struct memcg_set *s, struct memcg *m)
+{
+	const struct memcg_arm *a = &s->arm;
+
+	sig_close(&m->sig[0]);
+	sig_close(&m->sig[1]);
+	v1_threshold(s, m, &m->sig[0], 1, a->warn_pct);
+	v1_threshold(s, m, &m->sig[1], 2, a->crit_pct);
+	if (m->sig[2].fd < 0 && m->fd_oomctl >= 0) {
+		m->sig[2].kind = MEMCG_SIG_OOM;
+		m->sig[2].level = 2;
+		v1_register(s, m, &m->sig[2], m->fd_oomctl, "");
+	}
+}
+
+static void v2_psi(struct memcg_set *s, struct memcg *m, struct memcg_sig *sig, int level,
+		   double pct)
+{
+	char path[32], line[64];
+	int n;
+
+	sig->kind = MEMCG_SIG_PSI;
+	sig->level = level;
+	/* one trigger per open file: its own fd */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", m->fd_psi);
+	sig->fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	if (sig->fd < 0) {
+		s->arm_errors++;
+		return;
+	}
+	n = memcg_psi_trigger(line, sizeof(line), pct, s->arm.psi_window_us);
+	if (write(sig->fd, line, n + 1) != n + 1) {
+		s->arm_errors++;
+		sig_close(sig);
+		return;
+	}
+	sig_add(s, sig, EPOLLPRI);
+}
+
+/* v2's signals do not depend on the limit: armed once */
+static void v2_arm(struct memcg_set *s, struct memcg *m)
+{
+	struct memcg_sig *ev = &m->sig[0];
+
+	if (ev->fd >= 0 || ev->kind)
+		return;
+	ev->kind = MEMCG_SIG_EVENTS;
+	ev->level = 0;
+	ev->fd = m->fd_events >= 0 ? dup(m->fd_events) : -1;
+	if (ev->fd < 0)
+		s->arm_errors++;
+	else
+		sig_add(s, ev, EPOLLPRI | EPOLLET);
+	if (m->fd_psi < 0)
+		return;
+	v2_psi(s, m, &m->sig[1], 1, s->arm.psi_warn_pct);
+	v2_psi(s, m, &m->sig[2], 2, s->arm.psi_crit_pct);
+}
+
+void memcg_rearm(struct memcg_set *s, struct memcg *m)
+{
+	if (s->epoll_fd < 0)
+		return;
+	if (!m->reads && read_u64_file(m->fd_limit, &m->cur.limit))
+		m->cur.limit = MEMCG_NO_LIMIT;
+	if (!m->v1) {
+		v2_arm(s, m);
+		return;
+	}
+	if (m->sig[2].kind && m->armed_limit == m->cur.limit)
+		return;
+	m->armed_limit = m->cur.limit;
+	v1_arm(s, m);
+}
+
+int memcg_set_arm(struct memcg_set *s, const struct memcg_arm *arm)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &s->inotify_tag };
+
+	s->arm = *arm;
+	s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (s->epoll_fd < 0)
+		return -errno;
+	if (s->inotify_fd >= 0)
+		epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->inotify_fd, &ev);
+	for (size_t i = 0; i < s->n; i++) {
+		struct memcg *m = s->cg[i];
+
+		if (m->v1 && m->fd_ctl < 0) {
+			char path[PATH_MAX];
+			int n = snprintf(path, sizeof(path), "%s%s/cgroup.event_control", s->v1_root,
+					 strcmp(m->path, "/") ? m->path : "");
+
+			m->fd_ctl = n < (int)sizeof(path) ? open(path, O_WRONLY | O_CLOEXEC) : -1;
+		}
+		memcg_rearm(s, m);
+	}
+	return 0;
+}
+
+static void sig_drain(struct memcg_sig *sig)
+{
+	eventfd_t n = 0;
+
+	sig->count = 1;
+	if (sig->kind == MEMCG_SIG_THRESHOLD || sig->kind == MEMCG_SIG_OOM)
+		sig->count = eventfd_read(sig->fd, &n) ? 0 : n;
+}
+
+int memcg_set_serve(struct memcg_set *s, void (*on_sig)(struct memcg_sig *sig, void *ctx),
+		    void *ctx)
+{
+	struct epoll_event evs[64];
+	bool inotify = false;
+	int n, nsig = 0;
+
+	if (s->epoll_fd < 0)
+		return 0;
+	do {
+		n = epoll_wait(s->epoll_fd, evs, ARRAY_SIZE(evs), 0);
+		for (int i = 0; i < n; i++) {
+			struct memcg_sig *sig = evs[i].data.ptr;
+
+			if (evs[i].data.ptr == &s->inotify_tag) {
+				inotify = true;
+				continue;
+			}
+			sig_drain(sig);
+			if (sig->count) {
+				on_sig(sig, ctx);
+				nsig++;
+			}
+		}
+	} while (n == ARRAY_SIZE(evs));
+	/* last: a rescan frees gone cgroups the events above may name */
+	if (inotify)
+		memcg_set_refresh(s);
+	return nsig;
 }

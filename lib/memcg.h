@@ -27,6 +27,42 @@ struct memcg_reading {
 	uint64_t oom_kills;	/* v2 memory.events oom_kill; v1 memory.oom_control oom_kill */
 	double psi_some10;	/* memory.pressure avg10 (%), < 0 unknown */
 	double psi_full10;
+	uint64_t at_ns;		/* CLOCK_MONOTONIC of the read */
+};
+
+/* The kernel's own signals of one cgroup, armed with memcg_set_arm():
+ * v1 usage thresholds (cgroup.event_control, an eventfd on
+ * memory.usage_in_bytes at --warn and --crit of the limit, re-armed when
+ * the limit changes) and the memory.oom_control eventfd (the memcg is in
+ * OOM, its kill is next); v2 memory.events changes (POLLPRI) and PSI
+ * triggers on memory.pressure (POLLPRI). Each fd is in the set's epoll fd. */
+enum memcg_sig_kind {
+	MEMCG_SIG_NONE,
+	MEMCG_SIG_THRESHOLD,	/* v1: usage crossed bytes, up or down */
+	MEMCG_SIG_OOM,		/* v1: memory.oom_control: under OOM now */
+	MEMCG_SIG_EVENTS,	/* v2: memory.events changed */
+	MEMCG_SIG_PSI,		/* v2: full stall of the trigger's share of its window */
+};
+/* v1: warn, crit thresholds and oom_control; v2: memory.events, 2 PSI */
+#define MEMCG_NSIG	3
+
+struct memcg;
+
+struct memcg_sig {
+	struct memcg *m;
+	int fd;			/* -1: not armed */
+	uint8_t kind;		/* enum memcg_sig_kind */
+	uint8_t level;		/* 1 warn, 2 crit: which threshold or trigger */
+	bool above;		/* thresholds: the usage was at or above bytes when last seen */
+	uint64_t bytes;		/* thresholds: the usage they fire at */
+	uint64_t count;		/* eventfd count of the last wakeup (signals since the last) */
+};
+
+/* What memcg_set_arm() arms. */
+struct memcg_arm {
+	double warn_pct, crit_pct;		/* v1 usage thresholds, % of the limit */
+	double psi_warn_pct, psi_crit_pct;	/* v2 PSI triggers: full stall, % of the window */
+	uint64_t psi_window_us;
 };
 
 struct memcg {
@@ -41,6 +77,16 @@ struct memcg {
 	int level;
 	int psi_level;
 	uint64_t scan_gen;
+	/* kernel signals (memcg_set_arm) */
+	int fd_ctl;		/* v1 cgroup.event_control, -1 */
+	struct memcg_sig sig[MEMCG_NSIG];
+	uint64_t armed_limit;	/* the limit the thresholds were set from */
+	bool limit_changed;	/* inotify saw the limit file written */
+	/* for the caller */
+	uint64_t seen_hits, seen_ooms, seen_kills;	/* counters as of the last alert check */
+	uint64_t proj_usage, proj_ns;			/* the last tick's usage, for the growth rate */
+	bool proj_alerted;
+	uint64_t psi_hold_ns;	/* a PSI trigger's level holds until then */
 };
 
 struct memcg_watch {
@@ -64,6 +110,11 @@ struct memcg_set {
 	uint64_t last_scan_ns;
 	uint64_t rescan_ns;	/* periodic rescan, 0: never */
 	int open_errors;	/* files that could not be opened (EMFILE ...) */
+	/* kernel signals: an epoll fd over the armed fds and inotify */
+	int epoll_fd;		/* -1: not armed */
+	struct memcg_arm arm;
+	int arm_errors;		/* signals that could not be armed (the poll covers those) */
+	int inotify_tag;	/* the epoll data.ptr of inotify: &inotify_tag */
 };
 
 /* Pure parsers (unit-tested). */
@@ -85,6 +136,9 @@ void memcg_set_rescan(struct memcg_set *s);
  * periodic rescan is due. */
 void memcg_set_refresh(struct memcg_set *s);
 void memcg_set_drop(struct memcg_set *s, size_t i);
+/* The watched cgroup of that id (its directory's inode number), or NULL:
+ * a cgroup made a moment ago is here as soon as inotify reported it. */
+struct memcg *memcg_set_find(struct memcg_set *s, uint64_t id, bool v1);
 /* Reads one cgroup (prev <- cur). A poll reads what can change the
  * verdict: the limit at the first read and with MEMCG_LIMIT (it rarely
  * changes), the usage only of limited cgroups, memory.stat and v1's
@@ -100,6 +154,22 @@ void memcg_set_drop(struct memcg_set *s, size_t i);
 int memcg_read(struct memcg *m, unsigned int what,
 	       bool (*hot)(const struct memcg_reading *r, void *ctx), void *ctx);
 void memcg_set_free(struct memcg_set *s);
+
+/* Arms the kernel signals of every cgroup, now and as they are found;
+ * the set's epoll_fd then reports them and inotify. -errno without
+ * epoll. */
+int memcg_set_arm(struct memcg_set *s, const struct memcg_arm *arm);
+/* Sets m's signals for its limit as read last (thresholds move with it). */
+void memcg_rearm(struct memcg_set *s, struct memcg *m);
+/* Serves what epoll_fd has ready without waiting: on_sig for each signal
+ * (sig->count set; on_sig must not drop cgroups), then inotify (new
+ * cgroups are armed; rescans may free gone ones). Returns the signals. */
+int memcg_set_serve(struct memcg_set *s, void (*on_sig)(struct memcg_sig *sig, void *ctx),
+		    void *ctx);
+/* Pure (unit-tested): the usage a threshold at pct of limit fires at;
+ * the PSI trigger line for a share of the window. */
+uint64_t memcg_threshold_bytes(uint64_t limit, double pct);
+int memcg_psi_trigger(char *buf, size_t len, double pct, uint64_t window_us);
 
 /* working set = usage - inactive_file (what kubelet and cAdvisor use);
  * MEMCG_UNKNOWN when memory.stat was not read */

@@ -284,7 +284,7 @@ int aiscope_loop_stop(struct aiscope_loop *l, const char *reason)
 }
 
 enum { SRC_SIGNAL = 1, SRC_TICK, SRC_DEADLINE, SRC_RING, SRC_POLL, SRC_STDOUT, SRC_AUX, SRC_SWEEP,
-	SRC_HTTP = 0x100 };	/* SRC_HTTP and up: the metrics server's sockets */
+	SRC_WATCH, SRC_HTTP = 0x100 };	/* SRC_HTTP and up: the metrics server's sockets */
 
 static int add_fd(int ep, int fd, uint32_t events, uint64_t tag)
 {
@@ -331,6 +331,8 @@ int aiscope_loop_run(struct aiscope_loop *l)
 	}
 	if (l->aux_rb)
 		add_fd(ep, ring_buffer__epoll_fd(l->aux_rb), EPOLLIN, SRC_AUX);
+	if (l->on_watch)
+		add_fd(ep, l->watch_fd, EPOLLIN, SRC_WATCH);
 	/* a pipe whose reader went away reports EPOLLERR: leave at once */
 	add_fd(ep, STDOUT_FILENO, 0, SRC_STDOUT);
 	if (metrics_listening()) {
@@ -354,6 +356,9 @@ int aiscope_loop_run(struct aiscope_loop *l)
 			l->exit_reason = "error";
 			break;
 		}
+		for (int i = 0; i < n; i++)
+			if (evs[i].data.u64 == SRC_WATCH && l->on_watch(l->ctx) == AISCOPE_STOP)
+				aiscope_loop_stop(l, "count");
 		for (int i = 0; i < n && !l->exit_reason; i++) {
 			uint64_t exp;
 			struct signalfd_siginfo si;

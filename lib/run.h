@@ -56,6 +56,11 @@ struct aiscope_loop {
 	/* optional: a second ring buffer read as soon as it has data (its
 	 * producer wakes the reader), e.g. uprobe discovery events */
 	struct ring_buffer *aux_rb;
+	/* optional: one more fd (e.g. an epoll set of the kernel's own
+	 * notifications) and its callback, served first in each wakeup: what
+	 * it signalled before a ring buffer event is reported before it */
+	int watch_fd;
+	int (*on_watch)(void *ctx);
 	/* filled in */
 	const char *exit_reason;	/* signal|duration|count|pipe|error */
 	uint64_t ticks;

@@ -553,7 +553,7 @@ hog_in_cg() {
 	kill -USR1 "$HOG_PID"
 }
 
-@test "oomwatch --prometheus: a memcg OOM kill in a 64 MiB v1 cgroup; gauges equal the alert's poll, counters the kernel's" {
+@test "oomwatch --prometheus: a memcg OOM kill in a 64 MiB v1 cgroup; gauges equal the alert's reading, counters the kernel's; kill counters at 0 before the kill" {
 	local f=$BATS_TEST_TMPDIR/oomwatch.prom snap=$BATS_TEST_TMPDIR/alert.prom out alert ts mt sel rc i
 	oom_memcg fleet
 	out=$BATS_TEST_TMPDIR/ow.out
@@ -586,8 +586,17 @@ hog_in_cg() {
 	[ "$(prom_value "$snap" "aiscope_oomwatch_memory_working_set_bytes$sel")" -eq \
 		"$(echo "$alert" | jq .working_set_bytes)" ]
 	[ "$(prom_value "$snap" "aiscope_oomwatch_memory_alert_level$sel")" -eq 1 ]
-	# and what the cgroup says now (the hog holds its 56 MiB)
-	within 2 "$(prom_value "$snap" "aiscope_oomwatch_memory_usage_bytes$sel")" "$(cat "$CG/memory.usage_in_bytes")"
+	# the kill counters of the watched cgroup are there at 0 before its
+	# first kill (so that rate() sees that kill), each scope
+	local sc
+	for sc in memcg global unknown; do
+		[ "$(prom_value "$snap" "aiscope_oomwatch_oom_kills_total{cgroup=\"$CG_REL\",container_id=\"\",pod_uid=\"\",scope=\"$sc\"}")" -eq 0 ]
+	done
+	# and what the cgroup says now (the hog holds its 56 MiB) at the next
+	# poll: the alert came from the usage threshold at 85%, while the hog
+	# still grew
+	sleep 1.2
+	within 2 "$(prom_value "$f" "aiscope_oomwatch_memory_usage_bytes$sel")" "$(cat "$CG/memory.usage_in_bytes")"
 	# 16 MiB more: the kernel kills the 56 MiB hog, the second one lives
 	hog_in_cg hog2 grow 1024 1 16384
 	rc=0
@@ -600,7 +609,9 @@ hog_in_cg() {
 	cp "$f" "$snap"
 	cat "$snap"
 	[ "$(prom_value "$snap" "aiscope_oomwatch_oom_kills_total{cgroup=\"$CG_REL\",container_id=\"\",pod_uid=\"\",scope=\"memcg\"}")" -eq 1 ]
-	[ "$(grep -c '^aiscope_oomwatch_oom_kills_total' "$snap")" -eq 1 ]
+	# the other scopes stay at 0
+	[ "$(grep -c '^aiscope_oomwatch_oom_kills_total' "$snap")" -eq 3 ]
+	[ "$(grep '^aiscope_oomwatch_oom_kills_total' "$snap" | grep -v 'scope="memcg"' | awk '{s += $2} END {print s}')" -eq 0 ]
 	[ "$(prom_value "$snap" "aiscope_oomwatch_memory_limit_bytes$sel")" -eq "$MEMCG_LIMIT" ]
 	# the kernel's own counters, as it counts them
 	echo "failcnt $(cat "$CG/memory.failcnt"), $(grep oom_kill "$CG/memory.oom_control")"
@@ -639,6 +650,12 @@ hog_in_cg() {
 	sel="{cgroup=\"$acg\",container_id=\"\",pod_uid=\"\",syscall=\"mmap\"}"
 	[ "$(prom_value "$f" "aiscope_oomwatch_large_allocations_total$sel")" -eq 1 ]
 	[ "$(prom_value "$f" "aiscope_oomwatch_large_allocation_bytes_total$sel")" -eq 629145600 ]
+	# that cgroup's other syscalls, made at 0 with its first allocation
+	local sys
+	for sys in mremap brk; do
+		[ "$(prom_value "$f" "aiscope_oomwatch_large_allocations_total${sel/mmap/$sys}")" -eq 0 ]
+		[ "$(prom_value "$f" "aiscope_oomwatch_large_allocation_bytes_total${sel/mmap/$sys}")" -eq 0 ]
+	done
 	! grep -Eq '(^|[{,])(pid|tid|comm)=' "$f"
 	if command -v promtool > /dev/null; then
 		promtool check metrics < "$f"
@@ -1011,7 +1028,8 @@ yaml_json() {
 	[ -n "$ds" ]
 	echo "$ds" | jq -e '.spec.template.spec.hostPID == true
 		and (.spec.template.spec.hostNetwork // false) == false
-		and .spec.template.spec.automountServiceAccountToken == false'
+		and .spec.template.spec.automountServiceAccountToken == false
+		and .spec.template.spec.priorityClassName == "system-node-critical"'
 	# every volume is a host path, mounted read-only, and BTF and the cgroup
 	# hierarchies are among them
 	echo "$ds" | jq -e '[.spec.template.spec.volumes[].hostPath.path] as $p |

@@ -20,15 +20,30 @@ need_memcg_v1() {
 	[ -e "$MEMCG_ROOT/memory.limit_in_bytes" ] || skip "no v1 memory controller"
 }
 
-# v1 memory cgroup with a 64 MiB limit and no swap; sets CG and CG_REL
+# make_memcg NAME [LIMIT]: v1 memory cgroup with a limit (default 64 MiB)
+# and no swap; sets CG and CG_REL
 make_memcg() {
+	local limit=${2:-$LIMIT}
 	CG_REL=/aiscope-oomw-$$-$1
 	CG=$MEMCG_ROOT$CG_REL
 	make_cgroup "$CG"
-	echo "$LIMIT" > "$CG/memory.limit_in_bytes"
+	echo "$limit" > "$CG/memory.limit_in_bytes"
 	# no swap in the way of the kill (where the kernel accounts it)
 	echo 0 > "$CG/memory.swappiness" 2>/dev/null || true
-	[ ! -e "$CG/memory.memsw.limit_in_bytes" ] || echo "$LIMIT" > "$CG/memory.memsw.limit_in_bytes"
+	[ ! -e "$CG/memory.memsw.limit_in_bytes" ] || echo "$limit" > "$CG/memory.memsw.limit_in_bytes"
+}
+
+# jq: an RFC 3339 "ts" with nanoseconds -> ns since the epoch
+JQ_NS='def ns: (.[0:19] + "Z" | fromdateiso8601) * 1000000000 + (.[20:29] | tonumber);'
+
+# hog_in NAME CGROUP ARGS...: memhog ARGS... started inside CGROUP, then
+# told to go; sets HOG_PID
+hog_in() {
+	local name=$1 cg=$2
+	shift 2
+	start_hog "$name" "$@"
+	move_to_cgroup "$cg" "$HOG_PID"
+	kill -USR1 "$HOG_PID"
 }
 
 # start_hog NAME ARGS...: memhog waiting for SIGUSR1; sets HOG_PID
@@ -349,6 +364,94 @@ dmesg_anon_kb() {
 	jq -e -s 'map(select(.reason == "host_pressure")) | length == 1 and .[0].level == "crit" and
 		.[0].psi_full_avg10_pct == 50 and .[0].cgroup == null' "$out"
 	tail -1 "$out" | jq -e '.type == "summary" and .alerts == 5 and .oom_kills == 0 and .cgroups == 3'
+}
+
+@test "oomwatch: every kill at 10 MiB/s to full speed, in 64 and 256 MiB cgroups made after it started, has an alert before it" {
+	need_memcg_v1
+	# default settings: --warn 85, --crit 95, polled every second
+	start_tool ow oomwatch -j --alloc-min 0
+	local out=$BATS_TEST_TMPDIR/ow.out rates=(10 100 1024 0) limit rate rc n=0
+	for limit in 67108864 268435456; do
+		for rate in "${rates[@]}"; do
+			# made now, after oomwatch started; a GiB to touch: killed
+			make_memcg "r$rate-$limit" "$limit"
+			hog_in "hog$n" "$CG" rate "$rate" 1024
+			rc=0
+			wait "$HOG_PID" || rc=$?
+			[ "$rc" -eq 137 ]
+			echo "$CG_REL $rate $HOG_PID" >> "$BATS_TEST_TMPDIR/runs"
+			n=$((n + 1))
+		done
+	done
+	sleep 1.5
+	stop_tool "$TOOL_PID"
+	all_json "$out"
+	cat "$BATS_TEST_TMPDIR/runs"
+	# per run: its kill, the alerts naming its cgroup before the kill line,
+	# the first one's signal and its lead on the kill
+	local cg pid
+	while read -r cg rate pid; do
+		jq -s -r --arg cg "$cg" --argjson p "$pid" --arg rate "$rate" "$JQ_NS"'
+			(map(.event == "oom_kill" and .pid == $p) | index(true)) as $k |
+			[.[0:$k][] | select(.event == "alert" and .cgroup == $cg)] as $a |
+			"\($cg) rate=\($rate) kills=\(map(select(.event == "oom_kill" and .memcg == $cg)) | length)" +
+			" alerts_before=\($a | length) first=\($a[0].signal // "none")/\($a[0].level // "-")" +
+			" lead_ms=\(if $a[0] then ((.[$k].ts | ns) - ($a[0].ts | ns)) / 1e6 | floor else "-" end)"' \
+			"$out" | tee -a "$BATS_TEST_TMPDIR/figures"
+	done < "$BATS_TEST_TMPDIR/runs"
+	cp "$BATS_TEST_TMPDIR/figures" "${OOMWATCH_FIGURES:-/dev/null}" 2>/dev/null || true
+	# one kill per run, each with an alert for its cgroup before it
+	[ "$(grep -c ' kills=1 ' "$BATS_TEST_TMPDIR/figures")" -eq 8 ]
+	! grep -q 'alerts_before=0 ' "$BATS_TEST_TMPDIR/figures"
+	# and across the stream: no kill in a test cgroup without an alert before it
+	jq -e -s --arg pre "/aiscope-oomw-$$-" '
+		. as $all | [range(length) | . as $i | $all[$i] |
+			select(.event == "oom_kill" and (.memcg | startswith($pre))) | .memcg as $cg |
+			select([$all[0:$i][] | select(.event == "alert" and .cgroup == $cg)] | length == 0)] |
+		length == 0' "$out"
+}
+
+@test "oomwatch: a cgroup held at 50% raises no alert; --check and the stream agree on the levels of 50, 90 and 97%" {
+	need_memcg_v1
+	local half ninety top out=$BATS_TEST_TMPDIR/ow.out lim=268435456
+	start_tool ow oomwatch -j -i 200ms --alloc-min 0
+	# 128, 230 and 248 MiB of 256, touched, held
+	make_memcg half "$lim"
+	half=$CG_REL
+	hog_in h50 "$CG" grow 1024 2 131072
+	make_memcg ninety "$lim"
+	ninety=$CG_REL
+	hog_in h90 "$CG" grow 1024 2 235520
+	make_memcg top "$lim"
+	top=$CG_REL
+	hog_in h97 "$CG" grow 1024 2 253952
+	wait_for "$BATS_TEST_TMPDIR/h50.out" '^at 131072$' 10
+	wait_for "$BATS_TEST_TMPDIR/h90.out" '^at 235520$' 10
+	wait_for "$BATS_TEST_TMPDIR/h97.out" '^at 253952$' 10
+	# held for a few polls
+	sleep 2
+	run "$BIN/oomwatch" --check -j
+	echo "$output" > "$BATS_TEST_TMPDIR/check.out"
+	sleep 0.5
+	stop_tool "$TOOL_PID"
+	all_json "$out"
+	# the steady one: no alert at all
+	[ "$(jq -s --arg cg "$half" 'map(select(.event == "alert" and .cgroup == $cg)) | length' "$out")" -eq 0 ]
+	# the level the stream holds (its last alert's, ok without one) is --check's
+	local cg want got
+	for cg in "$half" "$ninety" "$top"; do
+		got=$(jq -s -r --arg cg "$cg" '[.[] | select(.event == "alert" and .cgroup == $cg)] |
+			if length == 0 then "ok" else .[-1].level end' "$out")
+		want=$(jq -s -r --arg cg "$cg" '[.[] | select(.type == "sample" and .cgroup == $cg)] |
+			if length == 0 then "ok" else .[0].level end' "$BATS_TEST_TMPDIR/check.out")
+		echo "$cg stream=$got check=$want"
+		[ "$got" = "$want" ]
+	done
+	[ "$(jq -s -r --arg cg "$ninety" '.[] | select(.type == "sample" and .cgroup == $cg) | .level' "$BATS_TEST_TMPDIR/check.out")" = warn ]
+	[ "$(jq -s -r --arg cg "$top" '.[] | select(.type == "sample" and .cgroup == $cg) | .level' "$BATS_TEST_TMPDIR/check.out")" = crit ]
+	# the crossings came from the kernel's thresholds, not a poll
+	jq -e -s --arg cg "$top" 'map(select(.event == "alert" and .cgroup == $cg)) |
+		map(.signal) | index("threshold") != null' "$out"
 }
 
 @test "oomwatch leaves no cgroup behind" {

@@ -42,6 +42,8 @@
 #define HYSTERESIS_PCT	2.0
 /* a cgroup's limit is read again every this many intervals */
 #define LIMIT_EVERY	10
+/* PSI triggers: a full stall of --psi-warn/--psi-crit of this window */
+#define PSI_WINDOW_US	2000000ULL
 
 static const char doc[] =
 "OOM kills with their context, and warnings before they happen.\n"
@@ -225,6 +227,19 @@ static void metrics_init(void)
 
 static bool limited(const struct memcg_reading *r);
 
+static const char *const kill_scopes[] = { "memcg", "global", "unknown" };
+static const char *const sys_names[] = { "mmap", "mremap", "brk" };
+
+/* A counter exists at 0 for every label set it will have, from the moment
+ * the set is known, so that rate() and increase() see its first kill. */
+static void kills_zero(const char **vals)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(kill_scopes); i++) {
+		vals[AISCOPE_CGROUP_NLABELS] = kill_scopes[i];
+		prom_counter_add(P.kills, vals, 0);
+	}
+}
+
 /* The cgroups --check reports: a limit, or pressure at a level. */
 static void metrics_cgroup(const struct memcg *m)
 {
@@ -237,6 +252,7 @@ static void metrics_cgroup(const struct memcg *m)
 	if (!limited(r) && m->psi_level == LVL_OK)
 		return;
 	aiscope_cgroup_path_values(m->path, vals, &ci);
+	kills_zero(vals);
 	if (limited(r)) {
 		prom_gauge_set(P.limit, vals, r->limit);
 		if (r->usage != MEMCG_UNKNOWN)
@@ -339,6 +355,15 @@ static int count_event(void)
 static uint64_t pages(uint64_t n)
 {
 	return n == OOMWATCH_NO_LIMIT ? MEMCG_NO_LIMIT : n * S.page_size;
+}
+
+/* A memcg's path: the watched set knows a cgroup as soon as inotify
+ * reported it (the path cache rescans at most once a second) */
+static const char *memcg_path(uint64_t id)
+{
+	struct memcg *m = memcg_set_find(&S.set, id, S.memcg_v1);
+
+	return m ? m->path : cg_path_of(id, S.memcg_v1);
 }
 
 static const char *short_path(const char *p)
@@ -471,7 +496,7 @@ static void kill_view(const struct oomwatch_kill *e, struct aiscope_ident *victi
 	/* a global OOM, or no full memcg found: the victim's own memcg */
 	v->memcg = (e->flags & OOMWATCH_F_MEMCG) && v->scope != OOMWATCH_SCOPE_GLOBAL ? &e->memcg
 										       : &e->own;
-	v->memcg_path = v->memcg->id ? cg_path_of(v->memcg->id, S.memcg_v1) : NULL;
+	v->memcg_path = v->memcg->id ? memcg_path(v->memcg->id) : NULL;
 	v->limit = v->memcg->id ? pages(v->memcg->max_pages) : MEMCG_UNKNOWN;
 	v->usage = v->memcg->id ? pages(v->memcg->usage_pages) : MEMCG_UNKNOWN;
 	v->unit = e->flags & OOMWATCH_F_KB ? 1024 : S.page_size;
@@ -579,11 +604,15 @@ static void kill_table(const struct oomwatch_kill *e, const struct aiscope_ident
 	table_end_row(&S.t);
 }
 
+static void on_sig(struct memcg_sig *sig, void *ctx);
+
 static int on_kill(const struct oomwatch_kill *e)
 {
 	struct aiscope_ident victim = e->victim;
 	struct kill_view v;
 
+	/* what the kernel signalled before this kill is reported before it */
+	memcg_set_serve(&S.set, on_sig, NULL);
 	kill_view(e, &victim, &v);
 	S.kills++;
 	if (P.kills) {
@@ -591,6 +620,7 @@ static int on_kill(const struct oomwatch_kill *e)
 		struct container_info ci;
 
 		aiscope_cgroup_path_values(v.memcg_path ? v.memcg_path : v.victim_cgroup, vals, &ci);
+		kills_zero(vals);
 		vals[AISCOPE_CGROUP_NLABELS] = scope_name(v.scope) ? scope_name(v.scope) : "unknown";
 		prom_counter_add(P.kills, vals, 1);
 	}
@@ -605,9 +635,7 @@ static int on_kill(const struct oomwatch_kill *e)
 
 static const char *sys_name(uint32_t sys)
 {
-	static const char *const names[] = { "mmap", "mremap", "brk" };
-
-	return sys < ARRAY_SIZE(names) ? names[sys] : "?";
+	return sys < ARRAY_SIZE(sys_names) ? sys_names[sys] : "?";
 }
 
 static void prot_str(const struct oomwatch_alloc *e, char *buf)
@@ -628,7 +656,7 @@ static int on_alloc(const struct oomwatch_alloc *e)
 				: limit > usage ? limit - usage : 0;
 	bool exceeds = headroom != MEMCG_UNKNOWN && e->size > headroom;
 	bool anon = e->syscall != OOMWATCH_SYS_MMAP || (e->flags & MAP_ANONYMOUS);
-	const char *memcg = e->memcg.id ? cg_path_of(e->memcg.id, S.memcg_v1) : NULL;
+	const char *memcg = e->memcg.id ? memcg_path(e->memcg.id) : NULL;
 	uint64_t rt = aiscope_realtime(e->ts);
 	char prot[4];
 
@@ -694,6 +722,12 @@ static int on_alloc(const struct oomwatch_alloc *e)
 		struct container_info ci;
 
 		aiscope_cgroup_values(&e->task, vals, &ci);
+		/* a cgroup's first allocation makes its every syscall's series */
+		for (size_t i = 0; i < ARRAY_SIZE(sys_names); i++) {
+			vals[AISCOPE_CGROUP_NLABELS] = sys_names[i];
+			prom_counter_add(P.allocs, vals, 0);
+			prom_counter_add(P.alloc_bytes, vals, 0);
+		}
 		vals[AISCOPE_CGROUP_NLABELS] = sys_name(e->syscall);
 		prom_counter_add(P.allocs, vals, 1);
 		prom_counter_add(P.alloc_bytes, vals, e->size);
@@ -768,9 +802,12 @@ static uint64_t delta(uint64_t cur, uint64_t prev)
 	return cur - prev;
 }
 
+/* signal: which of the kernel's signals raised it (memcg_sig_kind), or
+ * the poll, or the growth projection between polls */
 struct alert {
 	enum level level;
 	char reason[96];
+	const char *signal;
 	uint64_t limit_hits, ooms, oom_kills;
 };
 
@@ -826,6 +863,7 @@ static void alert_emit(const struct memcg *m, const struct alert *a)
 		jw_kstr(w, "event", "alert");
 		jw_kstr(w, "level", level_names[a->level]);
 		jw_kstr(w, "reason", a->reason);
+		jw_kstr(w, "signal", a->signal);
 		cgroup_ident_json(w, m);
 		reading_json(w, r);
 		jw_kbytes(w, "limit_hits", a->limit_hits);
@@ -849,7 +887,7 @@ static void alert_emit(const struct memcg *m, const struct alert *a)
 		table_mib(&S.t, ws == MEMCG_UNKNOWN ? r->usage : ws);
 		table_mib(&S.t, limited(r) ? r->limit : MEMCG_UNKNOWN);
 		table_pct(&S.t, ws == MEMCG_UNKNOWN ? r->usage : ws, r->limit);
-		n = snprintf(detail, sizeof(detail), "%s", a->reason);
+		n = snprintf(detail, sizeof(detail), "%s signal=%s", a->reason, a->signal);
 		if (a->limit_hits && a->limit_hits != MEMCG_UNKNOWN)
 			n += snprintf(detail + n, sizeof(detail) - n, " limit_hits=+%llu",
 				      (unsigned long long)a->limit_hits);
@@ -867,48 +905,196 @@ static void alert_emit(const struct memcg *m, const struct alert *a)
 	count_event();
 }
 
+/* The kernel's counters against those last checked: limit hits (unless
+ * with_hits is false: a signal-driven check leaves them to the poll, once
+ * an interval), OOMs and kills. The first reading only sets the base. */
+static void counter_alerts(struct memcg *m, struct alert *a, bool with_hits)
+{
+	const struct memcg_reading *r = &m->cur;
+
+	if (!m->have_prev) {
+		m->seen_hits = r->limit_hits;
+		m->seen_ooms = r->ooms;
+		m->seen_kills = r->oom_kills;
+		return;
+	}
+	a->ooms = delta(r->ooms, m->seen_ooms);
+	a->oom_kills = delta(r->oom_kills, m->seen_kills);
+	m->seen_ooms = r->ooms;
+	m->seen_kills = r->oom_kills;
+	if (with_hits) {
+		a->limit_hits = delta(r->limit_hits, m->seen_hits);
+		m->seen_hits = r->limit_hits;
+	}
+	if (a->limit_hits && a->limit_hits != MEMCG_UNKNOWN)
+		add_reason(a, LVL_WARN, "limit_hit");
+	if (a->ooms && a->ooms != MEMCG_UNKNOWN)
+		add_reason(a, LVL_CRIT, "oom");
+	if (a->oom_kills && a->oom_kills != MEMCG_UNKNOWN)
+		add_reason(a, LVL_CRIT, "oom_kill");
+}
+
+/* The working set's level, held with hysteresis: an alert when it rises. */
+static void ws_alert(struct memcg *m, struct alert *a)
+{
+	const struct memcg_reading *r = &m->cur;
+	int l = limited(r) ? next_level(m->level, ws_pct(r), cfg.warn, cfg.crit) : LVL_OK;
+
+	if (l > m->level)
+		add_reason(a, l, "working_set");
+	m->level = l;
+}
+
+/* Pressure from avg10; a PSI trigger's level holds for its window, as
+ * avg10 lags behind the stall the trigger saw. */
+static void psi_alert(struct memcg *m, struct alert *a)
+{
+	const struct memcg_reading *r = &m->cur;
+	int l;
+
+	if (r->psi_full10 < 0)
+		return;
+	l = next_level(m->psi_level, r->psi_full10, cfg.psi_warn, cfg.psi_crit);
+	if (l < m->psi_level && r->at_ns < m->psi_hold_ns)
+		l = m->psi_level;
+	if (l > m->psi_level)
+		add_reason(a, l, "pressure");
+	m->psi_level = l;
+}
+
+/* At the rate since the last tick, the usage reaches the limit before the
+ * next one: warn now, once until the growth stops. */
+static void growth_alert(struct memcg *m, struct alert *a)
+{
+	const struct memcg_reading *r = &m->cur;
+	bool grows = m->proj_ns && r->usage != MEMCG_UNKNOWN && r->usage > m->proj_usage &&
+		     r->at_ns > m->proj_ns;
+
+	if (!limited(r) || r->usage == MEMCG_UNKNOWN) {
+		m->proj_ns = 0;
+		return;
+	}
+	if (!grows) {
+		m->proj_alerted = false;
+	} else if (m->level < LVL_WARN && !m->proj_alerted) {
+		double rate = (double)(r->usage - m->proj_usage) / (r->at_ns - m->proj_ns);
+
+		if (r->usage + rate * env.interval_ns >= r->limit) {
+			add_reason(a, LVL_WARN, "growth");
+			m->level = LVL_WARN;
+			m->proj_alerted = true;
+		}
+	}
+	m->proj_usage = r->usage;
+	m->proj_ns = r->at_ns;
+}
+
 /* One cgroup's alert for this interval, if it has one; -errno when the
  * cgroup is gone. */
 static int poll_one(struct memcg *m, size_t idx)
 {
-	const struct memcg_reading *r = &m->cur, *p = &m->prev;
-	struct alert a = { .level = LVL_OK };
-	int l;
-
-	/* limits rarely change: each cgroup re-reads its own every
-	 * LIMIT_EVERY ticks, spread over the ticks; the metrics export the
-	 * kernel's counters as of this poll */
+	struct alert a = { .level = LVL_OK, .signal = "poll" };
+	/* limits rarely change (and a write of one is seen by inotify):
+	 * each cgroup re-reads its own every LIMIT_EVERY ticks, spread over
+	 * the ticks; the metrics export the kernel's counters as of this poll */
 	unsigned int what = (S.loop.ticks + idx) % LIMIT_EVERY ? 0 : MEMCG_LIMIT;
 	int err = memcg_read(m, what | (aiscope_metrics() ? MEMCG_COUNTERS : 0), want_stat_poll, NULL);
 
 	if (err)
 		return err;
-	l = limited(r) ? next_level(m->level, ws_pct(r), cfg.warn, cfg.crit) : LVL_OK;
-	if (l > m->level)
-		add_reason(&a, l, "working_set");
-	m->level = l;
-	if (r->psi_full10 >= 0) {
-		l = next_level(m->psi_level, r->psi_full10, cfg.psi_warn, cfg.psi_crit);
-		if (l > m->psi_level)
-			add_reason(&a, l, "pressure");
-		m->psi_level = l;
-	}
-	if (m->have_prev) {
-		a.limit_hits = delta(r->limit_hits, p->limit_hits);
-		a.ooms = delta(r->ooms, p->ooms);
-		a.oom_kills = delta(r->oom_kills, p->oom_kills);
-	} else {
-		a.limit_hits = a.ooms = a.oom_kills = 0;
-	}
-	if (a.limit_hits && a.limit_hits != MEMCG_UNKNOWN)
-		add_reason(&a, LVL_WARN, "limit_hit");
-	if (a.ooms && a.ooms != MEMCG_UNKNOWN)
-		add_reason(&a, LVL_CRIT, "oom");
-	if (a.oom_kills && a.oom_kills != MEMCG_UNKNOWN)
-		add_reason(&a, LVL_CRIT, "oom_kill");
+	if (m->cur.limit != m->armed_limit)
+		memcg_rearm(&S.set, m);
+	ws_alert(m, &a);
+	psi_alert(m, &a);
+	counter_alerts(m, &a, true);
+	growth_alert(m, &a);
+	if (!strcmp(a.reason, "growth"))
+		a.signal = "projection";
 	if (a.reason[0])
 		alert_emit(m, &a);
 	return 0;
+}
+
+static const char *sig_name(int kind)
+{
+	switch (kind) {
+	case MEMCG_SIG_THRESHOLD: return "threshold";
+	case MEMCG_SIG_OOM: return "oom_control";
+	case MEMCG_SIG_EVENTS: return "memory_events";
+	case MEMCG_SIG_PSI: return "psi";
+	default: return "poll";
+	}
+}
+
+/* A v1 usage threshold fired: the usage crossed it, up or down. Above it
+ * now: the working set says the level (page cache above a threshold is
+ * no alarm). Below it now, having been below, or with crossings since:
+ * it went up and back (a kill or a free came first): the kernel saw the
+ * usage at the threshold, and that is the alert. */
+static void threshold_alert(struct memcg *m, struct memcg_sig *sig, struct alert *a)
+{
+	const struct memcg_reading *r = &m->cur;
+	bool above = r->usage != MEMCG_UNKNOWN && r->usage >= sig->bytes;
+	bool was = sig->above;
+
+	sig->above = above;
+	if (above) {
+		ws_alert(m, a);
+		return;
+	}
+	if ((!was || sig->count >= 2) && sig->level > m->level) {
+		add_reason(a, sig->level, "usage");
+		m->level = sig->level;
+	}
+}
+
+static void on_sig(struct memcg_sig *sig, void *ctx)
+{
+	struct memcg *m = sig->m;
+	struct alert a = { .level = LVL_OK, .signal = sig_name(sig->kind) };
+
+	/* a cgroup gone: the poll drops it (not here: the batch names it) */
+	if (memcg_read(m, MEMCG_LIMIT, want_stat_check, NULL))
+		return;
+	switch (sig->kind) {
+	case MEMCG_SIG_THRESHOLD:
+		threshold_alert(m, sig, &a);
+		break;
+	case MEMCG_SIG_OOM:
+		add_reason(&a, LVL_CRIT, "oom");
+		break;
+	case MEMCG_SIG_EVENTS:
+		ws_alert(m, &a);
+		counter_alerts(m, &a, false);
+		break;
+	case MEMCG_SIG_PSI:
+		m->psi_hold_ns = m->cur.at_ns + PSI_WINDOW_US * 1000ULL;
+		if (sig->level > m->psi_level) {
+			add_reason(&a, sig->level, "pressure");
+			m->psi_level = sig->level;
+		}
+		break;
+	}
+	if (a.reason[0])
+		alert_emit(m, &a);
+	/* a new limit moves the thresholds (after the alert: this may
+	 * close the eventfd that fired) */
+	if (m->cur.limit != m->armed_limit)
+		memcg_rearm(&S.set, m);
+}
+
+static int on_watch(void *ctx)
+{
+	uint64_t alerts = S.alerts;
+
+	memcg_set_serve(&S.set, on_sig, NULL);
+	/* the gauges of an alert a signal raised: out at once, not at the
+	 * next tick */
+	if (S.alerts != alerts) {
+		metrics_cgroups();
+		metrics_publish(&S.bpf);
+	}
+	return S.loop.exit_reason ? AISCOPE_STOP : 0;
 }
 
 static bool read_host_psi(double *some, double *full)
@@ -939,6 +1125,7 @@ static void host_alert(double some, double full, int l)
 		jw_kstr(w, "event", "alert");
 		jw_kstr(w, "level", level_names[l]);
 		jw_kstr(w, "reason", "host_pressure");
+		jw_kstr(w, "signal", "poll");
 		jw_knull(w, "pid");
 		jw_knull(w, "tid");
 		jw_knull(w, "comm");
@@ -965,7 +1152,7 @@ static void host_alert(double some, double full, int l)
 		table_str(&S.t, "-");
 		table_str(&S.t, "-");
 		table_str(&S.t, "-");
-		snprintf(detail, sizeof(detail), "host_pressure psi_some=%.2f%% psi_full=%.2f%%",
+		snprintf(detail, sizeof(detail), "host_pressure signal=poll psi_some=%.2f%% psi_full=%.2f%%",
 			 some, full);
 		table_str(&S.t, detail);
 		table_end_row(&S.t);
@@ -1006,6 +1193,16 @@ static int on_tick(void *ctx)
 
 /* ---- setup ---- */
 
+static size_t signals_armed(void)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < S.set.n; i++)
+		for (int j = 0; j < MEMCG_NSIG; j++)
+			n += S.set.cg[i]->sig[j].fd >= 0;
+	return n;
+}
+
 static void raise_nofile(void)
 {
 	struct rlimit rl;
@@ -1025,6 +1222,17 @@ static void open_cgroups(bool watch)
 	raise_nofile();
 	S.memcg_v1 = cg_v1_mount("memory") != NULL;
 	memcg_set_init(&S.set, cg_v1_mount("memory"), cg_v2_mount(), prefix, watch);
+	/* the kernel's own signals; a fake tree (OOMWATCH_SYSROOT) has
+	 * plain files, which signal nothing: polled alone */
+	if (watch && !S.sysroot) {
+		struct memcg_arm arm = {
+			.warn_pct = cfg.warn, .crit_pct = cfg.crit, .psi_warn_pct = cfg.psi_warn,
+			.psi_crit_pct = cfg.psi_crit, .psi_window_us = PSI_WINDOW_US,
+		};
+
+		if (memcg_set_arm(&S.set, &arm))
+			aiscope_fail(EXIT_RUNTIME, "cannot set up the cgroup signals: %s", strerror(errno));
+	}
 	if (S.set.open_errors)
 		fprintf(stderr, "%s: %d cgroup files could not be opened (%s): raise the open-file limit\n",
 			TOOL, S.set.open_errors, strerror(EMFILE));
@@ -1290,10 +1498,14 @@ int main(int argc, char **argv)
 				false);
 		table_header(&S.t);
 	}
-	fprintf(stderr, "Tracing OOM kills (%s), polling %zu memory cgroups every %.3g s... Ctrl-C to end.\n",
-		probe_summary(hooks, NHOOKS_KILL), S.set.n, env.interval_ns / 1e9);
+	fprintf(stderr, "Tracing OOM kills (%s), polling %zu memory cgroups every %.3g s, %zu kernel signals armed... Ctrl-C to end.\n",
+		probe_summary(hooks, NHOOKS_KILL), S.set.n, env.interval_ns / 1e9, signals_armed());
+	if (S.set.arm_errors)
+		fprintf(stderr, "%s: %d cgroup signals could not be armed: those cgroups are polled\n",
+			TOOL, S.set.arm_errors);
 	S.loop = (struct aiscope_loop){
 		.bpf = &S.bpf, .on_tick = on_tick, .tick_ns = env.interval_ns,
+		.watch_fd = S.set.epoll_fd, .on_watch = S.set.epoll_fd >= 0 ? on_watch : NULL,
 	};
 	/* a cgroup already above a level says so at once */
 	poll_all();

@@ -7,6 +7,11 @@
  *	then allocates STEP_KIB every EVERY_MS, touching every page, printing
  *	"at KIB" after each step; at MAX_KIB (default: never) it waits for a
  *	signal.
+ *   memhog rate MIB_PER_S MAX_MIB
+ *	prints "ready PID", waits for SIGUSR1, then touches the pages of one
+ *	anonymous mapping of MAX_MIB at MIB_PER_S (0: as fast as the CPU
+ *	touches pages), paced every 256 KiB; at MAX_MIB it prints "held KIB"
+ *	and waits for a signal.
  *   memhog mmap SIZE_KIB
  *	prints "ready PID", waits for SIGUSR1, maps SIZE_KIB of PROT_NONE
  *	anonymous memory (nothing is touched, nothing is used), prints
@@ -20,6 +25,7 @@
  */
 #define _GNU_SOURCE
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +85,47 @@ static int grow(long step_kib, long every_ms, long max_kib)
 		pause();
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static int rate(long mib_per_s, long max_mib)
+{
+	size_t len = (size_t)max_mib << 20, chunk = 256 << 10;
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t start = now_ns();
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		       -1, 0);
+
+	if (p == MAP_FAILED) {
+		perror("mmap");
+		return 1;
+	}
+	for (size_t off = 0; off < len; off += chunk) {
+		for (size_t o = off; o < off + chunk && o < len; o += page)
+			p[o] = 1;
+		if (mib_per_s) {
+			/* when this much should be done at the rate */
+			uint64_t due = start + (off + chunk) * 1000000000ULL / ((uint64_t)mib_per_s << 20);
+			uint64_t t = now_ns();
+
+			if (due > t) {
+				struct timespec ts = { (due - t) / 1000000000ULL, (due - t) % 1000000000ULL };
+
+				nanosleep(&ts, NULL);
+			}
+		}
+	}
+	printf("held %zu\n", len >> 10);
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
 static int map_none(long kib)
 {
 	void *p = mmap(NULL, kib * 1024, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
@@ -131,6 +178,10 @@ int main(int argc, char **argv)
 		wait_go();
 		return grow(atol(argv[2]), atol(argv[3]), argc > 4 ? atol(argv[4]) : 0);
 	}
+	if (argc == 4 && !strcmp(argv[1], "rate")) {
+		wait_go();
+		return rate(atol(argv[2]), atol(argv[3]));
+	}
 	if (argc == 3 && !strcmp(argv[1], "mmap")) {
 		wait_go();
 		return map_none(atol(argv[2]));
@@ -144,6 +195,6 @@ int main(int argc, char **argv)
 		return grow_brk(atol(argv[2]));
 	}
 	fprintf(stderr, "usage: memhog grow STEP_KIB EVERY_MS [MAX_KIB] | mmap SIZE_KIB |"
-		" mremap FROM_KIB TO_KIB | brk SIZE_KIB\n");
+		" rate MIB_PER_S MAX_MIB | mremap FROM_KIB TO_KIB | brk SIZE_KIB\n");
 	return 2;
 }

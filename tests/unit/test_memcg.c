@@ -286,18 +286,26 @@ static void test_stat_skipped(void)
 	nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* a v1 tree with one cgroup, /job: 1000 bytes used of 64 MiB */
+static int v1_job_tree(void)
+{
+	snprintf(root, sizeof(root), "/tmp/aiscope-test-memcg.XXXXXX");
+	if (!mkdtemp(root))
+		return -1;
+	dir("job");
+	put("job/memory.usage_in_bytes", "1000\n");
+	put("job/memory.limit_in_bytes", "67108864\n");
+	return 0;
+}
+
 /* v1's failcnt is read cold only with MEMCG_COUNTERS */
 static void test_v1_failcnt_cold(void)
 {
 	struct memcg_set s;
 	struct memcg *a;
 
-	snprintf(root, sizeof(root), "/tmp/aiscope-test-memcg.XXXXXX");
-	if (!mkdtemp(root))
+	if (v1_job_tree())
 		SKIP("no temporary directory");
-	dir("job");
-	put("job/memory.usage_in_bytes", "1000\n");
-	put("job/memory.limit_in_bytes", "67108864\n");
 	put("job/memory.stat", "total_inactive_file 0\n");
 	put("job/memory.failcnt", "12\n");
 	put("job/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n");
@@ -319,6 +327,51 @@ static void test_v1_failcnt_cold(void)
 	nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+static void test_signal_figures(void)
+{
+	char buf[64];
+
+	CHECK_EQ(memcg_threshold_bytes(67108864, 85), 57042534);
+	CHECK_EQ(memcg_threshold_bytes(268435456, 95), 255013683);
+	CHECK_EQ(memcg_threshold_bytes(MEMCG_NO_LIMIT, 85), 0);
+	CHECK_EQ(memcg_threshold_bytes(0, 85), 0);
+	memcg_psi_trigger(buf, sizeof(buf), 10, 2000000);
+	CHECK_STR(buf, "full 200000 2000000");
+	memcg_psi_trigger(buf, sizeof(buf), 0.00001, 2000000);
+	CHECK_STR(buf, "full 1 2000000");	/* at least 1 us */
+}
+
+/* A fake v1 tree has no cgroup.event_control that the kernel answers:
+ * every signal that cannot be armed is counted, none is lost silently,
+ * and the cgroup stays readable (polled). */
+static void test_arm_counts_errors(void)
+{
+	struct memcg_set s;
+	struct memcg_arm arm = { .warn_pct = 85, .crit_pct = 95, .psi_warn_pct = 10,
+				 .psi_crit_pct = 40, .psi_window_us = 2000000 };
+	struct memcg *a;
+
+	if (v1_job_tree())
+		SKIP("no temporary directory");
+	put("job/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n");
+	memcg_set_init(&s, root, NULL, NULL, true);
+	CHECK_EQ(memcg_set_arm(&s, &arm), 0);
+	CHECK(s.epoll_fd >= 0);
+	/* no cgroup.event_control: the two thresholds and oom_control */
+	CHECK_EQ(s.arm_errors, 3);
+	a = by_path(&s, "/job");
+	CHECK(a != NULL);
+	if (a) {
+		for (int i = 0; i < MEMCG_NSIG; i++)
+			CHECK_EQ(a->sig[i].fd, -1);
+		CHECK_EQ(memcg_read(a, MEMCG_ALL, NULL, NULL), 0);
+		CHECK_EQ(a->cur.usage, 1000);
+	}
+	CHECK_EQ(memcg_set_serve(&s, NULL, NULL), 0);
+	memcg_set_free(&s);
+	nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
 	RUN(test_parse_limit);
@@ -330,5 +383,7 @@ int main(void)
 	RUN(test_set_watch);
 	RUN(test_stat_skipped);
 	RUN(test_v1_failcnt_cold);
+	RUN(test_signal_figures);
+	RUN(test_arm_counts_errors);
 	return t_done();
 }
