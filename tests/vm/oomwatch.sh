@@ -101,6 +101,51 @@ t_kill() {
 	[ -s "$T/alerts" ] || [ "${2:-1024}" -gt 1024 ] || fail "no alert before the kill"
 }
 
+# v2_memcg_lim NAME LIMIT: v2_memcg with another memory.max
+v2_memcg_lim() {
+	v2_memcg "$1"
+	echo "$2" > "$CG/memory.max" || fail "cannot set memory.max $2"
+}
+
+# The kernel's v2 signals (memory.events, PSI) before the kill: memhog at
+# 10 MiB/s, 100 MiB/s, 1 GiB/s and full speed in 64 and 256 MiB cgroups,
+# each made after oomwatch (default settings) started; every kill must
+# have an alert naming its cgroup before its line. Prints each run's
+# first alert (its signal says which raised it).
+t_rates() {
+	start_tool o $OW -j --alloc-min 0
+	grep -q 'kernel signals armed' "$T/o.err" || fail "no signals line: $(cat "$T/o.err")"
+	n=0
+	for lim in 67108864 268435456; do
+		for rate in 10 100 1024 0; do
+			n=$((n + 1))
+			v2_memcg_lim "r$rate-$lim" "$lim"
+			start_hog "h$n" rate "$rate" 1024
+			echo "$HOG_PID" > "$CG/cgroup.procs" || fail "cannot move memhog"
+			kill -USR1 "$HOG_PID"
+			wait "$HOG_PID"
+			rc=$?
+			[ "$rc" -eq 137 ] || fail "memhog at $rate MiB/s in $lim exited $rc, not killed"
+			echo "$CG_REL $HOG_PID" >> "$T/runs"
+		done
+	done
+	sleep 1.5
+	stop_tool "$TOOL_PID" || fail "oomwatch exited $?: $(cat "$T/o.err")"
+	json_ok "$T/o.out"
+	bad=0
+	while read -r cg pid; do
+		k=$(grep -n '"event":"oom_kill"' "$T/o.out" | grep "\"pid\":$pid," | head -1 | cut -d: -f1)
+		[ -n "$k" ] || fail "no kill line for $pid in $cg"
+		head -n "$k" "$T/o.out" > "$T/before"
+		jsel "$T/before" '"event":"alert"' "\"cgroup\":\"$cg\"" > "$T/alerts"
+		echo "$cg: $(wc -l < "$T/alerts") alerts before the kill; first: $(head -1 "$T/alerts" |
+			jval signal)/$(head -1 "$T/alerts" | jval level) at $(head -1 "$T/alerts" | jval ts), kill at $(sed -n "${k}p" "$T/o.out" | jval ts)"
+		[ -s "$T/alerts" ] || bad=$((bad + 1))
+	done < "$T/runs"
+	cleanup_memcgs
+	[ "$bad" -eq 0 ] || fail "$bad kills without an alert before them"
+}
+
 # --check on the v2 files: 56 MiB of 64 is 87.5%: warn (3)
 t_check() {
 	v2_memcg check
@@ -156,5 +201,7 @@ for m in fentry,kprobe kprobe; do
 	run_test "oomwatch $m + oom_kill_process: memcg OOM kill, its context" 180 t_kill "$m,tp_btf,raw_tp,tracepoint" 4096 20
 	cleanup_memcgs
 done
+run_test "oomwatch: v2 kills at 10 MiB/s to full speed in 64 and 256 MiB cgroups, each after an alert" 240 t_rates
+cleanup_memcgs
 run_test "oomwatch --check on cgroup v2 files: exit 3 above --warn" 180 t_check
 cleanup_memcgs
