@@ -8,10 +8,13 @@
 #   make deb             the Debian package (aiscope_VERSION_ARCH.deb) in build/deb/
 #   make release         static tarballs per arch in build/release/
 
-# every tools/<tool>.c is a tool (tests/completions.bats checks its docs);
-# a tool with bpf/<tool>.bpf.c (all of them today) is built with its
-# skeleton, one without it links without one
-TOOLS := $(sort $(basename $(notdir $(wildcard tools/*.c))))
+# every tools/<tool>.c is a tool, and so is every folder tools/<tool>/ of
+# .c files (one binary of them all, its objects in $(O)/tools/<tool>/);
+# tests/completions.bats checks their docs. A tool with bpf/<tool>.bpf.c
+# (all of them today) is built with its skeleton, one without it links
+# without one
+DIR_TOOLS := $(patsubst tools/%/,%,$(sort $(dir $(wildcard tools/*/*.c))))
+TOOLS := $(sort $(basename $(notdir $(wildcard tools/*.c))) $(DIR_TOOLS))
 BPF_TOOLS := $(filter $(TOOLS),$(basename $(basename $(notdir $(wildcard bpf/*.bpf.c)))))
 PLAIN_TOOLS := $(filter-out $(BPF_TOOLS),$(TOOLS))
 VERSION := 0.1.0
@@ -153,15 +156,16 @@ $(O)/libaiscope.a: $(LIB_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
-$(addprefix $(O)/,$(addsuffix .o,$(BPF_TOOLS))): $(O)/%.o: tools/%.c $(O)/%.skel.h | $(O)
+FILE_TOOLS := $(filter-out $(DIR_TOOLS),$(TOOLS))
+$(addprefix $(O)/,$(addsuffix .o,$(filter $(BPF_TOOLS),$(FILE_TOOLS)))): $(O)/%.o: tools/%.c $(O)/%.skel.h | $(O)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(addprefix $(O)/,$(addsuffix .o,$(PLAIN_TOOLS))): $(O)/%.o: tools/%.c | $(O)
+$(addprefix $(O)/,$(addsuffix .o,$(filter $(PLAIN_TOOLS),$(FILE_TOOLS)))): $(O)/%.o: tools/%.c | $(O)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(addprefix $(O)/,$(TOOLS)): $(O)/%: $(O)/%.o $(O)/libaiscope.a
+$(addprefix $(O)/,$(FILE_TOOLS)): $(O)/%: $(O)/%.o $(O)/libaiscope.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ $(LDLIBS) $(LDLIBS_$(notdir $@)) -o $@
 
@@ -186,6 +190,20 @@ $(O)/completions/aiscope.fish: $(addprefix completions/fish/,$(addsuffix .fish,$
 		for t in $(TOOLS); do \
 			sed -e '/^#/d' -e "s/^complete -c $$t /complete -c aiscope -n '__aiscope_is $$t' /" completions/fish/$$t.fish; \
 		done; } > $@.tmp && mv $@.tmp $@
+
+# a folder tools/<tool>/: each .c into $(O)/tools/<tool>/ (after the
+# skeleton, when the tool has one), linked into $(O)/<tool>
+define dir_tool
+$(1)_OBJS := $$(patsubst %.c,$(O)/%.o,$$(wildcard tools/$(1)/*.c))
+$$($(1)_OBJS): $(O)/tools/$(1)/%.o: tools/$(1)/%.c $$(if $$(filter $(1),$$(BPF_TOOLS)),$(O)/$(1).skel.h)
+	$$(call msg,CC,$$@)
+	$$(Q)mkdir -p $$(@D) && $$(CC) $$(ALL_CFLAGS) -c $$< -o $$@
+
+$(O)/$(1): $$($(1)_OBJS) $(O)/libaiscope.a
+	$$(call msg,LINK,$$@)
+	$$(Q)$$(CC) $$(ALL_CFLAGS) $$(LDFLAGS) $$^ $$(LDLIBS) $$(LDLIBS_$(1)) -o $$@
+endef
+$(foreach t,$(DIR_TOOLS),$(eval $(call dir_tool,$(t))))
 
 $(O)/tests/%.o: tests/unit/%.c | $(O)/tests
 	$(call msg,CC,$@)
@@ -308,7 +326,7 @@ clean:
 help:
 	@sed -n '2,9p' Makefile | sed 's/^# \{0,1\}//'
 
--include $(wildcard $(O)/*.d $(O)/lib/*.d $(O)/bpf/*.d $(O)/tests/*.d $(O)/tests/bpf/*.d $(O)/tests/helpers/*.d $(O)/tests/cuda/*.d \
+-include $(wildcard $(O)/*.d $(O)/tools/*/*.d $(O)/lib/*.d $(O)/bpf/*.d $(O)/tests/*.d $(O)/tests/bpf/*.d $(O)/tests/helpers/*.d $(O)/tests/cuda/*.d \
 	$(O)/tests/cuda/double/*.d $(NCCL_DIR)/*.d)
 
 # Layer 4 of the tests: the end-to-end subset in qemu on Debian's own 6.1

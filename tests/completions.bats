@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
 # The documentation that ships with every tool, kept in step with the tool
-# (CONTRACT section 8): for each tools/<tool>.c,
+# (CONTRACT section 8): for each tool (tools/<tool>.c or tools/<tool>/),
 #   - the bash, zsh and fish completions offer exactly the options that
 #     "<tool> --help" lists (long options and short letters), and complete a
 #     value after exactly the options that take one;
@@ -22,11 +22,14 @@ setup() {
 	cd "$TOP" || return 1
 }
 
-# every tool: the names of tools/*.c
+# every tool: the names of tools/*.c and of the folders tools/*/ of .c
+# files (the Makefile's TOOLS)
 tools() {
 	local f
-	for f in "$TOP"/tools/*.c; do
+	for f in "$TOP"/tools/*.c "$TOP"/tools/*/; do
 		[ -e "$f" ] || continue
+		[ -f "$f" ] || compgen -G "$f*.c" >/dev/null || continue
+		f=${f%/}
 		f=${f##*/}
 		echo "${f%.c}"
 	done
@@ -357,7 +360,7 @@ make_tools() {
 		[ "$t" = aiscope ] && continue
 		[[ $f != man/* || $t == aiscope-* ]] || stale+=" $f"
 		t=${t#aiscope-}
-		[ -f "tools/$t.c" ] || stale+=" $f"
+		[ -f "tools/$t.c" ] || compgen -G "tools/$t/*.c" >/dev/null || stale+=" $f"
 	done
 	[ -z "$stale" ] || { echo "files for no tool:$stale" >&2; false; }
 }

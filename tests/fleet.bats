@@ -21,8 +21,9 @@ teardown() {
 # the tools whose --help offers --prometheus
 metrics_tools() {
 	local f t
-	for f in "$TOP"/tools/*.c; do
-		t=${f##*/}
+	for f in "$TOP"/tools/*.c "$TOP"/tools/*/; do
+		t=${f%/}
+		t=${t##*/}
 		t=${t%.c}
 		[ -x "$BIN/$t" ] || continue
 		"$BIN/$t" --help 2>/dev/null | grep -q -- '--prometheus=FILE' && echo "$t"
@@ -1050,7 +1051,7 @@ yaml_json() {
 		[ "$(echo "$c" | jq -r '.command[0]')" = /usr/sbin/aiscope ]
 		[ "$(echo "$c" | jq -r '.command | length')" -eq 2 ]
 		tool=$(echo "$c" | jq -r '.command[1]')
-		[ -f "$TOP/tools/$tool.c" ] || { echo "no tool $tool"; false; }
+		[ -f "$TOP/tools/$tool.c" ] || [ -d "$TOP/tools/$tool" ] || { echo "no tool $tool"; false; }
 		[ "$(echo "$c" | jq -r .name)" = "$tool" ]
 		mapfile -t args < <(echo "$c" | jq -r '.args[]')
 		port=$(printf '%s\n' "${args[@]}" | grep -A1 -x -- --listen | tail -1)

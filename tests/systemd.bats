@@ -36,7 +36,7 @@ bounding_set() {
 	for u in "$UNITS"/aiscope-*.service; do
 		t=${u##*/aiscope-}
 		t=${t%.service}
-		[ -f "$TOP/tools/$t.c" ] || { echo "$u: no tool $t"; false; }
+		[ -f "$TOP/tools/$t.c" ] || [ -d "$TOP/tools/$t" ] || { echo "$u: no tool $t"; false; }
 		[ -f "$TOP/man/aiscope-$t.8" ]
 		grep -qx "Documentation=man:aiscope-$t(8) man:aiscope(7)" "$u"
 		grep -qx "StandardOutput=append:/var/log/aiscope/$t.json" "$u"

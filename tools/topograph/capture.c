@@ -1,0 +1,450 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* topograph's live capture: socketsnoop, ipcsnoop and the tools of --with
+ * run as children, their JSON lines ingested as they come, their stderr
+ * held until they trace, their end (and ours) supervised. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "topo.h"
+
+const char *const extra_tools[3] = { "schedlat", "nclstat", "gpulaunch" };
+
+struct child {
+	const char *tool;
+	char path[PATH_MAX];
+	pid_t pid;
+	int out_fd, err_fd;
+	char *out_buf, *err_buf;	/* partial lines */
+	size_t out_len, err_len;
+	char *held;			/* stderr before it traces */
+	size_t held_len;
+	uint64_t lineno;
+	bool tracing, exited, killed;
+	int code;			/* exit code, 128+signal */
+};
+
+static struct child kids[5];
+static int nkids;
+
+/* topograph itself or a tool it runs */
+bool is_self(const struct node *n)
+{
+	if (n->kind != N_PROC)
+		return false;
+	if (n->pid == (uint32_t)getpid())
+		return true;
+	for (int i = 0; i < nkids; i++)
+		if (n->pid == (uint32_t)kids[i].pid)
+			return true;
+	return false;
+}
+static uint64_t traced_mono_ns;	/* when the last tool said it traces */
+
+/* next to our own binary, then PATH */
+static bool find_tool(const char *tool, char *out, size_t len, char *self_dir)
+{
+	const char *path = getenv("PATH");
+	char *copy, *save = NULL, *dir;
+	bool found = false;
+
+	if (snprintf(out, len, "%s/%s", self_dir, tool) < (int)len && !access(out, X_OK))
+		return true;
+	if (!path)
+		return false;
+	copy = xstrdup(path);
+	for (dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+		if (snprintf(out, len, "%s/%s", *dir ? dir : ".", tool) < (int)len &&
+		    !access(out, X_OK)) {
+			found = true;
+			break;
+		}
+	}
+	free(copy);
+	return found;
+}
+
+static void add_arg(char **argv, int *argc, const char *a, const char *b)
+{
+	argv[(*argc)++] = (char *)a;
+	if (b)
+		argv[(*argc)++] = (char *)b;
+}
+
+static void spawn(struct child *k, const sigset_t *oldmask)
+{
+	char *argv[24];
+	int argc = 0, out[2], err[2];
+
+	add_arg(argv, &argc, k->path, "--json");
+	if (cfg.duration_arg)
+		add_arg(argv, &argc, "--duration", cfg.duration_arg);
+	if (cfg.pid_arg)
+		add_arg(argv, &argc, "--pid", cfg.pid_arg);
+	if (cfg.tid_arg)
+		add_arg(argv, &argc, "--tid", cfg.tid_arg);
+	if (cfg.cgroup_arg)
+		add_arg(argv, &argc, "--cgroup", cfg.cgroup_arg);
+	if (cfg.container_arg)
+		add_arg(argv, &argc, "--container", cfg.container_arg);
+	if (cfg.uid_arg)
+		add_arg(argv, &argc, "--uid", cfg.uid_arg);
+	if (cfg.comm_arg)
+		add_arg(argv, &argc, "--comm", cfg.comm_arg);
+	argv[argc] = NULL;
+	if (cfg.verbose) {
+		fprintf(stderr, TOOL ": running");
+		for (int i = 0; i < argc; i++)
+			fprintf(stderr, " %s", argv[i]);
+		fputc('\n', stderr);
+	}
+	if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
+		fail(EXIT_RUNTIME, "pipe: %s", strerror(errno));
+	k->pid = fork();
+	if (k->pid < 0)
+		fail(EXIT_RUNTIME, "fork: %s", strerror(errno));
+	if (!k->pid) {
+		/* its own process group: a terminal's Ctrl-C reaches topograph,
+		 * which passes it on once; and it ends if we die */
+		setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		sigprocmask(SIG_SETMASK, oldmask, NULL);
+		dup2(out[1], STDOUT_FILENO);
+		dup2(err[1], STDERR_FILENO);
+		execv(k->path, argv);
+		dprintf(STDERR_FILENO, "%s: cannot run %s: %s\n", k->tool, k->path, strerror(errno));
+		_exit(EXIT_CANNOT_RUN);
+	}
+	close(out[1]);
+	close(err[1]);
+	k->out_fd = out[0];
+	k->err_fd = err[0];
+}
+
+static void hold(struct child *k, const char *line, size_t len)
+{
+	char *p = realloc(k->held, k->held_len + len + 1);
+
+	if (!p)
+		fail(EXIT_RUNTIME, "out of memory");
+	memcpy(p + k->held_len, line, len);
+	p[k->held_len + len] = '\n';
+	k->held = p;
+	k->held_len += len + 1;
+}
+
+static bool all_tracing(void)
+{
+	for (int i = 0; i < nkids; i++)
+		if (!kids[i].tracing)
+			return false;
+	return true;
+}
+
+static void announce(void)
+{
+	fprintf(stderr, "Tracing the communication graph with");
+	for (int i = 0; i < nkids; i++)
+		fprintf(stderr, "%s %s", i ? "," : "", kids[i].tool);
+	if (cfg.duration_arg)
+		fprintf(stderr, " for %s.\n", cfg.duration_arg);
+	else
+		fprintf(stderr, "... Ctrl-C to end.\n");
+}
+
+/* A child's stderr line: its "Tracing" line marks it attached; before
+ * that, lines are held (a usage error is printed once, by the first tool
+ * that fails); after it, forwarded (warnings about lost events). */
+static void child_err_line(struct child *k, const char *line, size_t len)
+{
+	if (!k->tracing && memmem(line, len, "Tracing", 7)) {
+		k->tracing = true;
+		if (cfg.verbose)
+			fprintf(stderr, "%.*s\n", (int)len, line);
+		if (all_tracing()) {
+			traced_mono_ns = clock_ns(CLOCK_MONOTONIC);
+			announce();
+		}
+		return;
+	}
+	if (!k->tracing && !cfg.verbose) {
+		hold(k, line, len);
+		return;
+	}
+	fprintf(stderr, "%.*s\n", (int)len, line);
+}
+
+static void child_out_line(struct child *k, const char *line, size_t len)
+{
+	ingest(k->tool, ++k->lineno, line, len);
+}
+
+/* Reads what is there; calls fn per complete line. False at EOF (or, when
+ * last, once nothing more is there). */
+static bool drain(struct child *k, int *fd, char **buf, size_t *blen,
+		  void (*fn)(struct child *, const char *, size_t), bool last)
+{
+	char chunk[65536];
+	ssize_t n = read(*fd, chunk, sizeof(chunk));
+	char *p, *nl, *start;
+
+	if (n < 0 && (errno == EINTR || (errno == EAGAIN && !last)))
+		return true;
+	if (n <= 0) {
+		if (*blen)
+			fn(k, *buf, *blen);	/* a last line without its newline */
+		*blen = 0;
+		close(*fd);
+		*fd = -1;
+		return false;
+	}
+	p = realloc(*buf, *blen + n);
+	if (!p)
+		fail(EXIT_RUNTIME, "out of memory");
+	*buf = p;
+	memcpy(p + *blen, chunk, n);
+	*blen += n;
+	start = p;
+	while ((nl = memchr(start, '\n', p + *blen - start))) {
+		fn(k, start, nl - start);
+		start = nl + 1;
+	}
+	*blen = p + *blen - start;
+	memmove(p, start, *blen);
+	return true;
+}
+
+static void stop_kids(int sig, struct child *except)
+{
+	for (int i = 0; i < nkids; i++) {
+		struct child *k = &kids[i];
+
+		if (k == except || k->exited)
+			continue;
+		if (sig == SIGTERM)
+			k->killed = true;
+		kill(k->pid, sig);
+	}
+}
+
+static void reap(void)
+{
+	int status;
+
+	for (int i = 0; i < nkids; i++) {
+		struct child *k = &kids[i];
+
+		if (k->exited || waitpid(k->pid, &status, WNOHANG) != k->pid)
+			continue;
+		k->exited = true;
+		k->code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	}
+}
+
+static bool all_exited(void)
+{
+	for (int i = 0; i < nkids; i++)
+		if (!kids[i].exited)
+			return false;
+	return true;
+}
+
+static void final_drain(void)
+{
+	for (int i = 0; i < nkids; i++) {
+		struct child *k = &kids[i];
+
+		if (k->out_fd >= 0) {
+			fcntl(k->out_fd, F_SETFL, O_NONBLOCK);
+			while (drain(k, &k->out_fd, &k->out_buf, &k->out_len, child_out_line, true))
+				;
+		}
+		if (k->err_fd >= 0) {
+			fcntl(k->err_fd, F_SETFL, O_NONBLOCK);
+			while (drain(k, &k->err_fd, &k->err_buf, &k->err_len, child_err_line, true))
+				;
+		}
+	}
+}
+
+static struct child *first_failed(void)
+{
+	for (int i = 0; i < nkids; i++)
+		if (kids[i].exited && kids[i].code && !kids[i].killed)
+			return &kids[i];
+	return NULL;
+}
+
+static void locate_kids(void)
+{
+	const char *want[5] = { "socketsnoop", "ipcsnoop" };
+	char self[PATH_MAX], missing[256] = "";
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	int nwant = 2;
+
+	if (n <= 0)
+		snprintf(self, sizeof(self), ".");
+	else
+		self[n] = 0;
+	if (strrchr(self, '/'))
+		*strrchr(self, '/') = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(extra_tools); i++)
+		if (cfg.with[i])
+			want[nwant++] = extra_tools[i];
+	for (int i = 0; i < nwant; i++) {
+		struct child *k = &kids[nkids];
+
+		k->tool = want[i];
+		if (!find_tool(want[i], k->path, sizeof(k->path), self)) {
+			snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing),
+				 "%s%s", *missing ? ", " : "", want[i]);
+			continue;
+		}
+		nkids++;
+	}
+	if (*missing)
+		fail(EXIT_CANNOT_RUN, "cannot run here: %s not found (looked in %s and PATH)",
+		     missing, self);
+}
+
+/* The shared filters, checked before any tool starts, so that a bad
+ * value gives one line (the tools would each print theirs). */
+static void check_live_filters(void)
+{
+	char path[64];
+	struct stat st;
+
+	for (int i = 0; i < cfg.npids; i++) {
+		snprintf(path, sizeof(path), "/proc/%u", cfg.pids[i]);
+		if (access(path, F_OK))
+			usage_error("no such process %u", cfg.pids[i]);
+	}
+	if (cfg.cgroup_arg && (stat(cfg.cgroup_arg, &st) || !S_ISDIR(st.st_mode)))
+		usage_error("no such cgroup '%s'", cfg.cgroup_arg);
+}
+
+/* A tool ended in error: its last line before it traced is the one line
+ * we print (a usage error, a missing privilege), with its exit code. */
+static void __attribute__((noreturn)) child_failed(struct child *k)
+{
+	int code = k->code == EXIT_USAGE || k->code == EXIT_CANNOT_RUN ? k->code : EXIT_RUNTIME;
+	char *end, *last;
+
+	if (cfg.verbose || !k->held_len)
+		fail(code, "%s exited with status %d: no graph", k->tool, k->code);
+	end = k->held + k->held_len - 1;	/* the last newline */
+	*end = 0;
+	last = strrchr(k->held, '\n');
+	fail(code, "%s", last ? last + 1 : k->held);
+}
+
+
+int capture(void)
+{
+	sigset_t mask, old;
+	struct pollfd pfd[11];
+	struct child *failed;
+	int sfd;
+	bool stopping = false;
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), stop_mono_ns = 0, start, end;
+
+	check_live_filters();
+	locate_kids();
+	lifecycle_start();
+	/* as lib/run does: a shell without job control starts "topograph &"
+	 * with SIGINT ignored, which no signalfd would see (and the tools
+	 * would inherit) */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, &old);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0)
+		fail(EXIT_RUNTIME, "signalfd: %s", strerror(errno));
+	for (int i = 0; i < nkids; i++)
+		spawn(&kids[i], &old);
+
+	for (;;) {
+		int n = 0, map[11];
+
+		pfd[n] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+		map[n++] = -1;
+		for (int i = 0; i < nkids; i++) {
+			if (kids[i].out_fd >= 0) {
+				pfd[n] = (struct pollfd){ .fd = kids[i].out_fd, .events = POLLIN };
+				map[n++] = 2 * i;
+			}
+			if (kids[i].err_fd >= 0) {
+				pfd[n] = (struct pollfd){ .fd = kids[i].err_fd, .events = POLLIN };
+				map[n++] = 2 * i + 1;
+			}
+		}
+		reap();
+		if (all_exited()) {
+			/* what they wrote is in the pipes: read it to the end, but
+			 * not what a process they left behind may still write */
+			final_drain();
+			break;
+		}
+		if (poll(pfd, n, 200) < 0 && errno != EINTR)
+			fail(EXIT_RUNTIME, "poll: %s", strerror(errno));
+		for (int i = 0; i < n; i++) {
+			struct child *k;
+
+			if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			if (map[i] < 0) {
+				struct signalfd_siginfo si;
+
+				while (read(sfd, &si, sizeof(si)) == sizeof(si))
+					if (si.ssi_signo != SIGCHLD && !stopping) {
+						stopping = true;
+						stop_mono_ns = clock_ns(CLOCK_MONOTONIC);
+						G.exit_reason = "signal";
+						stop_kids(SIGINT, NULL);
+					}
+				continue;
+			}
+			k = &kids[map[i] / 2];
+			if (map[i] % 2 == 0)
+				drain(k, &k->out_fd, &k->out_buf, &k->out_len, child_out_line, false);
+			else
+				drain(k, &k->err_fd, &k->err_buf, &k->err_len, child_err_line, false);
+		}
+		reap();
+		failed = first_failed();
+		if (failed && !stopping) {
+			/* one tool cannot run: the others stop, quietly */
+			stopping = true;
+			stop_kids(SIGTERM, failed);
+		}
+	}
+	close(sfd);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	failed = first_failed();
+	if (failed)
+		child_failed(failed);
+	if (!G.exit_reason)
+		G.exit_reason = "duration";
+	/* the rates are over the time every tool traced: from the last one's
+	 * "Tracing" line to Ctrl-C or the end of -d (not the tools' exit) */
+	end = stop_mono_ns ? stop_mono_ns : clock_ns(CLOCK_MONOTONIC);
+	if (cfg.duration_ns && t0 + cfg.duration_ns < end)
+		end = t0 + cfg.duration_ns;
+	start = traced_mono_ns ? traced_mono_ns : t0;
+	G.window_ns = end > start ? end - start : 0;
+	return 0;
+}

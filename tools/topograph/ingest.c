@@ -1,0 +1,441 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* topograph's input: the JSON lines of the tools (docs/edges.md), read
+ * from files and stdin or from the tools it runs, into the graph. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "topo.h"
+
+#define MAX_WARN	5	/* bad input lines reported one by one */
+
+static void min_str(char **dst, const char *s, bool max)
+{
+	if (!s)
+		return;
+	if (!*dst || (max ? strcmp(s, *dst) > 0 : strcmp(s, *dst) < 0))
+		set_str(dst, s);
+}
+
+/* An "edge" line (docs/edges.md); the same edge in several lines (several
+ * captures read together) adds up. */
+static void add_edge(const struct jv *v, const char *tool)
+{
+	const char *kind = jv_str(jv_get(v, "kind")), *channel = jv_str(jv_get(v, "channel"));
+	const struct jv *rb = jv_get(v, "read_bytes");
+	struct node *src, *dst;
+	struct gedge *e;
+	uint64_t bytes = 0, msgs = 0, rbytes, readers;
+
+	if (!kind || !channel || !jv_get(v, "src") || !jv_get(v, "dst") ||
+	    !jv_u64(jv_get(v, "bytes"), &bytes)) {
+		G.bad_lines++;
+		return;
+	}
+	jv_u64(jv_get(v, "msgs"), &msgs);
+	src = side_node(jv_get(v, "src"), kind, channel);
+	dst = side_node(jv_get(v, "dst"), kind, channel);
+	if (!edge_passes(src, dst)) {
+		G.filtered++;
+		return;
+	}
+	e = edge_get(kind, channel, src, dst);
+	if (!e->tool) {
+		/* topograph's own lines read back keep the tool they came from */
+		e->tool = xstrdup(jv_str(jv_get(v, "source")) ?: tool);
+		e->src_ep = xstrdup(jv_str(jv_get(jv_get(v, "src"), "endpoint")));
+		e->dst_ep = xstrdup(jv_str(jv_get(jv_get(v, "dst"), "endpoint")));
+	}
+	e->bytes += bytes;
+	e->msgs += msgs;
+	if (jv_u64(rb, &rbytes)) {
+		e->read_bytes += rbytes;
+		e->read_known = true;
+	} else {
+		e->read_missing = true;
+	}
+	if (jv_u64(jv_get(v, "readers"), &readers) && readers > e->readers)
+		e->readers = readers;
+	min_str(&e->first_ts, jv_str(jv_get(v, "first_ts")), false);
+	min_str(&e->last_ts, jv_str(jv_get(v, "last_ts")), true);
+	source_of(tool)->edges++;
+}
+
+/* schedlat "sample" rows by pid: the worst interval's p99, total wait */
+static void add_schedlat(const struct jv *v)
+{
+	const char *by = jv_str(jv_get(v, "by"));
+	uint64_t pid, p99 = 0, x;
+	struct node *n;
+
+	if (by && !strcmp(by, "host")) {
+		if (jv_u64(jv_get(v, "p99_ns"), &p99) && p99 > G.host_p99_ns)
+			G.host_p99_ns = p99;
+		G.has_host_p99 = true;
+		return;
+	}
+	if ((by && strcmp(by, "pid")) || !jv_u64(jv_get(v, "pid"), &pid) || !pid ||
+	    pid > UINT32_MAX || !jv_u64(jv_get(v, "p99_ns"), &p99))
+		return;
+	n = proc_node(pid);
+	if (!n->comm)
+		node_ident(n, v);
+	n->has_runq = true;
+	if (p99 > n->runq_p99_ns)
+		n->runq_p99_ns = p99;
+	if (jv_u64(jv_get(v, "wait_ns"), &x))
+		n->runq_wait_ns += x;
+	if (jv_u64(jv_get(v, "runs"), &x))
+		n->runq_runs += x;
+}
+
+static struct ncl_rank *ncl_rank_of(struct node *n, const char *hash)
+{
+	struct ncl_rank *r;
+
+	for (r = n->ncl; r; r = r->next)
+		if (!strcmp(r->comm_hash, hash))
+			return r;
+	r = xcalloc(1, sizeof(*r));
+	r->comm_hash = xstrdup(hash);
+	r->next = n->ncl;
+	n->ncl = r;
+	return r;
+}
+
+/* nclstat's "comm" row: per local rank its pid, rank and op sequence
+ * number (the latest row wins) */
+static void add_ncl_comm(const struct jv *v, const char *hash)
+{
+	const struct jv *a = jv_get(v, "ranks");
+	int64_t nranks = -1;
+
+	jv_i64(jv_get(v, "nranks"), &nranks);
+	for (a = a && a->type == JV_ARR ? a->child : NULL; a; a = a->next) {
+		uint64_t pid;
+		struct ncl_rank *r;
+
+		if (!jv_u64(jv_get(a, "pid"), &pid) || !pid || pid > UINT32_MAX)
+			continue;
+		r = ncl_rank_of(proc_node(pid), hash);
+		if (jv_i64(jv_get(a, "rank"), &r->rank))
+			r->has_rank = true;
+		if (nranks >= 0) {
+			r->nranks = nranks;
+			r->has_nranks = true;
+		}
+		if (jv_u64(jv_get(a, "op_seq"), &r->op_seq))
+			r->has_seq = true;
+		set_str(&r->last_op, jv_str(jv_get(a, "last_op")));
+	}
+}
+
+/* nclstat: its "comm" rows, and any record naming a process, a
+ * communicator (comm_hash) and a rank: per-op samples ("calls" in the
+ * interval), call events (one each). */
+static void add_nclstat(const struct jv *v, const char *type)
+{
+	const char *hash = jv_str(jv_get(v, "comm_hash")), *row = jv_str(jv_get(v, "row"));
+	const char *op = jv_str(jv_get(v, "op"));
+	struct ncl_rank *r;
+	struct node *n;
+	uint64_t pid, calls;
+
+	if (!hash)
+		return;
+	if (row && !strcmp(row, "comm")) {
+		add_ncl_comm(v, hash);
+		return;
+	}
+	if (!op)
+		op = jv_str(jv_get(v, "last_op"));	/* topograph's own lines */
+	if (!jv_u64(jv_get(v, "pid"), &pid) || !pid || pid > UINT32_MAX)
+		return;
+	n = proc_node(pid);
+	if (!n->comm)
+		node_ident(n, v);
+	r = ncl_rank_of(n, hash);
+	if (jv_i64(jv_get(v, "rank"), &r->rank))
+		r->has_rank = true;
+	if (jv_i64(jv_get(v, "nranks"), &r->nranks))
+		r->has_nranks = true;
+	if (jv_u64(jv_get(v, "op_seq"), &r->op_seq))
+		r->has_seq = true;		/* topograph's own lines */
+	/* a capture with both (-e and intervals) must not count twice */
+	if (jv_u64(jv_get(v, "calls"), &calls))
+		r->sample_calls += calls;
+	else if (!strcmp(type, "event"))
+		r->event_calls++;
+	r->calls = r->sample_calls ? r->sample_calls : r->event_calls;
+	set_str(&r->last_op, op);
+}
+
+static void add_gpulaunch(const struct jv *v, const char *type)
+{
+	uint64_t pid, launches;
+	struct node *n;
+
+	if (!jv_u64(jv_get(v, "pid"), &pid) || !pid || pid > UINT32_MAX)
+		return;
+	if (strcmp(type, "sample") && strcmp(type, "event"))
+		return;
+	n = proc_node(pid);
+	if (!n->comm)
+		node_ident(n, v);
+	n->cuda = true;
+	if (jv_u64(jv_get(v, "launches"), &launches))
+		n->cuda_launches += launches;
+	else if (!strcmp(type, "event"))
+		n->cuda_launches++;
+}
+
+/* the lifecycle keys of topograph's own node lines */
+static void own_life(struct node *n, const struct jv *v)
+{
+	const struct jv *core = jv_get(v, "core_dumped");
+	uint64_t x;
+
+	if (jv_u64(jv_get(v, "ppid"), &x) && x <= UINT32_MAX) {
+		n->ppid = x;
+		n->has_ppid = true;
+	}
+	if (jv_u64(jv_get(v, "execs"), &x)) {
+		n->execs += x;
+		n->has_life = true;
+	}
+	if (jv_u64(jv_get(v, "reexecs"), &x))
+		n->reexecs += x;
+	set_str(&n->exec_file, jv_str(jv_get(v, "exec_filename")));
+	if (rfc3339_ns(jv_str(jv_get(v, "started_ts")), &n->started_ns))
+		n->has_life = true;
+	if (!rfc3339_ns(jv_str(jv_get(v, "exited_ts")), &n->exited_ns))
+		return;
+	n->has_life = true;
+	if (jv_u64(jv_get(v, "exit_signal"), &x))
+		n->status = (x & 0x7f) | (core && core->type == JV_BOOL && core->b ? 0x80 : 0);
+	else if (jv_u64(jv_get(v, "exit_code"), &x))
+		n->status = (x & 0xff) << 8;
+}
+
+/* topograph's own "node" lines, read back: what the other tools knew */
+static void add_own_node(const struct jv *v)
+{
+	const struct jv *a;
+	uint64_t pid, x;
+	struct node *n;
+
+	if (!jv_u64(jv_get(v, "pid"), &pid) || !pid || pid > UINT32_MAX)
+		return;
+	n = proc_node(pid);
+	node_ident(n, v);
+	own_life(n, v);
+	if (jv_u64(jv_get(v, "runq_p99_ns"), &x)) {
+		n->has_runq = true;
+		if (x > n->runq_p99_ns)
+			n->runq_p99_ns = x;
+		if (jv_u64(jv_get(v, "runq_wait_ns"), &x))
+			n->runq_wait_ns += x;
+		if (jv_u64(jv_get(v, "runq_runs"), &x))
+			n->runq_runs += x;
+	}
+	if (jv_u64(jv_get(v, "cuda_launches"), &x)) {
+		n->cuda = true;
+		n->cuda_launches += x;
+	}
+	a = jv_get(v, "nccl");
+	for (a = a && a->type == JV_ARR ? a->child : NULL; a; a = a->next) {
+		/* each rank as an nclstat sample of this process: its keys
+		 * with "pid" in front */
+		struct jv pidm = { .type = JV_NUM, .is_u64 = true, .u = pid, .key = "pid",
+				   .next = a->child };
+		struct jv obj = *a;
+
+		obj.child = &pidm;
+		add_nclstat(&obj, "sample");
+	}
+}
+
+static void add_accounting(const struct jv *v, const char *type, struct source *s)
+{
+	uint64_t x;
+
+	if (!strcmp(type, "summary")) {
+		s->has_summary = true;
+		if (jv_u64(jv_get(v, "duration_ns"), &x) && x > s->duration_ns)
+			s->duration_ns = x;
+		if (jv_u64(jv_get(v, "lost_events"), &x))
+			s->lost_summary += x;
+	} else if (!strcmp(type, "lost")) {
+		if (jv_u64(jv_get(v, "lost_events"), &x))
+			s->lost_lines += x;
+	} else if (!strcmp(type, "error") && !cfg.live) {
+		fprintf(stderr, TOOL ": the capture has an error from %s: %s\n", s->tool,
+			jv_str(jv_get(v, "message")) ?: "(no message)");
+	}
+}
+
+static struct jp parser;
+
+void ingest_init(void)
+{
+	jp_init(&parser);
+}
+
+void ingest_done(void)
+{
+	jp_free(&parser);
+}
+
+static void bad_line(const char *name, uint64_t lineno, const char *why)
+{
+	G.bad_lines++;
+	if (G.bad_lines <= MAX_WARN)
+		fprintf(stderr, TOOL ": %s:%llu: skipped: %s\n", name, (unsigned long long)lineno, why);
+	if (G.bad_lines == MAX_WARN + 1)
+		fprintf(stderr, TOOL ": more lines skipped: their count is in the summary\n");
+}
+
+/* One JSON line of any aiscope tool. */
+void ingest(const char *name, uint64_t lineno, const char *line, size_t len)
+{
+	const struct jv *v;
+	const char *type, *tool;
+	struct source *s;
+	size_t i;
+
+	for (i = 0; i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'); i++)
+		;
+	if (i == len)
+		return;		/* blank */
+	G.lines++;
+	if (jp_parse(&parser, line, len, &v)) {
+		bad_line(name, lineno, jp_error(&parser));
+		return;
+	}
+	type = jv_str(jv_get(v, "type"));
+	tool = jv_str(jv_get(v, "tool"));
+	if (!type || !tool) {
+		bad_line(name, lineno, "not an aiscope record (no \"type\" or \"tool\")");
+		return;
+	}
+	s = source_of(tool);
+	s->lines++;
+	if (!strcmp(type, "edge")) {
+		uint64_t before = G.bad_lines;
+
+		add_edge(v, tool);
+		if (G.bad_lines != before) {
+			G.bad_lines--;
+			bad_line(name, lineno, "edge line without kind, channel, src, dst or bytes");
+		}
+	} else if (!strcmp(tool, "schedlat") && !strcmp(type, "sample")) {
+		add_schedlat(v);
+	} else if (!strcmp(tool, "nclstat")) {
+		add_nclstat(v, type);
+	} else if (!strcmp(tool, "gpulaunch")) {
+		add_gpulaunch(v, type);
+	} else if (!strcmp(tool, TOOL) && !strcmp(type, "node")) {
+		add_own_node(v);
+	}
+	add_accounting(v, type, s);
+}
+
+/* ---- input: files and stdin ----------------------------------------- */
+
+/* Reading lines: a first SIGINT is the one a terminal sends to a whole
+ * pipeline ("socketsnoop -j | topograph"): the tool before us prints its
+ * edges and ends, so we read on to the end. A second SIGINT, or SIGTERM,
+ * stops reading: the graph of what was read is printed. */
+static volatile sig_atomic_t interrupts;
+
+static void on_signal(int sig)
+{
+	interrupts += sig == SIGTERM ? 2 : 1;
+}
+
+static bool stop_reading(void)
+{
+	return interrupts >= 2;
+}
+
+/* Lines of fd, read with read(2) so that an interrupted read loses
+ * nothing (stdio's getline would drop a partial line). */
+static void read_stream(int fd, const char *name)
+{
+	size_t len = 0, cap = 1 << 16, start;
+	char *buf = malloc(cap), *nl;
+	uint64_t lineno = 0;
+	ssize_t n;
+
+	if (!buf)
+		fail(EXIT_RUNTIME, "out of memory");
+	while (!stop_reading()) {
+		if (len == cap) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+			if (!buf)
+				fail(EXIT_RUNTIME, "out of memory");
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			fail(EXIT_RUNTIME, "cannot read %s: %s", name, strerror(errno));
+		if (!n)
+			break;
+		len += n;
+		for (start = 0; (nl = memchr(buf + start, '\n', len - start)); start = nl - buf + 1)
+			ingest(name, ++lineno, buf + start, nl - (buf + start));
+		len -= start;
+		memmove(buf, buf + start, len);
+	}
+	if (len && !stop_reading())
+		ingest(name, ++lineno, buf, len);	/* a last line without its newline */
+	free(buf);
+}
+
+void read_files(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };	/* no SA_RESTART */
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	G.exit_reason = "input";
+	for (int i = 0; i < cfg.nfiles && !stop_reading(); i++) {
+		const char *name = cfg.files[i];
+		int fd;
+
+		if (!strcmp(name, "-")) {
+			read_stream(STDIN_FILENO, "<stdin>");
+			continue;
+		}
+		fd = open(name, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			fail(EXIT_USAGE, "cannot open '%s': %s", name, strerror(errno));
+		read_stream(fd, name);
+		close(fd);
+	}
+	if (stop_reading())
+		G.exit_reason = "signal";
+}
+
+/* Files: every one can be opened and none is a directory (usage errors
+ * come before any output). */
+void check_files(void)
+{
+	struct stat st;
+
+	for (int i = 0; i < cfg.nfiles; i++) {
+		if (!strcmp(cfg.files[i], "-"))
+			continue;
+		if (access(cfg.files[i], R_OK))
+			usage_error("cannot read '%s': %s", cfg.files[i], strerror(errno));
+		if (!stat(cfg.files[i], &st) && S_ISDIR(st.st_mode))
+			usage_error("'%s' is a directory", cfg.files[i]);
+	}
+}

@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* topograph --json: node, edge, spawn, bottleneck and summary records. */
+#include <stdio.h>
+#include "json.h"
+#include "topo.h"
+
+/* the identity of a node, as edges.md writes a side; ep: its endpoint */
+static void json_ident(struct jw *w, const struct node *n, const char *ep)
+{
+	bool p = n->kind == N_PROC;
+
+	if (p)
+		jw_ku64(w, "pid", n->pid);
+	else
+		jw_knull(w, "pid");
+	jw_knull(w, "tid");
+	jw_kstr(w, "comm", p ? n->comm : NULL);
+	if (p && n->has_uid)
+		jw_ku64(w, "uid", n->uid);
+	else
+		jw_knull(w, "uid");
+	if (p && n->has_cgid)
+		jw_ku64(w, "cgroup_id", n->cgroup_id);
+	else
+		jw_knull(w, "cgroup_id");
+	jw_kstr(w, "cgroup", p ? n->cgroup : NULL);
+	jw_kstr(w, "container_id", p ? n->container_id : NULL);
+	jw_kstr(w, "runtime", p ? n->runtime : NULL);
+	jw_kstr(w, "pod_uid", p ? n->pod_uid : NULL);
+	jw_kstr(w, "endpoint", n->kind == N_ENDPOINT ? n->endpoint : ep);
+}
+
+static void json_rules(struct jw *w, unsigned int flags)
+{
+	jw_key(w, "bottlenecks");
+	jw_arr_begin(w);
+	for (int r = 0; r < R_NR; r++)
+		if (flags & (1u << r))
+			jw_str(w, rule_names[r]);
+	jw_arr_end(w);
+}
+
+static void json_ts(struct jw *w, const char *key, uint64_t ns)
+{
+	char buf[64];
+
+	if (!ns) {
+		jw_knull(w, key);
+		return;
+	}
+	fmt_rfc3339_ns(ns, buf, sizeof(buf));
+	jw_kstr(w, key, buf);
+}
+
+/* what the lifecycle hooks saw (docs/edges.md: topograph's node lines) */
+static void json_life(struct jw *w, const struct node *n)
+{
+	const struct node *p = n->has_ppid ? node_find_pid(n->ppid) : NULL;
+	char id[16];
+
+	if (n->has_ppid)
+		jw_ku64(w, "ppid", n->ppid);
+	else
+		jw_knull(w, "ppid");
+	snprintf(id, sizeof(id), "n%d", p ? p->id : 0);
+	jw_kstr(w, "parent_id", p && p->id ? id : NULL);
+	json_ts(w, "started_ts", n->started_ns);
+	json_ts(w, "exited_ts", n->exited_ns);
+	if (n->exited_ns && !(n->status & 0x7f))
+		jw_ku64(w, "exit_code", (n->status >> 8) & 0xff);
+	else
+		jw_knull(w, "exit_code");
+	if (n->exited_ns && (n->status & 0x7f))
+		jw_ku64(w, "exit_signal", n->status & 0x7f);
+	else
+		jw_knull(w, "exit_signal");
+	if (n->exited_ns)
+		jw_kbool(w, "core_dumped", n->status & 0x80);
+	else
+		jw_knull(w, "core_dumped");
+	if (n->has_life) {
+		jw_ku64(w, "execs", n->execs);
+		jw_ku64(w, "reexecs", n->reexecs);
+	} else {
+		jw_knull(w, "execs");
+		jw_knull(w, "reexecs");
+	}
+	jw_kstr(w, "exec_filename", n->exec_file);
+}
+
+static void json_node(struct jw *w, const struct node *n, uint64_t now)
+{
+	char id[16];
+
+	snprintf(id, sizeof(id), "n%d", n->id);
+	jw_record_begin(w, "node", TOOL, now);
+	jw_kstr(w, "id", id);
+	jw_kstr(w, "kind", node_kind_names[n->kind]);
+	json_ident(w, n, NULL);
+	jw_kstr(w, "channel", n->kind == N_UNSEEN ? n->endpoint : NULL);
+	jw_ku64(w, "tx_bytes", n->tx);
+	jw_ku64(w, "rx_bytes", n->rx);
+	if (n->has_runq) {
+		jw_ku64(w, "runq_p99_ns", n->runq_p99_ns);
+		jw_ku64(w, "runq_wait_ns", n->runq_wait_ns);
+		jw_ku64(w, "runq_runs", n->runq_runs);
+	} else {
+		jw_knull(w, "runq_p99_ns");
+		jw_knull(w, "runq_wait_ns");
+		jw_knull(w, "runq_runs");
+	}
+	if (n->cuda)
+		jw_ku64(w, "cuda_launches", n->cuda_launches);
+	else
+		jw_knull(w, "cuda_launches");
+	jw_key(w, "nccl");
+	if (!n->ncl) {
+		jw_null(w);
+	} else {
+		jw_arr_begin(w);
+		for (const struct ncl_rank *r = n->ncl; r; r = r->next) {
+			jw_obj_begin(w);
+			jw_kstr(w, "comm_hash", r->comm_hash);
+			if (r->has_rank)
+				jw_ki64(w, "rank", r->rank);
+			else
+				jw_knull(w, "rank");
+			if (r->has_nranks)
+				jw_ki64(w, "nranks", r->nranks);
+			else
+				jw_knull(w, "nranks");
+			jw_ku64(w, "calls", r->calls);
+			if (r->has_seq)
+				jw_ku64(w, "op_seq", r->op_seq);
+			else
+				jw_knull(w, "op_seq");
+			jw_kstr(w, "last_op", r->last_op);
+			jw_obj_end(w);
+		}
+		jw_arr_end(w);
+	}
+	json_life(w, n);
+	json_rules(w, n->flags);
+	jw_record_end(w);
+}
+
+static void json_edge(struct jw *w, const struct gedge *e, uint64_t now)
+{
+	char id[16];
+	uint64_t unread;
+
+	snprintf(id, sizeof(id), "e%d", e->id);
+	jw_record_begin(w, "edge", TOOL, now);
+	jw_kstr(w, "kind", e->kind);
+	jw_kstr(w, "channel", e->channel);
+	jw_key(w, "src");
+	jw_obj_begin(w);
+	json_ident(w, e->src, e->src_ep);
+	jw_obj_end(w);
+	jw_key(w, "dst");
+	jw_obj_begin(w);
+	json_ident(w, e->dst, e->dst_ep);
+	jw_obj_end(w);
+	jw_ku64(w, "bytes", e->bytes);
+	jw_ku64(w, "msgs", e->msgs);
+	if (e->read_known && !e->read_missing)
+		jw_ku64(w, "read_bytes", e->read_bytes);
+	else
+		jw_knull(w, "read_bytes");
+	jw_kstr(w, "first_ts", e->first_ts);
+	jw_kstr(w, "last_ts", e->last_ts);
+	jw_kstr(w, "id", id);
+	snprintf(id, sizeof(id), "n%d", e->src->id);
+	jw_kstr(w, "src_id", id);
+	snprintf(id, sizeof(id), "n%d", e->dst->id);
+	jw_kstr(w, "dst_id", id);
+	jw_kstr(w, "source", e->tool);
+	if (e->readers)
+		jw_ku64(w, "readers", e->readers);
+	else
+		jw_knull(w, "readers");
+	if (G.window_ns)
+		jw_kdouble(w, "rate_bytes_per_sec", e->bytes * 1e9 / G.window_ns, 1);
+	else
+		jw_knull(w, "rate_bytes_per_sec");
+	jw_kdouble(w, "share_ratio", G.total_bytes ? (double)e->bytes / G.total_bytes : 0, 6);
+	if (unread_of(e, &unread))
+		jw_ku64(w, "unread_bytes", unread);
+	else
+		jw_knull(w, "unread_bytes");
+	json_rules(w, e->flags);
+	jw_record_end(w);
+}
+
+static void json_bottleneck(struct jw *w, const struct bottleneck *b, uint64_t now)
+{
+	char id[16];
+
+	jw_record_begin(w, "bottleneck", TOOL, now);
+	jw_kstr(w, "rule", rule_names[b->rule]);
+	if (b->node) {
+		snprintf(id, sizeof(id), "n%d", b->node->id);
+		jw_kstr(w, "node", id);
+	} else {
+		jw_knull(w, "node");
+	}
+	if (b->edge) {
+		snprintf(id, sizeof(id), "e%d", b->edge->id);
+		jw_kstr(w, "edge", id);
+	} else {
+		jw_knull(w, "edge");
+	}
+	jw_kdouble(w, "value", b->value, b->rule == R_HOT ? 1 : 0);
+	jw_kdouble(w, "threshold", b->threshold, b->rule == R_HOT ? 1 : 0);
+	jw_kstr(w, "unit", b->unit);
+	jw_kstr(w, "evidence", b->evidence);
+	jw_record_end(w);
+}
+
+/* --tree: parent -> child */
+static void json_spawn(struct jw *w, const struct node *p, const struct node *c, uint64_t now)
+{
+	char id[16];
+
+	jw_record_begin(w, "spawn", TOOL, now);
+	snprintf(id, sizeof(id), "n%d", p->id);
+	jw_kstr(w, "parent_id", id);
+	snprintf(id, sizeof(id), "n%d", c->id);
+	jw_kstr(w, "child_id", id);
+	jw_ku64(w, "ppid", p->pid);
+	jw_ku64(w, "pid", c->pid);
+	json_ts(w, "started_ts", c->started_ns);
+	jw_record_end(w);
+}
+
+void print_json(void)
+{
+	uint64_t now = clock_ns(CLOCK_REALTIME);
+	struct jw w;
+
+	jw_init(&w, stdout);
+	for (size_t i = 0; i < G.nshown; i++)
+		json_node(&w, G.shown[i], now);
+	for (size_t i = 0; i < G.ne; i++)
+		json_edge(&w, G.ev[i], now);
+	for (size_t i = 0; cfg.tree && i < G.nspawn; i += 2)
+		json_spawn(&w, G.spawn[i], G.spawn[i + 1], now);
+	for (size_t i = 0; i < G.nbn; i++)
+		json_bottleneck(&w, &G.bn[i], now);
+	jw_record_begin(&w, "summary", TOOL, now);
+	jw_ku64(&w, "nodes", G.nshown);
+	jw_ku64(&w, "edges", G.ne);
+	jw_ku64(&w, "bytes", G.total_bytes);
+	jw_ku64(&w, "bottlenecks", G.nbn);
+	if (G.window_ns)
+		jw_ku64(&w, "duration_ns", G.window_ns);
+	else
+		jw_knull(&w, "duration_ns");
+	jw_ku64(&w, "lines", G.lines);
+	jw_ku64(&w, "bad_lines", G.bad_lines);
+	jw_ku64(&w, "filtered_edges", G.filtered);
+	jw_ku64(&w, "lost_events", lost_total());
+	if (L.on)
+		jw_ku64(&w, "processes_traced", L.records);
+	else
+		jw_knull(&w, "processes_traced");
+	jw_key(&w, "sources");
+	jw_obj_begin(&w);
+	for (struct source *s = G.sources; s; s = s->next)
+		jw_ku64(&w, s->tool, s->lines);
+	jw_obj_end(&w);
+	jw_kstr(&w, "exit_reason", G.exit_reason);
+	jw_record_end(&w);
+}

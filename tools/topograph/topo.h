@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * topograph's parts (tools/topograph/): main.c (options), graph.c (the
+ * model), ingest.c (JSON lines into it), capture.c (the tools run as
+ * children), lifecycle.c (its BPF side), analyse.c (order, window,
+ * bottlenecks), label.c (text several writers share) and one file per
+ * writer: out_table.c, out_json.c, out_dot.c, out_mermaid.c.
+ */
+#ifndef TOPOGRAPH_TOPO_H
+#define TOPOGRAPH_TOPO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "jsonp.h"
+#include "opts.h"
+#include "run.h"
+#include "util.h"
+
+#define TOOL "topograph"
+
+#define MAX_IDS		64
+
+enum out_fmt { OUT_TABLE, OUT_JSON, OUT_DOT, OUT_MERMAID };
+
+/* --with: the tools a live capture can add */
+extern const char *const extra_tools[3];
+
+struct topo_cfg {
+	/* filters, as given (for the tools) and parsed (for files) */
+	const char *pid_arg, *tid_arg, *cgroup_arg, *container_arg, *uid_arg, *comm_arg;
+	uint32_t pids[MAX_IDS];
+	int npids;
+	bool has_uid;
+	uint32_t uid;
+	char comm[16];
+	enum out_fmt out;
+	int nout;
+	const char *duration_arg;
+	uint64_t duration_ns;
+	bool with[3];		/* extra_tools[] */
+	bool wide, verbose, tree;
+	double hot_pct;
+	uint64_t runq_ns;
+	uint64_t backlog_bytes;
+	char **files;
+	int nfiles;
+	bool live;		/* running the tools, not reading lines */
+	bool tty;
+};
+extern struct topo_cfg cfg;
+
+/* ---- the graph (graph.c) ---- */
+
+enum node_kind { N_PROC, N_UNSEEN, N_ENDPOINT };
+/* bottleneck rules, also node and edge flags */
+enum rule { R_HOT, R_RUNQ, R_NCCL, R_BACKLOG, R_EXIT, R_RESTART, R_NR };
+
+struct ncl_rank {
+	char *comm_hash;
+	bool has_rank, has_nranks;
+	int64_t rank, nranks;
+	uint64_t calls;			/* the samples' calls, else the events */
+	uint64_t sample_calls, event_calls;
+	bool has_seq;
+	uint64_t op_seq;		/* nclstat's op sequence number (latest) */
+	char *last_op;
+	struct ncl_rank *next;
+};
+
+struct node {
+	enum node_kind kind;
+	char *key;
+	uint32_t pid;
+	char *comm, *cgroup, *container_id, *runtime, *pod_uid;
+	bool has_uid, has_cgid;
+	uint32_t uid;
+	uint64_t cgroup_id;
+	char *endpoint;		/* N_ENDPOINT: ADDR:PORT; N_UNSEEN: the channel */
+	bool has_runq;
+	uint64_t runq_p99_ns, runq_wait_ns, runq_runs;
+	bool cuda;
+	uint64_t cuda_launches;
+	struct ncl_rank *ncl;
+	/* its life in the capture: the lifecycle hooks, or own lines */
+	bool has_life;		/* a record: fork, exec or exit seen */
+	bool tree_parent;	/* --tree: the parent of one that has */
+	bool has_ppid;
+	uint32_t ppid;
+	uint64_t started_ns;	/* realtime of its fork in the capture, 0: none */
+	uint64_t exited_ns;	/* realtime of its exit in the capture, 0: none */
+	uint32_t status;	/* wait(2) status, when exited_ns */
+	uint64_t execs, reexecs;	/* reexecs: of the file it ran before */
+	char *exec_file;
+	uint64_t tx, rx;	/* bytes over its edges */
+	int degree;
+	int id;			/* n<id> in the output; 0: not in the graph */
+	unsigned int flags;	/* 1 << rule */
+	struct node *hnext;
+};
+
+struct gedge {
+	char *key;
+	char *kind, *channel, *tool;
+	struct node *src, *dst;
+	char *src_ep, *dst_ep;	/* the sides' endpoints (flows) */
+	uint64_t bytes, msgs, read_bytes;
+	bool read_known, read_missing;	/* some lines had read_bytes, some null */
+	uint64_t readers;
+	char *first_ts, *last_ts;
+	int id;
+	unsigned int flags;
+	struct gedge *hnext;
+};
+
+struct bottleneck {
+	enum rule rule;
+	struct node *node;
+	struct gedge *edge;
+	double value, threshold;
+	char *unit;
+	char *evidence;
+};
+
+/* what each tool contributed */
+struct source {
+	char *tool;
+	uint64_t lines, edges;
+	bool has_summary;
+	uint64_t duration_ns, lost_summary, lost_lines;
+	struct source *next;
+};
+
+#define HBITS 12
+#define HSIZE (1u << HBITS)
+
+struct graph {
+	struct node *nodes[HSIZE];
+	struct gedge *edges[HSIZE];
+	struct node **nv;	/* every node, creation order */
+	size_t nn, nn_cap;
+	struct gedge **ev;
+	size_t ne, ne_cap;
+	struct source *sources;
+	bool has_host_p99;
+	uint64_t host_p99_ns;
+	uint64_t lines, bad_lines, filtered;
+	/* analysis */
+	struct node **shown;	/* nodes in the graph, output order */
+	size_t nshown;
+	uint64_t total_bytes;
+	uint64_t window_ns;	/* the capture's length: for rates */
+	struct bottleneck *bn;
+	size_t nbn;
+	bool any_runq, any_ncl;
+	const char *exit_reason;
+	struct node **spawn;	/* parent, child pairs of shown nodes */
+	size_t nspawn, spawn_cap;
+};
+extern struct graph G;
+extern const char *const node_kind_names[];
+extern const char *const rule_names[R_NR], *const rule_titles[R_NR];
+
+/* out of memory is fatal */
+void *xcalloc(size_t n, size_t size);
+char *xstrdup(const char *s);
+char *__attribute__((format(printf, 1, 2))) xasprintf(const char *fmt, ...);
+void set_str(char **dst, const char *s);
+void *grow(void *arr, size_t *cap, size_t n, size_t size);
+
+struct node *proc_node(uint32_t pid);
+struct node *node_find_pid(uint32_t pid);
+void node_ident(struct node *n, const struct jv *o);
+struct node *side_node(const struct jv *o, const char *kind, const char *channel);
+struct gedge *edge_get(const char *kind, const char *channel, struct node *src, struct node *dst);
+struct source *source_of(const char *tool);
+bool edge_passes(const struct node *a, const struct node *b);
+bool rfc3339_ns(const char *s, uint64_t *ns);
+
+/* ---- input (ingest.c) ---- */
+
+void ingest(const char *name, uint64_t lineno, const char *line, size_t len);
+void ingest_init(void);
+void ingest_done(void);
+void check_files(void);
+void read_files(void);
+
+/* ---- live capture (capture.c, lifecycle.c) ---- */
+
+int capture(void);
+bool is_self(const struct node *n);
+
+struct lifecycle {
+	struct topograph_bpf *skel;
+	struct aiscope_bpf bpf;
+	bool on;		/* loaded and attached */
+	uint64_t records;	/* processes it saw */
+};
+extern struct lifecycle L;
+
+void lifecycle_open(void);
+void lifecycle_start(void);
+void lifecycle_collect(void);
+void proc_parent(struct node *n);
+void proc_comm(struct node *n);
+uint64_t lost_total(void);
+
+/* ---- analysis (analyse.c) ---- */
+
+void analyse(void);
+const char *group_of(const struct node *n);
+double share_pct(const struct gedge *e);
+bool unread_of(const struct gedge *e, uint64_t *unread);
+
+/* ---- output (label.c, out_*.c) ---- */
+
+void node_label(const struct node *n, char *buf, size_t len);
+char *edge_label(const struct gedge *e);
+int node_lines(const struct node *n, char lines[][128]);
+const char *colour_of(const char *kind);
+double width_of(const struct gedge *e);
+void human_bytes(uint64_t b, char *buf, size_t len);
+bool put_non_ascii(const char **s);
+
+void print_table(void);
+void print_json(void);
+void print_dot(void);
+void print_mermaid(void);
+
+void __attribute__((noreturn, format(printf, 2, 3))) fail(int code, const char *fmt, ...);
+
+#endif
