@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <string.h>
 #include "table.h"
+#include "text.h"
 #include "util.h"
 
 void table_init(struct table *t, FILE *f, const struct tcol *cols, int ncols, bool elide)
@@ -66,11 +67,7 @@ void table_str(struct table *t, const char *s)
 	if (!(c->flags & TC_LEFT))
 		for (; pad > 0; pad--)
 			fputc(' ', t->f);
-	for (size_t i = 0; i < shown; i++) {
-		unsigned char ch = s[i];
-
-		fputc(ch < 0x20 || ch == 0x7f ? '?' : ch, t->f);
-	}
+	text_put_safe(t->f, s, shown);
 	if (cut)
 		fputc('~', t->f);
 	if (!last(t))

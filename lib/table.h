@@ -2,8 +2,9 @@
 /*
  * Table writer: UPPERCASE headers, numbers right-aligned and never cut,
  * strings elided with "~" only on a terminal and never with --wide.
- * Control bytes in strings are shown as '?', so a hostile comm cannot
- * move the cursor.
+ * Strings are sanitised by lib/text's rule (control bytes, C1 and invalid
+ * UTF-8 shown as '?'), so a hostile comm cannot split a row or move the
+ * cursor.
  */
 #ifndef AISCOPE_TABLE_H
 #define AISCOPE_TABLE_H

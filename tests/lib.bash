@@ -255,6 +255,40 @@ within() {
 	}'
 }
 
+# ---- hostile names ----
+
+# A comm with a newline, ESC (a colour escape), a raw C1 byte (0x9b, CSI)
+# and a byte that is not UTF-8: HOSTILE_NAME. hostile_exe TARGET: a link of
+# that name to the executable TARGET in the test's directory, HOSTILE_EXE;
+# run through it, a process is named after the link (exec takes the comm
+# from the path it was given), whatever the program does.
+HOSTILE_NAME=$'h\nx\e[31m\x9b\xffz'
+# what every table shows for it (lib/text), and what JSON holds
+HOSTILE_SHOWN='h?x?[31m??z'
+HOSTILE_JSON=$'h\nx\e[31m\ufffd\ufffdz'
+hostile_exe() {
+	HOSTILE_EXE=$BATS_TEST_TMPDIR/$HOSTILE_NAME
+	ln -sfn "$1" "$HOSTILE_EXE"
+}
+
+# check_sanitised FILE: the table in FILE shows the hostile name as
+# HOSTILE_SHOWN, on a row of its own, and holds none of its bytes raw (no
+# ESC, no C1 byte, nothing that is not UTF-8)
+check_sanitised() {
+	if ! grep -qF -- "$HOSTILE_SHOWN" "$1"; then
+		echo "no '$HOSTILE_SHOWN' in $1:" >&2
+		cat -v "$1" >&2
+		return 1
+	fi
+	# a raw C1 byte is no UTF-8 either: iconv finds it
+	if LC_ALL=C grep -q $'\e' "$1"; then
+		echo "raw ESC in $1:" >&2
+		cat -v "$1" >&2
+		return 1
+	fi
+	iconv -f UTF-8 -t UTF-8 "$1" > /dev/null || { echo "$1 is not UTF-8" >&2; return 1; }
+}
+
 # map_id PID NAME: the id of the BPF map NAME that process PID holds (by its
 # fds: another checkout's tool on this host has maps of the same names)
 map_id() {

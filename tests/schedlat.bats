@@ -297,6 +297,33 @@ check_cgroup_filter() {
 	[[ "$output" == *"usecs"*"distribution"* ]]
 }
 
+@test "schedlat tables and -H blocks show a hostile comm sanitised, on its own line" {
+	need_root
+	hostile_exe "$(command -v dd)"
+	start_bg w "$HOSTILE_EXE" if=/dev/zero of=/dev/null bs=512 count=100000000
+	local p=$BG_PID args n=0
+	for args in "--by pid" "--by tid" "-H --by pid" "-H --by tid"; do
+		n=$((n + 1))
+		# shellcheck disable=SC2086 # the options' words
+		start_tool t$n schedlat -C -i 300ms -p "$p" $args
+		sleep 1
+		stop_tool "$TOOL_PID"
+		echo "schedlat $args:"
+		cat -v "$BATS_TEST_TMPDIR/t$n.out"
+		check_sanitised "$BATS_TEST_TMPDIR/t$n.out"
+	done
+	# the -H block's title: "pid = P <comm>  runs=..." on one line
+	grep -qE "^pid = $p $(printf '%s' "$HOSTILE_SHOWN" | sed 's/[][?]/\\&/g')  runs=" "$BATS_TEST_TMPDIR/t3.out"
+	# JSON keeps the bytes (escaped; the byte that is no UTF-8 as U+FFFD)
+	start_tool j schedlat -j -i 300ms -p "$p"
+	sleep 1
+	stop_tool "$TOOL_PID"
+	all_json "$BATS_TEST_TMPDIR/j.out"
+	jq -e -s --arg c "$HOSTILE_JSON" '[.[] | select(.type == "sample" and .by == "pid")] |
+		length > 0 and all(.comm == $c)' "$BATS_TEST_TMPDIR/j.out"
+	kill "$p"
+}
+
 @test "schedlat --min streams each long wait of the process, -n stops after N" {
 	need_root
 	start_contend w 4 0 300

@@ -7,6 +7,7 @@
  * long waits with the task that held the CPU.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include "opts.h"
 #include "run.h"
 #include "table.h"
+#include "text.h"
 #include "util.h"
 #include "schedlat.h"
 #include "schedlat.skel.h"
@@ -456,15 +458,18 @@ static void print_hist_block(const struct row *r, bool host)
 {
 	uint64_t slots[LOG2_SLOTS];
 	int n = hist_log2(&r->h, NSEC_PER_USEC, slots);
-	char buf[16];
+	char buf[16], name[PATH_MAX];
 
+	/* names through lib/text, as the tables show them: a comm or a
+	 * cgroup name with a newline or an escape stays on its line */
 	if (host)
 		printf("host");
 	else if (cfg.by == SCHEDLAT_BY_PID || cfg.by == SCHEDLAT_BY_TID)
 		printf("%s = %u %s", cfg.by == SCHEDLAT_BY_TID ? "tid" : "pid",
-		       cfg.by == SCHEDLAT_BY_TID ? r->ident.tid : r->ident.pid, r->ident.comm);
+		       cfg.by == SCHEDLAT_BY_TID ? r->ident.tid : r->ident.pid,
+		       text_safe(name, sizeof(name), r->ident.comm));
 	else if (cfg.by == SCHEDLAT_BY_CGROUP)
-		printf("cgroup = %s", r->cgroup ? r->cgroup : "?");
+		printf("cgroup = %s", r->cgroup ? text_safe(name, sizeof(name), r->cgroup) : "?");
 	else
 		printf("container = %s", r->ci.id[0] ? aiscope_container_short(&r->ci, buf) : "(none)");
 	printf("  runs=%llu avg=%.1fus p50=%.1fus p99=%.1fus max=%.1fus\n",

@@ -142,6 +142,14 @@ static void test_control_bytes_when_elided(void)
 	CHECK_STR(done(), "      1 ???????~        2 /\n");
 }
 
+static void test_c1_and_invalid_utf8(void)
+{
+	open_table(cols, 4, false);
+	/* raw CSI (0x9b), U+009B, an invalid byte and a surrogate */
+	row(1, "a\x9b" "1m\xc2\x9b", 2, "\xff\xed\xa0\x80");
+	CHECK_STR(done(), "      1 a?1m??          2 ????\n");
+}
+
 static void test_utf8_bytes_pass(void)
 {
 	open_table(cols, 4, false);
@@ -271,6 +279,7 @@ int main(void)
 	RUN(test_numbers_never_truncated);
 	RUN(test_control_bytes);
 	RUN(test_control_bytes_when_elided);
+	RUN(test_c1_and_invalid_utf8);
 	RUN(test_utf8_bytes_pass);
 	RUN(test_null_string);
 	RUN(test_right_aligned_string_column);
