@@ -280,6 +280,27 @@ warm_read_exact() {
 	warm_read_exact tracepoint
 }
 
+@test "cachestat --by pid and --by file: a hostile comm and file name sanitised, on their rows" {
+	need_root
+	disk_dir
+	FILE=$DISK_DIR/$HOSTILE_NAME
+	dd if=/dev/zero of="$FILE" bs=4096 count=64 conv=fsync status=none
+	# reads for 3 s: an interval's row takes the comm of its first access,
+	# and before exec the child's was its shell's
+	hostile_exe "$HELPERS/pagecache"
+	start_tool p cachestat --by pid -i 1s -r 0
+	local p=$TOOL_PID
+	start_tool f cachestat --by file -i 1s -r 0
+	"$HOSTILE_EXE" loop "$FILE" 4096 3 > /dev/null
+	stop_tool "$TOOL_PID"
+	stop_tool "$p"
+	grep -a 'h.x' "$BATS_TEST_TMPDIR/p.out" "$BATS_TEST_TMPDIR/f.out" | cat -v
+	check_sanitised "$BATS_TEST_TMPDIR/p.out"
+	grep -qE "^ *[0-9]+ h\?x\?\[31m\?\?z " "$BATS_TEST_TMPDIR/p.out"
+	check_sanitised "$BATS_TEST_TMPDIR/f.out"
+	grep -qF "$DISK_DIR/$HOSTILE_SHOWN" "$BATS_TEST_TMPDIR/f.out"
+}
+
 @test "cachestat host view: bcc's columns, one line per interval, meminfo buffers and cache" {
 	need_root
 	run --separate-stderr "$BIN/cachestat" -i 300ms -n 3

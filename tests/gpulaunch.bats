@@ -331,6 +331,24 @@ sample_sum() {
 	grep -E '^# 20[0-9-]+T[0-9:.]+Z interval=' "$(out g)"
 }
 
+@test "gpulaunch tables show a hostile comm sanitised, on its own line" {
+	need_root
+	hostile_exe "$CUDA/cudacall"
+	start_tool g gpulaunch -i 10 --lib "$DOUBLE/libcudart.so.12"
+	LD_LIBRARY_PATH=$DOUBLE "$HOSTILE_EXE" --rt "$DOUBLE/libcudart.so.12" launch launch sleep:200 \
+		> "$BATS_TEST_TMPDIR/c.out"
+	stop_tool "$TOOL_PID"
+	start_tool e gpulaunch -e --lib "$DOUBLE/libcudart.so.12"
+	LD_LIBRARY_PATH=$DOUBLE "$HOSTILE_EXE" --rt "$DOUBLE/libcudart.so.12" launch sleep:200 \
+		> "$BATS_TEST_TMPDIR/c.out"
+	stop_tool "$TOOL_PID"
+	cat -v "$(out g)" "$(out e)"
+	check_sanitised "$(out g)"
+	grep -qE '^ +[0-9]+ h\?x\?\[31m\?\?z +vecAdd' "$(out g)"
+	check_sanitised "$(out e)"
+	grep -qE '^ +[0-9]+ +[0-9]+ h\?x\?\[31m\?\?z +cudaLaunchKernel ' "$(out e)"
+}
+
 @test "-e: a table row per launch; -n stops after N events" {
 	need_root
 	need_debian

@@ -284,6 +284,25 @@ run_every_mechanism() {
 		length == 2 and (map(.bytes) | sort) == [50, 100]' "$BATS_TEST_TMPDIR/s.out"
 }
 
+@test "ipcsnoop table: a hostile comm and FIFO path sanitised, each row on its line" {
+	need_root
+	local fifo
+	hostile_exe "$(command -v dd)"
+	fifo=$BATS_TEST_TMPDIR/$HOSTILE_NAME.fifo
+	mkfifo "$fifo"
+	start_tool s ipcsnoop -i 60 -r 0
+	"$HOSTILE_EXE" if=/dev/zero bs=4096 count=100 status=none | cat > /dev/null
+	cat "$fifo" > /dev/null &
+	"$HOSTILE_EXE" if=/dev/zero of="$fifo" bs=4096 count=10 status=none
+	wait $!
+	stop_tool "$TOOL_PID"
+	grep -a 'h.x' "$BATS_TEST_TMPDIR/s.out" | cat -v
+	check_sanitised "$BATS_TEST_TMPDIR/s.out"
+	grep -qE "^pipe +pipe:\[[0-9]+\] +[0-9]+/h\?x\?\[31m\?\?z +[0-9]+/cat +100 +409600 +409600$" \
+		"$BATS_TEST_TMPDIR/s.out"
+	grep -qF "fifo    $BATS_TEST_TMPDIR/$HOSTILE_SHOWN.fifo" "$BATS_TEST_TMPDIR/s.out"
+}
+
 @test "ipcsnoop JSON records carry every key of their type" {
 	need_root
 	start_tool s ipcsnoop -j -i 60 --kind pipe

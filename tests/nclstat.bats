@@ -389,6 +389,18 @@ check_args() {
 	grep -E ' init_rank +- +- +- +- +- +[0-9a-f]{16} +0 +1 +0 ' "$BATS_TEST_TMPDIR/e.out"
 }
 
+@test "nclstat -e table: a hostile comm sanitised, on its own line" {
+	need_root
+	hostile_exe "$RANKS"
+	start_tool e nclstat -e --lib "$DOUBLE"
+	LD_LIBRARY_PATH=$NCCL_DIR "$HOSTILE_EXE" run -r 1 -i 1 > "$BATS_TEST_TMPDIR/r.out"
+	sleep 0.5
+	stop_tool "$TOOL_PID"
+	cat -v "$BATS_TEST_TMPDIR/e.out"
+	check_sanitised "$BATS_TEST_TMPDIR/e.out"
+	grep -qE '^ +[0-9]+ +[0-9]+ h\?x\?\[31m\?\?z +allreduce ' "$BATS_TEST_TMPDIR/e.out"
+}
+
 @test "nclstat table: communicators, ops and the summary line" {
 	need_root
 	start_tool s nclstat -i 60s -C --busbw --lib "$DOUBLE"

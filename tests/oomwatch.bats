@@ -221,6 +221,21 @@ dmesg_anon_kb() {
 
 # ---- --check ----
 
+@test "oomwatch: an allocation row shows a hostile comm sanitised, on its own line" {
+	need_root
+	hostile_exe "$HELPERS/memhog"
+	start_tool ow oomwatch -i 10s
+	start_ready hog "$HOSTILE_EXE" mmap 614400
+	HOG_PID=$READY_PID
+	kill -USR1 "$HOG_PID"
+	wait_for "$BATS_TEST_TMPDIR/hog.out" '^mapped'
+	wait_for "$BATS_TEST_TMPDIR/ow.out" " $HOG_PID " 5
+	stop_tool "$TOOL_PID"
+	grep -a " $HOG_PID " "$BATS_TEST_TMPDIR/ow.out" | cat -v
+	check_sanitised "$BATS_TEST_TMPDIR/ow.out"
+	grep -qE "^alloc +[a-z]+ +$HOG_PID h\?x\?\[31m\?\?z " "$BATS_TEST_TMPDIR/ow.out"
+}
+
 @test "oomwatch --check on a v1 cgroup above --warn exits 3, above --crit 4, below 0" {
 	need_memcg_v1
 	make_memcg check

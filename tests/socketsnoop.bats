@@ -478,6 +478,17 @@ in_container_check() {
 	grep -q '^# summary:' "$BATS_TEST_TMPDIR/t.out"
 }
 
+@test "socketsnoop table: a hostile comm sanitised, on its own line" {
+	need_root
+	start_tool t socketsnoop -i 200ms -C -r 0
+	pair q tcp4 -n 1000 -m 2 -C 'h\nx\x1b[31m\x9b\xffz'
+	sleep 0.4
+	stop_tool "$TOOL_PID"
+	grep -a "^ *$CPID " "$BATS_TEST_TMPDIR/t.out" | cat -v
+	check_sanitised "$BATS_TEST_TMPDIR/t.out"
+	grep -qE "^ *$CPID h\?x\?\[31m\?\?z " "$BATS_TEST_TMPDIR/t.out"
+}
+
 @test "socketsnoop --io streams one event per call, -n stops after N" {
 	need_root
 	local f=$BATS_TEST_TMPDIR/s.out
