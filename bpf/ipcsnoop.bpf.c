@@ -124,8 +124,12 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	/* user space deletes what it has read. Preallocated: an on-demand
 	 * allocation in a tracepoint can fail when the allocator's per-CPU
-	 * cache is empty, and the name would be lost */
-	__uint(max_entries, 1024);
+	 * cache is empty, and the name would be lost. Unnamed unix sockets
+	 * take no entry (user space names them by the key's inode): what
+	 * needs one is a FIFO, a bound unix socket's connections and an mq
+	 * opened in one interval (about 1 KiB each, 4.3 MiB in all); a
+	 * failed insert is counted in names_lost */
+	__uint(max_entries, 4096);
 	__type(key, struct ipc_key);
 	__type(value, struct ipc_name);
 } names SEC(".maps");
@@ -152,6 +156,18 @@ struct {
 } name_buf SEC(".maps");
 
 static const struct ipc_stat zero_stat;
+
+/* operations whose channel name could not be recorded (the map full):
+ * user space shows those channels by their key, and reports the count */
+__u64 names_lost;
+
+static __always_inline void put_name(const struct ipc_key *ch, const struct ipc_name *n)
+{
+	long err = bpf_map_update_elem(&names, ch, n, BPF_NOEXIST);
+
+	if (err && err != -EEXIST)
+		__sync_fetch_and_add(&names_lost, 1);
+}
 
 /* Where a channel's name comes from, when it has one of its own. */
 struct name_src {
@@ -291,9 +307,10 @@ static __always_inline void make_name(const struct ipc_key *ch, const struct nam
 	n->len = 0;
 	n->ino = 0;
 	if (ch->kind == IPC_UNIX) {
-		/* the receiver's address (a server's path), else the sender's */
-		if (!name_unix_addr(n, src->peer))
-			name_unix_addr(n, src->sk);
+		/* the receiver's address (a server's path), else the sender's;
+		 * without either, the key's inode is the name: no entry */
+		if (!name_unix_addr(n, src->peer) && !name_unix_addr(n, src->sk))
+			return;
 		name_unix_ino(n, src);
 	} else if (ch->kind == IPC_MQ) {
 		struct file *f = src->file;
@@ -306,7 +323,7 @@ static __always_inline void make_name(const struct ipc_key *ch, const struct nam
 	}
 	/* a failed insert loses no data: the next operation on the channel
 	 * tries again, and user space has a name from the key meanwhile */
-	bpf_map_update_elem(&names, ch, n, BPF_NOEXIST);
+	put_name(ch, n);
 }
 
 /* ---- accounting ---- */
@@ -441,7 +458,7 @@ static __always_inline bool unix_dest(struct ipc_key *ch)
 	n->flags = 0;
 	n->len = w.i;
 	n->ino = 0;
-	bpf_map_update_elem(&names, ch, n, BPF_NOEXIST);
+	put_name(ch, n);
 	return true;
 }
 

@@ -303,6 +303,58 @@ run_every_mechanism() {
 	grep -qF "fifo    $BATS_TEST_TMPDIR/$HOSTILE_SHOWN.fifo" "$BATS_TEST_TMPDIR/s.out"
 }
 
+# pair_truth TRUTH: "CHANNEL WRITER READER BYTES READ_BYTES" per channel
+pair_truth() {
+	awk '$1 == "truth" && $4 == "write" { w[$3] = $5; b[$3] += $8 }
+		$1 == "truth" && $4 == "read" { r[$3] = $5; rb[$3] += $8 }
+		END { for (c in w) print c, w[c], r[c], b[c], rb[c] }' "$1" | sort
+}
+
+@test "ipcsnoop: 1500 unnamed unix socketpairs in one interval are 1500 channels, each exact" {
+	need_root
+	local out=$BATS_TEST_TMPDIR/s.out truth=$BATS_TEST_TMPDIR/truth
+	start_tool s ipcsnoop -j -i 60 --kind unix
+	"$HELPERS/ipcload" unix-pairs 1500 100 > "$truth"
+	stop_tool "$TOOL_PID"
+	all_json "$out"
+	pair_truth "$truth" > "$BATS_TEST_TMPDIR/want"
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/want")" -eq 1500 ]
+	jq -r -s '[.[] | select(.type == "sample" and .writer_comm == "ipc-w")] | group_by(.channel)[] |
+		"\(.[0].channel) \(.[0].writer_pid) \(.[0].reader_pid) \(map(.bytes) | add) \(map(.read_bytes) | add)"' \
+		"$out" | sort > "$BATS_TEST_TMPDIR/got"
+	diff "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/got"
+	jq -r 'select(.type == "edge" and .src.comm == "ipc-w") |
+		"\(.channel) \(.src.pid) \(.dst.pid) \(.bytes) \(.read_bytes)"' "$out" | sort > "$BATS_TEST_TMPDIR/edges"
+	diff "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/edges"
+	tail -1 "$out" | jq -e '.type == "summary" and .lost_events == 0 and .name_map_full == 0'
+}
+
+@test "ipcsnoop: names the full name map could not take are counted; their channels stay apart, by inode" {
+	need_root
+	local out=$BATS_TEST_TMPDIR/s.out truth=$BATS_TEST_TMPDIR/truth dir=$BATS_TEST_TMPDIR/fifos
+	mkdir "$dir"
+	# a map of 64 names (hidden test knob) and 200 FIFOs in one interval:
+	# the first 64 are named by path; each of the other 136 is refused
+	# twice (its write and its read), and shown as fifo:[INO]
+	AISCOPE_TEST_CAP_IPC_NAMES=64 start_tool s ipcsnoop -j -i 60 --comm ipc-w
+	"$HELPERS/ipcload" fifos "$dir" 200 100 > "$truth"
+	stop_tool "$TOOL_PID"
+	all_json "$out"
+	tail -1 "$out" | jq -e '.type == "summary" and .lost_events == 0 and .name_map_full == 272 and .channels == 200'
+	grep -qx 'ipcsnoop: 272 operations found the channel name map (64 entries) full: their channels are shown by inode, not by name' \
+		"$BATS_TEST_TMPDIR/s.err"
+	jq -e -s '[.[] | select(.type == "edge")] | length == 200 and all(.bytes == 100 and .read_bytes == 100) and
+		([.[].channel] | unique | length) == 200 and
+		([.[] | select(.channel | startswith("fifo:["))] | length) == 136' "$out"
+	# the text summary too
+	AISCOPE_TEST_CAP_IPC_NAMES=64 start_tool t ipcsnoop -i 60 --comm ipc-w
+	"$HELPERS/ipcload" fifos "$dir" 200 100 > "$truth"
+	stop_tool "$TOOL_PID"
+	grep -qE '^# summary: 200 channels, 200 msgs, 20000 bytes written, 0 lost events, 272 name map full$' \
+		"$BATS_TEST_TMPDIR/t.out"
+	grep -q '272 operations found the channel name map' "$BATS_TEST_TMPDIR/t.err"
+}
+
 @test "ipcsnoop JSON records carry every key of their type" {
 	need_root
 	start_tool s ipcsnoop -j -i 60 --kind pipe

@@ -398,6 +398,24 @@ static char *render_unix_ino(const struct ipc_name *n)
 	return s;
 }
 
+/* A unix channel with no recorded address: the receiving socket's inode
+ * when the key has it; else (bytes sent before their connection was
+ * accepted and never filed under it, an address whose name could not be
+ * recorded) "socket:[?N]", N numbering them in the run, so that no two
+ * channels share a name (and an edge) */
+static char *unix_fallback(const struct ipc_key *ch)
+{
+	static unsigned int unknown;
+	char *s = NULL;
+	int r;
+
+	if (ch->id && !(ch->id & IPC_UNIX_ADDR_ID))
+		r = asprintf(&s, "socket:[%llu]", (unsigned long long)ch->id);
+	else
+		r = asprintf(&s, "socket:[?%u]", ++unknown);
+	return r < 0 ? NULL : s;
+}
+
 static char *fallback_name(const struct ipc_key *ch)
 {
 	char *s = NULL;
@@ -406,7 +424,7 @@ static char *fallback_name(const struct ipc_key *ch)
 	switch (ch->kind) {
 	case IPC_PIPE: r = asprintf(&s, "pipe:[%llu]", (unsigned long long)ch->id); break;
 	case IPC_FIFO: r = asprintf(&s, "fifo:[%llu]", (unsigned long long)ch->id); break;
-	case IPC_UNIX: r = asprintf(&s, "socket:[?]"); break;
+	case IPC_UNIX: return unix_fallback(ch);
 	case IPC_MSQ: r = asprintf(&s, "msq:%llu", (unsigned long long)ch->id); break;
 	case IPC_MQ: r = asprintf(&s, "mq:[%llu]", (unsigned long long)ch->id); break;
 	case IPC_EVENTFD: r = asprintf(&s, "eventfd:[%llu]", (unsigned long long)ch->id); break;
@@ -486,7 +504,7 @@ static struct cname *cname_of(const struct ipc_key *ch)
 	if (!c->name)
 		c->name = fallback_name(ch);
 	/* an accepted socket's inode comes later */
-	if (ch->kind == IPC_UNIX && !strcmp(c->name, "socket:[?]"))
+	if (ch->kind == IPC_UNIX && !strncmp(c->name, "socket:[?", 9))
 		c->retry = true;
 	return c;
 }
@@ -1122,6 +1140,17 @@ static void print_edges(void)
 	edges_free(t);
 }
 
+/* names the BPF side could not record: those channels are shown by
+ * their key (inode, id) instead, never merged */
+static void report_names_lost(void)
+{
+	uint64_t n = skel->bss->names_lost;
+
+	if (n)
+		fprintf(stderr, "%s: %llu operations found the channel name map (%u entries) full: their channels are shown by inode, not by name\n",
+			TOOL, (unsigned long long)n, bpf_map__max_entries(skel->maps.names));
+}
+
 static void print_summary(void)
 {
 	if (env.json) {
@@ -1133,21 +1162,25 @@ static void print_summary(void)
 		build_chans(&S.run);
 		jw_ku64(&S.jw, "channels", nchans);
 		jw_ku64(&S.jw, "edge_rows_dropped", S.run_dropped);
+		jw_ku64(&S.jw, "name_map_full", skel->bss->names_lost);
 		jw_record_end(&S.jw);
 		if (S.run_dropped)
 			fprintf(stderr, "%s: %llu (channel, process) pairs beyond %u were left out of the edges\n",
 				TOOL, (unsigned long long)S.run_dropped, RUN_ROWS_MAX);
+		report_names_lost();
 		return;
 	}
+	report_names_lost();
 	build_chans(&S.run);
 	if (cfg.events) {
 		fprintf(stderr, "%s: %llu operations, %llu lost\n", TOOL,
 			(unsigned long long)S.events, (unsigned long long)aiscope_lost_total(&S.bpf));
 		return;
 	}
-	printf("# summary: %zu channels, %llu msgs, %llu bytes written, %llu lost events\n",
+	printf("# summary: %zu channels, %llu msgs, %llu bytes written, %llu lost events, %llu name map full\n",
 	       nchans, (unsigned long long)S.ops, (unsigned long long)S.bytes,
-	       (unsigned long long)aiscope_lost_total(&S.bpf));
+	       (unsigned long long)aiscope_lost_total(&S.bpf),
+	       (unsigned long long)skel->bss->names_lost);
 }
 
 /* ---- the plan ---- */
@@ -1308,6 +1341,8 @@ int main(int argc, char **argv)
 		.streaming = cfg.events, .on_event = on_event,
 	};
 	aiscope_bpf_prepare(&S.bpf, skel->obj, &skel->rodata->aiscope_cfg);
+	bpf_map__set_max_entries(skel->maps.names,
+				 aiscope_test_cap("IPC_NAMES", bpf_map__max_entries(skel->maps.names)));
 	plan();
 	aiscope_bpf_load(&S.bpf, ipcsnoop_bpf__load(skel));
 	aiscope_bpf_attach(&S.bpf);

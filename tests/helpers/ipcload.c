@@ -25,6 +25,15 @@
  *	ipcload shm SIZE                      two processes attach and detach
  *	ipcload posix-shm NAME SIZE           the same with shm_open + mmap
  *	                                      (channel /dev/shm/NAME)
+ *	ipcload unix-pairs COUNT SIZE         COUNT stream socketpairs made one
+ *	                                      after another (unnamed, unbound):
+ *	                                      SIZE bytes through each, writers
+ *	                                      ipc-w (one per 256 pairs), reader
+ *	                                      ipc-r; "done COUNT" at the end
+ *	ipcload fifos DIR COUNT SIZE          COUNT FIFOs DIR/fN made one after
+ *	                                      another, SIZE bytes written and read
+ *	                                      back through each by one process
+ *	                                      (ipc-w), removed at the end
  *	ipcload unix-pingpong ROUNDS          a byte back and forth over a unix
  *	                                      socketpair (read/write); prints
  *	                                      "ops/sec N" (for benchmarks)
@@ -693,6 +702,93 @@ static int do_posix_shm(const char *shm, long size)
 	return 0;
 }
 
+#define PAIRS_BATCH 256
+
+/* One batch of socketpairs: a child (ipc-w) writes size bytes into each,
+ * the parent (ipc-r) reads them back. The channel is the parent's
+ * receiving socket, named by its inode. */
+static void pairs_batch(long count, long size)
+{
+	int rx[PAIRS_BATCH], tx[PAIRS_BATCH], sv[2];
+	struct stat st;
+	char ch[64];
+	pid_t w;
+
+	for (long i = 0; i < count; i++) {
+		if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+			die("socketpair");
+		rx[i] = sv[0];
+		tx[i] = sv[1];
+	}
+	w = fork();
+	if (w < 0)
+		die("fork");
+	if (w == 0) {
+		name("ipc-w");
+		for (long i = 0; i < count; i++) {
+			put(tx[i], size);
+			close(tx[i]);
+		}
+		_exit(0);
+	}
+	for (long i = 0; i < count; i++)
+		close(tx[i]);
+	for (long i = 0; i < count; i++) {
+		long calls, got = drain(rx[i], &calls);
+
+		if (fstat(rx[i], &st))
+			die("fstat");
+		snprintf(ch, sizeof(ch), "socket:[%lu]", (unsigned long)st.st_ino);
+		truth("unix", ch, "write", w, "ipc-w", 1, size);
+		truth("unix", ch, "read", getpid(), "ipc-r", calls, got);
+		close(rx[i]);
+	}
+	if (waitpid(w, NULL, 0) < 0)
+		die("waitpid");
+}
+
+static int do_unix_pairs(long count, long size)
+{
+	name("ipc-r");
+	for (long done = 0; done < count; done += PAIRS_BATCH)
+		pairs_batch(count - done < PAIRS_BATCH ? count - done : PAIRS_BATCH, size);
+	printf("done %ld\n", count);
+	return 0;
+}
+
+static int do_fifos(const char *dir, long count, long size)
+{
+	char path[4096];
+	long calls, got;
+	int fd;
+
+	name("ipc-w");
+	for (long i = 0; i < count; i++) {
+		snprintf(path, sizeof(path), "%s/f%ld", dir, i);
+		if (mkfifo(path, 0600))
+			die(path);
+		/* read and write ends at once, without a second process */
+		fd = open(path, O_RDWR);
+		if (fd < 0)
+			die(path);
+		put(fd, size);
+		calls = 1;
+		got = read(fd, buf, size);
+		if (got != size)
+			die("read");
+		truth("fifo", path, "write", getpid(), "ipc-w", 1, size);
+		truth("fifo", path, "read", getpid(), "ipc-w", calls, got);
+		close(fd);
+	}
+	/* removed at the end: an inode freed at once is the next one's */
+	for (long i = 0; i < count; i++) {
+		snprintf(path, sizeof(path), "%s/f%ld", dir, i);
+		unlink(path);
+	}
+	printf("done %ld\n", count);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc > 1 ? argv[1] : "";
@@ -724,8 +820,12 @@ int main(int argc, char **argv)
 		return do_shm(atol(argv[2]));
 	if (!strcmp(m, "posix-shm") && argc == 4)
 		return do_posix_shm(argv[2], atol(argv[3]));
+	if (!strcmp(m, "unix-pairs") && argc == 4)
+		return do_unix_pairs(atol(argv[2]), atol(argv[3]));
+	if (!strcmp(m, "fifos") && argc == 5)
+		return do_fifos(argv[2], atol(argv[3]), atol(argv[4]));
 	if (!strcmp(m, "unix-pingpong") && argc == 3)
 		return do_unix_pingpong(atol(argv[2]));
-	fprintf(stderr, "usage: ipcload pipe|fifo|unix-stream|unix-dgram|unix-sendto|unix-seqpacket|msq|mq|eventfd|shm|posix-shm|unix-pingpong ...\n");
+	fprintf(stderr, "usage: ipcload pipe|fifo|unix-stream|unix-dgram|unix-sendto|unix-seqpacket|unix-pairs|fifos|msq|mq|eventfd|shm|posix-shm|unix-pingpong ...\n");
 	return 2;
 }
