@@ -281,6 +281,39 @@ check_unconnected() {
 		tail -1 "$f"; false; }
 }
 
+# many_flows N CAP: N short connections of one client and one server (2N
+# flows, both ends named ss-np), the run's flow table lowered to CAP
+# flows (hidden test knob); checks the summary against the truth
+many_flows() {
+	local n=$1 cap=$2 f=$BATS_TEST_TMPDIR/s.out kept
+	AISCOPE_TEST_CAP_SS_RUN_FLOWS=$cap start_ss -j -i 200ms --comm ss-np
+	pair p many4 -x "$n" -C ss-np -S ss-np
+	stop_and_check_json
+	# each flow kept sent 10 bytes: its own edge, the only one with its
+	# pid as src and its channel
+	kept=$(jq -s '[.[] | select(.type == "edge" and .src.pid != null)] | length' "$f")
+	echo "$((2 * n)) flows, table of $cap: $kept in the edges; $(tail -1 "$f")"
+	[ "$kept" -le "$cap" ]
+	jq -e -s --argjson f $((2 * n)) --argjson k "$kept" '.[-1] | .flows == $f and .edge_flows_evicted == $f - $k' "$f"
+	jq -e -s '[.[] | select(.type == "edge")] | all(.bytes == 10 and .msgs == 1)' "$f"
+	KEPT=$kept
+}
+
+@test "socketsnoop: the run's flow table stays within its cap; the flows it forgets are counted exactly" {
+	need_root
+	# below the cap: every flow in the edges, exact, nothing forgotten
+	many_flows 40 100
+	[ "$KEPT" -eq 80 ]
+	jq -e -s '[.[] | select(.type == "edge")] | length == 80 and all(.read_bytes == 10)' "$BATS_TEST_TMPDIR/s.out"
+	! grep -q 'forgotten' "$BATS_TEST_TMPDIR/s.err"
+	# 400 flows through a table of 100
+	aiscope_teardown || true
+	many_flows 200 100
+	[ "$KEPT" -gt 0 ]
+	grep -qx "socketsnoop: $((400 - KEPT)) flows idle longest were forgotten to keep the run's flow table at 100: left out of the edge lines" \
+		"$BATS_TEST_TMPDIR/s.err"
+}
+
 @test "socketsnoop: an idle or closed flow leaves the table" {
 	need_root
 	local f=$BATS_TEST_TMPDIR/s.out last

@@ -33,7 +33,11 @@
 
 #define TOOL "socketsnoop"
 #define MAX_PORTS 1024
-#define MAX_RUN_FLOWS (1U << 20)
+/* The run's flow table (peers, the edge lines) keeps at most this many:
+ * about 0.9 KiB a flow at exit with its edges, 56 MiB in all, within the
+ * units' MemoryMax=128M. Past it, the flows idle longest are forgotten,
+ * counted (edge_flows_evicted) and left out of the edge lines. */
+#define RUN_FLOWS_MAX (1U << 16)
 #define ENDPOINT_LEN 64		/* "[v6]:port" */
 
 static const char doc[] =
@@ -206,7 +210,8 @@ static struct {
 	uint32_t n, cap;
 	int32_t *by_key, *by_ports;	/* bucket heads */
 	uint32_t nb;
-	uint64_t dropped;
+	uint32_t max;		/* RUN_FLOWS_MAX, or a test's lower cap */
+	uint64_t evicted;	/* flows forgotten to stay within max */
 } R;
 
 static uint64_t mix(uint64_t h, const void *p, size_t n)
@@ -262,6 +267,40 @@ static void rehash(uint32_t nb)
 	}
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The table is full: forget the eighth of its flows idle longest (a
+ * connection long closed, most likely), so that the active ones keep
+ * their peers and the table its size. Counted, never silent. */
+static void evict_idle(void)
+{
+	uint32_t n = R.n, k = n / 8 ? n / 8 : 1, kept = 0, gone = 0;
+	uint64_t *ts = malloc(n * sizeof(*ts)), cut;
+
+	if (!ts)
+		aiscope_fail(EXIT_RUNTIME, "out of memory");
+	for (uint32_t i = 0; i < n; i++)
+		ts[i] = R.v[i].last_ns;
+	qsort(ts, n, sizeof(*ts), cmp_u64);
+	cut = ts[k - 1];
+	free(ts);
+	for (uint32_t i = 0; i < n; i++) {
+		if (gone < k && R.v[i].last_ns <= cut) {
+			gone++;
+			continue;
+		}
+		R.v[kept++] = R.v[i];
+	}
+	R.n = kept;
+	R.evicted += gone;
+	rehash(R.nb);
+}
+
 static struct rflow *rflow_get(uint32_t pid, const struct ss_tuple *t, const struct aiscope_ident *id)
 {
 	struct rflow *f;
@@ -274,10 +313,8 @@ static struct rflow *rflow_get(uint32_t pid, const struct ss_tuple *t, const str
 		if (f->ident.pid == pid && !memcmp(&f->t, t, sizeof(*t)))
 			return f;
 	}
-	if (R.n >= MAX_RUN_FLOWS) {
-		R.dropped++;
-		return NULL;
-	}
+	if (R.n >= R.max)
+		evict_idle();
 	if (R.n == R.cap) {
 		uint32_t cap = R.cap ? R.cap * 2 : 1024;
 		struct rflow *v = realloc(R.v, cap * sizeof(*v));
@@ -923,18 +960,26 @@ static void add_edges(struct edge_table *et)
 	}
 }
 
+/* two edges a flow at most: what it sent, what it received */
 static void print_edges(void)
 {
-	struct edge_table *et = edges_new(0);
+	struct edge_table *et = edges_new(2 * R.max);
 
 	if (!et)
 		aiscope_fail(EXIT_RUNTIME, "out of memory");
 	add_edges(et);
 	edges_json(et, &S.jw, TOOL, NULL, NULL);
-	if (edges_dropped(et) || R.dropped)
-		fprintf(stderr, "%s: %llu flows and %llu edges left out of the edge lines (table full)\n",
-			TOOL, (unsigned long long)R.dropped, (unsigned long long)edges_dropped(et));
+	if (edges_dropped(et))
+		fprintf(stderr, "%s: %llu edges left out of the edge lines (table full)\n",
+			TOOL, (unsigned long long)edges_dropped(et));
 	edges_free(et);
+}
+
+static void report_evicted(void)
+{
+	if (R.evicted)
+		fprintf(stderr, "%s: %llu flows idle longest were forgotten to keep the run's flow table at %u: left out of the edge lines\n",
+			TOOL, (unsigned long long)R.evicted, R.max);
 }
 
 static void print_summary(void)
@@ -946,7 +991,8 @@ static void print_summary(void)
 		print_edges();
 		aiscope_summary_begin(&S.jw, &S.bpf, &S.loop, S.streaming ? S.events : S.tx_calls + S.rx_calls);
 		jw_ku64(&S.jw, "intervals", S.loop.ticks);
-		jw_ku64(&S.jw, "flows", R.n);
+		jw_ku64(&S.jw, "flows", R.n + R.evicted);
+		jw_ku64(&S.jw, "edge_flows_evicted", R.evicted);
 		jw_ku64(&S.jw, "tx_bytes", S.tx_bytes);
 		jw_ku64(&S.jw, "rx_bytes", S.rx_bytes);
 		jw_ku64(&S.jw, "tx_calls", S.tx_calls);
@@ -955,13 +1001,15 @@ static void print_summary(void)
 		jw_ku64(&S.jw, "kernel_sockets", nconns);
 		jw_ku64(&S.jw, "idle_sockets", S.idle_sockets);
 		jw_record_end(&S.jw);
+		report_evicted();
 		return;
 	}
 	fprintf(S.streaming ? stderr : stdout,
-		"# summary: %u flows, tx %llu bytes in %llu calls, rx %llu bytes in %llu calls, %llu events, %llu lost events\n",
-		R.n, (unsigned long long)S.tx_bytes, (unsigned long long)S.tx_calls,
+		"# summary: %llu flows, tx %llu bytes in %llu calls, rx %llu bytes in %llu calls, %llu events, %llu lost events\n",
+		(unsigned long long)(R.n + R.evicted), (unsigned long long)S.tx_bytes, (unsigned long long)S.tx_calls,
 		(unsigned long long)S.rx_bytes, (unsigned long long)S.rx_calls,
 		(unsigned long long)S.events, (unsigned long long)aiscope_lost_total(&S.bpf));
+	report_evicted();
 }
 
 /* ---- setup ---- */
@@ -1040,6 +1088,7 @@ int main(int argc, char **argv)
 	jw_init(&S.jw, stdout);
 	S.streaming = cfg.events || cfg.io;
 
+	R.max = aiscope_test_cap("SS_RUN_FLOWS", RUN_FLOWS_MAX);
 	S.skel = socketsnoop_bpf__open_opts(aiscope_open_opts());
 	if (!S.skel)
 		aiscope_fail(EXIT_RUNTIME, "cannot open the BPF object: %s", strerror(errno));
