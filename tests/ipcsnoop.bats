@@ -350,9 +350,52 @@ pair_truth() {
 	AISCOPE_TEST_CAP_IPC_NAMES=64 start_tool t ipcsnoop -i 60 --comm ipc-w
 	"$HELPERS/ipcload" fifos "$dir" 200 100 > "$truth"
 	stop_tool "$TOOL_PID"
-	grep -qE '^# summary: 200 channels, 200 msgs, 20000 bytes written, 0 lost events, 272 name map full$' \
+	grep -qE '^# summary: 200 channels, 200 msgs, 20000 bytes written, 0 lost events, 272 name map full, 0 rows and 0 names forgotten$' \
 		"$BATS_TEST_TMPDIR/t.out"
 	grep -q '272 operations found the channel name map' "$BATS_TEST_TMPDIR/t.err"
+}
+
+# pairs_in_cgroup DIR COUNT: ipcload unix-pairs COUNT 100 inside DIR
+pairs_in_cgroup() {
+	sh -c 'echo $$ > "$1/cgroup.procs"; exec "$2" unix-pairs "$3" 100' sh "$1" "$HELPERS/ipcload" "$2" \
+		> "$BATS_TEST_TMPDIR/truth"
+}
+
+@test "ipcsnoop: the run's table and the name cache stay within their caps; what they forget is counted exactly" {
+	need_root
+	local root dir out=$BATS_TEST_TMPDIR/s.out
+	root=$(cgroup2_root) || skip "no cgroup2 mount"
+	dir=$root/aiscope-ipccap-$$
+	make_cgroup "$dir"
+	# caps lowered (hidden test knobs): 100 rows, names for 20 channels more
+	export AISCOPE_TEST_CAP_IPC_RUN_ROWS=100 AISCOPE_TEST_CAP_IPC_NAMES_SLACK=20
+	# below them: 40 socketpairs, 80 rows, every edge exact, nothing forgotten
+	start_tool s ipcsnoop -j -i 200ms --kind unix -c "$dir"
+	pairs_in_cgroup "$dir" 40
+	sleep 0.3
+	stop_tool "$TOOL_PID"
+	all_json "$out"
+	pair_truth "$BATS_TEST_TMPDIR/truth" > "$BATS_TEST_TMPDIR/want"
+	jq -r 'select(.type == "edge") | "\(.channel) \(.src.pid) \(.dst.pid) \(.bytes) \(.read_bytes)"' "$out" |
+		sort > "$BATS_TEST_TMPDIR/edges"
+	diff "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/edges"
+	tail -1 "$out" | jq -e '.edge_rows == 80 and .edge_rows_dropped == 0 and .names_forgotten == 0 and .names_cached == 40'
+	! grep -q 'forgotten' "$BATS_TEST_TMPDIR/s.err"
+	# 300 socketpairs, 600 rows (one write, one read each), 300 names
+	start_tool s ipcsnoop -j -i 200ms --kind unix -c "$dir"
+	pairs_in_cgroup "$dir" 300
+	sleep 0.3
+	stop_tool "$TOOL_PID"
+	all_json "$out"
+	tail -1 "$out"
+	tail -1 "$out" | jq -e '.edge_rows <= 100 and .edge_rows + .edge_rows_dropped == 600 and
+		.names_forgotten > 0 and .names_forgotten + .names_cached == 300'
+	grep -qE "^ipcsnoop: $(tail -1 "$out" | jq .edge_rows_dropped) \(channel, process\) rows idle longest were forgotten to keep the run's table at 100: left out of the edges$" \
+		"$BATS_TEST_TMPDIR/s.err"
+	grep -qE "^ipcsnoop: $(tail -1 "$out" | jq .names_forgotten) names of channels no row held any more were forgotten \(cache of 120\)$" \
+		"$BATS_TEST_TMPDIR/s.err"
+	# what the edges still show is exact
+	jq -e -s '[.[] | select(.type == "edge")] | length > 0 and all(.bytes == 100 and .msgs == 1)' "$out"
 }
 
 @test "ipcsnoop JSON records carry every key of their type" {

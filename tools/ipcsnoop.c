@@ -197,9 +197,8 @@ static bool key_eq(const struct ipc_key *a, const struct ipc_key *b)
 	return a->id == b->id && a->id2 == b->id2 && a->kind == b->kind;
 }
 
-static void pt_grow(struct ptable *t)
+static void pt_rehash(struct ptable *t, size_t ns)
 {
-	size_t ns = t->nslots ? t->nslots * 2 : 256;
 	size_t *slot = calloc(ns, sizeof(*slot));
 
 	if (!slot)
@@ -225,7 +224,7 @@ static struct prow *pt_get(struct ptable *t, const struct ipc_key *ch, uint32_t 
 	struct prow *r;
 
 	if ((t->n + 1) * 2 > t->nslots)
-		pt_grow(t);
+		pt_rehash(t, t->nslots ? t->nslots * 2 : 256);
 	s = hash_key(ch, pid, dir) & (t->nslots - 1);
 	for (; t->slot[s]; s = (s + 1) & (t->nslots - 1)) {
 		r = &t->rows[t->slot[s] - 1];
@@ -252,8 +251,14 @@ static void pt_clear(struct ptable *t)
 }
 
 /* Rows of the whole run kept at most: a host that makes new pipes all
- * day must not grow the tool without bound (the rest is counted). */
-#define RUN_ROWS_MAX	(1U << 18)
+ * day must not grow the tool without bound. About 1 KiB a row at exit
+ * with its channel, name and edge: 64 MiB, within the unit's
+ * MemoryMax=256M. Past it the rows idle longest are forgotten (counted
+ * in edge_rows_dropped, left out of the edges). */
+#define RUN_ROWS_MAX	(1U << 16)
+/* the channel names kept beyond the run's: an interval's rows (the BPF
+ * stats map holds 8192 of two intervals) */
+#define NAMES_SLACK	8192
 
 static bool pt_add(struct ptable *t, const struct prow *src, size_t max)
 {
@@ -286,6 +291,7 @@ struct cname {
 	uint64_t size;		/* shm: segment size, 0 unknown */
 	uint64_t tried;		/* the tick it was last looked up */
 	bool retry;		/* incomplete: look again next tick */
+	bool keep;		/* forget_names(): a row still names it */
 };
 
 static uint64_t cur_tick = 1;
@@ -312,28 +318,32 @@ static struct cname *cname_find(const struct ipc_key *ch)
 	return NULL;
 }
 
+/* The open-addressing index of the names, ns slots, built anew. */
+static void cname_reindex(size_t ns)
+{
+	size_t *slot = calloc(ns, sizeof(*slot)), s;
+
+	if (!slot)
+		aiscope_fail(EXIT_RUNTIME, "out of memory");
+	for (size_t i = 0; i < names.n; i++) {
+		s = cname_slot(&names.v[i].ch, ns);
+		while (slot[s])
+			s = (s + 1) & (ns - 1);
+		slot[s] = i + 1;
+	}
+	free(names.slot);
+	names.slot = slot;
+	names.nslots = ns;
+}
+
 /* A new entry for ch (not in the table yet). */
 static struct cname *cname_new(const struct ipc_key *ch)
 {
 	size_t s;
 
 	names.v = aiscope_grow(names.v, &names.cap, names.n, sizeof(*names.v));
-	if ((names.n + 1) * 2 > names.nslots) {
-		size_t ns = names.nslots ? names.nslots * 2 : 256;
-		size_t *slot = calloc(ns, sizeof(*slot));
-
-		if (!slot)
-			aiscope_fail(EXIT_RUNTIME, "out of memory");
-		for (size_t i = 0; i < names.n; i++) {
-			s = cname_slot(&names.v[i].ch, ns);
-			while (slot[s])
-				s = (s + 1) & (ns - 1);
-			slot[s] = i + 1;
-		}
-		free(names.slot);
-		names.slot = slot;
-		names.nslots = ns;
-	}
+	if ((names.n + 1) * 2 > names.nslots)
+		cname_reindex(names.nslots ? names.nslots * 2 : 256);
 	s = cname_slot(ch, names.nslots);
 	while (names.slot[s])
 		s = (s + 1) & (names.nslots - 1);
@@ -520,7 +530,10 @@ static struct {
 	uint64_t last_tick_mono;
 	uint64_t events;
 	uint64_t ops, bytes;		/* whole run, written side */
-	uint64_t run_dropped;		/* rows beyond RUN_ROWS_MAX: not in the edges */
+	uint64_t run_dropped;		/* rows forgotten past run_max: not in the edges */
+	size_t run_max;			/* RUN_ROWS_MAX, or a test's lower cap */
+	size_t names_slack;		/* NAMES_SLACK, or a test's */
+	uint64_t names_forgotten;	/* names of channels no row held any more */
 } S;
 
 /* Names that BPF made for channels whose operation then failed (the
@@ -747,6 +760,87 @@ static void take_stat(const void *key, const void *value, void *ctx)
 	};
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The run's table is full: its dead rows (moved by settle_addressed) go,
+ * and the eighth idle longest (counted), so that active channels keep
+ * their rows and the table its size. */
+static void run_evict(void)
+{
+	struct ptable *t = &S.run;
+	size_t n = 0, kept = 0, k, gone = 0;
+	uint64_t *ts, cut;
+
+	for (size_t i = 0; i < t->n; i++)
+		if (t->rows[i].ch.kind != IPC_NONE)
+			t->rows[n++] = t->rows[i];
+	if (n >= S.run_max) {
+		k = n / 8 ? n / 8 : 1;
+		ts = malloc(n * sizeof(*ts));
+		if (!ts)
+			aiscope_fail(EXIT_RUNTIME, "out of memory");
+		for (size_t i = 0; i < n; i++)
+			ts[i] = t->rows[i].last_ts;
+		qsort(ts, n, sizeof(*ts), cmp_u64);
+		cut = ts[k - 1];
+		free(ts);
+		for (size_t i = 0; i < n; i++) {
+			if (gone < k && t->rows[i].last_ts <= cut) {
+				gone++;
+				continue;
+			}
+			t->rows[kept++] = t->rows[i];
+		}
+		n = kept;
+	}
+	t->n = n;
+	S.run_dropped += gone;
+	pt_rehash(t, t->nslots);
+}
+
+static void mark_names(const struct ptable *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		struct cname *c = cname_find(&t->rows[i].ch);
+
+		if (c)
+			c->keep = true;
+	}
+}
+
+/* The name cache holds the names of channels that rows of the run or of
+ * the interval hold, and at most NAMES_SLACK more: past that, the names
+ * no row holds any more are forgotten (counted: a channel seen again
+ * after that is named by its key, its path being gone from the kernel's
+ * map). */
+static void forget_names(void)
+{
+	size_t kept = 0;
+
+	if (names.n <= S.run_max + S.names_slack)
+		return;
+	mark_names(&S.run);
+	mark_names(&S.interval);
+	for (size_t i = 0; i < names.n; i++) {
+		struct cname *c = &names.v[i];
+
+		if (!c->keep) {
+			free(c->name);
+			S.names_forgotten++;
+			continue;
+		}
+		c->keep = false;
+		names.v[kept++] = *c;
+	}
+	names.n = kept;
+	cname_reindex(names.nslots);
+}
+
 static void collect(void)
 {
 	struct drained d = { .closed = skel->bss->epoch };
@@ -770,14 +864,16 @@ static void collect(void)
 		cname_of(&r->ch);
 		metrics_add(r);
 		pt_add(&S.interval, r, SIZE_MAX);
-		if (!pt_add(&S.run, r, RUN_ROWS_MAX))
-			S.run_dropped++;
+		if (S.run.n >= S.run_max && !pt_get(&S.run, &r->ch, r->pid, r->dir, false))
+			run_evict();
+		pt_add(&S.run, r, SIZE_MAX);
 		if (r->dir == IPC_WRITE && r->ch.kind != IPC_SHM) {
 			S.ops += r->ops;
 			S.bytes += r->bytes;
 		}
 	}
 	free(batch);
+	forget_names();
 }
 
 /* ---- channels: rows grouped by channel ---- */
@@ -1140,15 +1236,22 @@ static void print_edges(void)
 	edges_free(t);
 }
 
-/* names the BPF side could not record: those channels are shown by
- * their key (inode, id) instead, never merged */
-static void report_names_lost(void)
+/* Every cap that was reached, one line each. Names the BPF side could
+ * not record: those channels are shown by their key (inode, id) instead,
+ * never merged. */
+static void report_caps(void)
 {
 	uint64_t n = skel->bss->names_lost;
 
 	if (n)
 		fprintf(stderr, "%s: %llu operations found the channel name map (%u entries) full: their channels are shown by inode, not by name\n",
 			TOOL, (unsigned long long)n, bpf_map__max_entries(skel->maps.names));
+	if (S.run_dropped)
+		fprintf(stderr, "%s: %llu (channel, process) rows idle longest were forgotten to keep the run's table at %zu: left out of the edges\n",
+			TOOL, (unsigned long long)S.run_dropped, S.run_max);
+	if (S.names_forgotten)
+		fprintf(stderr, "%s: %llu names of channels no row held any more were forgotten (cache of %zu)\n",
+			TOOL, (unsigned long long)S.names_forgotten, S.run_max + S.names_slack);
 }
 
 static void print_summary(void)
@@ -1161,26 +1264,27 @@ static void print_summary(void)
 		jw_ku64(&S.jw, "bytes", S.bytes);
 		build_chans(&S.run);
 		jw_ku64(&S.jw, "channels", nchans);
+		jw_ku64(&S.jw, "edge_rows", S.run.n);
 		jw_ku64(&S.jw, "edge_rows_dropped", S.run_dropped);
 		jw_ku64(&S.jw, "name_map_full", skel->bss->names_lost);
+		jw_ku64(&S.jw, "names_cached", names.n);
+		jw_ku64(&S.jw, "names_forgotten", S.names_forgotten);
 		jw_record_end(&S.jw);
-		if (S.run_dropped)
-			fprintf(stderr, "%s: %llu (channel, process) pairs beyond %u were left out of the edges\n",
-				TOOL, (unsigned long long)S.run_dropped, RUN_ROWS_MAX);
-		report_names_lost();
+		report_caps();
 		return;
 	}
-	report_names_lost();
+	report_caps();
 	build_chans(&S.run);
 	if (cfg.events) {
 		fprintf(stderr, "%s: %llu operations, %llu lost\n", TOOL,
 			(unsigned long long)S.events, (unsigned long long)aiscope_lost_total(&S.bpf));
 		return;
 	}
-	printf("# summary: %zu channels, %llu msgs, %llu bytes written, %llu lost events, %llu name map full\n",
+	printf("# summary: %zu channels, %llu msgs, %llu bytes written, %llu lost events, %llu name map full, %llu rows and %llu names forgotten\n",
 	       nchans, (unsigned long long)S.ops, (unsigned long long)S.bytes,
 	       (unsigned long long)aiscope_lost_total(&S.bpf),
-	       (unsigned long long)skel->bss->names_lost);
+	       (unsigned long long)skel->bss->names_lost,
+	       (unsigned long long)S.run_dropped, (unsigned long long)S.names_forgotten);
 }
 
 /* ---- the plan ---- */
@@ -1341,6 +1445,8 @@ int main(int argc, char **argv)
 		.streaming = cfg.events, .on_event = on_event,
 	};
 	aiscope_bpf_prepare(&S.bpf, skel->obj, &skel->rodata->aiscope_cfg);
+	S.run_max = aiscope_test_cap("IPC_RUN_ROWS", RUN_ROWS_MAX);
+	S.names_slack = aiscope_test_cap("IPC_NAMES_SLACK", NAMES_SLACK);
 	bpf_map__set_max_entries(skel->maps.names,
 				 aiscope_test_cap("IPC_NAMES", bpf_map__max_entries(skel->maps.names)));
 	plan();
