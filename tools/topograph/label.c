@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
+#include "text.h"
 #include "topo.h"
 
 
@@ -92,24 +93,9 @@ int node_lines(const struct node *n, char lines[][128])
 	return k;
 }
 
-/* The length of the valid UTF-8 sequence at s, 0 when it is not one:
- * DOT and Mermaid text must be valid UTF-8, whatever a comm holds. */
-static int utf8_len(const unsigned char *s)
-{
-	int n = s[0] < 0x80 ? 1 : s[0] >= 0xc2 && s[0] <= 0xdf ? 2 :
-		s[0] >= 0xe0 && s[0] <= 0xef ? 3 : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
-
-	for (int i = 1; i < n; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	if ((n == 3 && s[0] == 0xe0 && s[1] < 0xa0) || (n == 3 && s[0] == 0xed && s[1] >= 0xa0) ||
-	    (n == 4 && s[0] == 0xf0 && s[1] < 0x90) || (n == 4 && s[0] == 0xf4 && s[1] >= 0x90))
-		return 0;	/* overlong, surrogate, beyond U+10FFFF */
-	return n;
-}
-
 /* Writes the multi-byte sequence at *s (or '?' for an invalid byte) and
- * moves *s past it; false for a plain ASCII byte, left to the caller. */
+ * moves *s past it; false for a plain ASCII byte, left to the caller.
+ * DOT and Mermaid text must be valid UTF-8, whatever a comm holds. */
 bool put_non_ascii(const char **s)
 {
 	const unsigned char *u = (const unsigned char *)*s;
@@ -117,7 +103,7 @@ bool put_non_ascii(const char **s)
 
 	if (u[0] < 0x80)
 		return false;
-	n = utf8_len(u);
+	n = text_utf8_len(u, strnlen(*s, 4));
 	if (n)
 		fwrite(u, 1, n, stdout);
 	else
