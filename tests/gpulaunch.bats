@@ -91,6 +91,15 @@ sample_sum() {
 
 # ---- end to end: decoded arguments equal the sentinels ----
 
+@test "gpulaunch --list-probes shows a library of a hostile file name sanitised" {
+	local lib=$BATS_TEST_TMPDIR/$HOSTILE_NAME.so
+	cp "$DOUBLE/libcuda.so.1" "$lib"
+	"$BIN/gpulaunch" --list-probes --lib "$lib" > "$BATS_TEST_TMPDIR/plan"
+	cat -v "$BATS_TEST_TMPDIR/plan"
+	check_sanitised "$BATS_TEST_TMPDIR/plan"
+	grep -qF "$BATS_TEST_TMPDIR/$HOSTILE_SHOWN.so:cuLaunchKernel chosen" "$BATS_TEST_TMPDIR/plan"
+}
+
 @test "libcudart 11.8 (Debian): every runtime launch decoded as passed, rc 100 included" {
 	need_root
 	need_debian

@@ -151,6 +151,16 @@ check_args() {
 		"$BATS_TEST_TMPDIR/e.out"
 }
 
+@test "nclstat --list-probes shows a library of a hostile file name sanitised" {
+	local lib=$BATS_TEST_TMPDIR/$HOSTILE_NAME.so
+	cp "$DOUBLE" "$lib"
+	"$BIN/nclstat" --list-probes --lib "$lib" > "$BATS_TEST_TMPDIR/plan"
+	cat -v "$BATS_TEST_TMPDIR/plan"
+	check_sanitised "$BATS_TEST_TMPDIR/plan"
+	grep -qE "^ncclAllReduce +uprobe +$(printf '%s' "$BATS_TEST_TMPDIR/$HOSTILE_SHOWN" | sed 's/[][?.]/\\&/g')\.so\+0x[0-9a-f]+ +chosen" \
+		"$BATS_TEST_TMPDIR/plan"
+}
+
 @test "nclstat decodes every argument of calls into the real libnccl.so.2 (rc 4 with a NULL communicator)" {
 	need_root
 	real_nccl

@@ -33,6 +33,7 @@
 #include "opts.h"
 #include "run.h"
 #include "table.h"
+#include "text.h"
 #include "uprobe.h"
 #include "util.h"
 #include "gpulaunch.h"
@@ -677,6 +678,8 @@ static void rescan(void)
 static void plan_line(struct jw *w, uint64_t now, const char *hook, const char *target,
 		      const char *status, const char *why)
 {
+	char safe[PATH_MAX + 64];
+
 	if (w) {
 		jw_record_begin(w, "probe", TOOL, now);
 		jw_kstr(w, "hook", hook);
@@ -689,8 +692,9 @@ static void plan_line(struct jw *w, uint64_t now, const char *hook, const char *
 		jw_record_end(w);
 		return;
 	}
-	printf("%-22s %-11s %-34s %s%s%s\n", hook, "uprobe", target, status, why ? ": " : "",
-	       why ? why : "");
+	/* a library path is any file name a process mapped */
+	printf("%-22s %-11s %-34s %s%s%s\n", hook, "uprobe", text_safe(safe, sizeof(safe), target),
+	       status, why ? ": " : "", why ? why : "");
 }
 
 static void list_uprobes(struct jw *w)

@@ -28,6 +28,7 @@
 #include "opts.h"
 #include "run.h"
 #include "table.h"
+#include "text.h"
 #include "uprobe.h"
 #include "util.h"
 #include "nclstat.h"
@@ -1435,7 +1436,7 @@ static void list_uprobes(void)
 		for (size_t i = 0; i < ARRAY_SIZE(usyms); i++) {
 			uint64_t off = 0;
 			bool ok = s && !elf_syms_offset(s, usyms[i].sym, &off);
-			char target[320];
+			char target[320], safe[320];
 
 			snprintf(target, sizeof(target), "%s+0x%llx", found_libs[l].path,
 				 (unsigned long long)off);
@@ -1451,8 +1452,9 @@ static void list_uprobes(void)
 				jw_kstr(&w, "symbol", ok ? usyms[i].sym : NULL);
 				jw_record_end(&w);
 			} else {
+				/* a library path is any file name a process mapped */
 				printf("%-22s %-11s %-34s %s\n", usyms[i].sym, "uprobe",
-				       ok ? target : found_libs[l].path,
+				       text_safe(safe, sizeof(safe), ok ? target : found_libs[l].path),
 				       ok ? "chosen" : s ? "unavailable: not in the library" :
 				       "unavailable: cannot read the library");
 			}
