@@ -64,6 +64,82 @@ jg() {
 	check_usage_errors topograph "${bad[@]}"
 }
 
+# each run bounded in time and memory: on a tool that reads /dev/zero to the
+# end, the test fails instead of the machine
+# end to end (an ASan build reserves terabytes of address space: time only)
+asan_build() {
+	grep -q __asan_init "$BIN/topograph" 2>/dev/null
+}
+bounded() {
+	local lim='ulimit -v 1000000;'
+	! asan_build || lim=
+	run --separate-stderr timeout 20 bash -c "$lim"' exec "$@"' bounded "$@"
+}
+
+@test "a FILE that is no capture (/dev/zero, /dev/null, a device) is refused with one line, exit 2; a FIFO is read" {
+	local f
+	for f in /dev/zero /dev/null /dev/urandom; do
+		bounded "$BIN/topograph" -j "$f"
+		[ "$status" -eq 2 ] || { echo "$f: exit $status"; false; }
+		[ "$stderr" = "topograph: '$f' is not a regular file or a FIFO: expected the --json lines of the tools" ]
+		[ -z "$output" ]
+	done
+	# a FIFO a capture is written into is one (and '-', a pipe)
+	mkfifo "$BATS_TEST_TMPDIR/in"
+	cat "$FIX/pipeline.jsonl" > "$BATS_TEST_TMPDIR/in" &
+	bounded "$BIN/topograph" -j "$BATS_TEST_TMPDIR/in"
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s\n' "$output" | grep -c '"type":"edge"')" -eq 4 ]
+	bounded bash -c "cat '$FIX/pipeline.jsonl' | '$BIN/topograph' -j -"
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s\n' "$output" | grep -c '"type":"edge"')" -eq 4 ]
+}
+
+@test "a line longer than 1 MiB ends the read with one line, exit 1: stdin from /dev/zero, a file of no newline" {
+	bounded bash -c "'$BIN/topograph' < /dev/zero"
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "topograph: <stdin>:1: a line longer than 1 MiB: not the --json lines of an aiscope tool" ]
+	# the lines before it are read; the long one is line 3
+	{ head -n 2 "$FIX/pipeline.jsonl"; head -c $((1 << 20)) /dev/zero | tr '\0' x; echo; } \
+		> "$BATS_TEST_TMPDIR/long.jsonl"
+	bounded "$BIN/topograph" -j "$BATS_TEST_TMPDIR/long.jsonl"
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "topograph: $BATS_TEST_TMPDIR/long.jsonl:3: a line longer than 1 MiB: not the --json lines of an aiscope tool" ]
+	printf '%s\n' "$output" | jq -e '.type == "error" and .exit_code == 1'
+	# one byte less is a line (a bad one: skipped and counted)
+	{ head -c $(((1 << 20) - 1)) /dev/zero | tr '\0' x; echo; } > "$BATS_TEST_TMPDIR/long.jsonl"
+	bounded "$BIN/topograph" -j "$BATS_TEST_TMPDIR/long.jsonl"
+	[ "$status" -eq 0 ]
+	printf '%s\n' "$output" | jq -e 'select(.type == "summary") | .bad_lines == 1 and .lines == 1'
+}
+
+@test "sums near 2^64 are held at 2^64 - 1 and said so, never wrapped" {
+	local max=18446744073709551615 half=9223372036854775808 in=$BATS_TEST_TMPDIR/big.jsonl
+	local side='"src":{"pid":1,"comm":"a"},"dst":{"pid":2,"comm":"b"}'
+	{
+		echo '{"type":"edge","tool":"socketsnoop","kind":"tcp","channel":"c1",'"$side"',"bytes":'$half',"msgs":'$max',"read_bytes":'$half'}'
+		echo '{"type":"edge","tool":"socketsnoop","kind":"tcp","channel":"c1",'"$side"',"bytes":'$half',"msgs":1,"read_bytes":'$half'}'
+		echo '{"type":"edge","tool":"socketsnoop","kind":"tcp","channel":"c2",'"$side"',"bytes":'$half',"msgs":1,"read_bytes":0}'
+		echo '{"type":"summary","tool":"socketsnoop","lost_events":'$max'}'
+		echo '{"type":"summary","tool":"ipcsnoop","lost_events":3}'
+	} > "$in"
+	run --separate-stderr "$BIN/topograph" -j "$in"
+	[ "$status" -eq 0 ]
+	printf '%s\n' "$output" > "$BATS_TEST_TMPDIR/g.json"
+	# jq rounds such numbers: the raw text
+	grep '"type":"edge"' "$BATS_TEST_TMPDIR/g.json" | grep -q '"channel":"c1".*"bytes":'$max',"msgs":'$max',"read_bytes":'$max
+	grep '"type":"edge"' "$BATS_TEST_TMPDIR/g.json" | grep -q '"channel":"c2".*"bytes":'$half',"msgs":1,"read_bytes":0'
+	grep '"type":"summary"' "$BATS_TEST_TMPDIR/g.json" | grep -q '"bytes":'$max',.*"lost_events":'$max','
+	grep '"type":"node"' "$BATS_TEST_TMPDIR/g.json" | grep -q '"pid":1,.*"tx_bytes":'$max',"rx_bytes":0'
+	# c1's bytes, msgs and read bytes, the total, pid 1's tx, pid 2's rx, the lost events
+	[ "$stderr" = "topograph: 7 sums passed 2^64 - 1 and were held at $max: the input's counters are out of range" ]
+	# the table says it too
+	run --separate-stderr "$BIN/topograph" "$in"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"2 nodes, 2 edges, $max bytes"* ]]
+	[[ "$stderr" == *"topograph: 7 sums passed 2^64 - 1"* ]]
+}
+
 @test "topograph without socketsnoop and ipcsnoop exits 77 naming them" {
 	local dir=$BATS_TEST_TMPDIR/alone
 	mkdir -p "$dir"
@@ -255,6 +331,21 @@ jg() {
 	[[ "$output" == *"no edges"* ]]
 }
 
+@test "a sanitizer build (make SANITIZE=1) reports no leak and no undefined behaviour at exit" {
+	asan_build || skip "$BIN/topograph is not built with -fsanitize=address"
+	local in o
+	# every rule's evidence, and an empty graph (no edge to sort)
+	for in in "$FIX/mixed.jsonl" "$FIX/pipeline.jsonl" /dev/null; do
+		for o in "" -j --dot --mermaid --tree; do
+			run --separate-stderr env ASAN_OPTIONS=detect_leaks=1 \
+				UBSAN_OPTIONS=print_stacktrace=1 "$BIN/topograph" $o < "$in"
+			[ "$status" -eq 0 ] || { echo "$o < $in: $stderr"; false; }
+			[[ "$stderr" != *"runtime error"* && "$stderr" != *Sanitizer* ]] ||
+				{ echo "$o < $in: $stderr"; false; }
+		done
+	done
+}
+
 @test "--dot: dot -Tsvg accepts it; width by bytes, colour by kind, clusters" {
 	command -v dot > /dev/null || skip "graphviz (dot) is not installed"
 	local f
@@ -440,6 +531,23 @@ make_stubs() {
 	all_json "$BATS_TEST_TMPDIR/live.out"
 	[ "$(grep -c '"type":"edge"' "$BATS_TEST_TMPDIR/live.out")" -eq 4 ]
 	jq -e 'select(.type=="summary") | .exit_reason == "signal"' "$BATS_TEST_TMPDIR/live.out"
+}
+
+@test "live: a closed stdout (EPIPE) ends the capture at once, and the tools with it" {
+	need_root
+	make_stubs
+	local start end
+	start=$(date +%s%N)
+	# the tools would run 30 s; the reader of topograph's output is gone at once
+	run timeout 20 bash -o pipefail -c \
+		"env STUB_SLEEP=30 PATH=/usr/bin:/bin '$STUBS/topograph' -j -d 29s 2>/dev/null | true"
+	end=$(date +%s%N)
+	[ "$status" -eq 0 ]
+	[ $(((end - start) / 1000000)) -lt 5000 ]
+	! pgrep -f "$STUBS/topograph -j -d 29s" > /dev/null
+	sleep 0.5
+	! pgrep -f "$STUBS/socketsnoop --json --duration 29s" > /dev/null
+	! pgrep -f "$STUBS/ipcsnoop --json --duration 29s" > /dev/null
 }
 
 @test "live: a tool that cannot run gives its one line and its exit code" {

@@ -128,6 +128,7 @@ static void rule_hot_edges(void)
 			 "%s carries %llu of %llu bytes (%.1f%% >= %.0f%%) in %llu messages",
 			 el, (unsigned long long)e->bytes, (unsigned long long)G.total_bytes,
 			 b->value, cfg.hot_pct, (unsigned long long)e->msgs);
+		free(el);
 	}
 }
 
@@ -165,6 +166,7 @@ static void rule_runq(void)
 			 "%u/%s waits for a CPU: run-queue p99 %.1f ms (>= %.1f ms), %llu runs waited %.1f ms in all%s; it is on %s, %.1f%% of the bytes",
 			 n->pid, n->comm ? n->comm : "?", n->runq_p99_ns / 1e6, cfg.runq_ns / 1e6,
 			 (unsigned long long)n->runq_runs, n->runq_wait_ns / 1e6, host, el, share_pct(e));
+		free(el);
 	}
 }
 
@@ -188,6 +190,7 @@ static void rule_backlog(void)
 			 "the reader falls behind on %s: %llu bytes written, %llu read: the backlog grew by %llu bytes during the capture (>= %llu)",
 			 el, (unsigned long long)e->bytes, (unsigned long long)e->read_bytes,
 			 (unsigned long long)unread, (unsigned long long)cfg.backlog_bytes);
+		free(el);
 	}
 }
 
@@ -407,9 +410,9 @@ void analyse(void)
 	for (size_t i = 0; i < G.ne; i++) {
 		struct gedge *e = G.ev[i];
 
-		G.total_bytes += e->bytes;
-		e->src->tx += e->bytes;
-		e->dst->rx += e->bytes;
+		sat_add(&G.total_bytes, e->bytes);
+		sat_add(&e->src->tx, e->bytes);
+		sat_add(&e->dst->rx, e->bytes);
 		e->src->degree++;
 		e->dst->degree++;
 	}

@@ -221,6 +221,8 @@ static bool drain(struct child *k, int *fd, char **buf, size_t *blen,
 	}
 	*blen = p + *blen - start;
 	memmove(p, start, *blen);
+	if (*blen >= TOPO_MAX_LINE)
+		fail(EXIT_RUNTIME, "%s wrote a line longer than %d MiB", k->tool, TOPO_MAX_LINE >> 20);
 	return true;
 }
 
@@ -349,10 +351,20 @@ static void __attribute__((noreturn)) child_failed(struct child *k)
 }
 
 
+/* CONTRACT 7: a closed stdout ends the capture at once, silently, as a
+ * tool's does: the graph has no reader. The tools are stopped quietly,
+ * the hooks come off. */
+static void __attribute__((noreturn)) stdout_gone(void)
+{
+	stop_kids(SIGTERM, NULL);
+	lifecycle_stop();
+	_exit(0);
+}
+
 int capture(void)
 {
 	sigset_t mask, old;
-	struct pollfd pfd[11];
+	struct pollfd pfd[2 + 2 * ARRAY_SIZE(kids)];
 	struct child *failed;
 	int sfd;
 	bool stopping = false;
@@ -378,10 +390,13 @@ int capture(void)
 		spawn(&kids[i], &old);
 
 	for (;;) {
-		int n = 0, map[11];
+		int n = 0, map[ARRAY_SIZE(pfd)];
 
 		pfd[n] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 		map[n++] = -1;
+		/* a pipe whose reader went away reports POLLERR */
+		pfd[n] = (struct pollfd){ .fd = STDOUT_FILENO, .events = 0 };
+		map[n++] = -2;
 		for (int i = 0; i < nkids; i++) {
 			if (kids[i].out_fd >= 0) {
 				pfd[n] = (struct pollfd){ .fd = kids[i].out_fd, .events = POLLIN };
@@ -406,6 +421,8 @@ int capture(void)
 
 			if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
+			if (map[i] == -2)
+				stdout_gone();
 			if (map[i] < 0) {
 				struct signalfd_siginfo si;
 

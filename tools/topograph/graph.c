@@ -229,6 +229,17 @@ struct gedge *edge_get(const char *kind, const char *channel, struct node *src, 
 	return e;
 }
 
+/* A sum of the lines' counters (bytes, messages, lost events): one that
+ * would pass 2^64 - 1 stays there, and is counted in G.capped, where
+ * wrapping would show a small number as if it were true. */
+void sat_add(uint64_t *sum, uint64_t v)
+{
+	if (!__builtin_add_overflow(*sum, v, sum))
+		return;
+	*sum = UINT64_MAX;
+	G.capped++;
+}
+
 struct node *node_find_pid(uint32_t pid)
 {
 	char key[32];

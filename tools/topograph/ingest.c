@@ -51,10 +51,10 @@ static void add_edge(const struct jv *v, const char *tool)
 		e->src_ep = xstrdup(jv_str(jv_get(jv_get(v, "src"), "endpoint")));
 		e->dst_ep = xstrdup(jv_str(jv_get(jv_get(v, "dst"), "endpoint")));
 	}
-	e->bytes += bytes;
-	e->msgs += msgs;
+	sat_add(&e->bytes, bytes);
+	sat_add(&e->msgs, msgs);
 	if (jv_u64(rb, &rbytes)) {
-		e->read_bytes += rbytes;
+		sat_add(&e->read_bytes, rbytes);
 		e->read_known = true;
 	} else {
 		e->read_missing = true;
@@ -89,9 +89,9 @@ static void add_schedlat(const struct jv *v)
 	if (p99 > n->runq_p99_ns)
 		n->runq_p99_ns = p99;
 	if (jv_u64(jv_get(v, "wait_ns"), &x))
-		n->runq_wait_ns += x;
+		sat_add(&n->runq_wait_ns, x);
 	if (jv_u64(jv_get(v, "runs"), &x))
-		n->runq_runs += x;
+		sat_add(&n->runq_runs, x);
 }
 
 static struct ncl_rank *ncl_rank_of(struct node *n, const char *hash)
@@ -168,7 +168,7 @@ static void add_nclstat(const struct jv *v, const char *type)
 		r->has_seq = true;		/* topograph's own lines */
 	/* a capture with both (-e and intervals) must not count twice */
 	if (jv_u64(jv_get(v, "calls"), &calls))
-		r->sample_calls += calls;
+		sat_add(&r->sample_calls, calls);
 	else if (!strcmp(type, "event"))
 		r->event_calls++;
 	r->calls = r->sample_calls ? r->sample_calls : r->event_calls;
@@ -189,7 +189,7 @@ static void add_gpulaunch(const struct jv *v, const char *type)
 		node_ident(n, v);
 	n->cuda = true;
 	if (jv_u64(jv_get(v, "launches"), &launches))
-		n->cuda_launches += launches;
+		sat_add(&n->cuda_launches, launches);
 	else if (!strcmp(type, "event"))
 		n->cuda_launches++;
 }
@@ -205,11 +205,11 @@ static void own_life(struct node *n, const struct jv *v)
 		n->has_ppid = true;
 	}
 	if (jv_u64(jv_get(v, "execs"), &x)) {
-		n->execs += x;
+		sat_add(&n->execs, x);
 		n->has_life = true;
 	}
 	if (jv_u64(jv_get(v, "reexecs"), &x))
-		n->reexecs += x;
+		sat_add(&n->reexecs, x);
 	set_str(&n->exec_file, jv_str(jv_get(v, "exec_filename")));
 	if (rfc3339_ns(jv_str(jv_get(v, "started_ts")), &n->started_ns))
 		n->has_life = true;
@@ -239,13 +239,13 @@ static void add_own_node(const struct jv *v)
 		if (x > n->runq_p99_ns)
 			n->runq_p99_ns = x;
 		if (jv_u64(jv_get(v, "runq_wait_ns"), &x))
-			n->runq_wait_ns += x;
+			sat_add(&n->runq_wait_ns, x);
 		if (jv_u64(jv_get(v, "runq_runs"), &x))
-			n->runq_runs += x;
+			sat_add(&n->runq_runs, x);
 	}
 	if (jv_u64(jv_get(v, "cuda_launches"), &x)) {
 		n->cuda = true;
-		n->cuda_launches += x;
+		sat_add(&n->cuda_launches, x);
 	}
 	a = jv_get(v, "nccl");
 	for (a = a && a->type == JV_ARR ? a->child : NULL; a; a = a->next) {
@@ -269,10 +269,10 @@ static void add_accounting(const struct jv *v, const char *type, struct source *
 		if (jv_u64(jv_get(v, "duration_ns"), &x) && x > s->duration_ns)
 			s->duration_ns = x;
 		if (jv_u64(jv_get(v, "lost_events"), &x))
-			s->lost_summary += x;
+			sat_add(&s->lost_summary, x);
 	} else if (!strcmp(type, "lost")) {
 		if (jv_u64(jv_get(v, "lost_events"), &x))
-			s->lost_lines += x;
+			sat_add(&s->lost_lines, x);
 	} else if (!strcmp(type, "error") && !cfg.live) {
 		fprintf(stderr, TOOL ": the capture has an error from %s: %s\n", s->tool,
 			jv_str(jv_get(v, "message")) ?: "(no message)");
@@ -376,6 +376,11 @@ static void read_stream(int fd, const char *name)
 		fail(EXIT_RUNTIME, "out of memory");
 	while (!stop_reading()) {
 		if (len == cap) {
+			/* the buffer holds one partial line: /dev/zero, or a
+			 * file of no newlines, is not read until memory ends */
+			if (cap >= TOPO_MAX_LINE)
+				fail(EXIT_RUNTIME, "%s:%llu: a line longer than %d MiB: not the --json lines of an aiscope tool",
+				     name, (unsigned long long)lineno + 1, TOPO_MAX_LINE >> 20);
 			cap *= 2;
 			buf = realloc(buf, cap);
 			if (!buf)
@@ -424,8 +429,9 @@ void read_files(void)
 		G.exit_reason = "signal";
 }
 
-/* Files: every one can be opened and none is a directory (usage errors
- * come before any output). */
+/* Files: every one can be opened and is a capture, a regular file or a
+ * FIFO that a tool writes into as a pipe would (usage errors come before
+ * any output): a device such as /dev/zero is no capture. */
 void check_files(void)
 {
 	struct stat st;
@@ -433,9 +439,12 @@ void check_files(void)
 	for (int i = 0; i < cfg.nfiles; i++) {
 		if (!strcmp(cfg.files[i], "-"))
 			continue;
-		if (access(cfg.files[i], R_OK))
+		if (access(cfg.files[i], R_OK) || stat(cfg.files[i], &st))
 			usage_error("cannot read '%s': %s", cfg.files[i], strerror(errno));
-		if (!stat(cfg.files[i], &st) && S_ISDIR(st.st_mode))
+		if (S_ISDIR(st.st_mode))
 			usage_error("'%s' is a directory", cfg.files[i]);
+		if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
+			usage_error("'%s' is not a regular file or a FIFO: expected the --json lines of the tools",
+				    cfg.files[i]);
 	}
 }

@@ -185,6 +185,13 @@ void lifecycle_collect(void)
 	map_drain(bpf_map__fd(L.skel->maps.procs), sizeof(uint32_t), sizeof(struct topo_proc),
 		  NULL, take_record, NULL);
 	aiscope_lost_check(&L.bpf);
+	lifecycle_stop();
+}
+
+void lifecycle_stop(void)
+{
+	if (!L.skel)
+		return;
 	aiscope_bpf_destroy(&L.bpf);
 	topograph_bpf__destroy(L.skel);
 	L.skel = NULL;
@@ -231,6 +238,6 @@ uint64_t lost_total(void)
 	uint64_t lost = aiscope_lost_total(&L.bpf);
 
 	for (struct source *s = G.sources; s; s = s->next)
-		lost += s->has_summary ? s->lost_summary : s->lost_lines;
+		sat_add(&lost, s->has_summary ? s->lost_summary : s->lost_lines);
 	return lost;
 }

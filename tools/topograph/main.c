@@ -394,6 +394,9 @@ int main(int argc, char **argv)
 	check_output();
 	if (G.bad_lines && cfg.out != OUT_TABLE)
 		fprintf(stderr, TOOL ": %llu input lines skipped\n", (unsigned long long)G.bad_lines);
+	if (G.capped)
+		fprintf(stderr, TOOL ": %llu sums passed 2^64 - 1 and were held at 18446744073709551615: the input's counters are out of range\n",
+			(unsigned long long)G.capped);
 	ingest_done();
 	return 0;
 }

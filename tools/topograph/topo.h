@@ -20,6 +20,8 @@
 #define TOOL "topograph"
 
 #define MAX_IDS		64
+/* the longest input line: the tools' records are a few KiB at most */
+#define TOPO_MAX_LINE	(1 << 20)
 
 enum out_fmt { OUT_TABLE, OUT_JSON, OUT_DOT, OUT_MERMAID };
 
@@ -145,6 +147,7 @@ struct graph {
 	bool has_host_p99;
 	uint64_t host_p99_ns;
 	uint64_t lines, bad_lines, filtered;
+	uint64_t capped;	/* sums held at 2^64 - 1 (sat_add) */
 	/* analysis */
 	struct node **shown;	/* nodes in the graph, output order */
 	size_t nshown;
@@ -166,6 +169,7 @@ void *xcalloc(size_t n, size_t size);
 char *xstrdup(const char *s);
 char *__attribute__((format(printf, 1, 2))) xasprintf(const char *fmt, ...);
 void set_str(char **dst, const char *s);
+void sat_add(uint64_t *sum, uint64_t v);
 void *grow(void *arr, size_t *cap, size_t n, size_t size);
 
 struct node *proc_node(uint32_t pid);
@@ -201,6 +205,8 @@ extern struct lifecycle L;
 void lifecycle_open(void);
 void lifecycle_start(void);
 void lifecycle_collect(void);
+/* the hooks off, the object closed (also when it ends early) */
+void lifecycle_stop(void);
 void proc_parent(struct node *n);
 void proc_comm(struct node *n);
 uint64_t lost_total(void);
