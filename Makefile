@@ -64,17 +64,25 @@ SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
 UNITS := $(notdir $(wildcard deploy/systemd/*.service))
 
+# libbpf: the version scripts/libbpf.sh pins, built from its source for
+# $(ARCH) into build/libbpf/$(ARCH)/ (shared by the dynamic and static
+# builds); its headers serve the BPF programs and user space, and every
+# tool links its libbpf.a (the system's libbpf is not used)
+LIBBPF_OUT := build/libbpf/$(ARCH)
+LIBBPF_A := $(LIBBPF_OUT)/lib/libbpf.a
+
 # clang -target bpf does not see the host's multiarch include dirs (asm/).
 CLANG_BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E - </dev/null 2>&1 \
 	| sed -n '/<...> search starts here:/,/End of search list./{ s| \(/.*\)|-idirafter \1|p }')
 
 BPF_CFLAGS := -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) \
-	-Ibpf -Ibpf/vmlinux/$(ARCH) $(CLANG_BPF_SYS_INCLUDES)
+	-Ibpf -Ibpf/vmlinux/$(ARCH) -I$(LIBBPF_OUT)/include $(CLANG_BPF_SYS_INCLUDES)
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 $(CFLAGS) -Wall -Wextra -Wno-unused-parameter \
 	-Wmissing-field-initializers -Werror -MMD -MP \
-	-I$(O) -Ilib -Ibpf -DAISCOPE_VERSION='"$(VERSION)"'
-LDLIBS := -lbpf -lelf -lz
+	-I$(O) -Ilib -Ibpf -I$(LIBBPF_OUT)/include -DAISCOPE_VERSION='"$(VERSION)"'
+# libbpf.a comes first on each link line, as a prerequisite ($^)
+LDLIBS := -lelf -lz
 # extra libraries of one binary: LDLIBS_<name> (lib/demangle.c needs libstdc++)
 LDLIBS_gpulaunch := -lstdc++
 LDLIBS_test_demangle := -lstdc++
@@ -139,7 +147,7 @@ test-bins: $(UNIT_BINS) $(HELPER_BINS) $(TEST_LIBS) $(CUDA_BINS) \
 $(O) $(O)/lib $(O)/bpf $(O)/tests $(O)/tests/bpf $(O)/tests/helpers $(O)/tests/cuda $(NCCL_DIR):
 	$(Q)mkdir -p $@
 
-$(O)/bpf/%.bpf.o: bpf/%.bpf.c | $(O)/bpf
+$(O)/bpf/%.bpf.o: bpf/%.bpf.c | $(O)/bpf $(LIBBPF_A)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@
 	$(Q)$(LLVM_STRIP) -g $@
@@ -148,7 +156,11 @@ $(O)/%.skel.h: $(O)/bpf/%.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
 
-$(O)/lib/%.o: lib/%.c | $(O)/lib
+$(LIBBPF_A): scripts/libbpf.sh
+	$(call msg,LIBBPF,$@)
+	$(Q)scripts/libbpf.sh build $(ARCH) $(CURDIR)/$(LIBBPF_OUT) $(CC) $(AR)
+
+$(O)/lib/%.o: lib/%.c | $(O)/lib $(LIBBPF_A)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
@@ -157,15 +169,15 @@ $(O)/libaiscope.a: $(LIB_OBJS)
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 FILE_TOOLS := $(filter-out $(DIR_TOOLS),$(TOOLS))
-$(addprefix $(O)/,$(addsuffix .o,$(filter $(BPF_TOOLS),$(FILE_TOOLS)))): $(O)/%.o: tools/%.c $(O)/%.skel.h | $(O)
+$(addprefix $(O)/,$(addsuffix .o,$(filter $(BPF_TOOLS),$(FILE_TOOLS)))): $(O)/%.o: tools/%.c $(O)/%.skel.h | $(O) $(LIBBPF_A)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(addprefix $(O)/,$(addsuffix .o,$(filter $(PLAIN_TOOLS),$(FILE_TOOLS)))): $(O)/%.o: tools/%.c | $(O)
+$(addprefix $(O)/,$(addsuffix .o,$(filter $(PLAIN_TOOLS),$(FILE_TOOLS)))): $(O)/%.o: tools/%.c | $(O) $(LIBBPF_A)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(addprefix $(O)/,$(FILE_TOOLS)): $(O)/%: $(O)/%.o $(O)/libaiscope.a
+$(addprefix $(O)/,$(FILE_TOOLS)): $(O)/%: $(O)/%.o $(O)/libaiscope.a $(LIBBPF_A)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ $(LDLIBS) $(LDLIBS_$(notdir $@)) -o $@
 
@@ -195,21 +207,21 @@ $(O)/completions/aiscope.fish: $(addprefix completions/fish/,$(addsuffix .fish,$
 # skeleton, when the tool has one), linked into $(O)/<tool>
 define dir_tool
 $(1)_OBJS := $$(patsubst %.c,$(O)/%.o,$$(wildcard tools/$(1)/*.c))
-$$($(1)_OBJS): $(O)/tools/$(1)/%.o: tools/$(1)/%.c $$(if $$(filter $(1),$$(BPF_TOOLS)),$(O)/$(1).skel.h)
+$$($(1)_OBJS): $(O)/tools/$(1)/%.o: tools/$(1)/%.c $$(if $$(filter $(1),$$(BPF_TOOLS)),$(O)/$(1).skel.h) | $(LIBBPF_A)
 	$$(call msg,CC,$$@)
 	$$(Q)mkdir -p $$(@D) && $$(CC) $$(ALL_CFLAGS) -c $$< -o $$@
 
-$(O)/$(1): $$($(1)_OBJS) $(O)/libaiscope.a
+$(O)/$(1): $$($(1)_OBJS) $(O)/libaiscope.a $(LIBBPF_A)
 	$$(call msg,LINK,$$@)
 	$$(Q)$$(CC) $$(ALL_CFLAGS) $$(LDFLAGS) $$^ $$(LDLIBS) $$(LDLIBS_$(1)) -o $$@
 endef
 $(foreach t,$(DIR_TOOLS),$(eval $(call dir_tool,$(t))))
 
-$(O)/tests/%.o: tests/unit/%.c | $(O)/tests
+$(O)/tests/%.o: tests/unit/%.c | $(O)/tests $(LIBBPF_A)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -I$(O)/tests -c $< -o $@
 
-$(O)/tests/bpf/%.bpf.o: tests/bpf/%.bpf.c | $(O)/tests/bpf
+$(O)/tests/bpf/%.bpf.o: tests/bpf/%.bpf.c | $(O)/tests/bpf $(LIBBPF_A)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@
 	$(Q)$(LLVM_STRIP) -g $@
@@ -249,7 +261,7 @@ $(O)/tests/libuargs.so: tests/unit/uargs_lib.c tests/unit/uargs_lib.map | $(O)/t
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -shared -Wl,--version-script=tests/unit/uargs_lib.map $< -o $@
 
-$(O)/tests/test_%: $(O)/tests/test_%.o $(O)/libaiscope.a
+$(O)/tests/test_%: $(O)/tests/test_%.o $(O)/libaiscope.a $(LIBBPF_A)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ $(LDLIBS) $(LDLIBS_$(notdir $@)) -o $@
 

@@ -196,6 +196,12 @@ void *aiscope_grow(void *p, size_t *cap, size_t n, size_t size)
 	return p;
 }
 
+void aiscope_print_version(const char *tool)
+{
+	printf("%s %s (aiscope, libbpf %s)\n", tool, AISCOPE_VERSION, libbpf_version_string());
+	exit(0);
+}
+
 uint64_t aiscope_test_cap(const char *name, uint64_t dflt)
 {
 	char var[64];
@@ -371,8 +377,7 @@ static error_t parse_common(int key, char *arg, struct argp_state *state)
 		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
 		break;
 	case 'V':
-		printf("%s %s (aiscope)\n", env.tool, AISCOPE_VERSION);
-		exit(0);
+		aiscope_print_version(env.tool);
 	case OPT_USAGE:
 		argp_state_help(state, stdout, ARGP_HELP_USAGE | ARGP_HELP_EXIT_OK);
 		break;

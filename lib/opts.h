@@ -104,6 +104,9 @@ void aiscope_setup(const char *tool);
 /* --probe-mode ARG into env.probe_mask, or a usage error. */
 void aiscope_probe_mode(const char *arg);
 
+/* --version: "TOOL VERSION (aiscope, libbpf vMAJOR.MINOR)" on stdout,
+ * the libbpf linked in (scripts/libbpf.sh pins it); exit 0. */
+void __attribute__((noreturn)) aiscope_print_version(const char *tool);
 /* One line "tool: message" on stderr and exit 2. */
 void __attribute__((noreturn, format(printf, 1, 2))) usage_error(const char *fmt, ...);
 /* Fatal error: stderr line, a JSON "error" record with --json, exit code. */

@@ -7,22 +7,27 @@
 #                              arm64 libraries (adds the arm64 architecture)
 #   scripts/deps.sh --build    only what building needs (deploy/Dockerfile)
 #
+# Then fetches the pinned libbpf source package (scripts/libbpf.sh fetch,
+# into build/cache/libbpf/; the build compiles it per arch).
 # Needs root (apt-get). Does nothing, quickly, when everything is installed.
 # `apt-get update` runs only when something must be installed: first when the
 # package lists are absent or the arm64 architecture was just added, otherwise
 # only after a failed install (stale lists), which is then retried once.
 set -eu
 
-# build: the tools, BPF objects and skeletons (libstdc++: lib/demangle.c)
-BUILD_PKGS="libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev libc6-dev make gcc pkg-config libstdc++-12-dev"
+# build: the tools, BPF objects and skeletons (libstdc++: lib/demangle.c);
+# libbpf itself is built from the source package scripts/libbpf.sh pins
+# (fetched below; dpkg-dev has dpkg-source, which unpacks it)
+BUILD_PKGS="dpkg-dev bpftool clang llvm libelf-dev zlib1g-dev libc6-dev make gcc pkg-config libstdc++-12-dev"
 # tests and benchmarks: bats, jq, setpriv/runuser (util-linux), ps/pgrep (procps),
 # file (build checks), and the peers the benchmarks compare against
 # graphviz: topograph's DOT output is checked with dot -Tsvg
 # rsyslog, rsyslog-relp, logrotate: tests/shipping.bats ships --json through two
 # private rsyslogd (imfile -> omrelp -> imrelp, and omfwd -> imtcp) across a rotation
 TEST_PKGS="bats jq util-linux procps file libbpf-tools bpftrace linux-perf bsdutils zsh fish bash-completion groff-base man-db time curl iproute2 prometheus prometheus-node-exporter graphviz rsyslog rsyslog-relp logrotate"
-# cross build for arm64 (libbpf-dev and friends are Multi-Arch: same)
-ARM64_PKGS="gcc-aarch64-linux-gnu libc6-dev-arm64-cross libstdc++-12-dev-arm64-cross libbpf-dev:arm64 libelf-dev:arm64 zlib1g-dev:arm64"
+# cross build for arm64 (libelf-dev and zlib1g-dev are Multi-Arch: same;
+# libbpf is built from source with the cross compiler)
+ARM64_PKGS="gcc-aarch64-linux-gnu libc6-dev-arm64-cross libstdc++-12-dev-arm64-cross libelf-dev:arm64 zlib1g-dev:arm64"
 
 me=deps.sh
 say() { printf '%s: %s\n' "$me" "$*" >&2; }
@@ -33,7 +38,7 @@ for a in "$@"; do
 	case $a in
 	--arm64) arm64=1 ;;
 	--build) build_only=1 ;;
-	-h|--help) sed -n '3,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '3,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) say "unknown argument '$a' (usage: deps.sh [--arm64] [--build])"; exit 2 ;;
 	esac
 done
@@ -106,7 +111,13 @@ for p in $want; do
 done
 missing=${missing# }
 
+# the libbpf source, once the packages that fetch it are there
+libbpf_src() {
+	"$(dirname "$0")/libbpf.sh" fetch
+}
+
 if [ -z "$missing" ]; then
+	libbpf_src
 	if [ $arm64 -eq 1 ]; then say "all packages present (arm64 cross build included)"
 	else say "all packages present"; fi
 	exit 0
@@ -162,4 +173,5 @@ if [ -n "$still" ]; then
 	say "still missing after install:$still"
 	exit 1
 fi
+libbpf_src
 say "done"

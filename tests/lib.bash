@@ -55,14 +55,18 @@ check_help() {
 	[[ "$output" == *"Exit status"* ]]
 }
 
-# check_usage_version TOOL: --usage and --version exit 0 with their lines
+# check_usage_version TOOL: --usage and --version exit 0 with their lines;
+# --version names the libbpf linked in, the one scripts/libbpf.sh pins
 check_usage_version() {
+	local pinned
 	run "$BIN/$1" --usage
 	[ "$status" -eq 0 ]
 	[[ "$output" == "Usage: $1"* ]]
 	run "$BIN/$1" --version
 	[ "$status" -eq 0 ]
 	[[ "$output" =~ ^$1\ [0-9]+\.[0-9]+\.[0-9]+ ]]
+	pinned=$("$BATS_TEST_DIRNAME/../scripts/libbpf.sh" version | sed 's/^\([0-9]*\.[0-9]*\).*/\1/')
+	[[ "$output" == *" (aiscope, libbpf v$pinned)" ]]
 }
 
 # check_usage_errors TOOL ARGS...: each ARGS (one word-split string) exits

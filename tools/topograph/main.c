@@ -306,8 +306,7 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
 		break;
 	case 'V':
-		printf(TOOL " %s (aiscope)\n", AISCOPE_VERSION);
-		exit(0);
+		aiscope_print_version(TOOL);
 	case OPT_USAGE:
 		argp_state_help(state, stdout, ARGP_HELP_USAGE | ARGP_HELP_EXIT_OK);
 		break;
