@@ -7,7 +7,7 @@
 # tarballs against the .dsc), built as a static library.
 #
 #   scripts/libbpf.sh fetch                 the source into build/cache/libbpf/
-#   scripts/libbpf.sh build ARCH OUT [CC AR] libbpf.a and headers into OUT
+#   scripts/libbpf.sh build ARCH OUT [CC AR] libbpf.a and headers (its uapi too) into OUT
 #                                           (OUT/lib/libbpf.a, OUT/include/bpf/)
 #   scripts/libbpf.sh version               the pinned version (1.7.0-1)
 #
@@ -71,7 +71,7 @@ build() {
 	say "building libbpf $LIBBPF_VERSION for $arch into $out"
 	make -s -C "$src/src" BUILD_STATIC_ONLY=1 OBJDIR="$out/obj" DESTDIR="$out" \
 		PREFIX=/ LIBDIR=/lib INCLUDEDIR=/include CC="$cc" AR="$ar" \
-		install_headers "$out/obj/libbpf.a" >"$out/build.log" 2>&1 ||
+		install_headers install_uapi_headers "$out/obj/libbpf.a" >"$out/build.log" 2>&1 ||
 		die "building libbpf failed (see $out/build.log)"
 	mkdir -p "$out/lib" && cp "$out/obj/libbpf.a" "$out/lib/libbpf.a.tmp" &&
 		mv "$out/lib/libbpf.a.tmp" "$out/lib/libbpf.a"
