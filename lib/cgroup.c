@@ -49,7 +49,18 @@ static struct {
 	struct cg_entry *tab;
 	size_t cap, used;
 	uint64_t last_scan_ns;
+	cg_clock_fn clock;	/* NULL: CLOCK_MONOTONIC */
 } cg = { .v2 = -1, .attr = -1 };
+
+static uint64_t cg_now(void)
+{
+	return cg.clock ? cg.clock() : clock_ns(CLOCK_MONOTONIC);
+}
+
+void cg_set_clock(cg_clock_fn clock)
+{
+	cg.clock = clock;
+}
 
 static void unescape_mount(char *s)
 {
@@ -430,8 +441,13 @@ static void cache_put(uint64_t id, bool v1, const char *path, uint64_t now)
 	s = slot_for(id, v1);
 	if (cg.tab[s].id) {
 		if (strcmp(cg.tab[s].path, path)) {
-			free(cg.tab[s].path);
-			cg.tab[s].path = strdup(path);
+			char *p = strdup(path);
+
+			/* out of memory: the old name stays, never a NULL path */
+			if (p) {
+				free(cg.tab[s].path);
+				cg.tab[s].path = p;
+			}
 		}
 		cg.tab[s].seen_ns = now;
 		return;
@@ -496,31 +512,49 @@ static void scan_hier(int h, bool v1, uint64_t now)
 	scan_dir(fd, path, 0, v1, now, 0);
 }
 
+/*
+ * Deletion from the linear-probing table: the entries after the hole are
+ * taken out whole and put back where their probe chain now leads, so each
+ * path is owned by exactly one slot (a moved entry's old slot is zeroed,
+ * path included: cg_cleanup() frees every path once).
+ */
+static void cache_del(size_t i)
+{
+	size_t mask = cg.cap - 1;
+
+	free(cg.tab[i].path);
+	memset(&cg.tab[i], 0, sizeof(cg.tab[i]));
+	cg.used--;
+	for (size_t j = (i + 1) & mask; cg.tab[j].id; j = (j + 1) & mask) {
+		struct cg_entry e = cg.tab[j];
+
+		memset(&cg.tab[j], 0, sizeof(cg.tab[j]));
+		cg.tab[slot_for(e.id, e.v1)] = e;
+	}
+}
+
+/* Forgets cgroups gone for longer than the tombstone time. A deletion can
+ * move a later entry into slot i, so slot i is looked at again. */
+static void cache_forget(uint64_t now)
+{
+	for (size_t i = 0; i < cg.cap;) {
+		if (cg.tab[i].id && now - cg.tab[i].seen_ns > TOMBSTONE_NS)
+			cache_del(i);
+		else
+			i++;
+	}
+}
+
 static void rescan(void)
 {
-	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+	uint64_t now = cg_now();
 
 	cg.last_scan_ns = now;
 	if (cg.v2 >= 0)
 		scan_hier(cg.v2, false, now);
 	if (cg.attr >= 0)
 		scan_hier(cg.attr, true, now);
-	/* forget cgroups gone for longer than the tombstone time */
-	for (size_t i = 0; i < cg.cap; i++) {
-		if (cg.tab[i].id && now - cg.tab[i].seen_ns > TOMBSTONE_NS) {
-			free(cg.tab[i].path);
-			cg.tab[i].path = NULL;
-			cg.tab[i].id = 0;
-			cg.used--;
-			/* re-seat the probe chain after the hole */
-			for (size_t j = (i + 1) & (cg.cap - 1); cg.tab[j].id; j = (j + 1) & (cg.cap - 1)) {
-				struct cg_entry e = cg.tab[j];
-
-				cg.tab[j].id = 0;
-				cg.tab[slot_for(e.id, e.v1)] = e;
-			}
-		}
-	}
+	cache_forget(now);
 }
 
 const char *cg_path_of(uint64_t id, bool v1)
@@ -534,7 +568,7 @@ const char *cg_path_of(uint64_t id, bool v1)
 	s = slot_for(id, v1);
 	if (cg.tab[s].id)
 		return cg.tab[s].path;
-	if (clock_ns(CLOCK_MONOTONIC) - cg.last_scan_ns < NSEC_PER_SEC && cg.last_scan_ns)
+	if (cg_now() - cg.last_scan_ns < NSEC_PER_SEC && cg.last_scan_ns)
 		return NULL;
 	rescan();
 	s = slot_for(id, v1);
@@ -617,10 +651,19 @@ int cg_find_container(const char *prefix, char *dir, size_t len, char *full_id)
 
 void cg_cleanup(void)
 {
+	cg_clock_fn clock = cg.clock;
+
 	for (size_t i = 0; i < cg.cap; i++)
-		free(cg.tab[i].path);
+		if (cg.tab[i].id)
+			free(cg.tab[i].path);
 	free(cg.tab);
 	memset(&cg, 0, sizeof(cg));
 	cg.v2 = -1;
 	cg.attr = -1;
+	cg.clock = clock;
+}
+
+size_t cg_cache_size(void)
+{
+	return cg.used;
 }

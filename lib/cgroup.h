@@ -62,4 +62,10 @@ bool cg_parse_container(const char *path, struct container_info *ci);
 
 void cg_cleanup(void);
 
+/* Tests: the cache's clock (NULL: CLOCK_MONOTONIC; kept by cg_cleanup), and
+ * how many cgroups it holds. */
+typedef uint64_t (*cg_clock_fn)(void);
+void cg_set_clock(cg_clock_fn clock);
+size_t cg_cache_size(void);
+
 #endif

@@ -497,6 +497,111 @@ static void test_target_of_dir_outside_cgroupfs(void)
 	rm_root();
 }
 
+/* ---- the id -> path cache under churn ---- */
+
+static uint64_t fake_ns = 1000 * NSEC_PER_SEC;
+
+static uint64_t fake_clock(void)
+{
+	return fake_ns;
+}
+
+#define CHURN_DIR "sys/fs/cgroup/unified/churn"
+
+#define CHURN_ROUNDS 3
+#define CHURN_MADE 1500		/* per round */
+#define CHURN_KEPT 300		/* per round, the rest removed */
+
+static uint64_t churn_ino[CHURN_ROUNDS * CHURN_MADE];
+
+static void churn_make(int from, int to)
+{
+	char rel[128];
+
+	for (int i = from; i < to; i++) {
+		snprintf(rel, sizeof(rel), CHURN_DIR "/c%d", i);
+		CHECK_EQ(mkdirs(rel), 0);
+		churn_ino[i] = ino_of(rel);
+	}
+}
+
+static void churn_remove(int from, int to)
+{
+	char p[512];
+
+	for (int i = from; i < to; i++) {
+		snprintf(p, sizeof(p), "%s/" CHURN_DIR "/c%d", root, i);
+		CHECK_EQ(rmdir(p), 0);
+	}
+}
+
+/* how many of from..to the cache names by their own name */
+static int churn_named(int from, int to)
+{
+	char want[64];
+	int good = 0;
+
+	for (int i = from; i < to; i++) {
+		const char *got = cg_path_of(churn_ino[i], false);
+
+		snprintf(want, sizeof(want), "/churn/c%d", i);
+		good += got && !strcmp(got, want);
+	}
+	return good;
+}
+
+/* the kept cgroups of rounds 0..r-1 */
+static int churn_kept(int r)
+{
+	int good = 0;
+
+	for (int k = 0; k < r; k++)
+		good += churn_named(k * CHURN_MADE, k * CHURN_MADE + CHURN_KEPT);
+	return good;
+}
+
+/*
+ * Each round makes 1500 cgroups, removes 1200 of them, lets their
+ * tombstones expire (a fake clock, not 65 s of sleep) and rescans: the
+ * forgetting compacts a dense table. Before, a moved entry's old slot kept
+ * its path pointer, so two slots shared one string: a freed name returned
+ * for a live cgroup, and cg_cleanup() freed it twice (ASan: double-free).
+ */
+static void test_path_cache_churn(void)
+{
+	cg_set_clock(fake_clock);
+	CHECK_EQ(make_root(TMPFS UNIFIED), 0);
+	CHECK_EQ(mkdirs(CHURN_DIR), 0);
+	CHECK_EQ(cg_init(root, fake_ssid), 0);
+	CHECK_EQ(cg_mode(), CG_MODE_V2);
+	for (int r = 0; r < CHURN_ROUNDS; r++) {
+		int base = r * CHURN_MADE;
+		size_t before = 2 + (size_t)r * CHURN_KEPT;	/* "/", churn, kept */
+
+		churn_make(base, base + CHURN_MADE);
+		fake_ns += 2 * NSEC_PER_SEC;			/* the first miss rescans */
+		CHECK_EQ(churn_named(base, base + CHURN_MADE), CHURN_MADE);
+		CHECK_EQ(cg_cache_size(), before + CHURN_MADE);
+		churn_remove(base + CHURN_KEPT, base + CHURN_MADE);
+		/* a rescan within the minute keeps the removed ones */
+		fake_ns += 30 * NSEC_PER_SEC;
+		CHECK(cg_path_of(1, false) == NULL);
+		CHECK_EQ(cg_cache_size(), before + CHURN_MADE);
+		/* past it they are forgotten, and the rest still resolve */
+		fake_ns += 35 * NSEC_PER_SEC;
+		CHECK(cg_path_of(1, false) == NULL);
+		CHECK_EQ(cg_cache_size(), before + CHURN_KEPT);
+		CHECK_EQ(churn_kept(r + 1), (r + 1) * CHURN_KEPT);
+		CHECK_STR(cg_path_of(ino_of(CHURN_DIR), false), "/churn");
+		for (int i = base + CHURN_KEPT; i < base + CHURN_MADE; i++)
+			CHECK(cg_path_of(churn_ino[i], false) == NULL);
+	}
+	cg_cleanup();			/* each path freed once */
+	CHECK_EQ(cg_cache_size(), 0);
+	cg_set_clock(NULL);
+	rm_root();
+}
+
 int main(void)
 {
 	RUN(test_docker_systemd);
@@ -532,5 +637,6 @@ int main(void)
 	RUN(test_find_container_fake_tree);
 	RUN(test_find_container_ambiguous);
 	RUN(test_target_of_dir_outside_cgroupfs);
+	RUN(test_path_cache_churn);
 	return t_done();
 }
