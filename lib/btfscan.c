@@ -94,15 +94,38 @@ static bool indexed(int kind)
 	return kind == K_TYPEDEF || kind == K_ENUM || kind == K_ENUM64;
 }
 
+/*
+ * The header and sections checked as libbpf's btf_parse_hdr() and
+ * btf_parse_str_sec() do: a header of at least its own size, version 1,
+ * sections inside the blob, types 4-byte aligned, a string section that
+ * starts and ends with a NUL (so every name_at() ends inside it).
+ */
+static int check_hdr(const struct btfscan *b, size_t size)
+{
+	const struct hdr *h = (const void *)b->data;
+
+	if (size < sizeof(*h) || h->magic != BTF_MAGIC || h->version != 1 ||
+	    h->hdr_len < sizeof(*h) || h->hdr_len > size)
+		return -EINVAL;
+	if ((uint64_t)h->hdr_len + h->type_off + h->type_len > size ||
+	    (uint64_t)h->hdr_len + h->str_off + h->str_len > size)
+		return -EINVAL;
+	if ((h->hdr_len + h->type_off) % 4 || h->type_len % 4)
+		return -EINVAL;
+	if (!h->str_len || b->data[h->hdr_len + h->str_off] ||
+	    b->data[h->hdr_len + h->str_off + h->str_len - 1])
+		return -EINVAL;
+	return 0;
+}
+
 static int build(struct btfscan *b, size_t size)
 {
 	const struct hdr *h = (const void *)b->data;
 	uint32_t off = 0, cap = 1024, n = 0;
+	int err = check_hdr(b, size);
 
-	if (size < sizeof(*h) || h->magic != BTF_MAGIC || h->hdr_len > size ||
-	    (uint64_t)h->hdr_len + h->type_off + h->type_len > size ||
-	    (uint64_t)h->hdr_len + h->str_off + h->str_len > size)
-		return -EINVAL;
+	if (err)
+		return err;
 	b->types = b->data + h->hdr_len + h->type_off;
 	b->strs = b->data + h->hdr_len + h->str_off;
 	b->str_len = h->str_len;
@@ -110,11 +133,15 @@ static int build(struct btfscan *b, size_t size)
 	if (!b->offs)
 		return -ENOMEM;
 	b->offs[n++] = 0;	/* id 0 is void */
-	while (off + sizeof(struct type) <= h->type_len) {
+	while (off < h->type_len) {
 		const struct type *t = (const void *)(b->types + off);
-		long extra = extra_len(t);
+		long extra;
 
-		if (extra < 0)
+		/* the common header, then its members, all inside type_len */
+		if (h->type_len - off < sizeof(*t))
+			return -EINVAL;
+		extra = extra_len(t);
+		if (extra < 0 || (uint64_t)h->type_len - off - sizeof(*t) < (uint64_t)extra)
 			return -EINVAL;
 		if (n == cap) {
 			uint32_t *o = realloc(b->offs, (cap *= 2) * sizeof(*o));
@@ -128,7 +155,7 @@ static int build(struct btfscan *b, size_t size)
 	}
 	b->ntypes = n;
 	/* open addressing, at most half full */
-	for (b->hash_cap = 1024; b->hash_cap < n; b->hash_cap <<= 1)
+	for (b->hash_cap = 1024; b->hash_cap < 2 * (uint64_t)n; b->hash_cap <<= 1)
 		;
 	b->hash = calloc(b->hash_cap, sizeof(*b->hash));
 	if (!b->hash)
@@ -204,6 +231,17 @@ static int read_file(struct btfscan *b, int fd, size_t *size)
 	return b->data ? 0 : -ENOMEM;
 }
 
+static int regular_file(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return -errno;
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	return S_ISREG(st.st_mode) ? 0 : -EINVAL;
+}
+
 struct btfscan *btfscan_open(const char *path)
 {
 	struct btfscan *b = calloc(1, sizeof(*b));
@@ -212,12 +250,15 @@ struct btfscan *btfscan_open(const char *path)
 
 	if (!b)
 		return NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO must not hold the tool before it is refused */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		err = -errno;
 		goto fail;
 	}
-	err = map_file(b, fd, &size) ? read_file(b, fd, &size) : 0;
+	err = regular_file(fd);
+	if (!err)
+		err = map_file(b, fd, &size) ? read_file(b, fd, &size) : 0;
 	close(fd);
 	if (!err)
 		err = build(b, size);

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* btfscan against a hand-built BTF blob and against libbpf on the kernel's BTF. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <bpf/btf.h>
 #include "btfscan.h"
@@ -86,6 +88,152 @@ static void test_rejects_garbage(void)
 	CHECK(btfscan_open("/nonexistent/btf") == NULL);
 }
 
+/* header fields of make_blob()'s blob */
+#define OFF_VERSION	2
+#define OFF_HDR_LEN	4
+#define OFF_TYPE_OFF	8
+#define OFF_TYPE_LEN	12
+#define OFF_STR_OFF	16
+#define OFF_STR_LEN	20
+/* where each of its 6 types starts in the type section, and its end */
+static const uint32_t type_ends[] = { 0, 16, 28, 40, 52, 80, 104 };
+
+static void set32(uint8_t *buf, size_t off, uint32_t v)
+{
+	memcpy(buf + off, &v, sizeof(v));
+}
+
+static uint32_t get32(const uint8_t *buf, size_t off)
+{
+	uint32_t v;
+
+	memcpy(&v, buf + off, sizeof(v));
+	return v;
+}
+
+/* each lookup, so that ASan sees every read of an index that was built */
+static void poke(const struct btfscan *b)
+{
+	long long v;
+
+	btfscan_find(b, "btf_trace_x", BTFSCAN_TYPEDEF);
+	btfscan_find(b, "foo", BTFSCAN_FUNC);
+	btfscan_enum_value(b, "e", "nope", &v);
+	btfscan_enum_value(b, "e64", "nope", &v);
+}
+
+/* btfscan_new() copies exactly size bytes into its own allocation: a read
+ * past the blob is one past that allocation (ASan) */
+static struct btfscan *try_blob(const uint8_t *buf, size_t size)
+{
+	struct btfscan *b;
+
+	errno = 0;
+	b = btfscan_new(buf, size);
+	if (b)
+		poke(b);
+	else
+		CHECK_EQ(errno, EINVAL);
+	return b;
+}
+
+/*
+ * A type whose vlen runs past type_len (the --btf file that read past the
+ * buffer), every cut of the type section and of the file, and each header
+ * field libbpf checks: refused with EINVAL, never read past.
+ */
+static void test_truncated_and_corrupt(void)
+{
+	uint8_t buf[512];
+	size_t n = make_blob(buf);
+	uint32_t tlen = get32(buf, OFF_TYPE_LEN);
+	struct btfscan *b;
+	int accepted = 0;
+
+	CHECK_EQ(tlen, type_ends[6]);
+	/* the last type, enum64 e64, claims 200 members: 2388 bytes past */
+	set32(buf, 24 + 80 + 4, KIND(19, 200, 0));
+	CHECK(try_blob(buf, n) == NULL);
+	/* and the signed enum 2 -> 6 members: over the next type, then past */
+	n = make_blob(buf);
+	set32(buf, 24 + 52 + 4, KIND(6, 6, 1));
+	CHECK(try_blob(buf, n) == NULL);
+	/* type_len cut anywhere: only at a type's end is it a valid blob */
+	for (uint32_t cut = 0; cut < tlen; cut++) {
+		bool at_end = false;
+
+		for (size_t i = 0; i < sizeof(type_ends) / sizeof(type_ends[0]); i++)
+			at_end |= type_ends[i] == cut;
+		n = make_blob(buf);
+		set32(buf, OFF_TYPE_LEN, cut);
+		b = try_blob(buf, n);
+		if (at_end)
+			CHECK(b != NULL);
+		else
+			CHECK(b == NULL);
+		accepted += b != NULL;
+		btfscan_free(b);
+	}
+	CHECK_EQ(accepted, 6);
+	/* the file cut anywhere: its sections no longer fit */
+	n = make_blob(buf);
+	for (size_t size = 0; size < n; size++)
+		CHECK(try_blob(buf, size) == NULL);
+	/* strings without their final NUL, or not starting with one */
+	n = make_blob(buf);
+	set32(buf, OFF_STR_LEN, get32(buf, OFF_STR_LEN) - 1);
+	CHECK(try_blob(buf, n) == NULL);
+	n = make_blob(buf);
+	set32(buf, OFF_STR_LEN, 0);
+	CHECK(try_blob(buf, n) == NULL);
+	n = make_blob(buf);
+	buf[24 + tlen] = 'x';
+	CHECK(try_blob(buf, n) == NULL);
+	/* a name offset past the strings reads as "" */
+	n = make_blob(buf);
+	set32(buf, 24 + 16, 0xffffff00);
+	b = try_blob(buf, n);
+	CHECK(b != NULL);
+	if (b)
+		CHECK_EQ(btfscan_find(b, "btf_trace_x", BTFSCAN_TYPEDEF), -1);
+	btfscan_free(b);
+	/* a header shorter than itself, another version, misaligned types */
+	n = make_blob(buf);
+	set32(buf, OFF_HDR_LEN, 8);
+	CHECK(try_blob(buf, n) == NULL);
+	n = make_blob(buf);
+	buf[OFF_VERSION] = 2;
+	CHECK(try_blob(buf, n) == NULL);
+	n = make_blob(buf);
+	set32(buf, OFF_TYPE_OFF, 2);
+	set32(buf, OFF_TYPE_LEN, 100);
+	CHECK(try_blob(buf, n) == NULL);
+	/* a section offset that wraps */
+	n = make_blob(buf);
+	set32(buf, OFF_STR_OFF, 0xfffffff0);
+	CHECK(try_blob(buf, n) == NULL);
+}
+
+/* a FIFO or a directory is refused at once (a FIFO used to block) */
+static void test_open_not_a_file(void)
+{
+	char dir[] = "/tmp/aiscope-test-btf.XXXXXX", fifo[64];
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	CHECK_EQ(mkfifo(fifo, 0600), 0);
+	alarm(5);			/* a blocking open fails the test, not hangs it */
+	errno = 0;
+	CHECK(btfscan_open(fifo) == NULL);
+	CHECK_EQ(errno, EINVAL);
+	errno = 0;
+	CHECK(btfscan_open(dir) == NULL);
+	CHECK_EQ(errno, EISDIR);
+	alarm(0);
+	unlink(fifo);
+	rmdir(dir);
+}
+
 /* the same answers as libbpf's full parser on the running kernel's BTF */
 static void test_matches_libbpf_on_kernel(void)
 {
@@ -128,6 +276,8 @@ int main(void)
 {
 	RUN(test_blob_lookups);
 	RUN(test_rejects_garbage);
+	RUN(test_truncated_and_corrupt);
+	RUN(test_open_not_a_file);
 	RUN(test_matches_libbpf_on_kernel);
 	return t_done();
 }
