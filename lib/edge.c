@@ -291,7 +291,7 @@ void edges_each(struct edge_table *t, void (*fn)(struct edge *e, void *ctx), voi
 	for (i = 0; i < t->nb; i++)
 		for (e = t->b[i]; e; e = e->next)
 			v[n++] = e;
-	qsort(v, n, sizeof(*v), edge_cmp);
+	sort_array(v, n, sizeof(*v), edge_cmp);
 	for (i = 0; i < n; i++)
 		fn(v[i], ctx);
 	free(v);

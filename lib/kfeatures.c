@@ -17,6 +17,7 @@
 #include <bpf/libbpf.h>
 #include "btfscan.h"
 #include "kfeatures.h"
+#include "util.h"
 
 #ifndef CAP_PERFMON
 #define CAP_PERFMON 38
@@ -398,7 +399,7 @@ static void load_ksyms(void)
 		F.ksyms[F.nksyms++] = strdup(name);
 	}
 	fclose(f);
-	qsort(F.ksyms, F.nksyms, sizeof(char *), cmp_str);
+	sort_array(F.ksyms, F.nksyms, sizeof(char *), cmp_str);
 }
 
 /* func itself, or a compiler clone of it that takes the whole function:
@@ -408,7 +409,7 @@ static const char *kprobe_symbol(void *ctx, const char *func)
 	size_t n = strlen(func), lo = 0, hi = F.nksyms;
 	char **hit;
 
-	hit = bsearch(&func, F.ksyms, F.nksyms, sizeof(char *), cmp_str);
+	hit = search_array(&func, F.ksyms, F.nksyms, sizeof(char *), cmp_str);
 	if (hit)
 		return *hit;
 	/* the clones sort right after func: find the first name >= func */

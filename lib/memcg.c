@@ -217,7 +217,7 @@ static struct memcg *find(struct memcg_set *s, uint64_t id, bool v1)
 {
 	struct memcg key = { .id = id, .v1 = v1 }, *kp = &key, **hit;
 
-	hit = bsearch(&kp, s->cg, s->nsorted, sizeof(*s->cg), cmp_memcg);
+	hit = search_array(&kp, s->cg, s->nsorted, sizeof(*s->cg), cmp_memcg);
 	return hit ? *hit : NULL;
 }
 
@@ -361,7 +361,7 @@ static void watch_add(struct memcg_set *s, const char *abs, const char *path, bo
 	w->path = strdup(*path ? path : "");
 	/* wds grow, so this is an append, but for a wrap-around */
 	if (s->nwatch > 1 && w[-1].wd > wd)
-		qsort(s->watch, s->nwatch, sizeof(*s->watch), cmp_watch);
+		sort_array(s->watch, s->nwatch, sizeof(*s->watch), cmp_watch);
 }
 
 static void watch_forget(struct memcg_set *s, int wd)
@@ -481,7 +481,7 @@ void memcg_set_rescan(struct memcg_set *s)
 		s->cg[w++] = s->cg[i];
 	}
 	s->n = w;
-	qsort(s->cg, s->n, sizeof(*s->cg), cmp_memcg);
+	sort_array(s->cg, s->n, sizeof(*s->cg), cmp_memcg);
 	s->nsorted = s->n;
 }
 
@@ -512,7 +512,7 @@ static void created(struct memcg_set *s, const struct inotify_event *ev)
 	/* visit() appends: find() must see them all sorted */
 	s->nsorted = s->n;
 	visit(s, fd, abs, path, strlen(path), w->v1, depth_of(path));
-	qsort(s->cg, s->n, sizeof(*s->cg), cmp_memcg);
+	sort_array(s->cg, s->n, sizeof(*s->cg), cmp_memcg);
 	s->nsorted = s->n;
 }
 

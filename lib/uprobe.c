@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 #include "uprobe.h"
 #include "uprobe_discover.h"
+#include "util.h"
 
 /* ---- ELF symbols ---- */
 
@@ -191,13 +192,13 @@ static int read_all_syms(struct elf_syms *s)
 		if (err)
 			return err;
 	}
-	qsort(s->syms, s->n, sizeof(*s->syms), cmp_value);
+	sort_array(s->syms, s->n, sizeof(*s->syms), cmp_value);
 	s->by_name = malloc((s->n ? s->n : 1) * sizeof(*s->by_name));
 	if (!s->by_name)
 		return -ENOMEM;
 	for (int i = 0; i < s->n; i++)
 		s->by_name[i] = &s->syms[i];
-	qsort(s->by_name, s->n, sizeof(*s->by_name), cmp_name);
+	sort_array(s->by_name, s->n, sizeof(*s->by_name), cmp_name);
 	return 0;
 }
 

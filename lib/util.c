@@ -243,3 +243,14 @@ bool user_uid(const char *name, uint32_t *uid)
 	return pw != NULL;
 }
 #endif
+
+void sort_array(void *base, size_t n, size_t size, cmp_fn cmp)
+{
+	if (n > 1)
+		qsort(base, n, size, cmp);
+}
+
+void *search_array(const void *key, const void *base, size_t n, size_t size, cmp_fn cmp)
+{
+	return n ? bsearch(key, base, n, size, cmp) : NULL;
+}

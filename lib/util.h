@@ -24,6 +24,13 @@ int parse_u64(const char *s, uint64_t *v);
 /* The uid of a user name (static builds read /etc/passwd: no NSS). */
 bool user_uid(const char *name, uint32_t *uid);
 
+/* qsort() and bsearch() that accept an empty array whose base is NULL
+ * (a grown array before its first row): glibc declares base nonnull, so
+ * qsort(NULL, 0) is undefined (UBSan reported four). */
+typedef int (*cmp_fn)(const void *, const void *);
+void sort_array(void *base, size_t n, size_t size, cmp_fn cmp);
+void *search_array(const void *key, const void *base, size_t n, size_t size, cmp_fn cmp);
+
 /* Human form of a duration: "1s", "500ms", "1.5s". */
 void fmt_duration(uint64_t ns, char *buf, size_t len);
 

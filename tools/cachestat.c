@@ -823,7 +823,7 @@ static void print_interval(uint64_t interval)
 	char hms[16];
 	struct table t;
 
-	qsort(S.rows, S.nrows, sizeof(*S.rows), cmp_rows);
+	sort_array(S.rows, S.nrows, sizeof(*S.rows), cmp_rows);
 	if (env.json) {
 		for (size_t i = 0; i < shown; i++)
 			json_row(&S.rows[i], now, interval);
@@ -1029,7 +1029,7 @@ static int on_llc_tick(void *ctx)
 
 	S.last_tick_mono = now;
 	llc_collect();
-	qsort(L.v, L.n, sizeof(*L.v), cmp_llc);
+	sort_array(L.v, L.n, sizeof(*L.v), cmp_llc);
 	shown = table_shown(L.n, env.rows);
 	if (!env.json) {
 		table_block_begin(stdout, env.tty && !env.noclear, rt, interval, "cachestat --llc");

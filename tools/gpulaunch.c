@@ -1321,7 +1321,7 @@ static void print_interval(uint64_t interval)
 	char hms[16];
 	struct table t;
 
-	qsort(S.rows, S.nrows, sizeof(*S.rows), cmp_rows);
+	sort_array(S.rows, S.nrows, sizeof(*S.rows), cmp_rows);
 	fmt_hms(now, hms, sizeof(hms));
 	if (env.json) {
 		for (size_t i = 0; i < shown; i++)

@@ -1071,7 +1071,7 @@ static void print_interval(uint64_t interval)
 	char hms[16];
 
 	build_chans(&S.interval);
-	qsort(chans, nchans, sizeof(*chans), cmp_chans);
+	sort_array(chans, nchans, sizeof(*chans), cmp_chans);
 	shown = table_shown(nchans, env.rows);
 	if (env.json) {
 		for (size_t i = 0; i < shown; i++)

@@ -528,7 +528,7 @@ static uint64_t size_pct(const struct ncl_stats *s, double p)
 	for (int i = 0; i < NCL_SIZE_SLOTS; i++)
 		if (s->sizes[i].calls)
 			sl[n++] = s->sizes[i];
-	qsort(sl, n, sizeof(sl[0]), cmp_slot);
+	sort_array(sl, n, sizeof(sl[0]), cmp_slot);
 	/* nearest rank */
 	need = (uint64_t)ceil(p / 100.0 * (double)s->calls);
 	if (need < 1)
@@ -1147,7 +1147,7 @@ static void print_interval(uint64_t interval)
 	struct group g;
 	size_t i = 0;
 
-	qsort(S.rows, S.nrows, sizeof(*S.rows), cmp_rows);
+	sort_array(S.rows, S.nrows, sizeof(*S.rows), cmp_rows);
 	if (env.json) {
 		while (next_group(&i, &g))
 			json_group(&g, now, interval);
@@ -1203,7 +1203,7 @@ static int on_tick(void *ctx)
 	S.last_tick_mono = now;
 	rescan(false);
 	read_comms();
-	qsort(S.comms, S.ncomms, sizeof(*S.comms), cmp_comms);
+	sort_array(S.comms, S.ncomms, sizeof(*S.comms), cmp_comms);
 	read_hangs();
 	if (cfg.events) {
 		report_new_hangs();

@@ -1364,7 +1364,7 @@ static int run_check(void)
 	}
 	metrics_cgroups();
 	metrics_publish(NULL);
-	qsort(rows, n, sizeof(*rows), cmp_check);
+	sort_array(rows, n, sizeof(*rows), cmp_check);
 	shown = table_shown(n, env.rows);
 	code = worst == LVL_CRIT ? EXIT_CHECK_CRIT : worst == LVL_WARN ? EXIT_CHECK_WARN : 0;
 	if (env.json) {

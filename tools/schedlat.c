@@ -488,7 +488,7 @@ static void print_interval(uint64_t interval)
 	char hms[16];
 	struct table t;
 
-	qsort(S.rows, S.nrows, sizeof(*S.rows), cmp_rows);
+	sort_array(S.rows, S.nrows, sizeof(*S.rows), cmp_rows);
 	if (env.json) {
 		for (size_t i = 0; !host_only && i < shown; i++)
 			json_row(&S.rows[i], false, now, interval);

@@ -687,7 +687,7 @@ static void print_interval(uint64_t interval)
 	struct table t;
 	char hms[16];
 
-	qsort(S.rows, S.nrows, sizeof(*S.rows), cmp_rows);
+	sort_array(S.rows, S.nrows, sizeof(*S.rows), cmp_rows);
 	shown = table_shown(S.nrows, env.rows);
 	if (env.json) {
 		for (size_t i = 0; i < shown; i++)

@@ -311,6 +311,29 @@ static void test_user_uid(void)
 	CHECK(!user_uid("", &uid));
 }
 
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* an empty array may be NULL: nothing is called with it (UBSan's
+ * "null pointer passed as argument 1" under make SANITIZE=1) */
+static void test_sort_and_search(void)
+{
+	int v[] = { 5, -1, 3, 3, 0 }, key = 3, *hit;
+
+	sort_array(NULL, 0, sizeof(int), cmp_int);
+	CHECK(search_array(&key, NULL, 0, sizeof(int), cmp_int) == NULL);
+	sort_array(v, ARRAY_SIZE(v), sizeof(int), cmp_int);
+	CHECK(v[0] == -1 && v[1] == 0 && v[2] == 3 && v[3] == 3 && v[4] == 5);
+	hit = search_array(&key, v, ARRAY_SIZE(v), sizeof(int), cmp_int);
+	CHECK(hit && *hit == 3);
+	key = 4;
+	CHECK(search_array(&key, v, ARRAY_SIZE(v), sizeof(int), cmp_int) == NULL);
+}
+
 int main(void)
 {
 	RUN(test_duration_units);
@@ -329,5 +352,6 @@ int main(void)
 	RUN(test_hms_utc);
 	RUN(test_clock_offset);
 	RUN(test_user_uid);
+	RUN(test_sort_and_search);
 	return t_done();
 }

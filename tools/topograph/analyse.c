@@ -423,7 +423,7 @@ void analyse(void)
 		if (shown(G.nv[i]))
 			G.shown[n++] = G.nv[i];
 	G.nshown = n;
-	qsort(G.shown, n, sizeof(*G.shown), cmp_nodes);
+	sort_array(G.shown, n, sizeof(*G.shown), cmp_nodes);
 	for (size_t i = 0; i < n; i++) {
 		struct node *x = G.shown[i];
 
@@ -435,7 +435,7 @@ void analyse(void)
 			proc_parent(x);
 	}
 	spawn_links();
-	qsort(G.ev, G.ne, sizeof(*G.ev), cmp_edges);
+	sort_array(G.ev, G.ne, sizeof(*G.ev), cmp_edges);
 	for (size_t i = 0; i < G.ne; i++)
 		G.ev[i]->id = i + 1;
 	find_window();
