@@ -20,6 +20,8 @@
 
 #define AISCOPE_DEFAULT_BUFFER	(8ULL << 20)
 #define AISCOPE_DEFAULT_ROWS	20
+/* -i below this is a usage error (man aiscope(7)) */
+#define AISCOPE_MIN_INTERVAL_NS	1000000ULL
 
 /* What a tool is, for defaults and for validation. */
 #define AISCOPE_AGGREGATING	0x1	/* prints intervals: -i, positional interval count */
@@ -84,6 +86,11 @@ struct opt_key {
 	const char *name;
 	int value;
 };
+
+/* An option naming an input file (what: "BTF file", "--lib"): readable and
+ * a regular file, else a usage error; a FIFO, device or directory would
+ * block the tool or be read without end. */
+void opt_input_file(const char *what, const char *arg);
 
 /* The index of ARG in NAMES (ended by NULL). Anything else is a usage
  * error naming them in their order: "invalid --sort 'x': expected a, b or c". */

@@ -70,20 +70,32 @@ check_usage_version() {
 }
 
 # check_usage_errors TOOL ARGS...: each ARGS (one word-split string) exits
-# 2 with one line on stderr and nothing on stdout
+# 2 at once (within 10 s: a FIFO argument once blocked for ever) with one
+# line on stderr that starts with the tool's name (not the path it was
+# started by), and nothing on stdout
 check_usage_errors() {
 	local tool=$1 args rc
 	shift
 	for args in "$@"; do
 		# shellcheck disable=SC2086
-		"$BIN/$tool" $args < /dev/null > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/err" && {
+		timeout -k 1 10 "$BIN/$tool" $args < /dev/null > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/err" && {
 			echo "'$args' succeeded"; false; }
 		rc=$?
 		[ "$rc" -eq 2 ] || { echo "'$args' exited $rc"; cat "$BATS_TEST_TMPDIR/err"; false; }
 		[ "$(wc -l < "$BATS_TEST_TMPDIR/err")" -eq 1 ] || {
 			echo "'$args' printed:"; cat "$BATS_TEST_TMPDIR/err"; false; }
+		[[ "$(cat "$BATS_TEST_TMPDIR/err")" == "$tool: "* ]] || {
+			echo "'$args' does not start with '$tool: ':"; cat "$BATS_TEST_TMPDIR/err"; false; }
 		[ ! -s "$BATS_TEST_TMPDIR/out" ] || { echo "'$args' wrote to stdout"; false; }
 	done
+}
+
+# not_regular_files: a FIFO, a directory and a device, as arguments of
+# options that take an input file (sets FIFO)
+not_regular_files() {
+	FIFO=$BATS_TEST_TMPDIR/fifo
+	[ -p "$FIFO" ] || mkfifo "$FIFO"
+	printf '%s\n' "$FIFO" "$BATS_TEST_TMPDIR" /dev/null /dev/zero
 }
 
 # check_no_privilege TOOL [ARGS...]: as nobody without capabilities, each

@@ -22,14 +22,17 @@ teardown() {
 }
 
 @test "schedlat usage errors exit 2 with one line on stderr and nothing on stdout" {
-	local bad=(
+	local f bad=(
 		"--bogus" "-p" "-p abc" "-p 1,,2" "-p 0" "-p 999999999" "-t 999999999"
 		"-i 0" "-i 5x" "-d -1" "-n 0" "-r x" "--by foo" "-s nope" "-c /nonexistent"
 		"-c /tmp" "--container zz" "--container abcd" "--buffer-size 1" "--buffer-size 2G"
 		"--min 0" "--min 1ms -H" "--min 1ms --by tid" "1 2 3" "--probe-mode foo"
 		"-u no_such_user_here" "--btf /nonexistent" "--comm="
-		"--min 1ms --listen 127.0.0.1:0"
+		"--min 1ms --listen 127.0.0.1:0" "-i 1ns" "-i 999us" "0.0009"
 	)
+	for f in $(not_regular_files); do
+		bad+=("--btf $f")
+	done
 	check_usage_errors schedlat "${bad[@]}"
 }
 

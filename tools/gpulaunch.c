@@ -107,8 +107,7 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	case OPT_LIB:
 		if (cfg.nlibs == MAX_LIBS_ARG)
 			usage_error("too many --lib (at most %d)", MAX_LIBS_ARG);
-		if (access(arg, R_OK))
-			usage_error("cannot read --lib '%s': %s", arg, strerror(errno));
+		opt_input_file("--lib", arg);
 		cfg.libs[cfg.nlibs++] = arg;
 		break;
 	case OPT_RESCAN:
@@ -1484,10 +1483,29 @@ static void print_summary(void)
 		(unsigned long long)aiscope_lost_total(&S.bpf));
 }
 
+/* before any BPF work, as nclstat does: a --lib without a CUDA API would
+ * run with "0 probes in 0 files" */
+static void check_lib(const char *path)
+{
+	struct elf_syms *es = elf_syms_open(path);
+	bool any = false;
+
+	if (!es)
+		usage_error("cannot read --lib '%s': %s", path,
+			    errno == ENOEXEC ? "not an ELF file" : strerror(errno));
+	for (size_t i = 0; i < ARRAY_SIZE(apis) && !any; i++)
+		any = elf_syms_has(es, apis[i].sym);
+	elf_syms_free(es);
+	if (!any)
+		usage_error("no CUDA API (cudaLaunchKernel, cuLaunchKernel...) in --lib '%s'", path);
+}
+
 static void validate(void)
 {
 	if (env.sort)
 		cfg.sort = sort_keys[opt_word("--sort", env.sort, sort_keys)];
+	for (int l = 0; l < cfg.nlibs; l++)
+		check_lib(cfg.libs[l]);
 	if (cfg.events && cfg.mem)
 		usage_error("-e streams launches: it cannot be combined with --mem");
 	if (!strcmp(cfg.sort, "p99") && !cfg.latency)

@@ -96,8 +96,7 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	case OPT_LIB:
 		if (cfg.nlibs == MAX_LIBS)
 			usage_error("at most %d --lib", MAX_LIBS);
-		if (!*arg)
-			usage_error("invalid --lib '': expected a path");
+		opt_input_file("--lib", arg);
 		cfg.libs[cfg.nlibs++] = arg;
 		break;
 	case 'e':
