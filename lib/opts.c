@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "kfeatures.h"
+#include "prom.h"
 #include "json.h"
 #include "metrics.h"
 #include "opts.h"
@@ -460,29 +462,43 @@ const struct argp_child aiscope_argp_children[] = {
 static const struct argp_option metrics_opts[] = {
 	{ NULL, 0, NULL, 0, "Metrics (Prometheus):", 13 },
 	{ "prometheus", OPT_PROMETHEUS, "FILE", 0,
-	  "Write metrics to FILE each interval (node_exporter textfile format: FILE.tmp, then rename)", 13 },
+	  "Write metrics to FILE each interval (node_exporter textfile format: a new FILE.tmp.XXXXXX, then rename)", 13 },
 	{ "listen", OPT_LISTEN, "ADDR:PORT", 0,
 	  "Serve metrics at http://ADDR:PORT/metrics (ADDR defaults to 127.0.0.1; port 0: any free one)", 13 },
 	{},
 };
 
+/*
+ * FILE is replaced by rename() of a new FILE.tmp.XXXXXX (lib/prom.c): both
+ * names must fit (one 5000-character name was accepted, then failed every
+ * interval), the directory must exist and be writable, and a FILE that is
+ * there already must be a regular file: a link, FIFO, device or directory
+ * at that name is refused, never followed or replaced.
+ */
 static void check_prom_file(const char *arg)
 {
-	char dir[4096];
-	const char *slash = strrchr(arg, '/');
+	size_t len = strlen(arg), suffix = strlen(PROM_TMP_SUFFIX);
+	const char *slash = strrchr(arg, '/'), *base = slash ? slash + 1 : arg;
+	char dir[PATH_MAX];
 	struct stat st;
 
-	if (!*arg || arg[strlen(arg) - 1] == '/')
+	if (!*arg || arg[len - 1] == '/')
 		usage_error("invalid --prometheus '%s': expected a file name", arg);
-	if (!stat(arg, &st) && S_ISDIR(st.st_mode))
-		usage_error("invalid --prometheus '%s': is a directory", arg);
+	if (len + suffix >= PATH_MAX)
+		usage_error("invalid --prometheus: a path of %zu bytes, at most %zu", len,
+			    (size_t)PATH_MAX - 1 - suffix);
+	if (strlen(base) + suffix > NAME_MAX)
+		usage_error("invalid --prometheus: a file name of %zu bytes, at most %zu",
+			    strlen(base), (size_t)NAME_MAX - suffix);
+	if (!lstat(arg, &st) && !S_ISREG(st.st_mode))
+		usage_error("invalid --prometheus '%s': is %s, not a regular file", arg,
+			    file_kind(st.st_mode));
 	if (!slash)
 		snprintf(dir, sizeof(dir), ".");
 	else if (slash == arg)
 		snprintf(dir, sizeof(dir), "/");
 	else
 		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - arg), arg);
-	/* FILE.tmp is created next to FILE, then renamed over it */
 	if (stat(dir, &st) || !S_ISDIR(st.st_mode))
 		usage_error("invalid --prometheus '%s': no such directory '%s'", arg, dir);
 	if (access(dir, W_OK | X_OK))

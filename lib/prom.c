@@ -3,9 +3,11 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "json.h"
 #include "prom.h"
@@ -645,28 +647,41 @@ char *prom_render(const struct prom_reg *r, size_t *len)
 	return buf;
 }
 
-int prom_write_file(const char *path, const char *text, size_t len)
+static int write_all(int fd, const char *text, size_t len)
 {
-	char tmp[4096];
 	size_t off = 0;
-	int fd, err = 0;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
 	while (off < len) {
 		ssize_t w = write(fd, text + off, len - off);
 
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0) {
-			err = w < 0 ? -errno : -EIO;
-			break;
-		}
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
 		off += w;
 	}
+	return 0;
+}
+
+/*
+ * The temporary file is a new one each time: mkostemp() creates it with
+ * O_CREAT|O_EXCL under a name nobody can guess, so a link, FIFO or file
+ * another user planted in the directory is never opened (a root tool used
+ * to open FILE.tmp with O_TRUNC and follow a symlink there). rename()
+ * replaces a link at FILE itself, it does not write through it.
+ */
+int prom_write_file(const char *path, const char *text, size_t len)
+{
+	char tmp[PATH_MAX];
+	int fd, err;
+
+	if (snprintf(tmp, sizeof(tmp), "%s" PROM_TMP_SUFFIX, path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/* node_exporter usually runs as another user */
+	err = fchmod(fd, 0644) ? -errno : write_all(fd, text, len);
 	if (close(fd) && !err)
 		err = -errno;
 	if (!err && rename(tmp, path))

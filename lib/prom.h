@@ -84,8 +84,10 @@ int prom_log2_bounds(uint64_t *out, int max, unsigned int lo, unsigned int hi);
 int prom_write(const struct prom_reg *r, FILE *f);
 /* The same into a malloc'd buffer (NULL on ENOMEM). */
 char *prom_render(const struct prom_reg *r, size_t *len);
-/* Writes path.tmp in the same directory, then renames it over path, so a
- * reader (node_exporter) never sees half a file. 0 or -errno. */
+/* Writes a new path.tmp.XXXXXX (O_EXCL, mode 0644) in the same directory,
+ * then renames it over path, so a reader (node_exporter) never sees half a
+ * file and no planted link is followed. 0 or -errno. */
+#define PROM_TMP_SUFFIX	".tmp.XXXXXX"
 int prom_write_file(const char *path, const char *text, size_t len);
 
 /* Escapes, exposed for the tests: label values escape \ " and newline,
@@ -99,16 +101,32 @@ void prom_fmt_scaled(char *buf, size_t len, uint64_t v, unsigned int digits);
 
 /* ---- GET /metrics over HTTP/1.1, without threads ---- */
 
-#define PROM_HTTP_MAX_CONNS	16
+/*
+ * Slow and idle clients cannot starve a scrape: the kernel hands a
+ * connection to accept() only once it sent its first bytes or after
+ * PROM_HTTP_REQ_TIMEOUT_NS (TCP_DEFER_ACCEPT); its request must then be
+ * complete PROM_HTTP_REQ_TIMEOUT_NS after it was accepted, its answer sent
+ * within PROM_HTTP_TIMEOUT_NS; a request there at accept is answered at
+ * once; and when every slot is taken a new connection takes the slot of
+ * the oldest one that is done or still has no complete request (one whose
+ * answer is being sent only after those). PROM_HTTP_BACKLOG bounds the
+ * kernel's queues of connections not yet accepted.
+ */
+#define PROM_HTTP_MAX_CONNS	32
+#define PROM_HTTP_BACKLOG	1024
 #define PROM_HTTP_REQ_MAX	4096
+#define PROM_HTTP_REQ_TIMEOUT_NS	(2ULL * 1000000000ULL)
 #define PROM_HTTP_TIMEOUT_NS	(10ULL * 1000000000ULL)
+/* how often the tool's loop calls prom_http_sweep() */
+#define PROM_HTTP_SWEEP_NS	(250ULL * 1000000ULL)
 
 struct prom_http_conn {
 	int fd;				/* -1: free slot */
+	uint64_t accepted_ns;
 	uint64_t deadline_ns;
 	size_t rlen;
 	char req[PROM_HTTP_REQ_MAX];
-	char *out;			/* response being sent */
+	char *out;			/* response being sent; after it, a 1-byte marker */
 	size_t olen, ooff;
 };
 
@@ -120,7 +138,10 @@ struct prom_http {
 	char *body;			/* the latest exposition */
 	size_t blen;
 	struct prom_http_conn conns[PROM_HTTP_MAX_CONNS];
-	uint64_t served, rejected;
+	uint64_t now_ns;		/* of the event being handled */
+	uint64_t served;		/* 200 answers */
+	uint64_t evicted;		/* connections closed to make room */
+	uint64_t timed_out;		/* closed at their deadline */
 };
 
 /* ADDR:PORT, [V6]:PORT, :PORT or PORT (loopback); port 0 picks a free one

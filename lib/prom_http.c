@@ -3,13 +3,16 @@
  * GET /metrics over HTTP/1.1 inside the tool's own epoll loop: no thread,
  * so the exposition served is always a whole interval's. Every connection
  * is non-blocking, answered once and closed ("Connection: close"), and
- * has an absolute deadline: a client that sends slowly, never reads, or
- * sends garbage costs at most one slot for PROM_HTTP_TIMEOUT_NS.
+ * has deadlines: its request complete within PROM_HTTP_REQ_TIMEOUT_NS, its
+ * answer sent within PROM_HTTP_TIMEOUT_NS. When all slots are taken, a new
+ * connection evicts the oldest idle one (prom.h), so hundreds of silent or
+ * slow clients cannot make a well-behaved scrape wait, or fail with 503.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,14 +96,18 @@ static void fmt_bound(struct prom_http *s)
 static int bind_one(const struct sockaddr *sa, socklen_t len)
 {
 	int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	int one = 1, err;
+	int one = 1, defer_s = PROM_HTTP_REQ_TIMEOUT_NS / 1000000000ULL, err;
 
 	if (fd < 0)
 		return -errno;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (sa->sa_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-	if (bind(fd, sa, len) || listen(fd, 64)) {
+	/* the first byte's deadline in the kernel: a silent connection is
+	 * not handed to accept() before it sends or its time is up, so it
+	 * takes no slot meanwhile, and a scrape arrives with its request */
+	setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer_s, sizeof(defer_s));
+	if (bind(fd, sa, len) || listen(fd, PROM_HTTP_BACKLOG)) {
 		err = -errno;
 		close(fd);
 		return err;
@@ -228,6 +235,8 @@ static void conn_respond(struct prom_http *s, struct prom_http_conn *c, int code
 		c->olen += blen;
 	}
 	c->ooff = 0;
+	/* the request is in: now the time to send the answer */
+	c->deadline_ns = c->accepted_ns + PROM_HTTP_TIMEOUT_NS;
 	if (code == 200)
 		s->served++;
 	conn_watch(s, c, EPOLLOUT, EPOLL_CTL_MOD);
@@ -341,38 +350,72 @@ static void conn_write(struct prom_http *s, struct prom_http_conn *c)
 	free(c->out);
 	c->out = malloc(1);
 	c->olen = c->ooff = 0;
+	/* done: a short wait for that close, and the first slot to give up */
+	if (c->deadline_ns > s->now_ns + PROM_HTTP_REQ_TIMEOUT_NS)
+		c->deadline_ns = s->now_ns + PROM_HTTP_REQ_TIMEOUT_NS;
 	if (!c->out)
 		conn_close(s, c);
 	else
 		conn_watch(s, c, EPOLLIN | EPOLLRDHUP, EPOLL_CTL_MOD);
 }
 
+static bool conn_done(const struct prom_http_conn *c)
+{
+	return c->out && c->olen == 0;
+}
+
+/* 0: answered, 1: no complete request yet, 2: its answer being sent */
+static int evict_rank(const struct prom_http_conn *c)
+{
+	if (conn_done(c))
+		return 0;
+	return c->out ? 2 : 1;
+}
+
+/* A free slot, or the one a new connection takes: the lowest rank, the
+ * oldest of it. */
+static struct prom_http_conn *slot_for_new(struct prom_http *s)
+{
+	struct prom_http_conn *victim = NULL;
+
+	for (int i = 0; i < PROM_HTTP_MAX_CONNS; i++) {
+		struct prom_http_conn *c = &s->conns[i];
+
+		if (c->fd < 0)
+			return c;
+		if (!victim || evict_rank(c) < evict_rank(victim) ||
+		    (evict_rank(c) == evict_rank(victim) && c->accepted_ns < victim->accepted_ns))
+			victim = c;
+	}
+	/* an answered client's request is all read: what else it sent is
+	 * drained, so that the close cannot reset the answer under it */
+	if (conn_done(victim))
+		conn_read(s, victim);
+	conn_close(s, victim);
+	s->evicted++;
+	return victim;
+}
+
 static void do_accept(struct prom_http *s, uint64_t now_ns)
 {
 	for (;;) {
-		int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), i;
+		int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct prom_http_conn *c;
 
 		if (fd < 0)
 			return;
-		for (i = 0; i < PROM_HTTP_MAX_CONNS && s->conns[i].fd >= 0; i++)
-			;
-		if (i == PROM_HTTP_MAX_CONNS) {
-			static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\n"
-				"Content-Length: 0\r\nConnection: close\r\n\r\n";
-
-			/* best effort, never waits */
-			(void)!send(fd, busy, sizeof(busy) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-			s->rejected++;
-			close(fd);
-			continue;
-		}
-		c = &s->conns[i];
+		c = slot_for_new(s);
 		memset(c, 0, sizeof(*c));
 		c->fd = fd;
-		c->deadline_ns = now_ns + PROM_HTTP_TIMEOUT_NS;
-		if (conn_watch(s, c, EPOLLIN | EPOLLRDHUP, EPOLL_CTL_ADD))
+		c->accepted_ns = now_ns;
+		c->deadline_ns = now_ns + PROM_HTTP_REQ_TIMEOUT_NS;
+		if (conn_watch(s, c, EPOLLIN | EPOLLRDHUP, EPOLL_CTL_ADD)) {
 			conn_close(s, c);
+			continue;
+		}
+		/* a client that sent its request with the handshake is answered
+		 * now, before later connections in the queue could evict it */
+		conn_read(s, c);
 	}
 }
 
@@ -394,6 +437,7 @@ void prom_http_event(struct prom_http *s, uint64_t tag, uint32_t events, uint64_
 {
 	struct prom_http_conn *c;
 
+	s->now_ns = now_ns;
 	if (tag == s->tag) {
 		do_accept(s, now_ns);
 		return;
@@ -415,9 +459,14 @@ void prom_http_event(struct prom_http *s, uint64_t tag, uint32_t events, uint64_
 
 void prom_http_sweep(struct prom_http *s, uint64_t now_ns)
 {
-	for (int i = 0; i < PROM_HTTP_MAX_CONNS; i++)
-		if (s->conns[i].fd >= 0 && now_ns >= s->conns[i].deadline_ns)
-			conn_close(s, &s->conns[i]);
+	for (int i = 0; i < PROM_HTTP_MAX_CONNS; i++) {
+		struct prom_http_conn *c = &s->conns[i];
+
+		if (c->fd < 0 || now_ns < c->deadline_ns)
+			continue;
+		s->timed_out += !conn_done(c);
+		conn_close(s, c);
+	}
 }
 
 int prom_http_set_body(struct prom_http *s, const char *body, size_t len)

@@ -339,7 +339,7 @@ int aiscope_loop_run(struct aiscope_loop *l)
 		if (metrics_attach(ep, SRC_HTTP))
 			aiscope_fail(EXIT_RUNTIME, "cannot serve metrics: %s", strerror(errno));
 		/* closes connections past their deadline */
-		wfd = timer_fd(NSEC_PER_SEC, true);
+		wfd = timer_fd(PROM_HTTP_SWEEP_NS, true);
 		add_fd(ep, wfd, EPOLLIN, SRC_SWEEP);
 	}
 	/* FILE and /metrics exist from the start (build info, zero counters) */

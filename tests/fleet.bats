@@ -102,7 +102,12 @@ normalize() {
 # ---- the options ----
 
 @test "tools that export metrics take --prometheus and --listen; bad values exit 2 with one line" {
-	local t args bad
+	local t args bad long
+	# names that cannot be written: a path past PATH_MAX with the temporary
+	# suffix, a file name past NAME_MAX; a FILE that is a link or a FIFO
+	long=$(printf 'x%.0s' $(seq 5000))
+	mkfifo "$BATS_TEST_TMPDIR/fifo.prom"
+	ln -s /etc/passwd "$BATS_TEST_TMPDIR/link.prom"
 	# every aggregating tool
 	for t in schedlat cachestat ipcsnoop socketsnoop nclstat gpulaunch oomwatch; do
 		metrics_tools | grep -qx "$t" || { echo "$t does not offer --prometheus"; false; }
@@ -112,11 +117,13 @@ normalize() {
 		bad=(
 			"--prometheus /nonexistent/dir/x.prom" "--prometheus /tmp" "--prometheus /tmp/"
 			"--prometheus=" "--listen abc" "--listen 127.0.0.1:70000" "--listen ::1:80"
-			"--listen 256.1.1.1:80" "--listen="
+			"--listen 256.1.1.1:80" "--listen=" "--prometheus $long"
+			"--prometheus $BATS_TEST_TMPDIR/${long:0:250}" "--prometheus $BATS_TEST_TMPDIR/fifo.prom"
+			"--prometheus $BATS_TEST_TMPDIR/link.prom" "-i 1ns --prometheus $BATS_TEST_TMPDIR/x.prom"
 		)
 		for args in "${bad[@]}"; do
 			# shellcheck disable=SC2086
-			"$BIN/$t" $args -d 1 > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/err" && {
+			timeout -k 1 10 "$BIN/$t" $args -d 1 > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/err" && {
 				echo "$t '$args' succeeded"; false; }
 			rc=$?
 			[ "$rc" -eq 2 ] || { echo "$t '$args' exited $rc"; cat "$BATS_TEST_TMPDIR/err"; false; }
@@ -136,6 +143,37 @@ normalize() {
 	[ "$status" -eq 2 ]
 	[ "${#lines[@]}" -eq 1 ]
 	[[ "$output" == *"--check"*"--listen"* ]]
+}
+
+@test "--prometheus never writes through a link another user planted; the file is new, 0644, renamed" {
+	need_root
+	local d victim f
+	# a world-writable sticky directory (like /tmp) that nobody can plant in
+	d=$(mktemp -d /tmp/aiscope-prom.XXXXXX)
+	TEST_DIRS+=("$d")
+	chmod 1777 "$d"
+	victim=$BATS_TEST_TMPDIR/victim
+	echo precious > "$victim"
+	chmod 600 "$victim"
+	f=$d/schedlat.prom
+	# at the fixed temporary name main used (FILE.tmp, O_TRUNC, followed)
+	"${AS_NOBODY[@]}" ln -s "$victim" "$f.tmp"
+	# and at FILE itself: refused up front, nothing started
+	"${AS_NOBODY[@]}" ln -s "$victim" "$d/other.prom"
+	run "$BIN/schedlat" -d 1 --prometheus "$d/other.prom"
+	[ "$status" -eq 2 ]
+	[ "$output" = "schedlat: invalid --prometheus '$d/other.prom': is a symbolic link, not a regular file" ]
+	umask 077
+	run "$BIN/schedlat" -i 200ms -d 1 --prometheus "$f"
+	umask 022
+	[ "$status" -eq 0 ]
+	[ "$(cat "$victim")" = precious ]
+	[ -L "$f.tmp" ] && [ "$(readlink "$f.tmp")" = "$victim" ]
+	[ -f "$f" ] && [ ! -L "$f" ]
+	[ "$(stat -c '%a %U' "$f")" = "644 root" ]
+	grep -q '^aiscope_build_info{tool="schedlat"' "$f"
+	# no temporary file left: FILE, the two links
+	[ "$(find "$d" -mindepth 1 | sort | tr '\n' ' ')" = "$d/other.prom $f $f.tmp " ]
 }
 
 @test "a port in use is a usage error naming the address" {
@@ -171,7 +209,7 @@ normalize() {
 	na=$(sum_nivcsw "$CONTEND_PID")
 	stop_tool "$TOOL_PID"
 	all_json "$BATS_TEST_TMPDIR/s.out"
-	[ ! -e "$f.tmp" ]
+	[ -z "$(compgen -G "$f.tmp*")" ]
 	cg=$(jq -r -s --arg id "$CID" '[.[] | select(.type == "sample" and .container_id == $id)][0].cgroup' \
 		"$BATS_TEST_TMPDIR/s.out")
 	[[ "$cg" == */docker-$CID.scope ]]
@@ -246,6 +284,43 @@ normalize() {
 	curl -sf -m 3 "$url" > "$BATS_TEST_TMPDIR/m2"
 	grep -q '^aiscope_schedlat_runs_total{' "$BATS_TEST_TMPDIR/m2" || { cat "$BATS_TEST_TMPDIR/m2"; cat "$BATS_TEST_TMPDIR/s.err"; false; }
 	exec 7>&-
+	kill -0 "$TOOL_PID"
+	stop_tool "$TOOL_PID"
+}
+
+# The figures of docs/fleet.md and the man pages' --listen: 300 hostile
+# connections (150 silent, 150 slowloris), each opened again as soon as the
+# server closes it, while a well-behaved client scrapes 20 times.
+@test "--listen under 300 silent and slow clients: every scrape answered whole, within a second" {
+	need_root
+	local url port i code t size len worst=0 ms
+	start_tool s schedlat -i 300ms --listen 127.0.0.1:0
+	url=$(metrics_url "$BATS_TEST_TMPDIR/s.err")
+	port=${url##*:}
+	port=${port%%/*}
+	start_ready ab "$HELPERS/slowclients" "$port" 150 150 60
+	sleep 2.5	# past the request deadline: evictions and timeouts under way
+	for i in $(seq 20); do
+		curl -s -m 10 -D "$BATS_TEST_TMPDIR/h$i" -o "$BATS_TEST_TMPDIR/m$i" \
+			-w '%{http_code} %{time_total} %{size_download}\n' "$url" > "$BATS_TEST_TMPDIR/w$i" || true
+		read -r code t size < "$BATS_TEST_TMPDIR/w$i"
+		echo "scrape $i: $code in $t s, $size bytes"
+		[ "$code" = 200 ]
+		len=$(tr -d '\r' < "$BATS_TEST_TMPDIR/h$i" | sed -n 's/^Content-Length: //Ip')
+		[ "$size" -eq "$len" ]
+		[ "$(tail -c 1 "$BATS_TEST_TMPDIR/m$i" | od -An -c | tr -d ' ')" = '\n' ]
+		grep -q '^aiscope_build_info{tool="schedlat"' "$BATS_TEST_TMPDIR/m$i"
+		ms=$(awk -v t="$t" 'BEGIN { printf "%d", t * 1000 }')
+		[ "$ms" -gt "$worst" ] && worst=$ms
+		sleep 0.2
+	done
+	echo "worst scrape: $worst ms"
+	[ "$worst" -lt 1000 ]
+	kill "$READY_PID"
+	wait_for "$BATS_TEST_TMPDIR/ab.out" '^seconds'
+	cat "$BATS_TEST_TMPDIR/ab.out"
+	# the hostile clients were turned out (evicted or timed out) and came back
+	[ "$(awk '/^reopened/ {print $2}' "$BATS_TEST_TMPDIR/ab.out")" -gt 300 ]
 	kill -0 "$TOOL_PID"
 	stop_tool "$TOOL_PID"
 }
@@ -639,7 +714,7 @@ hog_in_cg() {
 	stop_tool "$TOOL_PID"
 	all_json "$out"
 	cat "$f"
-	[ ! -e "$f.tmp" ]
+	[ -z "$(compgen -G "$f.tmp*")" ]
 	! grep -q "^aiscope_oomwatch_memory_.*cgroup=\"$CG_REL\"" "$f"
 	[ "$(prom_value "$f" "aiscope_oomwatch_oom_kills_total{cgroup=\"$CG_REL\",container_id=\"\",pod_uid=\"\",scope=\"memcg\"}")" -eq 1 ]
 	jq -e -s --argjson p "$hog1" --arg cg "$CG_REL" \

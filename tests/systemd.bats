@@ -152,7 +152,7 @@ bounding_set() {
 		all_json "$d/log/$t.json"
 		tail -1 "$d/log/$t.json" | jq -e --arg t "$t" '.type == "summary" and .tool == $t and .exit_reason == "duration"'
 		grep -q "^aiscope_build_info{tool=\"$t\"," "$d/textfile/aiscope-$t.prom"
-		[ ! -e "$d/textfile/aiscope-$t.prom.tmp" ]
+		[ -z "$(compgen -G "$d/textfile/aiscope-$t.prom.tmp*")" ]
 	done
 	# the same bounding set leaves a process exactly those capabilities
 	# (less any this test's own shell lacks: a container's root may have

@@ -5,6 +5,7 @@
  * through epoll with well-behaved, malformed, slow and greedy clients. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -391,9 +392,34 @@ static void test_many_series(void)
 	prom_reg_free(r);
 }
 
+static int entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	while (d && (de = readdir(d)))
+		n += de->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static const char *slurp(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, size - 1);
+
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	return buf;
+}
+
 static void test_write_file(void)
 {
-	char dir[] = "/tmp/test_prom.XXXXXX", path[128], tmp[160], buf[64];
+	char dir[] = "/tmp/test_prom.XXXXXX", path[128], tmp[160], target[160], buf[64];
+	mode_t old_umask = umask(077);
 	struct stat st;
 	int fd;
 	ssize_t n;
@@ -409,11 +435,38 @@ static void test_write_file(void)
 	buf[n > 0 ? n : 0] = 0;
 	CHECK_STR(buf, "b 22\n");
 	CHECK(stat(tmp, &st) != 0);		/* renamed away */
-	CHECK(!stat(path, &st) && (st.st_mode & 0444) == 0444);
+	CHECK(!stat(path, &st) && (st.st_mode & 0777) == 0644);
+	CHECK_EQ(entries(dir), 1);		/* no temporary file left */
 	unlink(path);
+	/* links planted at the old fixed temporary name and at FILE: neither
+	 * target is written, FILE becomes a file of its own */
+	snprintf(target, sizeof(target), "%s/victim", dir);
+	fd = open(target, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	CHECK(fd >= 0 && write(fd, "precious\n", 9) == 9);
+	close(fd);
+	CHECK_EQ(symlink(target, tmp), 0);
+	CHECK_EQ(prom_write_file(path, "c 3\n", 4), 0);
+	CHECK_STR(slurp(target, buf, sizeof(buf)), "precious\n");
+	CHECK_STR(slurp(path, buf, sizeof(buf)), "c 3\n");
+	unlink(path);
+	CHECK_EQ(symlink(target, path), 0);
+	CHECK_EQ(prom_write_file(path, "d 4\n", 4), 0);
+	CHECK_STR(slurp(target, buf, sizeof(buf)), "precious\n");
+	CHECK(!lstat(path, &st) && S_ISREG(st.st_mode));
+	CHECK_STR(slurp(path, buf, sizeof(buf)), "d 4\n");
+	CHECK_EQ(entries(dir), 3);		/* victim, the link at tmp, path */
+	unlink(tmp);
+	unlink(target);
+	unlink(path);
+	/* a directory at FILE: an error, nothing left behind */
+	CHECK_EQ(mkdir(path, 0755), 0);
+	CHECK(prom_write_file(path, "e 5\n", 4) < 0);
+	CHECK_EQ(entries(dir), 1);
+	rmdir(path);
 	snprintf(path, sizeof(path), "%s/no/such/x.prom", dir);
 	CHECK_EQ(prom_write_file(path, "a 1\n", 4), -ENOENT);
 	rmdir(dir);
+	umask(old_umask);
 }
 
 /* ---- HTTP ---- */
@@ -447,6 +500,16 @@ static int client(void)
 		close(fd);
 		return -1;
 	}
+	return fd;
+}
+
+/* A client that sent the first byte of a request and nothing more. */
+static int slow_client(void)
+{
+	int fd = client();
+
+	CHECK(fd >= 0 && send(fd, "G", 1, MSG_NOSIGNAL) == 1);
+	pump(1);
 	return fd;
 }
 
@@ -571,58 +634,92 @@ static void test_http_requests(void)
 static void test_http_slow_and_greedy(void)
 {
 	int fds[PROM_HTTP_MAX_CONNS + 1], fd, silent;
+	uint64_t t0;
 	char *r, *big;
 	size_t blen = 8 << 20;
 
-	/* a client that connects and says nothing holds a slot until its
-	 * deadline, and the others are still served meanwhile */
+	/* a client that connects and says nothing is held by the kernel
+	 * (TCP_DEFER_ACCEPT): it takes no slot; one that sent half a line
+	 * holds one until its request deadline, and the others are still
+	 * served meanwhile */
+	t0 = fake_now;
 	silent = client();
-	fd = client();
 	pump(3);
-	CHECK_EQ(prom_http_nconns(&srv), 2);
+	CHECK_EQ(prom_http_nconns(&srv), 0);
+	fd = client();
 	CHECK(send(fd, "GET /met", 8, MSG_NOSIGNAL) == 8);	/* slow: half a line */
 	pump(3);
+	CHECK_EQ(prom_http_nconns(&srv), 1);
 	r = request("GET /metrics HTTP/1.1\r\n\r\n");
 	CHECK(!strncmp(r, "HTTP/1.1 200 ", 13));
 	free(r);
-	fake_now += PROM_HTTP_TIMEOUT_NS;
+	prom_http_sweep(&srv, t0 + PROM_HTTP_REQ_TIMEOUT_NS - 1);
+	CHECK_EQ(prom_http_nconns(&srv), 1);
+	fake_now = t0 + PROM_HTTP_REQ_TIMEOUT_NS;
 	prom_http_sweep(&srv, fake_now);
 	CHECK_EQ(prom_http_nconns(&srv), 0);
+	CHECK_EQ(srv.timed_out, 1);
 	r = exchange(fd, NULL, 0);			/* closed without an answer */
 	CHECK_STR(r, "");
 	free(r);
 	close(fd);
 	close(silent);
 
-	/* all slots taken: the next client gets 503 at once */
+	/* all slots taken by slow clients: the next one is answered at
+	 * once, in the slot of the oldest slow one, which is closed */
 	for (int i = 0; i < PROM_HTTP_MAX_CONNS; i++) {
-		fds[i] = client();
-		pump(1);
+		fds[i] = slow_client();
+		fake_now += 1000;		/* each accepted later than the last */
 	}
 	pump(3);
 	CHECK_EQ(prom_http_nconns(&srv), PROM_HTTP_MAX_CONNS);
 	fds[PROM_HTTP_MAX_CONNS] = client();
-	r = exchange(fds[PROM_HTTP_MAX_CONNS], NULL, 0);
-	CHECK(!strncmp(r, "HTTP/1.1 503 ", 13));
+	r = exchange(fds[PROM_HTTP_MAX_CONNS], "GET /metrics HTTP/1.1\r\n\r\n", 25);
+	CHECK(!strncmp(r, "HTTP/1.1 200 ", 13));
 	free(r);
-	CHECK(srv.rejected >= 1);
+	CHECK_EQ(srv.evicted, 1);
+	r = exchange(fds[0], NULL, 0);			/* the oldest: closed */
+	CHECK_STR(r, "");
+	free(r);
+	/* a slot its client closed is taken without eviction; when full
+	 * again, the next oldest slow one goes */
+	close(fds[PROM_HTTP_MAX_CONNS]);
+	fds[PROM_HTTP_MAX_CONNS] = -1;
+	pump(3);
+	CHECK_EQ(prom_http_nconns(&srv), PROM_HTTP_MAX_CONNS - 1);
+	fd = slow_client();
+	pump(2);
+	CHECK_EQ(prom_http_nconns(&srv), PROM_HTTP_MAX_CONNS);
+	CHECK_EQ(srv.evicted, 1);			/* a free slot was there */
+	r = request("GET /metrics HTTP/1.1\r\n\r\n");
+	CHECK(!strncmp(r, "HTTP/1.1 200 ", 13));
+	free(r);
+	CHECK_EQ(srv.evicted, 2);
+	r = exchange(fds[1], NULL, 0);			/* the next oldest: closed */
+	CHECK_STR(r, "");
+	free(r);
+	close(fd);
 	for (int i = 0; i <= PROM_HTTP_MAX_CONNS; i++)
-		close(fds[i]);
+		if (fds[i] >= 0)
+			close(fds[i]);
 	pump(5);
 	CHECK_EQ(prom_http_nconns(&srv), 0);
 
 	/* a client that asks for a large body and never reads: the server
-	 * does not block, and the deadline frees the slot */
+	 * does not block, its answer has the longer deadline */
 	big = malloc(blen);
 	memset(big, '#', blen);
 	big[blen - 1] = '\n';
 	prom_http_set_body(&srv, big, blen);
 	free(big);
+	t0 = fake_now;
 	fd = client();
 	CHECK(send(fd, "GET /metrics HTTP/1.1\r\n\r\n", 25, MSG_NOSIGNAL) == 25);
 	pump(10);					/* returns: nothing blocks */
 	CHECK_EQ(prom_http_nconns(&srv), 1);
-	fake_now += PROM_HTTP_TIMEOUT_NS;
+	prom_http_sweep(&srv, t0 + PROM_HTTP_REQ_TIMEOUT_NS);
+	CHECK_EQ(prom_http_nconns(&srv), 1);
+	fake_now = t0 + PROM_HTTP_TIMEOUT_NS;
 	prom_http_sweep(&srv, fake_now);
 	CHECK_EQ(prom_http_nconns(&srv), 0);
 	close(fd);
