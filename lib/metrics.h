@@ -5,7 +5,7 @@
  * tool's own metric families live in one registry next to the shared
  * aiscope_build_info and aiscope_lost_events_total; the event loop
  * (lib/run.c) publishes it after every interval: FILE is rewritten
- * (FILE.tmp, then rename) and GET /metrics serves the same text.
+ * (a new FILE.tmp.XXXXXX, then rename) and GET /metrics serves the same text.
  *
  * A tool offers the options by passing AISCOPE_METRICS to aiscope_parse()
  * and adds its families when aiscope_metrics() is not NULL:
