@@ -6,7 +6,6 @@
 #   make static          statically linked tools into build/static/
 #   make test | demo | deps | install | clean
 #   make deb             the Debian package (aiscope_VERSION_ARCH.deb) in build/deb/
-#   make release         static tarballs per arch in build/release/
 
 # every tools/<tool>.c is a tool, and so is every folder tools/<tool>/ of
 # .c files (one binary of them all, its objects in $(O)/tools/<tool>/);
@@ -78,7 +77,7 @@ CLANG_BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E - </dev/null 2>&1 \
 BPF_CFLAGS := -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) \
 	-Ibpf -Ibpf/vmlinux/$(ARCH) -I$(LIBBPF_OUT)/include $(CLANG_BPF_SYS_INCLUDES)
 CFLAGS ?= -O2 -g
-ALL_CFLAGS := -std=gnu11 $(CFLAGS) -Wall -Wextra -Wno-unused-parameter \
+ALL_CFLAGS := -std=gnu11 $(CPPFLAGS) $(CFLAGS) -Wall -Wextra -Wno-unused-parameter \
 	-Wmissing-field-initializers -Werror -MMD -MP \
 	-I$(O) -Ilib -Ibpf -I$(LIBBPF_OUT)/include -DAISCOPE_VERSION='"$(VERSION)"'
 # libbpf.a comes first on each link line, as a prerequisite ($^)
@@ -133,7 +132,7 @@ Q := @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all tools test-bins static clean test demo deps install uninstall help fixtures
+.PHONY: all tools test-bins static clean test demo deps install uninstall help fixtures deb
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -331,6 +330,25 @@ uninstall:
 		$(DESTDIR)$(TMPFILESDIR)/aiscope.conf $(addprefix $(DESTDIR)$(SYSTEMDUNITDIR)/,$(UNITS))
 	$(Q)rmdir $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(TOOLCOMPDIR)/bash $(DESTDIR)$(TOOLCOMPDIR)/zsh \
 		$(DESTDIR)$(TOOLCOMPDIR) $(DESTDIR)$(PREFIX)/share/aiscope 2> /dev/null || true
+
+# make deb [ARCH=arm64]: debian/ built by dpkg-buildpackage from a copy of
+# the tree's files (git ls-files, the working tree's state) in build/deb/
+# (libbpf from the pinned source this tree has fetched into build/cache/),
+# where aiscope_$(VERSION)_<arch>.deb lands; ARCH=arm64 cross builds with
+# the toolchain of make deps ARCH=arm64
+DEB_ARCH := $(subst x86,amd64,$(ARCH))
+DEB_DIR := build/deb
+deb:
+	$(Q)rm -rf $(DEB_DIR)/aiscope-$(VERSION) && mkdir -p $(DEB_DIR)/aiscope-$(VERSION)
+	$(Q)git ls-files -z --cached --others --exclude-standard | \
+		xargs -0 sh -c 'for f; do [ -f "$$f" ] && printf "%s\0" "$$f"; done' _ | \
+		tar -c --null -T - -f - | tar -x -C $(DEB_DIR)/aiscope-$(VERSION)
+	$(Q)scripts/libbpf.sh fetch
+	$(Q)cd $(DEB_DIR)/aiscope-$(VERSION) && AISCOPE_LIBBPF_CACHE=$(CURDIR)/build/cache/libbpf dpkg-buildpackage -b -us -uc \
+		$(if $(filter-out $(HOST_ARCH),$(ARCH)),-a$(DEB_ARCH)) -j$(or $(JOBS),2) > ../build-$(DEB_ARCH).log 2>&1 || \
+		{ tail -n 30 ../build-$(DEB_ARCH).log; echo "make deb: dpkg-buildpackage failed: $(DEB_DIR)/build-$(DEB_ARCH).log"; exit 1; }
+	$(Q)rm -rf $(DEB_DIR)/aiscope-$(VERSION)
+	$(Q)ls $(DEB_DIR)/aiscope_$(VERSION)_$(DEB_ARCH).deb
 
 clean:
 	$(Q)rm -rf build/arm64 build/static build/arm64-static $(filter-out build/cache,$(wildcard build/*))

@@ -19,6 +19,9 @@ set -eu
 # libbpf itself is built from the source package scripts/libbpf.sh pins
 # (fetched below; dpkg-dev has dpkg-source, which unpacks it)
 BUILD_PKGS="dpkg-dev bpftool clang llvm libelf-dev zlib1g-dev libc6-dev make gcc pkg-config libstdc++-12-dev"
+# make deb: dpkg-buildpackage with debhelper, and lintian to check the result
+# (tests/package.bats)
+DEB_PKGS="debhelper dpkg-dev fakeroot lintian"
 # tests and benchmarks: bats, jq, setpriv/runuser (util-linux), ps/pgrep (procps),
 # file (build checks), and the peers the benchmarks compare against
 # graphviz: topograph's DOT output is checked with dot -Tsvg
@@ -26,8 +29,9 @@ BUILD_PKGS="dpkg-dev bpftool clang llvm libelf-dev zlib1g-dev libc6-dev make gcc
 # private rsyslogd (imfile -> omrelp -> imrelp, and omfwd -> imtcp) across a rotation
 TEST_PKGS="bats jq util-linux procps file libbpf-tools bpftrace linux-perf bsdutils zsh fish bash-completion groff-base man-db time curl iproute2 prometheus prometheus-node-exporter graphviz rsyslog rsyslog-relp logrotate"
 # cross build for arm64 (libelf-dev and zlib1g-dev are Multi-Arch: same;
-# libbpf is built from source with the cross compiler)
-ARM64_PKGS="gcc-aarch64-linux-gnu libc6-dev-arm64-cross libstdc++-12-dev-arm64-cross libelf-dev:arm64 zlib1g-dev:arm64"
+# libbpf is built from source with the cross compiler; libstdc++6:arm64:
+# dpkg-shlibdeps reads its symbols for make deb ARCH=arm64)
+ARM64_PKGS="gcc-aarch64-linux-gnu libc6-dev-arm64-cross libstdc++-12-dev-arm64-cross libelf-dev:arm64 zlib1g-dev:arm64 libstdc++6:arm64"
 
 me=deps.sh
 say() { printf '%s: %s\n' "$me" "$*" >&2; }
@@ -45,7 +49,7 @@ done
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
 	say "this is not a Debian-like system (no dpkg-query/apt-get): install by hand:"
-	say "  $BUILD_PKGS $TEST_PKGS"
+	say "  $BUILD_PKGS $DEB_PKGS $TEST_PKGS"
 	exit 1
 fi
 
@@ -87,7 +91,7 @@ installed() {
 	esac
 }
 
-want="$BUILD_PKGS $TEST_PKGS"
+want="$BUILD_PKGS $DEB_PKGS $TEST_PKGS"
 [ $build_only -eq 1 ] && want=$BUILD_PKGS
 # node and npm for the Kubernetes schema check (tests/fleet.bats), unless
 # a node is already installed some other way
