@@ -81,7 +81,7 @@ ALL_CFLAGS := -std=gnu11 $(CPPFLAGS) $(CFLAGS) -Wall -Wextra -Wno-unused-paramet
 	-Wmissing-field-initializers -Werror -MMD -MP \
 	-I$(O) -Ilib -Ibpf -I$(LIBBPF_OUT)/include -DAISCOPE_VERSION='"$(VERSION)"'
 # libbpf.a comes first on each link line, as a prerequisite ($^)
-LDLIBS := -lelf -lz
+LDLIBS := -lelf -lz -lpthread
 # extra libraries of one binary: LDLIBS_<name> (lib/demangle.c needs libstdc++)
 LDLIBS_gpulaunch := -lstdc++
 LDLIBS_test_demangle := -lstdc++

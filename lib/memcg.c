@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,8 @@
 #include <unistd.h>
 #include "memcg.h"
 #include "util.h"
+
+static void armer_stop(struct memcg_set *s);
 
 /* v1 reports "no limit" as PAGE_COUNTER_MAX pages in bytes (~2^63) */
 #define V1_UNLIMITED	(1ULL << 62)
@@ -410,20 +414,19 @@ static void visit(struct memcg_set *s, int dfd, const char *abs, char *path, siz
 	}
 	/* the roots are the host: /proc/pressure/memory speaks for them */
 	m = NULL;
-	if (depth > 0 && in_prefix(s, path)) {
+	if (depth > 0 && in_prefix(s, path))
 		m = find(s, st.st_ino, v1);
-		if (m) {
-			known = true;
-		} else if ((m = memcg_open(s, dfd, st.st_ino, v1, path))) {
-			add(s, m);
-		}
-		if (m)
-			m->scan_gen = s->scan_gen;
-	}
+	known = m != NULL;
 	/* a new directory, or one that is no cgroup we read (a root, a v2
-	 * cgroup without the memory controller): watch it for new children */
+	 * cgroup without the memory controller): watch it for new children
+	 * and limit writes, before its limit is read (a write in between
+	 * would be seen by neither) */
 	if (s->inotify_fd >= 0 && !known)
 		watch_add(s, abs, path, v1);
+	if (depth > 0 && in_prefix(s, path) && !m && (m = memcg_open(s, dfd, st.st_ino, v1, path)))
+		add(s, m);
+	if (m)
+		m->scan_gen = s->scan_gen;
 	if (depth >= MAX_DEPTH || !(d = fdopendir(dfd))) {
 		if (depth >= MAX_DEPTH)
 			close(dfd);
@@ -596,6 +599,7 @@ int memcg_set_init(struct memcg_set *s, const char *v1_root, const char *v2_root
 
 void memcg_set_free(struct memcg_set *s)
 {
+	armer_stop(s);
 	for (size_t i = 0; i < s->n; i++)
 		memcg_close(s->cg[i]);
 	free(s->cg);
@@ -642,32 +646,195 @@ static int sig_add(struct memcg_set *s, struct memcg_sig *sig, uint32_t events)
 	return 0;
 }
 
-/* v1: "<eventfd> <fd of the file> [args]" to cgroup.event_control */
-static int v1_register(struct memcg_set *s, struct memcg *m, struct memcg_sig *sig, int fd,
-		       const char *args)
+/* ---- the armer: v1 registrations off the event loop ---- */
+
+/* One registration, on fds of its own (dups): the cgroup may be closed
+ * before it is written. check: the usage already above bytes is
+ * signalled at once (the kernel signals crossings only). */
+struct arm_req {
+	struct arm_req *next;
+	int ctl, efd, target;
+	uint64_t bytes;
+	bool check;
+	char args[24];
+};
+
+struct memcg_armer {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	struct arm_req *head, *tail;
+	bool stop;
+	atomic_int errors, pending;
+};
+
+static void req_free(struct arm_req *r)
+{
+	int fds[] = { r->ctl, r->efd, r->target };
+
+	/* the eventfd's last close, when oomwatch closed its own: the
+	 * kernel unregisters it */
+	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	free(r);
+}
+
+static void req_write(struct memcg_armer *a, struct arm_req *r)
 {
 	char line[96];
-	int n;
+	uint64_t usage;
+	int n = snprintf(line, sizeof(line), "%d %d%s%s", r->efd, r->target, *r->args ? " " : "",
+			 r->args);
 
+	if (write(r->ctl, line, n) != n) {
+		atomic_fetch_add(&a->errors, 1);
+		return;
+	}
+	if (r->check && !read_u64_file(r->target, &usage) && usage >= r->bytes)
+		eventfd_write(r->efd, 1);
+}
+
+static void *armer_main(void *arg)
+{
+	struct memcg_armer *a = arg;
+
+	pthread_mutex_lock(&a->lock);
+	for (;;) {
+		struct arm_req *r;
+
+		while (!a->head && !a->stop)
+			pthread_cond_wait(&a->wake, &a->lock);
+		if (a->stop)
+			break;
+		r = a->head;
+		a->head = r->next;
+		if (!a->head)
+			a->tail = NULL;
+		pthread_mutex_unlock(&a->lock);
+		req_write(a, r);
+		req_free(r);
+		atomic_fetch_sub(&a->pending, 1);
+		pthread_mutex_lock(&a->lock);
+	}
+	pthread_mutex_unlock(&a->lock);
+	return NULL;
+}
+
+static struct memcg_armer *armer_start(void)
+{
+	struct memcg_armer *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return NULL;
+	pthread_mutex_init(&a->lock, NULL);
+	pthread_cond_init(&a->wake, NULL);
+	if (pthread_create(&a->thread, NULL, armer_main, a)) {
+		free(a);
+		return NULL;
+	}
+	return a;
+}
+
+/* Ends the thread after the registration it is writing, if any; what is
+ * still queued is dropped (counted as not armed). */
+static void armer_stop(struct memcg_set *s)
+{
+	struct memcg_armer *a = s->armer;
+
+	if (!a)
+		return;
+	pthread_mutex_lock(&a->lock);
+	a->stop = true;
+	pthread_cond_signal(&a->wake);
+	pthread_mutex_unlock(&a->lock);
+	pthread_join(a->thread, NULL);
+	while (a->head) {
+		struct arm_req *r = a->head;
+
+		a->head = r->next;
+		req_free(r);
+	}
+	free(a);
+	s->armer = NULL;
+}
+
+static void armer_queue(struct memcg_set *s, struct arm_req *r)
+{
+	struct memcg_armer *a = s->armer;
+
+	atomic_fetch_add(&a->pending, 1);
+	pthread_mutex_lock(&a->lock);
+	if (s->arm_front) {
+		r->next = a->head;
+		a->head = r;
+		if (!a->tail)
+			a->tail = r;
+	} else {
+		if (a->tail)
+			a->tail->next = r;
+		else
+			a->head = r;
+		a->tail = r;
+	}
+	pthread_cond_signal(&a->wake);
+	pthread_mutex_unlock(&a->lock);
+}
+
+int memcg_arm_errors(const struct memcg_set *s)
+{
+	return s->arm_errors + (s->armer ? atomic_load(&s->armer->errors) : 0);
+}
+
+int memcg_arm_pending(const struct memcg_set *s)
+{
+	return s->armer ? atomic_load(&s->armer->pending) : 0;
+}
+
+/* v1: "<eventfd> <fd of the file> [args]" to cgroup.event_control, by
+ * the armer; the eventfd is in epoll at once */
+static int v1_register(struct memcg_set *s, struct memcg *m, struct memcg_sig *sig, int fd,
+		       const char *args, bool check)
+{
+	struct arm_req *r;
+
+	if (m->fd_ctl < 0 || !s->armer) {
+		s->arm_errors++;
+		return -1;
+	}
 	sig->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (sig->fd < 0) {
 		s->arm_errors++;
 		return -1;
 	}
-	n = snprintf(line, sizeof(line), "%d %d%s%s", sig->fd, fd, *args ? " " : "", args);
-	if (m->fd_ctl < 0 || write(m->fd_ctl, line, n) != n) {
+	if (sig_add(s, sig, EPOLLIN))
+		return -1;	/* counted, closed */
+	r = calloc(1, sizeof(*r));
+	if (!r) {
 		s->arm_errors++;
 		sig_close(sig);
 		return -1;
 	}
-	return sig_add(s, sig, EPOLLIN);
+	r->ctl = dup(m->fd_ctl);
+	r->efd = dup(sig->fd);
+	r->target = dup(fd);
+	r->bytes = sig->bytes;
+	r->check = check;
+	snprintf(r->args, sizeof(r->args), "%s", args);
+	if (r->ctl < 0 || r->efd < 0 || r->target < 0) {
+		s->arm_errors++;
+		req_free(r);
+		sig_close(sig);
+		return -1;
+	}
+	armer_queue(s, r);
+	return 0;
 }
 
 static void v1_threshold(struct memcg_set *s, struct memcg *m, struct memcg_sig *sig, int level,
 			 double pct)
 {
-	char arg[32];
-	uint64_t usage;
+	char arg[24];
 
 	sig->kind = MEMCG_SIG_THRESHOLD;
 	sig->level = level;
@@ -676,12 +843,7 @@ static void v1_threshold(struct memcg_set *s, struct memcg *m, struct memcg_sig 
 	if (!sig->bytes)
 		return;
 	snprintf(arg, sizeof(arg), "%llu", (unsigned long long)sig->bytes);
-	if (v1_register(s, m, sig, m->fd_usage, arg))
-		return;
-	/* the kernel signals crossings only: a usage above already is
-	 * checked at once, through the same eventfd */
-	if (!read_u64_file(m->fd_usage, &usage) && usage >= sig->bytes)
-		eventfd_write(sig->fd, 1);
+	v1_register(s, m, sig, m->fd_usage, arg, true);
 }
 
 static void v1_arm(struct memcg_set *s, struct memcg *m)
@@ -695,7 +857,7 @@ static void v1_arm(struct memcg_set *s, struct memcg *m)
 	if (m->sig[2].fd < 0 && m->fd_oomctl >= 0) {
 		m->sig[2].kind = MEMCG_SIG_OOM;
 		m->sig[2].level = 2;
-		v1_register(s, m, &m->sig[2], m->fd_oomctl, "");
+		v1_register(s, m, &m->sig[2], m->fd_oomctl, "", false);
 	}
 }
 
@@ -759,9 +921,43 @@ void memcg_rearm(struct memcg_set *s, struct memcg *m)
 	v1_arm(s, m);
 }
 
+/* The share of its limit a v1 cgroup uses now (0: none, or unknown). */
+static double fullness(struct memcg *m)
+{
+	uint64_t usage, limit;
+
+	if (read_u64_file(m->fd_limit, &limit) || limit == MEMCG_NO_LIMIT || !limit ||
+	    read_u64_file(m->fd_usage, &usage))
+		return 0;
+	return (double)usage / limit;
+}
+
+struct by_fullness {
+	struct memcg *m;
+	double full;
+};
+
+static int cmp_fullness(const void *a, const void *b)
+{
+	double x = ((const struct by_fullness *)a)->full, y = ((const struct by_fullness *)b)->full;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static void v1_ctl_open(struct memcg_set *s, struct memcg *m)
+{
+	char path[PATH_MAX];
+	int n = snprintf(path, sizeof(path), "%s%s/cgroup.event_control", s->v1_root,
+			 strcmp(m->path, "/") ? m->path : "");
+
+	if (m->v1 && m->fd_ctl < 0)
+		m->fd_ctl = n < (int)sizeof(path) ? open(path, O_WRONLY | O_CLOEXEC) : -1;
+}
+
 int memcg_set_arm(struct memcg_set *s, const struct memcg_arm *arm)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &s->inotify_tag };
+	struct by_fullness *order;
 
 	s->arm = *arm;
 	s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
@@ -769,18 +965,22 @@ int memcg_set_arm(struct memcg_set *s, const struct memcg_arm *arm)
 		return -errno;
 	if (s->inotify_fd >= 0)
 		epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->inotify_fd, &ev);
+	s->armer = armer_start();
+	/* the fullest first: the armer takes a while for a thousand */
+	order = calloc(s->n ? s->n : 1, sizeof(*order));
+	if (!order)
+		return -ENOMEM;
 	for (size_t i = 0; i < s->n; i++) {
-		struct memcg *m = s->cg[i];
-
-		if (m->v1 && m->fd_ctl < 0) {
-			char path[PATH_MAX];
-			int n = snprintf(path, sizeof(path), "%s%s/cgroup.event_control", s->v1_root,
-					 strcmp(m->path, "/") ? m->path : "");
-
-			m->fd_ctl = n < (int)sizeof(path) ? open(path, O_WRONLY | O_CLOEXEC) : -1;
-		}
-		memcg_rearm(s, m);
+		order[i].m = s->cg[i];
+		order[i].full = s->cg[i]->v1 ? fullness(s->cg[i]) : 0;
 	}
+	qsort(order, s->n, sizeof(*order), cmp_fullness);
+	for (size_t i = 0; i < s->n; i++) {
+		v1_ctl_open(s, order[i].m);
+		memcg_rearm(s, order[i].m);
+	}
+	free(order);
+	s->arm_front = true;
 	return 0;
 }
 

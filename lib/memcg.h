@@ -113,7 +113,10 @@ struct memcg_set {
 	/* kernel signals: an epoll fd over the armed fds and inotify */
 	int epoll_fd;		/* -1: not armed */
 	struct memcg_arm arm;
-	int arm_errors;		/* signals that could not be armed (the poll covers those) */
+	int arm_errors;		/* signals that could not be armed (the poll covers those);
+				 * with memcg_arm_errors(), the armer's too */
+	struct memcg_armer *armer;	/* the thread that registers v1 thresholds */
+	bool arm_front;		/* after the first arming: new ones go first */
 	int inotify_tag;	/* the epoll data.ptr of inotify: &inotify_tag */
 };
 
@@ -159,6 +162,13 @@ void memcg_set_free(struct memcg_set *s);
  * the set's epoll_fd then reports them and inotify. -errno without
  * epoll. */
 int memcg_set_arm(struct memcg_set *s, const struct memcg_arm *arm);
+/* Signals that could not be armed, so far; thresholds still queued for
+ * the armer. The kernel waits for an RCU grace period in each v1
+ * threshold registration (some 15 ms here): a thread registers them,
+ * the fullest cgroups first at start, a new or re-armed one before the
+ * rest, and the event loop never waits for it. */
+int memcg_arm_errors(const struct memcg_set *s);
+int memcg_arm_pending(const struct memcg_set *s);
 /* Sets m's signals for its limit as read last (thresholds move with it). */
 void memcg_rearm(struct memcg_set *s, struct memcg *m);
 /* Serves what epoll_fd has ready without waiting: on_sig for each signal

@@ -1408,6 +1408,10 @@ static int run_check(void)
 
 static void print_summary(void)
 {
+	/* the armer's failures come after the start line */
+	if (memcg_arm_errors(&S.set) > S.set.arm_errors)
+		fprintf(stderr, "%s: %d more cgroup signals could not be registered: those cgroups were polled\n",
+			TOOL, memcg_arm_errors(&S.set) - S.set.arm_errors);
 	if (env.json) {
 		aiscope_summary_begin(&S.jw, &S.bpf, &S.loop, S.events);
 		jw_ku64(&S.jw, "oom_kills", S.kills);
@@ -1498,8 +1502,9 @@ int main(int argc, char **argv)
 				false);
 		table_header(&S.t);
 	}
-	fprintf(stderr, "Tracing OOM kills (%s), polling %zu memory cgroups every %.3g s, %zu kernel signals armed... Ctrl-C to end.\n",
-		probe_summary(hooks, NHOOKS_KILL), S.set.n, env.interval_ns / 1e9, signals_armed());
+	fprintf(stderr, "Tracing OOM kills (%s), polling %zu memory cgroups every %.3g s, %zu kernel signals armed (%d being registered)... Ctrl-C to end.\n",
+		probe_summary(hooks, NHOOKS_KILL), S.set.n, env.interval_ns / 1e9, signals_armed(),
+		memcg_arm_pending(&S.set));
 	if (S.set.arm_errors)
 		fprintf(stderr, "%s: %d cgroup signals could not be armed: those cgroups are polled\n",
 			TOOL, S.set.arm_errors);
