@@ -664,6 +664,7 @@ struct memcg_armer {
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
 	struct arm_req *head, *tail;
+	struct arm_req *last_new;	/* the last of those queued ahead of the start's */
 	bool stop;
 	atomic_int errors, pending;
 };
@@ -711,6 +712,8 @@ static void *armer_main(void *arg)
 		a->head = r->next;
 		if (!a->head)
 			a->tail = NULL;
+		if (a->last_new == r)
+			a->last_new = NULL;
 		pthread_mutex_unlock(&a->lock);
 		req_write(a, r);
 		req_free(r);
@@ -766,10 +769,15 @@ static void armer_queue(struct memcg_set *s, struct arm_req *r)
 	atomic_fetch_add(&a->pending, 1);
 	pthread_mutex_lock(&a->lock);
 	if (s->arm_front) {
-		r->next = a->head;
-		a->head = r;
-		if (!a->tail)
+		/* ahead of the start's backlog, behind the others queued so:
+		 * first come, first registered */
+		struct arm_req **at = a->last_new ? &a->last_new->next : &a->head;
+
+		r->next = *at;
+		*at = r;
+		if (!r->next)
 			a->tail = r;
+		a->last_new = r;
 	} else {
 		if (a->tail)
 			a->tail->next = r;
@@ -791,14 +799,16 @@ int memcg_arm_pending(const struct memcg_set *s)
 	return s->armer ? atomic_load(&s->armer->pending) : 0;
 }
 
-/* v1: "<eventfd> <fd of the file> [args]" to cgroup.event_control, by
- * the armer; the eventfd is in epoll at once */
+/* v1: "<eventfd> <fd of the file> [args]" to cgroup.event_control; the
+ * eventfd is in epoll at once. A threshold is registered by the armer
+ * (the kernel waits for a grace period in it), oom_control here (it
+ * takes a spinlock only). */
 static int v1_register(struct memcg_set *s, struct memcg *m, struct memcg_sig *sig, int fd,
-		       const char *args, bool check)
+		       const char *args, bool threshold)
 {
 	struct arm_req *r;
 
-	if (m->fd_ctl < 0 || !s->armer) {
+	if (m->fd_ctl < 0 || (threshold && !s->armer)) {
 		s->arm_errors++;
 		return -1;
 	}
@@ -809,6 +819,16 @@ static int v1_register(struct memcg_set *s, struct memcg *m, struct memcg_sig *s
 	}
 	if (sig_add(s, sig, EPOLLIN))
 		return -1;	/* counted, closed */
+	if (!threshold) {
+		char line[64];
+		int n = snprintf(line, sizeof(line), "%d %d", sig->fd, fd);
+
+		if (write(m->fd_ctl, line, n) == n)
+			return 0;
+		s->arm_errors++;
+		sig_close(sig);
+		return -1;
+	}
 	r = calloc(1, sizeof(*r));
 	if (!r) {
 		s->arm_errors++;
@@ -819,7 +839,7 @@ static int v1_register(struct memcg_set *s, struct memcg *m, struct memcg_sig *s
 	r->efd = dup(sig->fd);
 	r->target = dup(fd);
 	r->bytes = sig->bytes;
-	r->check = check;
+	r->check = true;
 	snprintf(r->args, sizeof(r->args), "%s", args);
 	if (r->ctl < 0 || r->efd < 0 || r->target < 0) {
 		s->arm_errors++;

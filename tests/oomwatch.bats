@@ -415,6 +415,11 @@ dmesg_anon_kb() {
 			"$out" | tee -a "$BATS_TEST_TMPDIR/figures"
 	done < "$BATS_TEST_TMPDIR/runs"
 	cp "$BATS_TEST_TMPDIR/figures" "${OOMWATCH_FIGURES:-/dev/null}" 2>/dev/null || true
+	# a run without an alert before its kill: every record naming its cgroup
+	awk '/ alerts_before=0 / {print $1}' "$BATS_TEST_TMPDIR/figures" | while read -r cg; do
+		grep -F "\"$cg\"" "$out" || true
+	done
+	cat "$BATS_TEST_TMPDIR/ow.err"
 	# one kill per run, each with an alert for its cgroup before it
 	[ "$(grep -c ' kills=1 ' "$BATS_TEST_TMPDIR/figures")" -eq 8 ]
 	! grep -q 'alerts_before=0 ' "$BATS_TEST_TMPDIR/figures"

@@ -173,8 +173,9 @@ static struct {
 	bool memcg_v1;		/* the kernel's memcgs are in a v1 hierarchy */
 	long page_size;
 	uint64_t events, kills, alerts, allocs;
-	/* kernel symbols that tell memcg from global OOMs, loaded at the
-	 * first kill that needs them */
+	/* kernel symbols that tell memcg from global OOMs, loaded at start
+	 * when oom_kill_process cannot be hooked (else at a kill that needs
+	 * them) */
 	bool ksyms_loaded;
 	uint64_t memcg_oom[2], global_oom[2][2];
 } S = { .host_psi_fd = -1 };
@@ -1496,6 +1497,12 @@ int main(int argc, char **argv)
 	aiscope_bpf_load(&S.bpf, oomwatch_bpf__load(S.skel));
 	aiscope_bpf_attach(&S.bpf);
 
+	/* without oom_kill_process, memcg or global comes from the kernel
+	 * stack: the symbols now (0.2 s and more under load), not at the
+	 * first kill, which would hold the loop while new cgroups are made,
+	 * armed late and filled (a 64 MiB cgroup at 100 MiB/s: 0.6 s) */
+	if (!probe_chosen(&hooks[1]))
+		load_ksyms();
 	open_cgroups(true);
 	if (!env.json) {
 		table_init_time(&S.t, stdout, cols_stream, ARRAY_SIZE(cols_stream), env.timestamp,
