@@ -4,6 +4,7 @@
 #   make                 every tool into build/
 #   make ARCH=arm64      cross build into build/arm64/
 #   make static          statically linked tools into build/static/
+#   make SANITIZE=1      ASan+UBSan build into build/sanitize/ (make test SANITIZE=1)
 #   make test | demo | deps | install | clean
 #   make deb             the Debian package (aiscope_VERSION_ARCH.deb) in build/deb/
 
@@ -33,6 +34,8 @@ endif
 
 ifeq ($(STATIC),1)
 O ?= build/$(if $(CROSS_COMPILE),$(ARCH)-,)static
+else ifeq ($(SANITIZE),1)
+O ?= build/sanitize
 else
 O ?= build$(if $(CROSS_COMPILE),/$(ARCH),)
 endif
@@ -90,6 +93,22 @@ ifeq ($(STATIC),1)
 LDFLAGS += -static
 ALL_CFLAGS += -DAISCOPE_STATIC
 endif
+# ASan+UBSan: the library, the tools and the unit tests, into build/sanitize
+# (make test SANITIZE=1 runs them, every report fatal: tests/run.sh). libasan
+# and libubsan are linked dynamically, so STATIC=1 is refused; libbpf.a is
+# linked in as in every build, not instrumented (its reads of our buffers
+# still are). Test helpers stay static and the test doubles (shared
+# libraries loaded into unsanitized programs) plain: SAN_CFLAGS is filtered
+# out of their rules.
+SAN_CFLAGS :=
+ifeq ($(SANITIZE),1)
+ifeq ($(STATIC),1)
+$(error SANITIZE=1 cannot be combined with STATIC=1: libasan is linked dynamically)
+endif
+SAN_CFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+ALL_CFLAGS += $(SAN_CFLAGS)
+endif
+PLAIN_CFLAGS = $(filter-out $(SAN_CFLAGS),$(ALL_CFLAGS))
 
 LIB_SRCS := $(wildcard lib/*.c)
 LIB_OBJS := $(patsubst lib/%.c,$(O)/lib/%.o,$(LIB_SRCS))
@@ -233,7 +252,7 @@ $(O)/tests/test_uprobe.o $(O)/tests/test_probe.o: $(O)/tests/uprobe_args.skel.h
 
 $(O)/tests/cuda/%: tests/cuda/%.c | $(O)/tests/cuda
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) $< -o $@ -ldl
+	$(Q)$(CC) $(PLAIN_CFLAGS) $< -o $@ -ldl
 
 $(O)/tests/cuda/kern_shared: tests/cuda/kern.cu | $(O)/tests/cuda
 	$(call msg,NVCC,$@)
@@ -249,16 +268,16 @@ $(O)/tests/cuda/kern_stripped: $(O)/tests/cuda/kern_shared
 
 $(O)/tests/cuda/double/libcudart.so.12: tests/cuda/double/cudart.c | $(O)/tests/cuda
 	$(call msg,CC,$@)
-	$(Q)mkdir -p $(@D) && $(CC) $(ALL_CFLAGS) -fPIC -shared -Wl,-soname,libcudart.so.12 $< -o $@ -ldl
+	$(Q)mkdir -p $(@D) && $(CC) $(PLAIN_CFLAGS) -fPIC -shared -Wl,-soname,libcudart.so.12 $< -o $@ -ldl
 
 $(O)/tests/cuda/double/libcuda.so.1: tests/cuda/double/cuda.c | $(O)/tests/cuda
 	$(call msg,CC,$@)
-	$(Q)mkdir -p $(@D) && $(CC) $(ALL_CFLAGS) -fPIC -shared -Wl,-soname,libcuda.so.1 $< -o $@
+	$(Q)mkdir -p $(@D) && $(CC) $(PLAIN_CFLAGS) -fPIC -shared -Wl,-soname,libcuda.so.1 $< -o $@
 
 # symbol versions, a _ptsz twin and a local function for test_uprobe
 $(O)/tests/libuargs.so: tests/unit/uargs_lib.c tests/unit/uargs_lib.map | $(O)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -shared -Wl,--version-script=tests/unit/uargs_lib.map $< -o $@
+	$(Q)$(CC) $(PLAIN_CFLAGS) -fPIC -shared -Wl,--version-script=tests/unit/uargs_lib.map $< -o $@
 
 $(O)/tests/test_%: $(O)/tests/test_%.o $(O)/libaiscope.a $(LIBBPF_A)
 	$(call msg,LINK,$@)
@@ -267,26 +286,26 @@ $(O)/tests/test_%: $(O)/tests/test_%.o $(O)/libaiscope.a $(LIBBPF_A)
 # Test helpers are static so that the VM images can carry them.
 $(O)/tests/helpers/%: tests/helpers/%.c | $(O)/tests/helpers
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -static $< -o $@ -lpthread
+	$(Q)$(CC) $(PLAIN_CFLAGS) -static $< -o $@ -lpthread
 
 $(NCCL_DIR)/libnccl.so.2: tests/fixtures/libnccl.c | $(NCCL_DIR)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -shared -Wl,-soname,libnccl.so.2 \
+	$(Q)$(CC) $(PLAIN_CFLAGS) -fPIC -shared -Wl,-soname,libnccl.so.2 \
 		$(if $(NCCL_INC),-DNCCL_REAL_HEADER -I$(NCCL_INC)) $< -o $@
 
 $(NCCL_DIR)/ncclrank: tests/fixtures/ncclrank.c $(NCCL_DIR)/libnccl.so.2
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) $< -o $@ -L$(NCCL_DIR) -l:libnccl.so.2
+	$(Q)$(CC) $(PLAIN_CFLAGS) $< -o $@ -L$(NCCL_DIR) -l:libnccl.so.2
 
 $(NCCL_DIR)/nccl_abi_check.o: tests/fixtures/nccl_abi_check.c | $(NCCL_DIR)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -I$(NCCL_INC) -c $< -o $@
+	$(Q)$(CC) $(PLAIN_CFLAGS) -I$(NCCL_INC) -c $< -o $@
 
 static:
 	$(Q)$(MAKE) --no-print-directory STATIC=1 tools
 
 test: all
-	$(Q)scripts/as-root.sh tests/run.sh $(O)
+	$(Q)$(if $(filter 1,$(SANITIZE)),AISCOPE_SANITIZE=1 )scripts/as-root.sh tests/run.sh $(O)
 
 demo:
 	$(Q)scripts/as-root.sh scripts/demo.sh

@@ -2,6 +2,7 @@
 # Runs every test layer this machine can run and ends with the line
 #   N passed, N failed, N skipped
 # Exits non-zero when anything failed. Usage: tests/run.sh [BUILD_DIR]
+# (AISCOPE_SANITIZE=1 and AISCOPE_BATS: below)
 # Layers: C unit tests (TAP), bats files (contract and end-to-end), and,
 # with AISCOPE_TEST_VM=1, the VM matrix.
 set -u
@@ -12,7 +13,38 @@ cd "$top" || exit 1
 
 passed=0 failed=0 skipped=0
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+san_dir=
+trap 'rm -f "$log"; [ -z "$san_dir" ] || rm -rf "$san_dir"' EXIT
+
+# make test SANITIZE=1 (AISCOPE_SANITIZE=1): the ASan+UBSan build in
+# build/sanitize. ASan and LeakSanitizer write each report to a file of its
+# own (log_path, so a tool's stderr stays what the tests expect) and stop
+# the program at the first one; a suite that leaves a report fails, with
+# the report shown and kept in $AISCOPE_BUILD/sanitizer-reports/. Leaks
+# are reported at exit (LSan needs ptrace of its own threads, which root
+# and the tests' unprivileged runs both have). UBSan in GCC 12's combined
+# runtime ignores log_path: its reports go to stderr and abort the program
+# (-fno-sanitize-recover, abort_on_error), so the test that ran it fails.
+if [ "${AISCOPE_SANITIZE:-0}" = 1 ]; then
+	san_dir=$(mktemp -d /tmp/aiscope-sanitize.XXXXXX) || exit 1
+	chmod 1777 "$san_dir"		# runs as nobody write there too
+	export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:log_path=$san_dir/asan:${ASAN_OPTIONS:-}"
+	export UBSAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1:${UBSAN_OPTIONS:-}"
+	mkdir -p "$AISCOPE_BUILD/sanitizer-reports"
+fi
+
+# san_check LABEL: a sanitizer report left by the suite just run fails it
+san_check() {
+	local f
+	[ -n "$san_dir" ] || return 0
+	for f in "$san_dir"/*; do
+		[ -e "$f" ] || continue
+		echo "[$1] not ok - sanitizer report ${f##*/}:"
+		sed -n "1,40s/^/[$1] # /p" "$f"
+		mv "$f" "$AISCOPE_BUILD/sanitizer-reports/$1.${f##*/}"
+		failed=$((failed + 1))
+	done
+}
 
 # count TAP lines of one suite, echoing them with a label
 count_tap() {
@@ -44,6 +76,7 @@ run_suite() {
 		echo "[$label] not ok - $1 exited $rc"
 		failed=$((failed + 1))
 	fi
+	san_check "$label"
 }
 
 for t in "$AISCOPE_BUILD"/tests/test_*; do
@@ -57,10 +90,27 @@ if [ -x scripts/fixtures.sh ]; then
 	scripts/fixtures.sh "$AISCOPE_BUILD/fixtures" || echo "tests/run.sh: fixtures unavailable" >&2
 fi
 
-for f in tests/*.bats; do
-	[ -e "$f" ] || continue
-	run_suite "$(basename "$f" .bats)" bats --tap "$f"
-done
+# AISCOPE_BATS="NAME[:REGEX] ...": only these tests/NAME.bats, each with
+# only the tests whose names match REGEX (no spaces) when one is given (CI's sanitize
+# layer runs a subset: .ci/run says which and why)
+if [ -n "${AISCOPE_BATS:-}" ]; then
+	for sel in $AISCOPE_BATS; do
+		name=${sel%%:*}
+		if [ ! -e "tests/$name.bats" ]; then
+			echo "[$name] not ok - AISCOPE_BATS names no tests/$name.bats"
+			failed=$((failed + 1))
+		elif [ "$sel" = "$name" ]; then
+			run_suite "$name" bats --tap "tests/$name.bats"
+		else
+			run_suite "$name" bats --tap -f "${sel#*:}" "tests/$name.bats"
+		fi
+	done
+else
+	for f in tests/*.bats; do
+		[ -e "$f" ] || continue
+		run_suite "$(basename "$f" .bats)" bats --tap "$f"
+	done
+fi
 
 if [ "${AISCOPE_TEST_VM:-0}" = 1 ] && [ -x scripts/vm/run-matrix.sh ]; then
 	run_suite vm scripts/vm/run-matrix.sh
