@@ -491,3 +491,41 @@ bool feat_sleepable_uprobe(void)
 		close(fd);
 	return cached;
 }
+
+/* A trivial program of the uprobe_multi attach type, linked to offset 0 of
+ * "/": a kernel with uprobe_multi links fails that with EBADF (not a regular
+ * file), one without them with EINVAL at load or link creation. */
+static bool probe_uprobe_multi(void)
+{
+	struct bpf_insn insns[2] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, load, .expected_attach_type = BPF_TRACE_UPROBE_MULTI);
+	LIBBPF_OPTS(bpf_link_create_opts, link);
+	unsigned long offset = 0;
+	int prog_fd, link_fd, err;
+
+	prog_fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, NULL, "GPL", insns, 2, &load);
+	if (prog_fd < 0)
+		return false;
+	link.uprobe_multi.path = "/";
+	link.uprobe_multi.offsets = &offset;
+	link.uprobe_multi.cnt = 1;
+	link_fd = bpf_link_create(prog_fd, -1, BPF_TRACE_UPROBE_MULTI, &link);
+	err = -errno;
+	if (link_fd >= 0)
+		close(link_fd);
+	close(prog_fd);
+	return link_fd < 0 && err == -EBADF;
+}
+
+bool feat_uprobe_multi(void)
+{
+	static int cached = -1;
+	const char *single = getenv("AISCOPE_TEST_SINGLE_UPROBES");
+
+	if (cached < 0)
+		cached = !(single && !strcmp(single, "1")) && probe_uprobe_multi();
+	return cached;
+}

@@ -27,6 +27,10 @@ int feat_cgroup_ssid(const char *controller);
 bool feat_privileged(char *why, size_t len);
 /* sleepable uprobe programs load (6.0+) */
 bool feat_sleepable_uprobe(void);
+/* uprobe_multi links (6.6+): one link, one detach, for many uprobes of
+ * one file; a trial attach. AISCOPE_TEST_SINGLE_UPROBES=1 (a hidden knob
+ * for the tests of the fallback) says no. */
+bool feat_uprobe_multi(void);
 /* tracefs mount point, mounting it at /sys/kernel/tracing if needed */
 const char *feat_tracefs(void);
 

@@ -13,6 +13,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
+#include "kfeatures.h"
 #include "uprobe.h"
 #include "uprobe_discover.h"
 #include "util.h"
@@ -49,17 +50,29 @@ struct elf_syms {
 #define NATIVE_MACHINE EM_NONE
 #endif
 
+/* The array arr of n elements of size bytes with room for one more (its
+ * capacity *cap doubles, from first): arr, maybe moved, or NULL (out of
+ * memory; arr and *cap unchanged) */
+static void *room(void *arr, int n, int *cap, int first, size_t size)
+{
+	int want = *cap ? *cap * 2 : first;
+	void *p;
+
+	if (n < *cap)
+		return arr;
+	p = realloc(arr, (size_t)want * size);
+	if (p)
+		*cap = want;
+	return p;
+}
+
 static int push_sym(struct elf_syms *s, const struct esym *e)
 {
-	if (s->n == s->cap) {
-		int cap = s->cap ? s->cap * 2 : 256;
-		struct esym *n = realloc(s->syms, cap * sizeof(*n));
+	struct esym *syms = room(s->syms, s->n, &s->cap, 256, sizeof(*syms));
 
-		if (!n)
-			return -ENOMEM;
-		s->syms = n;
-		s->cap = cap;
-	}
+	if (!syms)
+		return -ENOMEM;
+	s->syms = syms;
 	s->syms[s->n++] = *e;
 	return 0;
 }
@@ -563,29 +576,153 @@ struct uprobe_lib *uprobe_set_add(struct uprobe_set *set, const char *open_path,
 	return lib;
 }
 
+static bool prog_is_multi(const struct bpf_program *prog)
+{
+	return bpf_program__expected_attach_type(prog) == BPF_TRACE_UPROBE_MULTI;
+}
+
+bool uprobe_prog_multi(struct bpf_program *prog)
+{
+	if (!feat_uprobe_multi())
+		return false;
+	return !bpf_program__set_expected_attach_type(prog, BPF_TRACE_UPROBE_MULTI);
+}
+
+bool uprobe_obj_multi(struct bpf_object *obj)
+{
+	struct bpf_program *prog;
+	bool any = false;
+
+	if (!feat_uprobe_multi())
+		return false;
+	bpf_object__for_each_program(prog, obj) {
+		const char *sec = bpf_program__section_name(prog);
+
+		if (strncmp(sec, "uprobe", 6) && strncmp(sec, "uretprobe", 9))
+			continue;
+		any |= uprobe_prog_multi(prog);
+	}
+	return any;
+}
+
+const char *uprobe_link_kind(void)
+{
+	return feat_uprobe_multi() ? "uprobe_multi link" : "single uprobes";
+}
+
+static int push_link(struct uprobe_lib *lib, struct bpf_link *link)
+{
+	struct bpf_link **links = room(lib->links, lib->nlinks, &lib->cap, 16, sizeof(*links));
+
+	if (!links) {
+		bpf_link__destroy(link);
+		return -ENOMEM;
+	}
+	lib->links = links;
+	lib->links[lib->nlinks++] = link;
+	return 0;
+}
+
+/* link, an attach's result, kept in lib with the probes it holds */
+static int keep_link(struct uprobe_lib *lib, struct bpf_link *link, int probes)
+{
+	long err = libbpf_get_error(link);
+
+	if (err)
+		return (int)err;
+	err = push_link(lib, link);
+	if (err)
+		return (int)err;
+	lib->attached += probes;
+	return 0;
+}
+
+static int note_pending(struct uprobe_lib *lib, struct bpf_program *prog, uint64_t off,
+			bool retprobe, pid_t pid, uint64_t cookie)
+{
+	struct uprobe_pending *pending = room(lib->pending, lib->npending, &lib->pending_cap, 32,
+					      sizeof(*pending));
+
+	if (!pending)
+		return -ENOMEM;
+	lib->pending = pending;
+	lib->pending[lib->npending++] = (struct uprobe_pending){
+		.prog = prog, .off = off, .cookie = cookie, .pid = pid, .retprobe = retprobe,
+	};
+	return 0;
+}
+
+static bool same_link(const struct uprobe_pending *a, const struct uprobe_pending *b)
+{
+	return a->prog == b->prog && a->retprobe == b->retprobe && a->pid == b->pid;
+}
+
+/* One uprobe_multi link for the n notes from first on that share its
+ * program, direction and pid (marked done by a NULL prog). */
+static int flush_one(struct uprobe_lib *lib, int first, unsigned long *offs, __u64 *cookies,
+		     int *n)
+{
+	struct uprobe_pending key = lib->pending[first];
+	struct bpf_link *link;
+
+	*n = 0;
+	for (int i = first; i < lib->npending; i++) {
+		if (!lib->pending[i].prog || !same_link(&lib->pending[i], &key))
+			continue;
+		offs[*n] = lib->pending[i].off;
+		cookies[*n] = lib->pending[i].cookie;
+		(*n)++;
+		lib->pending[i].prog = NULL;
+	}
+	LIBBPF_OPTS(bpf_uprobe_multi_opts, opts, .offsets = offs, .cookies = cookies,
+		    .cnt = *n, .retprobe = key.retprobe);
+	link = bpf_program__attach_uprobe_multi(key.prog, key.pid, lib->open_path, NULL, &opts);
+	return keep_link(lib, link, *n);
+}
+
+int uprobe_lib_flush(struct uprobe_lib *lib, int *err)
+{
+	unsigned long *offs;
+	__u64 *cookies;
+	int failed = 0;
+
+	*err = 0;
+	if (!lib->npending)
+		return 0;
+	offs = calloc(lib->npending, sizeof(*offs));
+	cookies = calloc(lib->npending, sizeof(*cookies));
+	if (!offs || !cookies) {
+		failed = lib->npending;
+		*err = -ENOMEM;
+	}
+	for (int i = 0; !failed && i < lib->npending; i++) {
+		int n, e;
+
+		if (!lib->pending[i].prog)
+			continue;
+		e = flush_one(lib, i, offs, cookies, &n);
+		if (!e)
+			continue;
+		failed += n;
+		if (!*err)
+			*err = e;
+	}
+	free(offs);
+	free(cookies);
+	lib->npending = 0;
+	return failed;
+}
+
 int uprobe_lib_attach_cookie(struct uprobe_lib *lib, struct bpf_program *prog, uint64_t off,
 			     bool retprobe, pid_t pid, uint64_t cookie)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = retprobe, .bpf_cookie = cookie);
 	struct bpf_link *link;
-	long err;
 
-	if (lib->nlinks == lib->cap) {
-		int cap = lib->cap ? lib->cap * 2 : 16;
-		struct bpf_link **n = realloc(lib->links, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		lib->links = n;
-		lib->cap = cap;
-	}
+	if (prog_is_multi(prog))
+		return note_pending(lib, prog, off, retprobe, pid, cookie);
 	link = bpf_program__attach_uprobe_opts(prog, pid, lib->open_path, off, &opts);
-	err = libbpf_get_error(link);
-	if (err)
-		return (int)err;
-	lib->links[lib->nlinks++] = link;
-	lib->attached++;
-	return 0;
+	return keep_link(lib, link, 1);
 }
 
 int uprobe_lib_attach_off(struct uprobe_lib *lib, struct bpf_program *prog, uint64_t off,
@@ -664,6 +801,7 @@ static void lib_free(struct uprobe_lib *lib, bool links_done)
 	if (!links_done)
 		links_destroy(lib->links, lib->nlinks);
 	free(lib->links);
+	free(lib->pending);
 	elf_syms_free(lib->syms);
 	free(lib);
 }
@@ -767,8 +905,11 @@ struct scan_ctx {
 
 static void scan_new(struct uprobe_scanner *s, struct uprobe_lib *lib)
 {
+	int err;
+
 	if (lib->kind == UPROBE_KIND_LDSO) {
-		if (uprobe_lib_attach(lib, s->dlopen_prog, "_dl_debug_state", false, -1))
+		if (uprobe_lib_attach(lib, s->dlopen_prog, "_dl_debug_state", false, -1) ||
+		    uprobe_lib_flush(lib, &err))
 			s->failed++;
 		return;
 	}

@@ -106,6 +106,13 @@ const char *uprobe_basename(const char *path, char *buf, size_t len);
 
 /* ---- uprobe bookkeeping ---- */
 
+struct uprobe_pending {
+	struct bpf_program *prog;
+	uint64_t off, cookie;
+	pid_t pid;
+	bool retprobe;
+};
+
 struct uprobe_lib {
 	uint64_t dev, ino;	/* of the file (stat of open_path) */
 	char path[PATH_MAX];	/* as the first process that mapped it saw it */
@@ -114,6 +121,8 @@ struct uprobe_lib {
 	struct elf_syms *syms;
 	struct bpf_link **links;
 	int nlinks, cap;
+	struct uprobe_pending *pending;	/* probes of uprobe_multi programs, */
+	int npending, pending_cap;	/* attached by uprobe_lib_flush */
 	unsigned int seen;	/* generation of the last scan that found it */
 	int attached;		/* probes attached */
 	int missing;		/* symbols asked for and absent */
@@ -151,6 +160,28 @@ int uprobe_lib_attach_off(struct uprobe_lib *lib, struct bpf_program *prog, uint
 /* The same with a BPF cookie (bpf_get_attach_cookie(), kernel 5.15+). */
 int uprobe_lib_attach_cookie(struct uprobe_lib *lib, struct bpf_program *prog, uint64_t off,
 			     bool retprobe, pid_t pid, uint64_t cookie);
+/*
+ * uprobe_multi links (kernel 6.6+, feat_uprobe_multi): one link per file,
+ * program and direction instead of a perf event per probe, so attach and,
+ * above all, detach (one grace period per link) cost one syscall for them
+ * all. uprobe_prog_multi(), before the object is loaded, makes prog a
+ * uprobe_multi program where the kernel has the links (true) and leaves it
+ * a plain uprobe otherwise (false: single probes, as before). The
+ * uprobe_lib_attach* calls for such a program only note the probe;
+ * uprobe_lib_flush() attaches the notes, one link per program and
+ * direction, and returns how many probes failed (0: all attached; the
+ * first error in *err). Plain programs attach at once as before.
+ */
+bool uprobe_prog_multi(struct bpf_program *prog);
+/* The same for every uprobe and uretprobe program of obj (the loader hook
+ * too: a single uprobe's perf event took seconds to close here, where a
+ * uprobe_multi link of the same probe closes in microseconds). */
+bool uprobe_obj_multi(struct bpf_object *obj);
+int uprobe_lib_flush(struct uprobe_lib *lib, int *err);
+/* How the probes of a file attach on this kernel, for --list-probes:
+ * "uprobe_multi link" or "single uprobes" */
+const char *uprobe_link_kind(void);
+
 /* Starts a scan generation; entries found during it are marked seen. */
 void uprobe_set_begin_scan(struct uprobe_set *set);
 /* Detaches and removes the libraries no process mapped in the scan just

@@ -386,3 +386,44 @@ sample_sum() {
 		.[0].uprobes > 0 and .[0].libraries == 2 and .[0].exit_reason == "signal" and
 		.[0].lost_events == 0' "$(out g)"
 }
+
+# ---- uprobe_multi links, and single uprobes as the fallback ----
+
+@test "gpulaunch --mem --latency exits within 0.3 s of the end of -d and of SIGINT" {
+	need_root
+	need_uprobe_multi
+	run "$BIN/gpulaunch" --list-probes --lib "$DOUBLE/libcuda.so.1"
+	[[ "$output" == *"cuLaunchKernel chosen: uprobe_multi link"* ]]
+	ms=$(wall_ms "$BIN/gpulaunch" --mem --latency -d 1s --lib "$DOUBLE/libcudart.so.12" \
+		--lib "$DOUBLE/libcuda.so.1")
+	echo "-d 1s: exec to exit $ms ms"
+	grep -q 'probes in 2 files' "$BATS_TEST_TMPDIR/wall.err"
+	[ "$ms" -le 1300 ]
+	start_tool g gpulaunch --mem --latency --lib "$DOUBLE/libcudart.so.12" --lib "$DOUBLE/libcuda.so.1"
+	[ "$(link_fds "$TOOL_PID" "u(ret)?probe_multi")" -gt 0 ]
+	sigint_ms "$TOOL_PID"
+	echo "SIGINT to exit $SIGINT_MS ms"
+	[ "$SIGINT_MS" -le 300 ]
+	grep -q 'probes in 2 files' "$BATS_TEST_TMPDIR/g.err"
+}
+
+@test "single uprobes (AISCOPE_TEST_SINGLE_UPROBES=1): the same launches and allocations counted" {
+	need_root
+	export AISCOPE_TEST_SINGLE_UPROBES=1
+	run "$BIN/gpulaunch" --list-probes --lib "$DOUBLE/libcuda.so.1"
+	echo "$output" | grep -E "^driver +uprobe +$DOUBLE/libcuda.so.1:cuLaunchKernel chosen: single uprobes"
+	# a single uprobe's perf event can take seconds to open while others close theirs
+	start_bg g "$BIN/gpulaunch" -j --mem --latency --lib "$DOUBLE/libcudart.so.12" --lib "$DOUBLE/libcuda.so.1"
+	TOOL_PID=$BG_PID
+	wait_for "$BATS_TEST_TMPDIR/g.err" Tracing 120
+	# single uprobes are perf events: the tool holds no uprobe_multi link
+	[ "$(link_fds "$TOOL_PID" "u(ret)?probe_multi")" -eq 0 ]
+	[ "$(perf_fds "$TOOL_PID")" -gt 0 ]
+	LD_LIBRARY_PATH=$DOUBLE calls c --rt "$DOUBLE/libcudart.so.12" --drv "$DOUBLE/libcuda.so.1" \
+		launch malloc:4096 sleep:100
+	stop_tool "$TOOL_PID"
+	jq -e -s '[.[] | select(.type == "summary")] | length == 1 and .[0].launches == 1 and
+		.[0].uprobes > 0' "$(out g)"
+	jq -e -s '[.[] | select(.type == "sample" and .record == "mem")] | .[-1] |
+		.alloc_calls == 1 and .alloc_bytes == 4096' "$(out g)"
+}

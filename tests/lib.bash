@@ -242,6 +242,51 @@ stop_tool() {
 	return $rc
 }
 
+# wall_ms CMD...: runs CMD (stdout and stderr to $BATS_TEST_TMPDIR/wall.out
+# and wall.err), then prints its wall time from exec to exit in ms; fails
+# when CMD does
+wall_ms() {
+	local t0 t1
+	t0=$(date +%s%N)
+	"$@" > "$BATS_TEST_TMPDIR/wall.out" 2> "$BATS_TEST_TMPDIR/wall.err" || return
+	t1=$(date +%s%N)
+	echo $(((t1 - t0) / 1000000))
+}
+
+# sigint_ms PID: sends SIGINT to PID, a child of this shell (start_bg),
+# and sets SIGINT_MS to the ms until wait returns (no polling: its forks
+# would add their own time on a loaded host); killed after 30 s. Not to be
+# called in $(...), whose subshell cannot wait for this shell's child.
+sigint_ms() {
+	local t0 t1 guard
+	( sleep 30; kill -KILL "$1" ) > /dev/null 2>&1 &
+	guard=$!
+	t0=$(date +%s%N)
+	kill -INT "$1"
+	wait "$1" 2>/dev/null
+	t1=$(date +%s%N)
+	kill "$guard" 2>/dev/null
+	SIGINT_MS=$(((t1 - t0) / 1000000))
+}
+
+# link_fds PID TYPES: how many BPF links of TYPES (an ERE of fdinfo's link_type:
+# uprobe_multi, perf_event, raw_tracepoint...) PID holds
+link_fds() {
+	grep -lxE "link_type:[[:space:]]*($2)" /proc/"$1"/fdinfo/* 2>/dev/null | wc -l
+}
+
+# perf_fds PID: how many perf event fds PID holds (a single uprobe is one)
+perf_fds() {
+	find /proc/"$1"/fd -lname 'anon_inode:\[perf_event\]' 2>/dev/null | wc -l
+}
+
+# need_uprobe_multi: skips unless the kernel has uprobe_multi links (its BTF
+# has their link type), so that a tool that does not use them fails
+need_uprobe_multi() {
+	bpftool btf dump file /sys/kernel/btf/vmlinux 2>/dev/null |
+		grep -q "STRUCT 'bpf_uprobe_multi_link'" || skip "no uprobe_multi links in this kernel"
+}
+
 # proc_gone PID: the process exited (a zombie not yet reaped counts as gone)
 proc_gone() {
 	local st

@@ -427,3 +427,38 @@ check_args() {
 	grep -E 'PID +COMM +COMM_HASH +RANK +OP +CALLS/s .*BUSBW_EST\(MiB/s\)' "$BATS_TEST_TMPDIR/s.out"
 	grep -E '^# summary: 88 calls, 132480 bytes issued, 0 errors, 0 hangs' "$BATS_TEST_TMPDIR/s.out"
 }
+
+# ---- uprobe_multi links, and single uprobes as the fallback ----
+
+@test "nclstat exits within 0.3 s of the end of -d and of SIGINT" {
+	need_root
+	need_uprobe_multi
+	run "$BIN/nclstat" --list-probes --lib "$DOUBLE"
+	[[ "$output" == *"chosen: uprobe_multi link"* ]]
+	ms=$(wall_ms "$BIN/nclstat" -d 1s --lib "$DOUBLE")
+	echo "-d 1s: exec to exit $ms ms"
+	grep -q 'probing 19 NCCL functions' "$BATS_TEST_TMPDIR/wall.err"
+	[ "$ms" -le 1300 ]
+	start_tool s nclstat --lib "$DOUBLE"
+	[ "$(link_fds "$TOOL_PID" "u(ret)?probe_multi")" -gt 0 ]
+	sigint_ms "$TOOL_PID"
+	echo "SIGINT to exit $SIGINT_MS ms"
+	[ "$SIGINT_MS" -le 300 ]
+}
+
+@test "single uprobes (AISCOPE_TEST_SINGLE_UPROBES=1): the same calls and bytes counted" {
+	need_root
+	export AISCOPE_TEST_SINGLE_UPROBES=1
+	run "$BIN/nclstat" --list-probes --lib "$DOUBLE"
+	echo "$output" | grep -E "^ncclAllReduce +uprobe +.*libnccl\.so\.2\+0x[0-9a-f]+ +chosen: single uprobes"
+	# a single uprobe's perf event can take seconds to open while others close theirs
+	start_bg s "$BIN/nclstat" -i 60s -C --lib "$DOUBLE"
+	TOOL_PID=$BG_PID
+	wait_for "$BATS_TEST_TMPDIR/s.err" Tracing 120
+	[ "$(link_fds "$TOOL_PID" "u(ret)?probe_multi")" -eq 0 ]
+	[ "$(perf_fds "$TOOL_PID")" -gt 0 ]
+	start_ranks r -r 4 -i 2
+	wait_for "$BATS_TEST_TMPDIR/r.out" '^all done, 0 failed' 30
+	stop_tool "$TOOL_PID"
+	grep -E '^# summary: 88 calls, 132480 bytes issued, 0 errors, 0 hangs' "$BATS_TEST_TMPDIR/s.out"
+}

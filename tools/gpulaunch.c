@@ -603,6 +603,19 @@ static void runtime_span(struct uprobe_lib *lib)
 		lib->tool_range[0] = lib->tool_range[1] = 0;
 }
 
+/* the uprobe_multi links of the probes attach_lib noted */
+static void flush_lib(struct uprobe_lib *lib)
+{
+	int err, failed = uprobe_lib_flush(lib, &err);
+
+	if (!failed)
+		return;
+	S.scanner.failed += failed;
+	if (env.verbose)
+		fprintf(stderr, "%s: cannot attach %d probes in %s: %s\n", TOOL, failed, lib->path,
+			strerror(-err));
+}
+
 static void attach_lib(struct uprobe_lib *lib, void *ctx)
 {
 	uint64_t offs[ARRAY_SIZE(apis)];
@@ -659,6 +672,7 @@ static void attach_lib(struct uprobe_lib *lib, void *ctx)
 					lib->path, strerror(-err));
 		}
 	}
+	flush_lib(lib);
 	S.probes += lib->attached;
 	S.libs_seen += found > 0;
 	if (env.verbose && (found || lib->kind != K_EXE))
@@ -719,7 +733,7 @@ static void list_uprobes(struct jw *w)
 			snprintf(target, sizeof(target), "%s:%s", lib->path, a->sym);
 			plan_line(w, now, kind_names[lib->kind], target,
 				  api_wanted(a) ? "chosen" : "available",
-				  api_wanted(a) ? NULL : "needs --mem");
+				  api_wanted(a) ? uprobe_link_kind() : "needs --mem");
 		}
 		if (!found && lib->kind != K_EXE)
 			plan_line(w, now, kind_names[lib->kind], lib->path, "unavailable",
@@ -1541,6 +1555,8 @@ static void setup_bpf(void)
 	}
 	if (cfg.events)
 		aiscope_map_resize(k->obj, "stats", 1);
+	/* a file's probes in a few links, detached at exit in one go */
+	uprobe_obj_multi(k->obj);
 	aiscope_bpf_load(&S.bpf, gpulaunch_bpf__load(k));
 	aiscope_bpf_attach(&S.bpf);
 }

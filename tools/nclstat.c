@@ -1323,6 +1323,16 @@ static int classify(const struct proc_map *m, void *ctx)
 	return m->main_exe ? KIND_EXE : -1;
 }
 
+/* the uprobe_multi links of the probes attach_lib noted */
+static void flush_lib(struct uprobe_lib *lib)
+{
+	int err, failed = uprobe_lib_flush(lib, &err);
+
+	if (failed)
+		fprintf(stderr, "%s: cannot attach %d probes in %s: %s\n", TOOL, failed, lib->path,
+			strerror(-err));
+}
+
 static void attach_lib(struct uprobe_lib *lib, void *ctx)
 {
 	struct bpf_object *obj = S.skel->obj;
@@ -1348,6 +1358,7 @@ static void attach_lib(struct uprobe_lib *lib, void *ctx)
 			fprintf(stderr, "%s: cannot attach a return probe to %s in %s: %s\n", TOOL,
 				usyms[i].sym, lib->path, strerror(-err));
 	}
+	flush_lib(lib);
 	if (!n) {
 		if (lib->kind == KIND_NCCL)
 			fprintf(stderr, "%s: no NCCL API in %s\n", TOOL, lib->path);
@@ -1446,16 +1457,16 @@ static void list_uprobes(void)
 				jw_kstr(&w, "mechanism", "uprobe");
 				jw_kstr(&w, "target", ok ? target : found_libs[l].path);
 				jw_kstr(&w, "status", ok ? "chosen" : "unavailable");
-				jw_kstr(&w, "reason", ok ? NULL : s ? "not in the library" :
-							 "cannot read the library");
+				jw_kstr(&w, "reason", ok ? uprobe_link_kind() :
+						      s ? "not in the library" : "cannot read the library");
 				jw_kstr(&w, "symbol", ok ? usyms[i].sym : NULL);
 				jw_record_end(&w);
 			} else {
 				/* a library path is any file name a process mapped */
-				printf("%-22s %-11s %-34s %s\n", usyms[i].sym, "uprobe",
+				printf("%-22s %-11s %-34s %s%s\n", usyms[i].sym, "uprobe",
 				       text_safe(safe, sizeof(safe), ok ? target : found_libs[l].path),
-				       ok ? "chosen" : s ? "unavailable: not in the library" :
-				       "unavailable: cannot read the library");
+				       ok ? "chosen: " : s ? "unavailable: not in the library" :
+				       "unavailable: cannot read the library", ok ? uprobe_link_kind() : "");
 			}
 		}
 		elf_syms_free(s);
@@ -1583,6 +1594,8 @@ int main(int argc, char **argv)
 		bpf_program__set_autoload(S.skel->progs.uprobe_disc_exec_tp, false);
 		bpf_program__set_autoload(S.skel->progs.uprobe_disc_dlopen, false);
 	}
+	/* a library's probes in a few links, detached at exit in one go */
+	uprobe_obj_multi(S.skel->obj);
 	aiscope_bpf_load(&S.bpf, nclstat_bpf__load(S.skel));
 	aiscope_bpf_attach(&S.bpf);
 	setup_scanner();
