@@ -397,7 +397,7 @@ static void spawn_links(void)
 
 		if (!n->has_ppid || !(p = node_find_pid(n->ppid)) || !p->id)
 			continue;
-		G.spawn = grow(G.spawn, &G.spawn_cap, G.nspawn + 2, sizeof(*G.spawn));
+		G.spawn = aiscope_grow(G.spawn, &G.spawn_cap, G.nspawn + 1, sizeof(*G.spawn));
 		G.spawn[G.nspawn++] = p;
 		G.spawn[G.nspawn++] = n;
 	}

@@ -36,6 +36,7 @@ struct child {
 
 static struct child kids[5];
 static int nkids;
+static int ntracing, nexited;	/* of them: said "Tracing", exited */
 
 /* topograph itself or a tool it runs */
 bool is_self(const struct node *n)
@@ -143,14 +144,6 @@ static void hold(struct child *k, const char *line, size_t len)
 	k->held_len += len + 1;
 }
 
-static bool all_tracing(void)
-{
-	for (int i = 0; i < nkids; i++)
-		if (!kids[i].tracing)
-			return false;
-	return true;
-}
-
 static void announce(void)
 {
 	fprintf(stderr, "Tracing the communication graph with");
@@ -169,9 +162,10 @@ static void child_err_line(struct child *k, const char *line, size_t len)
 {
 	if (!k->tracing && memmem(line, len, "Tracing", 7)) {
 		k->tracing = true;
+		ntracing++;
 		if (cfg.verbose)
 			fprintf(stderr, "%.*s\n", (int)len, line);
-		if (all_tracing()) {
+		if (ntracing == nkids) {
 			traced_mono_ns = clock_ns(CLOCK_MONOTONIC);
 			announce();
 		}
@@ -249,16 +243,9 @@ static void reap(void)
 		if (k->exited || waitpid(k->pid, &status, WNOHANG) != k->pid)
 			continue;
 		k->exited = true;
+		nexited++;
 		k->code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 	}
-}
-
-static bool all_exited(void)
-{
-	for (int i = 0; i < nkids; i++)
-		if (!kids[i].exited)
-			return false;
-	return true;
 }
 
 static void final_drain(void)
@@ -408,7 +395,7 @@ int capture(void)
 			}
 		}
 		reap();
-		if (all_exited()) {
+		if (nexited == nkids) {
 			/* what they wrote is in the pipes: read it to the end, but
 			 * not what a process they left behind may still write */
 			final_drain();

@@ -55,17 +55,6 @@ void set_str(char **dst, const char *s)
 	*dst = xstrdup(s);
 }
 
-void *grow(void *arr, size_t *cap, size_t n, size_t size)
-{
-	if (n < *cap)
-		return arr;
-	*cap = *cap ? *cap * 2 : 64;
-	arr = realloc(arr, *cap * size);
-	if (!arr)
-		fail(EXIT_RUNTIME, "out of memory");
-	return arr;
-}
-
 static uint32_t hash_str(const char *s)
 {
 	uint32_t h = 2166136261u;
@@ -88,7 +77,7 @@ static struct node *node_get(enum node_kind kind, const char *key)
 	n->key = xstrdup(key);
 	n->hnext = G.nodes[h];
 	G.nodes[h] = n;
-	G.nv = grow(G.nv, &G.nn_cap, G.nn, sizeof(*G.nv));
+	G.nv = aiscope_grow(G.nv, &G.nn_cap, G.nn, sizeof(*G.nv));
 	G.nv[G.nn++] = n;
 	return n;
 }
@@ -224,7 +213,7 @@ struct gedge *edge_get(const char *kind, const char *channel, struct node *src, 
 	e->dst = dst;
 	e->hnext = G.edges[h];
 	G.edges[h] = e;
-	G.ev = grow(G.ev, &G.ne_cap, G.ne, sizeof(*G.ev));
+	G.ev = aiscope_grow(G.ev, &G.ne_cap, G.ne, sizeof(*G.ev));
 	G.ev[G.ne++] = e;
 	return e;
 }

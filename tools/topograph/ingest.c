@@ -66,11 +66,27 @@ static void add_edge(const struct jv *v, const char *tool)
 	source_of(tool)->edges++;
 }
 
+/* run-queue figures of a process: its worst p99, its waits summed (a
+ * schedlat row, or topograph's own node line read back) */
+static void add_runq(struct node *n, uint64_t p99, const struct jv *v, const char *wait_key,
+		     const char *runs_key)
+{
+	uint64_t x;
+
+	n->has_runq = true;
+	if (p99 > n->runq_p99_ns)
+		n->runq_p99_ns = p99;
+	if (jv_u64(jv_get(v, wait_key), &x))
+		sat_add(&n->runq_wait_ns, x);
+	if (jv_u64(jv_get(v, runs_key), &x))
+		sat_add(&n->runq_runs, x);
+}
+
 /* schedlat "sample" rows by pid: the worst interval's p99, total wait */
 static void add_schedlat(const struct jv *v)
 {
 	const char *by = jv_str(jv_get(v, "by"));
-	uint64_t pid, p99 = 0, x;
+	uint64_t pid, p99 = 0;
 	struct node *n;
 
 	if (by && !strcmp(by, "host")) {
@@ -85,13 +101,7 @@ static void add_schedlat(const struct jv *v)
 	n = proc_node(pid);
 	if (!n->comm)
 		node_ident(n, v);
-	n->has_runq = true;
-	if (p99 > n->runq_p99_ns)
-		n->runq_p99_ns = p99;
-	if (jv_u64(jv_get(v, "wait_ns"), &x))
-		sat_add(&n->runq_wait_ns, x);
-	if (jv_u64(jv_get(v, "runs"), &x))
-		sat_add(&n->runq_runs, x);
+	add_runq(n, p99, v, "wait_ns", "runs");
 }
 
 static struct ncl_rank *ncl_rank_of(struct node *n, const char *hash)
@@ -234,15 +244,8 @@ static void add_own_node(const struct jv *v)
 	n = proc_node(pid);
 	node_ident(n, v);
 	own_life(n, v);
-	if (jv_u64(jv_get(v, "runq_p99_ns"), &x)) {
-		n->has_runq = true;
-		if (x > n->runq_p99_ns)
-			n->runq_p99_ns = x;
-		if (jv_u64(jv_get(v, "runq_wait_ns"), &x))
-			sat_add(&n->runq_wait_ns, x);
-		if (jv_u64(jv_get(v, "runq_runs"), &x))
-			sat_add(&n->runq_runs, x);
-	}
+	if (jv_u64(jv_get(v, "runq_p99_ns"), &x))
+		add_runq(n, x, v, "runq_wait_ns", "runq_runs");
 	if (jv_u64(jv_get(v, "cuda_launches"), &x)) {
 		n->cuda = true;
 		sat_add(&n->cuda_launches, x);

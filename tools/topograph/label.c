@@ -38,6 +38,30 @@ static const struct { const char *kind, *colour; } kind_colours[] = {
 	{ "shm", "#bcbd22" },
 };
 
+/* The shown nodes in their order, a cluster around each container's */
+void draw_nodes(const struct draw_style *s)
+{
+	const char *group = NULL;
+	bool open = false;
+	int cluster = 0;
+
+	for (size_t i = 0; i < G.nshown; i++) {
+		const struct node *n = G.shown[i];
+
+		if (!group || strcmp(group, group_of(n))) {
+			if (open)
+				fputs(s->cluster_end, stdout);
+			group = group_of(n);
+			open = n->container_id && n->kind != N_ENDPOINT;
+			if (open)
+				s->cluster(++cluster, n->container_id);
+		}
+		s->node(n, open ? "    " : "  ");
+	}
+	if (open)
+		fputs(s->cluster_end, stdout);
+}
+
 const char *colour_of(const char *kind)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(kind_colours); i++)

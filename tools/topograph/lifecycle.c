@@ -19,18 +19,12 @@
 /* Tracepoints only: their arguments are a stable ABI, and each is one
  * place in the kernel (a function hook would need several). */
 static struct probe_hook hooks[] = {
-	{ .name = "sched_process_fork", .cand = {
-		{ PM_TP_BTF, "sched_process_fork", "fork_btf" },
-		{ PM_RAW_TP, "sched_process_fork", "fork_raw" },
-		{ PM_TRACEPOINT, "sched/sched_process_fork", "fork_tp" } } },
-	{ .name = "sched_process_exec", .cand = {
-		{ PM_TP_BTF, "sched_process_exec", "exec_btf" },
-		{ PM_RAW_TP, "sched_process_exec", "exec_raw" },
-		{ PM_TRACEPOINT, "sched/sched_process_exec", "exec_tp" } } },
-	{ .name = "sched_process_exit", .cand = {
-		{ PM_TP_BTF, "sched_process_exit", "exit_btf" },
-		{ PM_RAW_TP, "sched_process_exit", "exit_raw" },
-		{ PM_TRACEPOINT, "sched/sched_process_exit", "exit_tp" } } },
+	{ .name = "sched_process_fork",
+	  .cand = { PROBE_TRACEPOINT("sched", "sched_process_fork", "fork") } },
+	{ .name = "sched_process_exec",
+	  .cand = { PROBE_TRACEPOINT("sched", "sched_process_exec", "exec") } },
+	{ .name = "sched_process_exit",
+	  .cand = { PROBE_TRACEPOINT("sched", "sched_process_exit", "exit") } },
 };
 
 struct lifecycle L;

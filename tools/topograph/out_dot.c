@@ -38,11 +38,19 @@ static void dot_node(const struct node *n, const char *indent)
 	printf("];\n");
 }
 
+static void dot_cluster(int cluster, const char *container_id)
+{
+	printf("  subgraph cluster_%d {\n    label=\"container ", cluster);
+	dot_str(container_id);
+	printf("\";\n");
+}
+
+static const struct draw_style dot_style = {
+	.cluster = dot_cluster, .cluster_end = "  }\n", .node = dot_node,
+};
+
 void print_dot(void)
 {
-	const char *group = NULL;
-	bool open = false;
-	int cluster = 0;
 	char b[32];
 
 	printf("digraph topograph {\n");
@@ -50,24 +58,7 @@ void print_dot(void)
 	       G.nshown, G.ne);
 	printf("  node [shape=box, style=rounded, fontname=\"Helvetica\"];\n");
 	printf("  edge [fontname=\"Helvetica\", fontsize=10];\n");
-	for (size_t i = 0; i < G.nshown; i++) {
-		const struct node *n = G.shown[i];
-
-		if (!group || strcmp(group, group_of(n))) {
-			if (open)
-				printf("  }\n");
-			group = group_of(n);
-			open = n->container_id && n->kind != N_ENDPOINT;
-			if (open) {
-				printf("  subgraph cluster_%d {\n    label=\"container ", ++cluster);
-				dot_str(n->container_id);
-				printf("\";\n");
-			}
-		}
-		dot_node(n, open ? "    " : "  ");
-	}
-	if (open)
-		printf("  }\n");
+	draw_nodes(&dot_style);
 	for (size_t i = 0; i < G.ne; i++) {
 		const struct gedge *e = G.ev[i];
 

@@ -38,33 +38,26 @@ static void mm_node(const struct node *n, const char *indent)
 	printf("\"%s\n", n->kind == N_PROC ? "]" : "])");
 }
 
+static void mm_cluster(int cluster, const char *container_id)
+{
+	printf("  subgraph c%d[\"container ", cluster);
+	mm_str(container_id);
+	printf("\"]\n");
+}
+
+static const struct draw_style mm_style = {
+	.cluster = mm_cluster, .cluster_end = "  end\n", .node = mm_node,
+};
+
 void print_mermaid(void)
 {
-	const char *group = NULL;
-	bool open = false, any_flag = false;
-	int cluster = 0;
+	bool any_flag = false;
 	char b[32];
 
 	printf("flowchart LR\n");
-	for (size_t i = 0; i < G.nshown; i++) {
-		const struct node *n = G.shown[i];
-
-		if (!group || strcmp(group, group_of(n))) {
-			if (open)
-				printf("  end\n");
-			group = group_of(n);
-			open = n->container_id && n->kind != N_ENDPOINT;
-			if (open) {
-				printf("  subgraph c%d[\"container ", ++cluster);
-				mm_str(n->container_id);
-				printf("\"]\n");
-			}
-		}
-		mm_node(n, open ? "    " : "  ");
-		any_flag |= n->flags != 0;
-	}
-	if (open)
-		printf("  end\n");
+	draw_nodes(&mm_style);
+	for (size_t i = 0; i < G.nshown; i++)
+		any_flag |= G.shown[i]->flags != 0;
 	for (size_t i = 0; i < G.ne; i++) {
 		const struct gedge *e = G.ev[i];
 

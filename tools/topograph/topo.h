@@ -170,7 +170,6 @@ char *xstrdup(const char *s);
 char *__attribute__((format(printf, 1, 2))) xasprintf(const char *fmt, ...);
 void set_str(char **dst, const char *s);
 void sat_add(uint64_t *sum, uint64_t v);
-void *grow(void *arr, size_t *cap, size_t n, size_t size);
 
 struct node *proc_node(uint32_t pid);
 struct node *node_find_pid(uint32_t pid);
@@ -223,6 +222,13 @@ bool unread_of(const struct gedge *e, uint64_t *unread);
 void node_label(const struct node *n, char *buf, size_t len);
 char *edge_label(const struct gedge *e);
 int node_lines(const struct node *n, char lines[][128]);
+/* how DOT and Mermaid draw the nodes: a cluster's opening, its end, a node */
+struct draw_style {
+	void (*cluster)(int cluster, const char *container_id);
+	const char *cluster_end;
+	void (*node)(const struct node *n, const char *indent);
+};
+void draw_nodes(const struct draw_style *s);
 const char *colour_of(const char *kind);
 double width_of(const struct gedge *e);
 void human_bytes(uint64_t b, char *buf, size_t len);
