@@ -624,12 +624,19 @@ static void find_in(const char *dir, int rank, struct find_ctx *fc, int depth)
 	closedir(d);
 }
 
+bool cg_container_prefix_ok(const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	return n >= 4 && n <= CONTAINER_ID_LEN && is_hex_n(prefix, n);
+}
+
 int cg_find_container(const char *prefix, char *dir, size_t len, char *full_id)
 {
 	struct find_ctx fc = { .prefix = prefix, .hier_pref = 1 << 30 };
 	size_t n = strlen(prefix);
 
-	if (n < 4 || n > CONTAINER_ID_LEN || !is_hex_n(prefix, n))
+	if (!cg_container_prefix_ok(prefix))
 		return -EINVAL;
 	fc.plen = n;
 	/* v2 first: where it holds the container, filtering there is exact */

@@ -51,6 +51,8 @@ int cg_target_of_dir(const char *dir, struct cg_target *t);
 /* --container: the cgroup directory of the only container whose id starts
  * with prefix. -ENOENT none, -EEXIST several (ambiguous), -EINVAL bad id. */
 int cg_find_container(const char *prefix, char *dir, size_t len, char *full_id);
+/* A container id or prefix as --container takes it: 4 to 64 lowercase hex. */
+bool cg_container_prefix_ok(const char *prefix);
 
 /* id -> path relative to its hierarchy ("/system.slice/x.scope"), from a
  * cache that is rescanned on a miss (at most once a second) and keeps

@@ -25,26 +25,26 @@ struct aiscope_env env = {
 };
 
 enum {
-	OPT_CONTAINER = 0x100,
-	OPT_COMM,
-	OPT_WIDE,
+	OPT_CONTAINER = AISCOPE_KEY_CONTAINER,
+	OPT_COMM = AISCOPE_KEY_COMM,
+	OPT_WIDE = AISCOPE_KEY_WIDE,
+	OPT_LIST_PROBES = AISCOPE_KEY_LIST_PROBES,
+	OPT_PROBE_MODE = AISCOPE_KEY_PROBE_MODE,
+	OPT_USAGE = AISCOPE_KEY_USAGE,
 	OPT_BUFFER_SIZE,
 	OPT_BTF,
-	OPT_LIST_PROBES,
-	OPT_PROBE_MODE,
-	OPT_USAGE,
 	OPT_PROMETHEUS,
 	OPT_LISTEN,
 };
 
 static const struct argp_option common_opts[] = {
 	{ NULL, 0, NULL, 0, "Filters (applied in the kernel):", 10 },
-	{ "pid", 'p', "PID[,PID...]", 0, "Only these processes (thread-group ids)", 10 },
-	{ "tid", 't', "TID[,TID...]", 0, "Only these threads", 10 },
-	{ "cgroup", 'c', "PATH", 0, "Only tasks in this cgroup directory or below it", 10 },
-	{ "container", OPT_CONTAINER, "ID", 0, "Only this container: full id or unique prefix (>= 4 hex)", 10 },
-	{ "uid", 'u', "UID", 0, "Only this user (number or name)", 10 },
-	{ "comm", OPT_COMM, "NAME", 0, "Only tasks whose comm is NAME (first 15 bytes)", 10 },
+	AISCOPE_OPTION_PID(10),
+	AISCOPE_OPTION_TID("Only these threads", 10),
+	AISCOPE_OPTION_CGROUP("Only tasks in this cgroup directory or below it", 10),
+	AISCOPE_OPTION_CONTAINER(10),
+	AISCOPE_OPTION_UID(10),
+	AISCOPE_OPTION_COMM(10),
 	{ NULL, 0, NULL, 0, "Output and lifetime:", 11 },
 	{ "json", 'j', NULL, 0, "JSON lines on stdout", 11 },
 	{ "interval", 'i', "DUR", 0, "Reporting interval (default 1s)", 11 },
@@ -54,17 +54,14 @@ static const struct argp_option common_opts[] = {
 	{ "noclear", 'C', NULL, 0, "Never clear the screen between intervals", 11 },
 	{ "rows", 'r', "N", 0, "Rows per interval (default 20, 0: all)", 11 },
 	{ "sort", 's', "KEY", 0, "Sort key of top-like tables", 11 },
-	{ "wide", OPT_WIDE, NULL, 0, "Never truncate strings in tables", 11 },
+	AISCOPE_OPTION_WIDE(11),
 	{ NULL, 0, NULL, 0, "Kernel side:", 12 },
 	{ "buffer-size", OPT_BUFFER_SIZE, "SIZE", 0, "Ring buffer size (default 8M; 256K, 64M)", 12 },
 	{ "btf", OPT_BTF, "FILE", 0, "External BTF for kernels without /sys/kernel/btf/vmlinux", 12 },
-	{ "list-probes", OPT_LIST_PROBES, NULL, 0, "Print the attach plan and exit", 12 },
-	{ "probe-mode", OPT_PROBE_MODE, "MECH[,MECH...]", 0,
-	  "Use only these mechanisms: fentry, kprobe, tp_btf, raw_tp, tracepoint", 12 },
+	AISCOPE_OPTION_LIST_PROBES(12),
+	AISCOPE_OPTION_PROBE_MODE(12),
 	{ "verbose", 'v', NULL, 0, "Attach decisions and libbpf debug output on stderr", 12 },
-	{ "help", 'h', NULL, 0, "Give this help list", -1 },
-	{ "usage", OPT_USAGE, NULL, 0, "Give a short usage message", -1 },
-	{ "version", 'V', NULL, 0, "Print program version", -1 },
+	AISCOPE_OPTIONS_HELP,
 	{},
 };
 
@@ -339,7 +336,7 @@ void aiscope_probe_mode(const char *arg)
 
 static int positional;
 
-static error_t parse_common(int key, char *arg, struct argp_state *state)
+error_t aiscope_parse_shared(int key, char *arg, struct argp_state *state)
 {
 	uint64_t v;
 
@@ -367,6 +364,9 @@ static error_t parse_common(int key, char *arg, struct argp_state *state)
 		env.cgroup_arg = arg;
 		break;
 	case OPT_CONTAINER:
+		/* at once: a tool that reads files (topograph) resolves none */
+		if (!cg_container_prefix_ok(arg))
+			usage_error("invalid container id '%s': expected 4 to 64 lowercase hex digits", arg);
 		env.container_arg = arg;
 		break;
 	case 'u':
@@ -448,7 +448,7 @@ static error_t parse_common(int key, char *arg, struct argp_state *state)
 
 static const struct argp common_argp = {
 	.options = common_opts,
-	.parser = parse_common,
+	.parser = aiscope_parse_shared,
 };
 
 const struct argp_child aiscope_argp_children[] = {

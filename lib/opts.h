@@ -74,6 +74,46 @@ struct aiscope_env {
 };
 
 extern struct aiscope_env env;
+
+/* The shared options' keys and --help entries, for a tool with a table of
+ * its own (topograph): the names, letters, arguments and texts of every
+ * tool's. Its own keys start at AISCOPE_KEY_TOOL. */
+enum {
+	AISCOPE_KEY_CONTAINER = 0x100,
+	AISCOPE_KEY_COMM,
+	AISCOPE_KEY_WIDE,
+	AISCOPE_KEY_LIST_PROBES,
+	AISCOPE_KEY_PROBE_MODE,
+	AISCOPE_KEY_USAGE,
+	AISCOPE_KEY_TOOL = 0x200,
+};
+#define AISCOPE_OPTION_PID(group)						\
+	{ "pid", 'p', "PID[,PID...]", 0, "Only these processes (thread-group ids)", group }
+#define AISCOPE_OPTION_TID(doc, group) { "tid", 't', "TID[,TID...]", 0, doc, group }
+#define AISCOPE_OPTION_CGROUP(doc, group) { "cgroup", 'c', "PATH", 0, doc, group }
+#define AISCOPE_OPTION_CONTAINER(group)						\
+	{ "container", AISCOPE_KEY_CONTAINER, "ID", 0,				\
+	  "Only this container: full id or unique prefix (>= 4 hex)", group }
+#define AISCOPE_OPTION_UID(group)						\
+	{ "uid", 'u', "UID", 0, "Only this user (number or name)", group }
+#define AISCOPE_OPTION_COMM(group)						\
+	{ "comm", AISCOPE_KEY_COMM, "NAME", 0,					\
+	  "Only tasks whose comm is NAME (first 15 bytes)", group }
+#define AISCOPE_OPTION_WIDE(group)						\
+	{ "wide", AISCOPE_KEY_WIDE, NULL, 0, "Never truncate strings in tables", group }
+#define AISCOPE_OPTION_LIST_PROBES(group)					\
+	{ "list-probes", AISCOPE_KEY_LIST_PROBES, NULL, 0, "Print the attach plan and exit", group }
+#define AISCOPE_OPTION_PROBE_MODE(group)					\
+	{ "probe-mode", AISCOPE_KEY_PROBE_MODE, "MECH[,MECH...]", 0,		\
+	  "Use only these mechanisms: fentry, kprobe, tp_btf, raw_tp, tracepoint", group }
+#define AISCOPE_OPTIONS_HELP							\
+	{ "help", 'h', NULL, 0, "Give this help list", -1 },			\
+	{ "usage", AISCOPE_KEY_USAGE, NULL, 0, "Give a short usage message", -1 }, \
+	{ "version", 'V', NULL, 0, "Print program version", -1 }
+
+/* The parser of the shared options, for a tool's own parser to hand them
+ * on to (topograph): into env, with the same checks and messages. */
+error_t aiscope_parse_shared(int key, char *arg, struct argp_state *state);
 extern const struct argp_child aiscope_argp_children[];
 
 /* Parses argv (usage errors exit 2 with one line) and resolves the

@@ -54,7 +54,7 @@ jg() {
 	local f=$FIX/pipeline.jsonl
 	local bad=(
 		"--bogus" "-p" "-p abc" "-p 0" "-p 1,,2" "-t 0" "--hot 0" "--hot 101" "--hot x"
-		"--runq 0" "--runq 5x" "--backlog x" "--backlog 0" "--with foo" "--with schedlat,bar"
+		"--runq 0" "--runq 5x" "--backlog x" "--backlog 0" "--with foo" "--with schedlat,bar" "--with ,"
 		"-j --dot $f" "--dot --mermaid $f" "-d 0" "-d -1" "--container zz"
 		"--container abc" "--comm=" "-u no_such_user_here" "/nonexistent/file"
 		"$f /nonexistent/file" "-t 1 $f" "-c /tmp $f" "-d 1 $f" "--with schedlat $f" "/tmp"
@@ -308,6 +308,16 @@ bounded() {
 }
 
 # ---- the views ----
+
+@test "-p takes as many pids as every tool (1024), not 64" {
+	local many
+	many=$(seq -s, 1000 1068),202
+	graph_json -p "$many" "$FIX/mixed.jsonl"
+	[ "$(jg '[.[] | select(.type=="edge") | .channel] | join(",")')" = "pipe:[12345]" ]
+	run "$BIN/topograph" -p "$(seq -s, 1 1025)" "$FIX/mixed.jsonl"
+	[ "$status" -eq 2 ]
+	[[ "$output" == "topograph: too many pids (at most 1024): "* ]]
+}
 
 @test "terminal view: nodes grouped by container, edges by bytes, bottlenecks with evidence" {
 	run "$BIN/topograph" "$FIX/mixed.jsonl"

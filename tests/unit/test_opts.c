@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* lib/opts.c: the keyword options (--sort, --by, --kind): names to values,
  * and the one-line usage error (exit 2) that lists the accepted names;
- * aiscope_grow(). */
+ * aiscope_grow(); the shared options' parser and entries for a tool's own
+ * table (aiscope_parse_shared, AISCOPE_OPTION_*). */
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -152,6 +153,54 @@ static int fails_oom(void)
 	return 1;
 }
 
+static void shared_of(int key, char *arg)
+{
+	aiscope_parse_shared(key, arg, NULL);
+}
+static void container_of(const char *arg) { shared_of(AISCOPE_KEY_CONTAINER, (char *)arg); }
+static void pids_of(const char *arg) { shared_of('p', (char *)arg); }
+
+static void test_parse_shared(void)
+{
+	char many[8192] = "", arg[64];
+	static const struct argp_option entries[] = {
+		AISCOPE_OPTION_PID(10), AISCOPE_OPTION_CONTAINER(10), AISCOPE_OPTION_COMM(3),
+	};
+
+	snprintf(arg, sizeof(arg), "1,2,3");
+	CHECK_EQ(aiscope_parse_shared('p', arg, NULL), 0);
+	CHECK_EQ(env.npids, 3);
+	CHECK_EQ(env.pids[2], 3);
+	snprintf(arg, sizeof(arg), "0");
+	CHECK_EQ(aiscope_parse_shared('u', arg, NULL), 0);
+	CHECK(env.has_uid && env.uid == 0);
+	snprintf(arg, sizeof(arg), "c0ffee");
+	CHECK_EQ(aiscope_parse_shared(AISCOPE_KEY_CONTAINER, arg, NULL), 0);
+	CHECK_STR(env.container_arg, "c0ffee");
+	snprintf(arg, sizeof(arg), "a-name-longer-than-15");
+	CHECK_EQ(aiscope_parse_shared(AISCOPE_KEY_COMM, arg, NULL), 0);
+	CHECK_STR(env.comm, "a-name-longer-t");
+	/* a tool's own key is not one of them */
+	CHECK_EQ(aiscope_parse_shared(AISCOPE_KEY_TOOL, arg, NULL), ARGP_ERR_UNKNOWN);
+	/* the container id is checked as it is parsed: no resolving needed */
+	CHECK(rejects(container_of, "abc", "t: invalid container id 'abc': expected 4 to 64 lowercase hex digits\n"));
+	CHECK(rejects(container_of, "C0FFEE", "t: invalid container id 'C0FFEE': expected 4 to 64 lowercase hex digits\n"));
+	for (int i = 1; i <= AISCOPE_MAX_IDS + 1; i++)
+		snprintf(many + strlen(many), sizeof(many) - strlen(many), "%s%d", i > 1 ? "," : "", i);
+	CHECK(strncmp(many + strlen(many) - 5, ",1025", 5) == 0);
+	{
+		char want[8300], err[8300];
+
+		snprintf(want, sizeof(want), "t: too many pids (at most %d): '%s'\n", AISCOPE_MAX_IDS, many);
+		CHECK_EQ(child_err(pids_of, many, err, sizeof(err)), 2);
+		CHECK_STR(err, want);
+	}
+	CHECK_STR(entries[0].name, "pid");
+	CHECK_EQ(entries[0].key, 'p');
+	CHECK_EQ(entries[1].key, AISCOPE_KEY_CONTAINER);
+	CHECK_EQ(entries[2].group, 3);
+}
+
 static void test_grow_out_of_memory(void)
 {
 	CHECK(fails_oom());
@@ -167,5 +216,6 @@ int main(void)
 	RUN(test_words);
 	RUN(test_grow);
 	RUN(test_grow_out_of_memory);
+	RUN(test_parse_shared);
 	return t_done();
 }

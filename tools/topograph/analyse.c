@@ -96,7 +96,7 @@ static struct bottleneck *add_bn(enum rule r, struct node *n, struct gedge *e)
 
 	G.bn = realloc(G.bn, (G.nbn + 1) * sizeof(*G.bn));
 	if (!G.bn)
-		fail(EXIT_RUNTIME, "out of memory");
+		aiscope_fail(EXIT_RUNTIME, "out of memory");
 	b = &G.bn[G.nbn++];
 	memset(b, 0, sizeof(*b));
 	b->rule = r;

@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include "topo.h"
 
-const char *const extra_tools[3] = { "schedlat", "nclstat", "gpulaunch" };
+const char *const extra_tools[] = { "schedlat", "nclstat", "gpulaunch", NULL };
 
 struct child {
 	const char *tool;
@@ -94,10 +94,10 @@ static void spawn(struct child *k, const sigset_t *oldmask)
 		add_arg(argv, &argc, "--pid", cfg.pid_arg);
 	if (cfg.tid_arg)
 		add_arg(argv, &argc, "--tid", cfg.tid_arg);
-	if (cfg.cgroup_arg)
-		add_arg(argv, &argc, "--cgroup", cfg.cgroup_arg);
-	if (cfg.container_arg)
-		add_arg(argv, &argc, "--container", cfg.container_arg);
+	if (env.cgroup_arg)
+		add_arg(argv, &argc, "--cgroup", env.cgroup_arg);
+	if (env.container_arg)
+		add_arg(argv, &argc, "--container", env.container_arg);
 	if (cfg.uid_arg)
 		add_arg(argv, &argc, "--uid", cfg.uid_arg);
 	if (cfg.comm_arg)
@@ -110,10 +110,10 @@ static void spawn(struct child *k, const sigset_t *oldmask)
 		fputc('\n', stderr);
 	}
 	if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
-		fail(EXIT_RUNTIME, "pipe: %s", strerror(errno));
+		aiscope_fail(EXIT_RUNTIME, "pipe: %s", strerror(errno));
 	k->pid = fork();
 	if (k->pid < 0)
-		fail(EXIT_RUNTIME, "fork: %s", strerror(errno));
+		aiscope_fail(EXIT_RUNTIME, "fork: %s", strerror(errno));
 	if (!k->pid) {
 		/* its own process group: a terminal's Ctrl-C reaches topograph,
 		 * which passes it on once; and it ends if we die */
@@ -137,7 +137,7 @@ static void hold(struct child *k, const char *line, size_t len)
 	char *p = realloc(k->held, k->held_len + len + 1);
 
 	if (!p)
-		fail(EXIT_RUNTIME, "out of memory");
+		aiscope_fail(EXIT_RUNTIME, "out of memory");
 	memcpy(p + k->held_len, line, len);
 	p[k->held_len + len] = '\n';
 	k->held = p;
@@ -204,7 +204,7 @@ static bool drain(struct child *k, int *fd, char **buf, size_t *blen,
 	}
 	p = realloc(*buf, *blen + n);
 	if (!p)
-		fail(EXIT_RUNTIME, "out of memory");
+		aiscope_fail(EXIT_RUNTIME, "out of memory");
 	*buf = p;
 	memcpy(p + *blen, chunk, n);
 	*blen += n;
@@ -216,7 +216,7 @@ static bool drain(struct child *k, int *fd, char **buf, size_t *blen,
 	*blen = p + *blen - start;
 	memmove(p, start, *blen);
 	if (*blen >= TOPO_MAX_LINE)
-		fail(EXIT_RUNTIME, "%s wrote a line longer than %d MiB", k->tool, TOPO_MAX_LINE >> 20);
+		aiscope_fail(EXIT_RUNTIME, "%s wrote a line longer than %d MiB", k->tool, TOPO_MAX_LINE >> 20);
 	return true;
 }
 
@@ -287,8 +287,8 @@ static void locate_kids(void)
 		self[n] = 0;
 	if (strrchr(self, '/'))
 		*strrchr(self, '/') = 0;
-	for (size_t i = 0; i < ARRAY_SIZE(extra_tools); i++)
-		if (cfg.with[i])
+	for (int i = 0; extra_tools[i]; i++)
+		if (cfg.with & (1u << i))
 			want[nwant++] = extra_tools[i];
 	for (int i = 0; i < nwant; i++) {
 		struct child *k = &kids[nkids];
@@ -302,24 +302,8 @@ static void locate_kids(void)
 		nkids++;
 	}
 	if (*missing)
-		fail(EXIT_CANNOT_RUN, "cannot run here: %s not found (looked in %s and PATH)",
+		aiscope_fail(EXIT_CANNOT_RUN, "cannot run here: %s not found (looked in %s and PATH)",
 		     missing, self);
-}
-
-/* The shared filters, checked before any tool starts, so that a bad
- * value gives one line (the tools would each print theirs). */
-static void check_live_filters(void)
-{
-	char path[64];
-	struct stat st;
-
-	for (int i = 0; i < cfg.npids; i++) {
-		snprintf(path, sizeof(path), "/proc/%u", cfg.pids[i]);
-		if (access(path, F_OK))
-			usage_error("no such process %u", cfg.pids[i]);
-	}
-	if (cfg.cgroup_arg && (stat(cfg.cgroup_arg, &st) || !S_ISDIR(st.st_mode)))
-		usage_error("no such cgroup '%s'", cfg.cgroup_arg);
 }
 
 /* A tool ended in error: its last line before it traced is the one line
@@ -330,11 +314,11 @@ static void __attribute__((noreturn)) child_failed(struct child *k)
 	char *end, *last;
 
 	if (cfg.verbose || !k->held_len)
-		fail(code, "%s exited with status %d: no graph", k->tool, k->code);
+		aiscope_fail(code, "%s exited with status %d: no graph", k->tool, k->code);
 	end = k->held + k->held_len - 1;	/* the last newline */
 	*end = 0;
 	last = strrchr(k->held, '\n');
-	fail(code, "%s", last ? last + 1 : k->held);
+	aiscope_fail(code, "%s", last ? last + 1 : k->held);
 }
 
 
@@ -357,7 +341,10 @@ int capture(void)
 	bool stopping = false;
 	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), stop_mono_ns = 0, start, end;
 
-	check_live_filters();
+	/* the filters resolved as every tool does (pids exist, cgroup and
+	 * container found) before any tool starts, so that a bad value gives
+	 * one line (the tools would each print theirs) */
+	aiscope_setup(TOOL);
 	locate_kids();
 	lifecycle_start();
 	/* as lib/run does: a shell without job control starts "topograph &"
@@ -372,7 +359,7 @@ int capture(void)
 	sigprocmask(SIG_BLOCK, &mask, &old);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0)
-		fail(EXIT_RUNTIME, "signalfd: %s", strerror(errno));
+		aiscope_fail(EXIT_RUNTIME, "signalfd: %s", strerror(errno));
 	for (int i = 0; i < nkids; i++)
 		spawn(&kids[i], &old);
 
@@ -402,7 +389,7 @@ int capture(void)
 			break;
 		}
 		if (poll(pfd, n, 200) < 0 && errno != EINTR)
-			fail(EXIT_RUNTIME, "poll: %s", strerror(errno));
+			aiscope_fail(EXIT_RUNTIME, "poll: %s", strerror(errno));
 		for (int i = 0; i < n; i++) {
 			struct child *k;
 
@@ -446,8 +433,8 @@ int capture(void)
 	/* the rates are over the time every tool traced: from the last one's
 	 * "Tracing" line to Ctrl-C or the end of -d (not the tools' exit) */
 	end = stop_mono_ns ? stop_mono_ns : clock_ns(CLOCK_MONOTONIC);
-	if (cfg.duration_ns && t0 + cfg.duration_ns < end)
-		end = t0 + cfg.duration_ns;
+	if (env.duration_ns && t0 + env.duration_ns < end)
+		end = t0 + env.duration_ns;
 	start = traced_mono_ns ? traced_mono_ns : t0;
 	G.window_ns = end > start ? end - start : 0;
 	return 0;

@@ -17,7 +17,7 @@ void *xcalloc(size_t n, size_t size)
 	void *p = calloc(n ? n : 1, size);
 
 	if (!p)
-		fail(EXIT_RUNTIME, "out of memory");
+		aiscope_fail(EXIT_RUNTIME, "out of memory");
 	return p;
 }
 
@@ -29,7 +29,7 @@ char *xstrdup(const char *s)
 		return NULL;
 	d = strdup(s);
 	if (!d)
-		fail(EXIT_RUNTIME, "out of memory");
+		aiscope_fail(EXIT_RUNTIME, "out of memory");
 	return d;
 }
 
@@ -43,7 +43,7 @@ char *xasprintf(const char *fmt, ...)
 	r = vasprintf(&s, fmt, ap);
 	va_end(ap);
 	if (r < 0)
-		fail(EXIT_RUNTIME, "out of memory");
+		aiscope_fail(EXIT_RUNTIME, "out of memory");
 	return s;
 }
 
@@ -130,12 +130,12 @@ struct node *side_node(const struct jv *o, const char *kind, const char *channel
 	}
 	if (ep && *ep) {
 		if (asprintf(&key, "e:%s", ep) < 0)
-			fail(EXIT_RUNTIME, "out of memory");
+			aiscope_fail(EXIT_RUNTIME, "out of memory");
 		n = node_get(N_ENDPOINT, key);
 		set_str(&n->endpoint, ep);
 	} else {
 		if (asprintf(&key, "u:%s:%s", kind, channel) < 0)
-			fail(EXIT_RUNTIME, "out of memory");
+			aiscope_fail(EXIT_RUNTIME, "out of memory");
 		n = node_get(N_UNSEEN, key);
 		set_str(&n->endpoint, channel);
 	}
@@ -162,21 +162,21 @@ static bool node_matches(const struct node *n)
 {
 	if (n->kind != N_PROC)
 		return false;
-	if (cfg.npids) {
+	if (env.npids) {
 		int i;
 
-		for (i = 0; i < cfg.npids; i++)
-			if (cfg.pids[i] == n->pid)
+		for (i = 0; i < env.npids; i++)
+			if (env.pids[i] == n->pid)
 				break;
-		if (i == cfg.npids)
+		if (i == env.npids)
 			return false;
 	}
-	if (cfg.comm_arg && (!n->comm || strncmp(n->comm, cfg.comm, 15)))
+	if (cfg.comm_arg && (!n->comm || strncmp(n->comm, env.comm, 15)))
 		return false;
-	if (cfg.container_arg && (!n->container_id ||
-				  strncmp(n->container_id, cfg.container_arg, strlen(cfg.container_arg))))
+	if (env.container_arg && (!n->container_id ||
+				  strncmp(n->container_id, env.container_arg, strlen(env.container_arg))))
 		return false;
-	if (cfg.has_uid && (!n->has_uid || n->uid != cfg.uid))
+	if (env.has_uid && (!n->has_uid || n->uid != env.uid))
 		return false;
 	return true;
 }
@@ -187,7 +187,7 @@ bool edge_passes(const struct node *a, const struct node *b)
 {
 	if (cfg.live && (is_self(a) || is_self(b)))
 		return false;
-	if (cfg.live || (!cfg.npids && !cfg.comm_arg && !cfg.container_arg && !cfg.has_uid))
+	if (cfg.live || (!env.npids && !cfg.comm_arg && !env.container_arg && !env.has_uid))
 		return true;
 	return node_matches(a) || node_matches(b);
 }

@@ -376,24 +376,24 @@ static void read_stream(int fd, const char *name)
 	ssize_t n;
 
 	if (!buf)
-		fail(EXIT_RUNTIME, "out of memory");
+		aiscope_fail(EXIT_RUNTIME, "out of memory");
 	while (!stop_reading()) {
 		if (len == cap) {
 			/* the buffer holds one partial line: /dev/zero, or a
 			 * file of no newlines, is not read until memory ends */
 			if (cap >= TOPO_MAX_LINE)
-				fail(EXIT_RUNTIME, "%s:%llu: a line longer than %d MiB: not the --json lines of an aiscope tool",
+				aiscope_fail(EXIT_RUNTIME, "%s:%llu: a line longer than %d MiB: not the --json lines of an aiscope tool",
 				     name, (unsigned long long)lineno + 1, TOPO_MAX_LINE >> 20);
 			cap *= 2;
 			buf = realloc(buf, cap);
 			if (!buf)
-				fail(EXIT_RUNTIME, "out of memory");
+				aiscope_fail(EXIT_RUNTIME, "out of memory");
 		}
 		n = read(fd, buf + len, cap - len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			fail(EXIT_RUNTIME, "cannot read %s: %s", name, strerror(errno));
+			aiscope_fail(EXIT_RUNTIME, "cannot read %s: %s", name, strerror(errno));
 		if (!n)
 			break;
 		len += n;
@@ -424,7 +424,7 @@ void read_files(void)
 		}
 		fd = open(name, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
-			fail(EXIT_USAGE, "cannot open '%s': %s", name, strerror(errno));
+			aiscope_fail(EXIT_USAGE, "cannot open '%s': %s", name, strerror(errno));
 		read_stream(fd, name);
 		close(fd);
 	}

@@ -53,8 +53,11 @@ void draw_nodes(const struct draw_style *s)
 				fputs(s->cluster_end, stdout);
 			group = group_of(n);
 			open = n->container_id && n->kind != N_ENDPOINT;
-			if (open)
-				s->cluster(++cluster, n->container_id);
+			if (open) {
+				printf(s->cluster, ++cluster);
+				s->str(n->container_id);
+				fputs(s->cluster_label_end, stdout);
+			}
 		}
 		s->node(n, open ? "    " : "  ");
 	}

@@ -29,32 +29,13 @@ static struct probe_hook hooks[] = {
 
 struct lifecycle L;
 
-/* The filters in lib/opts' env, for the BPF side, resolved as every tool
- * does (the tools run get the options as given). */
-static void env_filters(void)
-{
-	env.json = cfg.out == OUT_JSON;
-	env.verbose = false;	/* -v is about the tools here */
-	env.npids = cfg.npids;
-	memcpy(env.pids, cfg.pids, cfg.npids * sizeof(cfg.pids[0]));
-	if (cfg.tid_arg)
-		env.ntids = parse_u32_list(cfg.tid_arg, env.tids, AISCOPE_MAX_IDS);
-	env.has_uid = cfg.has_uid;
-	env.uid = cfg.uid;
-	memcpy(env.comm, cfg.comm, sizeof(env.comm));
-	env.cgroup_arg = cfg.cgroup_arg;
-	env.container_arg = cfg.container_arg;
-	aiscope_setup(TOOL);
-}
-
 /* Opens the object and resolves the plan: --list-probes ends here, and a
  * kernel without any candidate of a hook exits 77 naming them. */
 void lifecycle_open(void)
 {
-	env_filters();
 	L.skel = topograph_bpf__open_opts(aiscope_open_opts());
 	if (!L.skel)
-		fail(EXIT_RUNTIME, "cannot open the BPF object: %s", strerror(errno));
+		aiscope_fail(EXIT_RUNTIME, "cannot open the BPF object: %s", strerror(errno));
 	L.skel->rodata->self_tgid = getpid();
 	L.bpf = (struct aiscope_bpf){ .hooks = hooks, .nhooks = ARRAY_SIZE(hooks) };
 	aiscope_bpf_prepare(&L.bpf, L.skel->obj, &L.skel->rodata->aiscope_cfg);

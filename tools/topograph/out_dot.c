@@ -38,15 +38,9 @@ static void dot_node(const struct node *n, const char *indent)
 	printf("];\n");
 }
 
-static void dot_cluster(int cluster, const char *container_id)
-{
-	printf("  subgraph cluster_%d {\n    label=\"container ", cluster);
-	dot_str(container_id);
-	printf("\";\n");
-}
-
 static const struct draw_style dot_style = {
-	.cluster = dot_cluster, .cluster_end = "  }\n", .node = dot_node,
+	.cluster = "  subgraph cluster_%d {\n    label=\"container ", .cluster_label_end = "\";\n",
+	.cluster_end = "  }\n", .str = dot_str, .node = dot_node,
 };
 
 void print_dot(void)

@@ -38,15 +38,9 @@ static void mm_node(const struct node *n, const char *indent)
 	printf("\"%s\n", n->kind == N_PROC ? "]" : "])");
 }
 
-static void mm_cluster(int cluster, const char *container_id)
-{
-	printf("  subgraph c%d[\"container ", cluster);
-	mm_str(container_id);
-	printf("\"]\n");
-}
-
 static const struct draw_style mm_style = {
-	.cluster = mm_cluster, .cluster_end = "  end\n", .node = mm_node,
+	.cluster = "  subgraph c%d[\"container ", .cluster_label_end = "\"]\n",
+	.cluster_end = "  end\n", .str = mm_str, .node = mm_node,
 };
 
 void print_mermaid(void)

@@ -172,7 +172,7 @@ static void print_spawns(void)
 
 void print_table(void)
 {
-	bool elide = cfg.tty && !cfg.wide;
+	bool elide = cfg.tty && !env.wide;
 	char dur[32] = "?";
 	uint64_t lost = lost_total();
 

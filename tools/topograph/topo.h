@@ -19,34 +19,29 @@
 
 #define TOOL "topograph"
 
-#define MAX_IDS		64
 /* the longest input line: the tools' records are a few KiB at most */
 #define TOPO_MAX_LINE	(1 << 20)
 
 enum out_fmt { OUT_TABLE, OUT_JSON, OUT_DOT, OUT_MERMAID };
 
 /* --with: the tools a live capture can add */
-extern const char *const extra_tools[3];
+extern const char *const extra_tools[];	/* ended by NULL */
 
 struct topo_cfg {
-	/* filters, as given (for the tools) and parsed (for files) */
-	const char *pid_arg, *tid_arg, *cgroup_arg, *container_arg, *uid_arg, *comm_arg;
-	uint32_t pids[MAX_IDS];
-	int npids;
-	bool has_uid;
-	uint32_t uid;
-	char comm[16];
+	/* the filters as given, for the tools run (lib/opts' env has them
+	 * parsed: for the files' edges and for its own BPF side) */
+	const char *pid_arg, *tid_arg, *uid_arg, *comm_arg;
 	enum out_fmt out;
 	int nout;
 	const char *duration_arg;
-	uint64_t duration_ns;
-	bool with[3];		/* extra_tools[] */
-	bool wide, verbose, tree;
+	uint32_t with;		/* 1 << index in extra_tools[] */
+	bool verbose, tree;
 	double hot_pct;
 	uint64_t runq_ns;
 	uint64_t backlog_bytes;
 	char **files;
 	int nfiles;
+	size_t files_cap;
 	bool live;		/* running the tools, not reading lines */
 	bool tty;
 };
@@ -222,10 +217,12 @@ bool unread_of(const struct gedge *e, uint64_t *unread);
 void node_label(const struct node *n, char *buf, size_t len);
 char *edge_label(const struct gedge *e);
 int node_lines(const struct node *n, char lines[][128]);
-/* how DOT and Mermaid draw the nodes: a cluster's opening, its end, a node */
+/* how DOT and Mermaid draw the nodes: a cluster's opening (printf of its
+ * number, then its container id through str, then cluster_label_end), its
+ * end, a node */
 struct draw_style {
-	void (*cluster)(int cluster, const char *container_id);
-	const char *cluster_end;
+	const char *cluster, *cluster_label_end, *cluster_end;
+	void (*str)(const char *s);
 	void (*node)(const struct node *n, const char *indent);
 };
 void draw_nodes(const struct draw_style *s);
@@ -238,7 +235,5 @@ void print_table(void);
 void print_json(void);
 void print_dot(void);
 void print_mermaid(void);
-
-void __attribute__((noreturn, format(printf, 2, 3))) fail(int code, const char *fmt, ...);
 
 #endif
