@@ -341,7 +341,7 @@ bounded() {
 	[[ "$output" == *"no edges"* ]]
 }
 
-@test "a sanitizer build (make SANITIZE=1) reports no leak and no undefined behaviour at exit" {
+@test "an ASan and UBSan build (CFLAGS=-fsanitize=address,undefined) reports no leak and no undefined behaviour at exit" {
 	asan_build || skip "$BIN/topograph is not built with -fsanitize=address"
 	local in o
 	# every rule's evidence, and an empty graph (no edge to sort)

@@ -84,24 +84,19 @@ static void add_arg(char **argv, int *argc, const char *a, const char *b)
 
 static void spawn(struct child *k, const sigset_t *oldmask)
 {
-	char *argv[24];
+	/* -d and the filters, as given, in this order */
+	const struct { const char *opt, *arg; } pass[] = {
+		{ "--duration", cfg.duration_arg }, { "--pid", cfg.pid_arg }, { "--tid", cfg.tid_arg },
+		{ "--cgroup", env.cgroup_arg }, { "--container", env.container_arg },
+		{ "--uid", cfg.uid_arg }, { "--comm", cfg.comm_arg },
+	};
+	char *argv[4 + 2 * ARRAY_SIZE(pass)];
 	int argc = 0, out[2], err[2];
 
 	add_arg(argv, &argc, k->path, "--json");
-	if (cfg.duration_arg)
-		add_arg(argv, &argc, "--duration", cfg.duration_arg);
-	if (cfg.pid_arg)
-		add_arg(argv, &argc, "--pid", cfg.pid_arg);
-	if (cfg.tid_arg)
-		add_arg(argv, &argc, "--tid", cfg.tid_arg);
-	if (env.cgroup_arg)
-		add_arg(argv, &argc, "--cgroup", env.cgroup_arg);
-	if (env.container_arg)
-		add_arg(argv, &argc, "--container", env.container_arg);
-	if (cfg.uid_arg)
-		add_arg(argv, &argc, "--uid", cfg.uid_arg);
-	if (cfg.comm_arg)
-		add_arg(argv, &argc, "--comm", cfg.comm_arg);
+	for (size_t i = 0; i < ARRAY_SIZE(pass); i++)
+		if (pass[i].arg)
+			add_arg(argv, &argc, pass[i].opt, pass[i].arg);
 	argv[argc] = NULL;
 	if (cfg.verbose) {
 		fprintf(stderr, TOOL ": running");
