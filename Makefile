@@ -7,6 +7,7 @@
 #   make SANITIZE=1      ASan+UBSan build into build/sanitize/ (make test SANITIZE=1)
 #   make test | demo | deps | install | clean
 #   make deb             the Debian package (aiscope_VERSION_ARCH.deb) in build/deb/
+#   make release         static tarballs per arch in build/release/
 
 # every tools/<tool>.c is a tool, and so is every folder tools/<tool>/ of
 # .c files (one binary of them all, its objects in $(O)/tools/<tool>/);
@@ -151,7 +152,7 @@ Q := @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all tools test-bins static clean test demo deps install uninstall help fixtures deb
+.PHONY: all tools test-bins static clean test demo deps install uninstall help fixtures deb release
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -368,6 +369,30 @@ deb:
 		{ tail -n 30 ../build-$(DEB_ARCH).log; echo "make deb: dpkg-buildpackage failed: $(DEB_DIR)/build-$(DEB_ARCH).log"; exit 1; }
 	$(Q)rm -rf $(DEB_DIR)/aiscope-$(VERSION)
 	$(Q)ls $(DEB_DIR)/aiscope_$(VERSION)_$(DEB_ARCH).deb
+
+# make release: per arch, aiscope-$(VERSION)-<arch>.tar.gz in build/release/:
+# the static tools of build/static and build/arm64-static (those make test-vm
+# runs), laid out as make install PREFIX=/usr/local lays them out (unpack
+# with tar -C /usr/local --strip-components=1), with man pages, completions,
+# units, tmpfiles.d and SHA256SUMS of its files; build/release/SHA256SUMS of
+# the tarballs. Reproducible: names sorted, owner root, mtime of the last commit.
+RELEASE_DIR := build/release
+RELEASE_ARCHES ?= x86 arm64
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2> /dev/null || date +%s)
+release:
+	$(Q)rm -rf $(RELEASE_DIR) && mkdir -p $(RELEASE_DIR)
+	$(Q)for a in $(RELEASE_ARCHES); do \
+		d=aiscope-$(VERSION)-$$(echo $$a | sed 's/x86/amd64/'); \
+		stage=$(RELEASE_DIR)/stage-$$a; \
+		$(MAKE) --no-print-directory STATIC=1 ARCH=$$a install DESTDIR=$$PWD/$$stage PREFIX=/usr/local || exit 1; \
+		mv $$stage/usr/local $(RELEASE_DIR)/$$d && rm -rf $$stage || exit 1; \
+		(cd $(RELEASE_DIR)/$$d && find . -type f ! -name SHA256SUMS | LC_ALL=C sort | sed 's|^\./||' | \
+			xargs sha256sum > SHA256SUMS) || exit 1; \
+		tar -C $(RELEASE_DIR) --sort=name --owner=0 --group=0 --numeric-owner \
+			--mtime=@$(SOURCE_DATE_EPOCH) -cf - $$d | gzip -9n > $(RELEASE_DIR)/$$d.tar.gz || exit 1; \
+		rm -rf $(RELEASE_DIR)/$$d; \
+	done
+	$(Q)cd $(RELEASE_DIR) && sha256sum *.tar.gz > SHA256SUMS && cat SHA256SUMS
 
 clean:
 	$(Q)rm -rf build/arm64 build/static build/arm64-static $(filter-out build/cache,$(wildcard build/*))
