@@ -1141,13 +1141,62 @@ yaml_json() {
 	done
 }
 
+@test "the PodMonitor is valid against the operator's CRD schema and scrapes exactly the DaemonSet's metrics ports" {
+	local f=$BATS_TEST_TMPDIR/bad.yaml ds pm
+	k8s_validator
+	run node "$TOP/deploy/validate/validate.js" "$TOP/deploy/aiscope-podmonitor.yaml"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$TOP/deploy/aiscope-podmonitor.yaml: 1 PodMonitor aiscope: valid" ]
+	# not a no-op: a bad duration, a missing selector and a misspelt field
+	sed 's/interval: 15s/interval: 15 seconds/' "$TOP/deploy/aiscope-podmonitor.yaml" > "$f"
+	run node "$TOP/deploy/validate/validate.js" "$f"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"interval must match pattern"* ]]
+	sed '/^  selector:$/,/^      app.kubernetes.io\/name: aiscope$/d' "$TOP/deploy/aiscope-podmonitor.yaml" > "$f"
+	run node "$TOP/deploy/validate/validate.js" "$f"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"must have required property 'selector'"* || "$output" == *"must have required property selector"* ]]
+	# (the operator's models declare spec's types inline, so validate.js
+	# cannot look a field up in them: a misspelt optional field passes, a
+	# misspelt required one is caught as missing)
+	sed 's/podMetricsEndpoints:/podMetricEndpoints:/' "$TOP/deploy/aiscope-podmonitor.yaml" > "$f"
+	run node "$TOP/deploy/validate/validate.js" "$f"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"data/spec must have required property podMetricsEndpoints"* ]]
+	# it selects the DaemonSet's pods in its namespace, one endpoint per m-* port
+	ds=$(yaml_json "$TOP/deploy/aiscope-daemonset.yaml" | jq -c 'select(.kind == "DaemonSet")')
+	pm=$(yaml_json "$TOP/deploy/aiscope-podmonitor.yaml")
+	[ "$(echo "$pm" | jq -c .spec.selector.matchLabels)" = "$(echo "$ds" | jq -c .spec.template.metadata.labels)" ]
+	[ "$(echo "$pm" | jq -r '.spec.namespaceSelector.matchNames | join(",")')" = "$(echo "$ds" | jq -r .metadata.namespace)" ]
+	diff <(echo "$ds" | jq -r '.spec.template.spec.containers[].ports[].name' | grep '^m-' | sort) \
+		<(echo "$pm" | jq -r '.spec.podMetricsEndpoints[].port' | sort)
+	[ "$(echo "$ds" | jq '[.spec.template.spec.containers[].ports[].name | select(startswith("m-"))] | length')" -ge 7 ]
+	# with the labels deploy/prometheus.yml's job adds, on every endpoint
+	echo "$pm" | jq -e 'all(.spec.podMetricsEndpoints[]; .path == "/metrics" and
+		([.relabelings[] | {(.targetLabel): .sourceLabels[0]}] | add) ==
+		{"node": "__meta_kubernetes_pod_node_name", "aiscope_tool": "__meta_kubernetes_pod_container_name"})'
+	grep -A1 '__meta_kubernetes_pod_node_name' "$TOP/deploy/prometheus.yml" | grep -q 'target_label: node'
+	grep -A1 '__meta_kubernetes_pod_container_name' "$TOP/deploy/prometheus.yml" | grep -q 'target_label: aiscope_tool'
+}
+
 @test "the image recipe builds every tool statically on Debian 12 and ships nothing else" {
-	local f=$TOP/deploy/Dockerfile
+	local f=$TOP/deploy/Dockerfile v
 	grep -q '^FROM debian:bookworm AS build$' "$f"
 	grep -q 'scripts/deps.sh --build' "$f"
 	grep -q 'make -j"$(nproc)" static' "$f"
 	grep -q '^FROM scratch$' "$f"
 	grep -q '^COPY --from=build /out/ /$' "$f"
+	# the image says what built it: the recipe, its version (the
+	# DaemonSet's tag and the Makefile's), the repository and commit given
+	grep -q 'org.opencontainers.image.description=".*built by deploy/Dockerfile' "$f"
+	grep -q '^ARG SOURCE=$' "$f"
+	grep -q 'org.opencontainers.image.source="${SOURCE}"' "$f"
+	grep -q 'org.opencontainers.image.revision="${REVISION}"' "$f"
+	v=$(printf 'v:\n\t@echo $(VERSION)\n' | make --no-print-directory -s -C "$TOP" -f Makefile -f - v)
+	grep -q "org.opencontainers.image.version=\"$v\"" "$f"
+	[ "$(sed -n 's/^ *image: //p' "$TOP/deploy/aiscope-daemonset.yaml" | sort -u)" = "aiscope:$v" ]
 	# the build context leaves out build outputs and the kernel cache
 	grep -qx 'build/' "$TOP/.dockerignore"
 	# the static tools the image carries exist for every tool (make static)

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 //
-// Checks Kubernetes manifests offline against the Kubernetes API schema:
+// Checks Kubernetes manifests offline against the Kubernetes API schema
+// (and the Prometheus operator's PodMonitor against its CRD's schema):
 // kubernetes-models carries the API's OpenAPI definitions compiled into
 // ajv validators (types, required fields, enums, formats). Every document
 // of every file must be a known apiVersion/kind and valid.
@@ -84,14 +85,21 @@ function unknownFields(value, file, where, out) {
 	}
 }
 
-// "apps/v1" DaemonSet -> kubernetes-models/apps/v1/DaemonSet; core "v1" -> v1/
+// The custom resources' models: API group -> package (the same layout)
+const crdPackages = {
+	'monitoring.coreos.com': '@kubernetes-models/prometheus-operator',
+};
+
+// "apps/v1" DaemonSet -> kubernetes-models/apps/v1/DaemonSet; core "v1" -> v1/;
+// "monitoring.coreos.com/v1" PodMonitor -> the operator's package
 function modelFor(apiVersion, kind) {
 	if (typeof apiVersion !== 'string' || typeof kind !== 'string' || !/^[A-Za-z]+$/.test(kind))
 		return null;
 	const parts = apiVersion.split('/');
 	if (parts.length > 2 || parts.some((p) => !/^[a-z0-9.-]+$/.test(p)))
 		return null;
-	const spec = `kubernetes-models/${parts.join('/')}/${kind}`;
+	const pkg = (parts.length === 2 && crdPackages[parts[0]]) || 'kubernetes-models';
+	const spec = `${pkg}/${parts.join('/')}/${kind}`;
 	try {
 		const Model = require(spec)[kind];
 
