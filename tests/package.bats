@@ -146,3 +146,33 @@ deb_version() {
 	[ ! -e /var/log/aiscope ]
 	dpkg --verify libbpf-tools bpfcc-tools
 }
+
+@test "make deb ARCH=arm64: the cross-built package is lintian-clean and holds the amd64 package's files, as arm64 binaries" {
+	command -v dpkg-buildpackage > /dev/null || skip "dpkg-dev is not installed (make deps)"
+	command -v lintian > /dev/null || skip "lintian is not installed (make deps)"
+	command -v aarch64-linux-gnu-gcc > /dev/null || skip "no arm64 cross compiler (make deps ARCH=arm64)"
+	dpkg-query -W -f='${db:Status-Status}' libbpf-dev:arm64 2> /dev/null | grep -qx installed ||
+		skip "no libbpf-dev:arm64 (make deps ARCH=arm64)"
+	local v deb t f
+	v=$(deb_version)
+	deb=$TOP/build/deb/aiscope_${v}_arm64.deb
+	rm -f "$deb"
+	run make -s -C "$TOP" deb ARCH=arm64
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(dpkg-deb -f "$deb" Architecture)" = arm64 ]
+	run lintian --fail-on error,warning "$TOP/build/deb/aiscope_${v}_arm64.changes"
+	echo "lintian: $output"
+	[ "$status" -eq 0 ]
+	[ -z "$(printf '%s\n' "$output" | grep -v '^running with root privileges')" ]
+	# the same paths as a native package (built here if the first test did not)
+	[ -f "$TOP/build/deb/aiscope_${v}_amd64.deb" ] || make -s -C "$TOP" deb
+	diff <(dpkg-deb -c "$TOP/build/deb/aiscope_${v}_amd64.deb" | awk '{ print $6 }' | LC_ALL=C sort) \
+		<(dpkg-deb -c "$deb" | awk '{ print $6 }' | LC_ALL=C sort)
+	dpkg-deb -x "$deb" "$BATS_TEST_TMPDIR/root"
+	for t in aiscope $("$BIN/aiscope" list); do
+		f=$BATS_TEST_TMPDIR/root/usr/libexec/aiscope/$t
+		[ "$t" = aiscope ] && f=$BATS_TEST_TMPDIR/root/usr/sbin/aiscope
+		file "$f" | grep -q 'ARM aarch64'
+	done
+}
