@@ -322,6 +322,28 @@ bool btfscan_enum_value(const struct btfscan *b, const char *enum_name, const ch
 	return false;
 }
 
+int btfscan_func_param(const struct btfscan *b, const char *func, const char *param)
+{
+	int id = btfscan_find(b, func, K_FUNC);
+	const struct type *proto;
+	const uint32_t *m;
+	uint32_t pid;
+
+	if (id < 0)
+		return -1;
+	pid = type_at(b, id)->size_or_type;
+	if (!pid || pid >= b->ntypes)
+		return -1;
+	proto = type_at(b, pid);
+	if (kind_of(proto) != K_FUNC_PROTO)
+		return -1;
+	m = (const uint32_t *)(proto + 1);
+	for (int i = 0; i < vlen_of(proto); i++)
+		if (!strcmp(name_at(b, m[2 * i]), param))
+			return i;
+	return -1;
+}
+
 void btfscan_free(struct btfscan *b)
 {
 	if (!b)

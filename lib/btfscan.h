@@ -25,6 +25,9 @@ int btfscan_find(const struct btfscan *b, const char *name, int kind);
 /* Value of enumerator val of enum enum_name. */
 bool btfscan_enum_value(const struct btfscan *b, const char *enum_name, const char *val,
 			long long *out);
+/* Index (from 0) of the parameter named param of function func, -1 when
+ * func is not there or has no such parameter. */
+int btfscan_func_param(const struct btfscan *b, const char *func, const char *param);
 void btfscan_free(struct btfscan *b);
 
 #endif

@@ -27,6 +27,7 @@
 #endif
 
 #define VMLINUX_BTF "/sys/kernel/btf/vmlinux"
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX_CACHE 64
 #ifndef ENOTSUPP
 #define ENOTSUPP 524	/* kernel-internal, seen through BPF */
@@ -371,6 +372,80 @@ static int op_fentry(void *ctx, const char *func, char *why, size_t len)
 	return fd;
 }
 
+/* A trial load of a fexit program on func that calls bpf_get_func_ret()
+ * (5.17): kernels before it have trampolines but not the helper, and a
+ * program that calls it would fail the whole object's load. */
+static int trial_func_ret(const char *func, char *why, size_t len)
+{
+	struct bpf_insn insns[] = {
+		{ .code = BPF_ST | BPF_MEM | BPF_DW, .dst_reg = BPF_REG_10, .off = -8, .imm = 0 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_X, .dst_reg = BPF_REG_2, .src_reg = BPF_REG_10 },
+		{ .code = BPF_ALU64 | BPF_ADD | BPF_K, .dst_reg = BPF_REG_2, .imm = -8 },
+		{ .code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_get_func_ret },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	int id, fd;
+
+	id = kbtf_find(&F.kernel, func, BTF_KIND_FUNC);
+	if (id <= 0) {
+		snprintf(why, len, "not in kernel BTF");
+		return -ENOENT;
+	}
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_TRACE_FEXIT,
+		    .attach_btf_id = id);
+	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, NULL, "GPL", insns, ARRAY_LEN(insns), &opts);
+	if (fd < 0) {
+		int err = -errno;
+
+		snprintf(why, len, "no bpf_get_func_ret() in fexit here (%s)", strerror(-err));
+		return err;
+	}
+	close(fd);
+	return 0;
+}
+
+static int op_needs(void *ctx, enum probe_mech m, const char *target, unsigned int needs,
+		    char *why, size_t len)
+{
+	static int func_ret;	/* 0 unknown, 1 yes, -errno no */
+	static char func_ret_why[PROBE_WHY_LEN];
+
+	if (!(needs & PROBE_NEEDS_FUNC_RET) || m != PM_FEXIT)
+		return 0;
+	/* the helper is the kernel's, whatever the target: tried once */
+	if (!func_ret) {
+		func_ret = trial_func_ret(target, func_ret_why, sizeof(func_ret_why));
+		func_ret = func_ret ? func_ret : 1;
+	}
+	if (func_ret > 0)
+		return 0;
+	snprintf(why, len, "%s", func_ret_why);
+	return func_ret;
+}
+
+int feat_func_param(const char *func, const char *param)
+{
+	const struct kbtf *k = core_btf();
+	const struct btf_type *proto;
+	int id;
+
+	if (k->scan)
+		return btfscan_func_param(k->scan, func, param);
+	if (!k->btf)
+		return -1;
+	id = btf__find_by_name_kind(k->btf, func, BTF_KIND_FUNC);
+	if (id <= 0)
+		return -1;
+	proto = btf__type_by_id(k->btf, btf__type_by_id(k->btf, id)->type);
+	if (!proto || !btf_is_func_proto(proto))
+		return -1;
+	for (int i = 0; i < btf_vlen(proto); i++)
+		if (!strcmp(btf__name_by_offset(k->btf, btf_params(proto)[i].name_off), param))
+			return i;
+	return -1;
+}
+
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -464,6 +539,7 @@ static const struct feat_ops real_ops = {
 	.tracepoint = op_tracepoint,
 	.kprobe = op_kprobe,
 	.kprobe_symbol = kprobe_symbol,
+	.needs = op_needs,
 };
 
 const struct feat_ops *features_ops(void)

@@ -31,6 +31,10 @@ bool feat_sleepable_uprobe(void);
  * one file; a trial attach. AISCOPE_TEST_SINGLE_UPROBES=1 (a hidden knob
  * for the tests of the fallback) says no. */
 bool feat_uprobe_multi(void);
+/* Index of parameter param of kernel function func in the kernel's BTF
+ * (or --btf), -1 when unknown: kprobes read arguments by position, and
+ * prototypes change (tcp_recvmsg's flags moved when 5.19 dropped nonblock). */
+int feat_func_param(const char *func, const char *param);
 /* tracefs mount point, mounting it at /sys/kernel/tracing if needed */
 const char *feat_tracefs(void);
 

@@ -48,7 +48,7 @@ int probe_parse_mode(const char *s, unsigned int *mask)
 	return 0;
 }
 
-static int check(const struct feat_ops *ops, const struct probe_cand *c, char *why, size_t len)
+static int check_mech(const struct feat_ops *ops, const struct probe_cand *c, char *why, size_t len)
 {
 	switch (c->mech) {
 	case PM_FENTRY:
@@ -67,6 +67,17 @@ static int check(const struct feat_ops *ops, const struct probe_cand *c, char *w
 		snprintf(why, len, "unknown mechanism");
 		return -EINVAL;
 	}
+}
+
+/* the attach point, then what the program needs besides (a helper the
+ * kernel may not have yet) */
+static int check(const struct feat_ops *ops, const struct probe_cand *c, char *why, size_t len)
+{
+	int err = check_mech(ops, c, why, len);
+
+	if (err || !c->needs || !ops->needs)
+		return err;
+	return ops->needs(ops->ctx, c->mech, c->target, c->needs, why, len);
 }
 
 static int resolve(struct probe_hook *hooks, int n, const struct feat_ops *ops,

@@ -37,10 +37,15 @@ enum probe_mech {
 #define PROBE_WHY_LEN	96
 #define PROBE_SYM_LEN	128
 
+/* What a candidate's program needs beyond its attach point, checked by
+ * feat_ops.needs: helpers that older kernels lack */
+#define PROBE_NEEDS_FUNC_RET	(1U << 0)	/* bpf_get_func_ret() in fexit (5.17) */
+
 struct probe_cand {
 	enum probe_mech mech;
 	const char *target;	/* function or tracepoint */
 	const char *prog;	/* program name in the BPF object */
+	unsigned int needs;	/* PROBE_NEEDS_*: 0 for most */
 };
 
 /*
@@ -84,6 +89,10 @@ struct feat_ops {
 	int (*kprobe)(void *ctx, const char *func, char *why, size_t len);
 	/* optional: the kernel symbol a kprobe on func attaches to */
 	const char *(*kprobe_symbol)(void *ctx, const char *func);
+	/* optional: whether a program of mechanism m on target can have
+	 * what needs (PROBE_NEEDS_*) asks for; NULL: always */
+	int (*needs)(void *ctx, enum probe_mech m, const char *target, unsigned int needs,
+		     char *why, size_t len);
 };
 
 const char *probe_mech_name(enum probe_mech m);

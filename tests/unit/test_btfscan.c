@@ -272,6 +272,63 @@ out:
 	btf__free(ref);
 }
 
+/* libbpf's answer: index of param in func's prototype, -1 if none */
+static int ref_param(const struct btf *ref, const char *func, const char *param)
+{
+	int id = btf__find_by_name_kind(ref, func, BTF_KIND_FUNC);
+	const struct btf_type *proto;
+
+	if (id <= 0)
+		return -1;
+	proto = btf__type_by_id(ref, btf__type_by_id(ref, id)->type);
+	for (int i = 0; i < btf_vlen(proto); i++)
+		if (!strcmp(btf__name_by_offset(ref, btf_params(proto)[i].name_off), param))
+			return i;
+	return -1;
+}
+
+/* the parameter a kretprobe's entry reads (recvmsg's flags moved when
+ * 5.19 dropped nonblock): the same index as libbpf finds */
+static void test_func_param_on_kernel(void)
+{
+	static const char *const q[][2] = {
+		{ "tcp_recvmsg", "flags" }, { "udp_recvmsg", "flags" }, { "tcp_sendmsg", "size" },
+		{ "tcp_sendmsg", "sk" }, { "tcp_sendmsg", "no_such_param" }, { "no_such_function_here", "sk" },
+	};
+	struct btfscan *b;
+	struct btf *ref;
+
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		printf("# no kernel BTF here\n");
+		return;
+	}
+	b = btfscan_open("/sys/kernel/btf/vmlinux");
+	ref = btf__parse("/sys/kernel/btf/vmlinux", NULL);
+	CHECK(b && ref);
+	if (!b || !ref)
+		goto out;
+	for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++)
+		CHECK_EQ(btfscan_func_param(b, q[i][0], q[i][1]), ref_param(ref, q[i][0], q[i][1]));
+	CHECK_EQ(btfscan_func_param(b, "tcp_sendmsg", "sk"), 0);
+	CHECK(btfscan_func_param(b, "tcp_recvmsg", "flags") >= 3);
+out:
+	btfscan_free(b);
+	btf__free(ref);
+}
+
+static void test_func_param_blob(void)
+{
+	uint8_t buf[512];
+	struct btfscan *b = btfscan_new(buf, make_blob(buf));
+
+	CHECK(b != NULL);
+	if (!b)
+		return;
+	CHECK_EQ(btfscan_func_param(b, "foo", "int"), -1);
+	CHECK_EQ(btfscan_func_param(b, "btf_trace_x", "int"), -1);
+	btfscan_free(b);
+}
+
 int main(void)
 {
 	RUN(test_blob_lookups);
@@ -279,5 +336,7 @@ int main(void)
 	RUN(test_truncated_and_corrupt);
 	RUN(test_open_not_a_file);
 	RUN(test_matches_libbpf_on_kernel);
+	RUN(test_func_param_on_kernel);
+	RUN(test_func_param_blob);
 	return t_done();
 }

@@ -600,6 +600,50 @@ static void test_drop_unloads_programs(void)
 	uprobe_args_bpf__destroy(skel);
 }
 
+/* fexit without bpf_get_func_ret (5.10 has trampolines, not the helper) */
+static int f_needs_no_func_ret(void *ctx, enum probe_mech m, const char *target, unsigned int needs,
+			       char *why, size_t len)
+{
+	if (!(needs & PROBE_NEEDS_FUNC_RET))
+		return 0;
+	snprintf(why, len, "no bpf_get_func_ret() in fexit here");
+	return -EINVAL;
+}
+
+/* A candidate whose program needs a helper the kernel lacks is unavailable,
+ * with that reason, and the next one is chosen; without the needs op, or
+ * when the helper is there, it is chosen as before. */
+static void test_needs(void)
+{
+	static const char *const ok[] = { "tcp_recvmsg", "tcp_sendmsg", NULL };
+	struct fake k = { .fentry_ok = ok, .kprobes = true };
+	struct feat_ops o = ops_for(&k);
+	struct probe_hook hooks[2] = {
+		{ .name = "recv", .cand = {
+			{ PM_FEXIT, "tcp_recvmsg", "recv_fexit", PROBE_NEEDS_FUNC_RET },
+			{ PM_KRETPROBE, "tcp_recvmsg", "recv_kret" } } },
+		{ .name = "send", .cand = {
+			{ PM_FEXIT, "tcp_sendmsg", "send_fexit" },
+			{ PM_KRETPROBE, "tcp_sendmsg", "send_kret" } } },
+	};
+	char buf[256];
+
+	CHECK_EQ(probe_resolve(hooks, 2, &o, PM_ALL), 0);
+	CHECK_EQ(hooks[0].chosen, 0);
+	o.needs = f_needs_no_func_ret;
+	CHECK_EQ(probe_resolve(hooks, 2, &o, PM_ALL), 0);
+	CHECK_EQ(hooks[0].chosen, 1);
+	CHECK_EQ(hooks[0].status[0], PS_UNAVAILABLE);
+	CHECK_STR(hooks[0].why[0], "no bpf_get_func_ret() in fexit here");
+	CHECK_EQ(hooks[1].chosen, 0);
+	probe_explain(&hooks[0], buf, sizeof(buf));
+	CHECK_STR(buf, "tried fexit:tcp_recvmsg (no bpf_get_func_ret() in fexit here), kretprobe:tcp_recvmsg (not tried)");
+	/* the attach point is checked first: its reason wins */
+	k.fentry_ok = NULL;
+	CHECK_EQ(probe_resolve(hooks, 2, &o, PM_ALL), 0);
+	CHECK_STR(hooks[0].why[0], "not permitted");
+}
+
 int main(void)
 {
 	RUN(test_first_supported_chosen);
@@ -627,5 +671,6 @@ int main(void)
 	RUN(test_drop);
 	RUN(test_exclude);
 	RUN(test_drop_unloads_programs);
+	RUN(test_needs);
 	return t_done();
 }
