@@ -5,7 +5,8 @@
  *
  * Data: fexit tcp_sendmsg/tcp_recvmsg/udp{,v6}_{send,recv}msg where
  * trampolines work, else tp_btf (or raw_tp) sock_send_length and
- * sock_recv_length, which fire in process context for every protocol; the
+ * sock_recv_length, which fire in process context for every protocol, else
+ * the same functions by kprobe at entry and kretprobe at return; the
  * generic programs count only the protocols whose function hooks are not
  * attached (gen_mask). An unconnected UDP socket has no peer in its
  * struct sock: the fexit hooks read it from msghdr::msg_name, the generic
@@ -40,6 +41,12 @@ const volatile bool by_port;		/* consult map ports */
 /* tcp_destroy_sock is attached: a TCP socket's close event waits for its
  * destruction (the application may still read after the CLOSE state) */
 const volatile bool close_at_destroy;
+
+/* recvmsg's flags: the 4th argument (index 3) since 5.19 dropped nonblock,
+ * the 5th before; user space reads the index from the kernel's BTF */
+const volatile __u32 tcp_recv_flags_arg = 3;
+const volatile __u32 udp_recv_flags_arg = 3;
+const volatile __u32 udp6_recv_flags_arg = 3;
 
 __u32 epoch;				/* written by user space each interval */
 
@@ -422,33 +429,170 @@ int BPF_PROG(udp6_send_fexit, struct sock *sk, struct msghdr *msg, size_t len, i
 }
 
 /* recvmsg lost its nonblock argument in 5.19 and addr_len in 6.x: flags
- * is the fourth argument since 5.19, and the return value is read with
- * bpf_get_func_ret() wherever it sits. */
+ * is the fourth argument since 5.19 and the fifth before (the index comes
+ * from the kernel's BTF: *_recv_flags_arg, read with bpf_get_func_arg()),
+ * and the return value with bpf_get_func_ret() wherever it sits (both
+ * 5.17; user space leaves these programs out where they are missing). */
+static __always_inline int fexit_flags(void *ctx, __u32 arg)
+{
+	__u64 v = 0;
+
+	/* (5.17, as bpf_get_func_ret: a constant-index ctx[] read of an
+	 * argument the function may not have is refused at load) */
+	bpf_get_func_arg(ctx, arg, &v);
+	return (int)v;
+}
+#define RECV_FLAGS(arg)	fexit_flags(ctx, (arg))
+
 SEC("fexit/tcp_recvmsg")
-int BPF_PROG(tcp_recv_fexit, struct sock *sk, struct msghdr *msg, size_t len, int flags)
+int BPF_PROG(tcp_recv_fexit, struct sock *sk, struct msghdr *msg)
 {
 	__u64 ret = 0;
 
 	bpf_get_func_ret(ctx, &ret);
-	return on_func(sk, NULL, (int)ret, flags, DIR_RX);
+	return on_func(sk, NULL, (int)ret, RECV_FLAGS(tcp_recv_flags_arg), DIR_RX);
 }
 
 SEC("fexit/udp_recvmsg")
-int BPF_PROG(udp_recv_fexit, struct sock *sk, struct msghdr *msg, size_t len, int flags)
+int BPF_PROG(udp_recv_fexit, struct sock *sk, struct msghdr *msg)
 {
 	__u64 ret = 0;
 
 	bpf_get_func_ret(ctx, &ret);
-	return on_func(sk, msg, (int)ret, flags, DIR_RX);
+	return on_func(sk, msg, (int)ret, RECV_FLAGS(udp_recv_flags_arg), DIR_RX);
 }
 
 SEC("fexit/udpv6_recvmsg")
-int BPF_PROG(udp6_recv_fexit, struct sock *sk, struct msghdr *msg, size_t len, int flags)
+int BPF_PROG(udp6_recv_fexit, struct sock *sk, struct msghdr *msg)
 {
 	__u64 ret = 0;
 
 	bpf_get_func_ret(ctx, &ret);
-	return on_func(sk, msg, (int)ret, flags, DIR_RX);
+	return on_func(sk, msg, (int)ret, RECV_FLAGS(udp6_recv_flags_arg), DIR_RX);
+}
+
+/* ---- the same functions by kprobe/kretprobe (no trampolines: arm64
+ * before 6.x, kernels without BTF-typed fexit return values) ---- */
+
+/* the arguments the return probe needs, saved at entry per thread */
+struct ss_kargs {
+	__u64 sk;
+	__u64 msg;
+	__s32 flags;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);	/* threads inside send/recv at once */
+	__type(key, __u32);		/* tid */
+	__type(value, struct ss_kargs);
+} kargs SEC(".maps");
+
+
+static __always_inline int kargs_save(void *sk, void *msg, int flags)
+{
+	struct ss_kargs a = { .sk = (__u64)sk, .msg = (__u64)msg, .flags = flags };
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+	if (bpf_map_update_elem(&kargs, &tid, &a, BPF_ANY))
+		aiscope_count_lost(AISCOPE_LOST_MAP);
+	return 0;
+}
+
+static __always_inline int kargs_done(long ret, int dir)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct ss_kargs *a = bpf_map_lookup_elem(&kargs, &tid);
+	struct ss_kargs copy;
+
+	if (!a)
+		return 0;
+	copy = *a;
+	bpf_map_delete_elem(&kargs, &tid);
+	return on_func((struct sock *)copy.sk, (struct msghdr *)copy.msg, ret, copy.flags, dir);
+}
+
+/* both registers read, then one picked: a load from a computed offset of
+ * ctx (what the compiler makes of the ternary) is refused by the verifier */
+static __always_inline int recv_flags(struct pt_regs *ctx, __u32 arg)
+{
+	__u64 p4 = PT_REGS_PARM4(ctx), p5 = PT_REGS_PARM5(ctx);
+
+	asm volatile("" : "+r"(p4), "+r"(p5));
+	return arg == 4 ? (int)p5 : (int)p4;
+}
+
+SEC("kprobe/tcp_sendmsg")
+int BPF_KPROBE(tcp_send_kprobe, struct sock *sk)
+{
+	return kargs_save(sk, NULL, 0);
+}
+
+SEC("kprobe/udp_sendmsg")
+int BPF_KPROBE(udp_send_kprobe, struct sock *sk, struct msghdr *msg)
+{
+	return kargs_save(sk, msg, 0);
+}
+
+SEC("kprobe/udpv6_sendmsg")
+int BPF_KPROBE(udp6_send_kprobe, struct sock *sk, struct msghdr *msg)
+{
+	return kargs_save(sk, msg, 0);
+}
+
+SEC("kprobe/tcp_recvmsg")
+int BPF_KPROBE(tcp_recv_kprobe, struct sock *sk)
+{
+	return kargs_save(sk, NULL, recv_flags(ctx, tcp_recv_flags_arg));
+}
+
+SEC("kprobe/udp_recvmsg")
+int BPF_KPROBE(udp_recv_kprobe, struct sock *sk, struct msghdr *msg)
+{
+	return kargs_save(sk, msg, recv_flags(ctx, udp_recv_flags_arg));
+}
+
+SEC("kprobe/udpv6_recvmsg")
+int BPF_KPROBE(udp6_recv_kprobe, struct sock *sk, struct msghdr *msg)
+{
+	return kargs_save(sk, msg, recv_flags(ctx, udp6_recv_flags_arg));
+}
+
+SEC("kretprobe/tcp_sendmsg")
+int BPF_KRETPROBE(tcp_send_kret, int ret)
+{
+	return kargs_done(ret, DIR_TX);
+}
+
+SEC("kretprobe/udp_sendmsg")
+int BPF_KRETPROBE(udp_send_kret, int ret)
+{
+	return kargs_done(ret, DIR_TX);
+}
+
+SEC("kretprobe/udpv6_sendmsg")
+int BPF_KRETPROBE(udp6_send_kret, int ret)
+{
+	return kargs_done(ret, DIR_TX);
+}
+
+SEC("kretprobe/tcp_recvmsg")
+int BPF_KRETPROBE(tcp_recv_kret, int ret)
+{
+	return kargs_done(ret, DIR_RX);
+}
+
+SEC("kretprobe/udp_recvmsg")
+int BPF_KRETPROBE(udp_recv_kret, int ret)
+{
+	return kargs_done(ret, DIR_RX);
+}
+
+SEC("kretprobe/udpv6_recvmsg")
+int BPF_KRETPROBE(udp6_recv_kret, int ret)
+{
+	return kargs_done(ret, DIR_RX);
 }
 
 /* ---- syscalls: the peers of unconnected UDP sockets (generic path) ---- */
@@ -754,6 +898,12 @@ int BPF_PROG(accept_fexit, struct sock *lsk)
 
 	bpf_get_func_ret(ctx, &ret);
 	return on_accept((struct sock *)ret);
+}
+
+SEC("kretprobe/inet_csk_accept")
+int BPF_KRETPROBE(accept_kret, struct sock *newsk)
+{
+	return on_accept(newsk);
 }
 
 static __always_inline int accept_exit(long fd)

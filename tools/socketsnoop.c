@@ -151,33 +151,48 @@ enum {
 	H_STATE, H_DESTROY, H_ACCEPT, H_ACCEPT_OLD, H_CLOSE,
 	H_SENDTO_IN, H_SENDTO_OUT, H_SENDMSG_IN, H_SENDMSG_OUT, H_SENDMMSG_IN, H_SENDMMSG_OUT,
 	H_RECVFROM_IN, H_RECVFROM_OUT, H_RECVMSG_IN, H_RECVMSG_OUT, H_RECVMMSG_IN, H_RECVMMSG_OUT,
+	/* the entry halves of the kretprobe candidates (their arguments) */
+	H_SEND_IN, H_RECV_IN, H_UDP_SEND_IN, H_UDP6_SEND_IN, H_UDP_RECV_IN, H_UDP6_RECV_IN,
 	H_NR,
 };
 
 #define SYSCALL_HOOK(hname, tp, prog) \
 	{ .name = hname, .optional = true, .cand = { { PM_TRACEPOINT, "syscalls/" tp, prog } } }
 
+#define ENTRY_HOOK(hname, func, prog) \
+	{ .name = hname, .optional = true, .cand = { { PM_KPROBE, func, prog } } }
+#define FUNC_RET PROBE_NEEDS_FUNC_RET
+
+/* fexit first, then the tracepoints, then kprobe/kretprobe (each
+ * kretprobe with its entry half among the *_IN hooks, paired in on_plan) */
 static struct probe_hook hooks[H_NR] = {
 	[H_SEND] = { .name = "send", .cand = {
 		{ PM_FEXIT, "tcp_sendmsg", "tcp_send_fexit" },
-		PROBE_BTF_RAW("sock_send_length", "send") } },
+		PROBE_BTF_RAW("sock_send_length", "send"),
+		{ PM_KRETPROBE, "tcp_sendmsg", "tcp_send_kret" } } },
 	[H_RECV] = { .name = "recv", .cand = {
-		{ PM_FEXIT, "tcp_recvmsg", "tcp_recv_fexit" },
-		PROBE_BTF_RAW("sock_recv_length", "recv") } },
+		{ PM_FEXIT, "tcp_recvmsg", "tcp_recv_fexit", FUNC_RET },
+		PROBE_BTF_RAW("sock_recv_length", "recv"),
+		{ PM_KRETPROBE, "tcp_recvmsg", "tcp_recv_kret" } } },
 	[H_UDP_SEND] = { .name = "udp_send", .optional = true, .cand = {
-		{ PM_FEXIT, "udp_sendmsg", "udp_send_fexit" } } },
+		{ PM_FEXIT, "udp_sendmsg", "udp_send_fexit" },
+		{ PM_KRETPROBE, "udp_sendmsg", "udp_send_kret" } } },
 	[H_UDP6_SEND] = { .name = "udp6_send", .optional = true, .cand = {
-		{ PM_FEXIT, "udpv6_sendmsg", "udp6_send_fexit" } } },
+		{ PM_FEXIT, "udpv6_sendmsg", "udp6_send_fexit" },
+		{ PM_KRETPROBE, "udpv6_sendmsg", "udp6_send_kret" } } },
 	[H_UDP_RECV] = { .name = "udp_recv", .optional = true, .cand = {
-		{ PM_FEXIT, "udp_recvmsg", "udp_recv_fexit" } } },
+		{ PM_FEXIT, "udp_recvmsg", "udp_recv_fexit", FUNC_RET },
+		{ PM_KRETPROBE, "udp_recvmsg", "udp_recv_kret" } } },
 	[H_UDP6_RECV] = { .name = "udp6_recv", .optional = true, .cand = {
-		{ PM_FEXIT, "udpv6_recvmsg", "udp6_recv_fexit" } } },
+		{ PM_FEXIT, "udpv6_recvmsg", "udp6_recv_fexit", FUNC_RET },
+		{ PM_KRETPROBE, "udpv6_recvmsg", "udp6_recv_kret" } } },
 	[H_STATE] = { .name = "inet_sock_set_state", .optional = true, .cand = {
 		PROBE_TRACEPOINT("sock", "inet_sock_set_state", "state") } },
 	[H_DESTROY] = { .name = "tcp_destroy_sock", .optional = true, .cand = {
 		PROBE_TRACEPOINT("tcp", "tcp_destroy_sock", "destroy") } },
 	[H_ACCEPT] = { .name = "accept", .optional = true, .cand = {
-		{ PM_FEXIT, "inet_csk_accept", "accept_fexit" },
+		{ PM_FEXIT, "inet_csk_accept", "accept_fexit", FUNC_RET },
+		{ PM_KRETPROBE, "inet_csk_accept", "accept_kret" },
 		{ PM_TRACEPOINT, "syscalls/sys_exit_accept4", "accept4_exit" } } },
 	[H_ACCEPT_OLD] = SYSCALL_HOOK("accept_old", "sys_exit_accept", "accept_exit_tp"),
 	[H_CLOSE] = SYSCALL_HOOK("udp_close", "sys_enter_close", "close_enter"),
@@ -193,6 +208,18 @@ static struct probe_hook hooks[H_NR] = {
 	[H_RECVMSG_OUT] = SYSCALL_HOOK("udp_peer_recvmsg_exit", "sys_exit_recvmsg", "recvmsg_exit"),
 	[H_RECVMMSG_IN] = SYSCALL_HOOK("udp_peer_recvmmsg", "sys_enter_recvmmsg", "recvmmsg_enter"),
 	[H_RECVMMSG_OUT] = SYSCALL_HOOK("udp_peer_recvmmsg_exit", "sys_exit_recvmmsg", "recvmmsg_exit"),
+	[H_SEND_IN] = ENTRY_HOOK("send_entry", "tcp_sendmsg", "tcp_send_kprobe"),
+	[H_RECV_IN] = ENTRY_HOOK("recv_entry", "tcp_recvmsg", "tcp_recv_kprobe"),
+	[H_UDP_SEND_IN] = ENTRY_HOOK("udp_send_entry", "udp_sendmsg", "udp_send_kprobe"),
+	[H_UDP6_SEND_IN] = ENTRY_HOOK("udp6_send_entry", "udpv6_sendmsg", "udp6_send_kprobe"),
+	[H_UDP_RECV_IN] = ENTRY_HOOK("udp_recv_entry", "udp_recvmsg", "udp_recv_kprobe"),
+	[H_UDP6_RECV_IN] = ENTRY_HOOK("udp6_recv_entry", "udpv6_recvmsg", "udp6_recv_kprobe"),
+};
+
+/* each kretprobe hook and the kprobe that saves its arguments */
+static const int kret_pairs[][2] = {
+	{ H_SEND, H_SEND_IN }, { H_RECV, H_RECV_IN }, { H_UDP_SEND, H_UDP_SEND_IN },
+	{ H_UDP6_SEND, H_UDP6_SEND_IN }, { H_UDP_RECV, H_UDP_RECV_IN }, { H_UDP6_RECV, H_UDP6_RECV_IN },
 };
 
 /* ---- flows of the whole run: peers and edges ---- */
@@ -1017,7 +1044,7 @@ static void print_summary(void)
 /* Which protocols the generic programs count, and the hooks that follow. */
 static void plan_generic(void)
 {
-	const unsigned int fexit = PM_BIT(PM_FEXIT);
+	const unsigned int fexit = PM_BIT(PM_FEXIT) | PM_BIT(PM_KRETPROBE);
 	uint32_t mask = 0;
 	bool send_gen = !probe_chosen_by(&hooks[H_SEND], fexit);
 	bool recv_gen = !probe_chosen_by(&hooks[H_RECV], fexit);
@@ -1034,14 +1061,18 @@ static void plan_generic(void)
 	if (mask & SS_GEN_UDP4) {
 		probe_drop(&hooks[H_UDP_SEND], S.skel->obj);
 		probe_drop(&hooks[H_UDP_RECV], S.skel->obj);
+		probe_drop(&hooks[H_UDP_SEND_IN], S.skel->obj);
+		probe_drop(&hooks[H_UDP_RECV_IN], S.skel->obj);
 	}
 	if (mask & SS_GEN_UDP6) {
 		probe_drop(&hooks[H_UDP6_SEND], S.skel->obj);
 		probe_drop(&hooks[H_UDP6_RECV], S.skel->obj);
+		probe_drop(&hooks[H_UDP6_SEND_IN], S.skel->obj);
+		probe_drop(&hooks[H_UDP6_RECV_IN], S.skel->obj);
 	}
 	if (((mask & (SS_GEN_UDP4 | SS_GEN_UDP6)) && !send_gen && !recv_gen) ||
 	    ((mask & SS_GEN_TCP) && !probe_chosen(&hooks[H_SEND])))
-		aiscope_fail(EXIT_CANNOT_RUN, "UDP needs sock_send_length/sock_recv_length or fexit udp_sendmsg/udp_recvmsg: neither attaches here");
+		aiscope_fail(EXIT_CANNOT_RUN, "UDP needs sock_send_length/sock_recv_length or fexit or kretprobe udp_sendmsg/udp_recvmsg: none attaches here");
 	/* the syscall hooks cost every send and receive call of the host:
 	 * only where UDP is wanted and the generic path counts it */
 	if (!(mask & (SS_GEN_UDP4 | SS_GEN_UDP6)) || cfg.proto == SS_PROTO_TCP)
@@ -1058,6 +1089,33 @@ static void plan_generic(void)
 			     "no mechanism attaches here (--list-probes shows why)");
 	S.skel->rodata->gen_mask = mask;
 	S.skel->rodata->close_at_destroy = probe_chosen(&hooks[H_DESTROY]) != NULL;
+}
+
+/* Before --list-probes: a kretprobe's entry half only with it, and the
+ * recvmsg flags where this kernel's prototype has them. */
+static void on_plan(struct aiscope_bpf *b)
+{
+	static const char *const recv_funcs[] = { "tcp_recvmsg", "udp_recvmsg", "udpv6_recvmsg" };
+	volatile uint32_t *flags_arg[] = {
+		&S.skel->rodata->tcp_recv_flags_arg, &S.skel->rodata->udp_recv_flags_arg,
+		&S.skel->rodata->udp6_recv_flags_arg,
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(kret_pairs); i++) {
+		struct probe_hook *ret = &hooks[kret_pairs[i][0]], *entry = &hooks[kret_pairs[i][1]];
+
+		if (!probe_chosen_by(ret, PM_BIT(PM_KRETPROBE)))
+			probe_drop(entry, NULL);
+		else if (!probe_chosen(entry))
+			aiscope_fail(EXIT_CANNOT_RUN, "kretprobe %s without its kprobe: %s",
+				     probe_chosen(ret)->target, entry->why[0]);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(recv_funcs); i++) {
+		int arg = feat_func_param(recv_funcs[i], "flags");
+
+		if (arg == 3 || arg == 4)
+			*flags_arg[i] = arg;
+	}
 }
 
 static void validate(void)
@@ -1100,7 +1158,7 @@ int main(int argc, char **argv)
 
 	S.bpf = (struct aiscope_bpf){
 		.hooks = hooks, .nhooks = ARRAY_SIZE(hooks),
-		.streaming = S.streaming, .on_event = on_event,
+		.streaming = S.streaming, .on_event = on_event, .on_plan = on_plan,
 	};
 	aiscope_bpf_prepare(&S.bpf, S.skel->obj, &S.skel->rodata->aiscope_cfg);
 	plan_generic();

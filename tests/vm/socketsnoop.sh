@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # socketsnoop inside the test VMs: the end-to-end subset of
 # tests/socketsnoop.bats (exact bytes and calls of tests/helpers/netpair),
-# for each attach path the kernel has: fexit on tcp_sendmsg & co (6.1 has
-# trampolines), and the sock_send_length/sock_recv_length tracepoints where
-# the kernel has them (6.3+; on 6.1 forcing them must exit 77).
+# for each attach path the kernel has: fexit on tcp_sendmsg & co (where
+# trampolines work and, for recvmsg and accept, bpf_get_func_ret exists),
+# the sock_send_length/sock_recv_length tracepoints where the kernel has
+# them (6.3+; before, forcing them must exit 77), and kprobe/kretprobe on
+# the same functions (every kernel here has kprobes).
 # Sourced by tests/vm/run.sh (busybox sh; see lib.sh).
 
 SS=/opt/aiscope/bin/socketsnoop
@@ -23,8 +25,8 @@ chosen() {
 }
 
 # no_send_path [PROBE_MODE]: on a kernel with neither trampolines nor
-# sock_send_length (arm64 6.1) socketsnoop cannot see sends: it must exit 77
-# naming each candidate and why; the test is then a skip that says so
+# sock_send_length nor kprobes socketsnoop cannot see sends: it must exit
+# 77 naming each candidate and why; the test is then a skip that says so
 no_send_path() {
 	set -- ${1:+--probe-mode "$1"}
 	$SS --list-probes "$@" > "$T/plan0" 2>&1
@@ -34,9 +36,9 @@ no_send_path() {
 	rc=$?
 	cat "$T/o0"
 	[ $rc -eq 77 ] || fail "no send hook, yet exit $rc, not 77"
-	grep -q "no way to attach send on this kernel: tried fexit:tcp_sendmsg (.*), tp_btf:sock_send_length (.*), raw_tp:sock_send_length (.*)" "$T/o0" ||
+	grep -q "no way to attach send on this kernel: tried fexit:tcp_sendmsg (.*), tp_btf:sock_send_length (.*), raw_tp:sock_send_length (.*), kretprobe:tcp_sendmsg (.*)" "$T/o0" ||
 		fail "the message does not name the candidates"
-	skip_test "no send hook on this kernel (no fexit trampolines, no sock_send_length before 6.3): exit 77 as documented"
+	skip_test "no send hook on this kernel (no fexit trampolines, no sock_send_length before 6.3, no kprobes): exit 77 as documented"
 }
 
 t_list_probes() {
@@ -147,27 +149,65 @@ t_tracepoints() {
 	echo "no sock_send_length on this kernel: exit 77 as it should"
 }
 
-# the fexit path, where trampolines work (else it must exit 77)
-t_fexit() {
-	$SS --list-probes --probe-mode fentry,tracepoint > "$T/plan" 2>&1
-	if [ "$(chosen send "$T/plan")" != fexit ]; then
+# the function path: fexit where trampolines (and bpf_get_func_ret) serve
+# send and receive, else the kernel's other function hooks, kretprobes
+# (arm64 before trampolines, 5.10 without the helper); FUNC_MODE is the
+# --probe-mode that picks it. Neither: socketsnoop must exit 77.
+func_mode() {
+	FUNC_MODE=fentry,tracepoint
+	$SS --list-probes --probe-mode $FUNC_MODE > "$T/plan" 2>&1
+	[ "$(chosen send "$T/plan")" = fexit ] && [ "$(chosen recv "$T/plan")" = fexit ] && return
+	FUNC_MODE=kprobe,tracepoint
+	$SS --list-probes --probe-mode $FUNC_MODE > "$T/plan" 2>&1
+	[ "$(chosen send "$T/plan")" = kretprobe ] && return
+	cat "$T/plan"
+	$SS --probe-mode fentry,kprobe,tracepoint -d 1 > "$T/o" 2>&1
+	[ $? -eq 77 ] || fail "no function hook, yet no exit 77"
+	skip_test "no fexit trampolines and no kprobes on this kernel"
+}
+
+# t_func TEST [ARG]: TEST [ARG] FUNC_MODE
+t_func() {
+	_test=$1
+	shift
+	func_mode
+	echo "function hooks: --probe-mode $FUNC_MODE"
+	"$_test" "$@" "$FUNC_MODE"
+}
+
+# the kretprobe path, where kprobes work (else it must exit 77 naming them)
+t_kret() {
+	$SS --list-probes --probe-mode kprobe,tracepoint > "$T/plan" 2>&1
+	if [ "$(chosen send "$T/plan")" != kretprobe ]; then
 		cat "$T/plan"
-		$SS --probe-mode fentry,tracepoint -d 1 > "$T/o" 2>&1
-		[ $? -eq 77 ] || fail "no fexit, yet no exit 77"
-		skip_test "no fexit trampolines on this kernel"
+		$SS --probe-mode kprobe,tracepoint -d 1 > "$T/o" 2>&1
+		rc=$?
+		cat "$T/o"
+		[ $rc -eq 77 ] || fail "no kretprobe, yet exit $rc, not 77"
+		grep -q "no way to attach send on this kernel: .*kretprobe:tcp_sendmsg (" "$T/o" ||
+			fail "the message does not name the kretprobe"
+		skip_test "no kprobes on this kernel"
 	fi
+	for h in recv send_entry recv_entry; do
+		[ -n "$(chosen $h "$T/plan")" ] || { cat "$T/plan"; fail "kprobe plan: nothing chosen for $h"; }
+	done
 	"$@"
 }
 
 run_test "socketsnoop --list-probes: a mechanism for send, recv, state" 120 t_list_probes
 for m in tcp4 tcp6 udp4 udp6; do
-	run_test "socketsnoop fexit $m: exact bytes, calls, peers" 120 t_fexit t_pair $m fentry,tracepoint
+	run_test "socketsnoop function hooks $m: exact bytes, calls, peers" 120 t_func t_pair $m
 done
-run_test "socketsnoop fexit unconnected UDP: real peers" 120 t_fexit t_unconnected fentry,tracepoint
-run_test "socketsnoop fexit -e: connect, accept, close" 120 t_fexit t_events fentry,tracepoint
+run_test "socketsnoop function hooks unconnected UDP: real peers" 120 t_func t_unconnected
+run_test "socketsnoop function hooks -e: connect, accept, close" 120 t_func t_events
+for m in tcp4 udp6; do
+	run_test "socketsnoop kretprobe $m: exact bytes, calls, peers" 120 t_kret t_pair $m kprobe,tracepoint
+done
+run_test "socketsnoop kretprobe unconnected UDP: real peers" 120 t_kret t_unconnected kprobe,tracepoint
+run_test "socketsnoop kretprobe -e: connect, accept, close" 120 t_kret t_events kprobe,tracepoint
 run_test "socketsnoop tracepoint path (or exit 77 before 6.3)" 120 t_tracepoints
 t_events_default() {
 	no_send_path "$1"
 	t_events "$1"
 }
-run_test "socketsnoop default plan -e: connect, accept, close" 120 t_events_default tp_btf,raw_tp,tracepoint,fentry
+run_test "socketsnoop default plan -e: connect, accept, close" 120 t_events_default tp_btf,raw_tp,tracepoint,fentry,kprobe
