@@ -318,13 +318,13 @@ static void parse_uid(const char *arg)
 
 static void parse_buffer_size(const char *arg)
 {
-	uint64_t v, p = 4096;
+	uint64_t v;
 
 	if (parse_size(arg, &v) || v < 4096 || v > (1ULL << 30))
 		usage_error("invalid --buffer-size '%s': expected 4K to 1G, e.g. 256K or 64M", arg);
-	while (p < v)
-		p <<= 1;	/* the ring buffer needs a power of two */
-	env.buffer_size = p;
+	/* the ring buffer: a power of two and whole pages (16 KiB or 64 KiB
+	 * on some arm64 kernels) */
+	env.buffer_size = ringbuf_size(v, sysconf(_SC_PAGESIZE));
 }
 
 void aiscope_probe_mode(const char *arg)
@@ -600,10 +600,40 @@ static void resolve_filters(void)
 	}
 }
 
+/* A verifier log line naming what this kernel's BPF does not have yet, and
+ * the program that needed it: aiscope_bpf_load() then says so and exits 77. */
+static void note_bpf_missing(const char *fmt, va_list ap)
+{
+	char *line, *p;
+	int id;
+
+	/* one message may hold a whole verifier log */
+	if (env.bpf_missing[0] || vasprintf(&line, fmt, ap) < 0)
+		return;
+	p = strstr(line, "prog '");
+	if (p && strstr(line, "BPF program load failed"))
+		sscanf(p + 6, "%63[^']", env.bpf_missing_prog);
+	p = strstr(line, "invalid func unknown#");
+	if (p && sscanf(p + 21, "%d", &id) == 1)
+		snprintf(env.bpf_missing, sizeof(env.bpf_missing), "helper #%d", id);
+	/* a callback (bpf_loop, bpf_find_vma: 5.13+) is a subprogram that a
+	 * kernel without BPF_PSEUDO_FUNC does not count */
+	if (strstr(line, "number of funcs in func_info doesn't match number of subprogs"))
+		snprintf(env.bpf_missing, sizeof(env.bpf_missing), "callback functions (bpf_loop, bpf_find_vma)");
+	free(line);
+}
+
 /* libbpf speaks on stderr only when asked to (-v): the tools say what went
  * wrong in their own words. */
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
+	va_list copy;
+
+	if (level == LIBBPF_WARN) {
+		va_copy(copy, ap);
+		note_bpf_missing(fmt, copy);
+		va_end(copy);
+	}
 	if (!env.verbose)
 		return 0;
 	return vfprintf(stderr, fmt, ap);

@@ -58,6 +58,11 @@ struct aiscope_env {
 	const char *btf_path;
 	bool list_probes;
 	bool verbose;
+	/* what the kernel refused at load for being newer than it (from the
+	 * verifier log: "helper #181" for "invalid func unknown#181", or BPF
+	 * callback functions), "" none; and the program that needed it */
+	char bpf_missing[64];
+	char bpf_missing_prog[64];
 	unsigned int probe_mask;
 	/* metrics (AISCOPE_METRICS tools) */
 	const char *prom_file;

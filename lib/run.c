@@ -121,7 +121,7 @@ void aiscope_bpf_prepare(struct aiscope_bpf *b, struct bpf_object *obj,
 		aiscope_fail(EXIT_RUNTIME, "cannot prepare BPF programs: %s", strerror(-err));
 	configure_cfg(cfg);
 	aiscope_map_resize(obj, "aiscope_events",
-			   b->streaming ? env.buffer_size : (uint32_t)getpagesize());
+			   b->streaming ? env.buffer_size : (uint32_t)ringbuf_size(0, getpagesize()));
 }
 
 static void fill_ids(struct bpf_object *obj, const char *name, const uint32_t *ids, int n)
@@ -136,6 +136,13 @@ static void fill_ids(struct bpf_object *obj, const char *name, const uint32_t *i
 
 void aiscope_bpf_load(struct aiscope_bpf *b, int err)
 {
+	/* tried, and refused as newer than this kernel: a helper (by its
+	 * number in enum bpf_func_id, e.g. 181 bpf_loop, Linux 5.17) or
+	 * callback functions */
+	if (err && env.bpf_missing[0])
+		aiscope_fail(EXIT_CANNOT_RUN, "this kernel's BPF lacks %s, which program %s needs: %s",
+			     env.bpf_missing, env.bpf_missing_prog[0] ? env.bpf_missing_prog : "?",
+			     "a newer kernel is needed (-v shows the verifier log)");
 	if (err == -EPERM)
 		aiscope_fail(EXIT_CANNOT_RUN, "not permitted to load BPF programs (%s)", strerror(-err));
 	if (err)

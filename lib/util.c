@@ -254,3 +254,12 @@ void *search_array(const void *key, const void *base, size_t n, size_t size, cmp
 {
 	return n ? bsearch(key, base, n, size, cmp) : NULL;
 }
+
+uint64_t ringbuf_size(uint64_t want, uint64_t page)
+{
+	uint64_t p = page ? page : 4096;
+
+	while (p < want)
+		p <<= 1;
+	return p;
+}

@@ -20,6 +20,9 @@ int parse_duration(const char *s, uint64_t *ns);
 int parse_size(const char *s, uint64_t *bytes);
 /* "1,2,3" into out[] (at most max); returns the count or -EINVAL/-E2BIG. */
 int parse_u32_list(const char *s, uint32_t *out, int max);
+/* A BPF ring buffer's size for at least want bytes: a power of two and a
+ * multiple of the page size (page: a power of two, 4 KiB, 16 KiB, 64 KiB) */
+uint64_t ringbuf_size(uint64_t want, uint64_t page);
 int parse_u64(const char *s, uint64_t *v);
 /* The uid of a user name (static builds read /etc/passwd: no NSS). */
 bool user_uid(const char *name, uint32_t *uid);

@@ -334,6 +334,20 @@ static void test_sort_and_search(void)
 	CHECK(search_array(&key, v, ARRAY_SIZE(v), sizeof(int), cmp_int) == NULL);
 }
 
+/* sizes a 4 KiB-page habit would get wrong on 16 KiB and 64 KiB kernels */
+static void test_ringbuf_size(void)
+{
+	CHECK_EQ(ringbuf_size(4096, 4096), 4096);
+	CHECK_EQ(ringbuf_size(5000, 4096), 8192);
+	CHECK_EQ(ringbuf_size(4096, 16384), 16384);
+	CHECK_EQ(ringbuf_size(8192, 16384), 16384);
+	CHECK_EQ(ringbuf_size(20000, 16384), 32768);
+	CHECK_EQ(ringbuf_size(4096, 65536), 65536);
+	CHECK_EQ(ringbuf_size(0, 16384), 16384);
+	CHECK_EQ(ringbuf_size(8ULL << 20, 65536), 8ULL << 20);
+	CHECK_EQ(ringbuf_size((8ULL << 20) + 1, 4096), 16ULL << 20);
+}
+
 int main(void)
 {
 	RUN(test_duration_units);
@@ -353,5 +367,6 @@ int main(void)
 	RUN(test_clock_offset);
 	RUN(test_user_uid);
 	RUN(test_sort_and_search);
+	RUN(test_ringbuf_size);
 	return t_done();
 }
