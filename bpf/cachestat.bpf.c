@@ -561,16 +561,25 @@ int BPF_KPROBE(bufdirty_kprobe, struct buffer_head *bh)
 
 /* ---- tracepoints with typed (tp_btf) or raw (raw_tp) arguments ---- */
 
-SEC("tp_btf/mm_filemap_add_to_page_cache")
-int BPF_PROG(add_btf, struct folio *folio)
+/* the tracepoint's argument is a struct folio since 5.16, a struct page
+ * before (5.10): the kernel's BTF says which */
+static __always_inline int on_added(void *folio_or_page)
 {
-	return on_folio(C_ADD, folio, NULL);
+	if (bpf_core_type_exists(struct folio))
+		return on_folio(C_ADD, folio_or_page, NULL);
+	return on_page(C_ADD, folio_or_page, NULL);
+}
+
+SEC("tp_btf/mm_filemap_add_to_page_cache")
+int BPF_PROG(add_btf, void *folio_or_page)
+{
+	return on_added(folio_or_page);
 }
 
 SEC("raw_tp/mm_filemap_add_to_page_cache")
-int BPF_PROG(add_raw, struct folio *folio)
+int BPF_PROG(add_raw, void *folio_or_page)
 {
-	return on_folio(C_ADD, folio, NULL);
+	return on_added(folio_or_page);
 }
 
 SEC("tp_btf/writeback_dirty_folio")
