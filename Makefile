@@ -403,8 +403,13 @@ help:
 -include $(wildcard $(O)/*.d $(O)/tools/*/*.d $(O)/lib/*.d $(O)/bpf/*.d $(O)/tests/*.d $(O)/tests/bpf/*.d $(O)/tests/helpers/*.d $(O)/tests/cuda/*.d \
 	$(O)/tests/cuda/double/*.d $(NCCL_DIR)/*.d)
 
-# Layer 4 of the tests: the end-to-end subset in qemu on Debian's own 6.1
-# kernels, x86_64 and arm64 (builds the static tools, helpers and initramfs).
-.PHONY: test-vm
+# Layer 4 of the tests: the end-to-end subset in qemu on every Debian kernel
+# line, x86_64 and arm64 (scripts/vm/kernels; KERNELS=x86-6.12 arm64 ... picks
+# some). Builds the static tools, helpers and one initramfs per arch.
+.PHONY: test-vm kernels-md
 test-vm:
-	$(Q)scripts/vm/run-matrix.sh
+	$(Q)KERNELS="$(KERNELS)" scripts/vm/run-matrix.sh
+
+# docs/KERNELS.md from the last matrix run's logs (build/vm/)
+kernels-md:
+	$(Q)scripts/vm/kernels-md.sh build/vm > docs/KERNELS.md.tmp && mv docs/KERNELS.md.tmp docs/KERNELS.md

@@ -48,14 +48,13 @@ for t in apt-get dpkg; do
 done
 
 apt=$dir/apt
-mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$out/deb" "$out/lib"
-cat > "$apt/sources.list" <<EOS
-deb [arch=$arch] http://deb.debian.org/debian bookworm non-free
-deb [arch=$arch] http://deb.debian.org/debian bookworm-updates non-free
-EOS
-set -- -q -o "Dir::Etc::SourceList=$apt/sources.list" -o Dir::Etc::SourceParts=/dev/null \
-	-o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache" \
-	-o Debug::NoLocking=1 -o APT::Sandbox::User=root -o "APT::Architectures::=$arch"
+mkdir -p "$out/deb" "$out/lib"
+. "$top/scripts/apt-private.sh"
+apt_private "$apt" "$arch" \
+	"deb [arch=$arch] http://deb.debian.org/debian bookworm non-free" \
+	"deb [arch=$arch] http://deb.debian.org/debian bookworm-updates non-free" || exit 1
+# shellcheck disable=SC2086
+set -- $APT_PRIVATE
 
 if ! apt-get "$@" update >"$apt/update.log" 2>&1; then
 	say "apt-get update of Debian non-free failed (offline?): CUDA fixture libraries unavailable"

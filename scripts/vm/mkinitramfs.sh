@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-# Builds a VM initramfs (cpio newc, gzip) for scripts/vm/run-matrix.sh:
+# Builds the VM initramfs archives (cpio newc, gzip) for scripts/vm/run-matrix.sh:
 #
 #   scripts/vm/mkinitramfs.sh OUT.cpio.gz BUSYBOX TOOLS_DIR HELPERS_DIR
 #
@@ -9,63 +9,93 @@
 #   /opt/aiscope/bin/         the static tools found in TOOLS_DIR ($TOOLS)
 #   /opt/aiscope/helpers/     the static test helpers in HELPERS_DIR
 #   /opt/aiscope/tests/       tests/vm/*.sh (the runner and one file per tool)
-#   /opt/aiscope/modules/     the kernel modules named in tests/vm/*.modules
-#                             (one name a line, # comments), from MODULES_DIR
-#                             (<name>.ko files; scripts/vm/run-matrix.sh
-#                             takes them from the kernel's package)
 #   /dev/console              so that /init has a console before devtmpfs
 #
-# The archive is written by this script (no cpio or root needed), all files
-# owned by root. TOOLS (default: every tool named in tests/vm/*.sh that
-# exists in TOOLS_DIR) may be set to a list of names.
+# That one is the same for every kernel of an architecture. The modules of
+# one kernel are a second archive, appended to it (the kernel unpacks
+# concatenated archives in turn):
+#
+#   scripts/vm/mkinitramfs.sh --modules OUT.cpio.gz MODULE_FILE...
+#
+#   /opt/aiscope/modules/<name>.ko   each MODULE_FILE (.ko, .ko.xz, .ko.zst or
+#                                    .ko.gz; decompressed here)
+#   /opt/aiscope/modules/order       their names, one a line, in the order
+#                                    given (the load order)
+#
+# The archives are written by this script (no cpio or root needed), all
+# files owned by root. TOOLS (default: every tool named in tests/vm/*.sh
+# that exists in TOOLS_DIR) may be set to a list of names.
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 me=vm/mkinitramfs.sh
 die() { printf '%s: %s\n' "$me" "$*" >&2; exit 1; }
 
-[ $# -eq 4 ] || die "usage: mkinitramfs.sh OUT.cpio.gz BUSYBOX TOOLS_DIR HELPERS_DIR"
-out=$1 busybox=$2 tools=$3 helpers=$4
-[ -x "$busybox" ] || die "no busybox at $busybox"
-
-stage=$out.d
-rm -rf "$stage"
-mkdir -p "$stage/bin" "$stage/dev" "$stage/proc" "$stage/sys" "$stage/tmp" "$stage/run" \
-	"$stage/opt/aiscope/bin" "$stage/opt/aiscope/helpers" "$stage/opt/aiscope/tests"
-cp "$busybox" "$stage/bin/busybox"
-ln -s busybox "$stage/bin/sh"
-cp "$top/tests/vm/init" "$stage/init"
-cp "$top"/tests/vm/*.sh "$stage/opt/aiscope/tests/"
-chmod 0755 "$stage/init" "$stage"/opt/aiscope/tests/*.sh
-n=0
-for f in "$helpers"/*; do
-	case $f in *.d|*.o) continue ;; esac
-	[ -f "$f" ] && [ -x "$f" ] || continue
-	cp "$f" "$stage/opt/aiscope/helpers/"
-	n=$((n + 1))
-done
-[ $n -gt 0 ] || die "no test helpers in $helpers"
-if [ -z "${TOOLS:-}" ]; then
-	TOOLS=$(cd "$top/tests/vm" && ls *.sh | sed 's/\.sh$//' | grep -vx -e run -e lib || true)
-fi
-n=0
-for t in $TOOLS; do
-	[ -x "$tools/$t" ] || die "tool $t not built in $tools"
-	cp "$tools/$t" "$stage/opt/aiscope/bin/"
-	n=$((n + 1))
-done
-[ $n -gt 0 ] || die "no tools to test"
-mods=$(cat "$top"/tests/vm/*.modules 2>/dev/null | sed 's/#.*//' | tr -s ' \t' '\n' | grep -v '^$' | sort -u)
-if [ -n "$mods" ]; then
-	[ -n "${MODULES_DIR:-}" ] || die "tests/vm/*.modules name modules, but no MODULES_DIR"
+# modules OUT MODULE_FILE...: the per-kernel archive's stage
+modules() {
 	mkdir -p "$stage/opt/aiscope/modules"
-	for m in $mods; do
-		[ -f "$MODULES_DIR/$m.ko" ] || die "module $m not in $MODULES_DIR"
-		cp "$MODULES_DIR/$m.ko" "$stage/opt/aiscope/modules/"
+	: > "$stage/opt/aiscope/modules/order"
+	for f in "$@"; do
+		b=${f##*/}
+		m=${b%%.ko*}
+		case $b in
+		*.ko) cp "$f" "$stage/opt/aiscope/modules/$m.ko" ;;
+		*.ko.xz) xz -dc "$f" > "$stage/opt/aiscope/modules/$m.ko" ;;
+		*.ko.zst) zstd -qdc "$f" > "$stage/opt/aiscope/modules/$m.ko" ;;
+		*.ko.gz) gzip -dc "$f" > "$stage/opt/aiscope/modules/$m.ko" ;;
+		*) die "not a kernel module: $f" ;;
+		esac || die "cannot unpack $f"
+		echo "$m" >> "$stage/opt/aiscope/modules/order"
 	done
+}
+
+if [ "${1:-}" = --modules ]; then
+	[ $# -ge 2 ] || die "usage: mkinitramfs.sh --modules OUT.cpio.gz MODULE_FILE..."
+	out=$2
+	shift 2
+	stage=$out.d
+	rm -rf "$stage"
+	modules "$@"
+	console=0
+else
+	[ $# -eq 4 ] || die "usage: mkinitramfs.sh OUT.cpio.gz BUSYBOX TOOLS_DIR HELPERS_DIR"
+	out=$1 busybox=$2 tools=$3 helpers=$4
+	[ -x "$busybox" ] || die "no busybox at $busybox"
+	stage=$out.d
+	rm -rf "$stage"
+	console=1
+	mkdir -p "$stage/bin" "$stage/dev" "$stage/proc" "$stage/sys" "$stage/tmp" "$stage/run" \
+		"$stage/opt/aiscope/bin" "$stage/opt/aiscope/helpers" "$stage/opt/aiscope/tests"
+	cp "$busybox" "$stage/bin/busybox"
+	ln -s busybox "$stage/bin/sh"
+	cp "$top/tests/vm/init" "$stage/init"
+	# the runner, its helpers, and the test file of each tool packed
+	cp "$top/tests/vm/run.sh" "$top/tests/vm/lib.sh" "$stage/opt/aiscope/tests/"
+	chmod 0755 "$stage/init" "$stage"/opt/aiscope/tests/*.sh
+	n=0
+	for f in "$helpers"/*; do
+		case $f in *.d|*.o) continue ;; esac
+		[ -f "$f" ] && [ -x "$f" ] || continue
+		cp "$f" "$stage/opt/aiscope/helpers/"
+		n=$((n + 1))
+	done
+	[ $n -gt 0 ] || die "no test helpers in $helpers"
+	if [ -z "${TOOLS:-}" ]; then
+		TOOLS=$(cd "$top/tests/vm" && ls *.sh | sed 's/\.sh$//' | grep -vx -e run -e lib || true)
+	fi
+	n=0
+	for t in $TOOLS; do
+		[ -x "$tools/$t" ] || die "tool $t not built in $tools"
+		[ -f "$top/tests/vm/$t.sh" ] || die "no tests/vm/$t.sh"
+		cp "$tools/$t" "$stage/opt/aiscope/bin/"
+		cp "$top/tests/vm/$t.sh" "$stage/opt/aiscope/tests/"
+		n=$((n + 1))
+	done
+	[ $n -gt 0 ] || die "no tools to test"
 fi
 
 # ---- cpio newc writer ----
-ino=1000
+# (inode numbers apart from the base archive's, for the archive appended to it)
+ino=$([ $console = 1 ] && echo 1000 || echo 900000)
 # hdr NAME MODE_HEX SIZE [RDEVMAJ RDEVMIN]
 hdr() {
 	nsz=$((${#1} + 1))
@@ -97,7 +127,7 @@ emit() {
 			pad $((sz % 4))
 		fi
 	done
-	hdr dev/console 2180 0 5 1
+	[ $console = 0 ] || hdr dev/console 2180 0 5 1
 	hdr TRAILER!!! 0 0
 }
 emit | gzip -9 > "$out.tmp"

@@ -1,27 +1,45 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-# Layer 4 of spec/TESTING.md: the end-to-end subset of every tool on Debian's
-# own kernels, x86_64 and arm64, in qemu (software emulation).
+# Layer 4 of spec/TESTING.md: the end-to-end subset of every tool on every
+# Debian kernel line, x86_64 and arm64, in qemu.
 #
-#   scripts/vm/run-matrix.sh          (make test-vm; tests/run.sh with AISCOPE_TEST_VM=1)
+#   scripts/vm/run-matrix.sh [NAME|ARCH|VERSION...]   (make test-vm [KERNELS=...];
+#                                                     tests/run.sh with AISCOPE_TEST_VM=1)
 #
-# For each VM: fetches the kernel and busybox-static (scripts/vm/fetch.sh,
-# cached in build/cache/), builds the static tools and test helpers for that
-# arch (make STATIC=1 [ARCH=arm64]), an initramfs (scripts/vm/mkinitramfs.sh)
-# holding them and tests/vm/, boots it under `timeout`, and reads the TAP
-# lines back from the serial console. Prints them renumbered and labelled
-# "[vm ARCH KERNEL]", ends with "N passed, N failed, N skipped" and exits 1
-# when something failed. What cannot run here (no kernel package and no
-# network, no qemu, no cross compiler) is a skip line with the reason.
-# Serial logs: build/vm/<arch>-<kernel>.log.
+# The kernels are those of scripts/vm/kernels: x86-5.10 x86-6.1 x86-6.12
+# x86-7.2 arm64-5.10 arm64-6.1 arm64-6.12 arm64-6.12-16k arm64-7.2. The
+# arguments (or $KERNELS) pick some: a NAME, an ARCH (x86, arm64: all of its
+# kernels) or a VERSION (6.12: x86-6.12 and arm64-6.12); default all.
 #
-# Environment: VM_ARCHES (default "x86 arm64"), VM_TIMEOUT_x86 (default 600 s),
-# VM_TIMEOUT_arm64 (900 s), VM_MEM (1024 MiB), VM_SMP (2), and those of fetch.sh.
+# 1. fetches each kernel and busybox-static (scripts/vm/fetch.sh, cached in
+#    build/cache/), printing the package and version of each;
+# 2. builds, once per architecture, the static tools and test helpers
+#    (make STATIC=1 [ARCH=arm64]) and one initramfs
+#    (scripts/vm/mkinitramfs.sh) holding them and tests/vm/; each kernel's
+#    modules (tests/vm/*.modules with what they need) are a small archive
+#    appended to it;
+# 3. boots the kernels, VM_JOBS (default 2) at a time, longest first (the
+#    arm64 ones, emulated), each under `timeout`, with KVM for x86 guests
+#    when qemu can use it here (tried: qemu -accel kvm) and software
+#    emulation otherwise, and reads the TAP lines back from the serial
+#    console. They are printed renumbered and labelled "[vm NAME]" as each
+#    VM ends, then "N passed, N failed, N skipped"; exits 1 when something
+#    failed. What cannot run here (no kernel and no network, no qemu, no
+#    cross compiler) is a skip line with the reason.
+# 4. writes build/vm/KERNELS.md from the logs (scripts/vm/kernels-md.sh;
+#    `make kernels-md` puts it in docs/).
+# Logs: build/vm/NAME.log (serial console), NAME.info (package, timings).
+#
+# Environment: KERNELS, VM_TOOLS (the tools whose tests/vm/TOOL.sh run;
+# default all, e.g. VM_TOOLS=socketsnoop while working on one), VM_JOBS (2), VM_TIMEOUT_x86 (1200 s), VM_TIMEOUT_arm64
+# (2400 s; the limits of one VM's boot and tests on a loaded machine), VM_MEM (1024 MiB), VM_SMP (2), VM_ACCEL (kvm or tcg: skips the
+# trial), and those of fetch.sh.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 1
 out=$top/build/vm
 mkdir -p "$out" || exit 1
+list=scripts/vm/kernels
 
 passed=0 failed=0 skipped=0 n=0
 t_start=$(date +%s)
@@ -37,98 +55,202 @@ tap() {	# tap ok|not_ok|skip TEXT [REASON]
 }
 diag() { printf '# %s\n' "$*"; }
 
-# vm_modules KROOT: a directory of the <name>.ko files that tests/vm/*.modules
-# name, extracted from KROOT.deb (the package fetch.sh unpacked to KROOT) into
-# KROOT/modules once; prints it, or why not (exit 1)
-vm_modules() {
-	want=$(cat tests/vm/*.modules 2>/dev/null | sed 's/#.*//' | tr -s ' \t' '\n' | grep -v '^$' | sort -u)
-	dir=$1/modules
-	missing=
-	for m in $want; do [ -f "$dir/$m.ko" ] || missing="$missing $m"; done
-	if [ -n "$missing" ]; then
-		[ -f "$1.deb" ] || { echo "no $1.deb to take$missing from"; return 1; }
-		tmp=$dir.tmp
-		rm -rf "$tmp"
-		mkdir -p "$tmp" "$dir"
-		pats=
-		for m in $missing; do pats="$pats */$m.ko"; done
-		# shellcheck disable=SC2086
-		dpkg-deb --fsys-tarfile "$1.deb" | tar -x -C "$tmp" --wildcards $pats 2>/dev/null
-		find "$tmp" -name '*.ko' -exec mv {} "$dir/" \;
-		rm -rf "$tmp"
-		for m in $missing; do [ -f "$dir/$m.ko" ] || { echo "$m.ko is not in $1.deb"; return 1; }; done
+# ---- which kernels ----
+all=$(awk '!/^#/ && NF {print $1}' "$list")
+[ $# -gt 0 ] || set -- ${KERNELS:-}
+[ $# -gt 0 ] || set -- $all
+picked=
+for w in "$@"; do
+	hit=
+	for k in $all; do
+		if [ "$w" = "$k" ] || [ "$w" = "${k%%-*}" ] || [ "$w" = "${k#*-}" ] || [ "$w" = all ]; then
+			case " $picked " in *" $k "*) ;; *) picked="$picked $k" ;; esac
+			hit=1
+		fi
+	done
+	[ -n "$hit" ] || { echo "run-matrix.sh: no kernel '$w' (names: $(echo $all); or x86, arm64, a version such as 6.12)" >&2; exit 2; }
+done
+# longest first: the emulated arm64 kernels, then x86
+order=
+for k in $all; do case " $picked " in *" $k "*) [ "${k%%-*}" = "$host_arch" ] || order="$order $k" ;; esac; done
+for k in $all; do case " $picked " in *" $k "*) [ "${k%%-*}" = "$host_arch" ] && order="$order $k" ;; esac; done
+diag "vm matrix: $(echo $order)"
+
+# ---- 1. fetch ----
+declare -A KERNEL KVER KPKG KMOD BUSYBOX
+ready=
+t0=$(date +%s)
+for k in $order; do
+	if ! info=$(scripts/vm/fetch.sh "$k" 2> "$out/$k-fetch.log"); then
+		sed "s/^/# [vm $k] /" "$out/$k-fetch.log"
+		tap skip "[vm $k] end-to-end" "$(tail -1 "$out/$k-fetch.log")"
+		continue
 	fi
-	echo "$dir"
-}
+	sed "s/^/# [vm $k] /" "$out/$k-fetch.log"
+	KERNEL[$k]=$(sed -n 's/^KERNEL=//p' <<< "$info")
+	KVER[$k]=$(sed -n 's/^KVER=//p' <<< "$info")
+	KPKG[$k]=$(sed -n 's/^KPKG=//p' <<< "$info")
+	KMOD[$k]=$(sed -n 's/^KMODULES=//p' <<< "$info")
+	BUSYBOX[$k]=$(sed -n 's/^BUSYBOX=//p' <<< "$info")
+	diag "[vm $k] kernel ${KPKG[$k]} (${KVER[$k]})"
+	ready="$ready $k"
+done
+diag "vm matrix: kernels fetched in $(($(date +%s) - t0)) s"
 
-run_vm() {
-	arch=$1
-	case $arch in
-	x86) qarch=x86_64 qemu=qemu-system-x86_64 console=ttyS0 ;;
-	arm64) qarch=aarch64 qemu=qemu-system-aarch64 console=ttyAMA0 ;;
-	*) tap not_ok "[vm $arch] unknown architecture in VM_ARCHES"; return ;;
-	esac
-	label="vm $qarch"
-	t0=$(date +%s)
-
-	# kernel and busybox
-	if ! info=$(scripts/vm/fetch.sh "$arch" 2> "$out/$arch-fetch.log"); then
-		tap skip "[$label] schedlat end-to-end" "$(tail -1 "$out/$arch-fetch.log")"
-		return
-	fi
-	kernel=$(echo "$info" | sed -n 's/^KERNEL=//p')
-	kver=$(echo "$info" | sed -n 's/^KVER=//p')
-	busybox=$(echo "$info" | sed -n 's/^BUSYBOX=//p')
-	label="vm $qarch ${kver%-*}"
-	diag "[$label] kernel $(echo "$info" | sed -n 's/^KPKG=//p'), $kernel"
-
-	if ! command -v "$qemu" > /dev/null 2>&1; then
-		tap skip "[$label] schedlat end-to-end" "$qemu missing (scripts/vm/deps.sh installs it)"
-		return
-	fi
-
-	# static tools and helpers for that arch
+# ---- 2. one build and initramfs per architecture ----
+declare -A INITRD
+build_arch() {	# build_arch ARCH BUSYBOX: sets INITRD[ARCH], or why not on stdout
+	local arch=$1 bdir mk cc helpers
 	if [ "$arch" = "$host_arch" ]; then
 		bdir=build/static mk="STATIC=1"
 	else
 		bdir=build/$arch-static mk="STATIC=1 ARCH=$arch"
 		cc=$([ "$arch" = arm64 ] && echo aarch64-linux-gnu-gcc || echo x86_64-linux-gnu-gcc)
-		if ! command -v "$cc" > /dev/null 2>&1; then
-			tap skip "[$label] schedlat end-to-end" "$cc missing (make deps ARCH=$arch)"
-			return
-		fi
+		command -v "$cc" > /dev/null 2>&1 || { echo "skip:$cc missing (make deps ARCH=$arch)"; return 1; }
 	fi
 	helpers=$(ls tests/helpers/*.c | sed "s|^tests/helpers/\(.*\)\.c\$|$bdir/tests/helpers/\1|")
 	# (not the options of a calling make: this build is its own)
 	# shellcheck disable=SC2086
 	if ! env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory $mk tools $helpers > "$out/$arch-build.log" 2>&1; then
-		tail -20 "$out/$arch-build.log" | sed "s/^/# [$label] /"
-		tap not_ok "[$label] build (make $mk tools test helpers; log $out/$arch-build.log)"
-		return
+		tail -20 "$out/$arch-build.log" | sed "s/^/# [vm $arch] /"
+		echo "fail:build (make $mk tools test helpers; log $out/$arch-build.log)"
+		return 1
 	fi
-	# kernel modules the tests load (tests/vm/*.modules), taken once from
-	# the kernel's package next to its unpacked /boot
-	kroot=$(dirname "$(dirname "$kernel")")
-	if ! modules=$(vm_modules "$kroot"); then
-		tap not_ok "[$label] kernel modules: $modules"
-		return
+	if ! TOOLS=${VM_TOOLS:-} scripts/vm/mkinitramfs.sh "$out/$arch-initramfs.cpio.gz" "$2" "$bdir" "$bdir/tests/helpers" > "$out/$arch-initramfs.log" 2>&1; then
+		sed "s/^/# [vm $arch] /" "$out/$arch-initramfs.log"
+		echo "fail:initramfs (log $out/$arch-initramfs.log)"
+		return 1
 	fi
-	initrd=$out/$arch-initramfs.cpio.gz
-	if ! MODULES_DIR=$modules scripts/vm/mkinitramfs.sh "$initrd" "$busybox" "$bdir" "$bdir/tests/helpers" > "$out/$arch-initramfs.log" 2>&1; then
-		sed "s/^/# [$label] /" "$out/$arch-initramfs.log"
-		tap not_ok "[$label] initramfs"
-		return
+}
+t0=$(date +%s)
+runnable=
+for k in $ready; do
+	arch=${k%%-*}
+	case $arch in x86) qemu=qemu-system-x86_64 ;; arm64) qemu=qemu-system-aarch64 ;; esac
+	if ! command -v "$qemu" > /dev/null 2>&1; then
+		tap skip "[vm $k] end-to-end" "$qemu missing (scripts/vm/deps.sh installs it)"
+		continue
 	fi
-	t1=$(date +%s)
+	if [ -z "${INITRD[$arch]:-}" ]; then
+		if why=$(build_arch "$arch" "${BUSYBOX[$k]}"); then
+			INITRD[$arch]=$out/$arch-initramfs.cpio.gz
+			diag "[vm $arch] tools, helpers and initramfs built in $(($(date +%s) - t0)) s"
+		else
+			INITRD[$arch]="-$why"
+		fi
+	fi
+	case ${INITRD[$arch]} in
+	-skip:*) tap skip "[vm $k] end-to-end" "${INITRD[$arch]#-skip:}"; continue ;;
+	-fail:*) tap not_ok "[vm $k] ${INITRD[$arch]#-fail:}"; continue ;;
+	esac
+	runnable="$runnable $k"
+done
 
-	# boot
-	log=$out/$arch-$kver.log
+# ---- 3. the VMs ----
+# modules_of MODDIR NAME...: the module files NAMEs need, in load order
+# (modules.dep and the softdeps depmod wrote for them; an alias stands for
+# every module that has it, e.g. crc32c for crc32c-intel and crc32c_generic;
+# a softdep that is neither a module nor an alias of one is skipped, a NAME
+# built into the kernel needs nothing); fails naming a NAME it cannot find
+modules_of() {
+	local dir=$1
+	shift
+	awk -v dir="$dir" -v want="$*" '
+	function base(p,  b) { b = p; sub(/.*\//, "", b); sub(/\.ko.*/, "", b); gsub(/-/, "_", b); return b }
+	function load(m, soft,  i, n, d, s, a) {
+		gsub(/-/, "_", m)
+		if (m in done) return 1
+		if (!(m in path)) {
+			if (m in alias) {	# every module of that alias: those this machine cannot use fail to load, harmlessly
+				n = split(alias[m], a, " "); r = 0
+				for (i = 1; i <= n; i++) r += load(a[i], soft)
+				return r > 0
+			}
+			if (m in builtin) { done[m] = 1; return 1 }
+			if (!soft) { printf "module %s: not in %s\n", m, dir > "/dev/stderr"; bad = 1 }
+			return 0
+		}
+		done[m] = 1
+		n = split(softdep[m], s, " ")
+		for (i = 1; i <= n; i++) load(s[i], 1)
+		n = split(deps[m], d, " ")
+		for (i = n; i >= 1; i--) load(base(d[i]), 0)
+		print dir "/" path[m]
+		return 1
+	}
+	FILENAME ~ /modules\.dep$/ { p = $1; sub(/:$/, "", p); m = base(p); path[m] = p
+		$1 = ""; deps[m] = $0; next }
+	FILENAME ~ /modules\.alias$/ && $1 == "alias" { a = $2; gsub(/-/, "_", a); alias[a] = alias[a] " " $3; next }
+	FILENAME ~ /modules\.softdep$/ && $1 == "softdep" { m = $2; gsub(/-/, "_", m)
+		for (i = 3; i <= NF; i++) { if ($i == "pre:") pre = 1; else if ($i == "post:") pre = 0; else if (pre) softdep[m] = softdep[m] " " $i } next }
+	FILENAME ~ /modules\.builtin$/ { builtin[base($0)] = 1; next }
+	END { n = split(want, w, " "); for (i = 1; i <= n; i++) load(w[i], 0); exit bad }
+	' "$dir/modules.dep" $(for f in modules.alias modules.softdep modules.builtin; do [ -f "$dir/$f" ] && echo "$dir/$f"; done)
+}
+
+want_modules=$(cat tests/vm/*.modules 2>/dev/null | sed 's/#.*//' | tr -s ' \t' '\n' | grep -v '^$' | awk '!seen[$0]++')
+
+# accel ARCH NAME: "kvm" when qemu boots kernel NAME with KVM here as far as
+# its /init (tried with the architecture's initramfs and aiscope.probe on
+# the command line, 30 s at most: an emulated boot takes about that long,
+# so a KVM boot slower than that gains nothing), else "tcg"
+declare -A ACCEL
+accel() {
+	local arch=$1 k=$2 qemu=qemu-system-x86_64 console=ttyS0 t=$(date +%s)
+	[ -n "${ACCEL[$arch]:-}" ] && return
+	[ "$arch" = arm64 ] && qemu=qemu-system-aarch64 console=ttyAMA0
+	if [ -n "${VM_ACCEL:-}" ]; then
+		ACCEL[$arch]=$VM_ACCEL
+	elif [ "$arch" = "$host_arch" ] && [ -c /dev/kvm ] &&
+		timeout -k 5 30 "$qemu" -accel kvm $([ "$arch" = arm64 ] && echo "-M virt -cpu host") -m 256 \
+			-nographic -no-reboot -nic none -kernel "${KERNEL[$k]}" -initrd "${INITRD[$arch]}" \
+			-append "console=$console quiet panic=-1 aiscope.probe" < /dev/null > "$out/$arch-kvm.log" 2>&1 &&
+		grep -q AISCOPE-VM-PROBE "$out/$arch-kvm.log"; then
+		ACCEL[$arch]=kvm
+	else
+		ACCEL[$arch]=tcg
+	fi
+	diag "[vm $arch] accelerator: ${ACCEL[$arch]}$([ "${ACCEL[$arch]}" = tcg ] && [ "$arch" = "$host_arch" ] &&
+		[ -z "${VM_ACCEL:-}" ] && echo " (a KVM boot of $k did not reach /init within 30 s: $(($(date +%s) - t)) s tried)")"
+}
+
+# run_vm NAME: boots it; results in $out/NAME.result ("ok|TEXT",
+# "not_ok|TEXT", "skip|TEXT|WHY", "diag|TEXT"), timings in $out/NAME.info
+run_vm() {
+	local k=$1 arch=${1%%-*} qemu console limit log res rc mods initrd t1 t2 attempt begin got plan line text
+	res=$out/$k.result
+	: > "$res"
+	case $arch in
+	x86) qemu=qemu-system-x86_64 console=ttyS0 ;;
+	arm64) qemu=qemu-system-aarch64 console=ttyAMA0 ;;
+	esac
+	# this kernel's modules, appended to the architecture's initramfs
+	initrd=$out/$k.initrd
+	if [ -n "$want_modules" ]; then
+		# shellcheck disable=SC2086
+		if ! mods=$(modules_of "${KMOD[$k]}" $want_modules 2> "$out/$k-modules.log") ||
+			! scripts/vm/mkinitramfs.sh --modules "$out/$k-modules.cpio.gz" $mods >> "$out/$k-modules.log" 2>&1; then
+			echo "not_ok|[vm $k] kernel modules: $(tail -1 "$out/$k-modules.log")" >> "$res"
+			return
+		fi
+		cat "${INITRD[$arch]}" "$out/$k-modules.cpio.gz" > "$initrd"
+	else
+		cp "${INITRD[$arch]}" "$initrd"
+	fi
+
+	log=$out/$k.log
 	eval "limit=\${VM_TIMEOUT_$arch:-}"
-	[ -n "$limit" ] || limit=$([ "$arch" = x86 ] && echo 600 || echo 900)
+	[ -n "$limit" ] || limit=$([ "$arch" = x86 ] && echo 1200 || echo 2400)
 	set -- -m "${VM_MEM:-1024}" -smp "${VM_SMP:-2}" -nographic -no-reboot -nic none \
-		-kernel "$kernel" -initrd "$initrd" -append "console=$console quiet panic=-1"
-	[ "$arch" = arm64 ] && set -- -M virt -cpu max,pauth-impdef=on "$@"
-	diag "[$label] $qemu $* (timeout ${limit}s)"
+		-kernel "${KERNEL[$k]}" -initrd "$initrd" -append "console=$console quiet panic=-1"
+	if [ "$arch" = arm64 ]; then
+		[ "${ACCEL[$arch]}" = kvm ] && set -- -accel kvm -M virt -cpu host "$@"
+		[ "${ACCEL[$arch]}" = kvm ] || set -- -accel tcg -M virt -cpu max,pauth-impdef=on "$@"
+	else
+		set -- -accel "${ACCEL[$arch]}" "$@"
+	fi
+	echo "diag|[vm $k] $qemu $* (timeout ${limit}s)" >> "$res"
+	t1=$(date +%s)
 	# A run that never reaches its END marker hung inside the emulated
 	# kernel (seen once in x86 TCG while trampolines were attached to
 	# scheduler functions): boot once more, and say so. A test that fails
@@ -139,44 +261,94 @@ run_vm() {
 		tr -d '\r' < "$log" > "$log.txt" && mv "$log.txt" "$log"
 		grep -q 'AISCOPE-VM-END' "$log" && break
 		[ $attempt = 1 ] || break
-		tail -5 "$log" | sed "s/^/# [$label] | /"
-		diag "[$label] the VM did not finish (qemu exit $rc): booting it once more"
+		tail -5 "$log" | sed "s/^/diag|[vm $k] | /" >> "$res"
+		echo "diag|[vm $k] the VM did not finish (qemu exit $rc): booting it once more" >> "$res"
 		cp "$log" "$log.attempt1"
 	done
 	t2=$(date +%s)
 
-	# results
 	# (the console may put escape sequences before the first marker)
 	sed -e 's/^.*AISCOPE-VM-/AISCOPE-VM-/' "$log" | sed -n '/^AISCOPE-VM-BEGIN/,/^AISCOPE-VM-END/p' > "$log.tap"
 	begin=$(grep -m1 '^AISCOPE-VM-BEGIN' "$log.tap")
 	got=0
 	while IFS= read -r line; do
 		case $line in
-		"not ok "*) tap not_ok "[$label] $(echo "$line" | sed 's/^not ok [0-9]* - //')"; got=$((got + 1)) ;;
+		"not ok "*) echo "not_ok|[vm $k] $(sed 's/^not ok [0-9]* - //' <<< "$line")"; got=$((got + 1)) ;;
 		"ok "*"# skip "*)
-			text=$(echo "$line" | sed -e 's/^ok [0-9]* - //' -e 's/ # skip .*//')
-			tap skip "[$label] $text" "$(echo "$line" | sed 's/.* # skip //')"; got=$((got + 1)) ;;
-		"ok "*) tap ok "[$label] $(echo "$line" | sed 's/^ok [0-9]* - //')"; got=$((got + 1)) ;;
-		"#"*) printf '# [%s] %s\n' "$label" "${line#"# "}" ;;
+			text=$(sed -e 's/^ok [0-9]* - //' -e 's/ # skip .*//' <<< "$line")
+			echo "skip|[vm $k] $text|$(sed 's/.* # skip //' <<< "$line")"; got=$((got + 1)) ;;
+		"ok "*) echo "ok|[vm $k] $(sed 's/^ok [0-9]* - //' <<< "$line")"; got=$((got + 1)) ;;
+		"#"*) echo "diag|[vm $k] ${line#"# "}" ;;
 		esac
-	done < "$log.tap"
+	done < "$log.tap" >> "$res"
 	plan=$(sed -n 's/^1\.\.\([0-9]*\)$/\1/p' "$log.tap")
 	if [ -z "$begin" ]; then
-		tail -30 "$log" | sed "s/^/# [$label] | /"
-		tap not_ok "[$label] the VM did not start the tests (qemu exit $rc; log $log)"
+		tail -30 "$log" | sed "s/^/diag|[vm $k] | /" >> "$res"
+		echo "not_ok|[vm $k] the VM did not start the tests (qemu exit $rc; log $log)" >> "$res"
 	elif ! grep -q '^AISCOPE-VM-END' "$log.tap"; then
-		tail -30 "$log" | sed "s/^/# [$label] | /"
-		tap not_ok "[$label] the VM did not finish the tests ($([ $rc -eq 124 ] && echo "timed out after ${limit}s" || echo "qemu exit $rc"); log $log)"
+		tail -30 "$log" | sed "s/^/diag|[vm $k] | /" >> "$res"
+		echo "not_ok|[vm $k] the VM did not finish the tests ($([ $rc -eq 124 ] && echo "timed out after ${limit}s" || echo "qemu exit $rc"); log $log)" >> "$res"
 	elif [ "${plan:-x}" != "$got" ]; then
-		tap not_ok "[$label] the VM planned ${plan:-no} tests, $got reported"
+		echo "not_ok|[vm $k] the VM planned ${plan:-no} tests, $got reported" >> "$res"
 	fi
 	rm -f "$log.tap"
-	diag "[$label] ${begin#AISCOPE-VM-BEGIN }: build+initramfs $((t1 - t0)) s, boot+tests $((t2 - t1)) s"
+	echo "diag|[vm $k] ${begin#AISCOPE-VM-BEGIN }: boot+tests $((t2 - t1)) s ($attempt boot(s), ${ACCEL[$arch]})" >> "$res"
+	{
+		echo "name=$k"
+		echo "package=${KPKG[$k]}"
+		echo "kver=${KVER[$k]}"
+		echo "accel=${ACCEL[$arch]}"
+		echo "seconds=$((t2 - t1))"
+		echo "boots=$attempt"
+	} > "$out/$k.info"
 }
 
-for arch in ${VM_ARCHES:-x86 arm64}; do
-	run_vm "$arch"
+# report NAME: its results, numbered here
+report() {
+	local kind text why
+	while IFS='|' read -r kind text why; do
+		case $kind in
+		diag) diag "$text" ;;
+		ok|not_ok) tap "$kind" "$text" ;;
+		skip) tap skip "$text" "$why" ;;
+		esac
+	done < "$out/$1.result"
+}
+
+for k in $runnable; do accel "${k%%-*}" "$k"; done
+t0=$(date +%s)
+jobs_max=${VM_JOBS:-2}
+declare -A PID_OF
+running=0
+pending=$runnable
+# wait_one: reports the first VM that ends (wait -p: bash 5.1)
+wait_one() {
+	local p='' k
+	wait -n -p p
+	for k in "${!PID_OF[@]}"; do
+		[ "${PID_OF[$k]}" = "$p" ] || continue
+		unset "PID_OF[$k]"
+		running=$((running - 1))
+		report "$k"
+		return
+	done
+}
+for k in $pending; do
+	while [ $running -ge "$jobs_max" ]; do wait_one; done
+	rm -f "$out/$k.info"
+	run_vm "$k" &
+	PID_OF[$k]=$!
+	running=$((running + 1))
 done
+while [ $running -gt 0 ]; do wait_one; done
+diag "vm matrix: VMs $(($(date +%s) - t0)) s, $jobs_max at a time"
+
+# ---- 4. docs/KERNELS.md's data ----
+if [ -n "$runnable" ] && [ -x scripts/vm/kernels-md.sh ]; then
+	scripts/vm/kernels-md.sh "$out" > "$out/KERNELS.md" 2> "$out/kernels-md.log" ||
+		diag "scripts/vm/kernels-md.sh failed: $(tail -1 "$out/kernels-md.log")"
+fi
+
 diag "vm matrix: $(($(date +%s) - t_start)) s"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -6,11 +6,42 @@
 # with "#" diagnostics. Exits 1 when a test failed.
 dir=$(dirname "$0")
 . "$dir/lib.sh"
-echo "# kernel $(uname -r) $(uname -m), $(nproc) CPUs; $(cat /proc/cmdline)"
+echo "# kernel $(uname -r) $(uname -m), $(nproc) CPUs, $(page_size)-byte pages; $(cat /proc/cmdline)"
+# each tool's default plan, for docs/KERNELS.md (scripts/vm/kernels-md.sh):
+# "AISCOPE-PLAN TOOL HOOK MECHANISM TARGET STATUS" for every candidate
+for t in /opt/aiscope/bin/*; do
+	"$t" --list-probes -j 2>/dev/null | awk -v tool="${t##*/}" '
+		function v(k,  r) { r = $0; if (!sub(".*\"" k "\":\"", "", r)) return "-"; sub(/".*/, "", r); return r }
+		/"type":"probe"/ { print "AISCOPE-PLAN", tool, v("hook"), v("mechanism"), v("target"), v("status") }'
+done
 for f in "$dir"/*.sh; do
 	case ${f##*/} in run.sh|lib.sh) continue ;; esac
 	echo "# ---- ${f##*/}"
 	. "$f"
 done
+# nothing left behind once every tool has exited: no process holds a BPF
+# program, link or map, and no kprobe or uprobe event stays in tracefs
+# (libbpf adds legacy ones where the kernel has no perf kprobe PMU)
+t_nothing_attached() {
+	sleep 1
+	left=0
+	for fd in /proc/[0-9]*/fd/*; do
+		case $(readlink "$fd" 2>/dev/null) in
+		anon_inode:bpf-prog|anon_inode:bpf-link|anon_inode:bpf_link|anon_inode:bpf-map)
+			p=${fd#/proc/}
+			p=${p%%/*}
+			echo "pid $p ($(cat /proc/$p/comm 2>/dev/null)) holds $(readlink "$fd")"
+			left=$((left + 1)) ;;
+		esac
+	done
+	for f in /sys/kernel/tracing/kprobe_events /sys/kernel/tracing/uprobe_events; do
+		[ -r "$f" ] || continue
+		n=$(grep -c . "$f")
+		echo "$f: $n events"
+		[ "$n" -eq 0 ] || { head -5 "$f"; left=$((left + n)); }
+	done
+	[ $left -eq 0 ] || fail "$left BPF objects or probe events left after the tools exited"
+}
+run_test "nothing attached after the tools exit (BPF fds, kprobe and uprobe events)" 60 t_nothing_attached
 echo "1..$N"
 [ "$FAILED" -eq 0 ]
