@@ -136,8 +136,9 @@ unpack() {
 # its pool does not serve yet)
 pkg='' ver='' dir=''
 if suite_apt "$suite"; then
-	cands=$(apt-cache $APT_PRIVATE show "$meta:$darch" 2>/dev/null | sed -n 's/^Depends: \(linux-image-[^ ,:]*\).*/\1/p' |
-		sort -ruV)
+	# (any entry of Depends: sid's meta package names linux-base-* first)
+	cands=$(apt-cache $APT_PRIVATE show "$meta:$darch" 2>/dev/null | sed -n 's/^Depends: //p' | tr ',|' '\n\n' |
+		sed -n 's/^ *\(linux-image-[^ :]*\).*/\1/p' | sort -ruV)
 	[ -n "$cands" ] || say "$meta ($suite, $darch) names no kernel package in the lists"
 	for p in $cands; do
 		v=$(field "$p" Version)
