@@ -900,19 +900,56 @@ static bool busier(const struct prow *a, const struct prow *b)
 	return a->pid < b->pid;
 }
 
+/* An index of chans by channel (open addressing: index + 1, 0 empty),
+ * valid from build_chans() until chans is sorted: a run's 65536 rows
+ * made a scan per row quadratic (minutes at exit, past a unit's stop
+ * timeout). */
+static size_t *chan_slot, chan_nslots;
+
+static size_t chan_hash(const struct ipc_key *ch)
+{
+	return hash_key(ch, 0, 0) & (chan_nslots - 1);
+}
+
+static struct chan *chan_find(const struct ipc_key *ch)
+{
+	for (size_t s = chan_hash(ch); chan_slot[s]; s = (s + 1) & (chan_nslots - 1))
+		if (key_eq(&chans[chan_slot[s] - 1].ch, ch))
+			return &chans[chan_slot[s] - 1];
+	return NULL;
+}
+
 static struct chan *chan_of(const struct ipc_key *ch)
 {
-	for (size_t i = 0; i < nchans; i++)
-		if (key_eq(&chans[i].ch, ch))
-			return &chans[i];
+	struct chan *c = chan_find(ch);
+	size_t s;
+
+	if (c)
+		return c;
 	chans = aiscope_grow(chans, &chans_cap, nchans, sizeof(*chans));
 	memset(&chans[nchans], 0, sizeof(chans[0]));
 	chans[nchans].ch = *ch;
-	return &chans[nchans++];
+	for (s = chan_hash(ch); chan_slot[s]; s = (s + 1) & (chan_nslots - 1))
+		;
+	chan_slot[s] = ++nchans;
+	return &chans[nchans - 1];
 }
 
 static void build_chans(const struct ptable *t)
 {
+	size_t ns = 256;
+
+	/* at most one channel a row: half full at worst */
+	while (ns < 2 * t->n)
+		ns *= 2;
+	if (ns != chan_nslots) {
+		free(chan_slot);
+		chan_slot = malloc(ns * sizeof(*chan_slot));
+		if (!chan_slot)
+			aiscope_fail(EXIT_RUNTIME, "out of memory");
+		chan_nslots = ns;
+	}
+	memset(chan_slot, 0, ns * sizeof(*chan_slot));
 	nchans = 0;
 	for (size_t i = 0; i < t->n; i++) {
 		const struct prow *r = &t->rows[i];
@@ -1201,36 +1238,34 @@ static void print_edges(void)
 	if (!t)
 		aiscope_fail(EXIT_RUNTIME, "out of memory");
 	build_chans(&S.run);
-	for (size_t i = 0; i < nchans; i++) {
-		const struct chan *c = &chans[i];
-		const char *kind = kind_names[c->ch.kind < IPC_KINDS ? c->ch.kind : 0];
-		const char *name = cname_of(&c->ch)->name;
-		struct edge_side dst = { .id = c->reader ? &c->reader->ident : NULL };
+	/* each writer's row, with its channel (the edges come out sorted) */
+	for (size_t j = 0; j < S.run.n; j++) {
+		const struct prow *r = &S.run.rows[j];
+		const struct chan *c;
+		const char *kind, *name;
+		struct edge_side src = { .id = &r->ident }, dst;
+		struct edge *e;
+		uint64_t rd;
 
-		if (c->ch.kind == IPC_SHM)
+		if (r->dir != IPC_WRITE || r->ch.kind == IPC_NONE || r->ch.kind == IPC_SHM)
 			continue;
-		for (size_t j = 0; j < S.run.n; j++) {
-			const struct prow *r = &S.run.rows[j];
-			struct edge_side src = { .id = &r->ident };
-			struct edge *e;
-			uint64_t rd;
-
-			if (r->dir != IPC_WRITE || !key_eq(&r->ch, &c->ch))
-				continue;
-			e = edge_add(t, kind, name, &src, &dst, r->bytes, r->ops,
-				     aiscope_realtime(r->first_ts));
-			if (!e)
-				continue;
-			edge_add(t, kind, name, &src, &dst, 0, 0, aiscope_realtime(r->last_ts));
-			e->user = (void *)c;
-			if (c->readers > 1)
-				e->readers = c->readers;
-			if (!c->reader)
-				continue;
-			rd = c->writers > 1 && c->bytes ?
-				(uint64_t)((double)c->read_bytes * r->bytes / c->bytes + 0.5) : c->read_bytes;
-			edge_add_read(t, kind, name, &src, &dst, rd, aiscope_realtime(c->reader->last_ts));
-		}
+		c = chan_find(&r->ch);
+		kind = kind_names[c->ch.kind < IPC_KINDS ? c->ch.kind : 0];
+		name = cname_of(&c->ch)->name;
+		dst = (struct edge_side){ .id = c->reader ? &c->reader->ident : NULL };
+		e = edge_add(t, kind, name, &src, &dst, r->bytes, r->ops,
+			     aiscope_realtime(r->first_ts));
+		if (!e)
+			continue;
+		edge_add(t, kind, name, &src, &dst, 0, 0, aiscope_realtime(r->last_ts));
+		e->user = (void *)c;
+		if (c->readers > 1)
+			e->readers = c->readers;
+		if (!c->reader)
+			continue;
+		rd = c->writers > 1 && c->bytes ?
+			(uint64_t)((double)c->read_bytes * r->bytes / c->bytes + 0.5) : c->read_bytes;
+		edge_add_read(t, kind, name, &src, &dst, rd, aiscope_realtime(c->reader->last_ts));
 	}
 	edges_json(t, &S.jw, TOOL, edge_extra, NULL);
 	edges_free(t);
