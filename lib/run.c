@@ -205,7 +205,7 @@ void aiscope_bpf_destroy(struct aiscope_bpf *b)
 
 static void read_lost(struct aiscope_bpf *b, uint64_t now[AISCOPE_LOST_NR])
 {
-	struct bpf_map *m = bpf_object__find_map_by_name(b->obj, "aiscope_lost");
+	struct bpf_map *m = b->obj ? bpf_object__find_map_by_name(b->obj, "aiscope_lost") : NULL;
 	int ncpu = libbpf_num_possible_cpus();
 	uint64_t vals[ncpu > 0 ? ncpu : 1];
 
@@ -283,11 +283,56 @@ static bool stdout_broken(void)
 	return errno == EPIPE || ferror(stdout);
 }
 
-int aiscope_loop_stop(struct aiscope_loop *l, const char *reason)
+int aiscope_loop_stop(struct aiscope_loop *l, enum aiscope_exit why)
 {
-	if (!l->exit_reason)
-		l->exit_reason = reason;
+	if (l->exit == AISCOPE_RUNNING)
+		l->exit = why;
 	return -ECANCELED;
+}
+
+bool aiscope_loop_running(const struct aiscope_loop *l)
+{
+	return l->exit == AISCOPE_RUNNING || l->final;
+}
+
+const char *aiscope_exit_name(enum aiscope_exit e)
+{
+	static const char *const names[] = {
+		[AISCOPE_EXIT_SIGNAL] = "signal", [AISCOPE_EXIT_DURATION] = "duration",
+		[AISCOPE_EXIT_COUNT] = "count", [AISCOPE_EXIT_PIPE] = "pipe",
+		[AISCOPE_EXIT_ERROR] = "error",
+	};
+
+	return e < ARRAY_SIZE(names) ? names[e] : NULL;
+}
+
+uint64_t aiscope_loop_interval(struct aiscope_loop *l)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC), interval = now - l->interval_start;
+
+	l->interval_start = now;
+	return interval;
+}
+
+void aiscope_loop_final(struct aiscope_loop *l)
+{
+	if (!l->on_final || (l->exit == AISCOPE_EXIT_COUNT && !l->final_drains))
+		return;
+	if (!l->final_drains)
+		l->ticks++;
+	l->final = true;
+	l->on_final(l->ctx);
+	l->final = false;
+	aiscope_lost_check(l->bpf);
+}
+
+int aiscope_teardown(struct aiscope_bpf *b, const struct aiscope_loop *l)
+{
+	if (b)
+		aiscope_bpf_destroy(b);
+	cg_cleanup();
+	features_cleanup();
+	return l && l->exit == AISCOPE_EXIT_ERROR ? EXIT_RUNTIME : 0;
 }
 
 enum { SRC_SIGNAL = 1, SRC_TICK, SRC_DEADLINE, SRC_RING, SRC_POLL, SRC_STDOUT, SRC_AUX, SRC_SWEEP,
@@ -307,6 +352,7 @@ int aiscope_loop_run(struct aiscope_loop *l)
 	int ep, sfd, tfd, dfd = -1, pfd = -1, wfd = -1;
 	sigset_t mask;
 
+	l->interval_start = clock_ns(CLOCK_MONOTONIC);
 	signal(SIGPIPE, SIG_IGN);
 	/* A shell without job control starts background commands ("tool &"
 	 * in a script) with SIGINT ignored, and an ignored signal never
@@ -353,20 +399,20 @@ int aiscope_loop_run(struct aiscope_loop *l)
 	metrics_publish(b);
 	refresh_offset();
 
-	while (!l->exit_reason) {
+	while (l->exit == AISCOPE_RUNNING) {
 		struct epoll_event evs[8];
 		int n = epoll_wait(ep, evs, 8, -1);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			l->exit_reason = "error";
+			l->exit = AISCOPE_EXIT_ERROR;
 			break;
 		}
 		for (int i = 0; i < n; i++)
 			if (evs[i].data.u64 == SRC_WATCH && l->on_watch(l->ctx) == AISCOPE_STOP)
-				aiscope_loop_stop(l, "count");
-		for (int i = 0; i < n && !l->exit_reason; i++) {
+				aiscope_loop_stop(l, AISCOPE_EXIT_COUNT);
+		for (int i = 0; i < n && l->exit == AISCOPE_RUNNING; i++) {
 			uint64_t exp;
 			struct signalfd_siginfo si;
 
@@ -381,13 +427,13 @@ int aiscope_loop_run(struct aiscope_loop *l)
 				break;
 			case SRC_SIGNAL:
 				if (read(sfd, &si, sizeof(si)) > 0)
-					l->exit_reason = "signal";
+					l->exit = AISCOPE_EXIT_SIGNAL;
 				break;
 			case SRC_DEADLINE:
-				l->exit_reason = "duration";
+				l->exit = AISCOPE_EXIT_DURATION;
 				break;
 			case SRC_STDOUT:
-				l->exit_reason = "pipe";
+				l->exit = AISCOPE_EXIT_PIPE;
 				break;
 			case SRC_POLL:
 				/* events queued without a wakeup */
@@ -395,12 +441,12 @@ int aiscope_loop_run(struct aiscope_loop *l)
 					break;
 				__attribute__((fallthrough));
 			case SRC_RING:
-				if (ring_buffer__consume(b->rb) < 0 && !l->exit_reason)
-					l->exit_reason = "error";
+				if (ring_buffer__consume(b->rb) < 0 && l->exit == AISCOPE_RUNNING)
+					l->exit = AISCOPE_EXIT_ERROR;
 				break;
 			case SRC_AUX:
-				if (ring_buffer__consume(l->aux_rb) < 0 && !l->exit_reason)
-					l->exit_reason = "error";
+				if (ring_buffer__consume(l->aux_rb) < 0 && l->exit == AISCOPE_RUNNING)
+					l->exit = AISCOPE_EXIT_ERROR;
 				break;
 			case SRC_TICK:
 				if (read(tfd, &exp, sizeof(exp)) < 0)
@@ -411,17 +457,17 @@ int aiscope_loop_run(struct aiscope_loop *l)
 					ring_buffer__consume(b->rb);
 				l->ticks++;
 				if (l->on_tick && l->on_tick(l->ctx) == AISCOPE_STOP)
-					aiscope_loop_stop(l, "count");
+					aiscope_loop_stop(l, AISCOPE_EXIT_COUNT);
 				aiscope_lost_check(b);
 				metrics_publish(b);
 				break;
 			}
 		}
 		if (stdout_broken())
-			l->exit_reason = "pipe";
+			l->exit = AISCOPE_EXIT_PIPE;
 	}
 	/* drain what is already in the buffer, unless nobody reads it */
-	if (b->rb && strcmp(l->exit_reason, "pipe") && strcmp(l->exit_reason, "count"))
+	if (b->rb && l->exit != AISCOPE_EXIT_PIPE && l->exit != AISCOPE_EXIT_COUNT)
 		ring_buffer__consume(b->rb);
 	close(ep);
 	close(sfd);
@@ -433,12 +479,12 @@ int aiscope_loop_run(struct aiscope_loop *l)
 	if (wfd >= 0)
 		close(wfd);
 	metrics_stop();
-	if (!strcmp(l->exit_reason, "pipe")) {
+	if (l->exit == AISCOPE_EXIT_PIPE) {
 		/* CONTRACT 7: a closed stdout ends the tool at once, silently */
 		aiscope_bpf_destroy(b);
 		_exit(0);
 	}
-	return !strcmp(l->exit_reason, "error") ? -1 : 0;
+	return l->exit == AISCOPE_EXIT_ERROR ? -1 : 0;
 }
 
 /* ---- identity ---- */
@@ -487,6 +533,6 @@ void aiscope_summary_begin(struct jw *w, const struct aiscope_bpf *b, const stru
 	jw_ku64(w, "duration_ns", clock_ns(CLOCK_MONOTONIC) - env.start_mono_ns);
 	jw_ku64(w, "events", events);
 	jw_ku64(w, "lost_events", aiscope_lost_total(b));
-	jw_kstr(w, "exit_reason", l->exit_reason);
+	jw_kstr(w, "exit_reason", aiscope_exit_name(l->exit));
 	jw_kstr(w, "probes", probe_summary(b->hooks, b->nhooks));
 }

@@ -47,6 +47,16 @@ struct aiscope_bpf {
  * of it is full */
 #define AISCOPE_POLL_MS 100
 
+/* why the loop ended; the summary's exit_reason */
+enum aiscope_exit {
+	AISCOPE_RUNNING,
+	AISCOPE_EXIT_SIGNAL,
+	AISCOPE_EXIT_DURATION,
+	AISCOPE_EXIT_COUNT,
+	AISCOPE_EXIT_PIPE,
+	AISCOPE_EXIT_ERROR,
+};
+
 struct aiscope_loop {
 	struct aiscope_bpf *bpf;
 	/* every interval (aggregating tools); returns AISCOPE_STOP to end */
@@ -61,9 +71,18 @@ struct aiscope_loop {
 	 * it signalled before a ring buffer event is reported before it */
 	int watch_fd;
 	int (*on_watch)(void *ctx);
+	/* optional: the run's last output, by aiscope_loop_final(): the
+	 * interval that a signal or --duration cut short, counted as one
+	 * more tick (not after --count: that one was whole) */
+	int (*on_final)(void *ctx);
+	/* on_final drains what a streaming run has left: after --count too,
+	 * and not counted as a tick */
+	bool final_drains;
 	/* filled in */
-	const char *exit_reason;	/* signal|duration|count|pipe|error */
+	enum aiscope_exit exit;
 	uint64_t ticks;
+	uint64_t interval_start;	/* CLOCK_MONOTONIC ns */
+	bool final;			/* inside on_final */
 };
 
 const struct bpf_object_open_opts *aiscope_open_opts(void);
@@ -79,7 +98,20 @@ void aiscope_map_resize(struct bpf_object *obj, const char *map, uint32_t entrie
 
 int aiscope_loop_run(struct aiscope_loop *l);
 /* From a ring-buffer callback: end the loop (e.g. --count reached). */
-int aiscope_loop_stop(struct aiscope_loop *l, const char *reason);
+int aiscope_loop_stop(struct aiscope_loop *l, enum aiscope_exit why);
+/* Still taking events: the loop has not ended, or on_final runs. */
+bool aiscope_loop_running(const struct aiscope_loop *l);
+/* "signal", "duration", "count", "pipe", "error"; NULL while running */
+const char *aiscope_exit_name(enum aiscope_exit e);
+/* From on_tick/on_final: ns since the interval began; the next one
+ * begins now. */
+uint64_t aiscope_loop_interval(struct aiscope_loop *l);
+/* After aiscope_loop_run: on_final (see above), then lost events. */
+void aiscope_loop_final(struct aiscope_loop *l);
+/* The end of every run: the programs detached (when b), the cgroup and
+ * feature caches freed. Returns the exit code: EXIT_RUNTIME when the
+ * loop ended in an error, else 0. */
+int aiscope_teardown(struct aiscope_bpf *b, const struct aiscope_loop *l);
 
 /* Boot-clock ns of a BPF event -> realtime ns. */
 uint64_t aiscope_realtime(uint64_t bpf_ns);

@@ -185,7 +185,6 @@ static struct {
 	struct figures host;		/* this interval */
 	struct figures total;		/* the whole run */
 	struct cachestat_counts last;	/* cumulative totals at the last tick */
-	uint64_t last_tick_mono;
 	bool header_done;
 	/* --llc */
 	struct bpf_link **llc_links;
@@ -846,9 +845,8 @@ static void print_interval(uint64_t interval)
 
 static int on_tick(void *ctx)
 {
-	uint64_t now = clock_ns(CLOCK_MONOTONIC), interval = now - S.last_tick_mono;
+	uint64_t interval = aiscope_loop_interval(&S.loop);
 
-	S.last_tick_mono = now;
 	collect();
 	if (P.buffers) {
 		uint64_t buffers, cached;
@@ -1020,14 +1018,13 @@ static const struct tcol cols_llc[] = {
 
 static int on_llc_tick(void *ctx)
 {
-	uint64_t now = clock_ns(CLOCK_MONOTONIC), interval = now - S.last_tick_mono;
+	uint64_t interval = aiscope_loop_interval(&S.loop);
 	uint64_t rt = aiscope_now_realtime();
 	size_t shown;
 	struct container_info ci;
 	struct table t;
 	char buf[16];
 
-	S.last_tick_mono = now;
 	llc_collect();
 	sort_array(L.v, L.n, sizeof(*L.v), cmp_llc);
 	shown = table_shown(L.n, env.rows);
@@ -1146,6 +1143,8 @@ static void disable_programs(bool llc)
 
 int main(int argc, char **argv)
 {
+	int code;
+
 	aiscope_parse(&argp, argc, argv, TOOL, AISCOPE_AGGREGATING | AISCOPE_METRICS);
 	validate();
 	metrics_init();
@@ -1190,26 +1189,20 @@ int main(int argc, char **argv)
 	fflush(stdout);
 
 	read_totals(&S.last);
-	S.last_tick_mono = clock_ns(CLOCK_MONOTONIC);
 	S.loop = (struct aiscope_loop){
 		.bpf = &S.bpf,
 		.on_tick = cfg.llc ? on_llc_tick : on_tick,
+		.on_final = cfg.llc ? on_llc_tick : on_tick,
 		.tick_ns = env.interval_ns,
 	};
 	aiscope_loop_run(&S.loop);
-
-	/* the interval cut short by a signal or --duration still counts */
-	if (strcmp(S.loop.exit_reason, "count")) {
-		S.loop.ticks++;
-		S.loop.on_tick(NULL);
-		aiscope_lost_check(&S.bpf);
-	}
+	aiscope_loop_final(&S.loop);
 	print_summary();
 	fflush(stdout);
 	for (int i = 0; i < S.nllc; i++)
 		bpf_link__destroy(S.llc_links[i]);
 	free(S.llc_links);
-	aiscope_bpf_destroy(&S.bpf);
+	code = aiscope_teardown(&S.bpf, &S.loop);
 	cachestat_bpf__destroy(S.skel);
 	free_rows();
 	free(S.rows);
@@ -1218,7 +1211,5 @@ int main(int argc, char **argv)
 	free(F.v);
 	free(F.scanned);
 	free(L.v);
-	cg_cleanup();
-	features_cleanup();
-	return strcmp(S.loop.exit_reason, "error") ? 0 : EXIT_RUNTIME;
+	return code;
 }

@@ -248,7 +248,7 @@ static struct {
 	struct uprobe_scanner scanner;
 	struct elf_cache *elf;
 	bool with_ret;
-	uint64_t last_tick_mono, last_rescan_mono;
+	uint64_t last_rescan_mono;
 	struct row *rows;
 	size_t nrows, cap;
 	struct mem_prev *mem;
@@ -1355,14 +1355,12 @@ static void print_interval(uint64_t interval)
 
 static int on_tick(void *ctx)
 {
-	uint64_t now = clock_ns(CLOCK_MONOTONIC), interval = now - S.last_tick_mono;
-
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
 	int ret = 0;
 
 	if (!cfg.events) {
-		S.last_tick_mono = now;
 		collect();
-		print_interval(interval);
+		print_interval(aiscope_loop_interval(&S.loop));
 		fflush(stdout);
 		if (env.count && S.loop.ticks >= env.count)
 			ret = AISCOPE_STOP;
@@ -1372,6 +1370,15 @@ static int on_tick(void *ctx)
 	if (cfg.rescan_ns && now - S.last_rescan_mono >= cfg.rescan_ns)
 		rescan();
 	return ret;
+}
+
+/* the interval cut short still counts */
+static int on_final(void *ctx)
+{
+	ring_buffer__consume(S.bpf.rb);
+	collect();
+	print_interval(aiscope_loop_interval(&S.loop));
+	return 0;
 }
 
 /* ---- -e: one event per launch ---- */
@@ -1469,7 +1476,7 @@ static int on_event(void *ctx, void *data, size_t len)
 		S.errors++;
 	print_launch_event(e);
 	if (env.count && S.events >= env.count)
-		return aiscope_loop_stop(&S.loop, "count");
+		return aiscope_loop_stop(&S.loop, AISCOPE_EXIT_COUNT);
 	return 0;
 }
 
@@ -1590,6 +1597,8 @@ static void start_discovery(void)
 
 int main(int argc, char **argv)
 {
+	int code;
+
 	aiscope_parse(&argp, argc, argv, TOOL,
 		      AISCOPE_AGGREGATING | AISCOPE_STREAMING | AISCOPE_METRICS);
 	validate();
@@ -1606,6 +1615,7 @@ int main(int argc, char **argv)
 	S.loop = (struct aiscope_loop){
 		.bpf = &S.bpf,
 		.on_tick = on_tick,
+		.on_final = cfg.events ? NULL : on_final,
 		.tick_ns = cfg.events ? (cfg.rescan_ns ? cfg.rescan_ns : 0) : env.interval_ns,
 	};
 	start_discovery();
@@ -1622,30 +1632,19 @@ int main(int argc, char **argv)
 
 	if (P.libs)
 		metrics_libs();
-	S.last_tick_mono = clock_ns(CLOCK_MONOTONIC);
 	aiscope_loop_run(&S.loop);
-
-	if (!cfg.events && strcmp(S.loop.exit_reason, "count")) {
-		/* the interval cut short still counts */
-		S.loop.ticks++;
-		ring_buffer__consume(S.bpf.rb);
-		collect();
-		print_interval(clock_ns(CLOCK_MONOTONIC) - S.last_tick_mono);
-		aiscope_lost_check(&S.bpf);
-	}
+	aiscope_loop_final(&S.loop);
 	print_summary();
 	fflush(stdout);
 	uprobe_set_free(&S.set);
 	if (S.loop.aux_rb)
 		ring_buffer__free(S.loop.aux_rb);
-	aiscope_bpf_destroy(&S.bpf);
+	code = aiscope_teardown(&S.bpf, &S.loop);
 	gpulaunch_bpf__destroy(S.skel);
 	elf_cache_free(S.elf);
 	names_free();
 	metrics_free();
 	free(S.rows);
 	free(S.mem);
-	cg_cleanup();
-	features_cleanup();
-	return strcmp(S.loop.exit_reason, "error") ? 0 : EXIT_RUNTIME;
+	return code;
 }

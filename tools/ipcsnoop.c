@@ -527,7 +527,6 @@ static struct {
 	struct jw jw;
 	struct ptable interval;		/* rows of the interval that closed */
 	struct ptable run;		/* the whole run */
-	uint64_t last_tick_mono;
 	uint64_t events;
 	uint64_t ops, bytes;		/* whole run, written side */
 	uint64_t run_dropped;		/* rows forgotten past run_max: not in the edges */
@@ -1126,9 +1125,8 @@ static void print_interval(uint64_t interval)
 
 static int on_tick(void *ctx)
 {
-	uint64_t now = clock_ns(CLOCK_MONOTONIC), interval = now - S.last_tick_mono;
+	uint64_t interval = aiscope_loop_interval(&S.loop);
 
-	S.last_tick_mono = now;
 	cur_tick++;
 	collect();
 	if (!cfg.events)
@@ -1208,7 +1206,7 @@ static int on_event(void *ctx, void *data, size_t len)
 		table_end_row(&t);
 	}
 	if (env.count && S.events >= env.count)
-		return aiscope_loop_stop(&S.loop, "count");
+		return aiscope_loop_stop(&S.loop, AISCOPE_EXIT_COUNT);
 	return 0;
 }
 
@@ -1466,6 +1464,8 @@ static void validate(void)
 
 int main(int argc, char **argv)
 {
+	int code;
+
 	aiscope_parse(&argp, argc, argv, TOOL,
 		      AISCOPE_AGGREGATING | AISCOPE_STREAMING | AISCOPE_METRICS);
 	validate();
@@ -1498,26 +1498,18 @@ int main(int argc, char **argv)
 		probe_summary(hooks, ARRAY_SIZE(hooks)));
 	fflush(stdout);
 
-	S.last_tick_mono = clock_ns(CLOCK_MONOTONIC);
 	S.loop = (struct aiscope_loop){
 		.bpf = &S.bpf,
 		.on_tick = on_tick,
+		.on_final = on_tick,
+		.final_drains = cfg.events,
 		.tick_ns = env.interval_ns,
 	};
 	aiscope_loop_run(&S.loop);
-
-	/* the interval cut short by a signal or --duration still counts */
-	if (strcmp(S.loop.exit_reason, "count") || cfg.events) {
-		if (!cfg.events)
-			S.loop.ticks++;
-		on_tick(NULL);
-		aiscope_lost_check(&S.bpf);
-	}
+	aiscope_loop_final(&S.loop);
 	print_summary();
 	fflush(stdout);
-	aiscope_bpf_destroy(&S.bpf);
+	code = aiscope_teardown(&S.bpf, &S.loop);
 	ipcsnoop_bpf__destroy(skel);
-	cg_cleanup();
-	features_cleanup();
-	return strcmp(S.loop.exit_reason, "error") ? 0 : EXIT_RUNTIME;
+	return code;
 }

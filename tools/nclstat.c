@@ -260,7 +260,7 @@ static struct {
 	size_t nhangs, hcap;
 	struct aiscope_ident *idents;	/* identity of processes seen, by pid */
 	size_t nidents, icap;
-	uint64_t last_tick_mono, last_scan_mono;
+	uint64_t last_scan_mono;
 	int libs;			/* libraries probed */
 	/* the whole run */
 	uint64_t calls, bytes, errors, hangs_seen, events;
@@ -1197,9 +1197,8 @@ static void rescan(bool force)
 
 static int on_tick(void *ctx)
 {
-	uint64_t now = clock_ns(CLOCK_MONOTONIC), interval = now - S.last_tick_mono;
+	uint64_t interval = aiscope_loop_interval(&S.loop);
 
-	S.last_tick_mono = now;
 	rescan(false);
 	read_comms();
 	sort_array(S.comms, S.ncomms, sizeof(*S.comms), cmp_comms);
@@ -1305,7 +1304,7 @@ static int on_event(void *ctx, void *data, size_t len)
 		table_end_row(&t);
 	}
 	if (env.count && S.events >= env.count)
-		return aiscope_loop_stop(&S.loop, "count");
+		return aiscope_loop_stop(&S.loop, AISCOPE_EXIT_COUNT);
 	return 0;
 }
 
@@ -1569,6 +1568,8 @@ static void setup_scanner(void)
 
 int main(int argc, char **argv)
 {
+	int code;
+
 	aiscope_parse(&argp, argc, argv, TOOL,
 		      AISCOPE_AGGREGATING | AISCOPE_STREAMING | AISCOPE_METRICS);
 	validate();
@@ -1611,21 +1612,15 @@ int main(int argc, char **argv)
 		S.libs == 1 ? "library" : "libraries");
 	fflush(stdout);
 
-	S.last_tick_mono = clock_ns(CLOCK_MONOTONIC);
 	S.loop.bpf = &S.bpf;
 	S.loop.on_tick = on_tick;
+	S.loop.on_final = on_tick;
 	S.loop.tick_ns = env.interval_ns;
 	aiscope_loop_run(&S.loop);
-
-	/* the interval cut short by a signal or --duration still counts */
-	if (strcmp(S.loop.exit_reason, "count")) {
-		S.loop.ticks++;
-		on_tick(NULL);
-		aiscope_lost_check(&S.bpf);
-	}
+	aiscope_loop_final(&S.loop);
 	print_summary();
 	fflush(stdout);
-	aiscope_bpf_destroy(&S.bpf);
+	code = aiscope_teardown(&S.bpf, &S.loop);
 	uprobe_set_free(&S.set);
 	ring_buffer__free(S.loop.aux_rb);
 	nclstat_bpf__destroy(S.skel);
@@ -1634,7 +1629,5 @@ int main(int argc, char **argv)
 	free(S.comms);
 	free(S.hangs);
 	free(S.idents);
-	cg_cleanup();
-	features_cleanup();
-	return strcmp(S.loop.exit_reason, "error") ? 0 : EXIT_RUNTIME;
+	return code;
 }

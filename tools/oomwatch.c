@@ -349,7 +349,7 @@ static int count_event(void)
 {
 	S.events++;
 	if (env.count && S.events >= env.count)
-		return aiscope_loop_stop(&S.loop, "count");
+		return aiscope_loop_stop(&S.loop, AISCOPE_EXIT_COUNT);
 	return 0;
 }
 
@@ -1095,7 +1095,7 @@ static int on_watch(void *ctx)
 		metrics_cgroups();
 		metrics_publish(&S.bpf);
 	}
-	return S.loop.exit_reason ? AISCOPE_STOP : 0;
+	return aiscope_loop_running(&S.loop) ? 0 : AISCOPE_STOP;
 }
 
 static bool read_host_psi(double *some, double *full)
@@ -1177,11 +1177,11 @@ static void poll_host(void)
 static void poll_all(void)
 {
 	memcg_set_refresh(&S.set);
-	for (size_t i = 0; i < S.set.n && !S.loop.exit_reason; i++) {
+	for (size_t i = 0; i < S.set.n && aiscope_loop_running(&S.loop); i++) {
 		if (poll_one(S.set.cg[i], i))
 			memcg_set_drop(&S.set, i--);
 	}
-	if (!S.loop.exit_reason)
+	if (aiscope_loop_running(&S.loop))
 		poll_host();
 	metrics_cgroups();
 }
@@ -1461,7 +1461,7 @@ static void use_sysroot(void)
 
 int main(int argc, char **argv)
 {
-	int nhooks = ARRAY_SIZE(hooks);
+	int nhooks = ARRAY_SIZE(hooks), code;
 
 	aiscope_parse(&argp, argc, argv, TOOL, AISCOPE_STREAMING | AISCOPE_METRICS);
 	validate();
@@ -1471,13 +1471,10 @@ int main(int argc, char **argv)
 	metrics_init();
 
 	if (cfg.check) {
-		int code;
-
 		open_cgroups(false);
 		code = run_check();
 		memcg_set_free(&S.set);
-		cg_cleanup();
-		features_cleanup();
+		aiscope_teardown(NULL, NULL);
 		return code;
 	}
 
@@ -1522,17 +1519,15 @@ int main(int argc, char **argv)
 	/* a cgroup already above a level says so at once */
 	poll_all();
 	fflush(stdout);
-	if (!S.loop.exit_reason)
+	if (aiscope_loop_running(&S.loop))
 		aiscope_loop_run(&S.loop);
 
 	print_summary();
 	fflush(stdout);
-	aiscope_bpf_destroy(&S.bpf);
+	code = aiscope_teardown(&S.bpf, &S.loop);
 	oomwatch_bpf__destroy(S.skel);
 	memcg_set_free(&S.set);
 	if (S.host_psi_fd >= 0)
 		close(S.host_psi_fd);
-	cg_cleanup();
-	features_cleanup();
-	return strcmp(S.loop.exit_reason, "error") ? 0 : EXIT_RUNTIME;
+	return code;
 }

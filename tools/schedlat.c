@@ -198,7 +198,6 @@ static struct {
 	size_t nrows, cap;
 	struct row host;		/* this interval */
 	struct row total;		/* the whole run */
-	uint64_t last_tick_mono;
 	uint64_t events;		/* --min events printed */
 } S;
 
@@ -513,9 +512,8 @@ static void print_interval(uint64_t interval)
 
 static int on_tick(void *ctx)
 {
-	uint64_t now = clock_ns(CLOCK_MONOTONIC), interval = now - S.last_tick_mono;
+	uint64_t interval = aiscope_loop_interval(&S.loop);
 
-	S.last_tick_mono = now;
 	collect();
 	print_interval(interval);
 	if (env.count && S.loop.ticks >= env.count)
@@ -573,7 +571,7 @@ static int on_event(void *ctx, void *data, size_t len)
 		table_end_row(&t);
 	}
 	if (env.count && S.events >= env.count)
-		return aiscope_loop_stop(&S.loop, "count");
+		return aiscope_loop_stop(&S.loop, AISCOPE_EXIT_COUNT);
 	return 0;
 }
 
@@ -627,6 +625,8 @@ static void validate(void)
 
 int main(int argc, char **argv)
 {
+	int code;
+
 	int by;
 
 	aiscope_parse(&argp, argc, argv, TOOL,
@@ -669,28 +669,20 @@ int main(int argc, char **argv)
 		probe_summary(hooks, ARRAY_SIZE(hooks)));
 	fflush(stdout);
 
-	S.last_tick_mono = clock_ns(CLOCK_MONOTONIC);
 	S.loop = (struct aiscope_loop){
 		.bpf = &S.bpf,
 		.on_tick = cfg.min_ns ? NULL : on_tick,
+		.on_final = cfg.min_ns ? NULL : on_tick,
 		.tick_ns = cfg.min_ns ? 0 : env.interval_ns,
 	};
 	aiscope_loop_run(&S.loop);
-
-	/* the interval cut short by a signal or --duration still counts */
-	if (!cfg.min_ns && strcmp(S.loop.exit_reason, "count")) {
-		S.loop.ticks++;
-		on_tick(NULL);
-		aiscope_lost_check(&S.bpf);
-	}
+	aiscope_loop_final(&S.loop);
 	print_summary();
 	fflush(stdout);
-	aiscope_bpf_destroy(&S.bpf);
+	code = aiscope_teardown(&S.bpf, &S.loop);
 	schedlat_bpf__destroy(S.skel);
 	for (size_t i = 0; i < S.nrows; i++)
 		free(S.rows[i].cgroup);
 	free(S.rows);
-	cg_cleanup();
-	features_cleanup();
-	return strcmp(S.loop.exit_reason, "error") ? 0 : EXIT_RUNTIME;
+	return code;
 }

@@ -464,7 +464,6 @@ static struct {
 	struct jw jw;
 	struct row *rows;
 	size_t nrows, cap;
-	uint64_t last_tick_mono;
 	uint64_t events;		/* events printed */
 	uint64_t tx_bytes, rx_bytes, tx_calls, rx_calls;	/* the run */
 	uint64_t idle_sockets;
@@ -841,7 +840,7 @@ static int count_event(void)
 {
 	S.events++;
 	if (env.count && S.events >= env.count)
-		return aiscope_loop_stop(&S.loop, "count");
+		return aiscope_loop_stop(&S.loop, AISCOPE_EXIT_COUNT);
 	return 0;
 }
 
@@ -849,7 +848,7 @@ static int on_event(void *ctx, void *data, size_t len)
 {
 	const struct ss_event *e = data;
 
-	if (len < sizeof(*e) || S.loop.exit_reason)
+	if (len < sizeof(*e) || !aiscope_loop_running(&S.loop))
 		return 0;
 	/* the endpoints of connects and accepts name the peers of later events */
 	if (e->kind != SS_EV_SEND && e->kind != SS_EV_RECV && peer_known(&e->t))
@@ -892,7 +891,7 @@ static void sweep_idle(void)
 		if (bpf_map_lookup_elem(fd, &stale[i], &c) || bpf_map_delete_elem(fd, &stale[i]))
 			continue;
 		S.idle_sockets++;
-		if (!c.has_owner || S.loop.exit_reason)
+		if (!c.has_owner || !aiscope_loop_running(&S.loop))
 			continue;
 		e.ts = c.last_ns;
 		e.ident = c.owner;
@@ -924,9 +923,8 @@ static uint32_t map_entries(int fd, size_t key_size)
 
 static int on_tick(void *ctx)
 {
-	uint64_t now = clock_ns(CLOCK_MONOTONIC), interval = now - S.last_tick_mono;
+	uint64_t interval = aiscope_loop_interval(&S.loop);
 
-	S.last_tick_mono = now;
 	collect();
 	if (cfg.events)
 		sweep_idle();
@@ -935,6 +933,17 @@ static int on_tick(void *ctx)
 	print_interval(interval);
 	if (env.count && S.loop.ticks >= env.count)
 		return AISCOPE_STOP;
+	return 0;
+}
+
+/* The last drain takes both epochs: the interval cut short, or what a
+ * streaming run has left (its events still print). */
+static int on_final(void *ctx)
+{
+	S.final = true;
+	if (!S.streaming)
+		return on_tick(ctx);
+	collect();
 	return 0;
 }
 
@@ -1140,6 +1149,8 @@ static void fill_ports(void)
 
 int main(int argc, char **argv)
 {
+	int code;
+
 	aiscope_parse(&argp, argc, argv, TOOL,
 		      AISCOPE_AGGREGATING | AISCOPE_STREAMING | AISCOPE_METRICS);
 	validate();
@@ -1179,39 +1190,22 @@ int main(int argc, char **argv)
 		probe_summary(hooks, ARRAY_SIZE(hooks)));
 	fflush(stdout);
 
-	S.last_tick_mono = clock_ns(CLOCK_MONOTONIC);
 	S.loop = (struct aiscope_loop){
 		.bpf = &S.bpf,
 		.on_tick = on_tick,
+		.on_final = on_final,
+		.final_drains = S.streaming,
 		.tick_ns = env.interval_ns,
 	};
 	aiscope_loop_run(&S.loop);
-
-	/* the interval cut short by a signal or --duration still counts */
-	if (strcmp(S.loop.exit_reason, "count") || S.streaming) {
-		const char *reason = S.loop.exit_reason;
-
-		S.loop.exit_reason = NULL;	/* lets a last sweep print */
-		S.final = true;
-		if (!S.streaming)
-			S.loop.ticks++;
-		if (S.streaming) {
-			collect();
-		} else {
-			on_tick(NULL);
-		}
-		S.loop.exit_reason = reason;
-		aiscope_lost_check(&S.bpf);
-	}
+	aiscope_loop_final(&S.loop);
 	print_summary();
 	fflush(stdout);
-	aiscope_bpf_destroy(&S.bpf);
+	code = aiscope_teardown(&S.bpf, &S.loop);
 	socketsnoop_bpf__destroy(S.skel);
 	free(S.rows);
 	free(R.v);
 	free(R.by_key);
 	free(R.by_ports);
-	cg_cleanup();
-	features_cleanup();
-	return strcmp(S.loop.exit_reason, "error") ? 0 : EXIT_RUNTIME;
+	return code;
 }

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* lib/run.c: the end of a run (final interval, exit reason, teardown). */
+#include <time.h>
+#include "t.h"
+#include "opts.h"
+#include "run.h"
+#include "util.h"
+
+static struct {
+	int calls;
+	bool running;		/* aiscope_loop_running() inside on_final */
+	bool final;
+	uint64_t ticks;
+} seen;
+
+static struct aiscope_loop *cur;
+
+static int record(void *ctx)
+{
+	seen.calls++;
+	seen.running = aiscope_loop_running(cur);
+	seen.final = cur->final;
+	seen.ticks = cur->ticks;
+	return 0;
+}
+
+static void run_final(struct aiscope_loop *l)
+{
+	memset(&seen, 0, sizeof(seen));
+	cur = l;
+	aiscope_loop_final(l);
+}
+
+static void test_exit_names(void)
+{
+	CHECK(aiscope_exit_name(AISCOPE_RUNNING) == NULL);
+	CHECK_STR(aiscope_exit_name(AISCOPE_EXIT_SIGNAL), "signal");
+	CHECK_STR(aiscope_exit_name(AISCOPE_EXIT_DURATION), "duration");
+	CHECK_STR(aiscope_exit_name(AISCOPE_EXIT_COUNT), "count");
+	CHECK_STR(aiscope_exit_name(AISCOPE_EXIT_PIPE), "pipe");
+	CHECK_STR(aiscope_exit_name(AISCOPE_EXIT_ERROR), "error");
+	CHECK(aiscope_exit_name(AISCOPE_EXIT_ERROR + 1) == NULL);
+}
+
+/* the first reason stays: a count reached after a signal does not hide it */
+static void test_stop_keeps_first_reason(void)
+{
+	struct aiscope_loop l = {};
+
+	CHECK(aiscope_loop_running(&l));
+	CHECK(aiscope_loop_stop(&l, AISCOPE_EXIT_SIGNAL) < 0);
+	CHECK(!aiscope_loop_running(&l));
+	aiscope_loop_stop(&l, AISCOPE_EXIT_COUNT);
+	CHECK_EQ(l.exit, AISCOPE_EXIT_SIGNAL);
+}
+
+/* a signal or --duration cuts the interval short: it still counts, as a
+ * tick, and events are taken while it prints */
+static void test_final_after_signal(void)
+{
+	struct aiscope_bpf b = {};
+	struct aiscope_loop l = { .bpf = &b, .on_final = record, .ticks = 3 };
+
+	aiscope_loop_stop(&l, AISCOPE_EXIT_DURATION);
+	run_final(&l);
+	CHECK_EQ(seen.calls, 1);
+	CHECK_EQ(seen.ticks, 4);
+	CHECK(seen.running);
+	CHECK(seen.final);
+	CHECK(!l.final);
+	CHECK(!aiscope_loop_running(&l));
+	CHECK_EQ(l.exit, AISCOPE_EXIT_DURATION);
+}
+
+/* --count: the last interval was whole, nothing more prints */
+static void test_no_final_after_count(void)
+{
+	struct aiscope_bpf b = {};
+	struct aiscope_loop l = { .bpf = &b, .on_final = record, .ticks = 5 };
+
+	aiscope_loop_stop(&l, AISCOPE_EXIT_COUNT);
+	run_final(&l);
+	CHECK_EQ(seen.calls, 0);
+	CHECK_EQ(l.ticks, 5);
+}
+
+/* a streaming run drains what is left, after --count too, as no tick */
+static void test_final_drains(void)
+{
+	struct aiscope_bpf b = {};
+	struct aiscope_loop l = { .bpf = &b, .on_final = record, .final_drains = true, .ticks = 2 };
+
+	aiscope_loop_stop(&l, AISCOPE_EXIT_COUNT);
+	run_final(&l);
+	CHECK_EQ(seen.calls, 1);
+	CHECK_EQ(seen.ticks, 2);
+	CHECK(seen.running);
+	l.exit = AISCOPE_EXIT_SIGNAL;
+	run_final(&l);
+	CHECK_EQ(seen.calls, 1);
+	CHECK_EQ(l.ticks, 2);
+}
+
+static void test_no_final_callback(void)
+{
+	struct aiscope_bpf b = {};
+	struct aiscope_loop l = { .bpf = &b, .ticks = 1 };
+
+	aiscope_loop_stop(&l, AISCOPE_EXIT_SIGNAL);
+	run_final(&l);
+	CHECK_EQ(l.ticks, 1);
+}
+
+static void test_interval(void)
+{
+	struct aiscope_loop l = {};
+	struct timespec ms20 = { 0, 20 * 1000 * 1000 };
+	uint64_t first, second, before = clock_ns(CLOCK_MONOTONIC);
+
+	l.interval_start = before;
+	nanosleep(&ms20, NULL);
+	first = aiscope_loop_interval(&l);
+	CHECK(first >= 20 * 1000 * 1000ULL);
+	CHECK(l.interval_start >= before + first);
+	/* the next interval begins where the last one ended */
+	second = aiscope_loop_interval(&l);
+	CHECK(second < first);
+	CHECK(l.interval_start - before >= first + second);
+}
+
+static void test_teardown_exit_code(void)
+{
+	struct aiscope_loop l = {};
+
+	CHECK_EQ(aiscope_teardown(NULL, NULL), 0);
+	l.exit = AISCOPE_EXIT_SIGNAL;
+	CHECK_EQ(aiscope_teardown(NULL, &l), 0);
+	l.exit = AISCOPE_EXIT_COUNT;
+	CHECK_EQ(aiscope_teardown(NULL, &l), 0);
+	l.exit = AISCOPE_EXIT_ERROR;
+	CHECK_EQ(aiscope_teardown(NULL, &l), EXIT_RUNTIME);
+}
+
+int main(void)
+{
+	RUN(test_exit_names);
+	RUN(test_stop_keeps_first_reason);
+	RUN(test_final_after_signal);
+	RUN(test_no_final_after_count);
+	RUN(test_final_drains);
+	RUN(test_no_final_callback);
+	RUN(test_interval);
+	RUN(test_teardown_exit_code);
+	return t_done();
+}
