@@ -351,10 +351,7 @@ static void edge_json(struct edge *e, void *p)
 	edge_side_json(w, e->dst_proc, &e->dst_id, e->dst_endpoint);
 	jw_ku64(w, "bytes", e->bytes);
 	jw_ku64(w, "msgs", e->msgs);
-	if (e->read_known)
-		jw_ku64(w, "read_bytes", e->read_bytes);
-	else
-		jw_knull(w, "read_bytes");
+	jw_ku64_or_null(w, "read_bytes", e->read_known, e->read_bytes);
 	ts_key(w, "first_ts", e->first_ns);
 	ts_key(w, "last_ts", e->last_ns);
 	if (e->readers)

@@ -184,6 +184,30 @@ void jw_kdouble(struct jw *w, const char *k, double v, int d) { jw_key(w, k); jw
 void jw_kbool(struct jw *w, const char *k, bool v) { jw_key(w, k); jw_bool(w, v); }
 void jw_knull(struct jw *w, const char *k) { jw_key(w, k); jw_null(w); }
 
+void jw_ku64_or_null(struct jw *w, const char *k, bool known, uint64_t v)
+{
+	if (known)
+		jw_ku64(w, k, v);
+	else
+		jw_knull(w, k);
+}
+
+void jw_ki64_or_null(struct jw *w, const char *k, bool known, int64_t v)
+{
+	if (known)
+		jw_ki64(w, k, v);
+	else
+		jw_knull(w, k);
+}
+
+void jw_kdouble_or_null(struct jw *w, const char *k, bool known, double v, int decimals)
+{
+	if (known)
+		jw_kdouble(w, k, v, decimals);
+	else
+		jw_knull(w, k);
+}
+
 void jw_record_begin(struct jw *w, const char *type, const char *tool, uint64_t realtime_ns)
 {
 	char ts[40];

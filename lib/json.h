@@ -49,6 +49,10 @@ void jw_ki64(struct jw *w, const char *key, int64_t v);
 void jw_kdouble(struct jw *w, const char *key, double v, int decimals);
 void jw_kbool(struct jw *w, const char *key, bool v);
 void jw_knull(struct jw *w, const char *key);
+/* the value where it is known, else null */
+void jw_ku64_or_null(struct jw *w, const char *key, bool known, uint64_t v);
+void jw_ki64_or_null(struct jw *w, const char *key, bool known, int64_t v);
+void jw_kdouble_or_null(struct jw *w, const char *key, bool known, double v, int decimals);
 
 /* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid
  * (overlong forms, surrogates, above U+10FFFF). */

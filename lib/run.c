@@ -513,10 +513,7 @@ void aiscope_ident_json(struct jw *w, const struct aiscope_ident *id, bool with_
 	const char *path = aiscope_ident_cgroup(id, &ci);
 
 	jw_ku64(w, "pid", id->pid);
-	if (with_tid)
-		jw_ku64(w, "tid", id->tid);
-	else
-		jw_knull(w, "tid");
+	jw_ku64_or_null(w, "tid", with_tid, id->tid);
 	jw_kstrn(w, "comm", id->comm, sizeof(id->comm));
 	jw_ku64(w, "uid", id->uid);
 	jw_ku64(w, "cgroup_id", id->cgroup_id);

@@ -91,6 +91,28 @@ void table_fixed(struct table *t, double v, int decimals)
 	fprintf(t->f, "%*.*f", c->width, decimals, v);
 }
 
+void table_u64_or_dash(struct table *t, bool known, uint64_t v)
+{
+	if (known)
+		table_u64(t, v);
+	else
+		table_str(t, "-");
+}
+
+void table_fixed_or_dash(struct table *t, bool known, double v, int decimals)
+{
+	if (known)
+		table_fixed(t, v, decimals);
+	else
+		table_str(t, "-");
+}
+
+void table_dashes(struct table *t, int n)
+{
+	for (int i = 0; i < n; i++)
+		table_str(t, "-");
+}
+
 void table_end_row(struct table *t)
 {
 	fputc('\n', t->f);

@@ -39,6 +39,11 @@ void table_str(struct table *t, const char *s);
 void table_u64(struct table *t, uint64_t v);
 void table_fixed(struct table *t, double v, int decimals);
 void table_end_row(struct table *t);
+/* the value where it is known, else "-" */
+void table_u64_or_dash(struct table *t, bool known, uint64_t v);
+void table_fixed_or_dash(struct table *t, bool known, double v, int decimals);
+/* "-" in each of the next n columns */
+void table_dashes(struct table *t, int n);
 
 /* How many of n rows a table of at most max rows (-r; 0: all) shows. */
 size_t table_shown(size_t n, int max);

@@ -619,10 +619,7 @@ static void json_identity(const struct row *r)
 		jw_ku64(w, "inode", r->key.id);
 		snprintf(dev, sizeof(dev), "%u:%u", r->key.dev >> 20, r->key.dev & 0xfffff);
 		jw_kstr(w, "dev", r->key.dev ? dev : NULL);
-		if (r->size_known)
-			jw_ku64(w, "size_bytes", r->size);
-		else
-			jw_knull(w, "size_bytes");
+		jw_ku64_or_null(w, "size_bytes", r->size_known, r->size);
 	} else {
 		jw_knull(w, "file");
 		jw_knull(w, "inode");
@@ -635,45 +632,31 @@ static void json_figures(const struct figures *f)
 {
 	struct jw *w = &S.jw;
 
-	if (f->known) {
-		jw_ku64(w, "hits", f->hits);
-		jw_ku64(w, "accesses", f->c.accesses);
-	} else {
-		jw_knull(w, "hits");
-		jw_knull(w, "accesses");
-	}
+	jw_ku64_or_null(w, "hits", f->known, f->hits);
+	jw_ku64_or_null(w, "accesses", f->known, f->c.accesses);
 	jw_ku64(w, "misses", f->misses);
 	jw_ku64(w, "dirties", f->c.dirtied);
-	if (f->known && f->hits + f->misses)
-		jw_kdouble(w, "hit_ratio", hit_ratio(f), 4);
-	else
-		jw_knull(w, "hit_ratio");
+	jw_kdouble_or_null(w, "hit_ratio", f->known && f->hits + f->misses, hit_ratio(f), 4);
 	jw_ku64(w, "miss_bytes", f->misses * S.page_size);
 	jw_ku64(w, "added_pages", f->c.added);
 	jw_ku64(w, "write_added_pages", f->c.write_added);
-	if (S.mode == CACHESTAT_ACC_FUNCTION)
-		jw_ku64(w, "buffer_dirties", f->c.buf_dirtied);
-	else
-		jw_knull(w, "buffer_dirties");
+	jw_ku64_or_null(w, "buffer_dirties", S.mode == CACHESTAT_ACC_FUNCTION, f->c.buf_dirtied);
 }
 
 static void json_row(const struct row *r, uint64_t now, uint64_t interval)
 {
 	struct jw *w = &S.jw;
-	uint64_t buffers, cached;
+	uint64_t buffers = 0, cached = 0;
+	bool mi;
 
 	jw_record_begin(w, "sample", TOOL, now);
 	jw_ku64(w, "seq", S.loop.ticks);
 	jw_ku64(w, "interval_ns", interval);
 	json_identity(r);
 	json_figures(r ? &r->f : &S.host);
-	if (!r && meminfo(&buffers, &cached)) {
-		jw_ku64(w, "buffers_bytes", buffers);
-		jw_ku64(w, "cached_bytes", cached);
-	} else {
-		jw_knull(w, "buffers_bytes");
-		jw_knull(w, "cached_bytes");
-	}
+	mi = !r && meminfo(&buffers, &cached);
+	jw_ku64_or_null(w, "buffers_bytes", mi, buffers);
+	jw_ku64_or_null(w, "cached_bytes", mi, cached);
 	jw_record_end(w);
 }
 
@@ -721,20 +704,9 @@ static void build_columns(void)
 		table_cols[table_ncols++] = stats[i];
 }
 
-static void table_known(struct table *t, bool known, uint64_t v)
-{
-	if (known)
-		table_u64(t, v);
-	else
-		table_str(t, "-");
-}
-
 static void table_ratio(struct table *t, const struct figures *f)
 {
-	if (f->known && f->hits + f->misses)
-		table_fixed(t, 100.0 * hit_ratio(f), 2);
-	else
-		table_str(t, "-");
+	table_fixed_or_dash(t, f->known && f->hits + f->misses, 100.0 * hit_ratio(f), 2);
 }
 
 static void table_key(struct table *t, const struct row *r, const char *hms)
@@ -762,10 +734,7 @@ static void table_key(struct table *t, const struct row *r, const char *hms)
 		break;
 	case CACHESTAT_BY_FILE:
 		table_str(t, r->file);
-		if (r->size_known)
-			table_fixed(t, r->size / 1048576.0, 1);
-		else
-			table_str(t, "-");
+		table_fixed_or_dash(t, r->size_known, r->size / 1048576.0, 1);
 		break;
 	}
 }
@@ -775,8 +744,8 @@ static void table_row(struct table *t, const struct row *r, const char *hms)
 	const struct figures *f = r ? &r->f : &S.host;
 
 	table_key(t, r, hms);
-	table_known(t, f->known, f->c.accesses);
-	table_known(t, f->known, f->hits);
+	table_u64_or_dash(t, f->known, f->c.accesses);
+	table_u64_or_dash(t, f->known, f->hits);
 	table_u64(t, f->misses);
 	table_fixed(t, f->misses * (double)S.page_size / 1048576.0, 1);
 	table_u64(t, f->c.dirtied);
@@ -801,7 +770,7 @@ static void print_host_line(uint64_t now)
 		fmt_hms(now, hms, sizeof(hms));
 		table_str(&t, hms);
 	}
-	table_known(&t, S.host.known, S.host.hits);
+	table_u64_or_dash(&t, S.host.known, S.host.hits);
 	table_u64(&t, S.host.misses);
 	table_u64(&t, S.host.c.dirtied);
 	table_ratio(&t, &S.host);
@@ -809,8 +778,7 @@ static void print_host_line(uint64_t now)
 		table_fixed(&t, buffers / 1048576.0, 1);
 		table_fixed(&t, cached / 1048576.0, 1);
 	} else {
-		table_str(&t, "-");
-		table_str(&t, "-");
+		table_dashes(&t, 2);
 	}
 	table_end_row(&t);
 }
@@ -1045,10 +1013,7 @@ static int on_llc_tick(void *ctx)
 			aiscope_ident_json(&S.jw, &r->ident, false);
 			jw_ku64(&S.jw, "llc_references", r->refs);
 			jw_ku64(&S.jw, "llc_misses", r->misses);
-			if (r->refs && r->misses <= r->refs)
-				jw_kdouble(&S.jw, "llc_hit_ratio", hit / 100.0, 4);
-			else
-				jw_knull(&S.jw, "llc_hit_ratio");
+			jw_kdouble_or_null(&S.jw, "llc_hit_ratio", r->refs && r->misses <= r->refs, hit / 100.0, 4);
 			jw_record_end(&S.jw);
 			continue;
 		}
@@ -1058,10 +1023,7 @@ static int on_llc_tick(void *ctx)
 		table_str(&t, aiscope_container_short(&ci, buf));
 		table_u64(&t, r->refs);
 		table_u64(&t, r->misses);
-		if (r->refs && r->misses <= r->refs)
-			table_fixed(&t, hit, 2);
-		else
-			table_str(&t, "-");
+		table_fixed_or_dash(&t, r->refs && r->misses <= r->refs, hit, 2);
 		table_end_row(&t);
 	}
 	if (!env.json)

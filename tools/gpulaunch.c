@@ -1050,6 +1050,7 @@ static void json_launch_row(const struct row *r, uint64_t now, uint64_t interval
 {
 	struct jw *w = &S.jw;
 	struct aiscope_ident id = r->st.ident;
+	bool lat = r->has_lat && r->h.total;
 
 	jw_record_begin(w, "sample", TOOL, now);
 	jw_ku64(w, "seq", S.loop.ticks);
@@ -1067,27 +1068,12 @@ static void json_launch_row(const struct row *r, uint64_t now, uint64_t interval
 	jw_ku64(w, "shared_mem_bytes", r->st.smem);
 	jw_key(w, "stream");
 	jw_hex(w, r->st.stream);
-	if (S.with_ret) {
-		jw_ku64(w, "errors", r->st.errors);
-		jw_ku64(w, "returns", r->st.returns);
-		if (r->st.errors)
-			jw_ki64(w, "last_rc", (int32_t)r->st.last_rc);
-		else
-			jw_knull(w, "last_rc");
-	} else {
-		jw_knull(w, "errors");
-		jw_knull(w, "returns");
-		jw_knull(w, "last_rc");
-	}
-	if (r->has_lat && r->h.total) {
-		jw_ku64(w, "latency_p50_ns", hist_percentile(&r->h, 50));
-		jw_ku64(w, "latency_p99_ns", hist_percentile(&r->h, 99));
-		jw_ku64(w, "latency_max_ns", r->h.max);
-	} else {
-		jw_knull(w, "latency_p50_ns");
-		jw_knull(w, "latency_p99_ns");
-		jw_knull(w, "latency_max_ns");
-	}
+	jw_ku64_or_null(w, "errors", S.with_ret, r->st.errors);
+	jw_ku64_or_null(w, "returns", S.with_ret, r->st.returns);
+	jw_ki64_or_null(w, "last_rc", S.with_ret && r->st.errors, (int32_t)r->st.last_rc);
+	jw_ku64_or_null(w, "latency_p50_ns", lat, hist_percentile(&r->h, 50));
+	jw_ku64_or_null(w, "latency_p99_ns", lat, hist_percentile(&r->h, 99));
+	jw_ku64_or_null(w, "latency_max_ns", lat, r->h.max);
 	jw_record_end(w);
 }
 
@@ -1119,10 +1105,7 @@ static void table_launch_row(struct table *t, const struct row *r, const char *h
 	table_str(t, g);
 	table_str(t, b);
 	table_u64(t, r->st.smem);
-	if (S.with_ret)
-		table_u64(t, r->st.errors);
-	else
-		table_str(t, "-");
+	table_u64_or_dash(t, S.with_ret, r->st.errors);
 	if (cfg.latency) {
 		table_fixed(t, hist_percentile(&r->h, 50) / 1e3, 1);
 		table_fixed(t, hist_percentile(&r->h, 99) / 1e3, 1);
@@ -1195,10 +1178,7 @@ static void json_mem_row(const struct mem_row *r, uint64_t now, uint64_t interva
 	jw_ku64(w, "alloc_calls", r->d.alloc_calls);
 	jw_ku64(w, "alloc_bytes", r->d.alloc_bytes);
 	jw_ku64(w, "alloc_failures", r->d.alloc_fail);
-	if (r->h.total)
-		jw_ku64(w, "alloc_p99_ns", hist_percentile(&r->h, 99));
-	else
-		jw_knull(w, "alloc_p99_ns");
+	jw_ku64_or_null(w, "alloc_p99_ns", r->h.total, hist_percentile(&r->h, 99));
 	jw_ku64(w, "free_calls", r->d.free_calls);
 	jw_ku64(w, "free_bytes", r->d.free_bytes);
 	jw_ku64(w, "free_unknown", r->d.free_unknown);
@@ -1230,10 +1210,7 @@ static void table_mem_row(struct table *t, const struct mem_row *r, const char *
 	table_u64(t, r->d.alloc_calls);
 	table_u64(t, r->d.alloc_bytes);
 	table_u64(t, r->d.alloc_fail);
-	if (r->h.total)
-		table_fixed(t, hist_percentile(&r->h, 99) / 1e3, 1);
-	else
-		table_str(t, "-");
+	table_fixed_or_dash(t, r->h.total, hist_percentile(&r->h, 99) / 1e3, 1);
 	table_u64(t, r->d.free_calls);
 	table_u64(t, r->cur.outstanding > 0 ? (uint64_t)r->cur.outstanding : 0);
 	table_u64(t, r->d.copy_bytes[GL_H2D]);
@@ -1410,14 +1387,8 @@ static void print_launch_event(const struct gl_launch_ev *e)
 		jw_ku64(w, "shared_mem_bytes", e->smem);
 		jw_key(w, "stream");
 		jw_hex(w, e->stream);
-		if (e->has_rc)
-			jw_ki64(w, "rc", e->rc);
-		else
-			jw_knull(w, "rc");
-		if (e->has_latency)
-			jw_ku64(w, "latency_ns", e->latency_ns);
-		else
-			jw_knull(w, "latency_ns");
+		jw_ki64_or_null(w, "rc", e->has_rc, e->rc);
+		jw_ku64_or_null(w, "latency_ns", e->has_latency, e->latency_ns);
 		jw_record_end(w);
 		return;
 	}
@@ -1487,10 +1458,7 @@ static void print_summary(void)
 	if (env.json) {
 		aiscope_summary_begin(&S.jw, &S.bpf, &S.loop, cfg.events ? S.events : S.launches);
 		jw_ku64(&S.jw, "launches", S.launches);
-		if (S.with_ret)
-			jw_ku64(&S.jw, "errors", S.errors);
-		else
-			jw_knull(&S.jw, "errors");
+		jw_ku64_or_null(&S.jw, "errors", S.with_ret, S.errors);
 		jw_ku64(&S.jw, "libraries", S.libs_seen);
 		jw_ku64(&S.jw, "uprobes", S.probes);
 		jw_ku64(&S.jw, "attach_failures", S.scanner.failed);

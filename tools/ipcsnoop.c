@@ -1023,10 +1023,7 @@ static void json_channel(struct jw *w, const struct ipc_key *ch)
 
 	jw_kstr(w, "kind", kind_names[ch->kind < IPC_KINDS ? ch->kind : 0]);
 	jw_kstr(w, "channel", c->name);
-	if (ch->kind == IPC_MSQ && c->key != -1)
-		jw_ki64(w, "channel_key", c->key);
-	else
-		jw_knull(w, "channel_key");
+	jw_ki64_or_null(w, "channel_key", ch->kind == IPC_MSQ && c->key != -1, c->key);
 }
 
 static void json_chan(const struct chan *c, uint64_t now, uint64_t interval)
@@ -1047,18 +1044,9 @@ static void json_chan(const struct chan *c, uint64_t now, uint64_t interval)
 	jw_ku64(w, "bytes", shm ? 0 : c->bytes);
 	jw_ku64(w, "read_msgs", shm ? 0 : c->read_msgs);
 	jw_ku64(w, "read_bytes", shm ? 0 : c->read_bytes);
-	if (shm) {
-		jw_ku64(w, "attaches", c->msgs);
-		jw_ku64(w, "detaches", c->read_msgs);
-		if (cn->size)
-			jw_ku64(w, "size_bytes", cn->size);
-		else
-			jw_knull(w, "size_bytes");
-	} else {
-		jw_knull(w, "attaches");
-		jw_knull(w, "detaches");
-		jw_knull(w, "size_bytes");
-	}
+	jw_ku64_or_null(w, "attaches", shm, c->msgs);
+	jw_ku64_or_null(w, "detaches", shm, c->read_msgs);
+	jw_ku64_or_null(w, "size_bytes", shm && cn->size, cn->size);
 	jw_record_end(w);
 }
 
@@ -1175,10 +1163,7 @@ static int on_event(void *ctx, void *data, size_t len)
 		json_channel(w, &e->ch);
 		jw_ku64(w, "bytes", e->ch.kind == IPC_SHM ? 0 : e->bytes);
 		aiscope_ident_json(w, &e->task, true);
-		if (e->peer_pid)
-			jw_ku64(w, "peer_pid", e->peer_pid);
-		else
-			jw_knull(w, "peer_pid");
+		jw_ku64_or_null(w, "peer_pid", e->peer_pid, e->peer_pid);
 		/* shm: where the segment was attached or detached */
 		jw_key(w, "addr");
 		if (e->ch.kind == IPC_SHM)
@@ -1199,10 +1184,7 @@ static int on_event(void *ctx, void *data, size_t len)
 		table_u64(&t, e->task.pid);
 		table_str(&t, e->task.comm);
 		table_str(&t, cname_of(&e->ch)->name);
-		if (e->peer_pid)
-			table_u64(&t, e->peer_pid);
-		else
-			table_str(&t, "-");
+		table_u64_or_dash(&t, e->peer_pid, e->peer_pid);
 		table_end_row(&t);
 	}
 	if (env.count && S.events >= env.count)
@@ -1218,10 +1200,7 @@ static void edge_extra(struct jw *w, const struct edge *e, void *ctx)
 	const struct chan *c = e->user;
 	struct cname *cn = cname_of(&c->ch);
 
-	if (c->ch.kind == IPC_MSQ && cn->key != -1)
-		jw_ki64(w, "channel_key", cn->key);
-	else
-		jw_knull(w, "channel_key");
+	jw_ki64_or_null(w, "channel_key", c->ch.kind == IPC_MSQ && cn->key != -1, cn->key);
 	jw_ku64(w, "writers", c->writers);
 }
 

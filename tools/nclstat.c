@@ -718,14 +718,6 @@ static void jw_hash(struct jw *w, const char *key, uint64_t h)
 		jw_null(w);
 }
 
-static void jw_kint_or_null(struct jw *w, const char *key, int v)
-{
-	if (v >= 0)
-		jw_ki64(w, key, v);
-	else
-		jw_knull(w, key);
-}
-
 static void json_stats(const struct row *r, uint64_t interval)
 {
 	struct jw *w = &S.jw;
@@ -763,26 +755,14 @@ static void json_stats(const struct row *r, uint64_t interval)
 		if (s->redops & (1U << o))
 			jw_str(w, redop_names[o]);
 	jw_arr_end(w);
-	if (returns_seen(r->k.op)) {
-		jw_ku64(w, "errors", s->errors);
-		jw_ku64(w, "in_progress", s->in_progress);
-	} else {
-		jw_knull(w, "errors");
-		jw_knull(w, "in_progress");
-	}
+	jw_ku64_or_null(w, "errors", returns_seen(r->k.op), s->errors);
+	jw_ku64_or_null(w, "in_progress", returns_seen(r->k.op), s->in_progress);
 	jw_kstr(w, "last_error", s->errors ? result_name(s->last_error) : NULL);
 	lat_hist(s, &h);
-	if (s->lat_n) {
-		jw_ku64(w, "latency_avg_ns", s->lat_sum / s->lat_n);
-		jw_ku64(w, "latency_p50_ns", hist_percentile(&h, 50));
-		jw_ku64(w, "latency_p99_ns", hist_percentile(&h, 99));
-		jw_ku64(w, "latency_max_ns", s->lat_max);
-	} else {
-		jw_knull(w, "latency_avg_ns");
-		jw_knull(w, "latency_p50_ns");
-		jw_knull(w, "latency_p99_ns");
-		jw_knull(w, "latency_max_ns");
-	}
+	jw_ku64_or_null(w, "latency_avg_ns", s->lat_n, s->lat_n ? s->lat_sum / s->lat_n : 0);
+	jw_ku64_or_null(w, "latency_p50_ns", s->lat_n, hist_percentile(&h, 50));
+	jw_ku64_or_null(w, "latency_p99_ns", s->lat_n, hist_percentile(&h, 99));
+	jw_ku64_or_null(w, "latency_max_ns", s->lat_n, s->lat_max);
 	bus = coll ? busbw_estimate(r, bps) : NAN;
 	jw_kdouble(w, "busbw_estimate_bytes_per_sec", bus, 3);
 }
@@ -804,8 +784,8 @@ static void json_row(const struct row *r, uint64_t now, uint64_t interval)
 	else
 		jw_null(w);
 	jw_hash(w, "comm_hash", c ? c->id_hash : 0);
-	jw_kint_or_null(w, "rank", c ? c->rank : -1);
-	jw_kint_or_null(w, "nranks", c ? c->nranks : -1);
+	jw_ki64_or_null(w, "rank", c && c->rank >= 0, c ? c->rank : 0);
+	jw_ki64_or_null(w, "nranks", c && c->nranks >= 0, c ? c->nranks : 0);
 	json_stats(r, interval);
 	jw_record_end(w);
 }
@@ -823,7 +803,7 @@ static void json_group(const struct group *g, uint64_t now, uint64_t interval)
 	jw_kstr(w, "row", "comm");
 	jw_hash(w, "comm_hash", first->v.id_hash);
 	jw_kstr(w, "created_by", how_name(first->v.how));
-	jw_kint_or_null(w, "nranks", group_nranks(g));
+	jw_ki64_or_null(w, "nranks", group_nranks(g) >= 0, group_nranks(g));
 	jw_ku64(w, "local_ranks", g->n);
 	jw_key(w, "ranks");
 	jw_arr_begin(w);
@@ -831,7 +811,7 @@ static void json_group(const struct group *g, uint64_t now, uint64_t interval)
 		const struct comm_ent *c = &S.comms[i];
 
 		jw_obj_begin(w);
-		jw_kint_or_null(w, "rank", c->v.rank);
+		jw_ki64_or_null(w, "rank", c->v.rank >= 0, c->v.rank);
 		jw_ku64(w, "pid", c->k.pid);
 		jw_key(w, "communicator");
 		jw_hex(w, c->k.handle);
@@ -845,7 +825,7 @@ static void json_group(const struct group *g, uint64_t now, uint64_t interval)
 	jw_ku64(w, "seq_min", g->seq_min);
 	jw_ku64(w, "seq_max", g->seq_max);
 	jw_ku64(w, "skew_ops", g->seq_max - g->seq_min);
-	jw_kint_or_null(w, "lagging_rank", lag ? lag->v.rank : -1);
+	jw_ki64_or_null(w, "lagging_rank", lag && lag->v.rank >= 0, lag ? lag->v.rank : 0);
 	if (lag) {
 		jw_ku64(w, "lagging_pid", lag->k.pid);
 		jw_ku64(w, "lagging_tid", lag->v.tid);
@@ -896,10 +876,7 @@ static void json_call(const char *event, const struct aiscope_ident *id, uint32_
 		jw_kstr(w, "redop", redop < NCL_NUM_OPS ? redop_names[redop] : "dynamic");
 	else
 		jw_knull(w, "redop");
-	if (coll && root_or_peer >= 0)
-		jw_ki64(w, "root_or_peer", root_or_peer);
-	else
-		jw_knull(w, "root_or_peer");
+	jw_ki64_or_null(w, "root_or_peer", coll && root_or_peer >= 0, root_or_peer);
 	jw_key(w, "communicator");
 	if (handle || coll)
 		jw_hex(w, handle);
@@ -911,19 +888,11 @@ static void json_call(const char *event, const struct aiscope_ident *id, uint32_
 	else
 		jw_null(w);
 	jw_hash(w, "comm_hash", c ? c->id_hash : 0);
-	jw_kint_or_null(w, "rank", c ? c->rank : -1);
-	jw_kint_or_null(w, "nranks", c ? c->nranks : -1);
-	if (returned) {
-		jw_ki64(w, "rc", rc);
-		jw_ku64(w, "latency_ns", latency);
-	} else {
-		jw_knull(w, "rc");
-		jw_knull(w, "latency_ns");
-	}
-	if (waiting >= 0)
-		jw_ku64(w, "waiting_ns", waiting);
-	else
-		jw_knull(w, "waiting_ns");
+	jw_ki64_or_null(w, "rank", c && c->rank >= 0, c ? c->rank : 0);
+	jw_ki64_or_null(w, "nranks", c && c->nranks >= 0, c ? c->nranks : 0);
+	jw_ki64_or_null(w, "rc", returned, rc);
+	jw_ku64_or_null(w, "latency_ns", returned, latency);
+	jw_ku64_or_null(w, "waiting_ns", waiting >= 0, waiting);
 	jw_record_end(w);
 }
 
@@ -935,14 +904,6 @@ static void fmt_hash(uint64_t h, char *buf, size_t len)
 		snprintf(buf, len, "%016llx", (unsigned long long)h);
 	else
 		snprintf(buf, len, "-");
-}
-
-static void table_int(struct table *t, int v)
-{
-	if (v >= 0)
-		table_u64(t, v);
-	else
-		table_str(t, "-");
 }
 
 static const struct tcol cols_comm[] = {
@@ -963,13 +924,13 @@ static void table_groups(void)
 	while (next_group(&i, &g)) {
 		fmt_hash(S.comms[g.first].v.id_hash, buf, sizeof(buf));
 		table_str(&t, buf);
-		table_int(&t, group_nranks(&g));
+		table_u64_or_dash(&t, group_nranks(&g) >= 0, group_nranks(&g));
 		table_u64(&t, g.n);
 		table_u64(&t, g.seq_min);
 		table_u64(&t, g.seq_max);
 		table_u64(&t, g.seq_max - g.seq_min);
 		if (g.lag) {
-			table_int(&t, g.lag->v.rank);
+			table_u64_or_dash(&t, g.lag->v.rank >= 0, g.lag->v.rank);
 			table_u64(&t, g.lag->k.pid);
 			snprintf(buf, sizeof(buf), "%s(%llu %s)", op_name(g.lag->v.last_op),
 				 (unsigned long long)g.lag->v.last_count,
@@ -977,9 +938,7 @@ static void table_groups(void)
 					     g.lag->v.last_datatype : NCL_DT_UNKNOWN]);
 			table_str(&t, g.lag->v.seq ? buf : "-");
 		} else {
-			table_str(&t, "-");
-			table_str(&t, "-");
-			table_str(&t, "-");
+			table_dashes(&t, 3);
 		}
 		table_u64(&t, g.hung);
 		table_end_row(&t);
@@ -1031,7 +990,7 @@ static void table_ops(uint64_t interval, size_t shown)
 		table_str(&t, s->ident.comm);
 		fmt_hash(r->c ? r->c->v.id_hash : 0, buf, sizeof(buf));
 		table_str(&t, buf);
-		table_int(&t, r->c ? r->c->v.rank : -1);
+		table_u64_or_dash(&t, r->c && r->c->v.rank >= 0, r->c ? r->c->v.rank : 0);
 		table_str(&t, op_name(r->k.op));
 		table_fixed(&t, per_sec(s->calls, interval), 1);
 		if (coll) {
@@ -1041,22 +1000,17 @@ static void table_ops(uint64_t interval, size_t shown)
 			table_fixed(&t, size_pct(s, 50) / 1024.0, 2);
 			table_fixed(&t, size_pct(s, 99) / 1024.0, 2);
 		} else {
-			for (int k = 0; k < 5; k++)
-				table_str(&t, "-");
+			table_dashes(&t, 5);
 		}
 		dtypes_str(s, buf, sizeof(buf));
 		table_str(&t, buf);
-		if (returns_seen(r->k.op))
-			table_u64(&t, s->errors);
-		else
-			table_str(&t, "-");
+		table_u64_or_dash(&t, returns_seen(r->k.op), s->errors);
 		lat_hist(s, &h);
 		if (s->lat_n) {
 			table_fixed(&t, (double)s->lat_sum / s->lat_n / 1e3, 1);
 			table_fixed(&t, hist_percentile(&h, 99) / 1e3, 1);
 		} else {
-			table_str(&t, "-");
-			table_str(&t, "-");
+			table_dashes(&t, 2);
 		}
 		if (cfg.busbw) {
 			double b = coll ? busbw_estimate(r, per_sec(s->bytes, interval)) : NAN;
@@ -1096,15 +1050,12 @@ static void table_hangs(void)
 		table_u64(&t, c->tid);
 		table_str(&t, id.comm);
 		table_str(&t, op_name(c->op));
-		if (is_collective(c->op))
-			table_u64(&t, c->count);
-		else
-			table_str(&t, "-");
+		table_u64_or_dash(&t, is_collective(c->op), c->count);
 		table_str(&t, is_collective(c->op) ?
 			  dtype_short[c->datatype < NCL_NUM_TYPES ? c->datatype : NCL_DT_UNKNOWN] : "-");
 		fmt_hash(ce ? ce->v.id_hash : 0, buf, sizeof(buf));
 		table_str(&t, buf);
-		table_int(&t, ce ? ce->v.rank : -1);
+		table_u64_or_dash(&t, ce && ce->v.rank >= 0, ce ? ce->v.rank : 0);
 		table_fixed(&t, (now - c->ts) / 1e9, 1);
 		table_end_row(&t);
 	}
@@ -1283,24 +1234,19 @@ static int on_event(void *ctx, void *data, size_t len)
 			table_str(&t, dtype_short[d]);
 			table_u64(&t, e->count * ncl_dtype_size(d));
 		} else {
-			table_str(&t, "-");
-			table_str(&t, "-");
-			table_str(&t, "-");
+			table_dashes(&t, 3);
 		}
 		table_str(&t, e->op == NCL_OP_ALLREDUCE || e->op == NCL_OP_REDUCE ||
 			      e->op == NCL_OP_REDUCESCATTER ?
 			      redop_names[e->redop < NCL_NUM_OPS ? e->redop : NCL_REDOP_DYNAMIC_BIT] : "-");
-		table_int(&t, coll ? e->root_or_peer : -1);
+		table_u64_or_dash(&t, coll && e->root_or_peer >= 0, coll ? e->root_or_peer : 0);
 		fmt_hash(have ? c.id_hash : 0, buf, sizeof(buf));
 		table_str(&t, buf);
-		table_int(&t, have ? c.rank : -1);
-		table_int(&t, have ? c.nranks : -1);
+		table_u64_or_dash(&t, have && c.rank >= 0, have ? c.rank : 0);
+		table_u64_or_dash(&t, have && c.nranks >= 0, have ? c.nranks : 0);
 		snprintf(buf, sizeof(buf), "%d", e->rc);
 		table_str(&t, e->returned ? buf : "-");
-		if (e->returned)
-			table_fixed(&t, e->latency_ns / 1e3, 1);
-		else
-			table_str(&t, "-");
+		table_fixed_or_dash(&t, e->returned, e->latency_ns / 1e3, 1);
 		table_end_row(&t);
 	}
 	if (env.count && S.events >= env.count)

@@ -528,24 +528,15 @@ static void kill_json(const struct oomwatch_kill *e, const struct aiscope_ident 
 	jw_ku64(w, "pid", victim->pid);
 	jw_knull(w, "tid");
 	jw_kstr(w, "comm", victim->comm[0] ? victim->comm : NULL);
-	if (e->flags & OOMWATCH_F_UID)
-		jw_ku64(w, "uid", victim->uid);
-	else
-		jw_knull(w, "uid");
-	if (e->flags & OOMWATCH_F_TASK)
-		jw_ku64(w, "cgroup_id", victim->cgroup_id);
-	else
-		jw_knull(w, "cgroup_id");
+	jw_ku64_or_null(w, "uid", e->flags & OOMWATCH_F_UID, victim->uid);
+	jw_ku64_or_null(w, "cgroup_id", e->flags & OOMWATCH_F_TASK, victim->cgroup_id);
 	jw_kstr(w, "cgroup", v->victim_cgroup);
 	jw_kstr(w, "container_id", v->ci.id[0] ? v->ci.id : NULL);
 	jw_kstr(w, "runtime", v->ci.runtime);
 	jw_kstr(w, "pod_uid", v->ci.pod_uid[0] ? v->ci.pod_uid : NULL);
 	jw_kstr(w, "scope", scope_name(v->scope));
 	jw_kstr(w, "scope_source", v->scope_source);
-	if (v->memcg->id)
-		jw_ku64(w, "memcg_id", v->memcg->id);
-	else
-		jw_knull(w, "memcg_id");
+	jw_ku64_or_null(w, "memcg_id", v->memcg->id, v->memcg->id);
 	jw_kstr(w, "memcg", v->memcg_path);
 	jw_kbytes(w, "limit_bytes", v->limit == MEMCG_NO_LIMIT ? MEMCG_UNKNOWN : v->limit);
 	jw_kbytes(w, "usage_bytes", v->usage);
@@ -554,10 +545,7 @@ static void kill_json(const struct oomwatch_kill *e, const struct aiscope_ident 
 	jw_kbytes(w, "file_rss_bytes", mm ? e->file_pages * v->unit : MEMCG_UNKNOWN);
 	jw_kbytes(w, "shmem_rss_bytes", mm ? e->shmem_pages * v->unit : MEMCG_UNKNOWN);
 	jw_kbytes(w, "pgtables_bytes", mm ? e->pgtables_bytes : MEMCG_UNKNOWN);
-	if (e->flags & OOMWATCH_F_ADJ)
-		jw_ki64(w, "oom_score_adj", e->oom_score_adj);
-	else
-		jw_knull(w, "oom_score_adj");
+	jw_ki64_or_null(w, "oom_score_adj", e->flags & OOMWATCH_F_ADJ, e->oom_score_adj);
 	if (e->flags & OOMWATCH_F_CONTEXT) {
 		jw_ki64(w, "points", e->points);
 		jw_kbytes(w, "domain_bytes", pages(e->totalpages));
@@ -674,14 +662,8 @@ static int on_alloc(const struct oomwatch_alloc *e)
 		jw_ku64(w, "size_bytes", e->size);
 		jw_kstr(w, "prot", prot);
 		jw_kbool(w, "anonymous", anon);
-		if (e->syscall == OOMWATCH_SYS_MMAP && !anon)
-			jw_ki64(w, "fd", e->fd);
-		else
-			jw_knull(w, "fd");
-		if (e->memcg.id)
-			jw_ku64(w, "memcg_id", e->memcg.id);
-		else
-			jw_knull(w, "memcg_id");
+		jw_ki64_or_null(w, "fd", e->syscall == OOMWATCH_SYS_MMAP && !anon, e->fd);
+		jw_ku64_or_null(w, "memcg_id", e->memcg.id, e->memcg.id);
 		jw_kstr(w, "memcg", memcg);
 		jw_kbytes(w, "limit_bytes", limit == MEMCG_NO_LIMIT ? MEMCG_UNKNOWN : limit);
 		jw_kbytes(w, "usage_bytes", usage);
@@ -881,8 +863,7 @@ static void alert_emit(const struct memcg *m, const struct alert *a)
 		stream_row_begin(rt);
 		table_str(&S.t, "alert");
 		table_str(&S.t, level_names[a->level]);
-		table_str(&S.t, "-");
-		table_str(&S.t, "-");
+		table_dashes(&S.t, 2);
 		table_str(&S.t, aiscope_container_short(&ci, buf));
 		table_str(&S.t, m->path);
 		table_mib(&S.t, ws == MEMCG_UNKNOWN ? r->usage : ws);
@@ -1146,13 +1127,9 @@ static void host_alert(double some, double full, int l)
 		stream_row_begin(rt);
 		table_str(&S.t, "alert");
 		table_str(&S.t, level_names[l]);
-		table_str(&S.t, "-");
-		table_str(&S.t, "-");
-		table_str(&S.t, "-");
+		table_dashes(&S.t, 3);
 		table_str(&S.t, "[host]");
-		table_str(&S.t, "-");
-		table_str(&S.t, "-");
-		table_str(&S.t, "-");
+		table_dashes(&S.t, 3);
 		snprintf(detail, sizeof(detail), "host_pressure signal=poll psi_some=%.2f%% psi_full=%.2f%%",
 			 some, full);
 		table_str(&S.t, detail);
@@ -1309,10 +1286,7 @@ static void check_row_table(struct table *t, const struct check_row *c)
 	table_mib(t, ws);
 	table_mib(t, limited(r) ? r->limit : MEMCG_UNKNOWN);
 	table_pct(t, ws, r->limit);
-	if (r->psi_full10 >= 0)
-		table_fixed(t, r->psi_full10, 2);
-	else
-		table_str(t, "-");
+	table_fixed_or_dash(t, r->psi_full10 >= 0, r->psi_full10, 2);
 	if (r->oom_kills == MEMCG_UNKNOWN)
 		table_str(t, "-");
 	else

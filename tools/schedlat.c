@@ -298,10 +298,7 @@ static void json_identity(const struct row *r, bool host)
 	jw_kstr(w, "by", host ? "host" : opt_key_name(bys, cfg.by));
 	if (task) {
 		jw_ku64(w, "pid", r->ident.pid);
-		if (cfg.by == SCHEDLAT_BY_TID)
-			jw_ku64(w, "tid", r->ident.tid);
-		else
-			jw_knull(w, "tid");
+		jw_ku64_or_null(w, "tid", cfg.by == SCHEDLAT_BY_TID, r->ident.tid);
 		jw_kstrn(w, "comm", r->ident.comm, sizeof(r->ident.comm));
 		jw_ku64(w, "uid", r->ident.uid);
 	} else {

@@ -701,8 +701,7 @@ static void table_row(struct table *t, const struct row *r, const char *hms)
 		table_u64(t, r->peer->ident.pid);
 		table_str(t, r->peer->ident.comm);
 	} else {
-		table_str(t, "-");
-		table_str(t, "-");
+		table_dashes(t, 2);
 	}
 	table_end_row(t);
 }
@@ -751,14 +750,6 @@ static bool ev_has_totals(uint32_t k)
 	return k == SS_EV_CLOSE || k == SS_EV_IDLE;
 }
 
-static void table_opt_u64(struct table *t, bool has, uint64_t v)
-{
-	if (has)
-		table_u64(t, v);
-	else
-		table_str(t, "-");
-}
-
 static void print_event(const struct ss_event *e, uint64_t rt)
 {
 	const struct rflow *peer = peer_of(&e->t, NULL);
@@ -777,29 +768,13 @@ static void print_event(const struct ss_event *e, uint64_t rt)
 		jw_kstr(w, "event", name);
 		aiscope_ident_json(w, &e->ident, true);
 		json_tuple(w, &e->t);
-		if (io)
-			jw_ku64(w, "bytes", e->bytes);
-		else
-			jw_knull(w, "bytes");
-		if (lat)
-			jw_ku64(w, "latency_ns", e->latency_ns);
-		else
-			jw_knull(w, "latency_ns");
-		if (dur)
-			jw_ku64(w, "duration_ns", e->duration_ns);
-		else
-			jw_knull(w, "duration_ns");
-		if (tot) {
-			jw_ku64(w, "tx_bytes", e->tx_bytes);
-			jw_ku64(w, "rx_bytes", e->rx_bytes);
-			jw_ku64(w, "tx_calls", e->tx_calls);
-			jw_ku64(w, "rx_calls", e->rx_calls);
-		} else {
-			jw_knull(w, "tx_bytes");
-			jw_knull(w, "rx_bytes");
-			jw_knull(w, "tx_calls");
-			jw_knull(w, "rx_calls");
-		}
+		jw_ku64_or_null(w, "bytes", io, e->bytes);
+		jw_ku64_or_null(w, "latency_ns", lat, e->latency_ns);
+		jw_ku64_or_null(w, "duration_ns", dur, e->duration_ns);
+		jw_ku64_or_null(w, "tx_bytes", tot, e->tx_bytes);
+		jw_ku64_or_null(w, "rx_bytes", tot, e->rx_bytes);
+		jw_ku64_or_null(w, "tx_calls", tot, e->tx_calls);
+		jw_ku64_or_null(w, "rx_calls", tot, e->rx_calls);
 		json_peer(w, peer);
 		jw_record_end(w);
 	} else {
@@ -820,18 +795,12 @@ static void print_event(const struct ss_event *e, uint64_t rt)
 		remote_str(&e->t, rem, sizeof(rem));
 		table_str(&t, l);
 		table_str(&t, rem);
-		table_opt_u64(&t, io, e->bytes);
-		if (lat)
-			table_fixed(&t, e->latency_ns / 1e3, 1);
-		else
-			table_str(&t, "-");
-		if (dur)
-			table_fixed(&t, e->duration_ns / 1e6, 1);
-		else
-			table_str(&t, "-");
-		table_opt_u64(&t, tot, e->tx_bytes);
-		table_opt_u64(&t, tot, e->rx_bytes);
-		table_opt_u64(&t, peer != NULL, peer ? peer->ident.pid : 0);
+		table_u64_or_dash(&t, io, e->bytes);
+		table_fixed_or_dash(&t, lat, e->latency_ns / 1e3, 1);
+		table_fixed_or_dash(&t, dur, e->duration_ns / 1e6, 1);
+		table_u64_or_dash(&t, tot, e->tx_bytes);
+		table_u64_or_dash(&t, tot, e->rx_bytes);
+		table_u64_or_dash(&t, peer != NULL, peer ? peer->ident.pid : 0);
 		table_end_row(&t);
 	}
 }

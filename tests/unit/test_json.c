@@ -180,6 +180,23 @@ static const char *cap_close(struct cap *c)
 	return out;
 }
 
+static void test_or_null(void)
+{
+	struct cap c;
+
+	cap_open(&c);
+	jw_obj_begin(&c.w);
+	jw_ku64_or_null(&c.w, "a", true, 18446744073709551615ULL);
+	jw_ku64_or_null(&c.w, "b", false, 7);
+	jw_ki64_or_null(&c.w, "c", true, -3);
+	jw_ki64_or_null(&c.w, "d", false, -3);
+	jw_kdouble_or_null(&c.w, "e", true, 0.12345, 4);
+	jw_kdouble_or_null(&c.w, "f", false, 0.5, 4);
+	jw_obj_end(&c.w);
+	CHECK_STR(cap_close(&c), "{\"a\":18446744073709551615,\"b\":null,\"c\":-3,\"d\":null,"
+		  "\"e\":0.1235,\"f\":null}");
+}
+
 static void test_record_header(void)
 {
 	struct cap c;
@@ -445,6 +462,7 @@ int main(void)
 	RUN(test_record_header);
 	RUN(test_full_record);
 	RUN(test_doubles);
+	RUN(test_or_null);
 	RUN(test_hostile_key);
 	RUN(test_records_in_a_row);
 	RUN(test_record_after_unbalanced);

@@ -43,6 +43,23 @@ static void row(uint64_t pid, const char *comm, uint64_t lat, const char *cg)
 	table_end_row(&t);
 }
 
+static void test_or_dash(void)
+{
+	static const struct tcol c[] = {
+		{ "A", 4, 0 }, { "B", 4, 0 }, { "C", 6, 0 }, { "D", 6, 0 }, { "E", 3, 0 }, { "F", 3, 0 },
+	};
+
+	open_table(c, 6, false);
+	table_u64_or_dash(&t, true, 12);
+	table_u64_or_dash(&t, false, 12);
+	table_fixed_or_dash(&t, true, 1.25, 1);
+	table_fixed_or_dash(&t, false, 1.25, 1);
+	table_dashes(&t, 2);
+	table_end_row(&t);
+	/* the dashes right-aligned where the numbers are */
+	CHECK_STR(done(), "  12    -    1.2      -   -   -\n");
+}
+
 static void test_header(void)
 {
 	open_table(cols, 4, true);
@@ -287,6 +304,7 @@ int main(void)
 	RUN(test_single_column);
 	RUN(test_block_begin_append);
 	RUN(test_block_begin_redraw);
+	RUN(test_or_dash);
 	RUN(test_shown);
 	RUN(test_more);
 	return t_done();
