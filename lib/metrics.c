@@ -6,9 +6,8 @@
 #include <string.h>
 #include <sys/utsname.h>
 #include <time.h>
+#include "fail.h"
 #include "metrics.h"
-#include "opts.h"
-#include "run.h"
 #include "util.h"
 
 static struct {
@@ -115,7 +114,7 @@ void metrics_setup(const char *tool, const char *file, const char *listen)
 	}
 }
 
-void metrics_publish(const struct aiscope_bpf *b)
+void metrics_publish(const uint64_t *lost)
 {
 	size_t len = 0;
 	char *text;
@@ -124,11 +123,11 @@ void metrics_publish(const struct aiscope_bpf *b)
 	if (!M.reg)
 		return;
 	prom_reg_set_time(M.reg, clock_ns(CLOCK_MONOTONIC));
-	if (b) {
+	if (lost) {
 		prom_counter_set(M.lost, (const char *[]){ M.tool, "ringbuf_full" },
-				 b->lost[AISCOPE_LOST_RINGBUF]);
+				 lost[AISCOPE_LOST_RINGBUF]);
 		prom_counter_set(M.lost, (const char *[]){ M.tool, "map_full" },
-				 b->lost[AISCOPE_LOST_MAP]);
+				 lost[AISCOPE_LOST_MAP]);
 	}
 	text = prom_render(M.reg, &len);
 	if (!text) {

@@ -29,8 +29,6 @@
 /* A series untouched this long may give its place to a new label set. */
 #define AISCOPE_METRICS_IDLE_NS	(600ULL * 1000000000ULL)
 
-struct aiscope_bpf;
-
 /* The registry, or NULL when neither --prometheus nor --listen was given. */
 struct prom_reg *aiscope_metrics(void);
 
@@ -64,8 +62,9 @@ struct prom_family *aiscope_metric_latency(const char *name, const char *help,
 /* After the options: the registry, the shared families, the listening
  * socket (a bad address or a busy port is a usage error). */
 void metrics_setup(const char *tool, const char *file, const char *listen);
-/* Lost counters, render, FILE and the HTTP body. */
-void metrics_publish(const struct aiscope_bpf *b);
+/* Lost counters (the AISCOPE_LOST_NR totals so far, NULL: none), render,
+ * FILE and the HTTP body. */
+void metrics_publish(const uint64_t *lost);
 int metrics_attach(int ep, uint64_t tag);
 bool metrics_owns(uint64_t tag);
 void metrics_event(uint64_t tag, uint32_t events);

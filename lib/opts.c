@@ -76,19 +76,6 @@ static void __attribute__((constructor)) short_argv0(int argc, char **argv, char
 		argv[0] = program_invocation_short_name;
 }
 
-void usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fflush(stdout);
-	fprintf(stderr, "%s: ", env.tool ? env.tool : program_invocation_short_name);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(EXIT_USAGE);
-}
-
 static const char *file_kind(mode_t mode)
 {
 	if (S_ISDIR(mode))
@@ -115,28 +102,6 @@ void opt_input_file(const char *what, const char *arg)
 	if (!S_ISREG(st.st_mode))
 		usage_error("invalid %s '%s': %s, not a regular file", what, arg,
 			    file_kind(st.st_mode));
-}
-
-void aiscope_fail(int code, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (env.json) {
-		struct jw w;
-
-		jw_init(&w, stdout);
-		jw_record_begin(&w, "error", env.tool, clock_ns(CLOCK_REALTIME));
-		jw_kstr(&w, "message", msg);
-		jw_ki64(&w, "exit_code", code);
-		jw_record_end(&w);
-	}
-	fflush(stdout);
-	fprintf(stderr, "%s: %s\n", env.tool, msg);
-	exit(code);
 }
 
 #define OPT_MAX_WORDS	32
@@ -380,6 +345,7 @@ error_t aiscope_parse_shared(int key, char *arg, struct argp_state *state)
 		break;
 	case 'j':
 		env.json = true;
+		fail_setup(env.tool, true);
 		break;
 	case 'i':
 		env.interval_ns = parse_interval_arg(arg, "--interval");
@@ -644,6 +610,7 @@ void aiscope_setup(const char *tool)
 	int err;
 
 	env.tool = tool;
+	fail_setup(tool, env.json);
 	if (!env.start_mono_ns)
 		env.start_mono_ns = clock_ns(CLOCK_MONOTONIC);
 	libbpf_set_print(libbpf_print);
@@ -662,6 +629,7 @@ void aiscope_parse(const struct argp *argp, int argc, char **argv, const char *t
 		   unsigned int kind)
 {
 	env.tool = tool;
+	fail_setup(tool, env.json);
 	env.kind = kind;
 	env.start_mono_ns = clock_ns(CLOCK_MONOTONIC);
 	argp_err_exit_status = EXIT_USAGE;

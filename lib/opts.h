@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include "aiscope_common.h"
 #include "cgroup.h"
+#include "fail.h"
 
 #define AISCOPE_DEFAULT_BUFFER	(8ULL << 20)
 #define AISCOPE_DEFAULT_ROWS	20
@@ -159,10 +160,6 @@ void aiscope_probe_mode(const char *arg);
 /* --version: "TOOL VERSION (aiscope, libbpf vMAJOR.MINOR)" on stdout,
  * the libbpf linked in (scripts/libbpf.sh pins it); exit 0. */
 void __attribute__((noreturn)) aiscope_print_version(const char *tool);
-/* One line "tool: message" on stderr and exit 2. */
-void __attribute__((noreturn, format(printf, 1, 2))) usage_error(const char *fmt, ...);
-/* Fatal error: stderr line, a JSON "error" record with --json, exit code. */
-void __attribute__((noreturn, format(printf, 2, 3))) aiscope_fail(int code, const char *fmt, ...);
 /* Room for element n of the array p of *cap elements of size bytes (the
  * capacity doubles, from 64): the array, maybe moved. Out of memory is
  * fatal (aiscope_fail, exit 1). */
@@ -171,9 +168,5 @@ void *aiscope_grow(void *p, size_t *cap, size_t n, size_t size);
  * number in AISCOPE_TEST_CAP_<name> if set, else dflt. A hidden knob, so
  * that a test overflows a cap with hundreds of objects, not millions. */
 uint64_t aiscope_test_cap(const char *name, uint64_t dflt);
-
-#define EXIT_RUNTIME	1
-#define EXIT_USAGE	2
-#define EXIT_CANNOT_RUN	77
 
 #endif

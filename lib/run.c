@@ -195,7 +195,7 @@ void aiscope_bpf_attach(struct aiscope_bpf *b)
 void aiscope_bpf_destroy(struct aiscope_bpf *b)
 {
 	/* the last interval's figures (tools print it after the loop) */
-	metrics_publish(b);
+	metrics_publish(b->lost);
 	ring_buffer__free(b->rb);
 	b->rb = NULL;
 	probe_detach(b->hooks, b->nhooks);
@@ -396,7 +396,7 @@ int aiscope_loop_run(struct aiscope_loop *l)
 		add_fd(ep, wfd, EPOLLIN, SRC_SWEEP);
 	}
 	/* FILE and /metrics exist from the start (build info, zero counters) */
-	metrics_publish(b);
+	metrics_publish(b->lost);
 	refresh_offset();
 
 	while (l->exit == AISCOPE_RUNNING) {
@@ -459,7 +459,7 @@ int aiscope_loop_run(struct aiscope_loop *l)
 				if (l->on_tick && l->on_tick(l->ctx) == AISCOPE_STOP)
 					aiscope_loop_stop(l, AISCOPE_EXIT_COUNT);
 				aiscope_lost_check(b);
-				metrics_publish(b);
+				metrics_publish(b->lost);
 				break;
 			}
 		}

@@ -1074,7 +1074,7 @@ static int on_watch(void *ctx)
 	 * next tick */
 	if (S.alerts != alerts) {
 		metrics_cgroups();
-		metrics_publish(&S.bpf);
+		metrics_publish(S.bpf.lost);
 	}
 	return aiscope_loop_running(&S.loop) ? 0 : AISCOPE_STOP;
 }

@@ -209,6 +209,7 @@ static void test_grow_out_of_memory(void)
 int main(void)
 {
 	env.tool = "t";
+	fail_setup("t", false);
 	RUN(test_word);
 	RUN(test_word_rejects);
 	RUN(test_key);
