@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <sys/sysmacros.h>
 #include "util.h"
 
 int parse_u64(const char *s, uint64_t *v)
@@ -262,4 +263,9 @@ uint64_t ringbuf_size(uint64_t want, uint64_t page)
 	while (p < want)
 		p <<= 1;
 	return p;
+}
+
+uint32_t kernel_dev(dev_t dev)
+{
+	return major(dev) << 20 | minor(dev);
 }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+#include <sys/types.h>
 
 #define NSEC_PER_USEC	1000ULL
 #define NSEC_PER_MSEC	1000000ULL
@@ -44,5 +45,12 @@ uint64_t clock_ns(int clockid);
 void fmt_rfc3339_ns(uint64_t realtime_ns, char *buf, size_t len);
 /* Local "HH:MM:SS" for -T columns. */
 void fmt_hms(uint64_t realtime_ns, char *buf, size_t len);
+
+/* A device number as the kernel keeps it (MKDEV(): major << 20 | minor,
+ * what BPF reads from a struct super_block or inode), of a user-space
+ * dev_t (glibc's encoding differs), and its two halves. */
+uint32_t kernel_dev(dev_t dev);
+#define KDEV_MAJOR(kdev)	((unsigned int)((kdev) >> 20))
+#define KDEV_MINOR(kdev)	((unsigned int)((kdev) & 0xfffff))
 
 #endif

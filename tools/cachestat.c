@@ -286,11 +286,6 @@ static struct {
 	size_t nscanned, scap;
 } F;
 
-static uint32_t kernel_dev(dev_t d)
-{
-	return (major(d) << 20) | minor(d);
-}
-
 static struct file_name *file_find(uint32_t dev, uint64_t ino)
 {
 	for (size_t i = 0; i < F.n; i++)
@@ -368,7 +363,7 @@ static void scan_pid(uint32_t pid)
 		line[strcspn(line, "\n")] = 0;
 		if (stat(line + off, &st) || st.st_ino != ino)
 			continue;
-		file_remember((maj << 20) | min, ino, line + off, st.st_size);
+		file_remember(kernel_dev(makedev(maj, min)), ino, line + off, st.st_size);
 	}
 	if (maps)
 		fclose(maps);
@@ -394,8 +389,8 @@ static void name_file(struct row *r, const struct cachestat_row *v)
 	if (v->name[0])
 		snprintf(buf, sizeof(buf), "%.*s", CACHESTAT_NAME_LEN, v->name);
 	else
-		snprintf(buf, sizeof(buf), "[dev %u:%u ino %llu]", r->key.dev >> 20,
-			 r->key.dev & 0xfffff, (unsigned long long)r->key.id);
+		snprintf(buf, sizeof(buf), "[dev %u:%u ino %llu]", KDEV_MAJOR(r->key.dev),
+			 KDEV_MINOR(r->key.dev), (unsigned long long)r->key.id);
 	r->file = strdup(buf);
 	/* classic tracepoints know neither the name nor the size */
 	r->size = v->size;
@@ -617,7 +612,7 @@ static void json_identity(const struct row *r)
 	if (file) {
 		jw_kstr(w, "file", r->file);
 		jw_ku64(w, "inode", r->key.id);
-		snprintf(dev, sizeof(dev), "%u:%u", r->key.dev >> 20, r->key.dev & 0xfffff);
+		snprintf(dev, sizeof(dev), "%u:%u", KDEV_MAJOR(r->key.dev), KDEV_MINOR(r->key.dev));
 		jw_kstr(w, "dev", r->key.dev ? dev : NULL);
 		jw_ku64_or_null(w, "size_bytes", r->size_known, r->size);
 	} else {

@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -651,8 +650,7 @@ static void attach_lib(struct uprobe_lib *lib, void *ctx)
 		    !(lib->tool_flags & TF_RUNTIME)) {
 			struct gl_inode k = {
 				.ino = lib->ino,
-				/* the kernel's dev_t: MKDEV(major, minor) */
-				.dev = (uint32_t)(major(lib->dev) << 20 | minor(lib->dev)),
+				.dev = kernel_dev(lib->dev),
 			};
 			uint8_t one = 1;
 

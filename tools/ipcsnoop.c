@@ -19,7 +19,6 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -1310,8 +1309,7 @@ static uint64_t posix_shm_dev(void)
 
 	if (statfs("/dev/shm", &sf) || sf.f_type != TMPFS_MAGIC || stat("/dev/shm", &st))
 		return 0;
-	/* user space dev_t -> the kernel's MKDEV(): major << 20 | minor */
-	return ((uint64_t)major(st.st_dev) << 20) | minor(st.st_dev);
+	return kernel_dev(st.st_dev);
 }
 
 static void want_sys(uint64_t *ids, long nr)

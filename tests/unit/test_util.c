@@ -2,6 +2,7 @@
 /* lib/util.c: duration, size and list parsing; formatting; clocks. */
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/sysmacros.h>
 #include "t.h"
 #include "util.h"
 
@@ -348,6 +349,22 @@ static void test_ringbuf_size(void)
 	CHECK_EQ(ringbuf_size((8ULL << 20) + 1, 4096), 16ULL << 20);
 }
 
+/* the kernel's MKDEV() of glibc's dev_t, which puts minor bits above 255
+ * elsewhere */
+static void test_kernel_dev(void)
+{
+	uint32_t k = kernel_dev(makedev(259, 65537));
+
+	CHECK_EQ(kernel_dev(makedev(8, 1)), (8U << 20) | 1);
+	CHECK_EQ(k, (259U << 20) | 65537);
+	CHECK_EQ(KDEV_MAJOR(k), 259);
+	CHECK_EQ(KDEV_MINOR(k), 65537);
+	CHECK_EQ(kernel_dev(makedev(4095, 0xfffff)), 0xffffffffU);
+	CHECK_EQ(KDEV_MAJOR(0xffffffffU), 4095);
+	CHECK_EQ(KDEV_MINOR(0xffffffffU), 0xfffff);
+	CHECK_EQ(kernel_dev(0), 0);
+}
+
 int main(void)
 {
 	RUN(test_duration_units);
@@ -368,5 +385,6 @@ int main(void)
 	RUN(test_user_uid);
 	RUN(test_sort_and_search);
 	RUN(test_ringbuf_size);
+	RUN(test_kernel_dev);
 	return t_done();
 }
