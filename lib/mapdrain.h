@@ -12,6 +12,10 @@
  *
  * Only maps whose value is value_size bytes (no per-CPU hash maps: no
  * drained map of a tool is one).
+ *
+ * map_walk() visits every entry and deletes none; map_keys() collects the
+ * keys, for a caller that decides later what to delete. Never delete the
+ * key just returned while walking (see map_drain()).
  */
 #ifndef AISCOPE_MAPDRAIN_H
 #define AISCOPE_MAPDRAIN_H
@@ -23,13 +27,23 @@
 typedef bool (*map_drain_want_fn)(const void *key, void *ctx);
 /* take(key, value, ctx): one drained entry, already deleted from the map */
 typedef void (*map_drain_take_fn)(const void *key, const void *value, void *ctx);
+/* visit(key, value, ctx): one entry, left in the map */
+typedef void (*map_walk_fn)(const void *key, const void *value, void *ctx);
 
 /*
- * Returns the number of entries handed to take, or -ENOMEM when memory
- * ran out: the keys collected until then are still drained, the rest wait
- * in the map for the next drain.
+ * Returns the number of entries handed to take (NULL: deleted only), or
+ * -ENOMEM when memory ran out: the keys collected until then are still
+ * drained, the rest wait in the map for the next drain.
  */
 int map_drain(int map_fd, size_t key_size, size_t value_size,
 	      map_drain_want_fn want, map_drain_take_fn take, void *ctx);
+
+/* Every entry (value_size 0: keys only, value NULL; visit NULL: counts).
+ * Returns the entries visited, or -ENOMEM. */
+int map_walk(int map_fd, size_t key_size, size_t value_size, map_walk_fn visit, void *ctx);
+/* The keys that want accepts (NULL: all), *n of them in a malloc'd array
+ * (NULL when none); *oom when memory ran out before the walk's end. */
+void *map_keys(int map_fd, size_t key_size, map_drain_want_fn want, void *ctx, size_t *n,
+	       bool *oom);
 
 #endif

@@ -1220,85 +1220,84 @@ static void table_mem_row(struct table *t, const struct mem_row *r, const char *
 }
 
 /* Freed allocations of processes that exited: drop their keys. */
+static bool alloc_of_gone(const void *key, void *ctx)
+{
+	return !pid_alive(((const struct gl_alloc_key *)key)->pid);
+}
+
 static void allocs_prune(void)
 {
-	int fd = bpf_map__fd(S.skel->maps.allocs);
-	struct gl_alloc_key key, next;
-	void *prev = NULL;
+	struct bpf_map *m = S.skel->maps.allocs;
 
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		if (!pid_alive(next.pid)) {
-			bpf_map_delete_elem(fd, &next);
-			continue;	/* restart from the same predecessor */
-		}
-		key = next;
-		prev = &key;
+	map_drain(bpf_map__fd(m), sizeof(struct gl_alloc_key), bpf_map__value_size(m),
+		  alloc_of_gone, NULL, NULL);
+}
+
+/* this interval's allocation rows, and the processes gone since */
+struct mem_walk {
+	struct mem_row *rows;
+	size_t n, cap;
+	uint32_t *gone;
+	size_t ngone, gcap;
+};
+
+/* One process's running totals: this interval's part of them (a process
+ * not yet seen has no baseline: no row). */
+static void mem_visit(const void *key, const void *value, void *ctx)
+{
+	uint32_t pid = *(const uint32_t *)key;
+	struct mem_prev *old = mem_prev_of(pid);
+	struct mem_walk *w = ctx;
+	struct mem_row *r;
+
+	if (!old)
+		return;
+	w->rows = aiscope_grow(w->rows, &w->cap, w->n, sizeof(*w->rows));
+	r = &w->rows[w->n++];
+	memset(r, 0, sizeof(*r));
+	r->pid = pid;
+	memcpy(&r->cur, value, sizeof(r->cur));
+	mem_delta(&r->cur, &old->m, &r->d);
+	hist_add_counts(&r->h, r->d.alloc_hist, r->d.alloc_lat_sum, r->d.alloc_lat_max);
+	old->m = r->cur;
+	metrics_mem(&r->d, &r->cur);
+	if (!pid_alive(pid)) {
+		w->gone = aiscope_grow(w->gone, &w->gcap, w->ngone, sizeof(*w->gone));
+		w->gone[w->ngone++] = pid;
 	}
 }
 
 static void print_mem(uint64_t now, uint64_t interval, const char *hms)
 {
 	int fd = bpf_map__fd(S.skel->maps.mem);
-	uint32_t key, next, *gone = NULL;
-	size_t ngone = 0, n = 0, cap = 0;
-	struct mem_row *rows = NULL;
-	void *prev = NULL;
+	struct mem_walk w = { 0 };
 	struct table t;
 
 	outstanding_begin();
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		struct mem_prev *old = mem_prev_of(next);
-		struct mem_row *r;
-
-		key = next;
-		prev = &key;
-		if (!old)
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
-			rows = realloc(rows, cap * sizeof(*rows));
-			if (!rows)
-				aiscope_fail(EXIT_RUNTIME, "out of memory");
-		}
-		r = &rows[n];
-		memset(r, 0, sizeof(*r));
-		r->pid = next;
-		if (bpf_map_lookup_elem(fd, &next, &r->cur))
-			continue;
-		mem_delta(&r->cur, &old->m, &r->d);
-		hist_add_counts(&r->h, r->d.alloc_hist, r->d.alloc_lat_sum, r->d.alloc_lat_max);
-		old->m = r->cur;
-		metrics_mem(&r->d, &r->cur);
-		n++;
-		if (!pid_alive(next)) {
-			gone = realloc(gone, (ngone + 1) * sizeof(*gone));
-			if (gone)
-				gone[ngone++] = next;
-		}
-	}
+	map_walk(fd, sizeof(uint32_t), sizeof(struct gl_mem), mem_visit, &w);
 	outstanding_end();
 	if (env.json) {
-		for (size_t i = 0; i < n; i++)
-			json_mem_row(&rows[i], now, interval);
+		for (size_t i = 0; i < w.n; i++)
+			json_mem_row(&w.rows[i], now, interval);
 	} else {
 		printf("\n");
 		table_init_time(&t, stdout, cols_mem, ARRAY_SIZE(cols_mem), env.timestamp,
 				env.tty && !env.wide);
 		table_header(&t);
-		for (size_t i = 0; i < n; i++)
-			table_mem_row(&t, &rows[i], hms);
+		for (size_t i = 0; i < w.n; i++)
+			table_mem_row(&t, &w.rows[i], hms);
 	}
 	/* a process that exited was reported one last time */
-	for (size_t i = 0; i < ngone; i++) {
-		bpf_map_delete_elem(fd, &gone[i]);
+	for (size_t i = 0; i < w.ngone; i++) {
+		bpf_map_delete_elem(fd, &w.gone[i]);
 		for (size_t j = 0; j < S.nmem; j++)
-			if (S.mem[j].pid == gone[i])
+			if (S.mem[j].pid == w.gone[i])
 				S.mem[j] = S.mem[--S.nmem];
 	}
-	if (ngone)
+	if (w.ngone)
 		allocs_prune();
-	free(gone);
-	free(rows);
+	free(w.gone);
+	free(w.rows);
 }
 
 static void print_interval(uint64_t interval)

@@ -541,24 +541,12 @@ static void prune_names(void)
 {
 	int fd = bpf_map__fd(skel->maps.names);
 	uint32_t max = bpf_map__max_entries(skel->maps.names);
-	struct ipc_key key, next, *keys = NULL;
-	size_t n = 0, cap = 0, kept = 0;
-	void *prev = NULL;
+	size_t n, kept = 0;
+	struct ipc_key *keys;
+	bool oom;
 
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		key = next;
-		prev = &key;
-		if (n == cap) {
-			size_t c = cap ? cap * 2 : 64;
-			struct ipc_key *k = realloc(keys, c * sizeof(*k));
-
-			if (!k)
-				break;
-			keys = k;
-			cap = c;
-		}
-		keys[n++] = next;
-	}
+	/* out of memory: what was collected, the rest at the next prune */
+	keys = map_keys(fd, sizeof(*keys), NULL, NULL, &n, &oom);
 	for (size_t i = 0; i < n; i++) {
 		struct cname *c = cname_find(&keys[i]);
 

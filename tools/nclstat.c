@@ -307,21 +307,18 @@ static void ident_of(uint32_t pid, uint32_t tid, struct aiscope_ident *id)
 
 /* ---- the registry ---- */
 
+static void comm_visit(const void *key, const void *value, void *ctx)
+{
+	S.comms = aiscope_grow(S.comms, &S.ccap, S.ncomms, sizeof(*S.comms));
+	memcpy(&S.comms[S.ncomms].k, key, sizeof(S.comms[0].k));
+	memcpy(&S.comms[S.ncomms++].v, value, sizeof(S.comms[0].v));
+}
+
 static void read_comms(void)
 {
-	int fd = bpf_map__fd(S.skel->maps.comms);
-	struct ncl_comm_key key, next;
-	void *prev = NULL;
-
 	S.ncomms = 0;
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		key = next;
-		prev = &key;
-		S.comms = aiscope_grow(S.comms, &S.ccap, S.ncomms, sizeof(*S.comms));
-		if (bpf_map_lookup_elem(fd, &next, &S.comms[S.ncomms].v))
-			continue;
-		S.comms[S.ncomms++].k = next;
-	}
+	map_walk(bpf_map__fd(S.skel->maps.comms), sizeof(struct ncl_comm_key),
+		 sizeof(S.comms[0].v), comm_visit, NULL);
 }
 
 static const struct comm_ent *comm_find(uint32_t pid, uint64_t handle)
@@ -375,29 +372,35 @@ static bool hang_was_reported(const struct ncl_call *c, struct hang *old, size_t
 	return false;
 }
 
+struct hang_walk {
+	uint64_t now;
+	struct hang *old;
+	size_t nold, cap;
+};
+
+static void hang_visit(const void *key, const void *value, void *ctx)
+{
+	struct hang_walk *w = ctx;
+	const struct ncl_call *c = value;
+
+	if (w->now < c->ts || w->now - c->ts < cfg.hang_ns)
+		return;
+	S.hangs = aiscope_grow(S.hangs, &w->cap, S.nhangs, sizeof(*S.hangs));
+	S.hangs[S.nhangs].call = *c;
+	S.hangs[S.nhangs].reported = hang_was_reported(c, w->old, w->nold);
+	S.nhangs++;
+}
+
 static void read_hangs(void)
 {
-	int fd = bpf_map__fd(S.skel->maps.calls);
-	uint64_t now = now_bpf_clock(), key, next;
-	struct hang *old = S.hangs;
-	size_t nold = S.nhangs, cap = 0;
-	struct ncl_call c;
-	void *prev = NULL;
+	struct hang_walk w = { .now = now_bpf_clock(), .old = S.hangs, .nold = S.nhangs };
 
 	S.hangs = NULL;
 	S.nhangs = 0;
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		key = next;
-		prev = &key;
-		if (bpf_map_lookup_elem(fd, &next, &c) || now < c.ts || now - c.ts < cfg.hang_ns)
-			continue;
-		S.hangs = aiscope_grow(S.hangs, &cap, S.nhangs, sizeof(*S.hangs));
-		S.hangs[S.nhangs].call = c;
-		S.hangs[S.nhangs].reported = hang_was_reported(&c, old, nold);
-		S.nhangs++;
-	}
-	S.hcap = cap;
-	free(old);
+	map_walk(bpf_map__fd(S.skel->maps.calls), sizeof(uint64_t), sizeof(struct ncl_call),
+		 hang_visit, &w);
+	S.hcap = w.cap;
+	free(w.old);
 }
 
 /* ---- Prometheus metrics: by cgroup and op; hangs and skew host-wide ---- */

@@ -827,67 +827,48 @@ static int on_event(void *ctx, void *data, size_t len)
 }
 
 /* -e: UDP sockets silent past --idle leave the kernel's table */
-static void sweep_idle(void)
+struct idle_sweep {
+	int fd;
+	uint64_t now;
+};
+
+static bool udp_idle(const void *key, void *ctx)
 {
-	int fd = bpf_map__fd(S.skel->maps.conns);
-	uint64_t now = clock_ns(feat_boot_clock() ? CLOCK_BOOTTIME : CLOCK_MONOTONIC);
-	uint64_t key, next, *stale = NULL;
-	size_t n = 0, cap = 0;
+	const struct idle_sweep *w = ctx;
 	struct ss_conn c;
-	void *prev = NULL;
 
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		key = next;
-		prev = &key;
-		if (bpf_map_lookup_elem(fd, &next, &c) || c.proto != SS_PROTO_UDP)
-			continue;
-		if (c.last_ns + cfg.idle_ns > now)
-			continue;
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 64;
-			uint64_t *v = realloc(stale, nc * sizeof(*v));
-
-			if (!v)
-				break;
-			stale = v;
-			cap = nc;
-		}
-		stale[n++] = next;
-	}
-	for (size_t i = 0; i < n; i++) {
-		struct ss_event e = { .kind = SS_EV_IDLE };
-
-		if (bpf_map_lookup_elem(fd, &stale[i], &c) || bpf_map_delete_elem(fd, &stale[i]))
-			continue;
-		S.idle_sockets++;
-		if (!c.has_owner || !aiscope_loop_running(&S.loop))
-			continue;
-		e.ts = c.last_ns;
-		e.ident = c.owner;
-		e.t = c.t;
-		e.duration_ns = c.last_ns - c.start_ns;
-		e.tx_bytes = c.tx_bytes;
-		e.rx_bytes = c.rx_bytes;
-		e.tx_calls = c.tx_calls;
-		e.rx_calls = c.rx_calls;
-		print_event(&e, aiscope_realtime(e.ts));
-		count_event();
-	}
-	free(stale);
+	return !bpf_map_lookup_elem(w->fd, key, &c) && c.proto == SS_PROTO_UDP &&
+	       c.last_ns + cfg.idle_ns <= w->now;
 }
 
-static uint32_t map_entries(int fd, size_t key_size)
+static void report_idle(const void *key, const void *value, void *ctx)
 {
-	char key[64], next[64];
-	void *prev = NULL;
-	uint32_t n = 0;
+	const struct ss_conn *c = value;
+	struct ss_event e = { .kind = SS_EV_IDLE };
 
-	while (key_size <= sizeof(key) && !bpf_map_get_next_key(fd, prev, next)) {
-		memcpy(key, next, key_size);
-		prev = key;
-		n++;
-	}
-	return n;
+	S.idle_sockets++;
+	if (!c->has_owner || !aiscope_loop_running(&S.loop))
+		return;
+	e.ts = c->last_ns;
+	e.ident = c->owner;
+	e.t = c->t;
+	e.duration_ns = c->last_ns - c->start_ns;
+	e.tx_bytes = c->tx_bytes;
+	e.rx_bytes = c->rx_bytes;
+	e.tx_calls = c->tx_calls;
+	e.rx_calls = c->rx_calls;
+	print_event(&e, aiscope_realtime(e.ts));
+	count_event();
+}
+
+static void sweep_idle(void)
+{
+	struct idle_sweep w = {
+		.fd = bpf_map__fd(S.skel->maps.conns),
+		.now = clock_ns(feat_boot_clock() ? CLOCK_BOOTTIME : CLOCK_MONOTONIC),
+	};
+
+	map_drain(w.fd, sizeof(uint64_t), sizeof(struct ss_conn), udp_idle, report_idle, &w);
 }
 
 static int on_tick(void *ctx)
@@ -990,8 +971,11 @@ static void report_evicted(void)
 
 static void print_summary(void)
 {
-	uint32_t nflows = map_entries(bpf_map__fd(S.skel->maps.flows), sizeof(struct ss_flow_key));
-	uint32_t nconns = cfg.events ? map_entries(bpf_map__fd(S.skel->maps.conns), sizeof(uint64_t)) : 0;
+	/* keys only: a count (out of memory: unknown, null) */
+	int nflows = map_walk(bpf_map__fd(S.skel->maps.flows), sizeof(struct ss_flow_key), 0,
+			      NULL, NULL);
+	int nconns = cfg.events ? map_walk(bpf_map__fd(S.skel->maps.conns), sizeof(uint64_t), 0,
+					   NULL, NULL) : 0;
 
 	if (env.json) {
 		print_edges();
@@ -1003,8 +987,8 @@ static void print_summary(void)
 		jw_ku64(&S.jw, "rx_bytes", S.rx_bytes);
 		jw_ku64(&S.jw, "tx_calls", S.tx_calls);
 		jw_ku64(&S.jw, "rx_calls", S.rx_calls);
-		jw_ku64(&S.jw, "kernel_flows", nflows);
-		jw_ku64(&S.jw, "kernel_sockets", nconns);
+		jw_ki64_or_null(&S.jw, "kernel_flows", nflows >= 0, nflows);
+		jw_ki64_or_null(&S.jw, "kernel_sockets", nconns >= 0, nconns);
 		jw_ku64(&S.jw, "idle_sockets", S.idle_sockets);
 		jw_record_end(&S.jw);
 		report_evicted();

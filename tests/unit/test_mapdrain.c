@@ -130,9 +130,68 @@ static void test_drain_filter(void)
 	close(fd);
 }
 
+/* each entry once, with its own value, and every one left in the map */
+static void visit(const void *key, const void *value, void *ctx)
+{
+	take(key, value, ctx);
+}
+
+static void test_walk(void)
+{
+	struct seen s = { 0 };
+	int fd;
+
+	if (geteuid())
+		SKIP("not root");
+	fd = make_map(700);
+	if (fd < 0)
+		SKIP("no BPF hash map");
+	CHECK_EQ(map_walk(fd, sizeof(struct key), sizeof(struct val), visit, &s), 700);
+	CHECK_EQ(s.n, 700);
+	CHECK_EQ(s.sum, 699 * 700 / 2);
+	CHECK_EQ(s.bad, 0);
+	CHECK_EQ(count_keys(fd), 700);
+	/* keys only: a count */
+	CHECK_EQ(map_walk(fd, sizeof(struct key), 0, NULL, NULL), 700);
+	close(fd);
+}
+
+static void test_keys_then_delete_only(void)
+{
+	struct seen s = { .closed = 0 };
+	struct key *keys;
+	size_t n;
+	bool oom = true;
+	int even = 0, fd;
+
+	if (geteuid())
+		SKIP("not root");
+	fd = make_map(500);
+	if (fd < 0)
+		SKIP("no BPF hash map");
+	keys = map_keys(fd, sizeof(struct key), epoch_is, &s, &n, &oom);
+	CHECK_EQ(n, 250);
+	CHECK(!oom);
+	for (size_t i = 0; i < n; i++)
+		even += keys[i].epoch == 0 && keys[i].id % 2 == 0;
+	CHECK_EQ(even, 250);
+	free(keys);
+	CHECK_EQ(count_keys(fd), 500);
+	/* take NULL: the wanted keys deleted, nothing handed over */
+	CHECK_EQ(map_drain(fd, sizeof(struct key), sizeof(struct val), epoch_is, NULL, &s), 250);
+	CHECK_EQ(s.n, 0);
+	CHECK_EQ(count_keys(fd), 250);
+	keys = map_keys(fd, sizeof(struct key), epoch_is, &s, &n, &oom);
+	CHECK_EQ(n, 0);
+	CHECK(keys == NULL);
+	close(fd);
+}
+
 int main(void)
 {
 	RUN(test_drain_all);
 	RUN(test_drain_filter);
+	RUN(test_walk);
+	RUN(test_keys_then_delete_only);
 	return t_done();
 }
