@@ -79,11 +79,11 @@ CLANG_BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E - </dev/null 2>&1 \
 	| sed -n '/<...> search starts here:/,/End of search list./{ s| \(/.*\)|-idirafter \1|p }')
 
 BPF_CFLAGS := -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) \
-	-Ibpf -Ibpf/vmlinux/$(ARCH) -I$(LIBBPF_OUT)/include $(CLANG_BPF_SYS_INCLUDES)
+	-Iinclude -Ibpf -Ibpf/vmlinux/$(ARCH) -I$(LIBBPF_OUT)/include $(CLANG_BPF_SYS_INCLUDES)
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 $(CPPFLAGS) $(CFLAGS) -Wall -Wextra -Wno-unused-parameter \
 	-Wmissing-field-initializers -Werror -MMD -MP \
-	-I$(O) -Ilib -Ibpf -I$(LIBBPF_OUT)/include -DAISCOPE_VERSION='"$(VERSION)"'
+	-I$(O) -Ilib -Iinclude -I$(LIBBPF_OUT)/include -DAISCOPE_VERSION='"$(VERSION)"'
 # libbpf.a comes first on each link line, as a prerequisite ($^)
 LDLIBS := -lelf -lz -lpthread
 # extra libraries of one binary: LDLIBS_<name> (lib/demangle.c needs libstdc++)
@@ -137,7 +137,7 @@ CUDA_BINS += $(O)/tests/cuda/double/libcudart.so.12 $(O)/tests/cuda/double/libcu
 # ncclrank, which loads libnccl.so.2 dynamically (the double, or the real
 # library through LD_LIBRARY_PATH). Where the real nccl.h is found (native
 # builds), the double is compiled against it and nccl_abi_check.c asserts
-# the transcription in tests/fixtures/nccl_abi.h and bpf/nclstat.h.
+# the transcription in tests/fixtures/nccl_abi.h and include/nclstat.h.
 NCCL_DIR := $(O)/tests/nccl
 NCCL_INC ?= $(if $(CROSS_COMPILE),,$(patsubst %/nccl.h,%,$(firstword \
 	$(wildcard /usr/local/cuda/include/nccl.h /usr/local/cuda-*/include/nccl.h))))

@@ -3,6 +3,21 @@
  * What every aiscope BPF program shares: the task filter (pid, tid, uid,
  * comm, cgroup subtrees), task identity, lost-event counters, the event
  * ring buffer and the clock. Include it once per BPF object.
+ *
+ * A program calls aiscope_task_pass(task) first, so that the filters run
+ * before any map update; aiscope_task_ident() fills the identity (on
+ * hybrid hosts with the v1 cgroup). Settings are const volatile globals
+ * that user space sets before load. A hook has one program per candidate
+ * mechanism, sharing an __always_inline body: SEC("tp_btf/x") x_btf,
+ * SEC("raw_tp/x") x_raw, SEC("tracepoint/cat/x") x_tp, as lib/probe.h's
+ * PROBE_TRACEPOINT names them.
+ *
+ * What schedlat taught: read only the fields a key needs per event and
+ * build the identity when a row is created (plain loads under tp_btf, CO-RE
+ * reads elsewhere); wake the reader per batch (aiscope_submit()), not per
+ * event; a preallocated map for anything inserted in bursts from the hot
+ * path; never let libbpf parse the kernel BTF twice (lib/kfeatures answers
+ * from lib/btfscan.c).
  */
 #ifndef AISCOPE_BPF_H
 #define AISCOPE_BPF_H

@@ -10,6 +10,11 @@
  *	aiscope_bpf_load(&b, x_bpf__load(skel));
  *	aiscope_bpf_attach(&b);
  *	aiscope_loop_run(&loop);
+ *	aiscope_loop_final(&loop);	(the interval cut short)
+ *	print the summary (aiscope_summary_begin())
+ *	code = aiscope_teardown(&b, &loop);
+ *	x_bpf__destroy(skel);
+ *	return code;
  */
 #ifndef AISCOPE_RUN_H
 #define AISCOPE_RUN_H

@@ -6,7 +6,7 @@
  * as one interval fills them (cgroup labels parsed per row), rendered and
  * written as --prometheus writes FILE. Prints the medians of 21 rounds.
  *
- *	make && cc -O2 -Ilib -Ibpf -Ibuild scripts/bench/gpulaunch-metrics.c \
+ *	make && cc -O2 -Ilib -Iinclude -Ibuild scripts/bench/gpulaunch-metrics.c \
  *		build/libaiscope.a -lbpf -lelf -lz -o build/gpulaunch-metrics
  *	build/gpulaunch-metrics 100 /var/tmp/gpulaunch.prom
  */
