@@ -121,6 +121,11 @@ enum {
  * on to (topograph): into env, with the same checks and messages. */
 error_t aiscope_parse_shared(int key, char *arg, struct argp_state *state);
 extern const struct argp_child aiscope_argp_children[];
+/* A tool's argp: its own options and parser, the shared options as the
+ * child every tool has. */
+#define AISCOPE_ARGP(options_, parser_, doc_)					\
+	{ .options = (options_), .parser = (parser_), .doc = (doc_),		\
+	  .children = aiscope_argp_children }
 
 /* Parses argv (usage errors exit 2 with one line) and resolves the
  * filters: pids exist, cgroup and container directories found. */

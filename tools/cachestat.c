@@ -99,12 +99,7 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-static const struct argp argp = {
-	.options = opts,
-	.parser = parse_arg,
-	.doc = doc,
-	.children = aiscope_argp_children,
-};
+static const struct argp argp = AISCOPE_ARGP(opts, parse_arg, doc);
 
 /* Function hooks first (the bcc heuristics, right since 5.16: the folio
  * names before their compat wrappers), tracepoints where no function hook

@@ -96,12 +96,7 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-static const struct argp argp = {
-	.options = opts,
-	.parser = parse_arg,
-	.doc = doc,
-	.children = aiscope_argp_children,
-};
+static const struct argp argp = AISCOPE_ARGP(opts, parse_arg, doc);
 
 /* The syscall path is required: it is the one that works everywhere (its
  * sys_enter only with the classic sys_exit, which lacks the arguments). The

@@ -119,12 +119,7 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-static const struct argp argp = {
-	.options = opts,
-	.parser = parse_arg,
-	.doc = doc,
-	.children = aiscope_argp_children,
-};
+static const struct argp argp = AISCOPE_ARGP(opts, parse_arg, doc);
 
 /* Kernel hooks: exits drop the calls a killed thread left in flight;
  * execs make the uprobe layer scan new programs at once. */

@@ -136,12 +136,7 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-static const struct argp argp = {
-	.options = opts,
-	.parser = parse_arg,
-	.doc = doc,
-	.children = aiscope_argp_children,
-};
+static const struct argp argp = AISCOPE_ARGP(opts, parse_arg, doc);
 
 /* The victim hook first: mark_victim fires once per victim, in every
  * mechanism. oom_kill_process adds the OOM's context where a function hook

@@ -137,12 +137,7 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-static const struct argp argp = {
-	.options = opts,
-	.parser = parse_arg,
-	.doc = doc,
-	.children = aiscope_argp_children,
-};
+static const struct argp argp = AISCOPE_ARGP(opts, parse_arg, doc);
 
 /* Function hooks first where trampolines work, then the sock_*_length
  * tracepoints, which count every protocol (the generic programs count
