@@ -326,6 +326,16 @@ void aiscope_loop_final(struct aiscope_loop *l)
 	aiscope_lost_check(l->bpf);
 }
 
+int aiscope_run(struct aiscope_loop *l, void (*summary)(void))
+{
+	if (l->exit == AISCOPE_RUNNING)
+		aiscope_loop_run(l);
+	aiscope_loop_final(l);
+	summary();
+	fflush(stdout);
+	return aiscope_teardown(l->bpf, l);
+}
+
 int aiscope_teardown(struct aiscope_bpf *b, const struct aiscope_loop *l)
 {
 	if (b)

@@ -9,10 +9,7 @@
  *	aiscope_bpf_prepare(&b, skel->obj, &skel->rodata->aiscope_cfg);
  *	aiscope_bpf_load(&b, x_bpf__load(skel));
  *	aiscope_bpf_attach(&b);
- *	aiscope_loop_run(&loop);
- *	aiscope_loop_final(&loop);	(the interval cut short)
- *	print the summary (aiscope_summary_begin())
- *	code = aiscope_teardown(&b, &loop);
+ *	code = aiscope_run(&loop, print_summary);
  *	x_bpf__destroy(skel);
  *	return code;
  */
@@ -113,6 +110,10 @@ const char *aiscope_exit_name(enum aiscope_exit e);
 uint64_t aiscope_loop_interval(struct aiscope_loop *l);
 /* After aiscope_loop_run: on_final (see above), then lost events. */
 void aiscope_loop_final(struct aiscope_loop *l);
+/* The run once attached: the loop (unless already ended), the final
+ * interval, summary() with stdout flushed, aiscope_teardown(). Returns
+ * the exit code. */
+int aiscope_run(struct aiscope_loop *l, void (*summary)(void));
 /* The end of every run: the programs detached (when b), the cgroup and
  * feature caches freed. Returns the exit code: EXIT_RUNTIME when the
  * loop ended in an error, else 0. */

@@ -1147,14 +1147,10 @@ int main(int argc, char **argv)
 		.on_final = cfg.llc ? on_llc_tick : on_tick,
 		.tick_ns = env.interval_ns,
 	};
-	aiscope_loop_run(&S.loop);
-	aiscope_loop_final(&S.loop);
-	print_summary();
-	fflush(stdout);
+	code = aiscope_run(&S.loop, print_summary);
 	for (int i = 0; i < S.nllc; i++)
 		bpf_link__destroy(S.llc_links[i]);
 	free(S.llc_links);
-	code = aiscope_teardown(&S.bpf, &S.loop);
 	cachestat_bpf__destroy(S.skel);
 	free_rows();
 	free(S.rows);

@@ -1592,14 +1592,10 @@ int main(int argc, char **argv)
 
 	if (P.libs)
 		metrics_libs();
-	aiscope_loop_run(&S.loop);
-	aiscope_loop_final(&S.loop);
-	print_summary();
-	fflush(stdout);
+	code = aiscope_run(&S.loop, print_summary);
 	uprobe_set_free(&S.set);
 	if (S.loop.aux_rb)
 		ring_buffer__free(S.loop.aux_rb);
-	code = aiscope_teardown(&S.bpf, &S.loop);
 	gpulaunch_bpf__destroy(S.skel);
 	elf_cache_free(S.elf);
 	names_free();

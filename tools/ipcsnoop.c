@@ -1465,11 +1465,7 @@ int main(int argc, char **argv)
 		.final_drains = cfg.events,
 		.tick_ns = env.interval_ns,
 	};
-	aiscope_loop_run(&S.loop);
-	aiscope_loop_final(&S.loop);
-	print_summary();
-	fflush(stdout);
-	code = aiscope_teardown(&S.bpf, &S.loop);
+	code = aiscope_run(&S.loop, print_summary);
 	ipcsnoop_bpf__destroy(skel);
 	return code;
 }

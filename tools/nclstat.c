@@ -1560,11 +1560,7 @@ int main(int argc, char **argv)
 	S.loop.on_tick = on_tick;
 	S.loop.on_final = on_tick;
 	S.loop.tick_ns = env.interval_ns;
-	aiscope_loop_run(&S.loop);
-	aiscope_loop_final(&S.loop);
-	print_summary();
-	fflush(stdout);
-	code = aiscope_teardown(&S.bpf, &S.loop);
+	code = aiscope_run(&S.loop, print_summary);
 	uprobe_set_free(&S.set);
 	ring_buffer__free(S.loop.aux_rb);
 	nclstat_bpf__destroy(S.skel);

@@ -1488,12 +1488,7 @@ int main(int argc, char **argv)
 	/* a cgroup already above a level says so at once */
 	poll_all();
 	fflush(stdout);
-	if (aiscope_loop_running(&S.loop))
-		aiscope_loop_run(&S.loop);
-
-	print_summary();
-	fflush(stdout);
-	code = aiscope_teardown(&S.bpf, &S.loop);
+	code = aiscope_run(&S.loop, print_summary);
 	oomwatch_bpf__destroy(S.skel);
 	memcg_set_free(&S.set);
 	if (S.host_psi_fd >= 0)

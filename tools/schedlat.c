@@ -667,11 +667,7 @@ int main(int argc, char **argv)
 		.on_final = cfg.min_ns ? NULL : on_tick,
 		.tick_ns = cfg.min_ns ? 0 : env.interval_ns,
 	};
-	aiscope_loop_run(&S.loop);
-	aiscope_loop_final(&S.loop);
-	print_summary();
-	fflush(stdout);
-	code = aiscope_teardown(&S.bpf, &S.loop);
+	code = aiscope_run(&S.loop, print_summary);
 	schedlat_bpf__destroy(S.skel);
 	for (size_t i = 0; i < S.nrows; i++)
 		free(S.rows[i].cgroup);

@@ -1145,11 +1145,7 @@ int main(int argc, char **argv)
 		.final_drains = S.streaming,
 		.tick_ns = env.interval_ns,
 	};
-	aiscope_loop_run(&S.loop);
-	aiscope_loop_final(&S.loop);
-	print_summary();
-	fflush(stdout);
-	code = aiscope_teardown(&S.bpf, &S.loop);
+	code = aiscope_run(&S.loop, print_summary);
 	socketsnoop_bpf__destroy(S.skel);
 	free(S.rows);
 	free(R.v);

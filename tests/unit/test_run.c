@@ -141,6 +141,34 @@ static void test_teardown_exit_code(void)
 	CHECK_EQ(aiscope_teardown(NULL, &l), EXIT_RUNTIME);
 }
 
+static int summaries, finals_before_summary;
+
+static void summary(void)
+{
+	summaries++;
+	finals_before_summary = seen.calls;
+}
+
+/* a loop already ended (oomwatch's first poll reached --count) is not
+ * run again: the final interval, then the summary, then the exit code */
+static void test_run_after_end(void)
+{
+	struct aiscope_bpf b = {};
+	struct aiscope_loop l = { .bpf = &b, .on_final = record };
+
+	memset(&seen, 0, sizeof(seen));
+	cur = &l;
+	aiscope_loop_stop(&l, AISCOPE_EXIT_ERROR);
+	CHECK_EQ(aiscope_run(&l, summary), EXIT_RUNTIME);
+	CHECK_EQ(summaries, 1);
+	CHECK_EQ(finals_before_summary, 1);
+	CHECK_EQ(l.ticks, 1);
+	l.exit = AISCOPE_EXIT_COUNT;
+	CHECK_EQ(aiscope_run(&l, summary), 0);
+	CHECK_EQ(summaries, 2);
+	CHECK_EQ(seen.calls, 1);	/* after --count: no final interval */
+}
+
 int main(void)
 {
 	RUN(test_exit_names);
@@ -151,5 +179,6 @@ int main(void)
 	RUN(test_no_final_callback);
 	RUN(test_interval);
 	RUN(test_teardown_exit_code);
+	RUN(test_run_after_end);
 	return t_done();
 }
