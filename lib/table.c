@@ -45,6 +45,14 @@ void table_header(struct table *t)
 	table_end_row(t);
 }
 
+void table_header_time(FILE *f, const struct tcol *cols, int ncols, bool timestamp)
+{
+	struct table t;
+
+	table_init_time(&t, f, cols, ncols, timestamp, false);
+	table_header(&t);
+}
+
 void table_str(struct table *t, const char *s)
 {
 	const struct tcol *c = &t->cols[t->cur < t->ncols ? t->cur : t->ncols - 1];

@@ -35,6 +35,8 @@ void table_init(struct table *t, FILE *f, const struct tcol *cols, int ncols, bo
 void table_init_time(struct table *t, FILE *f, const struct tcol *cols, int ncols,
 		     bool timestamp, bool elide);
 void table_header(struct table *t);
+/* Just the header of such a table (a streaming tool's, once at start). */
+void table_header_time(FILE *f, const struct tcol *cols, int ncols, bool timestamp);
 void table_str(struct table *t, const char *s);
 void table_u64(struct table *t, uint64_t v);
 void table_fixed(struct table *t, double v, int decimals);

@@ -1579,13 +1579,9 @@ int main(int argc, char **argv)
 		.tick_ns = cfg.events ? (cfg.rescan_ns ? cfg.rescan_ns : 0) : env.interval_ns,
 	};
 	start_discovery();
-	if (cfg.events && !env.json) {
-		struct table t;
-
-		table_init_time(&t, stdout, cols_event, ARRAY_SIZE(cols_event) - !cfg.latency,
-				env.timestamp, false);
-		table_header(&t);
-	}
+	if (cfg.events && !env.json)
+		table_header_time(stdout, cols_event, ARRAY_SIZE(cols_event) - !cfg.latency,
+				  env.timestamp);
 	fprintf(stderr, "Tracing CUDA launches (%d probes in %d files%s)... Ctrl-C to end.\n",
 		S.probes, S.libs_seen, cfg.nlibs ? "" : "; new processes are followed");
 	fflush(stdout);

@@ -1448,12 +1448,8 @@ int main(int argc, char **argv)
 	aiscope_bpf_load(&S.bpf, ipcsnoop_bpf__load(skel));
 	aiscope_bpf_attach(&S.bpf);
 
-	if (cfg.events && !env.json) {
-		struct table t;
-
-		table_init_time(&t, stdout, ev_cols, ARRAY_SIZE(ev_cols), env.timestamp, false);
-		table_header(&t);
-	}
+	if (cfg.events && !env.json)
+		table_header_time(stdout, ev_cols, ARRAY_SIZE(ev_cols), env.timestamp);
 	fprintf(stderr, "Tracing IPC (%s)... Ctrl-C to end.\n",
 		probe_summary(hooks, ARRAY_SIZE(hooks)));
 	fflush(stdout);

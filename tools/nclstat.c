@@ -1545,13 +1545,8 @@ int main(int argc, char **argv)
 	aiscope_bpf_attach(&S.bpf);
 	setup_scanner();
 
-	if (cfg.events && !env.json) {
-		struct table t;
-
-		table_init_time(&t, stdout, cols_event, ARRAY_SIZE(cols_event), env.timestamp,
-				false);
-		table_header(&t);
-	}
+	if (cfg.events && !env.json)
+		table_header_time(stdout, cols_event, ARRAY_SIZE(cols_event), env.timestamp);
 	fprintf(stderr, "Tracing NCCL calls (%d %s)... Ctrl-C to end.\n", S.libs,
 		S.libs == 1 ? "library" : "libraries");
 	fflush(stdout);

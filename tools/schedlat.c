@@ -650,13 +650,8 @@ int main(int argc, char **argv)
 	aiscope_bpf_attach(&S.bpf);
 
 	build_columns();
-	if (cfg.min_ns && !env.json) {
-		struct table t;
-
-		table_init_time(&t, stdout, cols_event, ARRAY_SIZE(cols_event), env.timestamp,
-				false);
-		table_header(&t);
-	}
+	if (cfg.min_ns && !env.json)
+		table_header_time(stdout, cols_event, ARRAY_SIZE(cols_event), env.timestamp);
 	fprintf(stderr, "Tracing run-queue latency (%s)... Ctrl-C to end.\n",
 		probe_summary(hooks, ARRAY_SIZE(hooks)));
 	fflush(stdout);

@@ -1128,12 +1128,8 @@ int main(int argc, char **argv)
 	fill_ports();
 	aiscope_bpf_attach(&S.bpf);
 
-	if (S.streaming && !env.json) {
-		struct table t;
-
-		table_init_time(&t, stdout, ev_cols, ARRAY_SIZE(ev_cols), env.timestamp, false);
-		table_header(&t);
-	}
+	if (S.streaming && !env.json)
+		table_header_time(stdout, ev_cols, ARRAY_SIZE(ev_cols), env.timestamp);
 	fprintf(stderr, "Tracing TCP/UDP flows (%s)... Ctrl-C to end.\n",
 		probe_summary(hooks, ARRAY_SIZE(hooks)));
 	fflush(stdout);

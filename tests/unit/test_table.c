@@ -94,6 +94,20 @@ static void test_time_column_only_with_timestamp(void)
 	CHECK_STR(done(), "TIME         PID COMM\n08:17:31      42 python3\n");
 }
 
+static void test_header_time(void)
+{
+	static const struct tcol c[] = {
+		{ "TIME", 8, TC_LEFT }, { "PID", 7, 0 }, { "COMM", 8, TC_LEFT },
+	};
+
+	mbuf = NULL;
+	mlen = 0;
+	mf = open_memstream(&mbuf, &mlen);
+	table_header_time(mf, c, 3, false);
+	table_header_time(mf, c, 3, true);
+	CHECK_STR(done(), "    PID COMM\nTIME         PID COMM\n");
+}
+
 static void test_header_last_right_aligned(void)
 {
 	static const struct tcol c[] = { { "COMM", 6, TC_LEFT }, { "COUNT", 7, 0 } };
@@ -305,6 +319,7 @@ int main(void)
 	RUN(test_block_begin_append);
 	RUN(test_block_begin_redraw);
 	RUN(test_or_dash);
+	RUN(test_header_time);
 	RUN(test_shown);
 	RUN(test_more);
 	return t_done();
