@@ -48,7 +48,7 @@ teardown() {
 	# the access hooks of one mode only
 	if echo "$output" | grep -q '^access mode: tracepoint'; then
 		echo "$output" | grep -E '^read_pages +(tp_btf|raw_tp|tracepoint) .*chosen'
-		! echo "$output" | grep -E '^page_accessed .*chosen'
+		! echo "$output" | grep -E '^page_accessed .*chosen' || false
 	fi
 	run "$BIN/cachestat" --list-probes -j
 	[ "$status" -eq 0 ]
@@ -426,7 +426,7 @@ warm_read_exact() {
 	script -qfec "$BIN/cachestat --by pid -d 1.5" /dev/null > "$BATS_TEST_TMPDIR/tty" 2>&1
 	[ "$(grep -c $'\033\\[H\033\\[2J' "$BATS_TEST_TMPDIR/tty")" -ge 2 ]
 	script -qfec "$BIN/cachestat --by pid -C -d 1.5" /dev/null > "$BATS_TEST_TMPDIR/tty" 2>&1
-	! grep -q $'\033\\[2J' "$BATS_TEST_TMPDIR/tty"
+	! grep -q $'\033\\[2J' "$BATS_TEST_TMPDIR/tty" || false
 	grep -q '^# 20.*interval=1s' "$BATS_TEST_TMPDIR/tty"
 }
 

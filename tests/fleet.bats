@@ -239,7 +239,7 @@ normalize() {
 	within 10 "$(json_sum "$BATS_TEST_TMPDIR/s.out" wait_ns)" "$((after - before))"
 	within 5 "$(prom_value "$f" "aiscope_schedlat_preemptions_total$sel")" "$((na - nb))"
 	# labels say where, never who
-	! grep -Eq '(^|[{,])(pid|tid|comm)=' "$f"
+	! grep -Eq '(^|[{,])(pid|tid|comm)=' "$f" || false
 	if command -v promtool > /dev/null; then
 		promtool check metrics < "$f"
 	fi
@@ -511,7 +511,7 @@ prom_sum() {
 	[ "$got" -eq "$want" ]
 	within 5 "$got" "$pages"
 	grep -Eq '^aiscope_cachestat_cached_bytes [0-9]+$' "$f"
-	! grep -Eq '(^|[{,])(pid|tid|comm)=' "$f"
+	! grep -Eq '(^|[{,])(pid|tid|comm)=' "$f" || false
 	if command -v promtool > /dev/null; then
 		promtool check metrics < "$f"
 	fi
@@ -544,7 +544,7 @@ prom_sum() {
 		echo "${k%:*}: JSON $want, metrics $got"
 		[ "$got" -eq "$want" ]
 	done
-	! grep -Eq '(^|[{,])(pid|tid|comm)=' "$f"
+	! grep -Eq '(^|[{,])(pid|tid|comm)=' "$f" || false
 	if command -v promtool > /dev/null; then
 		promtool check metrics < "$f"
 	fi
@@ -579,7 +579,7 @@ prom_sum() {
 	[ "$(prom_value "$f" "aiscope_socketsnoop_bytes_total{$sel,direction=\"rx\",proto=\"tcp\"}")" -eq $((n + k)) ]
 	[ "$(prom_value "$f" "aiscope_socketsnoop_calls_total{$sel,direction=\"tx\",proto=\"tcp\"}")" -eq 102 ]
 	[ "$(prom_value "$f" "aiscope_socketsnoop_calls_total{$sel,direction=\"rx\",proto=\"tcp\"}")" -eq $((crx + srx)) ]
-	! grep -q "container_id=\"$CID\".*proto=\"udp\"" "$f"
+	! grep -q "container_id=\"$CID\".*proto=\"udp\"" "$f" || false
 	# every figure, summed over all series, equals the JSON flows' sum
 	for key in bytes:tx:tx_bytes bytes:rx:rx_bytes calls:tx:tx_calls calls:rx:rx_calls; do
 		want=$(jq -s --arg k "${key##*:}" '[.[] | select(.type == "sample") | .[$k] // 0] | add // 0' \
@@ -589,7 +589,7 @@ prom_sum() {
 		echo "${key##*:}: JSON $want, metrics $got"
 		[ "$got" -eq "$want" ]
 	done
-	! grep -Eq '(^|[{,])(pid|tid|comm|[a-z]*addr|[a-z]*port)=' "$f"
+	! grep -Eq '(^|[{,])(pid|tid|comm|[a-z]*addr|[a-z]*port)=' "$f" || false
 	if command -v promtool > /dev/null; then
 		promtool check metrics < "$f"
 	fi
@@ -697,7 +697,7 @@ hog_in_cg() {
 		"$(awk '$1 == "oom_kill" {print $2}' "$CG/memory.oom_control")" ]
 	[ "$(awk '$1 == "oom_kill" {print $2}' "$CG/memory.oom_control")" -eq 1 ]
 	# v1 has no "oom" count: no series rather than a made-up one
-	! grep -q 'event="oom"' "$snap"
+	! grep -q 'event="oom"' "$snap" || false
 	# the level fell with the working set (16 of 64 MiB), which is this
 	# poll's, at most the usage
 	[ "$(prom_value "$snap" "aiscope_oomwatch_memory_alert_level$sel")" -eq 0 ]
@@ -715,7 +715,7 @@ hog_in_cg() {
 	all_json "$out"
 	cat "$f"
 	[ -z "$(compgen -G "$f.tmp*")" ]
-	! grep -q "^aiscope_oomwatch_memory_.*cgroup=\"$CG_REL\"" "$f"
+	! grep -q "^aiscope_oomwatch_memory_.*cgroup=\"$CG_REL\"" "$f" || false
 	[ "$(prom_value "$f" "aiscope_oomwatch_oom_kills_total{cgroup=\"$CG_REL\",container_id=\"\",pod_uid=\"\",scope=\"memcg\"}")" -eq 1 ]
 	jq -e -s --argjson p "$hog1" --arg cg "$CG_REL" \
 		'map(select(.event == "oom_kill")) | length == 1 and .[0].pid == $p and .[0].memcg == $cg and .[0].scope == "memcg"' "$out"
@@ -732,7 +732,7 @@ hog_in_cg() {
 		[ "$(prom_value "$f" "aiscope_oomwatch_large_allocations_total${sel/mmap/$sys}")" -eq 0 ]
 		[ "$(prom_value "$f" "aiscope_oomwatch_large_allocation_bytes_total${sel/mmap/$sys}")" -eq 0 ]
 	done
-	! grep -Eq '(^|[{,])(pid|tid|comm)=' "$f"
+	! grep -Eq '(^|[{,])(pid|tid|comm)=' "$f" || false
 	if command -v promtool > /dev/null; then
 		promtool check metrics < "$f"
 	fi
@@ -977,7 +977,7 @@ gl_run() {
 	[ "$(prom_value "$GL_PROM" aiscope_gpulaunch_libraries)" -eq 2 ]
 	[ "$(prom_value "$GL_PROM" aiscope_gpulaunch_libraries)" -eq \
 		"$(jq -s '[.[] | select(.type == "summary")][0].libraries' "$BATS_TEST_TMPDIR/g.out")" ]
-	! grep -Eq '(^|[{,])(pid|tid|comm|kernel|api)=' "$GL_PROM"
+	! grep -Eq '(^|[{,])(pid|tid|comm|kernel|api)=' "$GL_PROM" || false
 	if command -v promtool > /dev/null; then
 		promtool check metrics < "$GL_PROM"
 	fi

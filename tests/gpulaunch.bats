@@ -381,7 +381,7 @@ sample_sum() {
 		launch sleep:100
 	bpftool prog show | grep -q 'name launch_rt' || { echo "not attached while running"; false; }
 	stop_tool "$TOOL_PID"
-	! bpftool prog show | grep -q 'name launch_rt'
+	! bpftool prog show | grep -q 'name launch_rt' || false
 	jq -e -s '[.[] | select(.type == "summary")] | length == 1 and .[0].launches == 1 and
 		.[0].uprobes > 0 and .[0].libraries == 2 and .[0].exit_reason == "signal" and
 		.[0].lost_events == 0' "$(out g)"

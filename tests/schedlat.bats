@@ -414,7 +414,7 @@ check_cgroup_filter() {
 	[ "$(grep -c $'\033\\[H\033\\[2J' "$BATS_TEST_TMPDIR/tty")" -ge 2 ]
 	grep -q 'schedlat  [0-9:]*  interval=1s' "$BATS_TEST_TMPDIR/tty"
 	script -qfec "$BIN/schedlat -C -d 1.5" /dev/null > "$BATS_TEST_TMPDIR/tty" 2>&1
-	! grep -q $'\033\\[2J' "$BATS_TEST_TMPDIR/tty"
+	! grep -q $'\033\\[2J' "$BATS_TEST_TMPDIR/tty" || false
 	grep -q '^# 20.*interval=1s' "$BATS_TEST_TMPDIR/tty"
 }
 

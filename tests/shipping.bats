@@ -65,10 +65,10 @@ ship_configs() {
 		sed -i -e '/^\taction(type="omrelp"/,/resumeInterval="1")$/d' \
 			-e '/^\t#action(type="omfwd"/,/resumeInterval="1")$/s/^\t#/\t/' "$a"
 		subst "$a" 'target="logs.example.internal" port="10514"' "target=\"127.0.0.1\" port=\"$TPORT\""
-		! grep -q '^[^#]*action(type="omrelp"' "$a"
+		! grep -q '^[^#]*action(type="omrelp"' "$a" || false
 	else
 		subst "$a" 'target="logs.example.internal" port="2514"' "target=\"127.0.0.1\" port=\"$RPORT\""
-		! grep -q '^[^#]*action(type="omfwd"' "$a"
+		! grep -q '^[^#]*action(type="omfwd"' "$a" || false
 	fi
 	cp "$RS/aiscope-collector.conf" "$D/collector/aiscope.conf"
 	subst "$D/collector/aiscope.conf" '/var/log/aiscope-fleet/aiscope.json' "$OUT"

@@ -333,7 +333,7 @@ bounded() {
 	grep -E '^  NCCL lag +rank 1 \(301/rank1\)' "$BATS_TEST_TMPDIR/t.txt"
 	# the newline in a comm cannot break a line
 	grep -F '201/we"ird\x?é' "$BATS_TEST_TMPDIR/t.txt"
-	! grep -q '^é' "$BATS_TEST_TMPDIR/t.txt"
+	! grep -q '^é' "$BATS_TEST_TMPDIR/t.txt" || false
 	grep -F 'no run-queue data' "$BATS_TEST_TMPDIR/t.txt"
 	# an empty capture says so
 	run "$BIN/topograph" < /dev/null
@@ -554,10 +554,10 @@ make_stubs() {
 	end=$(date +%s%N)
 	[ "$status" -eq 0 ]
 	[ $(((end - start) / 1000000)) -lt 5000 ]
-	! pgrep -f "$STUBS/topograph -j -d 29s" > /dev/null
+	! pgrep -f "$STUBS/topograph -j -d 29s" > /dev/null || false
 	sleep 0.5
-	! pgrep -f "$STUBS/socketsnoop --json --duration 29s" > /dev/null
-	! pgrep -f "$STUBS/ipcsnoop --json --duration 29s" > /dev/null
+	! pgrep -f "$STUBS/socketsnoop --json --duration 29s" > /dev/null || false
+	! pgrep -f "$STUBS/ipcsnoop --json --duration 29s" > /dev/null || false
 }
 
 @test "live: a tool that cannot run gives its one line and its exit code" {
