@@ -318,8 +318,9 @@ deps:
 fixtures:
 	$(Q)scripts/fixtures.sh $(if $(filter arm64,$(ARCH)),--arch arm64,) $(O)/fixtures
 
-# man/aiscope-TOOL.8 for each tool: the names libbpf-tools and bpfcc-tools
-# leave free (they ship cachestat(8)-like pages as cachestat-bpfcc(8))
+# man/TOOL.8 for each tool (the contract's name in the tree) is installed
+# as aiscope-TOOL.8: the names libbpf-tools and bpfcc-tools leave free (they
+# ship cachestat(8)-like pages, and cachestat-bpfcc(8)); MAN8: the installed names
 MAN8 := aiscope.8 $(addprefix aiscope-,$(addsuffix .8,$(TOOLS)))
 
 install: tools
@@ -327,7 +328,8 @@ install: tools
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	$(Q)install -m 0755 $(O)/aiscope $(DESTDIR)$(BINDIR)/
 	$(Q)install -m 0755 $(addprefix $(O)/,$(TOOLS)) $(DESTDIR)$(LIBEXECDIR)/
-	$(Q)install -m 0644 $(addprefix man/,$(MAN8)) $(DESTDIR)$(MANDIR)/man8/
+	$(Q)install -m 0644 man/aiscope.8 $(DESTDIR)$(MANDIR)/man8/
+	$(Q)for t in $(TOOLS); do install -m 0644 man/$$t.8 $(DESTDIR)$(MANDIR)/man8/aiscope-$$t.8 || exit 1; done
 	$(Q)install -m 0644 man/aiscope.7 $(DESTDIR)$(MANDIR)/man7/
 	$(Q)install -m 0644 completions/bash/aiscope $(DESTDIR)$(BASHCOMPDIR)/aiscope
 	$(Q)install -m 0644 completions/zsh/_aiscope $(DESTDIR)$(ZSHCOMPDIR)/_aiscope

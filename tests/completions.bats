@@ -6,7 +6,7 @@
 #   - the bash, zsh and fish completions offer exactly the options that
 #     "<tool> --help" lists (long options and short letters), and complete a
 #     value after exactly the options that take one;
-#   - man/aiscope-<tool>.8 exists, renders without groff warnings, has the contract's
+#   - man/<tool>.8 exists, renders without groff warnings, has the contract's
 #     sections and exit codes, and its OPTIONS describe exactly those of --help;
 #   - README.md has a row for it.
 # No root needed. zsh and fish are used when installed; without them their
@@ -331,12 +331,12 @@ make_tools() {
 	local t missing=
 	[ -n "$(tools)" ]
 	for t in $(tools); do
-		[ -f "man/aiscope-$t.8" ] || missing+=" man/aiscope-$t.8"
+		[ -f "man/$t.8" ] || missing+=" man/$t.8"
 		[ -f "completions/bash/$t" ] || missing+=" completions/bash/$t"
 		[ -f "completions/zsh/_$t" ] || missing+=" completions/zsh/_$t"
 		[ -f "completions/fish/$t.fish" ] || missing+=" completions/fish/$t.fish"
-		# a row of the tools table: | [`tool`](man/aiscope-tool.8) | ... (not "planned")
-		grep -Eq "^\| \[\`$t\`\]\(man/aiscope-$t\.8\) \|" README.md || missing+=" README.md row for $t"
+		# a row of the tools table: | [`tool`](man/tool.8) | ... (not "planned")
+		grep -Eq "^\| \[\`$t\`\]\(man/$t\.8\) \|" README.md || missing+=" README.md row for $t"
 		grep -E "^\| \[?\`$t\`" README.md | grep -qi planned && missing+=" README.md: $t still 'planned'"
 		[[ " $(make_tools) " == *" $t "* ]] || missing+=" Makefile TOOLS entry for $t"
 	done
@@ -358,8 +358,6 @@ make_tools() {
 		t=${t%.fish}
 		# the front command's own files
 		[ "$t" = aiscope ] && continue
-		[[ $f != man/* || $t == aiscope-* ]] || stale+=" $f"
-		t=${t#aiscope-}
 		[ -f "tools/$t.c" ] || compgen -G "tools/$t/*.c" >/dev/null || stale+=" $f"
 	done
 	[ -z "$stale" ] || { echo "files for no tool:$stale" >&2; false; }
@@ -379,17 +377,17 @@ make_tools() {
 	for t in $(tools); do
 		for s in NAME SYNOPSIS DESCRIPTION OPTIONS FIELDS "EXIT STATUS" REQUIREMENTS \
 			OVERHEAD EXAMPLES "SEE ALSO"; do
-			grep -q "^\.SH \"\{0,1\}$s\"\{0,1\}\$" "man/aiscope-$t.8" || missing+=" aiscope-$t.8:section '$s'"
+			grep -q "^\.SH \"\{0,1\}$s\"\{0,1\}\$" "man/$t.8" || missing+=" $t.8:section '$s'"
 		done
 		# EXIT STATUS entries: ".TP" then ".B <code>"
 		for s in 0 1 2 77; do
-			grep -q "^\.B $s\$" "man/aiscope-$t.8" || missing+=" aiscope-$t.8:exit status $s"
+			grep -q "^\.B $s\$" "man/$t.8" || missing+=" $t.8:exit status $s"
 		done
 	done
 	[ -z "$missing" ] || { echo "missing:$missing" >&2; false; }
 }
 
-# man_opts TOOL: the options that OPTIONS of man/aiscope-TOOL.8 describes: those in
+# man_opts TOOL: the options that OPTIONS of man/TOOL.8 describes: those in
 # its .TP tags ("\-p", "\-\-pid=" in roff), sorted
 man_opts() {
 	awk '/^\.SH/ { in_opts = ($0 ~ /^\.SH "?OPTIONS"?$/) }
@@ -403,13 +401,13 @@ man_opts() {
 					print o
 				}
 		}
-		{ tag = in_opts && $0 == ".TP" }' "$TOP/man/aiscope-$1.8" | LC_ALL=C sort -u
+		{ tag = in_opts && $0 == ".TP" }' "$TOP/man/$1.8" | LC_ALL=C sort -u
 }
 
 @test "each man page describes exactly the options of --help" {
 	local t
 	for t in $(tools); do
-		same "$(help_opts "$t")" "$(man_opts "$t")" "man/aiscope-$t.8: OPTIONS"
+		same "$(help_opts "$t")" "$(man_opts "$t")" "man/$t.8: OPTIONS"
 	done
 }
 

@@ -37,7 +37,7 @@ bounding_set() {
 		t=${u##*/aiscope-}
 		t=${t%.service}
 		[ -f "$TOP/tools/$t.c" ] || [ -d "$TOP/tools/$t" ] || { echo "$u: no tool $t"; false; }
-		[ -f "$TOP/man/aiscope-$t.8" ]
+		[ -f "$TOP/man/$t.8" ]
 		grep -qx "Documentation=man:aiscope-$t(8) man:aiscope(7)" "$u"
 		grep -qx "StandardOutput=append:/var/log/aiscope/$t.json" "$u"
 		[[ "$(unit_key "$u" ExecStart)" == "/usr/local/sbin/aiscope $t "*" --prometheus /var/lib/prometheus/node-exporter/aiscope-$t.prom" ]]
@@ -73,7 +73,11 @@ bounding_set() {
 	# Documentation= pages: this tree's tools and pages stand in for the
 	# installed ones
 	mkdir -p "$d/units" "$d/man/man8" "$d/man/man7"
-	ln -s "$TOP"/man/*.8 "$d/man/man8/"
+	# (installed as aiscope-TOOL.8, as make install names them)
+	ln -s "$TOP/man/aiscope.8" "$d/man/man8/"
+	for t in $(ls "$TOP"/deploy/systemd/aiscope-*.service | sed 's|.*/aiscope-||; s|\.service$||'); do
+		ln -s "$TOP/man/$t.8" "$d/man/man8/aiscope-$t.8"
+	done
 	ln -s "$TOP/man/aiscope.7" "$d/man/man7/"
 	for u in "$UNITS"/aiscope-*.service; do
 		sed "s|^ExecStart=/usr/local/sbin/|ExecStart=$BIN/|" "$u" > "$d/units/${u##*/}"
