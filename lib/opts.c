@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
+#include "complete.h"
 #include "kfeatures.h"
 #include "prom.h"
 #include "json.h"
@@ -31,6 +32,7 @@ enum {
 	OPT_LIST_PROBES = AISCOPE_KEY_LIST_PROBES,
 	OPT_PROBE_MODE = AISCOPE_KEY_PROBE_MODE,
 	OPT_USAGE = AISCOPE_KEY_USAGE,
+	OPT_COMPLETE = AISCOPE_KEY_COMPLETE,
 	OPT_BUFFER_SIZE,
 	OPT_BTF,
 	OPT_PROMETHEUS,
@@ -398,6 +400,8 @@ error_t aiscope_parse_shared(int key, char *arg, struct argp_state *state)
 	case OPT_USAGE:
 		argp_state_help(state, stdout, ARGP_HELP_USAGE | ARGP_HELP_EXIT_OK);
 		break;
+	case OPT_COMPLETE:
+		aiscope_complete(state->root_argp, arg);
 	case ARGP_KEY_ARG:
 		if (!(env.kind & AISCOPE_AGGREGATING) || positional >= 2)
 			usage_error("unexpected argument '%s'", arg);

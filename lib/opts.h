@@ -91,6 +91,7 @@ enum {
 	AISCOPE_KEY_LIST_PROBES,
 	AISCOPE_KEY_PROBE_MODE,
 	AISCOPE_KEY_USAGE,
+	AISCOPE_KEY_COMPLETE,
 	AISCOPE_KEY_TOOL = 0x200,
 };
 #define AISCOPE_OPTION_PID(group)						\
@@ -115,7 +116,10 @@ enum {
 #define AISCOPE_OPTIONS_HELP							\
 	{ "help", 'h', NULL, 0, "Give this help list", -1 },			\
 	{ "usage", AISCOPE_KEY_USAGE, NULL, 0, "Give a short usage message", -1 }, \
-	{ "version", 'V', NULL, 0, "Print program version", -1 }
+	{ "version", 'V', NULL, 0, "Print program version", -1 },		\
+	/* make's way to the shell completions (lib/complete.h) */		\
+	{ "complete", AISCOPE_KEY_COMPLETE, "SHELL", OPTION_HIDDEN,		\
+	  "The completion for bash, zsh or fish on stdout", -1 }
 
 /* The parser of the shared options, for a tool's own parser to hand them
  * on to (topograph): into env, with the same checks and messages. */

@@ -3,9 +3,11 @@
 #
 # The documentation that ships with every tool, kept in step with the tool
 # (CONTRACT section 8): for each tool (tools/<tool>.c or tools/<tool>/),
-#   - the bash, zsh and fish completions offer exactly the options that
-#     "<tool> --help" lists (long options and short letters), and complete a
-#     value after exactly the options that take one;
+#   - the bash, zsh and fish completions, which make writes into
+#     $AISCOPE_BUILD/completions/ from the tool's own options (lib/complete.c),
+#     offer exactly the options that "<tool> --help" lists (long options and
+#     short letters), and complete a value after exactly the options that
+#     take one;
 #   - man/<tool>.8 exists, renders without groff warnings, has the contract's
 #     sections and exit codes, and its OPTIONS describe exactly those of --help;
 #   - README.md has a row for it.
@@ -84,12 +86,12 @@ bash_complete() {
 	local tool=$1 bc=$2
 	shift 2
 	bash --norc --noprofile -c '
-		tool=$1 bc=$2 top=$3
+		tool=$1 bc=$2 bin=$3
 		shift 3
 		if [ -n "$bc" ]; then
 			. "$bc" || exit 1
 		fi
-		. "$top/completions/bash/$tool" || exit 1
+		. "$bin/completions/bash/$tool" || exit 1
 		[ "$(complete -p "$tool")" = "complete -F _$tool $tool" ] ||
 			{ echo "no complete -F _$tool $tool" >&2; exit 1; }
 		COMP_WORDS=("$@")
@@ -104,7 +106,7 @@ bash_complete() {
 		COMPREPLY=()
 		"_$tool" "$tool" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
 		printf "%s\n" "${COMPREPLY[@]}"
-	' bash "$tool" "$bc" "$TOP" "$@"
+	' bash "$tool" "$bc" "$BIN" "$@"
 }
 
 # bash_opts TOOL BC: the options offered for "TOOL -" and "TOOL --"
@@ -196,7 +198,7 @@ zsh_specs_zsh() {
 			print -rl -- "$@"
 		}
 		"_$1"
-	' zsh "$1" "$TOP"
+	' zsh "$1" "$BIN"
 }
 
 # zsh_specs_text TOOL: the same, from the file's text: its _arguments
@@ -204,8 +206,8 @@ zsh_specs_zsh() {
 zsh_specs_text() {
 	local cmd
 	cmd=$(awk '/^_arguments/ { on = 1 } on { print; if ($0 !~ /\\$/) exit }' \
-		"$TOP/completions/zsh/_$1")
-	[ -n "$cmd" ] || { echo "no _arguments in completions/zsh/_$1" >&2; return 1; }
+		"$BIN/completions/zsh/_$1")
+	[ -n "$cmd" ] || { echo "no _arguments in $BIN/completions/zsh/_$1" >&2; return 1; }
 	bash --norc --noprofile -c '
 		_arguments() {
 			while [[ $1 == -[sSCwWn0] ]]; do shift; done
@@ -237,7 +239,7 @@ zsh_parse() {
 @test "zsh completion offers exactly the options of --help" {
 	local t help specs text
 	for t in $(tools); do
-		[ "$(head -n 1 "completions/zsh/_$t")" = "#compdef $t" ]
+		[ "$(head -n 1 "$BIN/completions/zsh/_$t")" = "#compdef $t" ]
 		text=$(zsh_specs_text "$t")
 		if command -v zsh >/dev/null 2>&1; then
 			specs=$(zsh_specs_zsh "$t")
@@ -259,7 +261,7 @@ zsh_parse() {
 # fish_text TOOL [args]: options of the "complete -c TOOL" lines, read as
 # text: -s/-l (and -x/-r) come before -a and -d on each line
 fish_text() {
-	sed -nE "s/^complete -c $1 //p" "$TOP/completions/fish/$1.fish" |
+	sed -nE "s/^complete -c $1 //p" "$BIN/completions/fish/$1.fish" |
 		sed -E 's/ -[ad] .*//' | awk -v want="${2:-}" '{
 			arg = 0
 			for (i = 1; i <= NF; i++)
@@ -280,14 +282,14 @@ fish_text() {
 fish_run() {
 	# shellcheck disable=SC2016 # fish expands $argv
 	fish --no-config -c 'source $argv[1]; complete -C"$argv[2] -"; complete -C"$argv[2] --"' \
-		"$TOP/completions/fish/$1.fish" "$1" | cut -f1 | grep -- '^-' | LC_ALL=C sort -u
+		"$BIN/completions/fish/$1.fish" "$1" | cut -f1 | grep -- '^-' | LC_ALL=C sort -u
 }
 
 # fish_run_args TOOL: options that take a value, from fish's own listing
 fish_run_args() {
 	# shellcheck disable=SC2016 # fish expands $argv
 	fish --no-config -c 'source $argv[1]; complete -c $argv[2]' \
-		"$TOP/completions/fish/$1.fish" "$1" |
+		"$BIN/completions/fish/$1.fish" "$1" |
 		sed -E 's/ -[ad] .*//' | awk '/--exclusive|--require-parameter/ {
 			for (i = 1; i < NF; i++) {
 				if ($i == "-s") print "-" $(i + 1)
@@ -332,9 +334,9 @@ make_tools() {
 	[ -n "$(tools)" ]
 	for t in $(tools); do
 		[ -f "man/$t.8" ] || missing+=" man/$t.8"
-		[ -f "completions/bash/$t" ] || missing+=" completions/bash/$t"
-		[ -f "completions/zsh/_$t" ] || missing+=" completions/zsh/_$t"
-		[ -f "completions/fish/$t.fish" ] || missing+=" completions/fish/$t.fish"
+		[ -f "$BIN/completions/bash/$t" ] || missing+=" $BIN/completions/bash/$t"
+		[ -f "$BIN/completions/zsh/_$t" ] || missing+=" $BIN/completions/zsh/_$t"
+		[ -f "$BIN/completions/fish/$t.fish" ] || missing+=" $BIN/completions/fish/$t.fish"
 		# a row of the tools table: | [`tool`](man/tool.8) | ... (not "planned")
 		grep -Eq "^\| \[\`$t\`\]\(man/$t\.8\) \|" README.md || missing+=" README.md row for $t"
 		grep -E "^\| \[?\`$t\`" README.md | grep -qi planned && missing+=" README.md: $t still 'planned'"
@@ -350,7 +352,7 @@ make_tools() {
 
 @test "no man page or completion for a tool that does not exist" {
 	local f t stale=
-	for f in man/*.8 completions/bash/* completions/zsh/_* completions/fish/*.fish; do
+	for f in man/*.8 "$BIN"/completions/bash/* "$BIN"/completions/zsh/_* "$BIN"/completions/fish/*.fish; do
 		[ -e "$f" ] || continue
 		t=${f##*/}
 		t=${t#_}
@@ -361,6 +363,33 @@ make_tools() {
 		[ -f "tools/$t.c" ] || compgen -G "tools/$t/*.c" >/dev/null || stale+=" $f"
 	done
 	[ -z "$stale" ] || { echo "files for no tool:$stale" >&2; false; }
+}
+
+# the tools' completions are made from their options, never kept by hand
+@test "completions/ holds the front command's and the shared helpers, no tool's own" {
+	local f extra=
+	for f in completions/*/*; do
+		case ${f#completions/} in
+		bash/aiscope | zsh/_aiscope | bash/aiscope-tool.bash | zsh/aiscope-tool.zsh | fish/aiscope-tool.fish) ;;
+		*) extra+=" $f" ;;
+		esac
+	done
+	[ -z "$extra" ] || { echo "not made by make:$extra" >&2; false; }
+	# and what make wrote is what the tool prints now
+	local t sh
+	for t in $(tools); do
+		for sh in bash zsh fish; do
+			case $sh in
+			bash) f=bash/$t ;;
+			zsh) f=zsh/_$t ;;
+			fish) f=fish/$t.fish ;;
+			esac
+			diff <("$BIN/$t" --complete=$sh | sed "1r completions/$sh/aiscope-tool.$sh") "$BIN/completions/$f"
+		done
+	done
+	run "$BIN/cachestat" --complete=tcsh
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"invalid --complete 'tcsh': expected bash, zsh or fish"* ]]
 }
 
 @test "man pages render without groff warnings" {
@@ -423,7 +452,7 @@ aiscope_bash() {
 		if [ -n "$bc" ]; then
 			. "$bc" || exit 1
 		fi
-		. "$top/completions/bash/aiscope" || exit 1
+		. "$AISCOPE_LIBEXECDIR/completions/bash/aiscope" || exit 1
 		COMP_WORDS=(aiscope "$@")
 		COMP_CWORD=$#
 		COMP_LINE=$(printf "%s " aiscope "$@")
@@ -464,7 +493,7 @@ aiscope_bash() {
 		# _arguments as completions.bats reads it, compadd printing its words
 		got=$(PATH=$BIN:$PATH zsh -f -c '
 			zmodload zsh/parameter
-			fpath=("$1/completions/zsh" $fpath)
+			fpath=("$2/completions/zsh" $fpath)
 			autoload -Uz _aiscope
 			compadd() {
 				while [[ $1 == -* ]]; do
@@ -476,7 +505,7 @@ aiscope_bash() {
 			_arguments() { while [[ $1 == -[sSCwWn0] ]]; do shift; done; print -rl -- "$@"; }
 			words=(aiscope ""); CURRENT=2; _aiscope; print -- ---
 			words=(aiscope schedlat -); CURRENT=3; _aiscope
-		' zsh "$TOP")
+		' zsh "$TOP" "$BIN")
 		same "$tools" "$(printf '%s\n' "$got" | sed '/^---$/,$d' | grep -v '^$' | LC_ALL=C sort)" "zsh: aiscope <TAB>"
 		same "$(help_opts schedlat)" "$(printf '%s\n' "$got" | sed '1,/^---$/d' | zsh_parse)" "zsh: aiscope schedlat -"
 	fi

@@ -28,6 +28,7 @@
 #include "mapdrain.h"
 #include "json.h"
 #include "metrics.h"
+#include "complete.h"
 #include "opts.h"
 #include "run.h"
 #include "table.h"
@@ -81,6 +82,13 @@ static struct {
 static const struct opt_key bys[] = {
 	{ "pid", CACHESTAT_BY_PID }, { "container", BY_CONTAINER },
 	{ "file", CACHESTAT_BY_FILE }, { "host", CACHESTAT_BY_HOST }, {},
+};
+
+/* what the shell completions offer after its options (lib/complete.h) */
+const struct opt_value aiscope_opt_values[] = {
+	{ .name = "sort", .kind = OV_WORDS, .words = sort_keys },
+	{ .name = "by", .kind = OV_WORDS, .keys = bys },
+	{},
 };
 
 static error_t parse_arg(int key, char *arg, struct argp_state *state)

@@ -29,6 +29,7 @@
 #include "kfeatures.h"
 #include "mapdrain.h"
 #include "metrics.h"
+#include "complete.h"
 #include "opts.h"
 #include "run.h"
 #include "table.h"
@@ -78,6 +79,13 @@ static const struct argp_option opts[] = {
 };
 
 static const char *const sort_keys[] = { "launches", "errors", "p99", "smem", NULL };
+
+/* what the shell completions offer after its options (lib/complete.h) */
+const struct opt_value aiscope_opt_values[] = {
+	{ .name = "sort", .kind = OV_WORDS, .words = sort_keys },
+	{ .name = "lib", .kind = OV_FILE },
+	{},
+};
 
 static struct {
 	bool events, latency, mem, mangled;

@@ -28,6 +28,7 @@
 #include "json.h"
 #include "mapdrain.h"
 #include "metrics.h"
+#include "complete.h"
 #include "opts.h"
 #include "run.h"
 #include "table.h"
@@ -73,6 +74,13 @@ static const char *const kind_names[IPC_KINDS + 1] = {
 };
 
 static const char *const sort_keys[] = { "bytes", "msgs", "read", NULL };
+
+/* what the shell completions offer after its options (lib/complete.h) */
+const struct opt_value aiscope_opt_values[] = {
+	{ .name = "sort", .kind = OV_WORDS, .words = sort_keys },
+	{ .name = "kind", .kind = OV_LIST, .words = kind_names + IPC_PIPE },
+	{},
+};
 
 static struct {
 	bool events;

@@ -25,6 +25,7 @@
 #include "json.h"
 #include "memcg.h"
 #include "metrics.h"
+#include "complete.h"
 #include "opts.h"
 #include "run.h"
 #include "table.h"
@@ -85,6 +86,12 @@ enum level { LVL_OK, LVL_WARN, LVL_CRIT };
 
 static const char *const level_names[] = { "ok", "warn", "crit" };
 static const char *const sort_keys[] = { "pct", "ws", "usage", "limit", NULL };
+
+/* what the shell completions offer after its options (lib/complete.h) */
+const struct opt_value aiscope_opt_values[] = {
+	{ .name = "sort", .kind = OV_WORDS, .words = sort_keys },
+	{},
+};
 
 static struct {
 	double warn, crit, psi_warn, psi_crit;

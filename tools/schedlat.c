@@ -20,6 +20,7 @@
 #include "json.h"
 #include "mapdrain.h"
 #include "metrics.h"
+#include "complete.h"
 #include "opts.h"
 #include "run.h"
 #include "table.h"
@@ -76,6 +77,13 @@ static const struct opt_key bys[] = {
 	{ "pid", SCHEDLAT_BY_PID }, { "tid", SCHEDLAT_BY_TID },
 	{ "cgroup", SCHEDLAT_BY_CGROUP }, { "container", BY_CONTAINER },
 	{ "host", SCHEDLAT_BY_HOST }, {},
+};
+
+/* what the shell completions offer after its options (lib/complete.h) */
+const struct opt_value aiscope_opt_values[] = {
+	{ .name = "sort", .kind = OV_WORDS, .words = sort_keys },
+	{ .name = "by", .kind = OV_WORDS, .keys = bys },
+	{},
 };
 
 static error_t parse_arg(int key, char *arg, struct argp_state *state)

@@ -24,6 +24,7 @@
 #include "kfeatures.h"
 #include "mapdrain.h"
 #include "metrics.h"
+#include "complete.h"
 #include "opts.h"
 #include "run.h"
 #include "table.h"
@@ -92,6 +93,13 @@ static struct {
 
 static const struct opt_key protos[] = {
 	{ "tcp", SS_PROTO_TCP }, { "udp", SS_PROTO_UDP }, {},
+};
+
+/* what the shell completions offer after its options (lib/complete.h) */
+const struct opt_value aiscope_opt_values[] = {
+	{ .name = "sort", .kind = OV_WORDS, .words = sort_keys },
+	{ .name = "proto", .kind = OV_WORDS, .keys = protos },
+	{},
 };
 
 #define SS_NO_METRICS "-e and --io stream events: --prometheus and --listen need the interval view"

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "complete.h"
 #include "topo.h"
 
 static const char doc[] =
@@ -91,6 +92,12 @@ static const struct argp_option opts[] = {
 	 * here leaves the hooks unattachable (exit 77) */
 	AISCOPE_OPTION_PROBE_MODE(13),
 	AISCOPE_OPTIONS_HELP,
+	{},
+};
+
+/* what the shell completions offer after its options (lib/complete.h) */
+const struct opt_value aiscope_opt_values[] = {
+	{ .name = "with", .kind = OV_LIST, .words = extra_tools },
 	{},
 };
 
