@@ -215,8 +215,10 @@ struct uprobe_scanner {
 	int (*classify)(const struct proc_map *m, void *ctx);
 	void (*attach)(struct uprobe_lib *lib, void *ctx);
 	/* optional, per process scanned: scan_begin, then on_map for every
-	 * mapping of a file in the set (each of its r--p, r-xp, ... lines),
-	 * then scan_end (err: -errno when the maps could not be read) */
+	 * mapping of a file in the set (each of its r--p, r-xp, ... lines;
+	 * a file new to the set from its first executable one on), then
+	 * scan_end (err: -errno when the maps could not be read). A file
+	 * counts as mapped by a process where it is mapped executable. */
 	void (*scan_begin)(pid_t pid, void *ctx);
 	void (*on_map)(pid_t pid, const struct proc_map *m, struct uprobe_lib *lib, void *ctx);
 	void (*scan_end)(pid_t pid, int err, void *ctx);
@@ -229,9 +231,9 @@ struct uprobe_scanner {
 
 /* Scans one process. 0, or -errno when its maps cannot be read. */
 int uprobe_scan_pid(struct uprobe_scanner *s, pid_t pid);
-/* A full scan of every process (or of pids[0..npids) when npids > 0),
- * then drops libraries no longer mapped anywhere. Returns how many
- * libraries were dropped. */
+/* A full scan of every process but this one (or of pids[0..npids) when
+ * npids > 0), then drops libraries no longer mapped anywhere. Returns how
+ * many libraries were dropped. */
 int uprobe_scan_all(struct uprobe_scanner *s, const uint32_t *pids, int npids);
 /* Adds a library by path (--lib): attached now, never pruned. NULL with
  * errno when it cannot be read. */

@@ -11,8 +11,13 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <bpf/libbpf.h>
 #include "t.h"
 #include "uprobe.h"
@@ -332,6 +337,79 @@ static void test_scanner(void)
 	uprobe_set_free(&set);
 }
 
+/*
+ * A library that a process loaded is dropped by the full scan after that
+ * process exits, although this process still maps the file itself (its
+ * symbols are read through mmap) and so does another (an observer, as
+ * another aiscope tool reading its symbols): read-only mappings are not
+ * uses. The truth: a child that dlopens a copy, killed in between.
+ */
+static pid_t spawn(const char *path, bool load, int *ready)
+{
+	int fds[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(fds))
+		return -1;
+	pid = fork();
+	if (!pid) {
+		int fd = open(path, O_RDONLY);
+		struct stat sb;
+
+		close(fds[0]);
+		if (load ? !dlopen(path, RTLD_NOW) :
+			   fd < 0 || fstat(fd, &sb) ||
+			   mmap(NULL, sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0) == MAP_FAILED)
+			_exit(1);
+		if (write(fds[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(fds[1]);
+	*ready = read(fds[0], &c, 1) == 1;
+	close(fds[0]);
+	return pid;
+}
+
+static void test_scan_prunes_gone(void)
+{
+	struct uprobe_set set = { 0 };
+	struct scan_test st = { 0 };
+	struct uprobe_scanner sc = {
+		.set = &set, .classify = classify_uargs, .attach = count_attach, .ctx = &st,
+	};
+	char dir[] = "/tmp/aiscope-uargs.XXXXXX", copy[PATH_MAX], cmd[PATH_MAX * 3];
+	pid_t user, observer;
+	int status, ready;
+	struct stat sb;
+
+	if (geteuid() != 0)
+		SKIP("not root: map_files of another process");
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(copy, sizeof(copy), "%s/libuargs.so", dir);
+	snprintf(cmd, sizeof(cmd), "cp %s %s", lib_path, copy);
+	CHECK_EQ(system(cmd), 0);
+	CHECK_EQ(stat(copy, &sb), 0);
+	user = spawn(copy, true, &ready);
+	CHECK(user > 0 && ready);
+	observer = spawn(copy, false, &ready);
+	CHECK(observer > 0 && ready);
+	CHECK_EQ(uprobe_scan_all(&sc, NULL, 0), 0);
+	CHECK(uprobe_set_find(&set, sb.st_dev, sb.st_ino) != NULL);
+	kill(user, SIGKILL);
+	CHECK_EQ(waitpid(user, &status, 0), user);
+	/* mapped read-only now, by the observer and by the set: dropped */
+	CHECK(uprobe_scan_all(&sc, NULL, 0) >= 1);
+	CHECK(uprobe_set_find(&set, sb.st_dev, sb.st_ino) == NULL);
+	kill(observer, SIGKILL);
+	CHECK_EQ(waitpid(observer, &status, 0), observer);
+	uprobe_set_free(&set);
+	unlink(copy);
+	rmdir(dir);
+}
+
 struct ldc {
 	int n, libc;
 	char libc_path[PATH_MAX];
@@ -598,6 +676,7 @@ int main(void)
 	RUN(test_maps_and_names);
 	RUN(test_set);
 	RUN(test_scanner);
+	RUN(test_scan_prunes_gone);
 	RUN(test_ldcache);
 	setup_bpf();
 	RUN(test_decode_launch);
