@@ -19,6 +19,16 @@
  *
  * Large allocations come from the raw syscall tracepoints: mmap and mremap
  * at entry (the size asked for), brk at exit (the growth it got).
+ *
+ * Memcg reclaim: vmscan's mm_vmscan_memcg_reclaim_begin fires when a
+ * memcg's pages are reclaimed on its own behalf: a charge over memory.max
+ * (v1 limit_in_bytes) before any OOM, memory.high on the way back to user
+ * space, and writes to memory.reclaim or a lower limit. The event names no
+ * memcg; the charge runs in the charging task (or under its active_memcg),
+ * so the memcg is the nearest one from there up whose usage is at its max
+ * or over its high. None such (proactive reclaim, a limit written from
+ * another cgroup): nothing is sent. One event per memcg per
+ * reclaim_window_ns, the rest counted.
  */
 #include "aiscope.bpf.h"
 #include "oomwatch.h"
@@ -29,6 +39,9 @@
 #define MEMCG_MAX_DEPTH		8
 
 const volatile __u64 alloc_min = 512ULL << 20;
+/* the window of a memcg user space has not yet timed: short, so that the
+ * second event gives it the working set's rate */
+const volatile __u64 reclaim_window_ns = 10000000ULL;
 
 /* oom_kill_process's context for the victim hook, by trigger thread. LRU:
  * an entry whose victim hook never ran (filtered out, or the victim was
@@ -49,6 +62,17 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } brk_start SEC(".maps");
+
+/* memcg reclaim: per memcg id, the last event sent and the window until
+ * the next (user space sets it). LRU: a thousand memcgs reclaiming at
+ * once push out the oldest, which then send at once (more events, none
+ * missed). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct oomwatch_reclaim_seen);
+} reclaim_last SEC(".maps");
 
 /* Before 6.2, mm->rss_stat was one struct of atomic counters; since, it is
  * an array of percpu_counters (whose .count is what get_mm_counter reads). */
@@ -351,6 +375,115 @@ SEC("kprobe/oom_kill_process")
 int BPF_KPROBE(oomkill_kprobe, struct oom_control *oc)
 {
 	return on_oom_kill(oc);
+}
+
+/* ---- memcg reclaim: a charge at the limit ---- */
+
+struct page_counter___high {
+	unsigned long high;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u64 memcg_high(struct mem_cgroup *m)
+{
+	struct page_counter___high *pc = (void *)&m->memory;
+	__u64 high;
+
+	/* page_counter.high since 5.8; before, memcg->high (not read:
+	 * memory.max reclaim still is) */
+	if (!bpf_core_field_exists(pc->high))
+		return OOMWATCH_NO_LIMIT;
+	high = BPF_CORE_READ(pc, high);
+	return high >= LIMIT_NONE_PAGES ? OOMWATCH_NO_LIMIT : high;
+}
+
+/* The memcg a reclaim is for: the nearest from m up at its max (within a
+ * charge batch, as memcg_domain) or over its high. */
+static __always_inline bool reclaim_domain(struct mem_cgroup *m, struct oomwatch_reclaim *e)
+{
+	for (int i = 0; i < MEMCG_MAX_DEPTH && m; i++) {
+		struct oomwatch_memcg r;
+		__u64 high = memcg_high(m), slack;
+
+		memcg_read(m, &r);
+		slack = r.max_pages >> 6;
+		if (slack < 512)
+			slack = 512;
+		if (r.max_pages != OOMWATCH_NO_LIMIT && r.usage_pages + slack >= r.max_pages) {
+			e->memcg = r;
+			e->high_pages = high;
+			return true;
+		}
+		if (high != OOMWATCH_NO_LIMIT && r.usage_pages > high) {
+			e->memcg = r;
+			e->high_pages = high;
+			e->flags |= OOMWATCH_RF_HIGH;
+			return true;
+		}
+		m = memcg_parent(m);
+	}
+	return false;
+}
+
+static __always_inline int on_reclaim(__s32 order)
+{
+	struct task_struct *t = (void *)bpf_get_current_task();
+	struct oomwatch_reclaim_seen *seen, init = {};
+	struct oomwatch_reclaim r = {}, *e;
+	struct mem_cgroup *m = NULL;
+	__u64 now, skipped, window;
+
+	if (!aiscope_task_pass(t))
+		return 0;
+	/* a kernel charge on another memcg's behalf names it here */
+	if (bpf_core_field_exists(t->active_memcg))
+		m = BPF_CORE_READ(t, active_memcg);
+	if (!m)
+		m = task_memcg(t);
+	if (!m || !reclaim_domain(m, &r))
+		return 0;
+	now = aiscope_now();
+	seen = aiscope_lookup_or_init(&reclaim_last, &r.memcg.id, &init);
+	if (!seen)
+		return 0;
+	window = seen->window_ns ? seen->window_ns : reclaim_window_ns;
+	if (seen->ts && now - seen->ts < window) {
+		__sync_fetch_and_add(&seen->skipped, 1);
+		return 0;
+	}
+	seen->ts = now;
+	skipped = seen->skipped;
+	seen->skipped = 0;
+	e = aiscope_reserve(sizeof(*e));
+	if (!e)
+		return 0;
+	__builtin_memcpy(e, &r, sizeof(*e));
+	e->kind = OOMWATCH_EV_RECLAIM;
+	e->ts = now;
+	e->order = order;
+	e->skipped = skipped;
+	aiscope_task_ident(t, &e->task);
+	/* the kill may follow within milliseconds: wake the reader now
+	 * (one event per memcg per window keeps the wakeups few) */
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+SEC("tp_btf/mm_vmscan_memcg_reclaim_begin")
+int BPF_PROG(reclaim_btf, int order)
+{
+	return on_reclaim(order);
+}
+
+SEC("raw_tp/mm_vmscan_memcg_reclaim_begin")
+int BPF_PROG(reclaim_raw, int order)
+{
+	return on_reclaim(order);
+}
+
+SEC("tracepoint/vmscan/mm_vmscan_memcg_reclaim_begin")
+int reclaim_tp(struct trace_event_raw_mm_vmscan_direct_reclaim_begin_template *tp)
+{
+	return on_reclaim(BPF_CORE_READ(tp, order));
 }
 
 /* ---- large allocations ---- */

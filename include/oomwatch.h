@@ -9,6 +9,7 @@
 enum oomwatch_kind {
 	OOMWATCH_EV_KILL = 1,
 	OOMWATCH_EV_ALLOC,
+	OOMWATCH_EV_RECLAIM,
 };
 
 /* Where the OOM came from: set from oom_kill_process's oc->memcg when that
@@ -78,6 +79,32 @@ struct oomwatch_alloc {
 	__u64 prot;
 	__u64 flags;
 	__s64 fd;
+};
+
+/* A memcg began reclaiming because a charge ran into its limit
+ * (memory.max, v1 limit_in_bytes) or memory.high: the earliest sign of an
+ * OOM that BPF sees. One per memcg per reclaim_window_ns. */
+#define OOMWATCH_RF_HIGH	0x1	/* usage over memory.high, below max */
+
+struct oomwatch_reclaim {
+	__u32 kind;		/* OOMWATCH_EV_RECLAIM */
+	__u32 flags;
+	__u64 ts;
+	struct aiscope_ident task;	/* the task that reclaims */
+	struct oomwatch_memcg memcg;	/* the memcg at its limit */
+	__u64 high_pages;	/* memory.high, OOMWATCH_NO_LIMIT */
+	__u64 skipped;		/* its reclaims since the last event, not sent */
+	__s32 order;
+	__u32 pad;
+};
+
+/* Per memcg, in BPF's rate-limit map: the last event sent, the reclaims
+ * held back since, and the window until the next may be sent, which user
+ * space sets from the working set's trend (0: BPF's default). */
+struct oomwatch_reclaim_seen {
+	__u64 ts;
+	__u64 skipped;
+	__u64 window_ns;
 };
 
 /* Written by oom_kill_process (fentry/kprobe), read by the victim hook that

@@ -122,19 +122,39 @@ static bool limited(const struct memcg_reading *r)
 	return r->limit != MEMCG_NO_LIMIT && r->limit > 0;
 }
 
+/* The counters must be read now: no armed signal says when they move,
+ * the caller wants them (hot, every), one fired, or this is the first. */
+static bool counters_now(struct memcg *m, const struct memcg_sig *sig, int kind, bool hot,
+			 bool every)
+{
+	bool armed = sig->fd >= 0 && sig->kind == kind;
+
+	if (m->counters_due) {
+		m->counters_due--;
+		return true;
+	}
+	return !armed || hot || every || !m->reads;
+}
+
 static int read_v1_counters(struct memcg *m, bool hot, bool every)
 {
 	struct memcg_reading *r = &m->cur;
 	char buf[READ_BUF];
 	uint64_t kills = r->oom_kills;
-	int err = pread_all(m->fd_oomctl, buf, sizeof(buf));
+	int err;
 
+	r->ooms = MEMCG_UNKNOWN;
+	r->psi_some10 = r->psi_full10 = -1;
+	/* oom_control's count moves with an OOM, which its eventfd signals
+	 * first: armed, it is read when near the limit or after one (half of
+	 * a cold cgroup's reads each poll) */
+	if (!counters_now(m, &m->sig[2], MEMCG_SIG_OOM, hot, every))
+		return 0;
+	err = pread_all(m->fd_oomctl, buf, sizeof(buf));
 	if (err == -ENODEV)
 		return err;
 	if (err || !memcg_parse_key(buf, "oom_kill", &r->oom_kills))
 		r->oom_kills = MEMCG_UNKNOWN;
-	r->ooms = MEMCG_UNKNOWN;
-	r->psi_some10 = r->psi_full10 = -1;
 	/* failcnt only moves at the limit: read it when near it, or when
 	 * a kill says the limit was reached (a hit in between shows later,
 	 * as the counter is cumulative) */
@@ -144,20 +164,25 @@ static int read_v1_counters(struct memcg *m, bool hot, bool every)
 	return 0;
 }
 
-static int read_v2_counters(struct memcg *m)
+static int read_v2_counters(struct memcg *m, bool hot, bool every)
 {
 	struct memcg_reading *r = &m->cur;
 	char buf[READ_BUF];
-	int err = pread_all(m->fd_events, buf, sizeof(buf));
+	int err;
 
-	if (err == -ENODEV)
-		return err;
-	if (err || !memcg_parse_key(buf, "max", &r->limit_hits))
-		r->limit_hits = MEMCG_UNKNOWN;
-	if (err || !memcg_parse_key(buf, "oom", &r->ooms))
-		r->ooms = MEMCG_UNKNOWN;
-	if (err || !memcg_parse_key(buf, "oom_kill", &r->oom_kills))
-		r->oom_kills = MEMCG_UNKNOWN;
+	/* memory.events signals its every change (POLLPRI): armed, read when
+	 * near the limit or after a change */
+	if (counters_now(m, &m->sig[0], MEMCG_SIG_EVENTS, hot, every)) {
+		err = pread_all(m->fd_events, buf, sizeof(buf));
+		if (err == -ENODEV)
+			return err;
+		if (err || !memcg_parse_key(buf, "max", &r->limit_hits))
+			r->limit_hits = MEMCG_UNKNOWN;
+		if (err || !memcg_parse_key(buf, "oom", &r->ooms))
+			r->ooms = MEMCG_UNKNOWN;
+		if (err || !memcg_parse_key(buf, "oom_kill", &r->oom_kills))
+			r->oom_kills = MEMCG_UNKNOWN;
+	}
 	if (pread_all(m->fd_psi, buf, sizeof(buf)))
 		r->psi_some10 = r->psi_full10 = -1;
 	else
@@ -194,7 +219,8 @@ int memcg_read(struct memcg *m, unsigned int what,
 		}
 		is_hot = !hot || hot(r, ctx);
 	}
-	err = m->v1 ? read_v1_counters(m, is_hot, what & MEMCG_COUNTERS) : read_v2_counters(m);
+	err = m->v1 ? read_v1_counters(m, is_hot, what & (MEMCG_COUNTERS | MEMCG_ALL))
+		    : read_v2_counters(m, is_hot, what & (MEMCG_COUNTERS | MEMCG_ALL));
 	if (err)
 		return err;
 	m->reads++;
@@ -1032,6 +1058,10 @@ int memcg_set_serve(struct memcg_set *s, void (*on_sig)(struct memcg_sig *sig, v
 				continue;
 			}
 			sig_drain(sig);
+			/* the handler's read and the next poll's see the
+			 * counters the signal moved */
+			if (sig->kind == MEMCG_SIG_OOM || sig->kind == MEMCG_SIG_EVENTS)
+				sig->m->counters_due = 2;
 			if (sig->count) {
 				on_sig(sig, ctx);
 				nsig++;

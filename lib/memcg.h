@@ -73,6 +73,10 @@ struct memcg {
 	struct memcg_reading cur, prev;
 	bool have_prev;
 	uint64_t reads;		/* successful reads so far */
+	/* reads still to come that must read the counters (v1 oom_control,
+	 * v2 memory.events) though their signal is armed: set when a signal
+	 * fired, and by the caller when it knows they moved (a kill) */
+	unsigned int counters_due;
 	/* for the caller */
 	int level;
 	int psi_level;
@@ -86,6 +90,8 @@ struct memcg {
 	uint64_t seen_hits, seen_ooms, seen_kills;	/* counters as of the last alert check */
 	uint64_t proj_usage, proj_ns;			/* the last tick's usage, for the growth rate */
 	bool proj_alerted;
+	uint64_t reclaim_ns;	/* the last memcg reclaim event, and its working set (%) */
+	double reclaim_ws_pct;
 	uint64_t psi_hold_ns;	/* a PSI trigger's level holds until then */
 };
 
@@ -146,7 +152,9 @@ struct memcg *memcg_set_find(struct memcg_set *s, uint64_t id, bool v1);
  * verdict: the limit at the first read and with MEMCG_LIMIT (it rarely
  * changes), the usage only of limited cgroups, memory.stat and v1's
  * memory.failcnt only when hot(reading) says the usage is near the limit
- * (memory.stat is the expensive file); the counters each time. Fields not
+ * (memory.stat is the expensive file); the counters (v1 oom_control, v2
+ * memory.events) when their signal is not armed, when hot, or while
+ * counters_due; else they cannot have moved unsignalled. Fields not
  * read keep their last value. MEMCG_ALL reads everything (hot still
  * decides memory.stat). MEMCG_COUNTERS reads every counter, v1's
  * memory.failcnt too, cold or not (an exporter of the kernel's totals).

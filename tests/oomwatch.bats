@@ -412,9 +412,11 @@ dmesg_anon_kb() {
 		jq -s -r --arg cg "$cg" --argjson p "$pid" --arg rate "$rate" "$JQ_NS"'
 			(map(.event == "oom_kill" and .pid == $p) | index(true)) as $k |
 			[.[0:$k][] | select(.event == "alert" and .cgroup == $cg)] as $a |
+			(if $k then .[$k].ts | ns else 0 end) as $kt |
 			"\($cg) rate=\($rate) kills=\(map(select(.event == "oom_kill" and .memcg == $cg)) | length)" +
 			" alerts_before=\($a | length) first=\($a[0].signal // "none")/\($a[0].level // "-")" +
-			" lead_ms=\(if $a[0] then ((.[$k].ts | ns) - ($a[0].ts | ns)) / 1e6 | floor else "-" end)"' \
+			" lead_ms=\(if $a[0] then ($kt - ($a[0].ts | ns)) / 1e6 | floor else "-" end)" +
+			" by_signal=\([$a | group_by(.signal)[] | "\(.[0].signal):\(($kt - (.[0].ts | ns)) / 1e6 | floor)"] | join(","))"' \
 			"$out" | tee -a "$BATS_TEST_TMPDIR/figures"
 	done < "$BATS_TEST_TMPDIR/runs"
 	cp "$BATS_TEST_TMPDIR/figures" "${OOMWATCH_FIGURES:-/dev/null}" 2>/dev/null || true
@@ -425,6 +427,10 @@ dmesg_anon_kb() {
 	cat "$BATS_TEST_TMPDIR/ow.err"
 	# one kill per run, each with an alert for its cgroup before it
 	[ "$(grep -c ' kills=1 ' "$BATS_TEST_TMPDIR/figures")" -eq 8 ]
+	# the reclaim hook, where it is chosen, saw the limits reached
+	if probe_chosen memcg_reclaim; then
+		tail -1 "$out" | jq -e '.type == "summary" and .memcg_reclaims > 0'
+	fi
 	! grep -q 'alerts_before=0 ' "$BATS_TEST_TMPDIR/figures" || false
 	# and across the stream: no kill in a test cgroup without an alert before it
 	jq -e -s --arg pre "/aiscope-oomw-$$-" '
@@ -432,6 +438,51 @@ dmesg_anon_kb() {
 			select(.event == "oom_kill" and (.memcg | startswith($pre))) | .memcg as $cg |
 			select([$all[0:$i][] | select(.event == "alert" and .cgroup == $cg)] | length == 0)] |
 		length == 0' "$out"
+}
+
+# probe_chosen HOOK: oomwatch --list-probes has HOOK chosen here
+probe_chosen() {
+	"$BIN/oomwatch" --list-probes 2>/dev/null |
+		awk -v h="$1" '/^[^ ]/ { in_h = $1 == h } in_h && / chosen$/ { f = 1 } END { exit !f }'
+}
+
+@test "oomwatch: memcg reclaim warns as anonymous memory takes over a 64 MiB cgroup full of page cache, which alone raises nothing" {
+	need_memcg_v1
+	probe_chosen memcg_reclaim || skip "no memcg reclaim hook here"
+	local f=$BATS_TEST_TMPDIR/cache.dat out=$BATS_TEST_TMPDIR/ow.out rc=0 pc
+	# 128 MiB on disk, out of the cache: read inside the cgroup, charged to it
+	"$HELPERS/pagecache" create "$f" 32768
+	"$HELPERS/pagecache" drop "$f"
+	# polled every 10 s: the alerts come from the kernel signals alone
+	start_tool ow oomwatch -j -i 10s --alloc-min 0
+	make_memcg cache
+	start_ready pc "$HELPERS/pagecache" serve "$f"
+	pc=$READY_PID
+	move_to_cgroup "$CG" "$pc"
+	kill -USR1 "$pc"
+	wait_for "$BATS_TEST_TMPDIR/pc.out" '^read ' 20
+	# the cgroup at its limit on page cache: its thresholds crossed, its
+	# reclaim seen, no alert
+	grep -E '^(total_)?inactive_file |^rss ' "$CG/memory.stat"
+	sleep 1
+	[ "$(jq -s --arg cg "$CG_REL" 'map(select(.event == "alert" and .cgroup == $cg)) | length' "$out")" -eq 0 ]
+	# then anonymous memory at 100 MiB/s: the usage stays at the limit (the
+	# cache gives way), the thresholds see nothing new; reclaim does
+	hog_in hog "$CG" rate 100 1024
+	wait "$HOG_PID" || rc=$?
+	[ "$rc" -eq 137 ]
+	sleep 0.5
+	stop_tool "$TOOL_PID"
+	all_json "$out"
+	jq -c --arg cg "$CG_REL" 'select(.cgroup == $cg or .memcg == $cg) |
+		{ts, event, level, reason, signal, working_set_pct, pid}' "$out"
+	jq -e -s --arg cg "$CG_REL" --argjson p "$HOG_PID" "$JQ_NS"'
+		(map(.event == "oom_kill" and .pid == $p and .memcg == $cg) | index(true)) as $k |
+		[.[0:$k][] | select(.event == "alert" and .cgroup == $cg)] as $a |
+		$k != null and ($a | length) >= 1 and $a[0].signal == "memcg_reclaim" and
+		$a[0].reason == "working_set" and $a[0].working_set_pct >= 85 and
+		((.[$k].ts | ns) > ($a[0].ts | ns))' "$out"
+	tail -1 "$out" | jq -e '.type == "summary" and .memcg_reclaims > 0'
 }
 
 @test "oomwatch: a cgroup held at 50% raises no alert; --check and the stream agree on the levels of 50, 90 and 97%" {

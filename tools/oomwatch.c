@@ -147,19 +147,25 @@ static const struct argp argp = AISCOPE_ARGP(opts, parse_arg, doc);
 
 /* The victim hook first: mark_victim fires once per victim, in every
  * mechanism. oom_kill_process adds the OOM's context where a function hook
- * works. The allocation hooks come last so that --alloc-min 0 drops them. */
+ * works. memcg reclaim is the earliest alert BPF has: a charge at the
+ * limit reclaims before any memcg OOM. The allocation hooks come last so
+ * that --alloc-min 0 drops them. */
 static struct probe_hook hooks[] = {
 	{ .name = "mark_victim", .cand = {
 		PROBE_TRACEPOINT("oom", "mark_victim", "victim") } },
 	{ .name = "oom_kill_process", .optional = true, .cand = {
 		{ PM_FENTRY, "oom_kill_process", "oomkill_fentry" },
 		{ PM_KPROBE, "oom_kill_process", "oomkill_kprobe" } } },
+	{ .name = "memcg_reclaim", .optional = true, .cand = {
+		PROBE_TRACEPOINT("vmscan", "mm_vmscan_memcg_reclaim_begin", "reclaim") } },
 	{ .name = "sys_enter", .optional = true, .cand = {
 		PROBE_TRACEPOINT("raw_syscalls", "sys_enter", "sysenter") } },
 	{ .name = "sys_exit", .optional = true, .cand = {
 		PROBE_TRACEPOINT("raw_syscalls", "sys_exit", "sysexit") } },
 };
 #define NHOOKS_KILL 2
+#define HOOK_RECLAIM 2
+#define NHOOKS_ALERT 3
 
 static struct {
 	struct oomwatch_bpf *skel;
@@ -174,7 +180,7 @@ static struct {
 	int host_level;
 	bool memcg_v1;		/* the kernel's memcgs are in a v1 hierarchy */
 	long page_size;
-	uint64_t events, kills, alerts, allocs;
+	uint64_t events, kills, alerts, allocs, reclaims;
 	/* kernel symbols that tell memcg from global OOMs, loaded at start
 	 * when oom_kill_process cannot be hooked (else at a kill that needs
 	 * them) */
@@ -606,6 +612,13 @@ static int on_kill(const struct oomwatch_kill *e)
 	memcg_set_serve(&S.set, on_sig, NULL);
 	kill_view(e, &victim, &v);
 	S.kills++;
+	/* its kill counter moved: the next read of the cgroup reads it */
+	if (v.memcg->id) {
+		struct memcg *m = memcg_set_find(&S.set, v.memcg->id, S.memcg_v1);
+
+		if (m)
+			m->counters_due = 1;
+	}
 	if (P.kills) {
 		const char *vals[AISCOPE_CGROUP_NLABELS + 1];
 		struct container_info ci;
@@ -720,10 +733,14 @@ static int on_alloc(const struct oomwatch_alloc *e)
 	return count_event();
 }
 
+static int on_reclaim(const struct oomwatch_reclaim *e);
+
 static int on_event(void *ctx, void *data, size_t len)
 {
 	const uint32_t *kind = data;
 
+	if (len >= sizeof(struct oomwatch_reclaim) && *kind == OOMWATCH_EV_RECLAIM)
+		return on_reclaim(data);
 	if (len >= sizeof(struct oomwatch_kill) && *kind == OOMWATCH_EV_KILL)
 		return on_kill(data);
 	if (len >= sizeof(struct oomwatch_alloc) && *kind == OOMWATCH_EV_ALLOC)
@@ -793,8 +810,12 @@ struct alert {
 	enum level level;
 	char reason[96];
 	const char *signal;
+	const char *detail;	/* more for the table's DETAIL, or NULL */
 	uint64_t limit_hits, ooms, oom_kills;
 };
+
+/* an alert raised by the memcg reclaim hook (BPF), beside memcg_sig_kind */
+#define SIG_RECLAIM	0x100
 
 static void add_reason(struct alert *a, int l, const char *why)
 {
@@ -872,6 +893,8 @@ static void alert_emit(const struct memcg *m, const struct alert *a)
 		table_mib(&S.t, limited(r) ? r->limit : MEMCG_UNKNOWN);
 		table_pct(&S.t, ws == MEMCG_UNKNOWN ? r->usage : ws, r->limit);
 		n = snprintf(detail, sizeof(detail), "%s signal=%s", a->reason, a->signal);
+		if (a->detail)
+			n += snprintf(detail + n, sizeof(detail) - n, " %s", a->detail);
 		if (a->limit_hits && a->limit_hits != MEMCG_UNKNOWN)
 			n += snprintf(detail + n, sizeof(detail) - n, " limit_hits=+%llu",
 				      (unsigned long long)a->limit_hits);
@@ -1006,6 +1029,7 @@ static const char *sig_name(int kind)
 	case MEMCG_SIG_OOM: return "oom_control";
 	case MEMCG_SIG_EVENTS: return "memory_events";
 	case MEMCG_SIG_PSI: return "psi";
+	case SIG_RECLAIM: return "memcg_reclaim";
 	default: return "poll";
 	}
 }
@@ -1014,19 +1038,25 @@ static const char *sig_name(int kind)
  * now: the working set says the level (page cache above a threshold is
  * no alarm). Below it now, having been below, or with crossings since:
  * it went up and back (a kill or a free came first): the kernel saw the
- * usage at the threshold, and that is the alert. */
+ * usage at the threshold, and that is the alert; unless the cgroup holds
+ * more inactive page cache than the room above the threshold: then
+ * reclaim at the limit, which frees a batch at a time, may be all that
+ * took it back below (a cgroup reading files at its limit crosses its
+ * thresholds up and down all day). */
 static void threshold_alert(struct memcg *m, struct memcg_sig *sig, struct alert *a)
 {
 	const struct memcg_reading *r = &m->cur;
 	bool above = r->usage != MEMCG_UNKNOWN && r->usage >= sig->bytes;
 	bool was = sig->above;
+	bool cache = r->inactive_file != MEMCG_UNKNOWN && limited(r) &&
+		     r->inactive_file >= r->limit - sig->bytes;
 
 	sig->above = above;
 	if (above) {
 		ws_alert(m, a);
 		return;
 	}
-	if ((!was || sig->count >= 2) && sig->level > m->level) {
+	if ((!was || sig->count >= 2) && sig->level > m->level && !cache) {
 		add_reason(a, sig->level, "usage");
 		m->level = sig->level;
 	}
@@ -1065,6 +1095,76 @@ static void on_sig(struct memcg_sig *sig, void *ctx)
 	 * close the eventfd that fired) */
 	if (m->cur.limit != m->armed_limit)
 		memcg_rearm(&S.set, m);
+}
+
+/* The next reclaim event of a memcg is held back for a window set from
+ * its working set's trend between the last two: a quarter of the time it
+ * takes at that rate to reach the next level, so that the event that
+ * finds it there comes soon after (100 MiB/s in 64 MiB: ws from 47% to
+ * 84% in one window of 250 ms, and the kill before the next). Flat or
+ * falling, or at crit already: the longest window, the cost of a cgroup
+ * that sits at its limit on page cache (ten reads a second). */
+#define RECLAIM_WINDOW_MIN_NS	(2 * NSEC_PER_MSEC)
+#define RECLAIM_WINDOW_MAX_NS	(100 * NSEC_PER_MSEC)
+
+static uint64_t reclaim_window(struct memcg *m, uint64_t ts)
+{
+	double ws = ws_pct(&m->cur), target, rate, eta;
+	uint64_t prev = m->reclaim_ns;
+	double prev_ws = m->reclaim_ws_pct;
+
+	m->reclaim_ns = ts;
+	m->reclaim_ws_pct = ws;
+	if (ws < 0 || m->level >= LVL_CRIT || !prev || ts <= prev || ws <= prev_ws)
+		return RECLAIM_WINDOW_MAX_NS;
+	target = m->level >= LVL_WARN ? cfg.crit : cfg.warn;
+	rate = (ws - prev_ws) / (ts - prev);
+	eta = (target - ws) / rate / 4;
+	if (eta < RECLAIM_WINDOW_MIN_NS)
+		return RECLAIM_WINDOW_MIN_NS;
+	return eta > RECLAIM_WINDOW_MAX_NS ? RECLAIM_WINDOW_MAX_NS : (uint64_t)eta;
+}
+
+static void reclaim_set_window(uint64_t id, uint64_t window)
+{
+	int fd = bpf_map__fd(S.skel->maps.reclaim_last);
+	struct oomwatch_reclaim_seen seen;
+
+	/* BPF made the entry as it sent the event; gone (LRU): its default */
+	if (bpf_map_lookup_elem(fd, &id, &seen))
+		return;
+	seen.window_ns = window;
+	bpf_map_update_elem(fd, &id, &seen, BPF_EXIST);
+}
+
+/* A memcg reclaims at its limit (or memory.high): the working set at
+ * this moment says the level, as the poll would (a cgroup full of page
+ * cache reclaims at its limit all day, and is no alarm). */
+static int on_reclaim(const struct oomwatch_reclaim *e)
+{
+	struct alert a = { .level = LVL_OK, .signal = sig_name(SIG_RECLAIM) };
+	struct memcg *m = memcg_set_find(&S.set, e->memcg.id, S.memcg_v1);
+	char detail[64];
+
+	S.reclaims++;
+	/* made a moment ago: inotify has it, not yet read */
+	if (!m) {
+		memcg_set_refresh(&S.set);
+		m = memcg_set_find(&S.set, e->memcg.id, S.memcg_v1);
+	}
+	/* outside the watched set (-c), or gone already */
+	if (!m || memcg_read(m, MEMCG_LIMIT, want_stat_check, NULL))
+		return 0;
+	snprintf(detail, sizeof(detail), "reclaim=%s reclaims=+%llu",
+		 e->flags & OOMWATCH_RF_HIGH ? "high" : "max", (unsigned long long)e->skipped + 1);
+	a.detail = detail;
+	ws_alert(m, &a);
+	if (a.reason[0])
+		alert_emit(m, &a);
+	reclaim_set_window(e->memcg.id, reclaim_window(m, e->ts));
+	if (m->cur.limit != m->armed_limit)
+		memcg_rearm(&S.set, m);
+	return 0;
 }
 
 static int on_watch(void *ctx)
@@ -1394,6 +1494,7 @@ static void print_summary(void)
 		jw_ku64(&S.jw, "oom_kills", S.kills);
 		jw_ku64(&S.jw, "alerts", S.alerts);
 		jw_ku64(&S.jw, "allocs", S.allocs);
+		jw_ku64(&S.jw, "memcg_reclaims", S.reclaims);
 		jw_ku64(&S.jw, "cgroups", S.set.n);
 		jw_record_end(&S.jw);
 		return;
@@ -1460,8 +1561,8 @@ int main(int argc, char **argv)
 	S.skel->rodata->alloc_min = cfg.alloc_min;
 	if (!cfg.alloc_min) {
 		/* no allocation hooks: leave their programs unloaded */
-		probe_unload(S.skel->obj, hooks + NHOOKS_KILL, nhooks - NHOOKS_KILL);
-		nhooks = NHOOKS_KILL;
+		probe_unload(S.skel->obj, hooks + NHOOKS_ALERT, nhooks - NHOOKS_ALERT);
+		nhooks = NHOOKS_ALERT;
 	}
 	S.bpf = (struct aiscope_bpf){
 		.hooks = hooks, .nhooks = nhooks, .streaming = true, .on_event = on_event,
@@ -1482,8 +1583,8 @@ int main(int argc, char **argv)
 				false);
 		table_header(&S.t);
 	}
-	fprintf(stderr, "Tracing OOM kills (%s), polling %zu memory cgroups every %.3g s, %zu kernel signals armed (%d being registered)... Ctrl-C to end.\n",
-		probe_summary(hooks, NHOOKS_KILL), S.set.n, env.interval_ns / 1e9, signals_armed(),
+	fprintf(stderr, "Tracing OOM kills (%s) and memcg reclaim (%s), polling %zu memory cgroups every %.3g s, %zu kernel signals armed (%d being registered)... Ctrl-C to end.\n",
+		probe_summary(hooks, NHOOKS_KILL), probe_summary(hooks + HOOK_RECLAIM, 1), S.set.n, env.interval_ns / 1e9, signals_armed(),
 		memcg_arm_pending(&S.set));
 	if (S.set.arm_errors)
 		fprintf(stderr, "%s: %d cgroup signals could not be armed: those cgroups are polled\n",

@@ -327,6 +327,45 @@ static void test_v1_failcnt_cold(void)
 	nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* A counter file whose signal is armed is read when it moved (the signal
+ * fired, the caller saw a kill: counters_due), when hot or asked for, and
+ * not by a cold poll: nothing moves it unsignalled. */
+static void test_counters_armed(void)
+{
+	struct memcg_set s;
+	struct memcg *a;
+
+	if (v1_job_tree())
+		SKIP("no temporary directory");
+	put("job/memory.stat", "total_inactive_file 0\n");
+	put("job/memory.failcnt", "0\n");
+	put("job/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n");
+	memcg_set_init(&s, root, NULL, NULL, false);
+	a = by_path(&s, "/job");
+	CHECK(a != NULL);
+	if (a) {
+		CHECK_EQ(memcg_read(a, 0, never, NULL), 0);
+		CHECK_EQ(a->cur.oom_kills, 3);
+		/* as memcg_set_arm() leaves it (any fd will do: never read) */
+		a->sig[2].kind = MEMCG_SIG_OOM;
+		a->sig[2].fd = dup(0);
+		put("job/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 4\n");
+		CHECK_EQ(memcg_read(a, 0, never, NULL), 0);
+		CHECK_EQ(a->cur.oom_kills, 3);		/* armed and cold: not read */
+		a->counters_due = 1;
+		CHECK_EQ(memcg_read(a, 0, never, NULL), 0);
+		CHECK_EQ(a->cur.oom_kills, 4);		/* due: read once */
+		CHECK_EQ(a->counters_due, 0);
+		put("job/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 5\n");
+		CHECK_EQ(memcg_read(a, 0, never, NULL), 0);
+		CHECK_EQ(a->cur.oom_kills, 4);
+		CHECK_EQ(memcg_read(a, 0, NULL, NULL), 0);
+		CHECK_EQ(a->cur.oom_kills, 5);		/* hot */
+	}
+	memcg_set_free(&s);
+	nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static void test_signal_figures(void)
 {
 	char buf[64];
@@ -383,6 +422,7 @@ int main(void)
 	RUN(test_set_watch);
 	RUN(test_stat_skipped);
 	RUN(test_v1_failcnt_cold);
+	RUN(test_counters_armed);
 	RUN(test_signal_figures);
 	RUN(test_arm_counts_errors);
 	return t_done();
