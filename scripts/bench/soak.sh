@@ -9,7 +9,13 @@
 # CHURN new TCP connections on loopback (each a new flow: new client port),
 # CHURN new unix socket pairs, pipes and FIFOs (each a new channel), and one
 # new cgroup (cgroup2 and the v1 memory hierarchy) with a process in it,
-# removed once that process is gone. Every SAMPLE seconds the VmRSS of each
+# removed once that process is gone; and every LIBCHURN seconds a new copy
+# of the CUDA and NCCL test doubles (build/tests: libcudart, libcuda,
+# libnccl, and the real libcudart.so.13 where /usr/local/cuda has it) in a
+# new directory, loaded by cudacall and ncclrank started from there, then
+# removed: each copy is a new file (inode) that gpulaunch and nclstat attach
+# to, as on a host where jobs bring their own CUDA and NCCL, and drop once
+# no process maps it. Every SAMPLE seconds the VmRSS of each
 # tool is written to OUTDIR/rss.csv (elapsed_s,tool,rss_kib); at the end a
 # table: RSS at start (first sample), at 10 minutes, at the end, its peak,
 # and the growth per minute over the last half of the run.
@@ -19,7 +25,8 @@
 #
 # Environment: DURATION (seconds, default 3600), SAMPLE (seconds, default
 # 30), CHURN (operations of each kind per second, default 5), TOOLS (default
-# the units' tools), BIN (the tools' directory, default build/; copy a build
+# the units' tools), LIBCHURN (seconds between library copies, default 6; 0:
+# none), BIN (the tools' directory, default build/; copy a build
 # elsewhere to keep working on the tree meanwhile), OUTDIR (default a new
 # /tmp/aiscope-soak.XXXXXX, kept).
 set -u -o pipefail
@@ -29,6 +36,7 @@ DURATION=${DURATION:-3600}
 SAMPLE=${SAMPLE:-30}
 CHURN=${CHURN:-5}
 TOOLS=${TOOLS:-schedlat cachestat ipcsnoop nclstat socketsnoop gpulaunch oomwatch}
+LIBCHURN=${LIBCHURN:-6}
 BIN=${BIN:-$ROOT/build}
 OUTDIR=${OUTDIR:-$(mktemp -d /tmp/aiscope-soak.XXXXXX)}
 
@@ -53,6 +61,8 @@ declare -A PID
 cleanup() {
 	local t
 	[ -n "${CHURN_PID:-}" ] && kill "$CHURN_PID" 2>/dev/null && wait "$CHURN_PID" 2>/dev/null
+	[ -n "${LIB_PID:-}" ] && kill "$LIB_PID" 2>/dev/null && wait "$LIB_PID" 2>/dev/null
+	rm -rf "$OUTDIR"/lib.??????
 	for t in "${!PID[@]}"; do
 		kill -INT "${PID[$t]}" 2>/dev/null
 	done
@@ -170,6 +180,36 @@ while True:
 EOF
 CHURN_PID=$!
 
+# libchurn: the library churn, one round every LIBCHURN seconds
+libchurn() {
+	local t=$BIN/tests n=0 d rt13=/usr/local/cuda/lib64/libcudart.so.13
+
+	trap 'exit 0' TERM
+	while :; do
+		d=$(mktemp -d "$OUTDIR/lib.XXXXXX") || exit 1
+		cp "$t/cuda/cudacall" "$t/cuda/double/libcudart.so.12" "$t/cuda/double/libcuda.so.1" \
+			"$t/nccl/libnccl.so.2" "$t/nccl/ncclrank" "$d/" || exit 1
+		LD_LIBRARY_PATH=$d "$d/cudacall" --rt "$d/libcudart.so.12" --drv "$d/libcuda.so.1" \
+			reg getkernel launch launch >/dev/null 2>&1
+		if [ -r "$rt13" ]; then
+			cp "$rt13" "$d/libcudart.so.13"
+			"$d/cudacall" --rt "$d/libcudart.so.13" launch13 launch13 >/dev/null 2>&1
+		fi
+		LD_LIBRARY_PATH=$d timeout 20 "$d/ncclrank" run -i 3 >/dev/null 2>&1
+		rm -rf "$d"
+		n=$((n + 1))
+		echo "$n" >"$OUTDIR/libchurn.count"
+		sleep "$LIBCHURN"
+	done
+}
+if [ "$LIBCHURN" != 0 ]; then
+	for f in cuda/cudacall cuda/double/libcudart.so.12 nccl/ncclrank nccl/libnccl.so.2; do
+		[ -r "$BIN/tests/$f" ] || die "$BIN/tests/$f not built (make), or LIBCHURN=0"
+	done
+	libchurn &
+	LIB_PID=$!
+fi
+
 CSV=$OUTDIR/rss.csv
 echo "elapsed_s,tool,rss_kib" >"$CSV"
 log "tools: ${!PID[*]}; churn $CHURN/s; ${DURATION}s; samples in $CSV"
@@ -186,6 +226,7 @@ while :; do
 done
 cleanup
 tail -1 "$OUTDIR/churn.log" >&2
+[ "$LIBCHURN" != 0 ] && log "library rounds: $(cat "$OUTDIR/libchurn.count" 2>/dev/null || echo 0)"
 
 # start, 10 min, end, peak (KiB); growth (KiB/min) over the last half
 printf '| tool | start KiB | 10 min KiB | end KiB | peak KiB | last half KiB/min |\n|---|---|---|---|---|---|\n'
