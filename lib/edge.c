@@ -300,19 +300,11 @@ void edges_each(struct edge_table *t, void (*fn)(struct edge *e, void *ctx), voi
 void edge_side_json(struct jw *w, bool proc, const struct aiscope_ident *id,
 		    const char *endpoint)
 {
-	static const char *const nulls[] = {
-		"pid", "tid", "comm", "uid", "cgroup_id", "cgroup",
-		"container_id", "runtime", "pod_uid",
-	};
-	size_t i;
-
 	jw_obj_begin(w);
-	if (proc) {
+	if (proc)
 		aiscope_ident_json(w, id, false);
-	} else {
-		for (i = 0; i < sizeof(nulls) / sizeof(nulls[0]); i++)
-			jw_knull(w, nulls[i]);
-	}
+	else	/* an endpoint: the identity block, all null */
+		aiscope_identity_json(w, &(struct aiscope_identity){ 0 });
 	jw_kstr(w, "endpoint", endpoint);
 	jw_obj_end(w);
 }

@@ -220,6 +220,7 @@ void jw_record_begin(struct jw *w, const char *type, const char *tool, uint64_t 
 	jw_kstr(w, "tool", tool);
 	fmt_rfc3339_ns(realtime_ns, ts, sizeof(ts));
 	jw_kstr(w, "ts", ts);
+	jw_ku64(w, "schema", AISCOPE_JSON_SCHEMA);
 }
 
 void jw_record_end(struct jw *w)

@@ -23,7 +23,15 @@ struct jw {
 };
 
 void jw_init(struct jw *w, FILE *f);
-/* {"type":type,"tool":tool,"ts":"<RFC 3339 of realtime_ns>" */
+/*
+ * The version of the keys (docs/schema/): it changes when a key is renamed
+ * or removed or its meaning or unit changes, not when one is added, so a
+ * reader that checks it can trust every key it knows.
+ */
+#define AISCOPE_JSON_SCHEMA 1
+
+/* {"type":type,"tool":tool,"ts":"<RFC 3339 of realtime_ns>","schema":N,
+ * the envelope every line of every tool starts with */
 void jw_record_begin(struct jw *w, const char *type, const char *tool, uint64_t realtime_ns);
 void jw_record_end(struct jw *w);
 

@@ -517,20 +517,36 @@ const char *aiscope_container_short(const struct container_info *ci, char *buf)
 	return buf;
 }
 
+void aiscope_identity_json(struct jw *w, const struct aiscope_identity *id)
+{
+	const struct container_info *ci = id->ci;
+
+	jw_ku64_or_null(w, "pid", id->known & AISCOPE_ID_PID, id->pid);
+	jw_ku64_or_null(w, "tid", id->known & AISCOPE_ID_TID, id->tid);
+	if (id->comm)
+		jw_kstrn(w, "comm", id->comm, id->comm_len ? id->comm_len : strlen(id->comm));
+	else
+		jw_knull(w, "comm");
+	jw_ku64_or_null(w, "uid", id->known & AISCOPE_ID_UID, id->uid);
+	jw_ku64_or_null(w, "cgroup_id", id->known & AISCOPE_ID_CGROUP_ID, id->cgroup_id);
+	jw_kstr(w, "cgroup", id->cgroup);
+	jw_kstr(w, "container_id", ci && ci->id[0] ? ci->id : NULL);
+	jw_kstr(w, "runtime", ci ? ci->runtime : NULL);
+	jw_kstr(w, "pod_uid", ci && ci->pod_uid[0] ? ci->pod_uid : NULL);
+}
+
 void aiscope_ident_json(struct jw *w, const struct aiscope_ident *id, bool with_tid)
 {
 	struct container_info ci;
-	const char *path = aiscope_ident_cgroup(id, &ci);
+	struct aiscope_identity b = {
+		.known = AISCOPE_ID_TASK | AISCOPE_ID_CGROUP_ID | (with_tid ? AISCOPE_ID_TID : 0),
+		.pid = id->pid, .tid = id->tid, .uid = id->uid,
+		.comm = id->comm, .comm_len = sizeof(id->comm),
+		.cgroup_id = id->cgroup_id, .ci = &ci,
+	};
 
-	jw_ku64(w, "pid", id->pid);
-	jw_ku64_or_null(w, "tid", with_tid, id->tid);
-	jw_kstrn(w, "comm", id->comm, sizeof(id->comm));
-	jw_ku64(w, "uid", id->uid);
-	jw_ku64(w, "cgroup_id", id->cgroup_id);
-	jw_kstr(w, "cgroup", path);
-	jw_kstr(w, "container_id", ci.id[0] ? ci.id : NULL);
-	jw_kstr(w, "runtime", ci.runtime);
-	jw_kstr(w, "pod_uid", ci.pod_uid[0] ? ci.pod_uid : NULL);
+	b.cgroup = aiscope_ident_cgroup(id, &ci);
+	aiscope_identity_json(w, &b);
 }
 
 void aiscope_summary_begin(struct jw *w, const struct aiscope_bpf *b, const struct aiscope_loop *l,

@@ -127,8 +127,34 @@ uint64_t aiscope_now_realtime(void);
 uint64_t aiscope_lost_check(struct aiscope_bpf *b);
 uint64_t aiscope_lost_total(const struct aiscope_bpf *b);
 
-/* Identity of CONTRACT section 4: pid, tid, comm, uid, cgroup_id, cgroup,
- * container_id, runtime, pod_uid. tid < 0 writes null. */
+/*
+ * The identity block of CONTRACT section 4 and docs/schema/common.json:
+ * pid, tid, comm, uid, cgroup_id, cgroup, container_id, runtime, pod_uid,
+ * always all nine, in this order, the ones a line does not know null, so
+ * that every tool's lines carry the same block (a row per cgroup has a null
+ * pid, a row per container a null cgroup_id). The one writer of it.
+ */
+enum {
+	AISCOPE_ID_PID = 1 << 0,
+	AISCOPE_ID_UID = 1 << 1,
+	AISCOPE_ID_TID = 1 << 2,
+	AISCOPE_ID_CGROUP_ID = 1 << 3,
+	AISCOPE_ID_TASK = AISCOPE_ID_PID | AISCOPE_ID_UID,
+};
+
+struct aiscope_identity {
+	unsigned int known;		/* AISCOPE_ID_* */
+	uint32_t pid, tid, uid;
+	const char *comm;		/* NULL: null */
+	size_t comm_len;		/* its most bytes (a BPF comm may lack its NUL); 0: NUL-terminated */
+	uint64_t cgroup_id;
+	const char *cgroup;		/* path or NULL */
+	const struct container_info *ci;	/* NULL: no container keys known */
+};
+
+void aiscope_identity_json(struct jw *w, const struct aiscope_identity *id);
+/* The block of a task the BPF side identified; with_tid false writes a
+ * null tid (rows per process). */
 void aiscope_ident_json(struct jw *w, const struct aiscope_ident *id, bool with_tid);
 /* The cgroup path (NULL if unknown) and the container of an identity. */
 const char *aiscope_ident_cgroup(const struct aiscope_ident *id, struct container_info *ci);

@@ -76,6 +76,27 @@ npm_deps() {
 }
 npm_deps
 
+# ajv for the check of every JSON line the tests produce against
+# docs/schema/ (tests/lib.bash schema_teardown, tests/schema.bats): npm ci
+# of tests/schema's lock file in build/npm/schema-check. tests/lib.bash
+# installs it too when it is missing.
+SCHEMA_SRC=$(cd "$(dirname "$0")/.." && pwd)/tests/schema
+schema_deps() {
+	d=$NPM_DIR/schema-check
+	if [ -e "$d/node_modules/ajv/package.json" ] && cmp -s "$SCHEMA_SRC/package-lock.json" "$d/package-lock.json"; then
+		return 0
+	fi
+	if ! command -v npm >/dev/null 2>&1; then
+		say "npm not found: tests/schema.bats cannot check the JSON lines against docs/schema/"
+		return 0
+	fi
+	say "npm ci in $d (ajv, for docs/schema/)"
+	mkdir -p "$d" && cp "$SCHEMA_SRC/package.json" "$SCHEMA_SRC/package-lock.json" "$d/" &&
+		(cd "$d" && npm ci --no-audit --no-fund --loglevel=error </dev/null >/dev/null 2>&1) ||
+		say "npm ci failed in $d: the tests install ajv when they start"
+}
+schema_deps
+
 # installed PKG: true when PKG (optionally PKG:ARCH) is installed; an
 # unqualified name must be installed for the native architecture (or be
 # Architecture: all), so that libbpf-dev:arm64 alone does not count as libbpf-dev.

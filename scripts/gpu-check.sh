@@ -76,21 +76,21 @@ sc='scale(float*, float)'
 stream=$(jq -r 'select(.stream_real) | .stream_real' "$out/agg.truth")
 mrc=$(jq -r 'select(.api == "cudaMalloc") | .rc' "$out/agg.truth")
 say "cudaMalloc returned $mrc; the stream is $stream."
-launches() { jq -s --arg k "$1" '[.[] | select(.type == "sample" and .record == "launch" and .kernel == $k) | .launches] | add // 0' "$out/agg.json"; }
+launches() { jq -s --arg k "$1" '[.[] | select(.type == "sample" and .row == "launch" and .kernel == $k) | .launches] | add // 0' "$out/agg.json"; }
 check "vecAdd launches: $(launches "$vec") of $N" [ "$(launches "$vec")" -eq "$N" ]
 check "scale launches: $(launches "$sc") of $N" [ "$(launches "$sc")" -eq "$N" ]
-check "no launch failed (errors)" jq -e -s '[.[] | select(.type == "sample" and .record == "launch") | .errors] | add == 0' "$out/agg.json"
+check "no launch failed (errors)" jq -e -s '[.[] | select(.type == "sample" and .row == "launch") | .errors] | add == 0' "$out/agg.json"
 check "vecAdd grid 4,2,1, block 256,1,1, 1024 B, on its stream" jq -e -s --arg k "$vec" --arg s "$stream" \
 	'all(.[] | select(.type == "sample" and .kernel == $k); .grid == [4,2,1] and .block == [256,1,1] and .shared_mem_bytes == 1024 and .stream == $s)' "$out/agg.json"
 check "scale grid 3,1,1, block 64,1,1" jq -e -s --arg k "$sc" \
 	'all(.[] | select(.type == "sample" and .kernel == $k); .grid == [3,1,1] and .block == [64,1,1])' "$out/agg.json"
 check "memory: one 4096 B allocation, freed; 4096 B each way" jq -e -s '
-	[.[] | select(.type == "sample" and .record == "mem")] as $m |
+	[.[] | select(.type == "sample" and .row == "mem")] as $m |
 	($m | map(.alloc_bytes) | add) == 4096 and ($m | map(.free_bytes) | add) == 4096 and
 	($m | map(.copy_h2d_bytes) | add) == 4096 and ($m | map(.copy_d2h_bytes) | add) == 4096' "$out/agg.json"
 say ""
 say "Which export saw the launches, per kernel (api, layer):"
-jq -r -s '[.[] | select(.type == "sample" and .record == "launch")] | group_by(.kernel + .api)[] |
+jq -r -s '[.[] | select(.type == "sample" and .row == "launch")] | group_by(.kernel + .api)[] |
 	"- \(.[0].kernel): \(.[0].api) (\(.[0].layer)), \(map(.launches) | add) launches"' "$out/agg.json" | tee -a "$report"
 
 run_under ev -e -j
@@ -117,7 +117,7 @@ if "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else
 	kill -INT "$pid"
 	wait "$pid"
 	say "100 matmuls of 1024x1024 (torch $("$PYTHON" -c 'import torch; print(torch.__version__)')):"
-	jq -r -s '[.[] | select(.type == "sample" and .record == "launch")] | group_by(.kernel + .api)[] |
+	jq -r -s '[.[] | select(.type == "sample" and .row == "launch")] | group_by(.kernel + .api)[] |
 		"- \(map(.launches) | add) x \(.[0].kernel) via \(.[0].api) (\(.[0].layer))"' "$out/torch.json" |
 		sort -rn | head -20 | tee -a "$report"
 	check "PyTorch: at least 100 launches seen" jq -e -s '[.[] | select(.type == "sample") | .launches] | add >= 100' "$out/torch.json"

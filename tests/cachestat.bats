@@ -161,7 +161,7 @@ check_file() {
 	start_serve
 	drop_file
 	me=".pid == $SERVE_PID"
-	fsel=".by == \"file\" and .file == \"$FILE\""
+	fsel=".row == \"file\" and .file == \"$FILE\""
 
 	# 1. cold: every page read from disk, attributed to the reader and the file
 	run_round USR1 read 1 "$mode"
@@ -170,8 +170,8 @@ check_file() {
 	# (the machine is shared: reclaim may take back a few pages already)
 	within 5 "$(echo "$r1" | awk '{print $2}')" "$PAGES"
 	case $r1 in *"cachestat -1") ;; *) within 1 "$(echo "$r1" | awk '{print $4}')" "$(echo "$r1" | awk '{print $2}')" ;; esac
-	misses=$(sum "$BATS_TEST_TMPDIR/p1.out" ".by == \"pid\" and $me" misses)
-	hits=$(sum "$BATS_TEST_TMPDIR/p1.out" ".by == \"pid\" and $me" hits)
+	misses=$(sum "$BATS_TEST_TMPDIR/p1.out" ".row == \"pid\" and $me" misses)
+	hits=$(sum "$BATS_TEST_TMPDIR/p1.out" ".row == \"pid\" and $me" hits)
 	echo "mode $mode cold read of $PAGES pages: pid misses $misses, hits $hits"
 	within 5 "$misses" "$PAGES"
 	[ "$hits" -le $((PAGES * 5 / 100)) ]
@@ -179,25 +179,25 @@ check_file() {
 	echo "file misses $misses"
 	within 5 "$misses" "$PAGES"
 	jq -e -s --arg f "$FILE" --argjson p "$SERVE_PID" --argjson size $((PAGES * 4096)) \
-		'[.[] | select(.type == "sample" and .by == "file" and .file == $f)] | length > 0 and
+		'[.[] | select(.type == "sample" and .row == "file" and .file == $f)] | length > 0 and
 		all(.size_bytes == $size and .pid == $p and .comm == "pagecache" and (.inode | type) == "number")' \
 		"$BATS_TEST_TMPDIR/f1.out"
 	# the host line counts at least the reader's misses
-	[ "$(sum "$BATS_TEST_TMPDIR/p1.out" '.by == "host"' misses)" -ge "$misses" ]
+	[ "$(sum "$BATS_TEST_TMPDIR/p1.out" '.row == "host"' misses)" -ge "$misses" ]
 
 	# 2. warm: every page a hit, but for those that reclaim took back
 	# meanwhile (the machine is shared)
 	r2=$(resident | awk '{print $2}')
 	run_round USR1 read 2 "$mode"
-	hits=$(sum "$BATS_TEST_TMPDIR/p2.out" ".by == \"pid\" and $me" hits)
-	misses=$(sum "$BATS_TEST_TMPDIR/p2.out" ".by == \"pid\" and $me" misses)
+	hits=$(sum "$BATS_TEST_TMPDIR/p2.out" ".row == \"pid\" and $me" hits)
+	misses=$(sum "$BATS_TEST_TMPDIR/p2.out" ".row == \"pid\" and $me" misses)
 	echo "mode $mode warm read ($r2 pages resident before): pid hits $hits, misses $misses"
 	within 5 "$hits" "$PAGES"
 	[ "$misses" -le $((PAGES - r2 + PAGES / 100)) ]
 	hits=$(sum "$BATS_TEST_TMPDIR/f2.out" "$fsel" hits)
 	echo "file hits $hits"
 	within 5 "$hits" "$PAGES"
-	jq -e -s '[.[] | select(.type == "sample" and .by == "pid" and .hits > 0)] |
+	jq -e -s '[.[] | select(.type == "sample" and .row == "pid" and .hits > 0)] |
 		all(.hit_ratio > 0 and .hit_ratio <= 1)' "$BATS_TEST_TMPDIR/p2.out"
 
 	# 3. rewrite and fsync: every page dirtied once
@@ -209,7 +209,7 @@ check_file() {
 		[ "$dirties" -gt 0 ] && [ "$dirties" -le "$PAGES" ]
 	else
 		within 5 "$dirties" "$PAGES"
-		within 5 "$(sum "$BATS_TEST_TMPDIR/p1.out" ".by == \"pid\" and $me" dirties)" "$PAGES"
+		within 5 "$(sum "$BATS_TEST_TMPDIR/p1.out" ".row == \"pid\" and $me" dirties)" "$PAGES"
 	fi
 	jq -e -s --arg m "$mode" '.[-1] | .type == "summary" and .probes == $m and
 		.access_mode == "tracepoint" and .exit_reason == "signal"' "$BATS_TEST_TMPDIR/p1.out"
@@ -252,9 +252,9 @@ warm_read_exact() {
 	[ "$try" -le 5 ] || skip "reclaim took pages of the file in every try"
 	out=$BATS_TEST_TMPDIR/w$READS.out
 	all_json "$out"
-	acc=$(sum "$out" ".by == \"pid\" and .pid == $SERVE_PID" accesses)
-	hits=$(sum "$out" ".by == \"pid\" and .pid == $SERVE_PID" hits)
-	misses=$(sum "$out" ".by == \"pid\" and .pid == $SERVE_PID" misses)
+	acc=$(sum "$out" ".row == \"pid\" and .pid == $SERVE_PID" accesses)
+	hits=$(sum "$out" ".row == \"pid\" and .pid == $SERVE_PID" hits)
+	misses=$(sum "$out" ".row == \"pid\" and .pid == $SERVE_PID" misses)
 	echo "mode $mode warm read of $PAGES pages: accesses $acc, hits $hits, misses $misses"
 	[ "$acc" -eq "$PAGES" ]
 	# a page reclaimed during the read and read back is a miss: the
@@ -315,7 +315,7 @@ warm_read_exact() {
 	# Cached of /proc/meminfo, which moves a little between the two reads
 	jq -e -s --argjson c "$(awk '/^Cached:/ {print $2 * 1024}' /proc/meminfo)" \
 		'[.[] | select(.type == "sample")] | length == 2 and
-		all(.by == "host" and .buffers_bytes >= 0 and (.cached_bytes - $c | fabs) < $c / 2)' \
+		all(.row == "host" and .buffers_bytes >= 0 and (.cached_bytes - $c | fabs) < $c / 2)' \
 		"$BATS_TEST_TMPDIR/o"
 }
 
@@ -327,10 +327,10 @@ warm_read_exact() {
 		echo "$output" > "$BATS_TEST_TMPDIR/o"
 		all_json "$BATS_TEST_TMPDIR/o"
 		jq -e -s 'all(.[] | select(.type == "sample"); [has("type","tool","ts","seq","interval_ns",
-			"by","pid","comm","uid","cgroup_id","cgroup","container_id","runtime","pod_uid","file",
+			"row","pid","comm","uid","cgroup_id","cgroup","container_id","runtime","pod_uid","file",
 			"inode","dev","size_bytes","hits","accesses","misses","dirties","hit_ratio","miss_bytes",
 			"added_pages","write_added_pages","buffer_dirties","buffers_bytes","cached_bytes")] | all)' "$BATS_TEST_TMPDIR/o"
-		jq -e -s '[.[] | select(.type == "sample" and .by == "host") | .seq] == [1, 2]' "$BATS_TEST_TMPDIR/o"
+		jq -e -s '[.[] | select(.type == "sample" and .row == "host") | .seq] == [1, 2]' "$BATS_TEST_TMPDIR/o"
 		jq -e -s '.[-1] | .type == "summary" and .exit_reason == "count" and .intervals == 2 and
 			(.access_mode | IN("function", "tracepoint", "none")) and .page_size_bytes > 0 and
 			has("hits") and has("misses") and has("dirties") and .lost_events == 0' "$BATS_TEST_TMPDIR/o"
@@ -354,14 +354,14 @@ warm_read_exact() {
 	stop_tool "$by"
 	all_json "$BATS_TEST_TMPDIR/c.out"
 	jq -e -s --arg id "$id" '[.[] | select(.type == "sample" and .container_id == $id)] |
-		length > 0 and all(.by == "container" and .runtime == "docker" and .pid == null)' \
+		length > 0 and all(.row == "container" and .runtime == "docker" and .pid == null)' \
 		"$BATS_TEST_TMPDIR/c.out"
 	local misses
 	misses=$(sum "$BATS_TEST_TMPDIR/c.out" ".container_id == \"$id\"" misses)
 	echo "container misses $misses"
 	within 5 "$misses" "$PAGES"
 	# the filter: the host line of the filtered run is the container alone
-	misses=$(sum "$BATS_TEST_TMPDIR/k.out" '.by == "host"' misses)
+	misses=$(sum "$BATS_TEST_TMPDIR/k.out" '.row == "host"' misses)
 	echo "--container host misses $misses"
 	within 5 "$misses" "$PAGES"
 	echo "--by container table:"
@@ -379,9 +379,9 @@ warm_read_exact() {
 	# other processes read files meanwhile
 	cat /etc/passwd /etc/group > /dev/null
 	stop_tool "$TOOL_PID"
-	jq -e -s --argjson p "$SERVE_PID" '[.[] | select(.type == "sample" and .by == "pid")] |
+	jq -e -s --argjson p "$SERVE_PID" '[.[] | select(.type == "sample" and .row == "pid")] |
 		length > 0 and all(.pid == $p)' "$BATS_TEST_TMPDIR/s.out"
-	within 5 "$(sum "$BATS_TEST_TMPDIR/s.out" '.by == "host"' misses)" "$PAGES"
+	within 5 "$(sum "$BATS_TEST_TMPDIR/s.out" '.row == "host"' misses)" "$PAGES"
 }
 
 @test "cachestat --by file tables show the path and size; -s sorts every interval" {
@@ -399,7 +399,7 @@ warm_read_exact() {
 		round USR1 read $(( $(grep -c '^read ' "$BATS_TEST_TMPDIR/serve.out") + 1 ))
 		stop_tool "$TOOL_PID"
 		field=$([ $key = accesses ] && echo accesses || echo "$key")
-		jq -e -s --arg f "$field" 'map(select(.type == "sample" and .by == "pid")) | group_by(.seq) |
+		jq -e -s --arg f "$field" 'map(select(.type == "sample" and .row == "pid")) | group_by(.seq) |
 			all(map(.[$f]) as $v | $v == ($v | sort | reverse))' "$BATS_TEST_TMPDIR/s.out"
 	done
 }

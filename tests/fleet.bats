@@ -497,7 +497,7 @@ prom_sum() {
 	cat "$f" | grep "container_id=\"$CID\""
 	# every kind, summed over all series, equals the JSON rows' sum
 	for k in hit:hits miss:misses dirty:dirties; do
-		want=$(jq -s --arg k "${k#*:}" '[.[] | select(.type == "sample" and .by == "pid") | .[$k] // 0] | add // 0' \
+		want=$(jq -s --arg k "${k#*:}" '[.[] | select(.type == "sample" and .row == "pid") | .[$k] // 0] | add // 0' \
 			"$BATS_TEST_TMPDIR/s.out")
 		got=$(prom_sum "$f" aiscope_cachestat_pages_total "kind=\"${k%:*}\"")
 		echo "$k: JSON $want, metrics $got"
@@ -828,7 +828,7 @@ gl_truth() {
 # CGROUP (launch samples of LAYER)
 gl_json() {
 	jq -s --arg cg "$2" --arg r "$3" --arg k "$4" --arg y "${5:-}" '[.[] | select(.type == "sample" and
-		.record == $r and .cgroup == $cg and ($y == "" or .layer == $y)) | .[$k]] | add // 0' "$1"
+		.row == $r and .cgroup == $cg and ($y == "" or .layer == $y)) | .[$k]] | add // 0' "$1"
 }
 
 # gl_check PROM JSON TRUTH SEL: every series of SEL (the labels of one
@@ -867,7 +867,7 @@ gl_check() {
 	done
 	# the gauge: the last interval's figure; the program still runs
 	want=$(jq .outstanding_bytes "$t")
-	json=$(jq -s --arg cg "$cg" '[.[] | select(.type == "sample" and .record == "mem" and .cgroup == $cg)] |
+	json=$(jq -s --arg cg "$cg" '[.[] | select(.type == "sample" and .row == "mem" and .cgroup == $cg)] |
 		(map(.seq) | max) as $s | [.[] | select(.seq == $s) | .outstanding_bytes] | add' "$j")
 	got=$(prom_value "$f" "aiscope_gpulaunch_outstanding_bytes{$sel}")
 	echo "outstanding: called $want, JSON $json, metric $got"
@@ -1034,7 +1034,7 @@ gl_run() {
 	grep outstanding_bytes "$f"
 	[ "$got" = 0 ]
 	# the last interval that had the process said 777, as the gauge did then
-	[ "$(jq -s '[.[] | select(.record == "mem")] | .[-1].outstanding_bytes' "$BATS_TEST_TMPDIR/o.out")" -eq 777 ]
+	[ "$(jq -s '[.[] | select(.row == "mem")] | .[-1].outstanding_bytes' "$BATS_TEST_TMPDIR/o.out")" -eq 777 ]
 }
 
 @test "gpulaunch: -e with --prometheus or --listen is a usage error" {

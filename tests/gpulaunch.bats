@@ -43,7 +43,7 @@ truth() {
 # sample_sum FILE KERNEL KEY: KEY summed over the launch samples of KERNEL
 sample_sum() {
 	jq -s --arg k "$2" --arg f "$3" \
-		'[.[] | select(.type == "sample" and .record == "launch" and .kernel == $k) | .[$f]] | add // 0' "$1"
+		'[.[] | select(.type == "sample" and .row == "launch" and .kernel == $k) | .[$f]] | add // 0' "$1"
 }
 
 # ---- contract ----
@@ -231,8 +231,8 @@ sample_sum() {
 	stop_tool "$TOOL_PID"
 	all_json "$(out g)"
 	cat "$(out c)"
-	jq -c 'select(.type == "sample" and .record == "mem")' "$(out g)"
-	m=$(jq -s -c '[.[] | select(.type == "sample" and .record == "mem")] | .[-1]' "$(out g)")
+	jq -c 'select(.type == "sample" and .row == "mem")' "$(out g)"
+	m=$(jq -s -c '[.[] | select(.type == "sample" and .row == "mem")] | .[-1]' "$(out g)")
 	# malloc:0 fails (the double says CUDA_ERROR_INVALID_VALUE), the free
 	# releases the 10000 bytes; cudaMalloc -> cuMemAlloc_v2 counts once
 	jq -e '.alloc_calls == 4 and .alloc_bytes == 4096 + 10000 + 8192 and .alloc_failures == 1 and
@@ -253,7 +253,7 @@ sample_sum() {
 	stop_tool "$TOOL_PID"
 	all_json "$(out g)"
 	[ "$(jq -s '[.[] | select(.rc == 100)] | length' "$(out c)")" -eq 6 ]
-	m=$(jq -s -c '[.[] | select(.type == "sample" and .record == "mem")] | .[-1]' "$(out g)")
+	m=$(jq -s -c '[.[] | select(.type == "sample" and .row == "mem")] | .[-1]' "$(out g)")
 	echo "$m"
 	jq -e '.alloc_calls == 2 and .alloc_failures == 2 and .alloc_bytes == 0 and
 		.outstanding_bytes == 0 and .copy_h2d_bytes == 512 and .copy_d2h_bytes == 256 and
@@ -424,6 +424,6 @@ sample_sum() {
 	stop_tool "$TOOL_PID"
 	jq -e -s '[.[] | select(.type == "summary")] | length == 1 and .[0].launches == 1 and
 		.[0].uprobes > 0' "$(out g)"
-	jq -e -s '[.[] | select(.type == "sample" and .record == "mem")] | .[-1] |
+	jq -e -s '[.[] | select(.type == "sample" and .row == "mem")] | .[-1] |
 		.alloc_calls == 1 and .alloc_bytes == 4096' "$(out g)"
 }

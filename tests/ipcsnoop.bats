@@ -8,8 +8,10 @@ bats_require_minimum_version 1.5.0
 load lib
 
 teardown() {
-	aiscope_teardown
+	local rc=0
+	aiscope_teardown || rc=$?
 	rm -f /tmp/aiscope-ipc-$$*
+	return $rc
 }
 
 LOAD() {
@@ -246,11 +248,11 @@ run_every_mechanism() {
 	all_json "$BATS_TEST_TMPDIR/s.out"
 	local w
 	w=$(awk '$2 == "pipe" && $4 == "write" {print $5}' "$BATS_TEST_TMPDIR/truth")
-	jq -e -s --argjson w "$w" '[.[] | select(.type == "event" and .pid == $w and .op == "write")] |
+	jq -e -s --argjson w "$w" '[.[] | select(.type == "event" and .pid == $w and .event == "write")] |
 		length == 17 and all(.bytes == 256 and .kind == "pipe" and .comm == "ipc-w")' "$BATS_TEST_TMPDIR/s.out"
 	jq -e -s '[.[] | select(.type == "event" and .kind == "mq")] |
-		([.[] | select(.op == "mq_send")] | length) == 6 and
-		([.[] | select(.op == "mq_receive")] | length) == 6 and
+		([.[] | select(.event == "mq_send")] | length) == 6 and
+		([.[] | select(.event == "mq_receive")] | length) == 6 and
 		all(.channel == "/aiscope-ipc-'$$'" and .bytes == 32)' "$BATS_TEST_TMPDIR/s.out"
 	# the edges still come at the end
 	jq -e -s '[.[] | select(.type == "edge" and .kind == "pipe" and .bytes == 4352)] | length == 1' \
@@ -403,8 +405,8 @@ pairs_in_cgroup() {
 	start_tool s ipcsnoop -j -i 60 --kind pipe
 	LOAD pipe 3 10
 	stop_tool "$TOOL_PID"
-	jq -e -s 'all(.[] | select(.type == "sample"); keys_unsorted as $k | ["type","tool","ts","seq",
-		"interval_ns","kind","channel","channel_key","writer_pid","writer_comm","reader_pid",
+	jq -e -s 'all(.[] | select(.type == "sample"); keys_unsorted as $k | ["type","tool","ts","schema","seq",
+		"interval_ns","row","kind","channel","channel_key","writer_pid","writer_comm","reader_pid",
 		"reader_comm","writers","readers","msgs","bytes","read_msgs","read_bytes","attaches",
 		"detaches","size_bytes"] - $k == [])' "$BATS_TEST_TMPDIR/s.out"
 	local ch

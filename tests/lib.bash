@@ -220,6 +220,9 @@ start_tool() {
 	shift 2
 	start_bg "$name" "$BIN/$tool" "$@"
 	TOOL_PID=$BG_PID
+	case " $* " in
+	*" -j "* | *" --json "*) schema_check "$BATS_TEST_TMPDIR/$name.out" ;;
+	esac
 	wait_for "$BATS_TEST_TMPDIR/$name.err" 'Tracing'
 }
 
@@ -362,13 +365,73 @@ map_id() {
 	return 1
 }
 
-# every line of FILE is valid JSON
+# every line of FILE is valid JSON (and, at teardown, valid against its
+# tool's schema: schema_check)
 all_json() {
 	local n
 	n=$(wc -l < "$1")
 	[ "$n" -gt 0 ] || { echo "no output in $1" >&2; return 1; }
 	jq -e -c . "$1" > /dev/null || { echo "invalid JSON in $1:" >&2; cat "$1" >&2; return 1; }
 	[ "$(jq -c . "$1" | wc -l)" -eq "$n" ] || { echo "not one object per line" >&2; return 1; }
+	schema_check "$1"
+}
+
+# ---- the JSON Schemas (docs/schema/): every --json line a test gets from a
+# tool, through all_json or start_tool ... -j, is checked with ajv
+# (tests/schema/validate.js) when the test ends, and an invalid line fails
+# the test that produced it ----
+
+SCHEMA_TOP=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
+SCHEMA_NPM=$AISCOPE_BUILD/npm/schema-check
+SCHEMA_FILES=()
+
+# schema_check FILE: FILE holds a tool's --json lines, to check at teardown
+schema_check() {
+	SCHEMA_FILES+=("$1")
+}
+
+# schema_install: ajv, as tests/schema/package-lock.json pins it, in
+# $SCHEMA_NPM (scripts/deps.sh installs it; this is for a build directory
+# made without it). Fails without npm or the registry.
+schema_install() {
+	local lock=$SCHEMA_TOP/tests/schema/package-lock.json
+	if [ -e "$SCHEMA_NPM/node_modules/ajv/package.json" ] && cmp -s "$lock" "$SCHEMA_NPM/package-lock.json"; then
+		return 0
+	fi
+	command -v npm > /dev/null || return 1
+	mkdir -p "$SCHEMA_NPM" || return 1
+	# one install at a time: suites may run side by side
+	flock "$SCHEMA_NPM.lock" sh -c '
+		cmp -s "$1/package-lock.json" "$2/package-lock.json" && [ -e "$2/node_modules/ajv/package.json" ] && exit 0
+		cp "$1/package.json" "$1/package-lock.json" "$2/" &&
+		cd "$2" && timeout 600 npm ci --no-audit --no-fund --loglevel=error' sh "$SCHEMA_TOP/tests/schema" "$SCHEMA_NPM"
+}
+
+# schema_validate FILE...: every line valid against its tool's schema; the
+# invalid ones, and why, on stderr
+schema_validate() {
+	local out rc=0
+	out=$(NODE_PATH=$SCHEMA_NPM/node_modules node "$SCHEMA_TOP/tests/schema/validate.js" \
+		"$SCHEMA_TOP/docs/schema" "$@" 2>&1) || rc=$?
+	[ $rc -eq 0 ] || echo "$out" >&2
+	return $rc
+}
+
+# the check of the files a test named; without node and npm (a host that
+# cannot install ajv) only tests/schema.bats reports it
+schema_teardown() {
+	local f files=()
+	[ ${#SCHEMA_FILES[@]} -gt 0 ] || return 0
+	for f in "${SCHEMA_FILES[@]}"; do
+		[ -s "$f" ] && files+=("$f")
+	done
+	SCHEMA_FILES=()
+	[ ${#files[@]} -gt 0 ] || return 0
+	if ! schema_install; then
+		command -v npm > /dev/null && { echo "cannot install ajv (tests/schema) into $SCHEMA_NPM" >&2; return 1; }
+		return 0
+	fi
+	schema_validate "${files[@]}" || { echo "lines not valid against docs/schema/ (above)" >&2; return 1; }
 }
 
 # make_cgroup DIR: creates a cgroup directory, removed in teardown
@@ -450,6 +513,7 @@ aiscope_teardown() {
 	TEST_PIDS=()
 	TEST_CGROUPS=()
 	TEST_DIRS=()
+	schema_teardown
 }
 
 # ---- fake cgroup trees: v2 reading without a v2 memory controller (oomwatch

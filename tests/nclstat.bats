@@ -43,7 +43,7 @@ start_ranks() {
 }
 
 # truth_json DRVOUT: the driver's truth lines as JSON objects, each with
-# the comm_hash the tool must report for it
+# the communicator_id the tool must report for it
 truth_json() {
 	awk '
 	$1 == "id_hash" { main = $2 }
@@ -65,7 +65,7 @@ check_truth() {
 	jq -n -e --slurpfile t "$BATS_TEST_TMPDIR/truth.json" --slurpfile o "$2" '
 		[$o[] | select(.type == "sample" and .row == "op")] as $rows |
 		all($t[]; . as $x |
-			[$rows[] | select(.pid == $x.pid and .op == $x.op and .comm_hash == $x.hash)] as $m |
+			[$rows[] | select(.pid == $x.pid and .nccl_op == $x.op and .communicator_id == $x.hash)] as $m |
 			(($m | map(.calls) | add) == $x.calls and ($m | map(.bytes) | add) == $x.bytes) or
 			(("mismatch: " + ($x | tojson) + " tool: " + ($m | map({calls, bytes}) | tojson)) | debug | false))'
 }
@@ -134,16 +134,17 @@ check_args() {
 	[ "$calls" -eq 11 ]
 	awk '$1 == "call" {
 		o = "{"; for (i = 2; i <= NF; i++) { n = index($i, "="); k = substr($i, 1, n - 1); v = substr($i, n + 1)
-			if (k == "comm") k = "communicator"
+			if (k == "comm") k = "communicator_handle"
+			if (k == "op") k = "nccl_op"
 			if (k == "datatype") k = "datatype_id"
-			if (k == "id_hash") k = "comm_hash"
+			if (k == "id_hash") k = "communicator_id"
 			if (k == "root_or_peer" && v == -1) v = "null"
-			if (v ~ /^0x/ || k == "op" || (k == "redop" && v != "null")) v = "\"" v "\""
+			if (v ~ /^0x/ || k == "nccl_op" || (k == "redop" && v != "null")) v = "\"" v "\""
 			o = o (i > 2 ? "," : "") "\"" k "\":" v }
 		print o "}" }' "$BATS_TEST_TMPDIR/args.out" > "$BATS_TEST_TMPDIR/want.json"
 	jq -n -e --slurpfile w "$BATS_TEST_TMPDIR/want.json" --slurpfile o "$BATS_TEST_TMPDIR/e.out" '
 		def redop: {"0":"sum","1":"prod","2":"max","3":"min","4":"avg"}[. // "x" | tostring];
-		[$o[] | select(.type == "event" and .event == "call" and .op != "destroy")] as $ev |
+		[$o[] | select(.type == "event" and .event == "call" and .nccl_op != "destroy")] as $ev |
 		($ev | length) == ($w | length) and
 		all(range(0; $w | length); . as $i | $w[$i] as $x | $ev[$i] as $e |
 			(all($x | to_entries[] | select(.key != "redop"); .value == $e[.key]) and
@@ -170,7 +171,7 @@ check_args() {
 	check_args "$REAL_NCCL" "$(dirname "$REAL_NCCL")"
 	# NULL communicator: ncclInvalidArgument; init without a GPU fails too
 	jq -e -s '[.[] | select(.type == "event" and .event == "call")] |
-		all(.[] | select(.op != "init_rank"); .rc == 4) and any(.[]; .op == "init_rank" and .rc != 0)' \
+		all(.[] | select(.nccl_op != "init_rank"); .rc == 4) and any(.[]; .nccl_op == "init_rank" and .rc != 0)' \
 		"$BATS_TEST_TMPDIR/e.out"
 }
 
@@ -198,33 +199,33 @@ check_args() {
 	check_truth "$BATS_TEST_TMPDIR/r.out" "$out"
 	main=$(awk '$1 == "id_hash" {print $2}' "$BATS_TEST_TMPDIR/r.out")
 	# AllReduce: 1024 and 3000 float32 alternating: sizes 4096, 12000, 4096, 12000
-	jq -e -s --arg h "$main" '[.[] | select(.row == "op" and .op == "allreduce" and .comm_hash == $h)] |
+	jq -e -s --arg h "$main" '[.[] | select(.row == "op" and .nccl_op == "allreduce" and .communicator_id == $h)] |
 		length == 4 and all(.calls == 4 and .bytes == 32192 and .size_mean_bytes == 8048 and
 			.size_stddev_bytes == 3952 and .size_p50_bytes == 4096 and .size_p99_bytes == 12000 and
 			.size_max_bytes == 12000 and .size_exact and .datatypes == {"float32": 4} and
 			.redops == ["sum"] and .nranks == 4 and .errors == 0 and .latency_avg_ns > 0 and
 			((.busbw_estimate_bytes_per_sec - .bytes_per_sec * 1.5) | fabs) < 0.01) and
 		([.[].rank] | sort) == [0, 1, 2, 3]' "$out"
-	jq -e -s --arg h "$main" '[.[] | select(.row == "op" and .comm_hash == $h)] |
-		(map(select(.op == "reducescatter")) | all(.datatypes == {"int32": 4} and .redops == ["max"] and
+	jq -e -s --arg h "$main" '[.[] | select(.row == "op" and .communicator_id == $h)] |
+		(map(select(.nccl_op == "reducescatter")) | all(.datatypes == {"int32": 4} and .redops == ["max"] and
 			.size_stddev_bytes == 0 and ((.busbw_estimate_bytes_per_sec - .bytes_per_sec * 3) | fabs) < 0.01)) and
-		(map(select(.op == "reduce")) | all(.datatypes == {"float64": 4} and .redops == ["prod"])) and
-		(map(select(.op == "allgather")) | all(.datatypes == {"bfloat16": 4} and .redops == [])) and
-		(map(select(.op == "send" or .op == "recv")) | length == 8 and all(.datatypes == {"int64": 4}))' "$out"
+		(map(select(.nccl_op == "reduce")) | all(.datatypes == {"float64": 4} and .redops == ["prod"])) and
+		(map(select(.nccl_op == "allgather")) | all(.datatypes == {"bfloat16": 4} and .redops == [])) and
+		(map(select(.nccl_op == "send" or .nccl_op == "recv")) | length == 8 and all(.datatypes == {"int64": 4}))' "$out"
 	# each rank's process, its rank in the communicator, and the calls outside collectives
 	jq -e -s '[.[] | select(.row == "op")] as $r |
-		($r | map(select(.op == "groupend")) | length == 4 and all(.calls == 4 and .communicator == null)) and
-		($r | map(select(.op == "init_rank")) | length == 4 and all(.calls == 1 and .errors == 0)) and
-		($r | map(select(.op == "split")) | all(.calls == 1)) and
-		($r | map(select(.op == "destroy")) | all(.calls == 2))' "$out"
+		($r | map(select(.nccl_op == "groupend")) | length == 4 and all(.calls == 4 and .communicator_handle == null)) and
+		($r | map(select(.nccl_op == "init_rank")) | length == 4 and all(.calls == 1 and .errors == 0)) and
+		($r | map(select(.nccl_op == "split")) | all(.calls == 1)) and
+		($r | map(select(.nccl_op == "destroy")) | all(.calls == 2))' "$out"
 	for r in 0 1 2 3; do
 		jq -e -s --arg h "$main" --argjson p "${RANK_PID[r]}" --argjson r "$r" \
-			'[.[] | select(.row == "op" and .comm_hash == $h and .pid == $p)] | length == 7 and all(.rank == $r)' "$out"
+			'[.[] | select(.row == "op" and .communicator_id == $h and .pid == $p)] | length == 7 and all(.rank == $r)' "$out"
 	done
 	# the split communicators: two of two ranks each, joined across processes
-	jq -e -s '[.[] | select(.row == "comm" and .created_by == "split")] |
+	jq -e -s '[.[] | select(.row == "communicator" and .created_by == "split")] |
 		length == 2 and all(.local_ranks == 2 and .skew_ops == 0 and .seq_max == 4)' "$out"
-	jq -e -s --arg h "$main" '[.[] | select(.row == "comm" and .comm_hash == $h)] |
+	jq -e -s --arg h "$main" '[.[] | select(.row == "communicator" and .communicator_id == $h)] |
 		length == 1 and .[0].local_ranks == 4 and .[0].nranks == 4 and .[0].seq_min == 20 and
 		.[0].skew_ops == 0 and .[0].lagging_rank == null and .[0].created_by == "init_rank"' "$out"
 	jq -e -s '.[-1].type == "summary" and .[-1].calls == 160 and .[-1].bytes == 264960 and
@@ -248,7 +249,7 @@ check_args() {
 	wait_for "$out" '"event":"hang"' 30
 	main=$(awk '$1 == "id_hash" {print $2}' "$BATS_TEST_TMPDIR/r.out")
 	jq -e -s --arg h "$main" --argjson lag "${RANK_PID[1]}" '
-		[.[] | select(.row == "comm" and .comm_hash == $h and .hung_calls == 1)] | last |
+		[.[] | select(.row == "communicator" and .communicator_id == $h and .hung_calls == 1)] | last |
 		.local_ranks == 4 and .seq_max == 20 and .seq_min == 5 and .skew_ops == 15 and
 		.lagging_rank == 1 and .lagging_pid == $lag and .lagging_tid == $lag and
 		.lagging_last_op == "reduce" and .lagging_last_count == 100 and
@@ -257,8 +258,8 @@ check_args() {
 			{"rank":2,"op_seq":8},{"rank":3,"op_seq":20}])' "$out"
 	jq -e -s --arg h "$main" --argjson p "${RANK_PID[2]}" '
 		[.[] | select(.type == "event" and .event == "hang")] | length == 1 and
-		(.[0] | .pid == $p and .tid == $p and .op == "reducescatter" and .count == 512 and
-			.datatype == "int32" and .bytes == 2048 and .redop == "max" and .comm_hash == $h and
+		(.[0] | .pid == $p and .tid == $p and .nccl_op == "reducescatter" and .count == 512 and
+			.datatype == "int32" and .bytes == 2048 and .redop == "max" and .communicator_id == $h and
 			.rank == 2 and .nranks == 4 and .rc == null and .latency_ns == null and
 			.waiting_ns >= 1000000000)' "$out"
 	# the host gauges of --prometheus, one interval later
@@ -279,7 +280,7 @@ check_args() {
 	check_truth "$BATS_TEST_TMPDIR/r.out" "$out"
 	jq -e -s '.[-1].type == "summary" and .[-1].hangs == 1 and .[-1].calls == 160' "$out"
 	# after the hang ended, no interval reports it
-	jq -e -s '[.[] | select(.row == "comm")] | last | .hung_calls == 0' "$out"
+	jq -e -s '[.[] | select(.row == "communicator")] | last | .hung_calls == 0' "$out"
 	# the counters of --prometheus add up to the driver's calls and bytes
 	grep -x 'aiscope_nclstat_hung_calls 0' "$prom"
 	grep -E '^aiscope_nclstat_calls_total\{.*op="allreduce"\} 32$' "$prom"
@@ -302,7 +303,7 @@ check_args() {
 	tail -n +$((n + 1)) "$out" > "$BATS_TEST_TMPDIR/after"
 	kill -USR1 "${RANK_PID[0]}" "${RANK_PID[1]}" "${RANK_PID[3]}"
 	stop_tool "$TOOL_PID"
-	jq -e -s --argjson p "${RANK_PID[2]}" '[.[] | select(.row == "comm")] | length > 0 and
+	jq -e -s --argjson p "${RANK_PID[2]}" '[.[] | select(.row == "communicator")] | length > 0 and
 		(last | all(.ranks[]; .pid != $p)) and all(.hung_calls == 0)' "$BATS_TEST_TMPDIR/after"
 }
 
@@ -316,10 +317,10 @@ check_args() {
 	wait_for "$BATS_TEST_TMPDIR/r.out" '^all done, 0 failed' 30
 	stop_tool "$TOOL_PID"
 	# each ncclGroupEnd slept 20 ms; collectives took microseconds
-	jq -e -s '[.[] | select(.row == "op" and .op == "groupend")] | length == 2 and
+	jq -e -s '[.[] | select(.row == "op" and .nccl_op == "groupend")] | length == 2 and
 		all(.calls == 5 and .latency_avg_ns >= 20000000 and .latency_p50_ns >= 18750000 and
 			.latency_max_ns < 1000000000)' "$out"
-	jq -e -s '[.[] | select(.row == "op" and .op == "allreduce")] | all(.latency_max_ns < 20000000)' "$out"
+	jq -e -s '[.[] | select(.row == "op" and .nccl_op == "allreduce")] | all(.latency_max_ns < 20000000)' "$out"
 }
 
 # ---- modes ----
@@ -332,10 +333,10 @@ check_args() {
 	wait_for "$BATS_TEST_TMPDIR/r.out" '^all done, 0 failed' 30
 	stop_tool "$TOOL_PID"
 	check_truth "$BATS_TEST_TMPDIR/r.out" "$out"
-	jq -e -s '[.[] | select(.row == "op" and .op == "allreduce")] | length == 8 and
+	jq -e -s '[.[] | select(.row == "op" and .nccl_op == "allreduce")] | length == 8 and
 		all(.latency_avg_ns == null and .errors == null)' "$out"
 	# communicators still come from the init return probes
-	jq -e -s '[.[] | select(.row == "op" and .op == "reduce")] | all(.rank != null and .nranks == 4)' "$out"
+	jq -e -s '[.[] | select(.row == "op" and .nccl_op == "reduce")] | all(.rank != null and .nranks == 4)' "$out"
 }
 
 @test "nclstat finds libnccl in a process started after it" {
@@ -361,7 +362,7 @@ check_args() {
 	stop_tool "$TOOL_PID"
 	jq -e -s --argjson p "${RANK_PID[3]}" '[.[] | select(.row == "op")] |
 		length == 12 and all(.pid == $p)' "$out"
-	jq -e -s '[.[] | select(.row == "comm")] | all(.local_ranks == 1)' "$out"
+	jq -e -s '[.[] | select(.row == "communicator")] | all(.local_ranks == 1)' "$out"
 }
 
 @test "nclstat --lib on an executable with NCCL linked in statically" {

@@ -142,7 +142,7 @@ dmesg_anon_kb() {
 		(map(.event == "oom_kill" and .memcg == $cg) | index(true)) as $k |
 		[.[0:$k][] | select(.event == "alert" and .cgroup == $cg and
 			(.level == "warn" or .level == "crit") and (.reason | contains("working_set")) and
-			.limit_bytes == $lim and .working_set_pct >= 85 and .cgroup_version == 1)] | length >= 1' "$out" |
+			.limit_bytes == $lim and .working_set_ratio >= 0.85 and .cgroup_version == 1)] | length >= 1' "$out" |
 		grep -qx true
 	# and the kill shows in memory.oom_control afterwards: an oom_kill alert
 	jq -e -s --arg cg "$CG_REL" 'map(select(.event == "alert" and .cgroup == $cg and
@@ -253,8 +253,8 @@ dmesg_anon_kb() {
 	echo "$output" | jq -e -s --arg cg "$CG_REL" --argjson lim "$LIMIT" --argjson u "$usage" '
 		map(select(.type == "sample")) | length == 1 and .[0].cgroup == $cg and
 		.[0].level == "warn" and .[0].limit_bytes == $lim and
-		(.[0].usage_bytes - $u | fabs) < 1048576 and .[0].working_set_pct >= 85 and
-		.[0].working_set_pct < 95'
+		(.[0].usage_bytes - $u | fabs) < 1048576 and .[0].working_set_ratio >= 0.85 and
+		.[0].working_set_ratio < 0.95'
 	echo "$output" | tail -1 | jq -e '.type == "summary" and .level == "warn" and .exit_code == 3'
 	run "$BIN/oomwatch" --check -c "$CG" --warn 50 --crit 80
 	[ "$status" -eq 4 ]
@@ -278,11 +278,11 @@ dmesg_anon_kb() {
 		length == 1 and .[0].level == "warn" and .[0].runtime == "docker" and
 		.[0].cgroup_version == 2 and .[0].usage_bytes == 996147200 and
 		.[0].inactive_file_bytes == 52428800 and .[0].working_set_bytes == 943718400 and
-		.[0].limit_bytes == 1073741824 and .[0].working_set_pct == 87.89 and
-		.[0].limit_hits == 3 and .[0].oom_kills == 0 and .[0].psi_full_avg10_pct == 0' \
+		.[0].limit_bytes == 1073741824 and .[0].working_set_ratio == 0.8789 and
+		.[0].limit_hits == 3 and .[0].oom_kills == 0 and .[0].psi_full_avg10_ratio == 0' \
 		"$BATS_TEST_TMPDIR/check.json"
 	jq -e -s --arg id "$FAKE_CRIT" --arg ok "$FAKE_OK" '
-		(map(select(.container_id == $id)) | .[0].level == "crit" and .[0].working_set_pct == 99.02) and
+		(map(select(.container_id == $id)) | .[0].level == "crit" and .[0].working_set_ratio == 0.9902) and
 		(map(select(.container_id == $ok)) | .[0].level == "ok")' "$BATS_TEST_TMPDIR/check.json"
 	tail -1 "$BATS_TEST_TMPDIR/check.json" | jq -e '.type == "summary" and .level == "crit" and
 		.exit_code == 4 and .cgroups == 3 and .warn == 1 and .crit == 1'
@@ -302,8 +302,8 @@ dmesg_anon_kb() {
 		> "$t/sys/fs/cgroup/system.slice/docker-$FAKE_OK.scope/memory.pressure"
 	run env OOMWATCH_SYSROOT=$t "$BIN/oomwatch" --check -j
 	[ "$status" -eq 4 ]
-	echo "$output" | jq -e -s 'map(select(.type == "sample")) | .[0].psi_full_avg10_pct == 45.5 and
-		.[0].psi_some_avg10_pct == 70 and .[0].level == "crit"'
+	echo "$output" | jq -e -s 'map(select(.type == "sample")) | .[0].psi_full_avg10_ratio == 0.455 and
+		.[0].psi_some_avg10_ratio == 0.7 and .[0].level == "crit"'
 	# unprivileged: the same answer
 	if [ "$(id -u)" -eq 0 ] && command -v setpriv > /dev/null; then
 		nobody_copy "$BIN/oomwatch"
@@ -333,14 +333,14 @@ dmesg_anon_kb() {
 	[ "$status" -eq 3 ]
 	echo "$output" | jq -e -s 'map(select(.type == "sample")) | length == 1 and
 		.[0].cgroup == "/job" and .[0].cgroup_version == 1 and .[0].working_set_bytes == 58000000 and
-		.[0].working_set_pct == 86.43 and .[0].limit_hits == 5 and .[0].oom_kills == 2 and
-		.[0].ooms == null and .[0].psi_full_avg10_pct == null'
+		.[0].working_set_ratio == 0.8643 and .[0].limit_hits == 5 and .[0].oom_kills == 2 and
+		.[0].ooms == null and .[0].psi_full_avg10_ratio == null'
 	printf 'some avg10=50.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=12.00 avg60=0.00 avg300=0.00 total=0\n' \
 		> "$t/proc/pressure/memory"
 	echo 1000 > "$d/memory.usage_in_bytes"
 	run env OOMWATCH_SYSROOT=$t "$BIN/oomwatch" --check -j
 	[ "$status" -eq 3 ]
-	echo "$output" | tail -1 | jq -e '.host_level == "warn" and .host_psi_full_avg10_pct == 12'
+	echo "$output" | tail -1 | jq -e '.host_level == "warn" and .host_psi_full_avg10_ratio == 0.12'
 }
 
 @test "oomwatch alerts on a fake v2 tree: working set levels, memory.events deltas, pressure" {
@@ -378,9 +378,9 @@ dmesg_anon_kb() {
 		(.[0].reason == "limit_hit,oom,oom_kill" and .[0].level == "crit" and .[0].limit_hits == 4 and
 		 .[0].ooms == 1 and .[0].oom_kills == 1) and
 		(.[1].reason == "working_set" and .[1].level == "crit" and .[1].limit_hits == 0 and
-		 .[1].working_set_pct == 96)' "$out"
+		 .[1].working_set_ratio == 0.96)' "$out"
 	jq -e -s 'map(select(.reason == "host_pressure")) | length == 1 and .[0].level == "crit" and
-		.[0].psi_full_avg10_pct == 50 and .[0].cgroup == null' "$out"
+		.[0].psi_full_avg10_ratio == 0.5 and .[0].cgroup == null' "$out"
 	tail -1 "$out" | jq -e '.type == "summary" and .alerts == 5 and .oom_kills == 0 and .cgroups == 3'
 }
 

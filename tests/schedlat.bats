@@ -99,18 +99,18 @@ check_wait() {
 	stop_tool "$TOOL_PID"
 	all_json "$BATS_TEST_TMPDIR/s.out"
 	truth=$((after - before))
-	tool=$(jq -s '[.[] | select(.type == "sample" and .by == "pid") | .wait_ns] | add' "$BATS_TEST_TMPDIR/s.out")
+	tool=$(jq -s '[.[] | select(.type == "sample" and .row == "pid") | .wait_ns] | add' "$BATS_TEST_TMPDIR/s.out")
 	echo "mode $mode: run_delay delta $truth ns, schedlat $tool ns"
 	[ "$truth" -gt 500000000 ]	# the workload really contended
 	within 10 "$tool" "$truth"
-	pre=$(jq -s '[.[] | select(.type == "sample" and .by == "pid") | .preemptions] | add' "$BATS_TEST_TMPDIR/s.out")
+	pre=$(jq -s '[.[] | select(.type == "sample" and .row == "pid") | .preemptions] | add' "$BATS_TEST_TMPDIR/s.out")
 	echo "nivcsw delta $((na - nb)), schedlat preemptions $pre"
 	within 5 "$pre" "$((na - nb))"
 	# only the filtered process is reported, and the host line sums it
-	jq -e -s --argjson p "$CONTEND_PID" 'all(.[] | select(.type == "sample" and .by == "pid"); .pid == $p)' \
+	jq -e -s --argjson p "$CONTEND_PID" 'all(.[] | select(.type == "sample" and .row == "pid"); .pid == $p)' \
 		"$BATS_TEST_TMPDIR/s.out"
-	jq -e -s '([.[] | select(.type == "sample" and .by == "host") | .wait_ns] | add) ==
-		([.[] | select(.type == "sample" and .by == "pid") | .wait_ns] | add)' "$BATS_TEST_TMPDIR/s.out"
+	jq -e -s '([.[] | select(.type == "sample" and .row == "host") | .wait_ns] | add) ==
+		([.[] | select(.type == "sample" and .row == "pid") | .wait_ns] | add)' "$BATS_TEST_TMPDIR/s.out"
 	jq -e -s --arg m "$mode" '.[-1].type == "summary" and .[-1].probes == $m and .[-1].exit_reason == "signal"' \
 		"$BATS_TEST_TMPDIR/s.out"
 }
@@ -140,7 +140,7 @@ check_wait() {
 	contend_round w "$CONTEND_PID" 1
 	after=$(sum_migrations "$CONTEND_PID")
 	stop_tool "$TOOL_PID"
-	tool=$(jq -s '[.[] | select(.type == "sample" and .by == "pid") | .migrations] | add' "$BATS_TEST_TMPDIR/s.out")
+	tool=$(jq -s '[.[] | select(.type == "sample" and .row == "pid") | .migrations] | add' "$BATS_TEST_TMPDIR/s.out")
 	echo "nr_migrations delta $((after - before)), schedlat $tool"
 	[ $((after - before)) -gt 100 ]
 	within 5 "$tool" "$((after - before))"
@@ -156,9 +156,9 @@ check_wait() {
 	contend_round w "$CONTEND_PID" 1
 	stop_tool "$TOOL_PID"
 	stop_tool "${TEST_PIDS[1]}"
-	jq -e -s --argjson t "$tid" '[.[] | select(.type == "sample" and .by == "tid")] |
+	jq -e -s --argjson t "$tid" '[.[] | select(.type == "sample" and .row == "tid")] |
 		length > 0 and all(.tid == $t)' "$BATS_TEST_TMPDIR/s.out"
-	jq -e -s --argjson p "$CONTEND_PID" '[.[] | select(.type == "sample" and .by == "tid")] |
+	jq -e -s --argjson p "$CONTEND_PID" '[.[] | select(.type == "sample" and .row == "tid")] |
 		length >= 3 and all(.comm == "contend-w" and .pid == $p)' "$BATS_TEST_TMPDIR/c.out"
 }
 
@@ -174,7 +174,7 @@ check_wait() {
 	contend_round w "$nobody" 1
 	contend_round r "$CONTEND_PID" 1
 	stop_tool "$TOOL_PID"
-	jq -e -s --argjson p "$nobody" '[.[] | select(.type == "sample" and .by == "pid")] |
+	jq -e -s --argjson p "$nobody" '[.[] | select(.type == "sample" and .row == "pid")] |
 		length > 0 and all(.uid == 65534) and any(.pid == $p)' "$BATS_TEST_TMPDIR/s.out"
 }
 
@@ -195,7 +195,7 @@ check_cgroup_filter() {
 	contend_round out "$outside" 1
 	stop_tool "$TOOL_PID"
 	all_json "$BATS_TEST_TMPDIR/s.out"
-	jq -e -s --argjson p "$inside" '[.[] | select(.type == "sample" and .by == "pid")] |
+	jq -e -s --argjson p "$inside" '[.[] | select(.type == "sample" and .row == "pid")] |
 		length > 0 and all(.pid == $p)' "$BATS_TEST_TMPDIR/s.out"
 }
 
@@ -206,7 +206,7 @@ check_cgroup_filter() {
 	make_cgroup "$root/aiscope-test-$$"
 	make_cgroup "$root/aiscope-test-$$/child"
 	check_cgroup_filter "$root/aiscope-test-$$/child" -c "$root/aiscope-test-$$"
-	jq -e -s --arg c "/aiscope-test-$$/child" '[.[] | select(.type == "sample" and .by == "pid")] |
+	jq -e -s --arg c "/aiscope-test-$$/child" '[.[] | select(.type == "sample" and .row == "pid")] |
 		all(.cgroup == $c)' "$BATS_TEST_TMPDIR/s.out"
 }
 
@@ -224,7 +224,7 @@ check_cgroup_filter() {
 	id=$(random_hex64)
 	make_cgroup "$root/docker-$id.scope"
 	check_cgroup_filter "$root/docker-$id.scope" --container "${id:0:12}"
-	jq -e -s --arg id "$id" '[.[] | select(.type == "sample" and .by == "pid")] |
+	jq -e -s --arg id "$id" '[.[] | select(.type == "sample" and .row == "pid")] |
 		all(.container_id == $id and .runtime == "docker")' "$BATS_TEST_TMPDIR/s.out"
 	# --by container: one row for it, the same total wait as its process
 	run "$BIN/schedlat" -j --by container --container "${id:0:8}" -d 0.3
@@ -253,12 +253,12 @@ check_cgroup_filter() {
 	stop_tool "$TOOL_PID"
 	stop_tool "${TEST_PIDS[2]}"
 	jq -e -s --arg id "$id" '[.[] | select(.type == "sample" and .container_id == $id)] |
-		length > 0 and all(.by == "container" and .runtime == "docker" and .pid == null)' \
+		length > 0 and all(.row == "container" and .runtime == "docker" and .pid == null)' \
 		"$BATS_TEST_TMPDIR/s.out"
 	# the container's row holds both processes' waits: the kernel's run_delay
 	within 10 "$(jq -s --arg id "$id" '[.[] | select(.type == "sample" and .container_id == $id) | .wait_ns] | add' "$BATS_TEST_TMPDIR/s.out")" \
 		"$((after - before))"
-	within 10 "$(jq -s '[.[] | select(.type == "sample" and .by == "pid") | .wait_ns] | add' "$BATS_TEST_TMPDIR/p.out")" \
+	within 10 "$(jq -s '[.[] | select(.type == "sample" and .row == "pid") | .wait_ns] | add' "$BATS_TEST_TMPDIR/p.out")" \
 		"$((after - before))"
 }
 
@@ -270,11 +270,11 @@ check_cgroup_filter() {
 	[ "$status" -eq 0 ]
 	echo "$output" > "$BATS_TEST_TMPDIR/o"
 	all_json "$BATS_TEST_TMPDIR/o"
-	jq -e -s 'all(.[] | select(.type == "sample"); [has("type","tool","ts","seq","interval_ns","by","pid","tid",
+	jq -e -s 'all(.[] | select(.type == "sample"); [has("type","tool","ts","schema","seq","interval_ns","row","pid","tid",
 		"comm","uid","cgroup_id","cgroup","container_id","runtime","pod_uid","runs","wait_ns","avg_ns",
 		"p50_ns","p99_ns","max_ns","preemptions","migrations")] | all)' "$BATS_TEST_TMPDIR/o"
 	jq -e -s 'all(.[]; .ts | test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{9}Z$"))' "$BATS_TEST_TMPDIR/o"
-	jq -e -s '[.[] | select(.type == "sample" and .by == "host") | .seq] == [1, 2]' "$BATS_TEST_TMPDIR/o"
+	jq -e -s '[.[] | select(.type == "sample" and .row == "host") | .seq] == [1, 2]' "$BATS_TEST_TMPDIR/o"
 	jq -e -s '.[-1] | .type == "summary" and .exit_reason == "count" and .intervals == 2 and
 		has("duration_ns") and has("events") and has("lost_events") and .lost_events == 0' "$BATS_TEST_TMPDIR/o"
 	# the timestamps are now, not boot-relative
@@ -322,7 +322,7 @@ check_cgroup_filter() {
 	sleep 1
 	stop_tool "$TOOL_PID"
 	all_json "$BATS_TEST_TMPDIR/j.out"
-	jq -e -s --arg c "$HOSTILE_JSON" '[.[] | select(.type == "sample" and .by == "pid")] |
+	jq -e -s --arg c "$HOSTILE_JSON" '[.[] | select(.type == "sample" and .row == "pid")] |
 		length > 0 and all(.comm == $c)' "$BATS_TEST_TMPDIR/j.out"
 	kill "$p"
 }
@@ -426,7 +426,7 @@ check_cgroup_filter() {
 		contend_round w "$CONTEND_PID" "$([ $key = runs ] && echo 1 || echo 2)"
 		stop_tool "$TOOL_PID"
 		field=$([ $key = runs ] && echo runs || echo max_ns)
-		jq -e -s --arg f "$field" 'map(select(.type == "sample" and .by == "pid")) | group_by(.seq) |
+		jq -e -s --arg f "$field" 'map(select(.type == "sample" and .row == "pid")) | group_by(.seq) |
 			all(map(.[$f]) as $v | $v == ($v | sort | reverse))' "$BATS_TEST_TMPDIR/s.out"
 	done
 }

@@ -212,7 +212,7 @@ bounded() {
 	[ "$(jg '.[] | select(.type=="edge" and .src_id=="n5") | .rate_bytes_per_sec')" = 1250000 ]
 	# NCCL: the samples' calls (9 and 4, the event not counted twice) and
 	# the op sequence numbers of nclstat's comm row
-	[ "$(jg '.[] | select(.type=="node" and .pid==300) | .nccl[0] | "\(.comm_hash) \(.rank) \(.nranks) \(.calls) \(.op_seq) \(.last_op)"')" = \
+	[ "$(jg '.[] | select(.type=="node" and .pid==300) | .nccl[0] | "\(.communicator_id) \(.rank) \(.nranks) \(.calls) \(.op_seq) \(.last_op)"')" = \
 		"0x9e3779b97f4a7c15 0 2 9 9 allreduce" ]
 	[ "$(jg '.[] | select(.type=="node" and .pid==300) | .cuda_launches')" = 250 ]
 	[ "$(jg '[.[] | select(.type=="bottleneck") | "\(.rule) \(.node) \(.edge) \(.value)"] | join(",")')" = \

@@ -592,26 +592,24 @@ static void json_identity(const struct row *r)
 	bool pid = r && cfg.by == CACHESTAT_BY_PID;
 	bool file = r && cfg.by == CACHESTAT_BY_FILE;
 	bool container = r && cfg.by == BY_CONTAINER;
+	struct aiscope_identity id = { .ci = r ? &r->ci : NULL };
 	char dev[32];
 
-	jw_kstr(w, "by", r ? opt_key_name(bys, cfg.by) : "host");
+	/* the row kind is the --by key */
+	jw_kstr(w, "row", r ? opt_key_name(bys, cfg.by) : "host");
 	if (pid || file) {
 		/* a file row names the first task that touched it */
-		jw_ku64(w, "pid", r->ident.pid);
-		jw_kstrn(w, "comm", r->ident.comm, sizeof(r->ident.comm));
-		jw_ku64(w, "uid", r->ident.uid);
-		jw_ku64(w, "cgroup_id", r->ident.cgroup_id);
-		jw_kstr(w, "cgroup", cg_path_of(r->ident.cgroup_id, r->ident.cgroup_v1));
-	} else {
-		jw_knull(w, "pid");
-		jw_knull(w, "comm");
-		jw_knull(w, "uid");
-		jw_knull(w, "cgroup_id");
-		jw_kstr(w, "cgroup", container ? r->cgroup : NULL);
+		id.known = AISCOPE_ID_TASK | AISCOPE_ID_CGROUP_ID;
+		id.pid = r->ident.pid;
+		id.uid = r->ident.uid;
+		id.comm = r->ident.comm;
+		id.comm_len = sizeof(r->ident.comm);
+		id.cgroup_id = r->ident.cgroup_id;
+		id.cgroup = cg_path_of(r->ident.cgroup_id, r->ident.cgroup_v1);
+	} else if (container) {
+		id.cgroup = r->cgroup;
 	}
-	jw_kstr(w, "container_id", r && r->ci.id[0] ? r->ci.id : NULL);
-	jw_kstr(w, "runtime", r ? r->ci.runtime : NULL);
-	jw_kstr(w, "pod_uid", r && r->ci.pod_uid[0] ? r->ci.pod_uid : NULL);
+	aiscope_identity_json(w, &id);
 	if (file) {
 		jw_kstr(w, "file", r->file);
 		jw_ku64(w, "inode", r->key.id);
@@ -1007,7 +1005,7 @@ static int on_llc_tick(void *ctx)
 			jw_record_begin(&S.jw, "sample", TOOL, rt);
 			jw_ku64(&S.jw, "seq", S.loop.ticks);
 			jw_ku64(&S.jw, "interval_ns", interval);
-			jw_kstr(&S.jw, "by", "pid");
+			jw_kstr(&S.jw, "row", "pid");
 			aiscope_ident_json(&S.jw, &r->ident, false);
 			jw_ku64(&S.jw, "llc_references", r->refs);
 			jw_ku64(&S.jw, "llc_misses", r->misses);

@@ -1056,7 +1056,7 @@ static void json_launch_row(const struct row *r, uint64_t now, uint64_t interval
 	jw_record_begin(w, "sample", TOOL, now);
 	jw_ku64(w, "seq", S.loop.ticks);
 	jw_ku64(w, "interval_ns", interval);
-	jw_kstr(w, "record", "launch");
+	jw_kstr(w, "row", "launch");
 	id.pid = r->key.pid;
 	aiscope_ident_json(w, &id, false);
 	jw_kstr(w, "kernel", r->name);
@@ -1173,7 +1173,7 @@ static void json_mem_row(const struct mem_row *r, uint64_t now, uint64_t interva
 	jw_record_begin(w, "sample", TOOL, now);
 	jw_ku64(w, "seq", S.loop.ticks);
 	jw_ku64(w, "interval_ns", interval);
-	jw_kstr(w, "record", "mem");
+	jw_kstr(w, "row", "mem");
 	id.pid = r->pid;
 	aiscope_ident_json(w, &id, false);
 	jw_ku64(w, "alloc_calls", r->d.alloc_calls);
@@ -1378,6 +1378,7 @@ static void print_launch_event(const struct gl_launch_ev *e)
 		struct jw *w = &S.jw;
 
 		jw_record_begin(w, "event", TOOL, rt);
+		jw_kstr(w, "event", "launch");
 		aiscope_ident_json(w, &e->ident, true);
 		jw_kstr(w, "api", apis[e->api].sym);
 		jw_kstr(w, "layer", e->layer == GL_RUNTIME ? "runtime" : "driver");

@@ -1025,6 +1025,7 @@ static void json_chan(const struct chan *c, uint64_t now, uint64_t interval)
 	jw_record_begin(w, "sample", TOOL, now);
 	jw_ku64(w, "seq", S.loop.ticks);
 	jw_ku64(w, "interval_ns", interval);
+	jw_kstr(w, "row", "channel");
 	json_channel(w, &c->ch);
 	json_side(w, "writer", c->writer);
 	json_side(w, "reader", c->reader);
@@ -1149,7 +1150,7 @@ static int on_event(void *ctx, void *data, size_t len)
 		struct jw *w = &S.jw;
 
 		jw_record_begin(w, "event", TOOL, rt);
-		jw_kstr(w, "op", op_name(e));
+		jw_kstr(w, "event", op_name(e));
 		json_channel(w, &e->ch);
 		jw_ku64(w, "bytes", e->ch.kind == IPC_SHM ? 0 : e->bytes);
 		aiscope_ident_json(w, &e->task, true);

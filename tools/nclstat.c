@@ -59,7 +59,7 @@ static const char doc[] =
 "  nclstat --hang 30s            # also report calls stuck for 30 s\n"
 "  nclstat -p 4242 -e            # each call of one rank, as it returns\n"
 "  nclstat --lib /opt/venv/lib/python3.11/site-packages/nvidia/nccl/lib/libnccl.so.2\n"
-"  nclstat -j | jq 'select(.row==\"comm\") | {comm_hash, skew_ops, lagging_rank}'\n"
+"  nclstat -j | jq 'select(.row==\"communicator\") | {communicator_id, skew_ops, lagging_rank}'\n"
 "  nclstat -j | jq 'select(.type==\"event\" and .event==\"hang\")'\n"
 "  nclstat --listen :9464 -i 15s    # Prometheus scrapes /metrics\n"
 "\n"
@@ -783,13 +783,13 @@ static void json_row(const struct row *r, uint64_t now, uint64_t interval)
 	jw_ku64(w, "interval_ns", interval);
 	jw_kstr(w, "row", "op");
 	aiscope_ident_json(w, &r->s->ident, false);
-	jw_kstr(w, "op", op_name(r->k.op));
-	jw_key(w, "communicator");
+	jw_kstr(w, "nccl_op", op_name(r->k.op));
+	jw_key(w, "communicator_handle");
 	if (r->k.handle)
 		jw_hex(w, r->k.handle);
 	else
 		jw_null(w);
-	jw_hash(w, "comm_hash", c ? c->id_hash : 0);
+	jw_hash(w, "communicator_id", c ? c->id_hash : 0);
 	jw_ki64_or_null(w, "rank", c && c->rank >= 0, c ? c->rank : 0);
 	jw_ki64_or_null(w, "nranks", c && c->nranks >= 0, c ? c->nranks : 0);
 	json_stats(r, interval);
@@ -806,8 +806,8 @@ static void json_group(const struct group *g, uint64_t now, uint64_t interval)
 	jw_record_begin(w, "sample", TOOL, now);
 	jw_ku64(w, "seq", S.loop.ticks);
 	jw_ku64(w, "interval_ns", interval);
-	jw_kstr(w, "row", "comm");
-	jw_hash(w, "comm_hash", first->v.id_hash);
+	jw_kstr(w, "row", "communicator");
+	jw_hash(w, "communicator_id", first->v.id_hash);
 	jw_kstr(w, "created_by", how_name(first->v.how));
 	jw_ki64_or_null(w, "nranks", group_nranks(g) >= 0, group_nranks(g));
 	jw_ku64(w, "local_ranks", g->n);
@@ -819,7 +819,7 @@ static void json_group(const struct group *g, uint64_t now, uint64_t interval)
 		jw_obj_begin(w);
 		jw_ki64_or_null(w, "rank", c->v.rank >= 0, c->v.rank);
 		jw_ku64(w, "pid", c->k.pid);
-		jw_key(w, "communicator");
+		jw_key(w, "communicator_handle");
 		jw_hex(w, c->k.handle);
 		jw_ku64(w, "op_seq", c->v.seq);
 		jw_kstr(w, "last_op", c->v.seq ? op_name(c->v.last_op) : NULL);
@@ -866,7 +866,7 @@ static void json_call(const char *event, const struct aiscope_ident *id, uint32_
 	jw_record_begin(w, "event", TOOL, ts);
 	jw_kstr(w, "event", event);
 	aiscope_ident_json(w, id, true);
-	jw_kstr(w, "op", op_name(op));
+	jw_kstr(w, "nccl_op", op_name(op));
 	if (coll) {
 		jw_ku64(w, "count", count);
 		jw_kstr(w, "datatype", dtype_names[d]);
@@ -883,7 +883,7 @@ static void json_call(const char *event, const struct aiscope_ident *id, uint32_
 	else
 		jw_knull(w, "redop");
 	jw_ki64_or_null(w, "root_or_peer", coll && root_or_peer >= 0, root_or_peer);
-	jw_key(w, "communicator");
+	jw_key(w, "communicator_handle");
 	if (handle || coll)
 		jw_hex(w, handle);
 	else
@@ -893,7 +893,7 @@ static void json_call(const char *event, const struct aiscope_ident *id, uint32_
 		jw_hex(w, stream);
 	else
 		jw_null(w);
-	jw_hash(w, "comm_hash", c ? c->id_hash : 0);
+	jw_hash(w, "communicator_id", c ? c->id_hash : 0);
 	jw_ki64_or_null(w, "rank", c && c->rank >= 0, c ? c->rank : 0);
 	jw_ki64_or_null(w, "nranks", c && c->nranks >= 0, c ? c->nranks : 0);
 	jw_ki64_or_null(w, "rc", returned, rc);

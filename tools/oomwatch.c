@@ -337,20 +337,23 @@ static void jw_kbytes(struct jw *w, const char *key, uint64_t v)
 		jw_ku64(w, key, v);
 }
 
-static void jw_kpct(struct jw *w, const char *key, uint64_t part, uint64_t whole)
+/* Fractions in JSON are 0-1 *_ratio keys in every tool (docs/schema/);
+ * four decimals keep the two of the percentage the tables show. */
+static void jw_kratio(struct jw *w, const char *key, uint64_t part, uint64_t whole)
 {
 	if (part == MEMCG_UNKNOWN || whole == MEMCG_NO_LIMIT || !whole)
 		jw_knull(w, key);
 	else
-		jw_kdouble(w, key, 100.0 * part / whole, 2);
+		jw_kdouble(w, key, (double)part / whole, 4);
 }
 
-static void jw_kpsi(struct jw *w, const char *key, double v)
+/* PSI's avg10 is a percentage with two decimals: as a ratio, four */
+static void jw_kpsi(struct jw *w, const char *key, double pct)
 {
-	if (v < 0)
+	if (pct < 0)
 		jw_knull(w, key);
 	else
-		jw_kdouble(w, key, v, 2);
+		jw_kdouble(w, key, pct / 100.0, 4);
 }
 
 static int count_event(void)
@@ -533,15 +536,13 @@ static void kill_json(const struct oomwatch_kill *e, const struct aiscope_ident 
 
 	jw_record_begin(w, "event", TOOL, aiscope_realtime(e->ts));
 	jw_kstr(w, "event", "oom_kill");
-	jw_ku64(w, "pid", victim->pid);
-	jw_knull(w, "tid");
-	jw_kstr(w, "comm", victim->comm[0] ? victim->comm : NULL);
-	jw_ku64_or_null(w, "uid", e->flags & OOMWATCH_F_UID, victim->uid);
-	jw_ku64_or_null(w, "cgroup_id", e->flags & OOMWATCH_F_TASK, victim->cgroup_id);
-	jw_kstr(w, "cgroup", v->victim_cgroup);
-	jw_kstr(w, "container_id", v->ci.id[0] ? v->ci.id : NULL);
-	jw_kstr(w, "runtime", v->ci.runtime);
-	jw_kstr(w, "pod_uid", v->ci.pod_uid[0] ? v->ci.pod_uid : NULL);
+	aiscope_identity_json(w, &(struct aiscope_identity){
+		.known = AISCOPE_ID_PID | (e->flags & OOMWATCH_F_UID ? AISCOPE_ID_UID : 0) |
+			 (e->flags & OOMWATCH_F_TASK ? AISCOPE_ID_CGROUP_ID : 0),
+		.pid = victim->pid, .uid = victim->uid,
+		.comm = victim->comm[0] ? victim->comm : NULL, .comm_len = sizeof(victim->comm),
+		.cgroup_id = victim->cgroup_id, .cgroup = v->victim_cgroup, .ci = &v->ci,
+	});
 	jw_kstr(w, "scope", scope_name(v->scope));
 	jw_kstr(w, "scope_source", v->scope_source);
 	jw_ku64_or_null(w, "memcg_id", v->memcg->id, v->memcg->id);
@@ -831,15 +832,9 @@ static void cgroup_ident_json(struct jw *w, const struct memcg *m)
 	struct container_info ci;
 
 	cg_parse_container(m->path, &ci);
-	jw_knull(w, "pid");
-	jw_knull(w, "tid");
-	jw_knull(w, "comm");
-	jw_knull(w, "uid");
-	jw_ku64(w, "cgroup_id", m->id);
-	jw_kstr(w, "cgroup", m->path);
-	jw_kstr(w, "container_id", ci.id[0] ? ci.id : NULL);
-	jw_kstr(w, "runtime", ci.runtime);
-	jw_kstr(w, "pod_uid", ci.pod_uid[0] ? ci.pod_uid : NULL);
+	aiscope_identity_json(w, &(struct aiscope_identity){
+		.known = AISCOPE_ID_CGROUP_ID, .cgroup_id = m->id, .cgroup = m->path, .ci = &ci,
+	});
 	jw_ku64(w, "cgroup_version", m->v1 ? 1 : 2);
 }
 
@@ -851,9 +846,9 @@ static void reading_json(struct jw *w, const struct memcg_reading *r)
 	jw_kbytes(w, "working_set_bytes", ws);
 	jw_kbytes(w, "inactive_file_bytes", r->inactive_file);
 	jw_kbytes(w, "limit_bytes", limited(r) ? r->limit : MEMCG_UNKNOWN);
-	jw_kpct(w, "working_set_pct", ws, limited(r) ? r->limit : MEMCG_NO_LIMIT);
-	jw_kpsi(w, "psi_some_avg10_pct", r->psi_some10);
-	jw_kpsi(w, "psi_full_avg10_pct", r->psi_full10);
+	jw_kratio(w, "working_set_ratio", ws, limited(r) ? r->limit : MEMCG_NO_LIMIT);
+	jw_kpsi(w, "psi_some_avg10_ratio", r->psi_some10);
+	jw_kpsi(w, "psi_full_avg10_ratio", r->psi_full10);
 }
 
 static void alert_emit(const struct memcg *m, const struct alert *a)
@@ -1210,18 +1205,10 @@ static void host_alert(double some, double full, int l)
 		jw_kstr(w, "level", level_names[l]);
 		jw_kstr(w, "reason", "host_pressure");
 		jw_kstr(w, "signal", "poll");
-		jw_knull(w, "pid");
-		jw_knull(w, "tid");
-		jw_knull(w, "comm");
-		jw_knull(w, "uid");
-		jw_knull(w, "cgroup_id");
-		jw_knull(w, "cgroup");
-		jw_knull(w, "container_id");
-		jw_knull(w, "runtime");
-		jw_knull(w, "pod_uid");
+		aiscope_identity_json(w, &(struct aiscope_identity){ 0 });
 		jw_knull(w, "cgroup_version");
-		jw_kpsi(w, "psi_some_avg10_pct", some);
-		jw_kpsi(w, "psi_full_avg10_pct", full);
+		jw_kpsi(w, "psi_some_avg10_ratio", some);
+		jw_kpsi(w, "psi_full_avg10_ratio", full);
 		jw_record_end(w);
 	} else {
 		char detail[128];
@@ -1364,6 +1351,7 @@ static void check_row_json(const struct check_row *c, uint64_t now)
 	jw_record_begin(w, "sample", TOOL, now);
 	jw_ku64(w, "seq", 1);
 	jw_knull(w, "interval_ns");
+	jw_kstr(w, "row", "cgroup");
 	jw_kstr(w, "level", level_names[c->level]);
 	cgroup_ident_json(w, c->m);
 	reading_json(w, r);
@@ -1459,10 +1447,10 @@ static int run_check(void)
 		jw_ku64(&S.jw, "warn", nwarn);
 		jw_ku64(&S.jw, "crit", ncrit);
 		jw_kstr(&S.jw, "host_level", full >= 0 ? level_names[hl] : NULL);
-		jw_kpsi(&S.jw, "host_psi_some_avg10_pct", some);
-		jw_kpsi(&S.jw, "host_psi_full_avg10_pct", full);
-		jw_kdouble(&S.jw, "warn_pct", cfg.warn, 2);
-		jw_kdouble(&S.jw, "crit_pct", cfg.crit, 2);
+		jw_kpsi(&S.jw, "host_psi_some_avg10_ratio", some);
+		jw_kpsi(&S.jw, "host_psi_full_avg10_ratio", full);
+		jw_kdouble(&S.jw, "warn_ratio", cfg.warn / 100.0, 4);
+		jw_kdouble(&S.jw, "crit_ratio", cfg.crit / 100.0, 4);
 		jw_record_end(&S.jw);
 	} else {
 		table_init(&t, stdout, cols_check, ARRAY_SIZE(cols_check), env.tty && !env.wide);

@@ -297,30 +297,24 @@ static void json_identity(const struct row *r, bool host)
 	bool task = !host && (cfg.by == SCHEDLAT_BY_PID || cfg.by == SCHEDLAT_BY_TID);
 	bool cgroup = !host && cfg.by == SCHEDLAT_BY_CGROUP;
 	bool container = !host && (cgroup || cfg.by == BY_CONTAINER || task);
+	struct aiscope_identity id = { .ci = container ? &r->ci : NULL };
 
-	jw_kstr(w, "by", host ? "host" : opt_key_name(bys, cfg.by));
+	/* the row kind is the --by key */
+	jw_kstr(w, "row", host ? "host" : opt_key_name(bys, cfg.by));
 	if (task) {
-		jw_ku64(w, "pid", r->ident.pid);
-		jw_ku64_or_null(w, "tid", cfg.by == SCHEDLAT_BY_TID, r->ident.tid);
-		jw_kstrn(w, "comm", r->ident.comm, sizeof(r->ident.comm));
-		jw_ku64(w, "uid", r->ident.uid);
-	} else {
-		jw_knull(w, "pid");
-		jw_knull(w, "tid");
-		jw_knull(w, "comm");
-		jw_knull(w, "uid");
+		id.known = AISCOPE_ID_TASK | (cfg.by == SCHEDLAT_BY_TID ? AISCOPE_ID_TID : 0);
+		id.pid = r->ident.pid;
+		id.tid = r->ident.tid;
+		id.uid = r->ident.uid;
+		id.comm = r->ident.comm;
+		id.comm_len = sizeof(r->ident.comm);
 	}
 	if (task || cgroup) {
-		jw_ku64(w, "cgroup_id", r->ident.cgroup_id);
-		jw_kstr(w, "cgroup", task ? cg_path_of(r->ident.cgroup_id, r->ident.cgroup_v1)
-					  : r->cgroup);
-	} else {
-		jw_knull(w, "cgroup_id");
-		jw_knull(w, "cgroup");
+		id.known |= AISCOPE_ID_CGROUP_ID;
+		id.cgroup_id = r->ident.cgroup_id;
+		id.cgroup = task ? cg_path_of(r->ident.cgroup_id, r->ident.cgroup_v1) : r->cgroup;
 	}
-	jw_kstr(w, "container_id", container && r->ci.id[0] ? r->ci.id : NULL);
-	jw_kstr(w, "runtime", container ? r->ci.runtime : NULL);
-	jw_kstr(w, "pod_uid", container && r->ci.pod_uid[0] ? r->ci.pod_uid : NULL);
+	aiscope_identity_json(w, &id);
 }
 
 static void json_stats(const struct row *r)

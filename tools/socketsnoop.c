@@ -656,6 +656,7 @@ static void json_row(const struct row *r, uint64_t now, uint64_t interval)
 	jw_record_begin(w, "sample", TOOL, now);
 	jw_ku64(w, "seq", S.loop.ticks);
 	jw_ku64(w, "interval_ns", interval);
+	jw_kstr(w, "row", "flow");
 	aiscope_ident_json(w, &r->ident, false);
 	json_tuple(w, &r->t);
 	jw_ku64(w, "tx_bytes", r->tx_bytes);

@@ -41,7 +41,7 @@ demo_cachestat() {
 
 	header "Per process as JSON lines (-j) through jq, 2 s of warm reads"
 	cachestat_rounds "$pid" USR1
-	show_sh "$B/cachestat --by pid -p $pid -j -d 2s | jq -c 'select(.type==\"sample\" and .by==\"pid\" and .accesses > 0) | {pid, comm, accesses, hits, misses, hit_ratio}'"
+	show_sh "$B/cachestat --by pid -p $pid -j -d 2s | jq -c 'select(.type==\"sample\" and .row==\"pid\" and .accesses > 0) | {pid, comm, accesses, hits, misses, hit_ratio}'"
 
 	header "CPU last-level-cache misses (--llc): hardware counters, exit 77 where there are none"
 	show_sh "$B/cachestat --llc -r 5 -C -d 2s; rc=\$?; echo \"exit status \$rc\"; [ \$rc -eq 0 ] || [ \$rc -eq 77 ]"

@@ -32,11 +32,11 @@ demo_nclstat() {
 
 	header "Communicators in JSON (-j) through jq: skew, the lagging rank and its last collective"
 	nclstat_ranks
-	show_sh "$B/nclstat -j -d 3s --hang 1s | jq -c 'select(.row == \"comm\" and .seq == 3) | {comm_hash, created_by, local_ranks, skew_ops, lagging_rank, lagging_last_op, hung_calls}'"
+	show_sh "$B/nclstat -j -d 3s --hang 1s | jq -c 'select(.row == \"communicator\" and .seq == 3) | {communicator_id, created_by, local_ranks, skew_ops, lagging_rank, lagging_last_op, hung_calls}'"
 
 	header "Calls stuck in NCCL for over 1 s, as events"
 	nclstat_ranks
-	show_sh "$B/nclstat -j -d 3s --hang 1s | jq -c 'select(.type == \"event\") | {event, pid, rank, op, count, datatype, comm_hash, waiting_s: (.waiting_ns / 1e9)}'"
+	show_sh "$B/nclstat -j -d 3s --hang 1s | jq -c 'select(.type == \"event\") | {event, pid, rank, nccl_op, count, datatype, communicator_id, waiting_s: (.waiting_ns / 1e9)}'"
 
 	header "Each call of rank 0 with its decoded arguments (-e), first 10 (-n)"
 	nclstat_ranks

@@ -81,7 +81,7 @@ static void test_fail_json_record(void)
 
 	CHECK_EQ(child(fail_json), 1);
 	CHECK(!strncmp(out, head, strlen(head)));
-	CHECK(strstr(out, "\",\"message\":\"cannot open \\\"a\\nb\\\"\",\"exit_code\":1}\n") != NULL);
+	CHECK(strstr(out, "\",\"schema\":1,\"message\":\"cannot open \\\"a\\nb\\\"\",\"exit_code\":1}\n") != NULL);
 	CHECK_STR(err, "t: cannot open \"a\nb\"\n");
 }
 

@@ -205,7 +205,7 @@ static void test_record_header(void)
 	jw_record_begin(&c.w, "event", "schedlat", 1764404251123456789ULL);
 	jw_record_end(&c.w);
 	CHECK_STR(cap_close(&c),
-		  "{\"type\":\"event\",\"tool\":\"schedlat\",\"ts\":\"2025-11-29T08:17:31.123456789Z\"}\n");
+		  "{\"type\":\"event\",\"tool\":\"schedlat\",\"ts\":\"2025-11-29T08:17:31.123456789Z\",\"schema\":1}\n");
 }
 
 static void test_full_record(void)
@@ -251,7 +251,7 @@ static void test_full_record(void)
 	jw_kstr(&c.w, "last", "");
 	jw_record_end(&c.w);
 	CHECK_STR(cap_close(&c),
-		  "{\"type\":\"sample\",\"tool\":\"socketsnoop\",\"ts\":\"1970-01-01T00:00:00.000000000Z\","
+		  "{\"type\":\"sample\",\"tool\":\"socketsnoop\",\"ts\":\"1970-01-01T00:00:00.000000000Z\",\"schema\":1,"
 		  "\"pid\":4242,\"comm\":\"py\\\"thon\\n\\u0001" FFFD "abcdef\","
 		  "\"container_id\":null,\"pod_uid\":null,\"ok\":true,\"bad\":false,"
 		  "\"delta_ns\":-5,\"hit_ratio\":0.500,\"nan_ratio\":null,\"inf_ratio\":null,"
@@ -298,8 +298,8 @@ static void test_records_in_a_row(void)
 	jw_ku64(&c.w, "n", 2);
 	jw_record_end(&c.w);
 	CHECK_STR(cap_close(&c),
-		  "{\"type\":\"event\",\"tool\":\"t\",\"ts\":\"1970-01-01T00:00:00.000000000Z\",\"n\":1}\n"
-		  "{\"type\":\"event\",\"tool\":\"t\",\"ts\":\"1970-01-01T00:00:00.000000001Z\",\"n\":2}\n");
+		  "{\"type\":\"event\",\"tool\":\"t\",\"ts\":\"1970-01-01T00:00:00.000000000Z\",\"schema\":1,\"n\":1}\n"
+		  "{\"type\":\"event\",\"tool\":\"t\",\"ts\":\"1970-01-01T00:00:00.000000001Z\",\"schema\":1,\"n\":2}\n");
 }
 
 static void test_record_after_unbalanced(void)
@@ -324,7 +324,7 @@ static void test_record_after_unbalanced(void)
 	jw_ku64(&c.w, "n", 3);
 	jw_record_end(&c.w);
 	CHECK_STR(cap_close(&c),
-		  "{\"type\":\"b\",\"tool\":\"t\",\"ts\":\"1970-01-01T00:00:00.000000000Z\",\"n\":3}\n");
+		  "{\"type\":\"b\",\"tool\":\"t\",\"ts\":\"1970-01-01T00:00:00.000000000Z\",\"schema\":1,\"n\":3}\n");
 }
 
 /* ---- jq: the output of hostile strings parses and round-trips ---- */

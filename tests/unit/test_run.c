@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* lib/run.c: the end of a run (final interval, exit reason, teardown). */
+#include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 #include "t.h"
 #include "opts.h"
@@ -22,6 +24,51 @@ static int record(void *ctx)
 	seen.final = cur->final;
 	seen.ticks = cur->ticks;
 	return 0;
+}
+
+/* the identity block: all nine keys whatever is known, null for the rest */
+static const char *identity(const struct aiscope_identity *id)
+{
+	static char out[1024];
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct jw w;
+
+	jw_init(&w, f);
+	jw_obj_begin(&w);
+	aiscope_identity_json(&w, id);
+	jw_obj_end(&w);
+	fclose(f);
+	snprintf(out, sizeof(out), "%s", buf);
+	free(buf);
+	return out;
+}
+
+static void test_identity_block(void)
+{
+	struct container_info ci = { .runtime = "docker" };
+	char comm[16];
+
+	CHECK_STR(identity(&(struct aiscope_identity){ 0 }),
+		  "{\"pid\":null,\"tid\":null,\"comm\":null,\"uid\":null,\"cgroup_id\":null,"
+		  "\"cgroup\":null,\"container_id\":null,\"runtime\":null,\"pod_uid\":null}");
+	memset(ci.id, 'a', 64);
+	snprintf(ci.pod_uid, sizeof(ci.pod_uid), "p-1");
+	memcpy(comm, "0123456789abcdef", 16);	/* a BPF comm without its NUL */
+	CHECK_STR(identity(&(struct aiscope_identity){
+			.known = AISCOPE_ID_PID | AISCOPE_ID_TID | AISCOPE_ID_CGROUP_ID,
+			.pid = 7, .tid = 8, .uid = 9, .comm = comm, .comm_len = sizeof(comm),
+			.cgroup_id = 0, .cgroup = "/c", .ci = &ci }),
+		  "{\"pid\":7,\"tid\":8,\"comm\":\"0123456789abcdef\",\"uid\":null,\"cgroup_id\":0,"
+		  "\"cgroup\":\"/c\",\"container_id\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\","
+		  "\"runtime\":\"docker\",\"pod_uid\":\"p-1\"}");
+	/* a row per container: its keys only, from the container_info */
+	ci.id[0] = 0;
+	ci.pod_uid[0] = 0;
+	CHECK_STR(identity(&(struct aiscope_identity){ .known = AISCOPE_ID_UID, .uid = 0, .ci = &ci }),
+		  "{\"pid\":null,\"tid\":null,\"comm\":null,\"uid\":0,\"cgroup_id\":null,"
+		  "\"cgroup\":null,\"container_id\":null,\"runtime\":\"docker\",\"pod_uid\":null}");
 }
 
 static void run_final(struct aiscope_loop *l)
@@ -180,5 +227,6 @@ int main(void)
 	RUN(test_interval);
 	RUN(test_teardown_exit_code);
 	RUN(test_run_after_end);
+	RUN(test_identity_block);
 	return t_done();
 }

@@ -77,10 +77,10 @@ cs_run() {
 # cs_pid NAME KEY / cs_file NAME KEY: the sum of KEY over the reader's rows,
 # over the file's rows
 cs_pid() {
-	jsel "$T/p$1.out" '"type":"sample"' '"by":"pid"' "\"pid\":$SERVE," | jsum "$2"
+	jsel "$T/p$1.out" '"type":"sample"' '"row":"pid"' "\"pid\":$SERVE," | jsum "$2"
 }
 cs_file() {
-	jsel "$T/f$1.out" '"type":"sample"' '"by":"file"' "\"file\":\"$FILE\"" | jsum "$2"
+	jsel "$T/f$1.out" '"type":"sample"' '"row":"file"' "\"file\":\"$FILE\"" | jsum "$2"
 }
 
 # t_cs_file MODE: cold read, warm read, rewrite of a file of CS_PAGES pages
@@ -110,7 +110,7 @@ t_cs_file() {
 	echo "cold read of $CS_PAGES pages: pid misses $misses, file misses $fmisses, pid hits $(cs_pid 1 hits)"
 	within 5 "$misses" "$CS_PAGES" || fail "pid misses"
 	within 5 "$fmisses" "$CS_PAGES" || fail "file misses"
-	size=$(jsel "$T/f1.out" '"by":"file"' "\"file\":\"$FILE\"" | jval size_bytes | sort -u)
+	size=$(jsel "$T/f1.out" '"row":"file"' "\"file\":\"$FILE\"" | jval size_bytes | sort -u)
 	# pages of this kernel's size (16 KiB on arm64-16k): the helper wrote
 	# CS_PAGES of them, and cachestat must count and size them so
 	[ "$size" = $((CS_PAGES * $(page_size))) ] || fail "file size '$size', not $CS_PAGES pages of $(page_size) bytes"

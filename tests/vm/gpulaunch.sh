@@ -81,16 +81,16 @@ t_events() {
 
 t_mem() {
 	run_static m --mem
-	line=$(jsel "$T/m.out" '"record":"mem"' '"alloc_calls":2')
+	line=$(jsel "$T/m.out" '"row":"mem"' '"alloc_calls":2')
 	echo "$line"
 	[ -n "$line" ] || fail "no mem record with 2 allocations"
 	for kv in '"alloc_bytes":12288' '"alloc_failures":0' '"free_calls":1' '"free_bytes":8192' \
 		'"copy_h2d_bytes":100' '"copy_d2h_bytes":50' '"sync_calls":1'; do
 		echo "$line" | grep -q "$kv" || fail "mem: no $kv"
 	done
-	out=$(jsel "$T/m.out" '"record":"mem"' | tail -n 1 | jval outstanding_bytes)
+	out=$(jsel "$T/m.out" '"row":"mem"' | tail -n 1 | jval outstanding_bytes)
 	[ "$out" -eq 4096 ] || fail "outstanding $out, not 4096"
-	w=$(jsel "$T/m.out" '"record":"mem"' | jsum sync_wait_ns)
+	w=$(jsel "$T/m.out" '"row":"mem"' | jsum sync_wait_ns)
 	[ "$w" -ge 100000000 ] || fail "sync wait $w ns < 100 ms"
 }
 

@@ -25,7 +25,7 @@ t_args() {
 	n=0
 	while read -r line; do
 		op=$(cval "$line" op)
-		ev=$(jsel "$T/e.out" '"event":"call"' "\"op\":\"$op\"")
+		ev=$(jsel "$T/e.out" '"event":"call"' "\"nccl_op\":\"$op\"")
 		[ "$(echo "$ev" | grep -c .)" -eq 1 ] || fail "$op: not one event: $ev"
 		rc=$(cval "$line" rc)
 		[ "$(echo "$ev" | jval rc)" = "$rc" ] || fail "$op: rc $(echo "$ev" | jval rc), want $rc"
@@ -33,8 +33,8 @@ t_args() {
 			for k in nranks rank; do
 				[ "$(echo "$ev" | jval $k)" = "$(cval "$line" $k)" ] || fail "$op: $k: $ev"
 			done
-			[ "$(echo "$ev" | jval comm_hash)" = "$(cval "$line" id_hash)" ] ||
-				fail "init_rank: comm_hash $(echo "$ev" | jval comm_hash), want $(cval "$line" id_hash)"
+			[ "$(echo "$ev" | jval communicator_id)" = "$(cval "$line" id_hash)" ] ||
+				fail "init_rank: communicator_id $(echo "$ev" | jval communicator_id), want $(cval "$line" id_hash)"
 		else
 			[ "$(echo "$ev" | jval count)" = "$(cval "$line" count)" ] || fail "$op: count: $ev"
 			[ "$(echo "$ev" | jval datatype_id)" = "$(cval "$line" datatype)" ] || fail "$op: datatype: $ev"
@@ -64,7 +64,7 @@ truth() {
 		else
 			h=$(awk -v c=$(($(cval "$line" rank) % 2)) '$1 == "split_hash" && $2 == c {print $3}' "$1")
 		fi
-		rows=$(jsel "$2" '"row":"op"' "\"pid\":$pid," "\"op\":\"$op\"" "\"comm_hash\":\"$h\"")
+		rows=$(jsel "$2" '"row":"op"' "\"pid\":$pid," "\"nccl_op\":\"$op\"" "\"communicator_id\":\"$h\"")
 		calls=$(echo "$rows" | jsum calls)
 		bytes=$(echo "$rows" | jsum bytes)
 		[ "$calls" = "$(cval "$line" calls)" ] && [ "$bytes" = "$(cval "$line" bytes)" ] ||
@@ -84,7 +84,7 @@ t_ranks() {
 	json_ok "$T/s.out"
 	truth "$T/r.out" "$T/s.out"
 	main=$(awk '$1 == "id_hash" {print $2}' "$T/r.out")
-	ar=$(jsel "$T/s.out" '"row":"op"' '"op":"allreduce"' "\"comm_hash\":\"$main\"")
+	ar=$(jsel "$T/s.out" '"row":"op"' '"nccl_op":"allreduce"' "\"communicator_id\":\"$main\"")
 	[ "$(echo "$ar" | grep -c '"size_mean_bytes":8048.000,"size_stddev_bytes":3952.000,"size_p50_bytes":4096,"size_p99_bytes":12000,')" -eq 4 ] ||
 		{ echo "$ar"; fail "allreduce size statistics"; }
 }
@@ -97,7 +97,7 @@ t_skew() {
 	main=$(awk '$1 == "id_hash" {print $2}' "$T/r.out")
 	p1=$(awk '$1 == "rank" && $2 == 1 {print $4}' "$T/r.out")
 	p2=$(awk '$1 == "rank" && $2 == 2 {print $4}' "$T/r.out")
-	c=$(jsel "$T/s.out" '"row":"comm"' "\"comm_hash\":\"$main\"" '"hung_calls":1' | tail -1)
+	c=$(jsel "$T/s.out" '"row":"communicator"' "\"communicator_id\":\"$main\"" '"hung_calls":1' | tail -1)
 	echo "$c"
 	for kv in '"skew_ops":15,' '"lagging_rank":1,' "\"lagging_pid\":$p1," '"lagging_last_op":"reduce",' \
 		'"lagging_last_count":100,' '"seq_min":5,' '"seq_max":20,'; do
@@ -105,8 +105,8 @@ t_skew() {
 	done
 	h=$(jsel "$T/s.out" '"event":"hang"')
 	echo "$h"
-	for kv in "\"pid\":$p2," '"op":"reducescatter",' '"count":512,' '"datatype":"int32",' \
-		"\"comm_hash\":\"$main\"" '"rank":2,' '"nranks":4,'; do
+	for kv in "\"pid\":$p2," '"nccl_op":"reducescatter",' '"count":512,' '"datatype":"int32",' \
+		"\"communicator_id\":\"$main\"" '"rank":2,' '"nranks":4,'; do
 		case $h in *"$kv"*) ;; *) fail "hang event lacks $kv" ;; esac
 	done
 	kill -USR2 "$p2"
@@ -134,7 +134,7 @@ t_kill() {
 	sleep 1.5
 	stop_tool "$TOOL_PID" || fail "nclstat exited $?"
 	tail -n +$((n + 1)) "$T/s.out" > "$T/after"
-	last=$(jsel "$T/after" '"row":"comm"' '"created_by":"init_rank"' | tail -1)
+	last=$(jsel "$T/after" '"row":"communicator"' '"created_by":"init_rank"' | tail -1)
 	echo "$last"
 	[ -n "$last" ] || fail "no interval after the kill"
 	case $last in *'"hung_calls":0,'*) ;; *) fail "the killed rank's call is still reported" ;; esac

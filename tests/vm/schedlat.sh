@@ -49,14 +49,14 @@ t_wait() {
 	stop_tool "$TOOL_PID" || fail "schedlat exited $?: $(cat "$T/s.err")"
 	json_ok "$T/s.out"
 	truth=$((after - before))
-	tool=$(jsel "$T/s.out" '"type":"sample"' '"by":"pid"' | jsum wait_ns)
-	host=$(jsel "$T/s.out" '"type":"sample"' '"by":"host"' | jsum wait_ns)
-	pre=$(jsel "$T/s.out" '"type":"sample"' '"by":"pid"' | jsum preemptions)
+	tool=$(jsel "$T/s.out" '"type":"sample"' '"row":"pid"' | jsum wait_ns)
+	host=$(jsel "$T/s.out" '"type":"sample"' '"row":"host"' | jsum wait_ns)
+	pre=$(jsel "$T/s.out" '"type":"sample"' '"row":"pid"' | jsum preemptions)
 	echo "mode $mode: run_delay delta $truth ns, schedlat $tool ns (host line $host ns)"
 	echo "$pre $((na - nb))" > "/tmp/preempt.$mode"
 	[ "$truth" -gt 500000000 ] || fail "the workload did not contend (run_delay delta $truth ns)"
 	within 10 "$tool" "$truth" || fail "wait"
-	others=$(jsel "$T/s.out" '"type":"sample"' '"by":"pid"' | jval pid | grep -vcx "$CONTEND_PID")
+	others=$(jsel "$T/s.out" '"type":"sample"' '"row":"pid"' | jval pid | grep -vcx "$CONTEND_PID")
 	[ "$others" -eq 0 ] || fail "$others rows of other processes"
 	[ "$host" = "$tool" ] || fail "the host line ($host) is not the sum of the rows ($tool)"
 	last=$(tail -1 "$T/s.out")
@@ -88,7 +88,7 @@ t_migrations() {
 	after=$(sum_migrations "$CONTEND_PID")
 	stop_tool "$TOOL_PID" || fail "schedlat exited $?"
 	json_ok "$T/s.out"
-	tool=$(jsel "$T/s.out" '"type":"sample"' '"by":"pid"' | jsum migrations)
+	tool=$(jsel "$T/s.out" '"type":"sample"' '"row":"pid"' | jsum migrations)
 	echo "se.nr_migrations delta $((after - before)), schedlat $tool"
 	[ $((after - before)) -gt 50 ] || fail "too few migrations"
 	within 5 "$tool" "$((after - before))" || fail "migrations"

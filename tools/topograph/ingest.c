@@ -82,10 +82,21 @@ static void add_runq(struct node *n, uint64_t p99, const struct jv *v, const cha
 		sat_add(&n->runq_runs, x);
 }
 
+/*
+ * The value of key, or of its schema 0 name: captures written before the
+ * renames of docs/schema/README.md (schema 1) still read as they did.
+ */
+static const struct jv *jv_get_either(const struct jv *v, const char *key, const char *key0)
+{
+	const struct jv *x = jv_get(v, key);
+
+	return x ? x : jv_get(v, key0);
+}
+
 /* schedlat "sample" rows by pid: the worst interval's p99, total wait */
 static void add_schedlat(const struct jv *v)
 {
-	const char *by = jv_str(jv_get(v, "by"));
+	const char *by = jv_str(jv_get_either(v, "row", "by"));
 	uint64_t pid, p99 = 0;
 	struct node *n;
 
@@ -118,8 +129,8 @@ static struct ncl_rank *ncl_rank_of(struct node *n, const char *hash)
 	return r;
 }
 
-/* nclstat's "comm" row: per local rank its pid, rank and op sequence
- * number (the latest row wins) */
+/* nclstat's "communicator" row (schema 0: "comm"): per local rank its pid,
+ * rank and op sequence number (the latest row wins) */
 static void add_ncl_comm(const struct jv *v, const char *hash)
 {
 	const struct jv *a = jv_get(v, "ranks");
@@ -145,20 +156,21 @@ static void add_ncl_comm(const struct jv *v, const char *hash)
 	}
 }
 
-/* nclstat: its "comm" rows, and any record naming a process, a
- * communicator (comm_hash) and a rank: per-op samples ("calls" in the
+/* nclstat: its "communicator" rows, and any record naming a process, a
+ * communicator (communicator_id) and a rank: per-op samples ("calls" in the
  * interval), call events (one each). */
 static void add_nclstat(const struct jv *v, const char *type)
 {
-	const char *hash = jv_str(jv_get(v, "comm_hash")), *row = jv_str(jv_get(v, "row"));
-	const char *op = jv_str(jv_get(v, "op"));
+	const char *hash = jv_str(jv_get_either(v, "communicator_id", "comm_hash"));
+	const char *row = jv_str(jv_get(v, "row"));
+	const char *op = jv_str(jv_get_either(v, "nccl_op", "op"));
 	struct ncl_rank *r;
 	struct node *n;
 	uint64_t pid, calls;
 
 	if (!hash)
 		return;
-	if (row && !strcmp(row, "comm")) {
+	if (row && (!strcmp(row, "communicator") || !strcmp(row, "comm"))) {
 		add_ncl_comm(v, hash);
 		return;
 	}

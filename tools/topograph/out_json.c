@@ -2,31 +2,31 @@
 /* topograph --json: node, edge, spawn, bottleneck and summary records. */
 #include <stdio.h>
 #include "json.h"
+#include "run.h"
 #include "topo.h"
 
 /* the identity of a node, as edges.md writes a side; ep: its endpoint */
 static void json_ident(struct jw *w, const struct node *n, const char *ep)
 {
 	bool p = n->kind == N_PROC;
+	struct container_info ci = { 0 };
+	struct aiscope_identity id = { 0 };
 
-	if (p)
-		jw_ku64(w, "pid", n->pid);
-	else
-		jw_knull(w, "pid");
-	jw_knull(w, "tid");
-	jw_kstr(w, "comm", p ? n->comm : NULL);
-	if (p && n->has_uid)
-		jw_ku64(w, "uid", n->uid);
-	else
-		jw_knull(w, "uid");
-	if (p && n->has_cgid)
-		jw_ku64(w, "cgroup_id", n->cgroup_id);
-	else
-		jw_knull(w, "cgroup_id");
-	jw_kstr(w, "cgroup", p ? n->cgroup : NULL);
-	jw_kstr(w, "container_id", p ? n->container_id : NULL);
-	jw_kstr(w, "runtime", p ? n->runtime : NULL);
-	jw_kstr(w, "pod_uid", p ? n->pod_uid : NULL);
+	if (p) {
+		id = (struct aiscope_identity){
+			.known = AISCOPE_ID_PID | (n->has_uid ? AISCOPE_ID_UID : 0) |
+				 (n->has_cgid ? AISCOPE_ID_CGROUP_ID : 0),
+			.pid = n->pid, .uid = n->uid, .comm = n->comm,
+			.cgroup_id = n->cgroup_id, .cgroup = n->cgroup, .ci = &ci,
+		};
+		/* the container keys as the tools that saw the process wrote them */
+		if (n->container_id)
+			snprintf(ci.id, sizeof(ci.id), "%s", n->container_id);
+		ci.runtime = n->runtime;
+		if (n->pod_uid)
+			snprintf(ci.pod_uid, sizeof(ci.pod_uid), "%s", n->pod_uid);
+	}
+	aiscope_identity_json(w, &id);
 	jw_kstr(w, "endpoint", n->kind == N_ENDPOINT ? n->endpoint : ep);
 }
 
@@ -120,7 +120,7 @@ static void json_node(struct jw *w, const struct node *n, uint64_t now)
 		jw_arr_begin(w);
 		for (const struct ncl_rank *r = n->ncl; r; r = r->next) {
 			jw_obj_begin(w);
-			jw_kstr(w, "comm_hash", r->comm_hash);
+			jw_kstr(w, "communicator_id", r->comm_hash);
 			if (r->has_rank)
 				jw_ki64(w, "rank", r->rank);
 			else
