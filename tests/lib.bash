@@ -422,9 +422,10 @@ schema_validate() {
 schema_teardown() {
 	local f files=()
 	[ ${#SCHEMA_FILES[@]} -gt 0 ] || return 0
-	for f in "${SCHEMA_FILES[@]}"; do
+	# each once: start_tool and all_json may name the same file
+	while IFS= read -r -d '' f; do
 		[ -s "$f" ] && files+=("$f")
-	done
+	done < <(printf '%s\0' "${SCHEMA_FILES[@]}" | sort -z -u)
 	SCHEMA_FILES=()
 	[ ${#files[@]} -gt 0 ] || return 0
 	if ! schema_install; then
