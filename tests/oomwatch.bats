@@ -475,12 +475,12 @@ probe_chosen() {
 	stop_tool "$TOOL_PID"
 	all_json "$out"
 	jq -c --arg cg "$CG_REL" 'select(.cgroup == $cg or .memcg == $cg) |
-		{ts, event, level, reason, signal, working_set_pct, pid}' "$out"
+		{ts, event, level, reason, signal, working_set_ratio, pid}' "$out"
 	jq -e -s --arg cg "$CG_REL" --argjson p "$HOG_PID" "$JQ_NS"'
 		(map(.event == "oom_kill" and .pid == $p and .memcg == $cg) | index(true)) as $k |
 		[.[0:$k][] | select(.event == "alert" and .cgroup == $cg)] as $a |
 		$k != null and ($a | length) >= 1 and $a[0].signal == "memcg_reclaim" and
-		$a[0].reason == "working_set" and $a[0].working_set_pct >= 85 and
+		$a[0].reason == "working_set" and $a[0].working_set_ratio >= 0.85 and
 		((.[$k].ts | ns) > ($a[0].ts | ns))' "$out"
 	tail -1 "$out" | jq -e '.type == "summary" and .memcg_reclaims > 0'
 }
