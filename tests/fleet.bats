@@ -1025,12 +1025,12 @@ gl_run() {
 	jq -e -s 'length == 1 and .[0].rc == 0' "$BATS_TEST_TMPDIR/c.out"
 	# the process exited: reported one last time, then its cgroup reads 0
 	for i in $(seq 100); do
-		grep -q '"record":"mem".*"outstanding_bytes":777' "$BATS_TEST_TMPDIR/o.out" &&
+		grep -q '"row":"mem".*"outstanding_bytes":777' "$BATS_TEST_TMPDIR/o.out" &&
 			got=$(prom_sum "$f" aiscope_gpulaunch_outstanding_bytes .) && [ "$got" = 0 ] && break
 		sleep 0.1
 	done
 	stop_tool "$TOOL_PID"
-	grep '"record":"mem"' "$BATS_TEST_TMPDIR/o.out" | jq -c '{seq, pid, outstanding_bytes}'
+	grep '"row":"mem"' "$BATS_TEST_TMPDIR/o.out" | jq -c '{seq, pid, outstanding_bytes}'
 	grep outstanding_bytes "$f"
 	[ "$got" = 0 ]
 	# the last interval that had the process said 777, as the gauge did then
