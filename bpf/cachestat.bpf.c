@@ -179,16 +179,33 @@ static __always_inline void mapping_file(struct address_space *mapping, __u64 *i
 	*dev = BPF_CORE_READ(host, i_sb, s_dev);
 }
 
+/* dentry::d_alias was in the union d_u until 7.x made that union
+ * anonymous: the flavor of each layout, the kernel's BTF picks one. */
+struct dentry___du {
+	union {
+		struct hlist_node d_alias;
+	} d_u;
+} __attribute__((preserve_access_index));
+
+struct dentry___anon {
+	struct hlist_node d_alias;
+} __attribute__((preserve_access_index));
+
 /* The name of one of the inode's dentries (the file's last path component). */
 static __always_inline void inode_name(struct inode *inode, char *buf)
 {
 	struct hlist_node *first = BPF_CORE_READ(inode, i_dentry.first);
 	const unsigned char *name;
 	struct dentry *d;
+	__u32 off;
 
 	if (!first)
 		return;
-	d = (void *)first - bpf_core_field_offset(struct dentry, d_u.d_alias);
+	if (bpf_core_field_exists(struct dentry___du, d_u))
+		off = bpf_core_field_offset(struct dentry___du, d_u.d_alias);
+	else
+		off = bpf_core_field_offset(struct dentry___anon, d_alias);
+	d = (void *)first - off;
 	name = BPF_CORE_READ(d, d_name.name);
 	if (name)
 		bpf_probe_read_kernel_str(buf, CACHESTAT_NAME_LEN, name);
@@ -656,11 +673,78 @@ int add_tp(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 }
 
 /* The writeback records name the inode but not its device, nor the size of
- * the folio: one event counts as one page of device 0. */
+ * the folio, and large folios (7.x file systems write through them) hold
+ * many pages. The size is the task's nr_dirtied after the event less
+ * before it: the kernel adds the folio's pages to it just after this
+ * tracepoint (folio_account_dirtied), and every dirtying of a file folio
+ * then marks the inode dirty (writeback_mark_inode_dirty, in the same
+ * task), where the pending event is counted. Without that hook
+ * (dirty_sized 0), or where nothing was added (a mapping without
+ * writeback accounting), an event counts one page, of device 0. */
+__u32 dirty_sized;			/* written by user space after attach */
+
+struct dirty_pending {
+	__u64 ino;
+	__u64 index;
+	__u64 nr_dirtied;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct dirty_pending);
+} dirty_pend SEC(".maps");
+
+static __always_inline void dirty_flush(struct task_struct *t, struct dirty_pending *p)
+{
+	__u64 now = (__u32)BPF_CORE_READ(t, nr_dirtied), n = 1;
+
+	/* balance_dirty_pages() zeroes nr_dirtied, but only after the
+	 * write that dirtied the folio returned: never in between */
+	if (now > p->nr_dirtied)
+		n = now - p->nr_dirtied;
+	count_page(t, C_DIRTY, n, (p->ino << 24) ^ p->index, NULL, p->ino, 0);
+}
+
 SEC("tracepoint/writeback/writeback_dirty_folio")
 int dirty_tp(struct trace_event_raw_writeback_folio_template *ctx)
 {
-	return on_ino(C_DIRTY, 1, ctx->ino, 0, ctx->index);
+	struct task_struct *t = current_passing();
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct dirty_pending *p, np;
+
+	if (!t)
+		return 0;
+	if (!*(volatile __u32 *)&dirty_sized)
+		return on_ino(C_DIRTY, 1, ctx->ino, 0, ctx->index);
+	/* one whose inode was not marked dirty: counted with what it added */
+	p = bpf_map_lookup_elem(&dirty_pend, &tid);
+	if (p)
+		dirty_flush(t, p);
+	np.ino = ctx->ino;
+	np.index = ctx->index;
+	np.nr_dirtied = (__u32)BPF_CORE_READ(t, nr_dirtied);
+	if (bpf_map_update_elem(&dirty_pend, &tid, &np, BPF_ANY)) {
+		aiscope_count_lost(AISCOPE_LOST_MAP);
+		count_page(t, C_DIRTY, 1, (np.ino << 24) ^ np.index, NULL, np.ino, 0);
+	}
+	return 0;
+}
+
+SEC("tracepoint/writeback/writeback_mark_inode_dirty")
+int mark_inode_tp(struct trace_event_raw_writeback_dirty_inode_template *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct dirty_pending *p = bpf_map_lookup_elem(&dirty_pend, &tid);
+	struct task_struct *t;
+
+	if (!p || p->ino != ctx->ino)
+		return 0;
+	t = (void *)bpf_get_current_task();
+	dirty_flush(t, p);
+	bpf_map_delete_elem(&dirty_pend, &tid);
+	return 0;
 }
 
 /* the same record, before 5.16; a fixed layout: the type is gone from

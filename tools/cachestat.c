@@ -114,7 +114,7 @@ static const struct argp argp = AISCOPE_ARGP(opts, parse_arg, doc);
  * can attach. Insertions and dirtied pages mean the same in both; accesses
  * do not, so the access hooks of the two modes are separate hooks and
  * on_plan() keeps one mode. */
-enum { H_ACCESS, H_READ, H_MAP, H_FAULT, H_ADD, H_DIRTY, H_BUFDIRTY, H_NR };
+enum { H_ACCESS, H_READ, H_MAP, H_FAULT, H_ADD, H_DIRTY, H_DIRTY_SIZE, H_BUFDIRTY, H_NR };
 
 static struct probe_hook hooks[] = {
 	[H_ACCESS] = { .name = "page_accessed", .optional = true, .cand = {
@@ -145,6 +145,10 @@ static struct probe_hook hooks[] = {
 		{ PM_TRACEPOINT, "writeback/writeback_dirty_page", "dirty_page_tp" },
 		{ PM_KPROBE, "__folio_mark_dirty", "dirty_kprobe" },
 		{ PM_KPROBE, "account_page_dirtied", "dirty_page_kprobe" } } },
+	/* the classic writeback_dirty_folio has no folio size: the pages the
+	 * kernel accounted for it are read when it marks the inode dirty */
+	[H_DIRTY_SIZE] = { .name = "dirtied_size", .optional = true, .cand = {
+		{ PM_TRACEPOINT, "writeback/writeback_mark_inode_dirty", "mark_inode_tp" } } },
 	[H_BUFDIRTY] = { .name = "buffer_dirtied", .optional = true, .cand = {
 		{ PM_FENTRY, "mark_buffer_dirty", "bufdirty_fentry" },
 		{ PM_KPROBE, "mark_buffer_dirty", "bufdirty_kprobe" } } },
@@ -833,6 +837,10 @@ static int on_tick(void *ctx)
  * together they would count the same reads twice). */
 static void on_plan(struct aiscope_bpf *b)
 {
+	const struct probe_cand *dirty = probe_chosen(&hooks[H_DIRTY]);
+
+	if (!dirty || strcmp(dirty->prog, "dirty_tp"))
+		probe_exclude(&hooks[H_DIRTY_SIZE], "page_dirtied counts the pages itself");
 	if (probe_chosen_by(&hooks[H_ACCESS], PM_BIT(PM_FENTRY) | PM_BIT(PM_KPROBE))) {
 		S.mode = CACHESTAT_ACC_FUNCTION;
 		probe_exclude(&hooks[H_READ], "function mode: accesses from page_accessed");
@@ -1136,6 +1144,7 @@ int main(int argc, char **argv)
 		llc_attach();
 	else
 		aiscope_bpf_attach(&S.bpf);
+	S.skel->bss->dirty_sized = probe_chosen(&hooks[H_DIRTY_SIZE]) != NULL;
 
 	build_columns();
 	if (cfg.llc)
