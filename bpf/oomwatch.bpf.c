@@ -159,6 +159,38 @@ static __always_inline bool memcg_domain(struct mem_cgroup *m, struct oomwatch_m
 
 /* ---- kill events ---- */
 
+/* Since 6.2 a counter is a percpu_counter: .count is the sum folded so
+ * far, each CPU holds up to a batch (32 pages or more) of its own. The
+ * exact figure adds them, as percpu_counter_sum() does (and the kernel's
+ * own OOM report on 7.x): each CPU's s32 at counters + __per_cpu_offset[cpu],
+ * the array's address from kallsyms (untyped: no BTF needed; absent, the
+ * folded count alone). nr_cpus: the possible CPUs, set by user space; a
+ * CPU taken offline has had its share folded into .count. */
+#define SUM_MAX_CPUS	1024
+
+const volatile __u32 nr_cpus = 1;
+extern const void __per_cpu_offset __ksym __weak;
+
+static __always_inline long percpu_sum(struct percpu_counter *pc)
+{
+	const unsigned long *offs = &__per_cpu_offset;
+	long v = BPF_CORE_READ(pc, count);
+	__s32 *counters = BPF_CORE_READ(pc, counters);
+
+	if (!offs || !counters)
+		return v;
+	for (__u32 cpu = 0; cpu < SUM_MAX_CPUS && cpu < nr_cpus; cpu++) {
+		unsigned long off = 0;
+		__s32 c = 0;
+
+		if (bpf_probe_read_kernel(&off, sizeof(off), &offs[cpu]) ||
+		    bpf_probe_read_kernel(&c, sizeof(c), (void *)counters + off))
+			break;
+		v += c;
+	}
+	return v;
+}
+
 static __always_inline __u64 mm_counter(struct mm_struct *mm, int member)
 {
 	struct mm_struct___o *old = (void *)mm;
@@ -168,7 +200,7 @@ static __always_inline __u64 mm_counter(struct mm_struct *mm, int member)
 	if (bpf_core_type_exists(struct mm_rss_stat___o))
 		v = BPF_CORE_READ(old, rss_stat.count[member & 3].counter);
 	else
-		v = BPF_CORE_READ(pcpu, rss_stat[member & 3].count);
+		v = percpu_sum((struct percpu_counter *)&pcpu->rss_stat[member & 3]);
 	return v > 0 ? v : 0;
 }
 
@@ -263,11 +295,16 @@ static __always_inline int victim_task(void *ctx, struct task_struct *t, __u32 u
 	return 0;
 }
 
-/* The old layout: a pid, nothing else. */
+/* The old layout (5.10, and 6.1 before the backport): a pid, nothing
+ * else. The OOM's trigger is most often its victim too (a memcg OOM kills
+ * the task charging): then its task is at hand, for its cgroups, uid and
+ * mm, as under the new layout. */
 static __always_inline int victim_pid(void *ctx, __u32 pid)
 {
 	struct oomwatch_kill *e;
 
+	if (pid == (__u32)bpf_get_current_pid_tgid())
+		return victim_task(ctx, (struct task_struct *)bpf_get_current_task(), 0, false);
 	if (!aiscope_ids_pass(pid, pid))
 		return 0;
 	e = aiscope_reserve(sizeof(*e));

@@ -1547,6 +1547,7 @@ int main(int argc, char **argv)
 	if (!S.skel)
 		aiscope_fail(EXIT_RUNTIME, "cannot open the BPF object: %s", strerror(errno));
 	S.skel->rodata->alloc_min = cfg.alloc_min;
+	S.skel->rodata->nr_cpus = libbpf_num_possible_cpus() > 0 ? libbpf_num_possible_cpus() : 1;
 	if (!cfg.alloc_min) {
 		/* no allocation hooks: leave their programs unloaded */
 		probe_unload(S.skel->obj, hooks + NHOOKS_ALERT, nhooks - NHOOKS_ALERT);
