@@ -8,6 +8,7 @@
 #include <time.h>
 #include "fail.h"
 #include "metrics.h"
+#include "opts.h"
 #include "util.h"
 
 static struct {
@@ -17,6 +18,9 @@ static struct {
 	bool listening;
 	bool write_failed;		/* warned once per failing streak */
 	struct prom_family *lost;
+	struct prom_family *folded;
+	uint64_t folded_seen;		/* what the last stderr line said */
+	unsigned int max_series;	/* per family: PROM_DEFAULT_MAX_SERIES */
 	const char *tool;
 } M = { .http = { .lfd = -1, .ep = -1 } };
 
@@ -49,6 +53,7 @@ static struct prom_family *check(struct prom_family *f, const char *name)
 {
 	if (!f)
 		aiscope_fail(EXIT_RUNTIME, "cannot register metric %s: %s", name, strerror(errno));
+	prom_set_max_series(f, M.max_series);
 	return f;
 }
 
@@ -77,6 +82,7 @@ static void shared_families(const char *tool)
 {
 	static const char *const build_labels[] = { "tool", "version", "kernel", NULL };
 	static const char *const lost_labels[] = { "tool", "kind", NULL };
+	static const char *const tool_labels[] = { "tool", NULL };
 	struct prom_family *build;
 	struct utsname u;
 
@@ -91,6 +97,36 @@ static void shared_families(const char *tool)
 		lost_labels);
 	prom_counter_set(M.lost, (const char *[]){ tool, "ringbuf_full" }, 0);
 	prom_counter_set(M.lost, (const char *[]){ tool, "map_full" }, 0);
+	M.folded = aiscope_metric_counter("aiscope_metric_overflow_total",
+		"Updates of a label set that found its metric family at its series cap, no series idle long enough to make room, and went to the family's overflow=\"true\" series.",
+		tool_labels);
+	prom_counter_set(M.folded, (const char *[]){ tool }, 0);
+}
+
+uint64_t metrics_folded(void)
+{
+	return M.reg ? prom_reg_folded(M.reg, NULL) : 0;
+}
+
+/*
+ * Each family keeps at most PROM_DEFAULT_MAX_SERIES label sets (cgroups,
+ * containers): past that, and with none idle for AISCOPE_METRICS_IDLE_NS,
+ * a new one's values go to the overflow series. Said on stderr when it
+ * starts, and again each time the count has doubled since, so that a
+ * long run does not write a line every interval.
+ */
+static void folded_check(void)
+{
+	const char *name;
+	uint64_t n = prom_reg_folded(M.reg, &name);
+
+	prom_counter_set(M.folded, (const char *[]){ M.tool }, n);
+	if (!n || n < 2 * M.folded_seen)
+		return;
+	fprintf(stderr, "%s: metric %s is at its %u series, none idle for %llu s: %llu updates of new label sets (cgroups, containers) went to its overflow=\"true\" series\n",
+		M.tool, name, M.max_series,
+		(unsigned long long)(AISCOPE_METRICS_IDLE_NS / 1000000000ULL), (unsigned long long)n);
+	M.folded_seen = n;
 }
 
 void metrics_setup(const char *tool, const char *file, const char *listen)
@@ -103,6 +139,8 @@ void metrics_setup(const char *tool, const char *file, const char *listen)
 	if (!M.reg)
 		aiscope_fail(EXIT_RUNTIME, "out of memory");
 	prom_reg_set_idle(M.reg, AISCOPE_METRICS_IDLE_NS);
+	/* tests reach the cap with a few cgroups */
+	M.max_series = aiscope_test_cap("METRIC_SERIES", PROM_DEFAULT_MAX_SERIES);
 	M.tool = tool;
 	M.file = file;
 	shared_families(tool);
@@ -129,6 +167,7 @@ void metrics_publish(const uint64_t *lost)
 		prom_counter_set(M.lost, (const char *[]){ M.tool, "map_full" },
 				 lost[AISCOPE_LOST_MAP]);
 	}
+	folded_check();
 	text = prom_render(M.reg, &len);
 	if (!text) {
 		fprintf(stderr, "%s: cannot render metrics: out of memory\n", M.tool);

@@ -57,6 +57,10 @@ struct prom_family *aiscope_metric_gauge(const char *name, const char *help,
 struct prom_family *aiscope_metric_latency(const char *name, const char *help,
 					   const char *const *labels);
 
+/* Updates that went to an overflow series so far (every family at its
+ * series cap): the summary's metrics_overflow, aiscope_metric_overflow_total. */
+uint64_t metrics_folded(void);
+
 /* ---- for lib/opts.c and lib/run.c ---- */
 
 /* After the options: the registry, the shared families, the listening

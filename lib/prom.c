@@ -43,6 +43,7 @@ struct prom_family {
 	unsigned int *index;
 	unsigned int index_cap;		/* a power of two, or 0 */
 	struct prom_series *overflow;
+	uint64_t folded;		/* updates that went to overflow */
 };
 
 struct prom_reg {
@@ -234,6 +235,25 @@ inval:
 	return NULL;
 }
 
+uint64_t prom_family_folded(const struct prom_family *f)
+{
+	return f ? f->folded : 0;
+}
+
+uint64_t prom_reg_folded(const struct prom_reg *r, const char **name)
+{
+	uint64_t t = 0;
+
+	if (name)
+		*name = NULL;
+	for (const struct prom_family *f = r ? r->first : NULL; f; f = f->next) {
+		if (f->folded && name && !*name)
+			*name = f->name;
+		t += f->folded;
+	}
+	return t;
+}
+
 void prom_set_max_series(struct prom_family *f, unsigned int max)
 {
 	f->max_series = max;
@@ -391,6 +411,7 @@ static struct prom_series *series_get(struct prom_family *f, const char *const *
 	if (s)
 		goto found;
 	if (f->n >= f->max_series && !evict_idle(f)) {
+		f->folded++;
 		s = overflow_series(f);
 		goto found;
 	}

@@ -61,6 +61,12 @@ struct prom_family *prom_histogram(struct prom_reg *r, const char *name, const c
 				   const char *const *labels, const uint64_t *bounds, int nbounds,
 				   unsigned int digits);
 void prom_set_max_series(struct prom_family *f, unsigned int max);
+/* Updates of a label set that found its family full (max_series, none
+ * idle long enough to make room) and went to the overflow series: of
+ * one family, and of every family of r (*name, when not NULL: the first
+ * such family's name, or NULL). */
+uint64_t prom_family_folded(const struct prom_family *f);
+uint64_t prom_reg_folded(const struct prom_reg *r, const char **name);
 /* Number of series (the overflow series included). */
 unsigned int prom_series_count(const struct prom_family *f);
 /* Drops every series, the overflow one too: for families a tool sets in

@@ -556,6 +556,7 @@ void aiscope_summary_begin(struct jw *w, const struct aiscope_bpf *b, const stru
 	jw_ku64(w, "duration_ns", clock_ns(CLOCK_MONOTONIC) - env.start_mono_ns);
 	jw_ku64(w, "events", events);
 	jw_ku64(w, "lost_events", aiscope_lost_total(b));
+	jw_ku64(w, "metrics_overflow", metrics_folded());
 	jw_kstr(w, "exit_reason", aiscope_exit_name(l->exit));
 	jw_kstr(w, "probes", probe_summary(b->hooks, b->nhooks));
 }

@@ -192,6 +192,43 @@ normalize() {
 
 # ---- --prometheus FILE against the JSON and the kernel ----
 
+@test "a metric at its series cap: every update folded into overflow counted in the metric, the summary and on stderr" {
+	need_root
+	local root f=$BATS_TEST_TMPDIR/cap.prom i holders truth
+	root=$(cgroup2_root) || skip "no cgroup2 hierarchy"
+	# four cgroups of our own that keep waking up: with the host's, more
+	# label sets than the lowered cap of 3
+	for i in 1 2 3 4; do
+		make_cgroup "$root/aiscope-test-$$-$i"
+		start_bg w$i sh -c 'while :; do sleep 0.01; done'
+		move_to_cgroup "$root/aiscope-test-$$-$i" "$BG_PID"
+	done
+	AISCOPE_TEST_CAP_METRIC_SERIES=3 start_tool s schedlat -j --by cgroup -i 300ms --prometheus "$f"
+	sleep 2
+	stop_tool "$TOOL_PID"
+	all_json "$BATS_TEST_TMPDIR/s.out"
+	# the label sets that hold a series (the file has the last interval)
+	holders=$(grep '^aiscope_schedlat_runs_total{' "$f" | grep -v 'overflow="true"' |
+		sed 's/^aiscope_schedlat_runs_total{cgroup="\([^"]*\)".*/\1/' | jq -R . | jq -s -c .)
+	[ "$(jq length <<<"$holders")" -eq 3 ]
+	grep -q '^aiscope_schedlat_runs_total{cgroup="",container_id="",pod_uid="",overflow="true"} [1-9]' "$f"
+	# the truth: every sample row of another label set went to the overflow
+	# series of each of the four families
+	truth=$(jq -s --argjson h "$holders" '[.[] | select(.type == "sample" and .row == "cgroup") |
+		select((.cgroup // "") as $c | $h | index($c) | not)] | length * 4' "$BATS_TEST_TMPDIR/s.out")
+	[ "$truth" -gt 0 ]
+	[ "$(jq -s '.[-1] | select(.type == "summary") | .metrics_overflow' "$BATS_TEST_TMPDIR/s.out")" -eq "$truth" ]
+	[ "$(prom_value "$f" 'aiscope_metric_overflow_total{tool="schedlat"}')" -eq "$truth" ]
+	grep -q '^schedlat: metric aiscope_schedlat_[a-z_]* is at its 3 series, none idle for 600 s: [0-9]* updates of new label sets (cgroups, containers) went to its overflow="true" series$' \
+		"$BATS_TEST_TMPDIR/s.err"
+	# the default cap, 1000: nothing folded, nothing said
+	run "$BIN/schedlat" -j --by cgroup -i 300ms -d 1 --prometheus "$f"
+	[ "$status" -eq 0 ]
+	[ "$(jq -s '.[-1].metrics_overflow' <<<"$(grep summary <<<"$output")")" -eq 0 ]
+	[ "$(prom_value "$f" 'aiscope_metric_overflow_total{tool="schedlat"}')" -eq 0 ]
+	! grep -q '^[^#].*overflow="true"' "$f" || false
+}
+
 @test "schedlat --prometheus: the file's series equal the JSON exactly and the kernel's run_delay" {
 	need_root
 	local f=$BATS_TEST_TMPDIR/tf/schedlat.prom cg before after nb na sel n

@@ -266,6 +266,25 @@ static void test_cardinality_cap(void)
 	CHECK_EQ(sample(s, "aiscope_t_x_total{cgroup=\"/c3\"}"), -1);
 	CHECK_EQ(sample(s, "aiscope_t_x_total{cgroup=\"\",overflow=\"true\"}"), 13 + 14);
 	free(s);
+	/* counted: /c3 and /c4 went to overflow, /c0 did not */
+	CHECK_EQ(prom_family_folded(c), 2);
+	prom_counter_add(c, (const char *[]){ "/c4" }, 1);
+	CHECK_EQ(prom_family_folded(c), 3);
+	{
+		struct prom_family *g = prom_gauge(r, "aiscope_t_g", "G.", lbl);
+		const char *name;
+
+		prom_gauge_set(g, (const char *[]){ "/a" }, 1);
+		CHECK_EQ(prom_family_folded(g), 0);
+		CHECK_EQ(prom_reg_folded(r, &name), 3);
+		CHECK_STR(name, "aiscope_t_x_total");
+		prom_set_max_series(g, 1);
+		prom_gauge_set(g, (const char *[]){ "/b" }, 1);
+		CHECK_EQ(prom_reg_folded(r, NULL), 4);
+		/* a clear drops the series, not the count */
+		prom_family_clear(c);
+		CHECK_EQ(prom_reg_folded(r, &name), 4);
+	}
 	prom_reg_free(r);
 }
 
