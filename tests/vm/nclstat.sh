@@ -39,7 +39,7 @@ t_args() {
 			[ "$(echo "$ev" | jval count)" = "$(cval "$line" count)" ] || fail "$op: count: $ev"
 			[ "$(echo "$ev" | jval datatype_id)" = "$(cval "$line" datatype)" ] || fail "$op: datatype: $ev"
 			[ "$(echo "$ev" | jval stream)" = "$(cval "$line" stream)" ] || fail "$op: stream: $ev"
-			[ "$(echo "$ev" | jval communicator)" = 0x0 ] || fail "$op: communicator: $ev"
+			[ "$(echo "$ev" | jval communicator_handle)" = 0x0 ] || fail "$op: communicator_handle: $ev"
 			p=$(cval "$line" root_or_peer)
 			[ "$p" = -1 ] && p=null
 			[ "$(echo "$ev" | jval root_or_peer)" = "$p" ] || fail "$op: root_or_peer: $ev"
