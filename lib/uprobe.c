@@ -796,6 +796,12 @@ static void links_destroy(struct bpf_link **links, int n)
 			pthread_join(tids[t], NULL);
 }
 
+void uprobe_lib_drop_syms(struct uprobe_lib *lib)
+{
+	elf_syms_free(lib->syms);
+	lib->syms = NULL;
+}
+
 static void lib_free(struct uprobe_lib *lib, bool links_done)
 {
 	if (!links_done)

@@ -132,6 +132,13 @@ struct uprobe_lib {
 	uint64_t map_dev, map_ino;	/* as /proc/PID/maps shows them */
 };
 
+/* Frees a library's symbols once its probes are attached and nothing more
+ * will be looked up in it: a file with nothing to probe (every process's
+ * executable is read for a static runtime) stays in the set, so that it is
+ * not read again while mapped, without its symbol tables (tens of MiB for
+ * a large executable such as node). lib->syms is NULL after. */
+void uprobe_lib_drop_syms(struct uprobe_lib *lib);
+
 struct uprobe_set {
 	struct uprobe_lib **libs;
 	int n, cap;

@@ -676,6 +676,9 @@ static void attach_lib(struct uprobe_lib *lib, void *ctx)
 	flush_lib(lib);
 	S.probes += lib->attached;
 	S.libs_seen += found > 0;
+	/* no CUDA symbol: kept in the set only so that it is not read again */
+	if (!found)
+		uprobe_lib_drop_syms(lib);
 	if (env.verbose && (found || lib->kind != K_EXE))
 		fprintf(stderr, "%s: %s %s: %d symbols, %d probes\n", TOOL, kind_names[lib->kind],
 			lib->path, found, lib->attached);
@@ -725,7 +728,8 @@ static void list_uprobes(struct jw *w)
 		struct uprobe_lib *lib = S.set.libs[l];
 		int found = 0;
 
-		for (size_t i = 0; i < ARRAY_SIZE(apis); i++) {
+		/* symbols dropped: attach_lib found none */
+		for (size_t i = 0; lib->syms && i < ARRAY_SIZE(apis); i++) {
 			const struct api *a = &apis[i];
 
 			if (!elf_syms_has(lib->syms, a->sym))

@@ -1311,6 +1311,8 @@ static void attach_lib(struct uprobe_lib *lib, void *ctx)
 	}
 	flush_lib(lib);
 	if (!n) {
+		/* kept in the set only so that it is not read again */
+		uprobe_lib_drop_syms(lib);
 		if (lib->kind == KIND_NCCL)
 			fprintf(stderr, "%s: no NCCL API in %s\n", TOOL, lib->path);
 		return;

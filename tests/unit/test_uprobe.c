@@ -8,6 +8,7 @@
  * arguments included.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -230,6 +231,33 @@ static void test_set(void)
 		errno = 0;
 		CHECK(uprobe_set_add(&set, longp, "x", 0, &created) == NULL);
 		CHECK_EQ(errno, ENAMETOOLONG);
+	}
+	/* its symbols dropped: still the set's entry for that inode, not read
+	 * again, and freed with it (ASan) */
+	{
+		int fds = 0;
+		struct dirent *de;
+		DIR *d = opendir("/proc/self/fd");
+
+		uprobe_lib_drop_syms(a);
+		CHECK(a->syms == NULL);
+		CHECK(uprobe_set_add(&set, lib_path, lib_path, 7, &created) == a && !created);
+		CHECK(a->syms == NULL);
+		/* the file's fd went with the symbols: none left open on it */
+		while (d && (de = readdir(d))) {
+			char l[PATH_MAX], fn[PATH_MAX + 32];
+			ssize_t n;
+
+			snprintf(fn, sizeof(fn), "/proc/self/fd/%s", de->d_name);
+			n = readlink(fn, l, sizeof(l) - 1);
+			if (n > 0) {
+				l[n] = 0;
+				fds += !strcmp(l, lib_path);
+			}
+		}
+		if (d)
+			closedir(d);
+		CHECK_EQ(fds, 0);
 	}
 	/* a scan that does not find it removes it */
 	uprobe_set_begin_scan(&set);
