@@ -40,6 +40,7 @@ struct elf_syms {
 	struct esym **by_name;	/* sorted by name */
 	struct elf_seg *segs;
 	int nsegs;
+	size_t bytes;		/* what it holds: see elf_syms_bytes */
 };
 
 #if defined(__x86_64__)
@@ -192,6 +193,18 @@ static int read_all_syms(struct elf_syms *s)
 		case SHT_GNU_versym: versym = scn; break;
 		}
 	}
+	/* the symbol and string tables are read whole through the mapping:
+	 * resident as long as s is */
+	for (int i = 0; i < 2; i++) {
+		GElf_Shdr *h = i ? &ssh : &dsh, str;
+		Elf_Scn *t = (i ? symtab : dynsym) ? elf_getscn(s->elf, h->sh_link) : NULL;
+
+		if (!(i ? symtab : dynsym))
+			continue;
+		s->bytes += h->sh_size;
+		if (t && gelf_getshdr(t, &str))
+			s->bytes += str.sh_size;
+	}
 	if (verdef)
 		read_verdefs(s->elf, verdef, &vsh, vernames, 256);
 	if (dynsym) {
@@ -212,6 +225,7 @@ static int read_all_syms(struct elf_syms *s)
 	for (int i = 0; i < s->n; i++)
 		s->by_name[i] = &s->syms[i];
 	sort_array(s->by_name, s->n, sizeof(*s->by_name), cmp_name);
+	s->bytes += (size_t)s->cap * sizeof(*s->syms) + (size_t)s->n * sizeof(*s->by_name);
 	return 0;
 }
 
@@ -265,6 +279,11 @@ void elf_syms_free(struct elf_syms *s)
 	free(s->by_name);
 	free(s->segs);
 	free(s);
+}
+
+size_t elf_syms_bytes(const struct elf_syms *s)
+{
+	return s ? s->bytes : 0;
 }
 
 int elf_syms_count(const struct elf_syms *s)
@@ -1187,16 +1206,18 @@ struct cache_ent {
 struct elf_cache {
 	struct cache_ent *e;
 	int n, max;
+	size_t bytes, max_bytes;	/* elf_syms_bytes of the files kept */
 	uint64_t clock;
 };
 
-struct elf_cache *elf_cache_new(int max)
+struct elf_cache *elf_cache_new(int max, size_t max_bytes)
 {
 	struct elf_cache *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return NULL;
 	c->max = max > 0 ? max : 1;
+	c->max_bytes = max_bytes;
 	c->e = calloc(c->max, sizeof(*c->e));
 	if (!c->e) {
 		free(c);
@@ -1230,17 +1251,32 @@ const struct elf_syms *elf_cache_get(struct elf_cache *c, uint64_t dev, uint64_t
 	s = elf_syms_open(path);
 	if (!s)
 		return NULL;
-	if (c->n < c->max) {
-		slot = &c->e[c->n++];
-	} else {
+	/* least recently used first, until the new one fits both caps (a
+	 * file larger than max_bytes alone is kept alone) */
+	while (c->n && (c->n >= c->max ||
+			(c->max_bytes && c->bytes + elf_syms_bytes(s) > c->max_bytes))) {
 		slot = &c->e[0];
 		for (int i = 1; i < c->n; i++)
 			if (c->e[i].used < slot->used)
 				slot = &c->e[i];
+		c->bytes -= elf_syms_bytes(slot->syms);
 		elf_syms_free(slot->syms);
+		*slot = c->e[--c->n];
 	}
+	slot = &c->e[c->n++];
 	*slot = (struct cache_ent){ dev, ino, ++c->clock, s };
+	c->bytes += elf_syms_bytes(s);
 	return s;
+}
+
+size_t elf_cache_bytes(const struct elf_cache *c)
+{
+	return c->bytes;
+}
+
+int elf_cache_count(const struct elf_cache *c)
+{
+	return c->n;
 }
 
 struct locate_ctx {

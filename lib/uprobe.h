@@ -45,6 +45,9 @@ struct elf_syms;
  * (ENOEXEC: not ELF, ENOENT, EACCES, ...). */
 struct elf_syms *elf_syms_open(const char *path);
 void elf_syms_free(struct elf_syms *s);
+/* The memory s holds: its symbol and string tables (read through the
+ * file's mapping, resident while s is) and its sorted arrays. */
+size_t elf_syms_bytes(const struct elf_syms *s);
 /* Function symbols read (both tables, duplicates included). */
 int elf_syms_count(const struct elf_syms *s);
 /* Whether the file is ELF for the machine this tool was built for. */
@@ -274,8 +277,12 @@ struct ring_buffer *uprobe_discover_open(struct bpf_object *obj, struct uprobe_s
 
 struct elf_cache;
 
-/* At most max files kept open (least recently used dropped). */
-struct elf_cache *elf_cache_new(int max);
+/* At most max files kept open, whose symbols hold at most max_bytes
+ * (elf_syms_bytes; 0: no byte cap): past either, the least recently used
+ * are dropped (read again when asked for). */
+struct elf_cache *elf_cache_new(int max, size_t max_bytes);
+size_t elf_cache_bytes(const struct elf_cache *c);
+int elf_cache_count(const struct elf_cache *c);
 void elf_cache_free(struct elf_cache *c);
 /* The symbols of the file with this inode, opened through path on a miss;
  * NULL if it cannot be read. */

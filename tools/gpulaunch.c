@@ -281,6 +281,11 @@ static struct name_ent *name_find(uint32_t pid, uint32_t src, uint64_t addr)
 	return NULL;
 }
 
+/* The symbols of the files kernel names are looked up in, kept for the
+ * next lookups: at most 32 MiB of them (least recently used dropped and
+ * read again when needed), within the unit's MemoryMax with the rest. */
+#define ELF_CACHE_BYTES (32U << 20)
+
 /* At most this many names are kept; past it, names of processes that
  * exited go first (prune at rescan), then new names are dropped. */
 #define MAX_NAMES 262144
@@ -1578,7 +1583,9 @@ int main(int argc, char **argv)
 	metrics_init();
 	jw_init(&S.jw, stdout);
 	S.with_ret = cfg.latency || cfg.events;
-	S.elf = elf_cache_new(64);
+	/* kernel names from the symbols of the files they are in: a large
+	 * library (libtorch_cuda) alone is tens of MiB of symbol tables */
+	S.elf = elf_cache_new(64, ELF_CACHE_BYTES);
 	S.scanner = (struct uprobe_scanner){ .set = &S.set, .classify = classify,
 					     .attach = noattach };
 	if (env.list_probes)

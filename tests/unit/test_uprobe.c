@@ -177,7 +177,7 @@ static void test_maps_and_names(void)
 	if (geteuid() != 0)
 		SKIP("not root: map_files");
 	CHECK(access(mf, R_OK) == 0);
-	cache = elf_cache_new(2);
+	cache = elf_cache_new(2, 0);
 	CHECK_EQ(uprobe_addr_name(cache, getpid(), (uint64_t)(uintptr_t)a, buf, sizeof(buf)), 1);
 	CHECK_STR(buf, "uargs_split16");
 	/* not a function start: the stable fallback, never the raw address */
@@ -190,6 +190,46 @@ static void test_maps_and_names(void)
 	CHECK_STR(uprobe_basename("/x/libcudart.so.13 (deleted)", buf, sizeof(buf)),
 		  "libcudart.so.13");
 	elf_cache_free(cache);
+}
+
+/* The cache's byte cap: what each file's symbols hold, summed, and the
+ * least recently used dropped to keep under it. */
+static void test_cache_bytes(void)
+{
+	struct elf_syms *a = elf_syms_open(lib_path), *b = elf_syms_open("/proc/self/exe");
+	struct stat sa, sb;
+	struct elf_cache *c;
+	const struct elf_syms *got;
+
+	CHECK(a && b);
+	CHECK_EQ(stat(lib_path, &sa), 0);
+	CHECK_EQ(stat("/proc/self/exe", &sb), 0);
+	/* at least the arrays of its symbols, at most the file */
+	CHECK(elf_syms_bytes(a) >= (size_t)elf_syms_count(a) * 8);
+	CHECK(elf_syms_bytes(a) <= (size_t)sa.st_size + (size_t)elf_syms_count(a) * 64);
+	/* room for either, not both */
+	c = elf_cache_new(8, elf_syms_bytes(a) + elf_syms_bytes(b) - 1);
+	got = elf_cache_get(c, sa.st_dev, sa.st_ino, lib_path);
+	CHECK(got && elf_syms_has(got, "uargs_split16"));
+	CHECK_EQ(elf_cache_count(c), 1);
+	CHECK_EQ(elf_cache_bytes(c), elf_syms_bytes(a));
+	got = elf_cache_get(c, sb.st_dev, sb.st_ino, "/proc/self/exe");
+	CHECK(got && elf_syms_has(got, "test_cache_bytes"));
+	CHECK_EQ(elf_cache_count(c), 1);
+	CHECK_EQ(elf_cache_bytes(c), elf_syms_bytes(b));
+	/* the first one again: read again, the second dropped */
+	CHECK(elf_cache_get(c, sa.st_dev, sa.st_ino, lib_path) != NULL);
+	CHECK_EQ(elf_cache_bytes(c), elf_syms_bytes(a));
+	elf_cache_free(c);
+	/* no byte cap: both */
+	c = elf_cache_new(8, 0);
+	CHECK(elf_cache_get(c, sa.st_dev, sa.st_ino, lib_path) != NULL);
+	CHECK(elf_cache_get(c, sb.st_dev, sb.st_ino, "/proc/self/exe") != NULL);
+	CHECK_EQ(elf_cache_count(c), 2);
+	CHECK_EQ(elf_cache_bytes(c), elf_syms_bytes(a) + elf_syms_bytes(b));
+	elf_cache_free(c);
+	elf_syms_free(a);
+	elf_syms_free(b);
 }
 
 static void test_set(void)
@@ -702,6 +742,7 @@ int main(void)
 	RUN(test_versions);
 	RUN(test_local_and_bad);
 	RUN(test_maps_and_names);
+	RUN(test_cache_bytes);
 	RUN(test_set);
 	RUN(test_scanner);
 	RUN(test_scan_prunes_gone);
