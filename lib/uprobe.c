@@ -842,6 +842,8 @@ int uprobe_set_prune(struct uprobe_set *set)
 			set->libs[kept++] = lib;
 			continue;
 		}
+		if (set->release)
+			set->release(lib, set->release_ctx);
 		lib_free(lib, false);
 		removed++;
 	}
@@ -864,8 +866,11 @@ void uprobe_set_free(struct uprobe_set *set)
 	if (all)
 		links_destroy(all, n);
 	free(all);
-	for (int i = 0; i < set->n; i++)
+	for (int i = 0; i < set->n; i++) {
+		if (set->release)
+			set->release(set->libs[i], set->release_ctx);
 		lib_free(set->libs[i], all != NULL || !cap);
+	}
 	free(set->libs);
 	set->libs = NULL;
 	set->n = set->cap = 0;

@@ -147,6 +147,11 @@ struct uprobe_set {
 	int n, cap;
 	unsigned int gen;	/* current scan generation */
 	int max_libs;		/* 0: unlimited */
+	/* optional: called for each library as it leaves the set (pruned or
+	 * the set freed), for what the tool keeps per library elsewhere (a
+	 * BPF map keyed by its inode) */
+	void (*release)(struct uprobe_lib *lib, void *ctx);
+	void *release_ctx;
 };
 
 /* The entry for this inode, or NULL. */

@@ -546,6 +546,21 @@ static struct bpf_program *ret_prog(const struct api *a)
 
 /* uprobe_lib.tool_flags */
 #define TF_RUNTIME	0x1	/* runtime launch probes attached */
+#define TF_RT_INODE	0x2	/* its inode in map rt_inodes */
+
+/* A library leaves the set (no process maps it now): its rt_inodes entry
+ * goes too, or a churn of CUDA runtimes (each job its own copy) would fill
+ * the map's 256 for good. */
+static void release_lib(struct uprobe_lib *lib, void *ctx)
+{
+	struct gl_inode k = {
+		.ino = lib->ino,
+		.dev = kernel_dev(lib->dev),
+	};
+
+	if (lib->tool_flags & TF_RT_INODE && S.skel)
+		bpf_map_delete_elem(bpf_map__fd(S.skel->maps.rt_inodes), &k);
+}
 
 /* the runtime code ranges of the process being scanned (map rt_text) */
 static struct {
@@ -664,9 +679,14 @@ static void attach_lib(struct uprobe_lib *lib, void *ctx)
 
 			lib->tool_flags |= TF_RUNTIME;
 			runtime_span(lib);
-			if (!lib->tool_range[1])
-				bpf_map_update_elem(bpf_map__fd(S.skel->maps.rt_inodes), &k, &one,
-						    BPF_ANY);
+			/* full (256 runtimes mapped at once): its driver
+			 * launches would not be told nested; counted */
+			if (!lib->tool_range[1] &&
+			    bpf_map_update_elem(bpf_map__fd(S.skel->maps.rt_inodes), &k, &one,
+						BPF_ANY))
+				S.scanner.failed++;
+			else if (!lib->tool_range[1])
+				lib->tool_flags |= TF_RT_INODE;
 		}
 		rp = err ? NULL : ret_prog(a);
 		if (!err && rp)
@@ -1588,6 +1608,7 @@ int main(int argc, char **argv)
 	S.elf = elf_cache_new(64, ELF_CACHE_BYTES);
 	S.scanner = (struct uprobe_scanner){ .set = &S.set, .classify = classify,
 					     .attach = noattach };
+	S.set.release = release_lib;
 	if (env.list_probes)
 		list_probes();
 

@@ -232,8 +232,15 @@ static void test_cache_bytes(void)
 	elf_syms_free(b);
 }
 
+static void count_release(struct uprobe_lib *lib, void *ctx)
+{
+	CHECK_EQ(lib->kind, 7);
+	(*(int *)ctx)++;
+}
+
 static void test_set(void)
 {
+	int released = 0;
 	struct uprobe_set set = { 0 };
 	struct find_ctx c = { .base = "libuargs.so" };
 	struct uprobe_lib *a, *b;
@@ -299,11 +306,18 @@ static void test_set(void)
 			closedir(d);
 		CHECK_EQ(fds, 0);
 	}
-	/* a scan that does not find it removes it */
+	/* a scan that does not find it removes it, and says so (release) */
+	set.release = count_release;
+	set.release_ctx = &released;
 	uprobe_set_begin_scan(&set);
 	CHECK_EQ(uprobe_set_prune(&set), 1);
 	CHECK_EQ(set.n, 0);
+	CHECK_EQ(released, 1);
+	/* freeing the set releases what is left */
+	CHECK(uprobe_set_add(&set, lib_path, lib_path, 7, &created) && created);
+	CHECK(uprobe_set_add(&set, "/proc/self/exe", "exe", 7, &created) && created);
 	uprobe_set_free(&set);
+	CHECK_EQ(released, 3);
 }
 
 static int main_exe_seen;
