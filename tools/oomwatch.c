@@ -1439,6 +1439,7 @@ static int run_check(void)
 		jw_ku64(&S.jw, "duration_ns", clock_ns(CLOCK_MONOTONIC) - env.start_mono_ns);
 		jw_ku64(&S.jw, "events", 0);
 		jw_ku64(&S.jw, "lost_events", 0);
+		jw_ku64(&S.jw, "metrics_overflow", metrics_folded());
 		jw_kstr(&S.jw, "exit_reason", "check");
 		jw_kstr(&S.jw, "level", level_names[worst]);
 		jw_ki64(&S.jw, "exit_code", code);
