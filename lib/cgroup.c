@@ -24,6 +24,7 @@
 
 #define MAX_HIER 24
 #define TOMBSTONE_NS (60 * NSEC_PER_SEC)
+#define FILEID_KERNFS 0xfe	/* include/linux/exportfs.h: a kernfs node's u64 id */
 
 struct hier {
 	char mnt[PATH_MAX];
@@ -31,6 +32,8 @@ struct hier {
 	bool named;		/* v1 hierarchy without controllers (name=systemd) */
 	int ssid;		/* first controller's id, -1 for v2 or unknown */
 	char controllers[128];
+	int handles;		/* open_by_handle_at: 0 untried, 1 works, -1 not here */
+	int mnt_fd;		/* O_PATH fd of mnt while handles == 1 */
 };
 
 struct cg_entry {
@@ -49,6 +52,8 @@ static struct {
 	struct cg_entry *tab;
 	size_t cap, used;
 	uint64_t last_scan_ns;
+	uint64_t last_check_ns;	/* last revalidation of the cache by handle */
+	size_t scans;		/* walks of the hierarchies, for the tests */
 	cg_clock_fn clock;	/* NULL: CLOCK_MONOTONIC */
 } cg = { .v2 = -1, .attr = -1 };
 
@@ -550,6 +555,7 @@ static void rescan(void)
 	uint64_t now = cg_now();
 
 	cg.last_scan_ns = now;
+	cg.scans++;
 	if (cg.v2 >= 0)
 		scan_hier(cg.v2, false, now);
 	if (cg.attr >= 0)
@@ -557,22 +563,145 @@ static void rescan(void)
 	cache_forget(now);
 }
 
+/*
+ * One cgroup's path from its id, without walking the hierarchy: cgroupfs is
+ * kernfs, whose file handles carry the node's 64-bit id, the id BPF reports
+ * (bpf_get_current_cgroup_id) and the directory's inode number, so
+ * open_by_handle_at() opens the directory at once and /proc/self/fd names
+ * it. A walk of a host with 1000 memory cgroups is ~2000 getdents64 and
+ * 1000 opens; this is three syscalls. It needs CAP_DAC_READ_SEARCH and a
+ * real cgroupfs (the tests' fake trees are plain directories): where the
+ * first try fails with anything but ESTALE, the hierarchy is walked as
+ * before, for the rest of the run.
+ * Returns 0 with path set, -ESTALE for an id that is gone, -ENOTSUP to walk.
+ */
+static int path_by_handle(struct hier *h, uint64_t id, char *path, size_t len)
+{
+	struct {
+		struct file_handle fh;
+		uint64_t id;
+	} fh = { .fh = { .handle_bytes = sizeof(uint64_t), .handle_type = FILEID_KERNFS } };
+	char link[64], full[PATH_MAX];
+	size_t mlen = strlen(h->mnt);
+	ssize_t n;
+	int fd, err;
+
+	if (h->handles < 0)
+		return -ENOTSUP;
+	if (!h->handles) {
+		struct statfs sf;
+
+		/* an O_PATH fd is no mount_fd for open_by_handle_at (EBADF) */
+		h->mnt_fd = open(h->mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (h->mnt_fd < 0 || fstatfs(h->mnt_fd, &sf) ||
+		    (sf.f_type != CGROUP2_SUPER_MAGIC && sf.f_type != CGROUP_SUPER_MAGIC))
+			goto unusable;
+	}
+	memcpy(fh.fh.f_handle, &id, sizeof(id));
+	fd = open_by_handle_at(h->mnt_fd, &fh.fh, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		if (err == -ESTALE && h->handles)
+			return err;
+		goto unusable;
+	}
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, full, sizeof(full) - 1);
+	close(fd);
+	if (n < 0)
+		goto unusable;
+	full[n] = 0;
+	/* a directory of this mount, named from this mount namespace */
+	if ((size_t)n < mlen || memcmp(full, h->mnt, mlen) || (full[mlen] && full[mlen] != '/'))
+		goto unusable;
+	snprintf(path, len, "%s", full[mlen] ? full + mlen : "/");
+	h->handles = 1;
+	return 0;
+unusable:
+	if (h->mnt_fd > 0)
+		close(h->mnt_fd);
+	h->mnt_fd = -1;
+	h->handles = -1;
+	return -ENOTSUP;
+}
+
+static struct hier *hier_of_ids(bool v1)
+{
+	int i = v1 ? cg.attr : cg.v2;
+
+	return i >= 0 ? &cg.hier[i] : NULL;
+}
+
+/*
+ * Without walks no scan refreshes seen_ns, so the entries not confirmed for
+ * half the tombstone time are asked for by handle, at most that often:
+ * alive, confirmed; gone, kept until the tombstone time has passed since
+ * they were last confirmed (between 30 s and 90 s after removal), then
+ * forgotten, so the cache holds what exists plus the last minute's dead.
+ */
+static void cache_check(uint64_t now)
+{
+	char path[PATH_MAX];
+
+	if (now - cg.last_check_ns < TOMBSTONE_NS / 2)
+		return;
+	cg.last_check_ns = now;
+	for (size_t i = 0; i < cg.cap;) {
+		struct cg_entry *e = &cg.tab[i];
+		struct hier *h = e->id ? hier_of_ids(e->v1) : NULL;
+		int err;
+
+		if (!h || h->handles <= 0 || now - e->seen_ns < TOMBSTONE_NS / 2) {
+			i++;
+			continue;
+		}
+		err = path_by_handle(h, e->id, path, sizeof(path));
+		if (!err)
+			e->seen_ns = now;
+		if (err != -ESTALE || now - e->seen_ns <= TOMBSTONE_NS) {
+			i++;
+			continue;
+		}
+		cache_del(i);	/* may move a later entry into slot i */
+	}
+}
+
 const char *cg_path_of(uint64_t id, bool v1)
 {
+	char path[PATH_MAX];
+	struct hier *h = hier_of_ids(v1);
+	uint64_t now;
 	size_t s;
+	int err;
 
 	if (!id)
 		return NULL;
 	if (!cg.cap && cache_grow())
 		return NULL;
+	now = cg_now();
+	if (h && h->handles > 0)
+		cache_check(now);
 	s = slot_for(id, v1);
 	if (cg.tab[s].id)
 		return cg.tab[s].path;
-	if (cg_now() - cg.last_scan_ns < NSEC_PER_SEC && cg.last_scan_ns)
+	err = h ? path_by_handle(h, id, path, sizeof(path)) : -ENOTSUP;
+	if (!err) {
+		cache_put(id, v1, path, now);
+		s = slot_for(id, v1);
+		return cg.tab[s].id ? cg.tab[s].path : NULL;
+	}
+	if (err == -ESTALE)
+		return NULL;	/* gone before it was first asked for */
+	if (now - cg.last_scan_ns < NSEC_PER_SEC && cg.last_scan_ns)
 		return NULL;
 	rescan();
 	s = slot_for(id, v1);
 	return cg.tab[s].id ? cg.tab[s].path : NULL;
+}
+
+size_t cg_scan_count(void)
+{
+	return cg.scans;
 }
 
 /* ---- --container ---- */
@@ -660,6 +789,9 @@ void cg_cleanup(void)
 {
 	cg_clock_fn clock = cg.clock;
 
+	for (int i = 0; i < cg.nhier; i++)
+		if (cg.hier[i].handles > 0)
+			close(cg.hier[i].mnt_fd);
 	for (size_t i = 0; i < cg.cap; i++)
 		if (cg.tab[i].id)
 			free(cg.tab[i].path);

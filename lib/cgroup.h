@@ -55,8 +55,9 @@ int cg_find_container(const char *prefix, char *dir, size_t len, char *full_id);
 bool cg_container_prefix_ok(const char *prefix);
 
 /* id -> path relative to its hierarchy ("/system.slice/x.scope"), from a
- * cache that is rescanned on a miss (at most once a second) and keeps
- * removed cgroups for a minute. NULL when unknown. */
+ * cache filled by file handle (one lookup per new id) where cgroupfs allows
+ * it, else by a walk of the hierarchy on a miss (at most once a second); it
+ * keeps removed cgroups for about a minute. NULL when unknown. */
 const char *cg_path_of(uint64_t id, bool v1);
 
 /* Pure: the container of a cgroup path (CONTRACT section 5). */
@@ -69,5 +70,6 @@ void cg_cleanup(void);
 typedef uint64_t (*cg_clock_fn)(void);
 void cg_set_clock(cg_clock_fn clock);
 size_t cg_cache_size(void);
+size_t cg_scan_count(void);	/* walks of the hierarchies so far */
 
 #endif

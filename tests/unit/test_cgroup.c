@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <ftw.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -602,6 +603,101 @@ static void test_path_cache_churn(void)
 	rm_root();
 }
 
+/* ---- the live cgroupfs: paths by file handle, no walk ---- */
+
+static uint64_t ino_at(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? 0 : st.st_ino;
+}
+
+/* dir/name made (and, with gone, removed again); its id */
+static uint64_t real_cg(const char *dir, const char *name, bool gone)
+{
+	char p[512];
+	uint64_t id;
+
+	snprintf(p, sizeof(p), "%s%s", dir, name);
+	if (mkdir(p, 0755) && errno != EEXIST)
+		return 0;
+	id = ino_at(p);
+	if (gone)
+		rmdir(p);
+	return id;
+}
+
+static void real_hier(const char *mnt, bool v1)
+{
+	char dir[PATH_MAX], want[PATH_MAX + 8];
+	uint64_t a, b, c;
+	size_t scans, kept;
+
+	snprintf(dir, sizeof(dir), "%s/aiscope-unit-%d", mnt, (int)getpid());
+	if (mkdir(dir, 0755)) {
+		t_skip_why = "cannot make a cgroup here";
+		return;
+	}
+	a = real_cg(dir, "/a", false);
+	b = real_cg(dir, "/a/b", false);
+	c = real_cg(dir, "/c", true);	/* removed before it is asked for */
+	CHECK(a && b && c);
+	scans = cg_scan_count();
+	CHECK_STR(cg_path_of(ino_at(mnt), v1), "/");
+	snprintf(want, sizeof(want), "/aiscope-unit-%d/a/b", (int)getpid());
+	CHECK_STR(cg_path_of(b, v1), want);
+	snprintf(want, sizeof(want), "/aiscope-unit-%d/a", (int)getpid());
+	CHECK_STR(cg_path_of(a, v1), want);
+	CHECK(cg_path_of(c, v1) == NULL);
+	CHECK_EQ(cg_scan_count(), scans);	/* not one walk */
+
+	/* b removed: named for the tombstone time, then forgotten; a stays */
+	snprintf(want, sizeof(want), "%s/a/b", dir);
+	CHECK_EQ(rmdir(want), 0);
+	kept = cg_cache_size();
+	fake_ns += 31 * NSEC_PER_SEC;
+	CHECK(cg_path_of(b, v1) != NULL);
+	fake_ns += 31 * NSEC_PER_SEC;
+	CHECK(cg_path_of(a, v1) != NULL);
+	CHECK_EQ(cg_cache_size(), kept - 1);
+	CHECK(cg_path_of(b, v1) == NULL);
+	CHECK_EQ(cg_scan_count(), scans);
+
+	snprintf(want, sizeof(want), "%s/a", dir);
+	rmdir(want);
+	rmdir(dir);
+}
+
+/* each hierarchy from a fresh cache, so that only its own entries count */
+static void test_path_of_real_cgroupfs(void)
+{
+	char v2[PATH_MAX] = "", mem[PATH_MAX] = "";
+	bool v1_attr;
+
+	if (geteuid())
+		SKIP("not root (open_by_handle_at needs CAP_DAC_READ_SEARCH)");
+	CHECK_EQ(cg_init(NULL, fake_ssid), 0);
+	if (cg_v2_mount())
+		snprintf(v2, sizeof(v2), "%s", cg_v2_mount());
+	if (cg_v1_mount("memory"))
+		snprintf(mem, sizeof(mem), "%s", cg_v1_mount("memory"));
+	/* the v1 ids are the attribution hierarchy's: memory's when it has one */
+	v1_attr = cg_attr_ssid() >= 0 && cg_mode() != CG_MODE_V2;
+	cg_cleanup();
+	if (!v2[0] && !mem[0])
+		SKIP("no cgroupfs mounted");
+	cg_set_clock(fake_clock);
+	if (v2[0] && !cg_init(NULL, fake_ssid)) {
+		real_hier(v2, false);
+		cg_cleanup();
+	}
+	if (mem[0] && v1_attr && !cg_init(NULL, fake_ssid)) {
+		real_hier(mem, true);
+		cg_cleanup();
+	}
+	cg_set_clock(NULL);
+}
+
 int main(void)
 {
 	RUN(test_docker_systemd);
@@ -638,5 +734,6 @@ int main(void)
 	RUN(test_find_container_ambiguous);
 	RUN(test_target_of_dir_outside_cgroupfs);
 	RUN(test_path_cache_churn);
+	RUN(test_path_of_real_cgroupfs);
 	return t_done();
 }
