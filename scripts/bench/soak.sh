@@ -71,8 +71,10 @@ cleanup() {
 	done
 	PID=()
 	# the churn driver's cgroups, should it have been stopped amid one
-	rmdir /sys/fs/cgroup/unified/aiscope-soak-*/c* /sys/fs/cgroup/memory/aiscope-soak-*/c* \
-		/sys/fs/cgroup/unified/aiscope-soak-* /sys/fs/cgroup/memory/aiscope-soak-* 2>/dev/null
+	# (its own only: another soak's driver may be running)
+	[ -n "${CHURN_PID:-}" ] &&
+		rmdir /sys/fs/cgroup/{unified,memory}/aiscope-soak-"$CHURN_PID"/c* \
+			/sys/fs/cgroup/{unified,memory}/aiscope-soak-"$CHURN_PID" 2>/dev/null
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
