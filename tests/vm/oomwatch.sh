@@ -117,12 +117,27 @@ v2_memcg_lim() {
 	echo "$2" > "$CG/memory.max" || fail "cannot set memory.max $2"
 }
 
-# The kernel's v2 signals (memory.events, PSI) before the kill: memhog at
+# lead_by_signal KILL_TS < ALERTS: "signal:ms" of the first alert of each
+# signal before the kill at KILL_TS (RFC 3339, the same day)
+lead_by_signal() {
+	awk -v kts="$1" '
+		function sec(ts,  a, b) { split(ts, a, "T"); split(a[2], b, ":")
+			return b[1] * 3600 + b[2] * 60 + substr(b[3], 1, length(b[3]) - 1) }
+		{ s = $0; sub(/.*"signal":"/, "", s); sub(/".*/, "", s)
+		  t = $0; sub(/.*"ts":"/, "", t); sub(/".*/, "", t)
+		  if (!(s in first)) { first[s] = t; order[++n] = s } }
+		END { for (i = 1; i <= n; i++)
+			printf "%s%s:%d", (i > 1 ? "," : ""), order[i], (sec(kts) - sec(first[order[i]])) * 1000
+		      print "" }'
+}
+
+# The kernel's v2 signals (memory.events, PSI, memcg reclaim) before the kill: memhog at
 # 10 MiB/s, 100 MiB/s, 1 GiB/s and full speed in 64 and 256 MiB cgroups,
 # each made after oomwatch (default settings) started; every kill must
 # have an alert naming its cgroup before its line. Prints each run's
 # first alert (its signal says which raised it).
 t_rates() {
+	$OW --list-probes > "$T/plan" 2>&1
 	start_tool o $OW -j --alloc-min 0
 	grep -q 'kernel signals armed' "$T/o.err" || fail "no signals line: $(cat "$T/o.err")"
 	n=0
@@ -148,12 +163,20 @@ t_rates() {
 		[ -n "$k" ] || fail "no kill line for $pid in $cg"
 		head -n "$k" "$T/o.out" > "$T/before"
 		jsel "$T/before" '"event":"alert"' "\"cgroup\":\"$cg\"" > "$T/alerts"
+		kts=$(sed -n "${k}p" "$T/o.out" | jval ts)
 		echo "$cg: $(wc -l < "$T/alerts") alerts before the kill; first: $(head -1 "$T/alerts" |
-			jval signal)/$(head -1 "$T/alerts" | jval level) at $(head -1 "$T/alerts" | jval ts), kill at $(sed -n "${k}p" "$T/o.out" | jval ts)"
+			jval signal)/$(head -1 "$T/alerts" | jval level) at $(head -1 "$T/alerts" | jval ts), kill at $kts;" \
+			"lead_ms by signal: $(lead_by_signal "$kts" < "$T/alerts")"
 		[ -s "$T/alerts" ] || bad=$((bad + 1))
 	done < "$T/runs"
 	cleanup_memcgs
 	[ "$bad" -eq 0 ] || fail "$bad kills without an alert before them"
+	# the reclaim hook, where one was chosen, saw the limits reached
+	if grep -qE '^memcg_reclaim +(tp_btf|raw_tp|tracepoint) .*chosen' "$T/plan"; then
+		r=$(tail -1 "$T/o.out" | jval memcg_reclaims)
+		echo "memcg reclaim events: $r"
+		[ "${r:-0}" -gt 0 ] || fail "no memcg reclaim event"
+	fi
 }
 
 # --check on the v2 files: 56 MiB of 64 is 87.5%: warn (3)
