@@ -11,7 +11,8 @@
 #
 #   scripts/bench/oomwatch.sh           # REPS=5, 3 polling windows of 20 s
 #
-# Environment: REPS (lifecycle repetitions, default 5), NCG (cgroups made
+# Environment: REPS (lifecycle repetitions, default 5), STRACE_S (seconds
+# of strace -c at the default settings, default 10), NCG (cgroups made
 # for the polling runs, default 1000), WINDOWS (polling windows, default 3),
 # WINDOW_S (seconds each, default 20), SETTLE_S (seconds before each window,
 # default 40: the kernel signals of a thousand cgroups take some 30 s to
@@ -165,6 +166,24 @@ for ((w = 1; w <= WINDOWS; w++)); do
 	poll_window "$OOMWATCH" --alloc-min 0 -i 5s --prometheus "$BENCH_TMP/poll/m.prom" >>"$BENCH_TMP/poll/m5"
 	bench_log "polling window $w/$WINDOWS: defaults $(tail -1 "$BENCH_TMP/poll/default")% ($ARMED signals armed), $(tail -1 "$BENCH_TMP/poll/sub")% (only the $NCG), $(tail -1 "$BENCH_TMP/poll/host")% (every memory cgroup); metrics: $(tail -1 "$BENCH_TMP/poll/msub")%, $(tail -1 "$BENCH_TMP/poll/mhost")%, $(tail -1 "$BENCH_TMP/poll/m5")% at 5 s"
 done
+# where the loop's time goes at the default settings: its syscalls over
+# STRACE_S seconds after the settling time (strace slows it; the counts
+# are what matter)
+STRACE_S=${STRACE_S:-10}
+PREADS= SYSCALLS=
+if command -v strace >/dev/null; then
+	"$OOMWATCH" >/dev/null 2>"$BENCH_TMP/strace.err" &
+	pid=$!
+	sleep "$SETTLE_S"
+	timeout -s INT "$STRACE_S" strace -c -f -p "$pid" -o "$BENCH_TMP/strace.txt" 2>/dev/null
+	kill -INT "$pid"
+	wait "$pid"
+	# "% time, seconds, usecs/call, calls, [errors,] syscall"
+	PREADS=$(awk '$NF == "pread64" { print $4 }' "$BENCH_TMP/strace.txt")
+	SYSCALLS=$(awk '$NF == "total" { print $4 }' "$BENCH_TMP/strace.txt")
+	ST_WATCHED=$(sed -n 's/.*polling \([0-9]*\) memory cgroups.*/\1/p' "$BENCH_TMP/strace.err" | tail -1)
+	bench_log "strace -c over ${STRACE_S} s: ${PREADS:-?} pread64 of ${SYSCALLS:-?} syscalls, ${ST_WATCHED:-?} cgroups"
+fi
 M_BYTES=$(stat -c %s "$BENCH_TMP/poll/m.prom")
 M_SERIES=$(grep -c '^aiscope_oomwatch_' "$BENCH_TMP/poll/m.prom")
 WATCHED=$(sed -n 's/.*polling \([0-9]*\) memory cgroups.*/\1/p' "$BENCH_TMP/poll.err" | tail -1)
@@ -285,6 +304,16 @@ body=$BENCH_TMP/body.md
 	echo "loop runs and polls; over its first $((SETTLE_S - 2)) s (from 2 s on) oomwatch at the default settings used"
 	echo "$(median <"$BENCH_TMP/poll/default-settle")% of one CPU."
 	echo
+	if [ -n "$PREADS" ] && [ -n "$ST_WATCHED" ]; then
+		echo "What the loop spends it on, at the default settings (\`strace -c -f\` for ${STRACE_S} s after the settling"
+		echo "time; strace slows it, the counts are what matter): $PREADS \`pread64\` calls of $SYSCALLS"
+		echo "syscalls, $(awk -v p="$PREADS" -v s="$STRACE_S" -v n="$ST_WATCHED" 'BEGIN { printf "%.2f", p / s / n }') per watched cgroup per interval ($ST_WATCHED watched): each limited"
+		echo "cgroup's usage (for the levels and the growth projection) and its limit every 10th interval."
+		echo "A cold cgroup's memory.oom_control (v1; memory.events in v2) is read only when its eventfd"
+		echo "fired or a kill named the cgroup, as nothing else moves its counters (it was read at every"
+		echo "interval, twice the reads); the rest is the event loop's epoll_wait and the timer."
+		echo
+	fi
 	echo "Peak RSS of the DaemonSet's command with the $NCG (\`$O -i 5s -j --alloc-min 0\`, metrics to a"
 	echo "file for its --listen, 12 s): $(kib_to_mib "$DS_RSS") MiB."
 	echo
@@ -304,7 +333,7 @@ body=$BENCH_TMP/body.md
 	echo
 	echo "### Reproduce"
 	echo
-	echo "As root, after \`make\`: \`scripts/bench/oomwatch.sh\` (about $((WINDOWS * (WINDOW_S + SETTLE_S + 1) * 6 / 60 + 3)) minutes). NCG, WINDOWS,"
+	echo "As root, after \`make\`: \`scripts/bench/oomwatch.sh\` (about $(((WINDOWS * (WINDOW_S + SETTLE_S + 1) * 6 + SETTLE_S + STRACE_S) / 60 + 3)) minutes). NCG, WINDOWS,"
 	echo "WINDOW_S, SETTLE_S and REPS change the cgroups made, the polling windows and the lifecycle"
 	echo "repetitions. It makes its cgroups under $MEMCG/aiscope-bench-PID and removes them"
 	echo "(also when interrupted). It rewrites this section only."
