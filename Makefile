@@ -241,6 +241,14 @@ $(COMP)/fish/%.fish: $(GEN_O)/% completions/fish/aiscope-tool.fish
 $(COMP)/bash/aiscope $(COMP)/zsh/_aiscope: $(COMP)/%: completions/%
 	$(Q)mkdir -p $(@D) && cp $< $@
 
+# The tools' completions also ship in the tree (completions/<shell>/, the
+# contract's section 8), as generated copies of $(COMP)'s, never edited:
+# tests/completions.bats fails when a copy differs from what make writes,
+# and `make completions-update` writes them anew after an option changes.
+.PHONY: completions-update
+completions-update: $(TOOL_COMPS)
+	$(Q)for f in $(patsubst $(COMP)/%,%,$(TOOL_COMPS)); do cp $(COMP)/$$f completions/$$f || exit 1; done
+
 # fish has no way to hand "aiscope TOOL ..." to TOOL's completions without
 # registering them for a command named TOOL (other packages' cachestat):
 # aiscope.fish is each $(COMP)/fish/TOOL.fish with its complete lines

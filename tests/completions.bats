@@ -330,13 +330,16 @@ make_tools() {
 }
 
 @test "every tool has a man page, bash, zsh and fish completions and a README row" {
-	local t missing=
+	local t f missing=
 	[ -n "$(tools)" ]
 	for t in $(tools); do
 		[ -f "man/$t.8" ] || missing+=" man/$t.8"
 		[ -f "$BIN/completions/bash/$t" ] || missing+=" $BIN/completions/bash/$t"
 		[ -f "$BIN/completions/zsh/_$t" ] || missing+=" $BIN/completions/zsh/_$t"
 		[ -f "$BIN/completions/fish/$t.fish" ] || missing+=" $BIN/completions/fish/$t.fish"
+		for f in "bash/$t" "zsh/_$t" "fish/$t.fish"; do
+			[ -f "completions/$f" ] || missing+=" completions/$f"
+		done
 		# a row of the tools table: | [`tool`](man/tool.8) | ... (not "planned")
 		grep -Eq "^\| \[\`$t\`\]\(man/$t\.8\) \|" README.md || missing+=" README.md row for $t"
 		grep -E "^\| \[?\`$t\`" README.md | grep -qi planned && missing+=" README.md: $t still 'planned'"
@@ -365,18 +368,18 @@ make_tools() {
 	[ -z "$stale" ] || { echo "files for no tool:$stale" >&2; false; }
 }
 
-# the tools' completions are made from their options, never kept by hand
-@test "completions/ holds the front command's and the shared helpers, no tool's own" {
-	local f extra=
+# the tools' completions are made from their options; the tree's copies
+# (completions/<shell>/, shipped with the source) are make's output, unedited
+@test "completions/: the front command's, the shared helpers and make's copies of the tools', nothing else" {
+	local f t sh extra= want=" bash/aiscope zsh/_aiscope bash/aiscope-tool.bash zsh/aiscope-tool.zsh fish/aiscope-tool.fish "
+	for t in $(tools); do
+		want+="bash/$t zsh/_$t fish/$t.fish "
+	done
 	for f in completions/*/*; do
-		case ${f#completions/} in
-		bash/aiscope | zsh/_aiscope | bash/aiscope-tool.bash | zsh/aiscope-tool.zsh | fish/aiscope-tool.fish) ;;
-		*) extra+=" $f" ;;
-		esac
+		[[ "$want" == *" ${f#completions/} "* ]] || extra+=" $f"
 	done
 	[ -z "$extra" ] || { echo "not made by make:$extra" >&2; false; }
-	# and what make wrote is what the tool prints now
-	local t sh
+	# what make wrote is what the tool prints now, and the tree's copy is it
 	for t in $(tools); do
 		for sh in bash zsh fish; do
 			case $sh in
@@ -385,6 +388,8 @@ make_tools() {
 			fish) f=fish/$t.fish ;;
 			esac
 			diff <("$BIN/$t" --complete=$sh | sed "1r completions/$sh/aiscope-tool.$sh") "$BIN/completions/$f"
+			diff "$BIN/completions/$f" "completions/$f" ||
+				{ echo "completions/$f is not make's: make completions-update" >&2; false; }
 		done
 	done
 	run "$BIN/cachestat" --complete=tcsh
