@@ -74,6 +74,17 @@ struct {
 	__type(value, struct oomwatch_reclaim_seen);
 } reclaim_last SEC(".maps");
 
+/* per memcg id, the window user space set from its working set's trend:
+ * a map of its own, written by user space only, so that its update never
+ * overwrites a reclaim_last entry BPF changed meanwhile (a held-back count
+ * lost). Gone (LRU) or not set yet: reclaim_window_ns. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, __u64);
+} reclaim_windows SEC(".maps");
+
 /* Before 6.2, mm->rss_stat was one struct of atomic counters; since, it is
  * an array of percpu_counters (whose .count is what get_mm_counter reads). */
 struct mm_rss_stat___o {
@@ -467,7 +478,7 @@ static __always_inline int on_reclaim(__s32 order)
 	struct oomwatch_reclaim_seen *seen, init = {};
 	struct oomwatch_reclaim r = {}, *e;
 	struct mem_cgroup *m = NULL;
-	__u64 now, skipped, window;
+	__u64 now, skipped, window, *set;
 
 	if (!aiscope_task_pass(t))
 		return 0;
@@ -482,7 +493,8 @@ static __always_inline int on_reclaim(__s32 order)
 	seen = aiscope_lookup_or_init(&reclaim_last, &r.memcg.id, &init);
 	if (!seen)
 		return 0;
-	window = seen->window_ns ? seen->window_ns : reclaim_window_ns;
+	set = bpf_map_lookup_elem(&reclaim_windows, &r.memcg.id);
+	window = set && *set ? *set : reclaim_window_ns;
 	if (seen->ts && now - seen->ts < window) {
 		__sync_fetch_and_add(&seen->skipped, 1);
 		return 0;

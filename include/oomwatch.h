@@ -98,13 +98,13 @@ struct oomwatch_reclaim {
 	__u32 pad;
 };
 
-/* Per memcg, in BPF's rate-limit map: the last event sent, the reclaims
- * held back since, and the window until the next may be sent, which user
- * space sets from the working set's trend (0: BPF's default). */
+/* Per memcg, in BPF's rate-limit map (BPF's alone): the last event sent
+ * and the reclaims held back since. The window until the next may be sent
+ * is in reclaim_windows, which user space sets from the working set's
+ * trend. */
 struct oomwatch_reclaim_seen {
 	__u64 ts;
 	__u64 skipped;
-	__u64 window_ns;
 };
 
 /* Written by oom_kill_process (fentry/kprobe), read by the victim hook that

@@ -1120,16 +1120,11 @@ static uint64_t reclaim_window(struct memcg *m, uint64_t ts)
 	return eta > RECLAIM_WINDOW_MAX_NS ? RECLAIM_WINDOW_MAX_NS : (uint64_t)eta;
 }
 
+/* BPF reads it at the memcg's next reclaim; pushed out (LRU, 4096
+ * memcgs): BPF's default window, so more events, none missed */
 static void reclaim_set_window(uint64_t id, uint64_t window)
 {
-	int fd = bpf_map__fd(S.skel->maps.reclaim_last);
-	struct oomwatch_reclaim_seen seen;
-
-	/* BPF made the entry as it sent the event; gone (LRU): its default */
-	if (bpf_map_lookup_elem(fd, &id, &seen))
-		return;
-	seen.window_ns = window;
-	bpf_map_update_elem(fd, &id, &seen, BPF_EXIST);
+	bpf_map_update_elem(bpf_map__fd(S.skel->maps.reclaim_windows), &id, &window, BPF_ANY);
 }
 
 /* A memcg reclaims at its limit (or memory.high): the working set at
