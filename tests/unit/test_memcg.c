@@ -298,20 +298,32 @@ static int v1_job_tree(void)
 	return 0;
 }
 
+/* v1_job_tree() with its counter files (failcnt, 3 OOM kills) and the
+ * set over it; *a is the job's memcg, checked */
+static int v1_job_counters(struct memcg_set *s, struct memcg **a, int failcnt)
+{
+	char buf[32];
+
+	if (v1_job_tree())
+		return -1;
+	snprintf(buf, sizeof(buf), "%d\n", failcnt);
+	put("job/memory.stat", "total_inactive_file 0\n");
+	put("job/memory.failcnt", buf);
+	put("job/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n");
+	memcg_set_init(s, root, NULL, NULL, false);
+	*a = by_path(s, "/job");
+	CHECK(*a != NULL);
+	return 0;
+}
+
 /* v1's failcnt is read cold only with MEMCG_COUNTERS */
 static void test_v1_failcnt_cold(void)
 {
 	struct memcg_set s;
 	struct memcg *a;
 
-	if (v1_job_tree())
+	if (v1_job_counters(&s, &a, 12))
 		SKIP("no temporary directory");
-	put("job/memory.stat", "total_inactive_file 0\n");
-	put("job/memory.failcnt", "12\n");
-	put("job/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n");
-	memcg_set_init(&s, root, NULL, NULL, false);
-	a = by_path(&s, "/job");
-	CHECK(a != NULL);
 	if (a) {
 		CHECK_EQ(memcg_read(a, 0, never, NULL), 0);
 		CHECK_EQ(a->cur.limit_hits, 12);	/* the first read has them all */
@@ -335,14 +347,8 @@ static void test_counters_armed(void)
 	struct memcg_set s;
 	struct memcg *a;
 
-	if (v1_job_tree())
+	if (v1_job_counters(&s, &a, 0))
 		SKIP("no temporary directory");
-	put("job/memory.stat", "total_inactive_file 0\n");
-	put("job/memory.failcnt", "0\n");
-	put("job/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n");
-	memcg_set_init(&s, root, NULL, NULL, false);
-	a = by_path(&s, "/job");
-	CHECK(a != NULL);
 	if (a) {
 		CHECK_EQ(memcg_read(a, 0, never, NULL), 0);
 		CHECK_EQ(a->cur.oom_kills, 3);
