@@ -1235,7 +1235,10 @@ yaml_json() {
 	grep -q 'org.opencontainers.image.revision="${REVISION}"' "$f"
 	v=$(printf 'v:\n\t@echo $(VERSION)\n' | make --no-print-directory -s -C "$TOP" -f Makefile -f - v)
 	grep -q "org.opencontainers.image.version=\"$v\"" "$f"
-	[ "$(sed -n 's/^ *image: //p' "$TOP/deploy/aiscope-daemonset.yaml" | sort -u)" = "aiscope:$v" ]
+	# every container's image is the locally built one, by a name no
+	# runtime expands to docker.io (a short name would be)
+	[ "$(sed -n 's/^ *image: //p' "$TOP/deploy/aiscope-daemonset.yaml" | sort -u)" = "localhost/aiscope:$v" ]
+	grep -q "^#   podman build -f deploy/Dockerfile -t localhost/aiscope:$v \.$" "$f"
 	# the build context leaves out build outputs and the kernel cache
 	grep -qx 'build/' "$TOP/.dockerignore"
 	# the static tools the image carries exist for every tool (make static)
