@@ -390,6 +390,41 @@ schema_check() {
 	SCHEMA_FILES+=("$1")
 }
 
+# bats' run, and then the same check of what a tool printed with -j or
+# --json: `run "$BIN/TOOL" ... -j` (also through $BIN/aiscope TOOL) keeps
+# its output's JSON lines (those that start with "{": stderr, merged into
+# $output unless --separate-stderr, is plain text) for schema_check
+if declare -F run > /dev/null && ! declare -F bats_run_unchecked > /dev/null; then
+	eval "$(declare -f run | sed '1s/^run /bats_run_unchecked /')"
+	run() {
+		local rc=0
+		bats_run_unchecked "$@" || rc=$?
+		schema_run_output "$@"
+		return $rc
+	}
+fi
+
+# schema_run_output RUN-ARGS...: the JSON lines of $output, for the check
+# at teardown, when RUN-ARGS ran one of the tools with -j or --json
+schema_run_output() {
+	local a json=0 f
+	while [ $# -gt 0 ]; do
+		case $1 in
+		'!' | -[0-9]* | --keep-empty-lines | --separate-stderr) shift ;;
+		--) shift; break ;;
+		*) break ;;
+		esac
+	done
+	[ $# -gt 0 ] && [[ $1 == "$BIN"/* ]] || return 0
+	for a in "$@"; do
+		case $a in -j | --json) json=1 ;; esac
+	done
+	[ $json = 1 ] || return 0
+	f=$(mktemp "$BATS_TEST_TMPDIR/run-json.XXXXXX") || return 0
+	printf '%s\n' "$output" | grep '^{' > "$f" || true
+	schema_check "$f"
+}
+
 # schema_install: ajv, as tests/schema/package-lock.json pins it, in
 # $SCHEMA_NPM (scripts/deps.sh installs it; this is for a build directory
 # made without it). Fails without npm or the registry.

@@ -104,6 +104,31 @@ validate() {
 	[[ $output == *"lines not valid against docs/schema/"* ]]
 	# (run's subshell kept this shell's list: this test's own teardown must pass)
 	SCHEMA_FILES=()
+
+	# what `run "$BIN/TOOL" ... -j` printed is named for that check too:
+	# its JSON lines, every one of them, and not stderr's
+	run "$BIN/topograph" "$FIX/mixed.jsonl"
+	[ "$status" -eq 0 ]
+	[ ${#SCHEMA_FILES[@]} -eq 0 ]
+	run "$BIN/topograph" -j "$FIX/mixed.jsonl"
+	[ "$status" -eq 0 ]
+	[ ${#SCHEMA_FILES[@]} -eq 1 ]
+	# (the same lines but for their time stamps)
+	"$BIN/topograph" -j "$FIX/mixed.jsonl" 2> /dev/null | jq -c 'del(.ts)' > "$BATS_TEST_TMPDIR/again"
+	jq -c 'del(.ts)' "${SCHEMA_FILES[0]}" | cmp - "$BATS_TEST_TMPDIR/again"
+	run --separate-stderr "$BIN/topograph" --json --no-such-option
+	[ "$status" -eq 2 ]
+	[ ${#SCHEMA_FILES[@]} -eq 2 ] && [ ! -s "${SCHEMA_FILES[1]}" ]
+	SCHEMA_FILES=()
+	# a wrong line in such output fails teardown's check
+	run "$BIN/topograph" -j "$FIX/mixed.jsonl"
+	output=$(jq -c 'select(.type == "summary") | .exit_reason = 3' "$BATS_TEST_TMPDIR/ok")
+	SCHEMA_FILES=()
+	schema_run_output "$BIN/topograph" -j "$FIX/mixed.jsonl"
+	run schema_teardown
+	[ "$status" -eq 1 ]
+	[[ $output == *"summary: /exit_reason must be string"* ]]
+	SCHEMA_FILES=()
 }
 
 @test "schema: schedlat's lines, each kind of them, are valid; the schema 0 keys are not" {

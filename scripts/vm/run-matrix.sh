@@ -292,6 +292,7 @@ run_vm() {
 		echo "not_ok|[vm $k] the VM planned ${plan:-no} tests, $got reported" >> "$res"
 	fi
 	rm -f "$log.tap"
+	[ -n "$begin" ] && vm_json "$k" "$log" >> "$res"
 	echo "diag|[vm $k] ${begin#AISCOPE-VM-BEGIN }: boot+tests $((t2 - t1)) s ($attempt boot(s), ${ACCEL[$arch]})" >> "$res"
 	{
 		echo "name=$k"
@@ -301,6 +302,50 @@ run_vm() {
 		echo "seconds=$((t2 - t1))"
 		echo "boots=$attempt"
 	} > "$out/$k.info"
+}
+
+# vm_json NAME LOG: the JSON lines the VM's tests got from the tools (tests/vm/
+# lib.sh json_out: gzip and base64 between markers on the console), back
+# in $out/NAME.json, and checked against docs/schema/ with the suites' ajv
+# (tests/schema/validate.js): one result line
+vm_json() {
+	local k=$1 log=$2 dir=$out/$1.json.d f t lines=0 garbled= rc=0 check
+	rm -rf "$dir" "$out/$k.json"
+	mkdir -p "$dir" || return
+	sed -e 's/^.*AISCOPE-VM-J/AISCOPE-VM-J/' "$log" | awk -v dir="$dir" '
+		/^AISCOPE-VM-JSON-BEGIN / { f = dir "/" $2 ".b64"; printf "" > f; next }
+		/^AISCOPE-VM-J / { if (f) print $2 >> f; next }
+		/^AISCOPE-VM-JSON-END / { if (f) { close(f); print $3 > (dir "/" $2 ".md5"); close(dir "/" $2 ".md5") } f = ""; next }'
+	: > "$out/$k.json"
+	for f in "$dir"/*.b64; do
+		[ -e "$f" ] || continue
+		t=${f##*/}
+		t=${t%.b64}
+		# a console line cut by a kernel message shows here, as a failure
+		if ! base64 -d < "$f" > "$dir/$t.gz" 2> /dev/null ||
+			[ "$(md5sum < "$dir/$t.gz" | cut -d' ' -f1)" != "$(cat "$dir/$t.md5" 2> /dev/null)" ] ||
+			! zcat "$dir/$t.gz" >> "$out/$k.json"; then
+			garbled="$garbled $t"
+		fi
+	done
+	rm -rf "$dir"
+	lines=$(wc -l < "$out/$k.json")
+	if [ -n "$garbled" ]; then
+		echo "not_ok|[vm $k] the JSON lines of test(s)$garbled came back from the console garbled (log $log)"
+		return
+	fi
+	check=$top/build/npm/schema-check/node_modules
+	if ! command -v node > /dev/null || [ ! -e "$check/ajv/package.json" ]; then
+		echo "skip|[vm $k] its tests' $lines JSON lines against docs/schema/|no node or ajv here (make deps installs them)"
+		return
+	fi
+	NODE_PATH=$check node tests/schema/validate.js docs/schema "$out/$k.json" > "$out/$k.json.check" 2>&1 || rc=$?
+	if [ $rc -eq 0 ] && [ "$lines" -gt 0 ]; then
+		echo "ok|[vm $k] its tests' JSON lines valid against docs/schema/ ($(tail -1 "$out/$k.json.check"))"
+	else
+		head -20 "$out/$k.json.check" | sed "s/^/diag|[vm $k] /"
+		echo "not_ok|[vm $k] its tests' JSON lines against docs/schema/: $(tail -1 "$out/$k.json.check") (all: $out/$k.json.check)"
+	fi
 }
 
 # report NAME: its results, numbered here

@@ -34,6 +34,7 @@ run_test() {
 	for _p in $(cat "$T/pids"); do kill -KILL "$_p" 2>/dev/null; done
 	N=$((N + 1))
 	sed -n '1,80s/^/#   /p' "$T/log"
+	json_out
 	if [ $_rc -eq 0 ]; then
 		echo "ok $N - $_name ($(($(date +%s) - _t0)) s)"
 	elif [ $_rc -eq 77 ]; then
@@ -42,6 +43,22 @@ run_test() {
 		FAILED=$((FAILED + 1))
 		echo "not ok $N - $_name (exit $_rc, $(($(date +%s) - _t0)) s)"
 	fi
+}
+
+# json_out: the JSON lines the tools of test $N wrote into $T, gzipped and
+# in base64 on the console between markers with the archive's md5, for
+# scripts/vm/run-matrix.sh to check against docs/schema/ on the host (no
+# node here); the test's log is not among them (it may quote lines)
+json_out() {
+	for _f in "$T"/*; do
+		[ "$_f" = "$T/log" ] || grep -h '^{"type":' "$_f" 2> /dev/null
+	done > /tmp/t.json
+	[ -s /tmp/t.json ] || return 0
+	gzip -c /tmp/t.json > /tmp/t.json.gz
+	echo "AISCOPE-VM-JSON-BEGIN $N $(wc -l < /tmp/t.json)"
+	base64 /tmp/t.json.gz | sed 's/^/AISCOPE-VM-J /'
+	echo "AISCOPE-VM-JSON-END $N $(md5sum < /tmp/t.json.gz | cut -d' ' -f1)"
+	rm -f /tmp/t.json /tmp/t.json.gz
 }
 
 skip_test() {
