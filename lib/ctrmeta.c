@@ -1,0 +1,490 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Container names from the runtimes' on-disk state (ctrmeta.h). */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "ctrmeta.h"
+#include "jsonp.h"
+
+#define MAX_FILE (64u << 20)	/* a state file larger than this is not read */
+#define RETRY_NS 1000000000ULL
+#define NBUCKET 1024
+
+struct entry {
+	char id[129];
+	uint64_t miss_at;	/* !meta.found: when it was looked up */
+	struct ctr_meta meta;
+	struct entry *next;	/* bucket chain */
+	bool used;
+};
+
+static struct {
+	char root[4096];
+	uint64_t (*clock)(void);
+	struct entry *ring;	/* CTRMETA_CAP entries, replaced oldest first */
+	size_t next, count;
+	struct entry *bucket[NBUCKET];
+	uint64_t evicted, reads;
+	struct ctr_meta scratch;
+} cm;
+
+static const char *const containerd_states[] = {
+	"/run/containerd/io.containerd.runtime.v2.task",
+	"/run/k3s/containerd/io.containerd.runtime.v2.task",
+	"/var/run/docker/containerd/io.containerd.runtime.v2.task",
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	if (cm.clock)
+		return cm.clock();
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+void ctrmeta_set_clock(uint64_t (*clock)(void))
+{
+	cm.clock = clock;
+}
+
+void ctrmeta_cleanup(void)
+{
+	free(cm.ring);
+	cm.ring = NULL;
+	memset(cm.bucket, 0, sizeof(cm.bucket));
+	cm.next = cm.count = 0;
+	cm.evicted = cm.reads = 0;
+}
+
+void ctrmeta_set_root(const char *root)
+{
+	ctrmeta_cleanup();
+	snprintf(cm.root, sizeof(cm.root), "%s", root ? root : "");
+}
+
+size_t ctrmeta_cache_size(void)
+{
+	return cm.count;
+}
+
+uint64_t ctrmeta_evicted(void)
+{
+	return cm.evicted;
+}
+
+uint64_t ctrmeta_reads(void)
+{
+	return cm.reads;
+}
+
+/* ---- files ---- */
+
+static char *read_file(const char *fmt, const char *a, const char *b, size_t *len)
+{
+	char path[8192];
+	struct stat st;
+	char *buf;
+	ssize_t n;
+	size_t got = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s", cm.root);
+	snprintf(path + strlen(path), sizeof(path) - strlen(path), fmt, a, b);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > MAX_FILE) {
+		close(fd);
+		return NULL;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	while (buf && got < (size_t)st.st_size &&
+	       (n = read(fd, buf + got, (size_t)st.st_size - got)) > 0)
+		got += (size_t)n;
+	close(fd);
+	if (!buf)
+		return NULL;
+	buf[got] = 0;
+	*len = got;
+	return buf;
+}
+
+static int parse_file(struct jp *p, const struct jv **v, const char *fmt, const char *a,
+		      const char *b)
+{
+	size_t len;
+	char *text = read_file(fmt, a, b, &len);
+	int err;
+
+	if (!text)
+		return -ENOENT;
+	err = jp_parse(p, text, len, v);
+	/* the tree's strings live in the arena, not in text */
+	free(text);
+	return err;
+}
+
+static bool id_ok(const char *id)
+{
+	size_t n = strlen(id);
+
+	if (!n || n > 128 || !strcmp(id, ".") || !strcmp(id, ".."))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (id[i] == '/' || (unsigned char)id[i] < 0x20)
+			return false;
+	return true;
+}
+
+static void put(char *dst, size_t len, const char *s)
+{
+	if (s && *s && !*dst)
+		snprintf(dst, len, "%s", s);
+}
+#define PUT(field, s) put(m->field, sizeof(m->field), (s))
+
+/* one annotation (or label) key=value */
+static void k8s_key(struct ctr_meta *m, const char *k, const char *v, size_t klen)
+{
+	static const struct { const char *key; size_t off, len; } map[] = {
+#define F(key, f) { key, offsetof(struct ctr_meta, f), sizeof(((struct ctr_meta *)0)->f) }
+		F("io.kubernetes.cri.container-name", k8s_container),
+		F("io.kubernetes.cri.sandbox-name", pod_name),
+		F("io.kubernetes.cri.sandbox-namespace", pod_namespace),
+		F("io.kubernetes.cri.image-name", image),
+		F("io.kubernetes.container.name", k8s_container),
+		F("io.kubernetes.pod.name", pod_name),
+		F("io.kubernetes.pod.namespace", pod_namespace),
+		F("io.kubernetes.cri-o.ImageName", image),
+		F("io.kubernetes.cri-o.Name", name),
+		F("nerdctl/name", name),
+#undef F
+	};
+
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (strlen(map[i].key) == klen && !strncmp(map[i].key, k, klen))
+			put((char *)m + map[i].off, map[i].len, v);
+}
+
+static void annotations(struct ctr_meta *m, const struct jv *obj)
+{
+	if (!obj || obj->type != JV_OBJ)
+		return;
+	for (const struct jv *c = obj->child; c; c = c->next) {
+		if (c->type != JV_STR)
+			continue;
+		k8s_key(m, c->key, c->s, strlen(c->key));
+		/* CRI-O keeps kubelet's labels as one JSON object in a string */
+		if (!strcmp(c->key, "io.kubernetes.cri-o.Labels")) {
+			struct jp q;
+			const struct jv *l;
+
+			jp_init(&q);
+			if (!jp_parse(&q, c->s, c->len, &l))
+				annotations(m, l);
+			jp_free(&q);
+		}
+	}
+}
+
+/* ---- runtimes ---- */
+
+static bool podman_meta(const char *id, struct ctr_meta *m)
+{
+	struct jp p;
+	const struct jv *v, *spec;
+	bool found = false;
+
+	jp_init(&p);
+	if (!parse_file(&p, &v, "/var/lib/containers/storage/overlay-containers/containers.json",
+			"", "") && v->type == JV_ARR) {
+		for (const struct jv *c = v->child; c; c = c->next) {
+			const struct jv *names;
+
+			if (!jv_str(jv_get(c, "id")) || strcmp(jv_str(jv_get(c, "id")), id))
+				continue;
+			found = true;
+			names = jv_get(c, "names");
+			if (names && names->type == JV_ARR)
+				PUT(name, jv_str(names->child));
+			if (jv_str(jv_get(c, "metadata"))) {
+				/* metadata is a JSON object in a string */
+				struct jp q;
+				const struct jv *md;
+				const char *s = jv_str(jv_get(c, "metadata"));
+
+				jp_init(&q);
+				if (!jp_parse(&q, s, strlen(s), &md)) {
+					PUT(name, jv_str(jv_get(md, "name")));
+					PUT(image, jv_str(jv_get(md, "image-name")));
+				}
+				jp_free(&q);
+			}
+			break;
+		}
+	}
+	if (!parse_file(&p, &spec, "/var/lib/containers/storage/overlay-containers/%s/userdata/config.json%s",
+			id, "")) {
+		found = true;
+		annotations(m, jv_get(spec, "annotations"));
+	}
+	jp_free(&p);
+	if (found)
+		m->runtime = "podman";
+	return found;
+}
+
+static bool docker_meta(const char *id, struct ctr_meta *m)
+{
+	struct jp p;
+	const struct jv *v;
+	bool found = false;
+
+	jp_init(&p);
+	if (!parse_file(&p, &v, "/var/lib/docker/containers/%s/config.v2.json%s", id, "")) {
+		const char *n = jv_str(jv_get(v, "Name"));
+
+		found = true;
+		m->runtime = "docker";
+		PUT(name, n && *n == '/' ? n + 1 : n);
+		annotations(m, jv_get(jv_get(v, "Config"), "Labels"));
+		PUT(image, jv_str(jv_get(jv_get(v, "Config"), "Image")));
+	}
+	jp_free(&p);
+	return found;
+}
+
+static bool containerd_meta(const char *id, struct ctr_meta *m)
+{
+	char path[4096];
+	bool found = false;
+
+	for (size_t r = 0; r < sizeof(containerd_states) / sizeof(containerd_states[0]) && !found; r++) {
+		struct dirent *de;
+		DIR *d;
+
+		snprintf(path, sizeof(path), "%s%s", cm.root, containerd_states[r]);
+		d = opendir(path);
+		if (!d)
+			continue;
+		while (!found && (de = readdir(d))) {
+			char bundle[4096];
+			struct jp p;
+			const struct jv *v;
+
+			if (de->d_name[0] == '.')
+				continue;
+			snprintf(bundle, sizeof(bundle), "%s/%s", containerd_states[r], de->d_name);
+			jp_init(&p);
+			if (!parse_file(&p, &v, "%s/%s/config.json", bundle, id)) {
+				found = true;
+				m->runtime = "containerd";
+				annotations(m, jv_get(v, "annotations"));
+			}
+			jp_free(&p);
+		}
+		closedir(d);
+	}
+	return found;
+}
+
+static bool runc_meta(const char *id, struct ctr_meta *m)
+{
+	struct jp p;
+	const struct jv *v, *labels;
+	bool found = false;
+
+	jp_init(&p);
+	if (!parse_file(&p, &v, "/run/runc/%s/state.json%s", id, "")) {
+		found = true;
+		m->runtime = "runc";
+		PUT(name, jv_str(jv_get(v, "id")));
+		labels = jv_get(jv_get(v, "config"), "labels");
+		for (const struct jv *l = labels ? labels->child : NULL; l; l = l->next) {
+			const char *s = jv_str(l), *eq = s ? strchr(s, '=') : NULL;
+
+			if (eq)
+				k8s_key(m, s, eq + 1, (size_t)(eq - s));
+		}
+	}
+	jp_free(&p);
+	return found;
+}
+
+static void resolve(const char *id, const char *runtime, struct ctr_meta *m)
+{
+	typedef bool (*fn)(const char *, struct ctr_meta *);
+	static const struct { const char *runtime; fn f; } rt[] = {
+		{ "podman", podman_meta }, { "containerd", containerd_meta },
+		{ "docker", docker_meta }, { "runc", runc_meta },
+	};
+
+	memset(m, 0, sizeof(*m));
+	cm.reads++;
+	/* the runtime the cgroup named first, then the others (a cgroupfs
+	 * driver path names none; crio's state is not read here) */
+	for (size_t i = 0; i < sizeof(rt) / sizeof(rt[0]); i++)
+		if (runtime && !strcmp(runtime, rt[i].runtime) && rt[i].f(id, m))
+			break;
+	for (size_t i = 0; i < sizeof(rt) / sizeof(rt[0]) && !m->found; i++) {
+		if (runtime && !strcmp(runtime, rt[i].runtime))
+			continue;
+		if (rt[i].f(id, m))
+			break;
+	}
+	if (m->runtime)
+		m->found = true;
+}
+
+/* ---- cache ---- */
+
+static size_t hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
+	return h % NBUCKET;
+}
+
+static void unlink_entry(struct entry *e)
+{
+	struct entry **pp = &cm.bucket[hash(e->id)];
+
+	while (*pp && *pp != e)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = e->next;
+	e->used = false;
+	cm.count--;
+}
+
+const struct ctr_meta *ctrmeta_lookup(const char *id, const char *runtime)
+{
+	struct entry *e;
+	size_t h;
+
+	if (!id || !id_ok(id)) {
+		memset(&cm.scratch, 0, sizeof(cm.scratch));
+		return &cm.scratch;
+	}
+	h = hash(id);
+	for (e = cm.bucket[h]; e; e = e->next) {
+		if (strcmp(e->id, id))
+			continue;
+		if (!e->meta.found && now_ns() - e->miss_at >= RETRY_NS) {
+			resolve(id, runtime, &e->meta);
+			e->miss_at = now_ns();
+		}
+		return &e->meta;
+	}
+	if (!cm.ring) {
+		cm.ring = calloc(CTRMETA_CAP, sizeof(*cm.ring));
+		if (!cm.ring) {
+			resolve(id, runtime, &cm.scratch);
+			return &cm.scratch;
+		}
+	}
+	e = &cm.ring[cm.next];
+	cm.next = (cm.next + 1) % CTRMETA_CAP;
+	if (e->used) {
+		unlink_entry(e);
+		cm.evicted++;
+	}
+	snprintf(e->id, sizeof(e->id), "%s", id);
+	resolve(id, runtime, &e->meta);
+	e->miss_at = now_ns();
+	e->used = true;
+	e->next = cm.bucket[h];
+	cm.bucket[h] = e;
+	cm.count++;
+	return &e->meta;
+}
+
+/* ---- by name ---- */
+
+struct find {
+	const char *name;
+	char id[129];
+	int matches;
+};
+
+static void found_id(struct find *f, const char *id)
+{
+	if (f->matches && !strcmp(f->id, id))
+		return;
+	if (!f->matches)
+		snprintf(f->id, sizeof(f->id), "%.128s", id);
+	f->matches++;
+}
+
+static void check_id(struct find *f, const char *id, const char *runtime)
+{
+	const struct ctr_meta *m = ctrmeta_lookup(id, runtime);
+
+	if (!strcmp(id, f->name) || (m->found && (!strcmp(m->name, f->name) ||
+						  !strcmp(m->k8s_container, f->name))))
+		found_id(f, id);
+}
+
+static void scan_dir(struct find *f, const char *dir, const char *runtime)
+{
+	char path[4096];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s%s", cm.root, dir);
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.' && id_ok(de->d_name) && strcmp(de->d_name, "containers.json") &&
+		    strcmp(de->d_name, "containers.lock"))
+			check_id(f, de->d_name, runtime);
+	closedir(d);
+}
+
+int ctrmeta_find_name(const char *name, char *id, size_t len)
+{
+	struct find f = { .name = name };
+	char path[4096];
+
+	if (!name || !*name)
+		return -EINVAL;
+	scan_dir(&f, "/var/lib/containers/storage/overlay-containers", "podman");
+	scan_dir(&f, "/var/lib/docker/containers", "docker");
+	scan_dir(&f, "/run/runc", "runc");
+	for (size_t r = 0; r < sizeof(containerd_states) / sizeof(containerd_states[0]); r++) {
+		struct dirent *de;
+		DIR *d;
+
+		snprintf(path, sizeof(path), "%s%s", cm.root, containerd_states[r]);
+		d = opendir(path);
+		if (!d)
+			continue;
+		while ((de = readdir(d))) {
+			char sub[4096];
+
+			if (de->d_name[0] == '.')
+				continue;
+			snprintf(sub, sizeof(sub), "%.200s/%.128s", containerd_states[r], de->d_name);
+			scan_dir(&f, sub, "containerd");
+		}
+		closedir(d);
+	}
+	if (!f.matches)
+		return -ENOENT;
+	if (f.matches > 1)
+		return -EEXIST;
+	snprintf(id, len, "%s", f.id);
+	return 0;
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Container names: given a container id (and the runtime its cgroup path
+ * named, or NULL), the name, image and Kubernetes pod name, namespace and
+ * container name from the runtime's own on-disk state, read-only, no
+ * socket and no daemon:
+ *
+ *  podman:     /var/lib/containers/storage/overlay-containers/containers.json
+ *              (names, metadata's image-name) and <id>/userdata/config.json
+ *              (the OCI spec's annotations);
+ *  containerd: the task bundle /run/containerd/io.containerd.runtime.v2.task/
+ *              <namespace>/<id>/config.json (also under /run/k3s/containerd),
+ *              its annotations: CRI's io.kubernetes.cri.container-name,
+ *              sandbox-name, sandbox-namespace, image-name; nerdctl/name;
+ *  runc alone: /run/runc/<id>/state.json (config.labels: the bundle's
+ *              annotations as key=value; the id is its name);
+ *  docker:     /var/lib/docker/containers/<id>/config.v2.json (Name,
+ *              Config.Image, Config.Labels).
+ *
+ * Kubernetes keys are taken from the annotations (or docker's labels)
+ * whatever the runtime: CRI containerd's io.kubernetes.cri.*, kubelet's
+ * io.kubernetes.pod.name / io.kubernetes.pod.namespace /
+ * io.kubernetes.container.name (dockershim labels, CRI-O annotations and
+ * its io.kubernetes.cri-o.Labels).
+ *
+ * Results are cached by id; a miss is retried at most once a second (a
+ * container's state is written while it starts). The cache holds at most
+ * CTRMETA_CAP entries; past that the oldest is dropped and counted.
+ */
+#ifndef AISCOPE_CTRMETA_H
+#define AISCOPE_CTRMETA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CTRMETA_CAP 4096
+
+struct ctr_meta {
+	bool found;			/* the runtime's state had the id */
+	const char *runtime;		/* docker|containerd|crio|podman|runc, NULL unknown */
+	char name[256];			/* "" unknown, likewise below */
+	char image[512];
+	char pod_name[256];
+	char pod_namespace[256];
+	char k8s_container[256];
+};
+
+/* A prefix for every path read (tests: a fixture tree; "" or NULL: the
+ * host). Empties the cache. */
+void ctrmeta_set_root(const char *root);
+/* The cache's clock (tests; NULL: CLOCK_MONOTONIC). */
+void ctrmeta_set_clock(uint64_t (*clock)(void));
+/* The metadata of id (64 hex, or any id a runtime uses), runtime as the
+ * cgroup path named it (NULL: try each). Never NULL; ->found false when no
+ * runtime knows it (yet). Valid until the next call. */
+const struct ctr_meta *ctrmeta_lookup(const char *id, const char *runtime);
+/* The id of the only container named name (podman, docker, nerdctl, CRI
+ * and runc names, and Kubernetes container names), into id[65]:
+ * 0, -ENOENT none, -EEXIST several. */
+int ctrmeta_find_name(const char *name, char *id, size_t len);
+size_t ctrmeta_cache_size(void);
+uint64_t ctrmeta_evicted(void);		/* entries dropped at the cap */
+uint64_t ctrmeta_reads(void);		/* lookups that read the runtimes' files */
+void ctrmeta_cleanup(void);
+
+#endif
