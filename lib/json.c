@@ -123,15 +123,15 @@ void jw_key(struct jw *w, const char *key)
 
 void jw_str(struct jw *w, const char *s)
 {
-	if (!s) {
-		jw_null(w);
-		return;
-	}
-	jw_strn(w, s, strlen(s));
+	jw_strn(w, s, s ? strlen(s) : 0);
 }
 
 void jw_strn(struct jw *w, const char *s, size_t n)
 {
+	if (!s) {
+		jw_null(w);
+		return;
+	}
 	sep(w);
 	json_write_string(w->f, s, n);
 }
@@ -204,6 +204,14 @@ void jw_kdouble_or_null(struct jw *w, const char *k, bool known, double v, int d
 {
 	if (known)
 		jw_kdouble(w, k, v, decimals);
+	else
+		jw_knull(w, k);
+}
+
+void jw_kbool_or_null(struct jw *w, const char *k, bool known, bool v)
+{
+	if (known)
+		jw_kbool(w, k, v);
 	else
 		jw_knull(w, k);
 }

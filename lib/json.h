@@ -41,7 +41,7 @@ void jw_obj_end(struct jw *w);
 void jw_arr_begin(struct jw *w);
 void jw_arr_end(struct jw *w);
 void jw_str(struct jw *w, const char *s);		/* NULL: null */
-void jw_strn(struct jw *w, const char *s, size_t n);	/* stops at NUL or n */
+void jw_strn(struct jw *w, const char *s, size_t n);	/* stops at NUL or n; NULL: null */
 void jw_u64(struct jw *w, uint64_t v);
 void jw_i64(struct jw *w, int64_t v);
 void jw_double(struct jw *w, double v, int decimals);	/* non-finite: null */
@@ -61,6 +61,7 @@ void jw_knull(struct jw *w, const char *key);
 void jw_ku64_or_null(struct jw *w, const char *key, bool known, uint64_t v);
 void jw_ki64_or_null(struct jw *w, const char *key, bool known, int64_t v);
 void jw_kdouble_or_null(struct jw *w, const char *key, bool known, double v, int decimals);
+void jw_kbool_or_null(struct jw *w, const char *key, bool known, bool v);
 
 /* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid
  * (overlong forms, surrogates, above U+10FFFF). */

@@ -996,15 +996,9 @@ static void json_side(struct jw *w, const char *pfx, const struct prow *r)
 	char k[32];
 
 	snprintf(k, sizeof(k), "%s_pid", pfx);
-	if (r)
-		jw_ku64(w, k, r->pid);
-	else
-		jw_knull(w, k);
+	jw_ku64_or_null(w, k, r, r ? r->pid : 0);
 	snprintf(k, sizeof(k), "%s_comm", pfx);
-	if (r)
-		jw_kstrn(w, k, r->ident.comm, sizeof(r->ident.comm));
-	else
-		jw_knull(w, k);
+	jw_kstrn(w, k, r ? r->ident.comm : NULL, r ? sizeof(r->ident.comm) : 0);
 }
 
 static void json_channel(struct jw *w, const struct ipc_key *ch)

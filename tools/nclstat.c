@@ -867,21 +867,12 @@ static void json_call(const char *event, const struct aiscope_ident *id, uint32_
 	jw_kstr(w, "event", event);
 	aiscope_ident_json(w, id, true);
 	jw_kstr(w, "nccl_op", op_name(op));
-	if (coll) {
-		jw_ku64(w, "count", count);
-		jw_kstr(w, "datatype", dtype_names[d]);
-		jw_ku64(w, "datatype_id", dt);
-		jw_ku64(w, "bytes", count * ncl_dtype_size(d));
-	} else {
-		jw_knull(w, "count");
-		jw_knull(w, "datatype");
-		jw_knull(w, "datatype_id");
-		jw_knull(w, "bytes");
-	}
-	if (op == NCL_OP_ALLREDUCE || op == NCL_OP_REDUCE || op == NCL_OP_REDUCESCATTER)
-		jw_kstr(w, "redop", redop < NCL_NUM_OPS ? redop_names[redop] : "dynamic");
-	else
-		jw_knull(w, "redop");
+	jw_ku64_or_null(w, "count", coll, count);
+	jw_kstr(w, "datatype", coll ? dtype_names[d] : NULL);
+	jw_ku64_or_null(w, "datatype_id", coll, dt);
+	jw_ku64_or_null(w, "bytes", coll, count * ncl_dtype_size(d));
+	jw_kstr(w, "redop", op != NCL_OP_ALLREDUCE && op != NCL_OP_REDUCE && op != NCL_OP_REDUCESCATTER ?
+		NULL : redop < NCL_NUM_OPS ? redop_names[redop] : "dynamic");
 	jw_ki64_or_null(w, "root_or_peer", coll && root_or_peer >= 0, root_or_peer);
 	jw_key(w, "communicator_handle");
 	if (handle || coll)

@@ -555,15 +555,9 @@ static void kill_json(const struct oomwatch_kill *e, const struct aiscope_ident 
 	jw_kbytes(w, "shmem_rss_bytes", mm ? e->shmem_pages * v->unit : MEMCG_UNKNOWN);
 	jw_kbytes(w, "pgtables_bytes", mm ? e->pgtables_bytes : MEMCG_UNKNOWN);
 	jw_ki64_or_null(w, "oom_score_adj", e->flags & OOMWATCH_F_ADJ, e->oom_score_adj);
-	if (e->flags & OOMWATCH_F_CONTEXT) {
-		jw_ki64(w, "points", e->points);
-		jw_kbytes(w, "domain_bytes", pages(e->totalpages));
-		jw_ki64(w, "order", e->order);
-	} else {
-		jw_knull(w, "points");
-		jw_knull(w, "domain_bytes");
-		jw_knull(w, "order");
-	}
+	jw_ki64_or_null(w, "points", e->flags & OOMWATCH_F_CONTEXT, e->points);
+	jw_kbytes(w, "domain_bytes", e->flags & OOMWATCH_F_CONTEXT ? pages(e->totalpages) : MEMCG_UNKNOWN);
+	jw_ki64_or_null(w, "order", e->flags & OOMWATCH_F_CONTEXT, e->order);
 	jw_ku64(w, "trigger_pid", e->trigger.pid);
 	jw_ku64(w, "trigger_tid", e->trigger.tid);
 	jw_kstrn(w, "trigger_comm", e->trigger.comm, sizeof(e->trigger.comm));
@@ -684,10 +678,7 @@ static int on_alloc(const struct oomwatch_alloc *e)
 		jw_kbytes(w, "limit_bytes", limit == MEMCG_NO_LIMIT ? MEMCG_UNKNOWN : limit);
 		jw_kbytes(w, "usage_bytes", usage);
 		jw_kbytes(w, "headroom_bytes", headroom);
-		if (headroom == MEMCG_UNKNOWN)
-			jw_knull(w, "exceeds_headroom");
-		else
-			jw_kbool(w, "exceeds_headroom", exceeds);
+		jw_kbool_or_null(w, "exceeds_headroom", headroom != MEMCG_UNKNOWN, exceeds);
 		jw_record_end(w);
 	} else {
 		struct container_info ci;

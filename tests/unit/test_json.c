@@ -192,9 +192,12 @@ static void test_or_null(void)
 	jw_ki64_or_null(&c.w, "d", false, -3);
 	jw_kdouble_or_null(&c.w, "e", true, 0.12345, 4);
 	jw_kdouble_or_null(&c.w, "f", false, 0.5, 4);
+	jw_kbool_or_null(&c.w, "g", true, false);
+	jw_kbool_or_null(&c.w, "h", false, true);
+	jw_kstrn(&c.w, "i", NULL, 16);
 	jw_obj_end(&c.w);
 	CHECK_STR(cap_close(&c), "{\"a\":18446744073709551615,\"b\":null,\"c\":-3,\"d\":null,"
-		  "\"e\":0.1235,\"f\":null}");
+		  "\"e\":0.1235,\"f\":null,\"g\":false,\"h\":null,\"i\":null}");
 }
 
 static void test_record_header(void)

@@ -58,33 +58,16 @@ static void json_life(struct jw *w, const struct node *n)
 	const struct node *p = n->has_ppid ? node_find_pid(n->ppid) : NULL;
 	char id[16];
 
-	if (n->has_ppid)
-		jw_ku64(w, "ppid", n->ppid);
-	else
-		jw_knull(w, "ppid");
+	jw_ku64_or_null(w, "ppid", n->has_ppid, n->ppid);
 	snprintf(id, sizeof(id), "n%d", p ? p->id : 0);
 	jw_kstr(w, "parent_id", p && p->id ? id : NULL);
 	json_ts(w, "started_ts", n->started_ns);
 	json_ts(w, "exited_ts", n->exited_ns);
-	if (n->exited_ns && !(n->status & 0x7f))
-		jw_ku64(w, "exit_code", (n->status >> 8) & 0xff);
-	else
-		jw_knull(w, "exit_code");
-	if (n->exited_ns && (n->status & 0x7f))
-		jw_ku64(w, "exit_signal", n->status & 0x7f);
-	else
-		jw_knull(w, "exit_signal");
-	if (n->exited_ns)
-		jw_kbool(w, "core_dumped", n->status & 0x80);
-	else
-		jw_knull(w, "core_dumped");
-	if (n->has_life) {
-		jw_ku64(w, "execs", n->execs);
-		jw_ku64(w, "reexecs", n->reexecs);
-	} else {
-		jw_knull(w, "execs");
-		jw_knull(w, "reexecs");
-	}
+	jw_ku64_or_null(w, "exit_code", n->exited_ns && !(n->status & 0x7f), (n->status >> 8) & 0xff);
+	jw_ku64_or_null(w, "exit_signal", n->exited_ns && (n->status & 0x7f), n->status & 0x7f);
+	jw_kbool_or_null(w, "core_dumped", n->exited_ns, n->status & 0x80);
+	jw_ku64_or_null(w, "execs", n->has_life, n->execs);
+	jw_ku64_or_null(w, "reexecs", n->has_life, n->reexecs);
 	jw_kstr(w, "exec_filename", n->exec_file);
 }
 
@@ -100,19 +83,10 @@ static void json_node(struct jw *w, const struct node *n, uint64_t now)
 	jw_kstr(w, "channel", n->kind == N_UNSEEN ? n->endpoint : NULL);
 	jw_ku64(w, "tx_bytes", n->tx);
 	jw_ku64(w, "rx_bytes", n->rx);
-	if (n->has_runq) {
-		jw_ku64(w, "runq_p99_ns", n->runq_p99_ns);
-		jw_ku64(w, "runq_wait_ns", n->runq_wait_ns);
-		jw_ku64(w, "runq_runs", n->runq_runs);
-	} else {
-		jw_knull(w, "runq_p99_ns");
-		jw_knull(w, "runq_wait_ns");
-		jw_knull(w, "runq_runs");
-	}
-	if (n->cuda)
-		jw_ku64(w, "cuda_launches", n->cuda_launches);
-	else
-		jw_knull(w, "cuda_launches");
+	jw_ku64_or_null(w, "runq_p99_ns", n->has_runq, n->runq_p99_ns);
+	jw_ku64_or_null(w, "runq_wait_ns", n->has_runq, n->runq_wait_ns);
+	jw_ku64_or_null(w, "runq_runs", n->has_runq, n->runq_runs);
+	jw_ku64_or_null(w, "cuda_launches", n->cuda, n->cuda_launches);
 	jw_key(w, "nccl");
 	if (!n->ncl) {
 		jw_null(w);
@@ -121,19 +95,10 @@ static void json_node(struct jw *w, const struct node *n, uint64_t now)
 		for (const struct ncl_rank *r = n->ncl; r; r = r->next) {
 			jw_obj_begin(w);
 			jw_kstr(w, "communicator_id", r->comm_hash);
-			if (r->has_rank)
-				jw_ki64(w, "rank", r->rank);
-			else
-				jw_knull(w, "rank");
-			if (r->has_nranks)
-				jw_ki64(w, "nranks", r->nranks);
-			else
-				jw_knull(w, "nranks");
+			jw_ki64_or_null(w, "rank", r->has_rank, r->rank);
+			jw_ki64_or_null(w, "nranks", r->has_nranks, r->nranks);
 			jw_ku64(w, "calls", r->calls);
-			if (r->has_seq)
-				jw_ku64(w, "op_seq", r->op_seq);
-			else
-				jw_knull(w, "op_seq");
+			jw_ku64_or_null(w, "op_seq", r->has_seq, r->op_seq);
 			jw_kstr(w, "last_op", r->last_op);
 			jw_obj_end(w);
 		}
@@ -147,7 +112,8 @@ static void json_node(struct jw *w, const struct node *n, uint64_t now)
 static void json_edge(struct jw *w, const struct gedge *e, uint64_t now)
 {
 	char id[16];
-	uint64_t unread;
+	uint64_t unread = 0;
+	bool unread_known;
 
 	snprintf(id, sizeof(id), "e%d", e->id);
 	jw_record_begin(w, "edge", TOOL, now);
@@ -163,10 +129,7 @@ static void json_edge(struct jw *w, const struct gedge *e, uint64_t now)
 	jw_obj_end(w);
 	jw_ku64(w, "bytes", e->bytes);
 	jw_ku64(w, "msgs", e->msgs);
-	if (e->read_known && !e->read_missing)
-		jw_ku64(w, "read_bytes", e->read_bytes);
-	else
-		jw_knull(w, "read_bytes");
+	jw_ku64_or_null(w, "read_bytes", e->read_known && !e->read_missing, e->read_bytes);
 	jw_kstr(w, "first_ts", e->first_ts);
 	jw_kstr(w, "last_ts", e->last_ts);
 	jw_kstr(w, "id", id);
@@ -175,19 +138,12 @@ static void json_edge(struct jw *w, const struct gedge *e, uint64_t now)
 	snprintf(id, sizeof(id), "n%d", e->dst->id);
 	jw_kstr(w, "dst_id", id);
 	jw_kstr(w, "source", e->tool);
-	if (e->readers)
-		jw_ku64(w, "readers", e->readers);
-	else
-		jw_knull(w, "readers");
-	if (G.window_ns)
-		jw_kdouble(w, "rate_bytes_per_sec", e->bytes * 1e9 / G.window_ns, 1);
-	else
-		jw_knull(w, "rate_bytes_per_sec");
+	jw_ku64_or_null(w, "readers", e->readers, e->readers);
+	jw_kdouble_or_null(w, "rate_bytes_per_sec", G.window_ns,
+			   G.window_ns ? e->bytes * 1e9 / G.window_ns : 0, 1);
 	jw_kdouble(w, "share_ratio", G.total_bytes ? (double)e->bytes / G.total_bytes : 0, 6);
-	if (unread_of(e, &unread))
-		jw_ku64(w, "unread_bytes", unread);
-	else
-		jw_knull(w, "unread_bytes");
+	unread_known = unread_of(e, &unread);
+	jw_ku64_or_null(w, "unread_bytes", unread_known, unread);
 	json_rules(w, e->flags);
 	jw_record_end(w);
 }
@@ -198,18 +154,10 @@ static void json_bottleneck(struct jw *w, const struct bottleneck *b, uint64_t n
 
 	jw_record_begin(w, "bottleneck", TOOL, now);
 	jw_kstr(w, "rule", rule_names[b->rule]);
-	if (b->node) {
-		snprintf(id, sizeof(id), "n%d", b->node->id);
-		jw_kstr(w, "node", id);
-	} else {
-		jw_knull(w, "node");
-	}
-	if (b->edge) {
-		snprintf(id, sizeof(id), "e%d", b->edge->id);
-		jw_kstr(w, "edge", id);
-	} else {
-		jw_knull(w, "edge");
-	}
+	snprintf(id, sizeof(id), "n%d", b->node ? b->node->id : 0);
+	jw_kstr(w, "node", b->node ? id : NULL);
+	snprintf(id, sizeof(id), "e%d", b->edge ? b->edge->id : 0);
+	jw_kstr(w, "edge", b->edge ? id : NULL);
 	jw_kdouble(w, "value", b->value, b->rule == R_HOT ? 1 : 0);
 	jw_kdouble(w, "threshold", b->threshold, b->rule == R_HOT ? 1 : 0);
 	jw_kstr(w, "unit", b->unit);
@@ -252,18 +200,12 @@ void print_json(void)
 	jw_ku64(&w, "edges", G.ne);
 	jw_ku64(&w, "bytes", G.total_bytes);
 	jw_ku64(&w, "bottlenecks", G.nbn);
-	if (G.window_ns)
-		jw_ku64(&w, "duration_ns", G.window_ns);
-	else
-		jw_knull(&w, "duration_ns");
+	jw_ku64_or_null(&w, "duration_ns", G.window_ns, G.window_ns);
 	jw_ku64(&w, "lines", G.lines);
 	jw_ku64(&w, "bad_lines", G.bad_lines);
 	jw_ku64(&w, "filtered_edges", G.filtered);
 	jw_ku64(&w, "lost_events", lost_total());
-	if (L.on)
-		jw_ku64(&w, "processes_traced", L.records);
-	else
-		jw_knull(&w, "processes_traced");
+	jw_ku64_or_null(&w, "processes_traced", L.on, L.records);
 	jw_key(&w, "sources");
 	jw_obj_begin(&w);
 	for (struct source *s = G.sources; s; s = s->next)
