@@ -61,6 +61,23 @@ struct probe_cand {
  * such as sock_send_length on older kernels) */
 #define PROBE_BTF_RAW(tp, prog)							\
 	{ PM_TP_BTF, tp, prog "_btf" }, { PM_RAW_TP, tp, prog "_raw" }
+/* A kernel function at entry: fentry, then kprobe (prog_fentry, prog_kprobe) */
+#define PROBE_FUNC(fn, prog)							\
+	{ PM_FENTRY, fn, prog "_fentry" }, { PM_KPROBE, fn, prog "_kprobe" }
+/* ... at return: fexit (with its PROBE_NEEDS_*), then kretprobe
+ * (prog_fexit, prog_kret) */
+#define PROBE_FUNC_RET(fn, prog, needs)						\
+	{ PM_FEXIT, fn, prog "_fexit", needs }, { PM_KRETPROBE, fn, prog "_kret" }
+/* An optional hook of one fexit program, prog_fexit */
+#define PROBE_HOOK_FEXIT(hname, fn, prog)					\
+	{ .name = hname, .optional = true, .cand = { { PM_FEXIT, fn, prog "_fexit" } } }
+/* The end of a task, for tools that forget its state: sched_process_exit,
+ * do_exit where no tracepoint mechanism works (programs exit_btf,
+ * exit_raw, exit_tp, exit_fentry, exit_kprobe) */
+#define PROBE_HOOK_TASK_EXIT							\
+	{ .name = "sched_process_exit", .cand = {				\
+		PROBE_TRACEPOINT("sched", "sched_process_exit", "exit"),	\
+		PROBE_FUNC("do_exit", "exit") } }
 
 enum probe_status { PS_UNTRIED, PS_CHOSEN, PS_AVAILABLE, PS_UNAVAILABLE, PS_EXCLUDED };
 

@@ -150,8 +150,7 @@ static struct probe_hook hooks[] = {
 	[H_DIRTY_SIZE] = { .name = "dirtied_size", .optional = true, .cand = {
 		{ PM_TRACEPOINT, "writeback/writeback_mark_inode_dirty", "mark_inode_tp" } } },
 	[H_BUFDIRTY] = { .name = "buffer_dirtied", .optional = true, .cand = {
-		{ PM_FENTRY, "mark_buffer_dirty", "bufdirty_fentry" },
-		{ PM_KPROBE, "mark_buffer_dirty", "bufdirty_kprobe" } } },
+		PROBE_FUNC("mark_buffer_dirty", "bufdirty") } },
 };
 
 static const char *const mode_names[] = {

@@ -128,15 +128,13 @@ static struct probe_hook hooks[H_NR] = {
 	[H_UNIX_RECV] = { .name = "unix_recv", .optional = true, .cand = {
 		{ PM_FEXIT, "unix_stream_recvmsg", "unix_stream_recv_fexit" },
 		PROBE_BTF_RAW("sock_recv_length", "sock_recv") } },
-	[H_UNIX_DGRAM_SEND] = { .name = "unix_dgram_send", .optional = true, .cand = {
-		{ PM_FEXIT, "unix_dgram_sendmsg", "unix_dgram_send_fexit" } } },
-	[H_UNIX_DGRAM_RECV] = { .name = "unix_dgram_recv", .optional = true, .cand = {
-		{ PM_FEXIT, "unix_dgram_recvmsg", "unix_dgram_recv_fexit" } } },
+	[H_UNIX_DGRAM_SEND] = PROBE_HOOK_FEXIT("unix_dgram_send", "unix_dgram_sendmsg", "unix_dgram_send"),
+	[H_UNIX_DGRAM_RECV] = PROBE_HOOK_FEXIT("unix_dgram_recv", "unix_dgram_recvmsg", "unix_dgram_recv"),
 	/* they call the dgram functions, maybe inlined: hooked on their own */
-	[H_UNIX_SEQ_SEND] = { .name = "unix_seqpacket_send", .optional = true, .cand = {
-		{ PM_FEXIT, "unix_seqpacket_sendmsg", "unix_seqpacket_send_fexit" } } },
-	[H_UNIX_SEQ_RECV] = { .name = "unix_seqpacket_recv", .optional = true, .cand = {
-		{ PM_FEXIT, "unix_seqpacket_recvmsg", "unix_seqpacket_recv_fexit" } } },
+	[H_UNIX_SEQ_SEND] = PROBE_HOOK_FEXIT("unix_seqpacket_send", "unix_seqpacket_sendmsg",
+					   "unix_seqpacket_send"),
+	[H_UNIX_SEQ_RECV] = PROBE_HOOK_FEXIT("unix_seqpacket_recv", "unix_seqpacket_recvmsg",
+					   "unix_seqpacket_recv"),
 	/* 6.15 renamed pipe_write/pipe_read, which served FIFOs too, to
 	 * anon_pipe_*, and gave FIFOs their own fifo_pipe_* wrappers */
 	[H_PIPE_WRITE] = { .name = "pipe_write", .optional = true, .cand = {
@@ -145,22 +143,14 @@ static struct probe_hook hooks[H_NR] = {
 	[H_PIPE_READ] = { .name = "pipe_read", .optional = true, .cand = {
 		{ PM_FEXIT, "anon_pipe_read", "pipe_read_fexit" },
 		{ PM_FEXIT, "pipe_read", "pipe_read_old_fexit" } } },
-	[H_FIFO_WRITE] = { .name = "fifo_write", .optional = true, .cand = {
-		{ PM_FEXIT, "fifo_pipe_write", "fifo_write_fexit" } } },
-	[H_FIFO_READ] = { .name = "fifo_read", .optional = true, .cand = {
-		{ PM_FEXIT, "fifo_pipe_read", "fifo_read_fexit" } } },
-	[H_EFD_WRITE] = { .name = "eventfd_write", .optional = true, .cand = {
-		{ PM_FEXIT, "eventfd_write", "eventfd_write_fexit" } } },
-	[H_EFD_READ] = { .name = "eventfd_read", .optional = true, .cand = {
-		{ PM_FEXIT, "eventfd_read", "eventfd_read_fexit" } } },
-	[H_MSGSND] = { .name = "msgsnd", .optional = true, .cand = {
-		{ PM_FEXIT, "do_msgsnd", "msgsnd_fexit" } } },
-	[H_MSGRCV] = { .name = "msgrcv", .optional = true, .cand = {
-		{ PM_FEXIT, "do_msgrcv", "msgrcv_fexit" } } },
-	[H_MQ_SEND] = { .name = "mq_timedsend", .optional = true, .cand = {
-		{ PM_FEXIT, "do_mq_timedsend", "mq_send_fexit" } } },
-	[H_MQ_RECV] = { .name = "mq_timedreceive", .optional = true, .cand = {
-		{ PM_FEXIT, "do_mq_timedreceive", "mq_recv_fexit" } } },
+	[H_FIFO_WRITE] = PROBE_HOOK_FEXIT("fifo_write", "fifo_pipe_write", "fifo_write"),
+	[H_FIFO_READ] = PROBE_HOOK_FEXIT("fifo_read", "fifo_pipe_read", "fifo_read"),
+	[H_EFD_WRITE] = PROBE_HOOK_FEXIT("eventfd_write", "eventfd_write", "eventfd_write"),
+	[H_EFD_READ] = PROBE_HOOK_FEXIT("eventfd_read", "eventfd_read", "eventfd_read"),
+	[H_MSGSND] = PROBE_HOOK_FEXIT("msgsnd", "do_msgsnd", "msgsnd"),
+	[H_MSGRCV] = PROBE_HOOK_FEXIT("msgrcv", "do_msgrcv", "msgrcv"),
+	[H_MQ_SEND] = PROBE_HOOK_FEXIT("mq_timedsend", "do_mq_timedsend", "mq_send"),
+	[H_MQ_RECV] = PROBE_HOOK_FEXIT("mq_timedreceive", "do_mq_timedreceive", "mq_recv"),
 };
 
 /* ---- rows: one per (channel, process, direction) ---- */

@@ -132,10 +132,7 @@ static const struct argp argp = AISCOPE_ARGP(opts, parse_arg, doc);
 /* Kernel hooks: exits drop the calls a killed thread left in flight;
  * execs make the uprobe layer scan new programs at once. */
 static struct probe_hook hooks[] = {
-	{ .name = "sched_process_exit", .cand = {
-		PROBE_TRACEPOINT("sched", "sched_process_exit", "exit"),
-		{ PM_FENTRY, "do_exit", "exit_fentry" },
-		{ PM_KPROBE, "do_exit", "exit_kprobe" } } },
+	PROBE_HOOK_TASK_EXIT,
 	UPROBE_DISCOVER_HOOK,
 };
 

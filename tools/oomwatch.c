@@ -154,8 +154,7 @@ static struct probe_hook hooks[] = {
 	{ .name = "mark_victim", .cand = {
 		PROBE_TRACEPOINT("oom", "mark_victim", "victim") } },
 	{ .name = "oom_kill_process", .optional = true, .cand = {
-		{ PM_FENTRY, "oom_kill_process", "oomkill_fentry" },
-		{ PM_KPROBE, "oom_kill_process", "oomkill_kprobe" } } },
+		PROBE_FUNC("oom_kill_process", "oomkill") } },
 	{ .name = "memcg_reclaim", .optional = true, .cand = {
 		PROBE_TRACEPOINT("vmscan", "mm_vmscan_memcg_reclaim_begin", "reclaim") } },
 	{ .name = "sys_enter", .optional = true, .cand = {

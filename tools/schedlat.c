@@ -115,24 +115,17 @@ static const struct argp argp = AISCOPE_ARGP(opts, parse_arg, doc);
 static struct probe_hook hooks[] = {
 	{ .name = "sched_wakeup", .cand = {
 		PROBE_TRACEPOINT("sched", "sched_wakeup", "wakeup"),
-		{ PM_FENTRY, "ttwu_do_activate", "wakeup_fentry" },
-		{ PM_KPROBE, "ttwu_do_activate", "wakeup_kprobe" } } },
+		PROBE_FUNC("ttwu_do_activate", "wakeup") } },
 	{ .name = "sched_wakeup_new", .cand = {
 		PROBE_TRACEPOINT("sched", "sched_wakeup_new", "wakeup_new"),
-		{ PM_FENTRY, "wake_up_new_task", "wakeup_new_fentry" },
-		{ PM_KPROBE, "wake_up_new_task", "wakeup_new_kprobe" } } },
+		PROBE_FUNC("wake_up_new_task", "wakeup_new") } },
 	{ .name = "sched_switch", .cand = {
 		PROBE_TRACEPOINT("sched", "sched_switch", "switch"),
-		{ PM_FENTRY, "finish_task_switch", "switch_fentry" },
-		{ PM_KPROBE, "finish_task_switch", "switch_kprobe" } } },
+		PROBE_FUNC("finish_task_switch", "switch") } },
 	{ .name = "sched_migrate_task", .optional = true, .cand = {
 		PROBE_TRACEPOINT("sched", "sched_migrate_task", "migrate"),
-		{ PM_FENTRY, "set_task_cpu", "migrate_fentry" },
-		{ PM_KPROBE, "set_task_cpu", "migrate_kprobe" } } },
-	{ .name = "sched_process_exit", .cand = {
-		PROBE_TRACEPOINT("sched", "sched_process_exit", "exit"),
-		{ PM_FENTRY, "do_exit", "exit_fentry" },
-		{ PM_KPROBE, "do_exit", "exit_kprobe" } } },
+		PROBE_FUNC("set_task_cpu", "migrate") } },
+	PROBE_HOOK_TASK_EXIT,
 };
 
 /* ---- Prometheus metrics, by cgroup whatever --by says ---- */

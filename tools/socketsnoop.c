@@ -179,24 +179,19 @@ static struct probe_hook hooks[H_NR] = {
 		PROBE_BTF_RAW("sock_recv_length", "recv"),
 		{ PM_KRETPROBE, "tcp_recvmsg", "tcp_recv_kret" } } },
 	[H_UDP_SEND] = { .name = "udp_send", .optional = true, .cand = {
-		{ PM_FEXIT, "udp_sendmsg", "udp_send_fexit" },
-		{ PM_KRETPROBE, "udp_sendmsg", "udp_send_kret" } } },
+		PROBE_FUNC_RET("udp_sendmsg", "udp_send", 0) } },
 	[H_UDP6_SEND] = { .name = "udp6_send", .optional = true, .cand = {
-		{ PM_FEXIT, "udpv6_sendmsg", "udp6_send_fexit" },
-		{ PM_KRETPROBE, "udpv6_sendmsg", "udp6_send_kret" } } },
+		PROBE_FUNC_RET("udpv6_sendmsg", "udp6_send", 0) } },
 	[H_UDP_RECV] = { .name = "udp_recv", .optional = true, .cand = {
-		{ PM_FEXIT, "udp_recvmsg", "udp_recv_fexit", FUNC_RET },
-		{ PM_KRETPROBE, "udp_recvmsg", "udp_recv_kret" } } },
+		PROBE_FUNC_RET("udp_recvmsg", "udp_recv", FUNC_RET) } },
 	[H_UDP6_RECV] = { .name = "udp6_recv", .optional = true, .cand = {
-		{ PM_FEXIT, "udpv6_recvmsg", "udp6_recv_fexit", FUNC_RET },
-		{ PM_KRETPROBE, "udpv6_recvmsg", "udp6_recv_kret" } } },
+		PROBE_FUNC_RET("udpv6_recvmsg", "udp6_recv", FUNC_RET) } },
 	[H_STATE] = { .name = "inet_sock_set_state", .optional = true, .cand = {
 		PROBE_TRACEPOINT("sock", "inet_sock_set_state", "state") } },
 	[H_DESTROY] = { .name = "tcp_destroy_sock", .optional = true, .cand = {
 		PROBE_TRACEPOINT("tcp", "tcp_destroy_sock", "destroy") } },
 	[H_ACCEPT] = { .name = "accept", .optional = true, .cand = {
-		{ PM_FEXIT, "inet_csk_accept", "accept_fexit", FUNC_RET },
-		{ PM_KRETPROBE, "inet_csk_accept", "accept_kret" },
+		PROBE_FUNC_RET("inet_csk_accept", "accept", FUNC_RET),
 		{ PM_TRACEPOINT, "syscalls/sys_exit_accept4", "accept4_exit" } } },
 	[H_ACCEPT_OLD] = SYSCALL_HOOK("accept_old", "sys_exit_accept", "accept_exit_tp"),
 	[H_CLOSE] = SYSCALL_HOOK("udp_close", "sys_enter_close", "close_enter"),
