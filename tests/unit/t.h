@@ -12,6 +12,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int t_num, t_failed_tests, t_cur_failed;
@@ -57,6 +58,37 @@ static const char *t_skip_why;
 	       t_skip_why && !t_cur_failed ? t_skip_why : "");			\
 	fflush(stdout);								\
 } while (0)
+
+/*
+ * What a writer puts in a FILE, as a string:
+ *	struct t_mem m;
+ *	hist_print_log2(t_mem_open(&m), slots, 3, "usecs");
+ *	CHECK_STR(t_mem_str(&m), "...");
+ * t_mem_str closes the FILE; its string lives until the next one.
+ */
+struct t_mem {
+	FILE *f;
+	char *buf;
+	size_t len;
+};
+
+static char t_mem_out[16384];
+
+static inline FILE *t_mem_open(struct t_mem *m)
+{
+	m->buf = NULL;
+	m->len = 0;
+	m->f = open_memstream(&m->buf, &m->len);
+	return m->f;
+}
+
+static inline const char *t_mem_str(struct t_mem *m)
+{
+	fclose(m->f);
+	snprintf(t_mem_out, sizeof(t_mem_out), "%s", m->buf ? m->buf : "");
+	free(m->buf);
+	return t_mem_out;
+}
 
 static inline int t_done(void)
 {

@@ -337,62 +337,45 @@ static void test_log2_empty(void)
 	CHECK_EQ(hist_log2(&h, 0, slots), 0);	/* div 0 taken as 1 */
 }
 
-static char out[4096];
-
 static void test_json_buckets(void)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	struct t_mem m;
 	struct jw w;
 
 	hist_reset(&h);
 	hist_add_value(&h, 1);
 	hist_add_value(&h, 5);
 	hist_add_value(&h, 6);
-	jw_init(&w, f);
+	jw_init(&w, t_mem_open(&m));
 	jw_obj_begin(&w);
 	hist_json_buckets(&w, &h);
 	jw_ku64(&w, "after", 1);
 	jw_obj_end(&w);
-	fclose(f);
-	snprintf(out, sizeof(out), "%s", buf);
-	free(buf);
-	CHECK_STR(out, "{\"buckets\":[{\"min\":0,\"max\":1,\"count\":1},"
+	CHECK_STR(t_mem_str(&m), "{\"buckets\":[{\"min\":0,\"max\":1,\"count\":1},"
 		  "{\"min\":2,\"max\":3,\"count\":0},"
 		  "{\"min\":4,\"max\":7,\"count\":2}],\"after\":1}");
 }
 
 static void test_json_buckets_empty(void)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	struct t_mem m;
 	struct jw w;
 
 	hist_reset(&h);
-	jw_init(&w, f);
+	jw_init(&w, t_mem_open(&m));
 	jw_obj_begin(&w);
 	hist_json_buckets(&w, &h);
 	jw_obj_end(&w);
-	fclose(f);
-	snprintf(out, sizeof(out), "%s", buf);
-	free(buf);
-	CHECK_STR(out, "{\"buckets\":[]}");
+	CHECK_STR(t_mem_str(&m), "{\"buckets\":[]}");
 }
 
 static void test_print_log2(void)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	struct t_mem m;
 	uint64_t slots[3] = { 1, 0, 2 };
 
-	hist_print_log2(f, slots, 3, "usecs");
-	fclose(f);
-	snprintf(out, sizeof(out), "%s", buf);
-	free(buf);
-	CHECK_STR(out,
+	hist_print_log2(t_mem_open(&m), slots, 3, "usecs");
+	CHECK_STR(t_mem_str(&m),
 		  "          usecs         : count    distribution\n"
 		  "         0 -> 1          : 1        |********************                    |\n"
 		  "         2 -> 3          : 0        |                                        |\n"

@@ -11,20 +11,13 @@
 
 #define FFFD "\xef\xbf\xbd"
 
-static char out[8192];
-
 /* The escaped form of s[0..n), as a C string. */
 static const char *esc_n(const char *s, size_t n)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	struct t_mem m;
 
-	json_write_string(f, s, n);
-	fclose(f);
-	snprintf(out, sizeof(out), "%s", buf);
-	free(buf);
-	return out;
+	json_write_string(t_mem_open(&m), s, n);
+	return t_mem_str(&m);
 }
 
 static const char *esc(const char *s)
@@ -158,26 +151,18 @@ static void test_length_bound(void)
 /* ---- the writer ---- */
 
 struct cap {
-	char *buf;
-	size_t len;
-	FILE *f;
+	struct t_mem m;
 	struct jw w;
 };
 
 static void cap_open(struct cap *c)
 {
-	c->buf = NULL;
-	c->len = 0;
-	c->f = open_memstream(&c->buf, &c->len);
-	jw_init(&c->w, c->f);
+	jw_init(&c->w, t_mem_open(&c->m));
 }
 
 static const char *cap_close(struct cap *c)
 {
-	fclose(c->f);
-	snprintf(out, sizeof(out), "%s", c->buf);
-	free(c->buf);
-	return out;
+	return t_mem_str(&c->m);
 }
 
 static void test_or_null(void)
@@ -322,7 +307,7 @@ static void test_record_after_unbalanced(void)
 	jw_u64(&c.w, 1);
 	fclose(f);
 	free(junk);
-	c.w.f = c.f;
+	c.w.f = c.m.f;
 	jw_record_begin(&c.w, "b", "t", 0);
 	jw_ku64(&c.w, "n", 3);
 	jw_record_end(&c.w);

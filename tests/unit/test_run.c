@@ -29,20 +29,14 @@ static int record(void *ctx)
 /* the identity block: all nine keys whatever is known, null for the rest */
 static const char *identity(const struct aiscope_identity *id)
 {
-	static char out[1024];
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	struct t_mem m;
 	struct jw w;
 
-	jw_init(&w, f);
+	jw_init(&w, t_mem_open(&m));
 	jw_obj_begin(&w);
 	aiscope_identity_json(&w, id);
 	jw_obj_end(&w);
-	fclose(f);
-	snprintf(out, sizeof(out), "%s", buf);
-	free(buf);
-	return out;
+	return t_mem_str(&m);
 }
 
 static void test_identity_block(void)

@@ -12,26 +12,17 @@ static const struct tcol cols[] = {
 	{ "CGROUP", 10, TC_LEFT },
 };
 
-static char out[4096];
-static char *mbuf;
-static size_t mlen;
-static FILE *mf;
+static struct t_mem mem;
 static struct table t;
 
 static void open_table(const struct tcol *c, int n, bool elide)
 {
-	mbuf = NULL;
-	mlen = 0;
-	mf = open_memstream(&mbuf, &mlen);
-	table_init(&t, mf, c, n, elide);
+	table_init(&t, t_mem_open(&mem), c, n, elide);
 }
 
 static const char *done(void)
 {
-	fclose(mf);
-	snprintf(out, sizeof(out), "%s", mbuf);
-	free(mbuf);
-	return out;
+	return t_mem_str(&mem);
 }
 
 static void row(uint64_t pid, const char *comm, uint64_t lat, const char *cg)
@@ -74,10 +65,7 @@ static void time_table(bool timestamp)
 		{ "TIME", 8, TC_LEFT }, { "PID", 7, 0 }, { "COMM", 8, TC_LEFT },
 	};
 
-	mbuf = NULL;
-	mlen = 0;
-	mf = open_memstream(&mbuf, &mlen);
-	table_init_time(&t, mf, c, 3, timestamp, true);
+	table_init_time(&t, t_mem_open(&mem), c, 3, timestamp, true);
 	table_header(&t);
 	if (timestamp)
 		table_str(&t, "08:17:31");
@@ -100,11 +88,10 @@ static void test_header_time(void)
 		{ "TIME", 8, TC_LEFT }, { "PID", 7, 0 }, { "COMM", 8, TC_LEFT },
 	};
 
-	mbuf = NULL;
-	mlen = 0;
-	mf = open_memstream(&mbuf, &mlen);
-	table_header_time(mf, c, 3, false);
-	table_header_time(mf, c, 3, true);
+	FILE *f = t_mem_open(&mem);
+
+	table_header_time(f, c, 3, false);
+	table_header_time(f, c, 3, true);
 	CHECK_STR(done(), "    PID COMM\nTIME         PID COMM\n");
 }
 
@@ -244,34 +231,26 @@ static void test_single_column(void)
 
 static void test_block_begin_append(void)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	struct t_mem m;
+	FILE *f = t_mem_open(&m);
 
 	table_block_begin(f, false, 1764404251123456789ULL, NSEC_PER_SEC, "schedlat");
 	table_block_begin(f, false, 0, 500 * NSEC_PER_MSEC, "schedlat");
 	table_block_begin(f, false, 951782400000000001ULL, 120 * NSEC_PER_SEC, "x");
-	fclose(f);
-	snprintf(out, sizeof(out), "%s", buf);
-	free(buf);
-	CHECK_STR(out, "# 2025-11-29T08:17:31.123456789Z interval=1s\n"
+	CHECK_STR(t_mem_str(&m), "# 2025-11-29T08:17:31.123456789Z interval=1s\n"
 		       "# 1970-01-01T00:00:00.000000000Z interval=500ms\n"
 		       "# 2000-02-29T00:00:00.000000001Z interval=2m\n");
 }
 
 static void test_block_begin_redraw(void)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	struct t_mem m;
+	FILE *f = t_mem_open(&m);
 
 	setenv("TZ", "UTC", 1);
 	tzset();
 	table_block_begin(f, true, 1764404251123456789ULL, 1500 * NSEC_PER_MSEC, "schedlat");
-	fclose(f);
-	snprintf(out, sizeof(out), "%s", buf);
-	free(buf);
-	CHECK_STR(out, "\033[H\033[2Jschedlat  08:17:31  interval=1.5s\n\n");
+	CHECK_STR(t_mem_str(&m), "\033[H\033[2Jschedlat  08:17:31  interval=1.5s\n\n");
 }
 
 static void test_shown(void)
@@ -285,18 +264,14 @@ static void test_shown(void)
 
 static void test_more(void)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	struct t_mem m;
+	FILE *f = t_mem_open(&m);
 
 	table_more(f, 5, 5);			/* nothing left out: no line */
 	table_more(f, 0, 0);
 	table_more(f, 3, 5);
 	table_more(f, 20, 1020);
-	fclose(f);
-	snprintf(out, sizeof(out), "%s", buf);
-	free(buf);
-	CHECK_STR(out, "... 2 more (-r 0 shows all)\n... 1000 more (-r 0 shows all)\n");
+	CHECK_STR(t_mem_str(&m), "... 2 more (-r 0 shows all)\n... 1000 more (-r 0 shows all)\n");
 }
 
 int main(void)

@@ -4,20 +4,13 @@
 #include "t.h"
 #include "text.h"
 
-static char out[256];
-
 /* text_put_safe of all of s, as a string */
 static const char *put(const char *s, size_t n)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	struct t_mem m;
 
-	text_put_safe(f, s, n);
-	fclose(f);
-	snprintf(out, sizeof(out), "%s", buf);
-	free(buf);
-	return out;
+	text_put_safe(t_mem_open(&m), s, n);
+	return t_mem_str(&m);
 }
 
 static const char *safe(const char *s)
