@@ -234,4 +234,31 @@ static __always_inline void aiscope_task_ident(struct task_struct *t, struct ais
 	aiscope_task_cgroup_id(t, id);
 }
 
+/*
+ * A tracepoint's tp_btf and raw_tp programs, prog_btf and prog_raw, with
+ * one body, for hooks whose body reads its arguments with CO-RE (which
+ * both allow) or only passes them on:
+ *
+ *	AISCOPE_BTF_RAW(sched_process_exit, exit, struct task_struct *p)
+ *	{
+ *		return on_exit(p);
+ *	}
+ *
+ * The body is BPF_PROG's, in an __always_inline prog_hook that both
+ * programs call: the same instructions as the two written out.
+ */
+#define AISCOPE_BTF_RAW(tp, prog, args...)					\
+static __always_inline int prog##_hook(unsigned long long *ctx);		\
+SEC("tp_btf/" #tp)								\
+int prog##_btf(unsigned long long *ctx)						\
+{										\
+	return prog##_hook(ctx);						\
+}										\
+SEC("raw_tp/" #tp)								\
+int prog##_raw(unsigned long long *ctx)						\
+{										\
+	return prog##_hook(ctx);						\
+}										\
+static __always_inline int BPF_PROG(prog##_hook, ##args)
+
 #endif

@@ -587,39 +587,18 @@ static __always_inline int on_added(void *folio_or_page)
 	return on_page(C_ADD, folio_or_page, NULL);
 }
 
-SEC("tp_btf/mm_filemap_add_to_page_cache")
-int BPF_PROG(add_btf, void *folio_or_page)
+AISCOPE_BTF_RAW(mm_filemap_add_to_page_cache, add, void *folio_or_page)
 {
 	return on_added(folio_or_page);
 }
 
-SEC("raw_tp/mm_filemap_add_to_page_cache")
-int BPF_PROG(add_raw, void *folio_or_page)
-{
-	return on_added(folio_or_page);
-}
-
-SEC("tp_btf/writeback_dirty_folio")
-int BPF_PROG(dirty_btf, struct folio *folio, struct address_space *mapping)
-{
-	return on_folio(C_DIRTY, folio, mapping);
-}
-
-SEC("raw_tp/writeback_dirty_folio")
-int BPF_PROG(dirty_raw, struct folio *folio, struct address_space *mapping)
+AISCOPE_BTF_RAW(writeback_dirty_folio, dirty, struct folio *folio, struct address_space *mapping)
 {
 	return on_folio(C_DIRTY, folio, mapping);
 }
 
 /* before 5.16 */
-SEC("tp_btf/writeback_dirty_page")
-int BPF_PROG(dirty_page_btf, struct page *page, struct address_space *mapping)
-{
-	return on_page(C_DIRTY, page, mapping);
-}
-
-SEC("raw_tp/writeback_dirty_page")
-int BPF_PROG(dirty_page_raw, struct page *page, struct address_space *mapping)
+AISCOPE_BTF_RAW(writeback_dirty_page, dirty_page, struct page *page, struct address_space *mapping)
 {
 	return on_page(C_DIRTY, page, mapping);
 }
@@ -648,14 +627,7 @@ int BPF_PROG(map_raw, struct address_space *mapping, unsigned long start, unsign
 	return on_range(mapping, start, end, false, size_raw(mapping, start, end));
 }
 
-SEC("tp_btf/mm_filemap_fault")
-int BPF_PROG(fault_btf, struct address_space *mapping, unsigned long index)
-{
-	return on_range(mapping, index, index, false, 0);
-}
-
-SEC("raw_tp/mm_filemap_fault")
-int BPF_PROG(fault_raw, struct address_space *mapping, unsigned long index)
+AISCOPE_BTF_RAW(mm_filemap_fault, fault, struct address_space *mapping, unsigned long index)
 {
 	return on_range(mapping, index, index, false, 0);
 }

@@ -509,8 +509,7 @@ static __always_inline bool unix_pass(struct sock *sk)
 	return aiscope_task_pass(cur_task());
 }
 
-SEC("tp_btf/sock_send_length")
-int BPF_PROG(sock_send_btf, struct sock *sk, int ret, int flags)
+AISCOPE_BTF_RAW(sock_send_length, sock_send, struct sock *sk, int ret, int flags)
 {
 	if (!unix_pass(sk))
 		return 0;
@@ -518,26 +517,7 @@ int BPF_PROG(sock_send_btf, struct sock *sk, int ret, int flags)
 	return 0;
 }
 
-SEC("tp_btf/sock_recv_length")
-int BPF_PROG(sock_recv_btf, struct sock *sk, int ret, int flags)
-{
-	if ((flags & MSG_PEEK) || !unix_pass(sk))
-		return 0;
-	unix_op(sk, false, ret);
-	return 0;
-}
-
-SEC("raw_tp/sock_send_length")
-int BPF_PROG(sock_send_raw, struct sock *sk, int ret, int flags)
-{
-	if (!unix_pass(sk))
-		return 0;
-	unix_op(sk, true, ret);
-	return 0;
-}
-
-SEC("raw_tp/sock_recv_length")
-int BPF_PROG(sock_recv_raw, struct sock *sk, int ret, int flags)
+AISCOPE_BTF_RAW(sock_recv_length, sock_recv, struct sock *sk, int ret, int flags)
 {
 	if ((flags & MSG_PEEK) || !unix_pass(sk))
 		return 0;

@@ -517,14 +517,7 @@ static __always_inline int on_reclaim(__s32 order)
 	return 0;
 }
 
-SEC("tp_btf/mm_vmscan_memcg_reclaim_begin")
-int BPF_PROG(reclaim_btf, int order)
-{
-	return on_reclaim(order);
-}
-
-SEC("raw_tp/mm_vmscan_memcg_reclaim_begin")
-int BPF_PROG(reclaim_raw, int order)
+AISCOPE_BTF_RAW(mm_vmscan_memcg_reclaim_begin, reclaim, int order)
 {
 	return on_reclaim(order);
 }
@@ -661,14 +654,7 @@ static __always_inline int alloc_enter_regs(struct pt_regs *regs, long id)
 	return alloc_enter(id, a);
 }
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(sysenter_btf, struct pt_regs *regs, long id)
-{
-	return alloc_enter_regs(regs, id);
-}
-
-SEC("raw_tp/sys_enter")
-int BPF_PROG(sysenter_raw, struct pt_regs *regs, long id)
+AISCOPE_BTF_RAW(sys_enter, sysenter, struct pt_regs *regs, long id)
 {
 	return alloc_enter_regs(regs, id);
 }
@@ -690,14 +676,7 @@ int sysenter_tp(struct trace_event_raw_sys_enter *ctx)
 	return alloc_enter(id, a);
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(sysexit_btf, struct pt_regs *regs, long ret)
-{
-	return alloc_exit(SYSCALL_NR(regs), ret);
-}
-
-SEC("raw_tp/sys_exit")
-int BPF_PROG(sysexit_raw, struct pt_regs *regs, long ret)
+AISCOPE_BTF_RAW(sys_exit, sysexit, struct pt_regs *regs, long ret)
 {
 	return alloc_exit(SYSCALL_NR(regs), ret);
 }

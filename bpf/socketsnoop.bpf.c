@@ -356,26 +356,12 @@ static __always_inline int on_gen(struct sock *sk, long ret, int flags, int dir)
 	return 0;
 }
 
-SEC("tp_btf/sock_send_length")
-int BPF_PROG(send_btf, struct sock *sk, int ret, int flags)
+AISCOPE_BTF_RAW(sock_send_length, send, struct sock *sk, int ret, int flags)
 {
 	return on_gen(sk, ret, flags, DIR_TX);
 }
 
-SEC("tp_btf/sock_recv_length")
-int BPF_PROG(recv_btf, struct sock *sk, int ret, int flags)
-{
-	return on_gen(sk, ret, flags, DIR_RX);
-}
-
-SEC("raw_tp/sock_send_length")
-int BPF_PROG(send_raw, struct sock *sk, int ret, int flags)
-{
-	return on_gen(sk, ret, flags, DIR_TX);
-}
-
-SEC("raw_tp/sock_recv_length")
-int BPF_PROG(recv_raw, struct sock *sk, int ret, int flags)
+AISCOPE_BTF_RAW(sock_recv_length, recv, struct sock *sk, int ret, int flags)
 {
 	return on_gen(sk, ret, flags, DIR_RX);
 }
@@ -488,7 +474,6 @@ struct {
 	__type(key, __u32);		/* tid */
 	__type(value, struct ss_kargs);
 } kargs SEC(".maps");
-
 
 static __always_inline int kargs_save(void *sk, void *msg, int flags)
 {
@@ -802,14 +787,7 @@ static __always_inline int on_state(struct sock *sk, int old, int new)
 	return 0;
 }
 
-SEC("tp_btf/inet_sock_set_state")
-int BPF_PROG(state_btf, struct sock *sk, int old, int new)
-{
-	return on_state(sk, old, new);
-}
-
-SEC("raw_tp/inet_sock_set_state")
-int BPF_PROG(state_raw, struct sock *sk, int old, int new)
+AISCOPE_BTF_RAW(inet_sock_set_state, state, struct sock *sk, int old, int new)
 {
 	return on_state(sk, old, new);
 }
@@ -831,14 +809,7 @@ static __always_inline int on_destroy(struct sock *sk)
 	return 0;
 }
 
-SEC("tp_btf/tcp_destroy_sock")
-int BPF_PROG(destroy_btf, struct sock *sk)
-{
-	return on_destroy(sk);
-}
-
-SEC("raw_tp/tcp_destroy_sock")
-int BPF_PROG(destroy_raw, struct sock *sk)
+AISCOPE_BTF_RAW(tcp_destroy_sock, destroy, struct sock *sk)
 {
 	return on_destroy(sk);
 }

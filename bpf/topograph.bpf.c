@@ -170,42 +170,19 @@ static __always_inline int on_exit(struct task_struct *t)
 	return 0;
 }
 
-/* ---- tp_btf ---- */
+/* ---- tp_btf and raw_tp: the same arguments, read with CO-RE ---- */
 
-SEC("tp_btf/sched_process_fork")
-int BPF_PROG(fork_btf, struct task_struct *parent, struct task_struct *child)
+AISCOPE_BTF_RAW(sched_process_fork, fork, struct task_struct *parent, struct task_struct *child)
 {
 	return on_fork(child);
 }
 
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(exec_btf, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+AISCOPE_BTF_RAW(sched_process_exec, exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	return on_exec(p, BPF_CORE_READ(bprm, filename));
 }
 
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(exit_btf, struct task_struct *p)
-{
-	return on_exit(p);
-}
-
-/* ---- raw_tp: the same arguments, read with CO-RE ---- */
-
-SEC("raw_tp/sched_process_fork")
-int BPF_PROG(fork_raw, struct task_struct *parent, struct task_struct *child)
-{
-	return on_fork(child);
-}
-
-SEC("raw_tp/sched_process_exec")
-int BPF_PROG(exec_raw, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
-{
-	return on_exec(p, BPF_CORE_READ(bprm, filename));
-}
-
-SEC("raw_tp/sched_process_exit")
-int BPF_PROG(exit_raw, struct task_struct *p)
+AISCOPE_BTF_RAW(sched_process_exit, exit, struct task_struct *p)
 {
 	return on_exit(p);
 }
