@@ -256,6 +256,51 @@ void *search_array(const void *key, const void *base, size_t n, size_t size, cmp
 	return n ? bsearch(key, base, n, size, cmp) : NULL;
 }
 
+static int cmp_u64_p(const void *a, const void *b)
+{
+	return cmp_u64(*(const uint64_t *)a, *(const uint64_t *)b);
+}
+
+static uint64_t row_ts(const char *row, size_t ts_off)
+{
+	uint64_t ts;
+
+	memcpy(&ts, row + ts_off, sizeof(ts));
+	return ts;
+}
+
+size_t rows_drop_oldest(void *rows, size_t n, size_t size, size_t ts_off, size_t k)
+{
+	char *r = rows;
+	uint64_t *ts, cut;
+	size_t kept = 0, gone = 0;
+
+	if (!n)
+		return 0;
+	if (!k)
+		k = 1;
+	if (k > n)
+		k = n;
+	ts = malloc(n * sizeof(*ts));
+	if (!ts)
+		return SIZE_MAX;
+	for (size_t i = 0; i < n; i++)
+		ts[i] = row_ts(r + i * size, ts_off);
+	qsort(ts, n, sizeof(*ts), cmp_u64_p);
+	cut = ts[k - 1];
+	free(ts);
+	for (size_t i = 0; i < n; i++) {
+		if (gone < k && row_ts(r + i * size, ts_off) <= cut) {
+			gone++;
+			continue;
+		}
+		if (kept != i)
+			memcpy(r + kept * size, r + i * size, size);
+		kept++;
+	}
+	return kept;
+}
+
 uint64_t ringbuf_size(uint64_t want, uint64_t page)
 {
 	uint64_t p = page ? page : 4096;

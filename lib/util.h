@@ -34,6 +34,16 @@ bool user_uid(const char *name, uint32_t *uid);
 typedef int (*cmp_fn)(const void *, const void *);
 void sort_array(void *base, size_t n, size_t size, cmp_fn cmp);
 void *search_array(const void *key, const void *base, size_t n, size_t size, cmp_fn cmp);
+/* -1, 0 or 1 as a is below, equal to or above b: for comparators */
+static inline int cmp_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? -1 : a > b;
+}
+/* A full table's eviction: of n rows of size bytes, each with a uint64_t
+ * timestamp at ts_off, the k (at least 1) with the oldest go, those at the
+ * cut first in row order, and the rest keep their order at the front.
+ * Returns how many are kept; SIZE_MAX when out of memory (nothing moved). */
+size_t rows_drop_oldest(void *rows, size_t n, size_t size, size_t ts_off, size_t k);
 
 /* Human form of a duration: "1s", "500ms", "1.5s". */
 void fmt_duration(uint64_t ns, char *buf, size_t len);

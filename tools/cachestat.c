@@ -575,11 +575,8 @@ static int cmp_rows(const void *a, const void *b)
 	const struct row *ra = a, *rb = b;
 	uint64_t va = sort_value(ra), vb = sort_value(rb);
 
-	if (va != vb)
-		return va < vb ? 1 : -1;
-	if (ra->f.c.added != rb->f.c.added)
-		return ra->f.c.added < rb->f.c.added ? 1 : -1;
-	return ra->key.id < rb->key.id ? -1 : ra->key.id > rb->key.id;
+	return cmp_u64(vb, va) ?: cmp_u64(rb->f.c.added, ra->f.c.added) ?:
+	       cmp_u64(ra->key.id, rb->key.id);
 }
 
 static double hit_ratio(const struct figures *f)
@@ -977,9 +974,7 @@ static int cmp_llc(const void *a, const void *b)
 {
 	const struct llc_row *x = a, *y = b;
 
-	if (x->misses != y->misses)
-		return x->misses < y->misses ? 1 : -1;
-	return x->ident.pid < y->ident.pid ? -1 : 1;
+	return cmp_u64(y->misses, x->misses) ?: (x->ident.pid < y->ident.pid ? -1 : 1);
 }
 
 static const struct tcol cols_llc[] = {

@@ -1055,11 +1055,7 @@ static int cmp_rows(const void *a, const void *b)
 	const struct row *x = a, *y = b;
 	uint64_t va = sort_value(x), vb = sort_value(y);
 
-	if (va != vb)
-		return va < vb ? 1 : -1;
-	if (x->key.pid != y->key.pid)
-		return x->key.pid < y->key.pid ? -1 : 1;
-	return strcmp(x->name, y->name);
+	return cmp_u64(vb, va) ?: cmp_u64(x->key.pid, y->key.pid) ?: strcmp(x->name, y->name);
 }
 
 static void json_dim3(struct jw *w, const char *key, const uint32_t *d)

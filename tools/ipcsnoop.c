@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -739,46 +740,26 @@ static void take_stat(const void *key, const void *value, void *ctx)
 	};
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* The run's table is full: its dead rows (moved by settle_addressed) go,
  * and the eighth idle longest (counted), so that active channels keep
  * their rows and the table its size. */
 static void run_evict(void)
 {
 	struct ptable *t = &S.run;
-	size_t n = 0, kept = 0, k, gone = 0;
-	uint64_t *ts, cut;
+	size_t n = 0, kept;
 
 	for (size_t i = 0; i < t->n; i++)
 		if (t->rows[i].ch.kind != IPC_NONE)
 			t->rows[n++] = t->rows[i];
 	if (n >= S.run_max) {
-		k = n / 8 ? n / 8 : 1;
-		ts = malloc(n * sizeof(*ts));
-		if (!ts)
+		kept = rows_drop_oldest(t->rows, n, sizeof(*t->rows), offsetof(struct prow, last_ts),
+					n / 8);
+		if (kept == SIZE_MAX)
 			aiscope_fail(EXIT_RUNTIME, "out of memory");
-		for (size_t i = 0; i < n; i++)
-			ts[i] = t->rows[i].last_ts;
-		qsort(ts, n, sizeof(*ts), cmp_u64);
-		cut = ts[k - 1];
-		free(ts);
-		for (size_t i = 0; i < n; i++) {
-			if (gone < k && t->rows[i].last_ts <= cut) {
-				gone++;
-				continue;
-			}
-			t->rows[kept++] = t->rows[i];
-		}
+		S.run_dropped += n - kept;
 		n = kept;
 	}
 	t->n = n;
-	S.run_dropped += gone;
 	pt_rehash(t, t->nslots);
 }
 
@@ -972,11 +953,7 @@ static int cmp_chans(const void *a, const void *b)
 	const struct chan *x = a, *y = b;
 	uint64_t va = sort_value(x), vb = sort_value(y);
 
-	if (va != vb)
-		return va < vb ? 1 : -1;
-	if (x->ch.kind != y->ch.kind)
-		return x->ch.kind < y->ch.kind ? -1 : 1;
-	return x->ch.id < y->ch.id ? -1 : x->ch.id > y->ch.id;
+	return cmp_u64(vb, va) ?: cmp_u64(x->ch.kind, y->ch.kind) ?: cmp_u64(x->ch.id, y->ch.id);
 }
 
 /* ---- output ---- */

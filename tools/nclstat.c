@@ -510,7 +510,7 @@ static int cmp_slot(const void *a, const void *b)
 {
 	const struct ncl_size_slot *x = a, *y = b;
 
-	return x->bytes < y->bytes ? -1 : x->bytes > y->bytes;
+	return cmp_u64(x->bytes, y->bytes);
 }
 
 static uint64_t size_pct(const struct ncl_stats *s, double p)
@@ -627,11 +627,7 @@ static int cmp_rows(const void *a, const void *b)
 	const struct row *x = a, *y = b;
 	uint64_t va = sort_value(x), vb = sort_value(y);
 
-	if (va != vb)
-		return va < vb ? 1 : -1;
-	if (x->k.pid != y->k.pid)
-		return x->k.pid < y->k.pid ? -1 : 1;
-	return x->k.op < y->k.op ? -1 : x->k.op > y->k.op;
+	return cmp_u64(vb, va) ?: cmp_u64(x->k.pid, y->k.pid) ?: cmp_u64(x->k.op, y->k.op);
 }
 
 /* ---- communicators: ranks joined by unique-id hash, skew ---- */

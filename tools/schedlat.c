@@ -277,9 +277,8 @@ static int cmp_rows(const void *a, const void *b)
 {
 	uint64_t va = sort_value(a), vb = sort_value(b);
 
-	if (va != vb)
-		return va < vb ? 1 : -1;
-	return ((const struct row *)a)->ident.tid < ((const struct row *)b)->ident.tid ? -1 : 1;
+	return cmp_u64(vb, va) ?:
+	       (((const struct row *)a)->ident.tid < ((const struct row *)b)->ident.tid ? -1 : 1);
 }
 
 /* ---- JSON ---- */

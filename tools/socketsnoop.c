@@ -12,6 +12,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -293,37 +294,18 @@ static void rehash(uint32_t nb)
 	}
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* The table is full: forget the eighth of its flows idle longest (a
  * connection long closed, most likely), so that the active ones keep
  * their peers and the table its size. Counted, never silent. */
 static void evict_idle(void)
 {
-	uint32_t n = R.n, k = n / 8 ? n / 8 : 1, kept = 0, gone = 0;
-	uint64_t *ts = malloc(n * sizeof(*ts)), cut;
+	size_t kept = rows_drop_oldest(R.v, R.n, sizeof(*R.v), offsetof(struct rflow, last_ns),
+				       R.n / 8);
 
-	if (!ts)
+	if (kept == SIZE_MAX)
 		aiscope_fail(EXIT_RUNTIME, "out of memory");
-	for (uint32_t i = 0; i < n; i++)
-		ts[i] = R.v[i].last_ns;
-	qsort(ts, n, sizeof(*ts), cmp_u64);
-	cut = ts[k - 1];
-	free(ts);
-	for (uint32_t i = 0; i < n; i++) {
-		if (gone < k && R.v[i].last_ns <= cut) {
-			gone++;
-			continue;
-		}
-		R.v[kept++] = R.v[i];
-	}
+	R.evicted += R.n - kept;
 	R.n = kept;
-	R.evicted += gone;
 	rehash(R.nb);
 }
 
@@ -607,11 +589,7 @@ static int cmp_rows(const void *pa, const void *pb)
 	const struct row *a = pa, *b = pb;
 	uint64_t va = sort_value(a), vb = sort_value(b);
 
-	if (va != vb)
-		return va < vb ? 1 : -1;
-	if (a->ident.pid != b->ident.pid)
-		return a->ident.pid < b->ident.pid ? -1 : 1;
-	return a->t.lport < b->t.lport ? -1 : a->t.lport > b->t.lport;
+	return cmp_u64(vb, va) ?: cmp_u64(a->ident.pid, b->ident.pid) ?: cmp_u64(a->t.lport, b->t.lport);
 }
 
 static void json_tuple(struct jw *w, const struct ss_tuple *t)

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/sysmacros.h>
+#include <stddef.h>
 #include "t.h"
 #include "util.h"
 
@@ -335,6 +336,31 @@ static void test_sort_and_search(void)
 	CHECK(search_array(&key, v, ARRAY_SIZE(v), sizeof(int), cmp_int) == NULL);
 }
 
+struct trow {
+	uint32_t id;
+	uint64_t ts;
+};
+
+/* the oldest k go, ties at the cut in row order, the rest keep theirs */
+static void test_rows_drop_oldest(void)
+{
+	struct trow r[] = { { 1, 50 }, { 2, 10 }, { 3, 30 }, { 4, 30 }, { 5, 90 }, { 6, 30 } };
+	struct trow one[] = { { 7, 5 } };
+
+	CHECK_EQ(cmp_u64(1, 2), -1);
+	CHECK_EQ(cmp_u64(2, 2), 0);
+	CHECK_EQ(cmp_u64(UINT64_MAX, 0), 1);
+	/* 10, then two of the three at 30: ids 2, 3, 4 */
+	CHECK_EQ(rows_drop_oldest(r, ARRAY_SIZE(r), sizeof(*r), offsetof(struct trow, ts), 3), 3);
+	CHECK(r[0].id == 1 && r[1].id == 5 && r[2].id == 6);
+	/* k 0 is 1; k past n drops all */
+	CHECK_EQ(rows_drop_oldest(r, 3, sizeof(*r), offsetof(struct trow, ts), 0), 2);
+	CHECK(r[0].id == 1 && r[1].id == 5);
+	CHECK_EQ(rows_drop_oldest(r, 2, sizeof(*r), offsetof(struct trow, ts), 9), 0);
+	CHECK_EQ(rows_drop_oldest(one, 0, sizeof(*one), offsetof(struct trow, ts), 1), 0);
+	CHECK_EQ(rows_drop_oldest(one, 1, sizeof(*one), offsetof(struct trow, ts), 1), 0);
+}
+
 /* sizes a 4 KiB-page habit would get wrong on 16 KiB and 64 KiB kernels */
 static void test_ringbuf_size(void)
 {
@@ -384,6 +410,7 @@ int main(void)
 	RUN(test_clock_offset);
 	RUN(test_user_uid);
 	RUN(test_sort_and_search);
+	RUN(test_rows_drop_oldest);
 	RUN(test_ringbuf_size);
 	RUN(test_kernel_dev);
 	return t_done();
