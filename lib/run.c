@@ -283,6 +283,18 @@ static bool stdout_broken(void)
 	return errno == EPIPE || ferror(stdout);
 }
 
+void aiscope_tracing(const char *what, ...)
+{
+	va_list ap;
+
+	fputs("Tracing ", stderr);
+	va_start(ap, what);
+	vfprintf(stderr, what, ap);
+	va_end(ap);
+	fputs("... Ctrl-C to end.\n", stderr);
+	fflush(stdout);
+}
+
 int aiscope_loop_stop(struct aiscope_loop *l, enum aiscope_exit why)
 {
 	if (l->exit == AISCOPE_RUNNING)

@@ -98,6 +98,10 @@ void aiscope_bpf_destroy(struct aiscope_bpf *b);
 /* Sets a map's size before load (tools size maps from options). */
 void aiscope_map_resize(struct bpf_object *obj, const char *map, uint32_t entries);
 
+/* Once attached: "Tracing <what>... Ctrl-C to end." on stderr, the line
+ * CONTRACT 7 promises and topograph waits for in each tool it runs, then
+ * what stdout holds so far (a streaming table's header) flushed. */
+void __attribute__((format(printf, 1, 2))) aiscope_tracing(const char *what, ...);
 int aiscope_loop_run(struct aiscope_loop *l);
 /* From a ring-buffer callback: end the loop (e.g. --count reached). */
 int aiscope_loop_stop(struct aiscope_loop *l, enum aiscope_exit why);

@@ -1142,12 +1142,11 @@ int main(int argc, char **argv)
 
 	build_columns();
 	if (cfg.llc)
-		fprintf(stderr, "Tracing last-level-cache references and misses (hardware counters, "
-			"sampled every %d)... Ctrl-C to end.\n", LLC_PERIOD);
+		aiscope_tracing("last-level-cache references and misses (hardware counters, "
+				"sampled every %d)", LLC_PERIOD);
 	else
-		fprintf(stderr, "Tracing page cache (%s, access mode %s)... Ctrl-C to end.\n",
-			probe_summary(hooks, ARRAY_SIZE(hooks)), mode_names[S.mode]);
-	fflush(stdout);
+		aiscope_tracing("page cache (%s, access mode %s)",
+				probe_summary(hooks, ARRAY_SIZE(hooks)), mode_names[S.mode]);
 
 	read_totals(&S.last);
 	S.loop = (struct aiscope_loop){

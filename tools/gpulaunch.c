@@ -1619,9 +1619,8 @@ int main(int argc, char **argv)
 	if (cfg.events && !env.json)
 		table_header_time(stdout, cols_event, ARRAY_SIZE(cols_event) - !cfg.latency,
 				  env.timestamp);
-	fprintf(stderr, "Tracing CUDA launches (%d probes in %d files%s)... Ctrl-C to end.\n",
-		S.probes, S.libs_seen, cfg.nlibs ? "" : "; new processes are followed");
-	fflush(stdout);
+	aiscope_tracing("CUDA launches (%d probes in %d files%s)", S.probes, S.libs_seen,
+			cfg.nlibs ? "" : "; new processes are followed");
 
 	if (P.libs)
 		metrics_libs();

@@ -1420,9 +1420,7 @@ int main(int argc, char **argv)
 
 	if (cfg.events && !env.json)
 		table_header_time(stdout, ev_cols, ARRAY_SIZE(ev_cols), env.timestamp);
-	fprintf(stderr, "Tracing IPC (%s)... Ctrl-C to end.\n",
-		probe_summary(hooks, ARRAY_SIZE(hooks)));
-	fflush(stdout);
+	aiscope_tracing("IPC (%s)", probe_summary(hooks, ARRAY_SIZE(hooks)));
 
 	S.loop = (struct aiscope_loop){
 		.bpf = &S.bpf,

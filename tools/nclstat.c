@@ -1541,9 +1541,7 @@ int main(int argc, char **argv)
 
 	if (cfg.events && !env.json)
 		table_header_time(stdout, cols_event, ARRAY_SIZE(cols_event), env.timestamp);
-	fprintf(stderr, "Tracing NCCL calls (%d %s)... Ctrl-C to end.\n", S.libs,
-		S.libs == 1 ? "library" : "libraries");
-	fflush(stdout);
+	aiscope_tracing("NCCL calls (%d %s)", S.libs, S.libs == 1 ? "library" : "libraries");
 
 	S.loop.bpf = &S.bpf;
 	S.loop.on_tick = on_tick;

@@ -1558,9 +1558,9 @@ int main(int argc, char **argv)
 				false);
 		table_header(&S.t);
 	}
-	fprintf(stderr, "Tracing OOM kills (%s) and memcg reclaim (%s), polling %zu memory cgroups every %.3g s, %zu kernel signals armed (%d being registered)... Ctrl-C to end.\n",
-		probe_summary(hooks, NHOOKS_KILL), probe_summary(hooks + HOOK_RECLAIM, 1), S.set.n, env.interval_ns / 1e9, signals_armed(),
-		memcg_arm_pending(&S.set));
+	aiscope_tracing("OOM kills (%s) and memcg reclaim (%s), polling %zu memory cgroups every %.3g s, %zu kernel signals armed (%d being registered)",
+			probe_summary(hooks, NHOOKS_KILL), probe_summary(hooks + HOOK_RECLAIM, 1), S.set.n,
+			env.interval_ns / 1e9, signals_armed(), memcg_arm_pending(&S.set));
 	if (S.set.arm_errors)
 		fprintf(stderr, "%s: %d cgroup signals could not be armed: those cgroups are polled\n",
 			TOOL, S.set.arm_errors);

@@ -646,9 +646,7 @@ int main(int argc, char **argv)
 	build_columns();
 	if (cfg.min_ns && !env.json)
 		table_header_time(stdout, cols_event, ARRAY_SIZE(cols_event), env.timestamp);
-	fprintf(stderr, "Tracing run-queue latency (%s)... Ctrl-C to end.\n",
-		probe_summary(hooks, ARRAY_SIZE(hooks)));
-	fflush(stdout);
+	aiscope_tracing("run-queue latency (%s)", probe_summary(hooks, ARRAY_SIZE(hooks)));
 
 	S.loop = (struct aiscope_loop){
 		.bpf = &S.bpf,

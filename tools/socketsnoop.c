@@ -1112,9 +1112,7 @@ int main(int argc, char **argv)
 
 	if (S.streaming && !env.json)
 		table_header_time(stdout, ev_cols, ARRAY_SIZE(ev_cols), env.timestamp);
-	fprintf(stderr, "Tracing TCP/UDP flows (%s)... Ctrl-C to end.\n",
-		probe_summary(hooks, ARRAY_SIZE(hooks)));
-	fflush(stdout);
+	aiscope_tracing("TCP/UDP flows (%s)", probe_summary(hooks, ARRAY_SIZE(hooks)));
 
 	S.loop = (struct aiscope_loop){
 		.bpf = &S.bpf,
