@@ -8,7 +8,6 @@
 #include <time.h>
 #include "fail.h"
 #include "metrics.h"
-#include "opts.h"
 #include "util.h"
 
 static struct {

@@ -207,19 +207,6 @@ void aiscope_print_version(const char *tool)
 	exit(0);
 }
 
-uint64_t aiscope_test_cap(const char *name, uint64_t dflt)
-{
-	char var[64];
-	const char *v;
-	uint64_t n;
-
-	snprintf(var, sizeof(var), "AISCOPE_TEST_CAP_%s", name);
-	v = getenv(var);
-	if (!v || parse_u64(v, &n) || !n)
-		return dflt;
-	return n;
-}
-
 static ssize_t discard_write(void *cookie, const char *buf, size_t size)
 {
 	return size;

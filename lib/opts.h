@@ -173,9 +173,5 @@ void __attribute__((noreturn)) aiscope_print_version(const char *tool);
  * capacity doubles, from 64): the array, maybe moved. Out of memory is
  * fatal (aiscope_fail, exit 1). */
 void *aiscope_grow(void *p, size_t *cap, size_t n, size_t size);
-/* A cap (table entries, map size) that tests may lower: the positive
- * number in AISCOPE_TEST_CAP_<name> if set, else dflt. A hidden knob, so
- * that a test overflows a cap with hundreds of objects, not millions. */
-uint64_t aiscope_test_cap(const char *name, uint64_t dflt);
 
 #endif

@@ -301,6 +301,19 @@ size_t rows_drop_oldest(void *rows, size_t n, size_t size, size_t ts_off, size_t
 	return kept;
 }
 
+uint64_t aiscope_test_cap(const char *name, uint64_t dflt)
+{
+	char var[64];
+	const char *v;
+	uint64_t n;
+
+	snprintf(var, sizeof(var), "AISCOPE_TEST_CAP_%s", name);
+	v = getenv(var);
+	if (!v || parse_u64(v, &n) || !n)
+		return dflt;
+	return n;
+}
+
 uint64_t ringbuf_size(uint64_t want, uint64_t page)
 {
 	uint64_t p = page ? page : 4096;

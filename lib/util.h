@@ -25,6 +25,10 @@ int parse_u32_list(const char *s, uint32_t *out, int max);
  * multiple of the page size (page: a power of two, 4 KiB, 16 KiB, 64 KiB) */
 uint64_t ringbuf_size(uint64_t want, uint64_t page);
 int parse_u64(const char *s, uint64_t *v);
+/* A cap (table entries, map size) that tests may lower: the positive
+ * number in AISCOPE_TEST_CAP_<name> if set, else dflt. A hidden knob, so
+ * that a test overflows a cap with hundreds of objects, not millions. */
+uint64_t aiscope_test_cap(const char *name, uint64_t dflt);
 /* The uid of a user name (static builds read /etc/passwd: no NSS). */
 bool user_uid(const char *name, uint32_t *uid);
 
