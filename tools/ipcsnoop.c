@@ -1270,6 +1270,15 @@ static void want_sys(uint64_t *ids, long nr)
 	ids[nr / 64] |= 1ULL << (nr % 64);
 }
 
+/* the kind and direction a function hook, once chosen, takes off the
+ * syscall path (the pipe hooks and the unix ones are decided in plan()) */
+static const struct { int hook; uint32_t kind, dir; } covers[] = {
+	{ H_FIFO_WRITE, IPC_FIFO, IPC_WRITE }, { H_FIFO_READ, IPC_FIFO, IPC_READ },
+	{ H_EFD_WRITE, IPC_EVENTFD, IPC_WRITE }, { H_EFD_READ, IPC_EVENTFD, IPC_READ },
+	{ H_MSGSND, IPC_MSQ, IPC_WRITE }, { H_MSGRCV, IPC_MSQ, IPC_READ },
+	{ H_MQ_SEND, IPC_MQ, IPC_WRITE }, { H_MQ_RECV, IPC_MQ, IPC_READ },
+};
+
 /* After the resolver: which kinds the function hooks cover, and which
  * syscalls are left for the syscall path. */
 static void plan(void)
@@ -1315,22 +1324,9 @@ static void plan(void)
 		probe_drop(&hooks[H_FIFO_WRITE], skel->obj);
 	if (!probe_chosen(&hooks[H_PIPE_READ]) || hooks[H_PIPE_READ].chosen == 1)
 		probe_drop(&hooks[H_FIFO_READ], skel->obj);
-	if (probe_chosen(&hooks[H_FIFO_WRITE]))
-		cov |= IPC_BIT(IPC_FIFO, IPC_WRITE);
-	if (probe_chosen(&hooks[H_FIFO_READ]))
-		cov |= IPC_BIT(IPC_FIFO, IPC_READ);
-	if (probe_chosen(&hooks[H_EFD_WRITE]))
-		cov |= IPC_BIT(IPC_EVENTFD, IPC_WRITE);
-	if (probe_chosen(&hooks[H_EFD_READ]))
-		cov |= IPC_BIT(IPC_EVENTFD, IPC_READ);
-	if (probe_chosen(&hooks[H_MSGSND]))
-		cov |= IPC_BIT(IPC_MSQ, IPC_WRITE);
-	if (probe_chosen(&hooks[H_MSGRCV]))
-		cov |= IPC_BIT(IPC_MSQ, IPC_READ);
-	if (probe_chosen(&hooks[H_MQ_SEND]))
-		cov |= IPC_BIT(IPC_MQ, IPC_WRITE);
-	if (probe_chosen(&hooks[H_MQ_RECV]))
-		cov |= IPC_BIT(IPC_MQ, IPC_READ);
+	for (size_t i = 0; i < ARRAY_SIZE(covers); i++)
+		if (probe_chosen(&hooks[covers[i].hook]))
+			cov |= IPC_BIT(covers[i].kind, covers[i].dir);
 	for (k = IPC_PIPE; k < IPC_KINDS; k++)
 		if (cfg.kinds & (1U << k))
 			all |= IPC_BIT(k, IPC_WRITE) | IPC_BIT(k, IPC_READ);
