@@ -312,6 +312,22 @@ static void stream_row_begin(uint64_t rt)
 	}
 }
 
+/* An event line's start: the JSON record with its event and level (NULL:
+ * none), or the stream row with both ("-" for none) */
+static void event_begin(uint64_t rt, const char *event, const char *level)
+{
+	if (env.json) {
+		jw_record_begin(&S.jw, "event", TOOL, rt);
+		jw_kstr(&S.jw, "event", event);
+		if (level)
+			jw_kstr(&S.jw, "level", level);
+	} else {
+		stream_row_begin(rt);
+		table_str(&S.t, event);
+		table_str(&S.t, level ? level : "-");
+	}
+}
+
 static void table_mib(struct table *t, uint64_t bytes)
 {
 	if (bytes == MEMCG_UNKNOWN)
@@ -533,8 +549,7 @@ static void kill_json(const struct oomwatch_kill *e, const struct aiscope_ident 
 	struct jw *w = &S.jw;
 	bool mm = e->flags & OOMWATCH_F_MM;
 
-	jw_record_begin(w, "event", TOOL, aiscope_realtime(e->ts));
-	jw_kstr(w, "event", "oom_kill");
+	event_begin(aiscope_realtime(e->ts), "oom_kill", NULL);
 	aiscope_identity_json(w, &(struct aiscope_identity){
 		.known = AISCOPE_ID_PID | (e->flags & OOMWATCH_F_UID ? AISCOPE_ID_UID : 0) |
 			 (e->flags & OOMWATCH_F_TASK ? AISCOPE_ID_CGROUP_ID : 0),
@@ -570,9 +585,7 @@ static void kill_table(const struct oomwatch_kill *e, const struct aiscope_ident
 	char detail[512], buf[16];
 	int n;
 
-	stream_row_begin(aiscope_realtime(e->ts));
-	table_str(&S.t, "oom_kill");
-	table_str(&S.t, "-");
+	event_begin(aiscope_realtime(e->ts), "oom_kill", NULL);
 	table_u64(&S.t, victim->pid);
 	table_str(&S.t, victim->comm[0] ? victim->comm : "?");
 	table_str(&S.t, aiscope_container_short(&v->ci, buf));
@@ -663,9 +676,7 @@ static int on_alloc(const struct oomwatch_alloc *e)
 	if (env.json) {
 		struct jw *w = &S.jw;
 
-		jw_record_begin(w, "event", TOOL, rt);
-		jw_kstr(w, "event", "alloc");
-		jw_kstr(w, "level", exceeds ? "crit" : "warn");
+		event_begin(rt, "alloc", exceeds ? "crit" : "warn");
 		aiscope_ident_json(w, &e->task, true);
 		jw_kstr(w, "syscall", sys_name(e->syscall));
 		jw_ku64(w, "size_bytes", e->size);
@@ -684,9 +695,7 @@ static int on_alloc(const struct oomwatch_alloc *e)
 		char detail[256], buf[16];
 
 		aiscope_ident_cgroup(&e->task, &ci);
-		stream_row_begin(rt);
-		table_str(&S.t, "alloc");
-		table_str(&S.t, exceeds ? "crit" : "warn");
+		event_begin(rt, "alloc", exceeds ? "crit" : "warn");
 		table_u64(&S.t, e->task.pid);
 		table_str(&S.t, e->task.comm);
 		table_str(&S.t, aiscope_container_short(&ci, buf));
@@ -850,9 +859,7 @@ static void alert_emit(const struct memcg *m, const struct alert *a)
 	if (env.json) {
 		struct jw *w = &S.jw;
 
-		jw_record_begin(w, "event", TOOL, rt);
-		jw_kstr(w, "event", "alert");
-		jw_kstr(w, "level", level_names[a->level]);
+		event_begin(rt, "alert", level_names[a->level]);
 		jw_kstr(w, "reason", a->reason);
 		jw_kstr(w, "signal", a->signal);
 		cgroup_ident_json(w, m);
@@ -868,9 +875,7 @@ static void alert_emit(const struct memcg *m, const struct alert *a)
 		int n;
 
 		cg_parse_container(m->path, &ci);
-		stream_row_begin(rt);
-		table_str(&S.t, "alert");
-		table_str(&S.t, level_names[a->level]);
+		event_begin(rt, "alert", level_names[a->level]);
 		table_dashes(&S.t, 2);
 		table_str(&S.t, aiscope_container_short(&ci, buf));
 		table_str(&S.t, m->path);
@@ -1185,9 +1190,7 @@ static void host_alert(double some, double full, int l)
 	if (env.json) {
 		struct jw *w = &S.jw;
 
-		jw_record_begin(w, "event", TOOL, rt);
-		jw_kstr(w, "event", "alert");
-		jw_kstr(w, "level", level_names[l]);
+		event_begin(rt, "alert", level_names[l]);
 		jw_kstr(w, "reason", "host_pressure");
 		jw_kstr(w, "signal", "poll");
 		aiscope_identity_json(w, &(struct aiscope_identity){ 0 });
@@ -1198,9 +1201,7 @@ static void host_alert(double some, double full, int l)
 	} else {
 		char detail[128];
 
-		stream_row_begin(rt);
-		table_str(&S.t, "alert");
-		table_str(&S.t, level_names[l]);
+		event_begin(rt, "alert", level_names[l]);
 		table_dashes(&S.t, 3);
 		table_str(&S.t, "[host]");
 		table_dashes(&S.t, 3);
