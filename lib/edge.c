@@ -60,23 +60,12 @@ void edges_free(struct edge_table *t)
 }
 
 /* FNV-1a, with a separator so that ("ab","c") and ("a","bc") differ */
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *s = p;
-
-	while (n--) {
-		h ^= *s++;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
 static uint64_t fnv_str(uint64_t h, const char *s)
 {
 	if (s)
-		h = fnv(h, s, strlen(s) + 1);
+		h = fnv1a(h, s, strlen(s) + 1);
 	else
-		h = fnv(h, "\xff", 1);	/* NULL differs from "" */
+		h = fnv1a(h, "\xff", 1);	/* NULL differs from "" */
 	return h;
 }
 
@@ -86,8 +75,8 @@ static uint64_t side_hash(uint64_t h, const struct edge_side *s)
 	uint32_t pid = s->id ? s->id->pid : 0;
 	unsigned char proc = s->id != NULL;
 
-	h = fnv(h, &proc, 1);
-	h = fnv(h, &pid, sizeof(pid));
+	h = fnv1a(h, &proc, 1);
+	h = fnv1a(h, &pid, sizeof(pid));
 	return fnv_str(h, s->endpoint);
 }
 
@@ -174,7 +163,7 @@ static struct edge *edge_new(uint64_t h, const char *kind, const char *channel,
 struct edge *edge_get(struct edge_table *t, const char *kind, const char *channel,
 		      const struct edge_side *src, const struct edge_side *dst)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = FNV1A_INIT;
 	struct edge *e;
 
 	kind = kind ? kind : "";
@@ -309,18 +298,6 @@ void edge_side_json(struct jw *w, bool proc, const struct aiscope_ident *id,
 	jw_obj_end(w);
 }
 
-static void ts_key(struct jw *w, const char *key, uint64_t ns)
-{
-	char buf[40];
-
-	if (!ns) {
-		jw_knull(w, key);
-		return;
-	}
-	fmt_rfc3339_ns(ns, buf, sizeof(buf));
-	jw_kstr(w, key, buf);
-}
-
 struct json_ctx {
 	struct jw *w;
 	const char *tool;
@@ -344,8 +321,8 @@ static void edge_json(struct edge *e, void *p)
 	jw_ku64(w, "bytes", e->bytes);
 	jw_ku64(w, "msgs", e->msgs);
 	jw_ku64_or_null(w, "read_bytes", e->read_known, e->read_bytes);
-	ts_key(w, "first_ts", e->first_ns);
-	ts_key(w, "last_ts", e->last_ns);
+	jw_kts(w, "first_ts", e->first_ns);
+	jw_kts(w, "last_ts", e->last_ns);
 	if (e->readers)
 		jw_ku64(w, "readers", e->readers);
 	if (c->extra)

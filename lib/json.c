@@ -216,6 +216,18 @@ void jw_kbool_or_null(struct jw *w, const char *k, bool known, bool v)
 		jw_knull(w, k);
 }
 
+void jw_kts(struct jw *w, const char *k, uint64_t realtime_ns)
+{
+	char buf[40];
+
+	if (!realtime_ns) {
+		jw_knull(w, k);
+		return;
+	}
+	fmt_rfc3339_ns(realtime_ns, buf, sizeof(buf));
+	jw_kstr(w, k, buf);
+}
+
 void jw_record_begin(struct jw *w, const char *type, const char *tool, uint64_t realtime_ns)
 {
 	char ts[40];

@@ -62,6 +62,8 @@ void jw_ku64_or_null(struct jw *w, const char *key, bool known, uint64_t v);
 void jw_ki64_or_null(struct jw *w, const char *key, bool known, int64_t v);
 void jw_kdouble_or_null(struct jw *w, const char *key, bool known, double v, int decimals);
 void jw_kbool_or_null(struct jw *w, const char *key, bool known, bool v);
+/* An RFC 3339 time of realtime ns, null for 0 (not known) */
+void jw_kts(struct jw *w, const char *key, uint64_t realtime_ns);
 
 /* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid
  * (overlong forms, surrogates, above U+10FFFF). */

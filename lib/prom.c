@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "json.h"
 #include "prom.h"
+#include "util.h"
 
 struct prom_series {
 	char *values[PROM_MAX_LABELS];
@@ -286,12 +287,11 @@ static const char *val(const char *const *values, int i)
 
 static uint64_t values_hash(const struct prom_family *f, const char *const *values)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;	/* FNV-1a */
+	uint64_t h = FNV1A_INIT;
 
 	for (int i = 0; i < f->nlabels; i++) {
-		for (const unsigned char *p = (const unsigned char *)val(values, i); *p; p++)
-			h = (h ^ *p) * 0x100000001b3ULL;
-		h = (h ^ 0xff) * 0x100000001b3ULL;	/* no byte of UTF-8 text */
+		h = fnv1a(h, val(values, i), strlen(val(values, i)));
+		h = fnv1a(h, "\xff", 1);	/* no byte of UTF-8 text */
 	}
 	return h;
 }

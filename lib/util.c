@@ -256,6 +256,17 @@ void *search_array(const void *key, const void *base, size_t n, size_t size, cmp
 	return n ? bsearch(key, base, n, size, cmp) : NULL;
 }
 
+uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *s = p;
+
+	while (n--) {
+		h ^= *s++;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
 static int cmp_u64_p(const void *a, const void *b)
 {
 	return cmp_u64(*(const uint64_t *)a, *(const uint64_t *)b);

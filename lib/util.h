@@ -38,6 +38,9 @@ bool user_uid(const char *name, uint32_t *uid);
 typedef int (*cmp_fn)(const void *, const void *);
 void sort_array(void *base, size_t n, size_t size, cmp_fn cmp);
 void *search_array(const void *key, const void *base, size_t n, size_t size, cmp_fn cmp);
+/* FNV-1a over n bytes, continuing from h (FNV1A_INIT to start) */
+#define FNV1A_INIT	0xcbf29ce484222325ULL
+uint64_t fnv1a(uint64_t h, const void *p, size_t n);
 /* -1, 0 or 1 as a is below, equal to or above b: for comparators */
 static inline int cmp_u64(uint64_t a, uint64_t b)
 {

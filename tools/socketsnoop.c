@@ -241,31 +241,20 @@ static struct {
 	uint64_t evicted;	/* flows forgotten to stay within max */
 } R;
 
-static uint64_t mix(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *s = p;
-
-	while (n--) {
-		h ^= *s++;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
 static uint32_t key_hash(uint32_t pid, const struct ss_tuple *t)
 {
-	uint64_t h = mix(0xcbf29ce484222325ULL, &pid, sizeof(pid));
+	uint64_t h = fnv1a(FNV1A_INIT, &pid, sizeof(pid));
 
-	return mix(h, t, sizeof(*t)) & (R.nb - 1);
+	return fnv1a(h, t, sizeof(*t)) & (R.nb - 1);
 }
 
 static uint32_t ports_hash(uint8_t proto, uint16_t lport, uint16_t rport)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = FNV1A_INIT;
 
-	h = mix(h, &proto, 1);
-	h = mix(h, &lport, 2);
-	h = mix(h, &rport, 2);
+	h = fnv1a(h, &proto, 1);
+	h = fnv1a(h, &lport, 2);
+	h = fnv1a(h, &rport, 2);
 	return h & (R.nb - 1);
 }
 

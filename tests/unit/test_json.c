@@ -180,9 +180,12 @@ static void test_or_null(void)
 	jw_kbool_or_null(&c.w, "g", true, false);
 	jw_kbool_or_null(&c.w, "h", false, true);
 	jw_kstrn(&c.w, "i", NULL, 16);
+	jw_kts(&c.w, "j", 0);
+	jw_kts(&c.w, "k", 1764404251123456789ULL);
 	jw_obj_end(&c.w);
 	CHECK_STR(cap_close(&c), "{\"a\":18446744073709551615,\"b\":null,\"c\":-3,\"d\":null,"
-		  "\"e\":0.1235,\"f\":null,\"g\":false,\"h\":null,\"i\":null}");
+		  "\"e\":0.1235,\"f\":null,\"g\":false,\"h\":null,\"i\":null,"
+		  "\"j\":null,\"k\":\"2025-11-29T08:17:31.123456789Z\"}");
 }
 
 static void test_record_header(void)

@@ -347,6 +347,10 @@ static void test_rows_drop_oldest(void)
 	struct trow r[] = { { 1, 50 }, { 2, 10 }, { 3, 30 }, { 4, 30 }, { 5, 90 }, { 6, 30 } };
 	struct trow one[] = { { 7, 5 } };
 
+	/* FNV-1a's published 64-bit values */
+	CHECK(fnv1a(FNV1A_INIT, "", 0) == 0xcbf29ce484222325ULL);
+	CHECK(fnv1a(FNV1A_INIT, "a", 1) == 0xaf63dc4c8601ec8cULL);
+	CHECK(fnv1a(fnv1a(FNV1A_INIT, "fo", 2), "obar", 4) == 0x85944171f73967e8ULL);
 	CHECK_EQ(cmp_u64(1, 2), -1);
 	CHECK_EQ(cmp_u64(2, 2), 0);
 	CHECK_EQ(cmp_u64(UINT64_MAX, 0), 1);

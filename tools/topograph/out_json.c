@@ -40,18 +40,6 @@ static void json_rules(struct jw *w, unsigned int flags)
 	jw_arr_end(w);
 }
 
-static void json_ts(struct jw *w, const char *key, uint64_t ns)
-{
-	char buf[64];
-
-	if (!ns) {
-		jw_knull(w, key);
-		return;
-	}
-	fmt_rfc3339_ns(ns, buf, sizeof(buf));
-	jw_kstr(w, key, buf);
-}
-
 /* what the lifecycle hooks saw (docs/edges.md: topograph's node lines) */
 static void json_life(struct jw *w, const struct node *n)
 {
@@ -61,8 +49,8 @@ static void json_life(struct jw *w, const struct node *n)
 	jw_ku64_or_null(w, "ppid", n->has_ppid, n->ppid);
 	snprintf(id, sizeof(id), "n%d", p ? p->id : 0);
 	jw_kstr(w, "parent_id", p && p->id ? id : NULL);
-	json_ts(w, "started_ts", n->started_ns);
-	json_ts(w, "exited_ts", n->exited_ns);
+	jw_kts(w, "started_ts", n->started_ns);
+	jw_kts(w, "exited_ts", n->exited_ns);
 	jw_ku64_or_null(w, "exit_code", n->exited_ns && !(n->status & 0x7f), (n->status >> 8) & 0xff);
 	jw_ku64_or_null(w, "exit_signal", n->exited_ns && (n->status & 0x7f), n->status & 0x7f);
 	jw_kbool_or_null(w, "core_dumped", n->exited_ns, n->status & 0x80);
@@ -177,7 +165,7 @@ static void json_spawn(struct jw *w, const struct node *p, const struct node *c,
 	jw_kstr(w, "child_id", id);
 	jw_ku64(w, "ppid", p->pid);
 	jw_ku64(w, "pid", c->pid);
-	json_ts(w, "started_ts", c->started_ns);
+	jw_kts(w, "started_ts", c->started_ns);
 	jw_record_end(w);
 }
 
