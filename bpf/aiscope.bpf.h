@@ -234,6 +234,25 @@ static __always_inline void aiscope_task_ident(struct task_struct *t, struct ais
 	aiscope_task_cgroup_id(t, id);
 }
 
+/* A syscall's first five arguments into a[]: from the classic
+ * raw_syscalls/sys_enter record (one load each: a loop makes an offset ctx
+ * pointer the verifier refuses), or from the registers tp_btf and raw_tp
+ * sys_enter pass, read with CO-RE */
+#define AISCOPE_SYS_ARGS_TP(a, ctx) do {					\
+	(a)[0] = (ctx)->args[0];						\
+	(a)[1] = (ctx)->args[1];						\
+	(a)[2] = (ctx)->args[2];						\
+	(a)[3] = (ctx)->args[3];						\
+	(a)[4] = (ctx)->args[4];						\
+} while (0)
+#define AISCOPE_SYS_ARGS_CORE(a, regs) do {					\
+	(a)[0] = PT_REGS_PARM1_CORE_SYSCALL(regs);				\
+	(a)[1] = PT_REGS_PARM2_CORE_SYSCALL(regs);				\
+	(a)[2] = PT_REGS_PARM3_CORE_SYSCALL(regs);				\
+	(a)[3] = PT_REGS_PARM4_CORE_SYSCALL(regs);				\
+	(a)[4] = PT_REGS_PARM5_CORE_SYSCALL(regs);				\
+} while (0)
+
 /*
  * A tracepoint's tp_btf and raw_tp programs, prog_btf and prog_raw, with
  * one body, for hooks whose body reads its arguments with CO-RE (which

@@ -953,6 +953,14 @@ static __always_inline int sys_exit_args(long id, const unsigned long *a, long r
 #define REGS_A3(r)	((r)->regs[3])
 #define REGS_A4(r)	((r)->regs[4])
 #endif
+/* the five arguments with plain loads, as AISCOPE_SYS_ARGS_CORE */
+#define SYS_ARGS_BTF(a, r) do {							\
+	(a)[0] = REGS_A0(r);							\
+	(a)[1] = REGS_A1(r);							\
+	(a)[2] = REGS_A2(r);							\
+	(a)[3] = REGS_A3(r);							\
+	(a)[4] = REGS_A4(r);							\
+} while (0)
 
 /* tp_btf: regs is a BTF pointer, read with plain loads */
 SEC("tp_btf/sys_exit")
@@ -963,11 +971,7 @@ int BPF_PROG(sys_exit_btf, struct pt_regs *regs, long ret)
 
 	if (!sys_wanted(id))
 		return 0;
-	a[0] = REGS_A0(regs);
-	a[1] = REGS_A1(regs);
-	a[2] = REGS_A2(regs);
-	a[3] = REGS_A3(regs);
-	a[4] = REGS_A4(regs);
+	SYS_ARGS_BTF(a, regs);
 	return sys_exit_args(id, a, ret, true);
 }
 
@@ -979,11 +983,7 @@ int BPF_PROG(sys_exit_raw, struct pt_regs *regs, long ret)
 
 	if (!sys_wanted(id))
 		return 0;
-	a[0] = PT_REGS_PARM1_CORE_SYSCALL(regs);
-	a[1] = PT_REGS_PARM2_CORE_SYSCALL(regs);
-	a[2] = PT_REGS_PARM3_CORE_SYSCALL(regs);
-	a[3] = PT_REGS_PARM4_CORE_SYSCALL(regs);
-	a[4] = PT_REGS_PARM5_CORE_SYSCALL(regs);
+	AISCOPE_SYS_ARGS_CORE(a, regs);
 	return sys_exit_args(id, a, ret, false);
 }
 
@@ -1018,11 +1018,7 @@ int sys_enter_tp(struct trace_event_raw_sys_enter *ctx)
 
 	if (!sys_wanted(id))
 		return 0;
-	a[0] = ctx->args[0];
-	a[1] = ctx->args[1];
-	a[2] = ctx->args[2];
-	a[3] = ctx->args[3];
-	a[4] = ctx->args[4];
+	AISCOPE_SYS_ARGS_TP(a, ctx);
 	return sys_enter_args(id, a);
 }
 
@@ -1035,11 +1031,7 @@ int BPF_PROG(sys_enter_btf, struct pt_regs *regs, long id)
 
 	if (!sys_wanted(id))
 		return 0;
-	a[0] = REGS_A0(regs);
-	a[1] = REGS_A1(regs);
-	a[2] = REGS_A2(regs);
-	a[3] = REGS_A3(regs);
-	a[4] = REGS_A4(regs);
+	SYS_ARGS_BTF(a, regs);
 	return sys_enter_args(id, a);
 }
 
@@ -1050,11 +1042,7 @@ int BPF_PROG(sys_enter_raw, struct pt_regs *regs, long id)
 
 	if (!sys_wanted(id))
 		return 0;
-	a[0] = PT_REGS_PARM1_CORE_SYSCALL(regs);
-	a[1] = PT_REGS_PARM2_CORE_SYSCALL(regs);
-	a[2] = PT_REGS_PARM3_CORE_SYSCALL(regs);
-	a[3] = PT_REGS_PARM4_CORE_SYSCALL(regs);
-	a[4] = PT_REGS_PARM5_CORE_SYSCALL(regs);
+	AISCOPE_SYS_ARGS_CORE(a, regs);
 	return sys_enter_args(id, a);
 }
 

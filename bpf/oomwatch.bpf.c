@@ -646,11 +646,7 @@ static __always_inline int alloc_enter_regs(struct pt_regs *regs, long id)
 
 	if (!alloc_nr(id))
 		return 0;
-	a[0] = PT_REGS_PARM1_CORE_SYSCALL(regs);
-	a[1] = PT_REGS_PARM2_CORE_SYSCALL(regs);
-	a[2] = PT_REGS_PARM3_CORE_SYSCALL(regs);
-	a[3] = PT_REGS_PARM4_CORE_SYSCALL(regs);
-	a[4] = PT_REGS_PARM5_CORE_SYSCALL(regs);
+	AISCOPE_SYS_ARGS_CORE(a, regs);
 	return alloc_enter(id, a);
 }
 
@@ -667,12 +663,7 @@ int sysenter_tp(struct trace_event_raw_sys_enter *ctx)
 
 	if (!alloc_nr(id))
 		return 0;
-	/* one load each: a loop makes an offset ctx pointer the verifier refuses */
-	a[0] = ctx->args[0];
-	a[1] = ctx->args[1];
-	a[2] = ctx->args[2];
-	a[3] = ctx->args[3];
-	a[4] = ctx->args[4];
+	AISCOPE_SYS_ARGS_TP(a, ctx);
 	return alloc_enter(id, a);
 }
 
