@@ -167,7 +167,9 @@ void lifecycle_stop(void)
 {
 	if (!L.skel)
 		return;
-	aiscope_bpf_destroy(&L.bpf);
+	/* the end of the run as every tool's: the hooks off, the cgroup and
+	 * feature caches freed */
+	aiscope_teardown(&L.bpf, NULL);
 	topograph_bpf__destroy(L.skel);
 	L.skel = NULL;
 }
