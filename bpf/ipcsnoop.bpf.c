@@ -534,75 +534,37 @@ static __always_inline bool unix_fn_pass(struct sock *sk, bool seqpacket)
 	return (BPF_CORE_READ(sk, sk_type) == SOCK_SEQPACKET) == seqpacket;
 }
 
-SEC("fexit/unix_stream_sendmsg")
-int BPF_PROG(unix_stream_send_fexit, struct socket *sock, struct msghdr *msg, size_t len, int ret)
-{
-	struct sock *sk = BPF_CORE_READ(sock, sk);
-
-	if (!unix_pass(sk))
-		return 0;
-	unix_op(sk, true, ret);
-	return 0;
+/* the unix sendmsg and recvmsg functions at return; pass: whether the
+ * socket sk counts here (a peek is no read) */
+#define UNIX_SEND_FEXIT(fn, prog, pass)						\
+SEC("fexit/" #fn)								\
+int BPF_PROG(prog, struct socket *sock, struct msghdr *msg, size_t len, int ret)	\
+{										\
+	struct sock *sk = BPF_CORE_READ(sock, sk);				\
+										\
+	if (!(pass))								\
+		return 0;							\
+	unix_op(sk, true, ret);							\
+	return 0;								\
+}
+#define UNIX_RECV_FEXIT(fn, prog, pass)						\
+SEC("fexit/" #fn)								\
+int BPF_PROG(prog, struct socket *sock, struct msghdr *msg, size_t size, int flags, int ret) \
+{										\
+	struct sock *sk = BPF_CORE_READ(sock, sk);				\
+										\
+	if ((flags & MSG_PEEK) || !(pass))					\
+		return 0;							\
+	unix_op(sk, false, ret);						\
+	return 0;								\
 }
 
-SEC("fexit/unix_dgram_sendmsg")
-int BPF_PROG(unix_dgram_send_fexit, struct socket *sock, struct msghdr *msg, size_t len, int ret)
-{
-	struct sock *sk = BPF_CORE_READ(sock, sk);
-
-	if (!unix_fn_pass(sk, false))
-		return 0;
-	unix_op(sk, true, ret);
-	return 0;
-}
-
-SEC("fexit/unix_seqpacket_sendmsg")
-int BPF_PROG(unix_seqpacket_send_fexit, struct socket *sock, struct msghdr *msg, size_t len,
-	     int ret)
-{
-	struct sock *sk = BPF_CORE_READ(sock, sk);
-
-	if (!unix_fn_pass(sk, true))
-		return 0;
-	unix_op(sk, true, ret);
-	return 0;
-}
-
-SEC("fexit/unix_stream_recvmsg")
-int BPF_PROG(unix_stream_recv_fexit, struct socket *sock, struct msghdr *msg, size_t size,
-	     int flags, int ret)
-{
-	struct sock *sk = BPF_CORE_READ(sock, sk);
-
-	if ((flags & MSG_PEEK) || !unix_pass(sk))
-		return 0;
-	unix_op(sk, false, ret);
-	return 0;
-}
-
-SEC("fexit/unix_dgram_recvmsg")
-int BPF_PROG(unix_dgram_recv_fexit, struct socket *sock, struct msghdr *msg, size_t size,
-	     int flags, int ret)
-{
-	struct sock *sk = BPF_CORE_READ(sock, sk);
-
-	if ((flags & MSG_PEEK) || !unix_fn_pass(sk, false))
-		return 0;
-	unix_op(sk, false, ret);
-	return 0;
-}
-
-SEC("fexit/unix_seqpacket_recvmsg")
-int BPF_PROG(unix_seqpacket_recv_fexit, struct socket *sock, struct msghdr *msg, size_t size,
-	     int flags, int ret)
-{
-	struct sock *sk = BPF_CORE_READ(sock, sk);
-
-	if ((flags & MSG_PEEK) || !unix_fn_pass(sk, true))
-		return 0;
-	unix_op(sk, false, ret);
-	return 0;
-}
+UNIX_SEND_FEXIT(unix_stream_sendmsg, unix_stream_send_fexit, unix_pass(sk))
+UNIX_SEND_FEXIT(unix_dgram_sendmsg, unix_dgram_send_fexit, unix_fn_pass(sk, false))
+UNIX_SEND_FEXIT(unix_seqpacket_sendmsg, unix_seqpacket_send_fexit, unix_fn_pass(sk, true))
+UNIX_RECV_FEXIT(unix_stream_recvmsg, unix_stream_recv_fexit, unix_pass(sk))
+UNIX_RECV_FEXIT(unix_dgram_recvmsg, unix_dgram_recv_fexit, unix_fn_pass(sk, false))
+UNIX_RECV_FEXIT(unix_seqpacket_recvmsg, unix_seqpacket_recv_fexit, unix_fn_pass(sk, true))
 
 /* ---- files: pipes, FIFOs, eventfd, unix sockets, mq ---- */
 
@@ -1095,47 +1057,22 @@ static __always_inline void file_fn(struct file *f, __u32 dir, long ret, __u32 o
 	account(&ch, dir, ret, 0, &src, ret);
 }
 
-SEC("fexit/anon_pipe_write")
-int BPF_PROG(pipe_write_fexit, struct kiocb *iocb, struct iov_iter *from, long ret)
-{
-	file_fn(BPF_CORE_READ(iocb, ki_filp), IPC_WRITE, ret, IPC_PIPE);
-	return 0;
+/* The read_iter/write_iter hooks of pipes, FIFOs and eventfd reads: the
+ * file from the kiocb; only: as file_fn */
+#define KIOCB_FEXIT(fn, prog, dir, only)					\
+SEC("fexit/" #fn)								\
+int BPF_PROG(prog, struct kiocb *iocb, struct iov_iter *iter, long ret)	\
+{										\
+	file_fn(BPF_CORE_READ(iocb, ki_filp), dir, ret, only);			\
+	return 0;								\
 }
 
-SEC("fexit/anon_pipe_read")
-int BPF_PROG(pipe_read_fexit, struct kiocb *iocb, struct iov_iter *to, long ret)
-{
-	file_fn(BPF_CORE_READ(iocb, ki_filp), IPC_READ, ret, IPC_PIPE);
-	return 0;
-}
-
-SEC("fexit/pipe_write")
-int BPF_PROG(pipe_write_old_fexit, struct kiocb *iocb, struct iov_iter *from, long ret)
-{
-	file_fn(BPF_CORE_READ(iocb, ki_filp), IPC_WRITE, ret, IPC_NONE);
-	return 0;
-}
-
-SEC("fexit/pipe_read")
-int BPF_PROG(pipe_read_old_fexit, struct kiocb *iocb, struct iov_iter *to, long ret)
-{
-	file_fn(BPF_CORE_READ(iocb, ki_filp), IPC_READ, ret, IPC_NONE);
-	return 0;
-}
-
-SEC("fexit/fifo_pipe_write")
-int BPF_PROG(fifo_write_fexit, struct kiocb *iocb, struct iov_iter *from, long ret)
-{
-	file_fn(BPF_CORE_READ(iocb, ki_filp), IPC_WRITE, ret, IPC_FIFO);
-	return 0;
-}
-
-SEC("fexit/fifo_pipe_read")
-int BPF_PROG(fifo_read_fexit, struct kiocb *iocb, struct iov_iter *to, long ret)
-{
-	file_fn(BPF_CORE_READ(iocb, ki_filp), IPC_READ, ret, IPC_FIFO);
-	return 0;
-}
+KIOCB_FEXIT(anon_pipe_write, pipe_write_fexit, IPC_WRITE, IPC_PIPE)
+KIOCB_FEXIT(anon_pipe_read, pipe_read_fexit, IPC_READ, IPC_PIPE)
+KIOCB_FEXIT(pipe_write, pipe_write_old_fexit, IPC_WRITE, IPC_NONE)
+KIOCB_FEXIT(pipe_read, pipe_read_old_fexit, IPC_READ, IPC_NONE)
+KIOCB_FEXIT(fifo_pipe_write, fifo_write_fexit, IPC_WRITE, IPC_FIFO)
+KIOCB_FEXIT(fifo_pipe_read, fifo_read_fexit, IPC_READ, IPC_FIFO)
 
 SEC("fexit/eventfd_write")
 int BPF_PROG(eventfd_write_fexit, struct file *f, const char *buf, size_t count, loff_t *ppos,
@@ -1145,12 +1082,7 @@ int BPF_PROG(eventfd_write_fexit, struct file *f, const char *buf, size_t count,
 	return 0;
 }
 
-SEC("fexit/eventfd_read")
-int BPF_PROG(eventfd_read_fexit, struct kiocb *iocb, struct iov_iter *to, long ret)
-{
-	file_fn(BPF_CORE_READ(iocb, ki_filp), IPC_READ, ret, IPC_EVENTFD);
-	return 0;
-}
+KIOCB_FEXIT(eventfd_read, eventfd_read_fexit, IPC_READ, IPC_EVENTFD)
 
 static __always_inline void msq_fn(long msqid, __u32 dir, __u64 bytes)
 {
