@@ -234,24 +234,20 @@ static __always_inline void aiscope_task_ident(struct task_struct *t, struct ais
 	aiscope_task_cgroup_id(t, id);
 }
 
-/* A syscall's first five arguments into a[]: from the classic
- * raw_syscalls/sys_enter record (one load each: a loop makes an offset ctx
- * pointer the verifier refuses), or from the registers tp_btf and raw_tp
- * sys_enter pass, read with CO-RE */
-#define AISCOPE_SYS_ARGS_TP(a, ctx) do {					\
-	(a)[0] = (ctx)->args[0];						\
-	(a)[1] = (ctx)->args[1];						\
-	(a)[2] = (ctx)->args[2];						\
-	(a)[3] = (ctx)->args[3];						\
-	(a)[4] = (ctx)->args[4];						\
+/* A syscall's first five arguments into a[], each read by get(src, n), n
+ * 1 to 5 (one load each: a loop makes an offset ctx pointer the verifier
+ * refuses) */
+#define AISCOPE_SYS_ARGS(a, get, src) do {					\
+	(a)[0] = get(src, 1);							\
+	(a)[1] = get(src, 2);							\
+	(a)[2] = get(src, 3);							\
+	(a)[3] = get(src, 4);							\
+	(a)[4] = get(src, 5);							\
 } while (0)
-#define AISCOPE_SYS_ARGS_CORE(a, regs) do {					\
-	(a)[0] = PT_REGS_PARM1_CORE_SYSCALL(regs);				\
-	(a)[1] = PT_REGS_PARM2_CORE_SYSCALL(regs);				\
-	(a)[2] = PT_REGS_PARM3_CORE_SYSCALL(regs);				\
-	(a)[3] = PT_REGS_PARM4_CORE_SYSCALL(regs);				\
-	(a)[4] = PT_REGS_PARM5_CORE_SYSCALL(regs);				\
-} while (0)
+/* from the classic raw_syscalls/sys_enter record */
+#define AISCOPE_SYS_ARG_TP(ctx, n)	((ctx)->args[(n) - 1])
+/* from the registers tp_btf and raw_tp sys_enter pass, read with CO-RE */
+#define AISCOPE_SYS_ARG_CORE(regs, n)	PT_REGS_PARM##n##_CORE_SYSCALL(regs)
 
 /*
  * A tracepoint's tp_btf and raw_tp programs, prog_btf and prog_raw, with

@@ -534,37 +534,30 @@ static __always_inline bool unix_fn_pass(struct sock *sk, bool seqpacket)
 	return (BPF_CORE_READ(sk, sk_type) == SOCK_SEQPACKET) == seqpacket;
 }
 
-/* the unix sendmsg and recvmsg functions at return; pass: whether the
- * socket sk counts here (a peek is no read) */
-#define UNIX_SEND_FEXIT(fn, prog, pass)						\
+/* the unix sendmsg and recvmsg functions at return: args after sock, the
+ * ret; skip: an expression of sk, true where the socket does not count
+ * here (a peek is no read) */
+#define UNIX_FEXIT(fn, prog, send, skip, args...)				\
 SEC("fexit/" #fn)								\
-int BPF_PROG(prog, struct socket *sock, struct msghdr *msg, size_t len, int ret)	\
+int BPF_PROG(prog, struct socket *sock, args, int ret)				\
 {										\
 	struct sock *sk = BPF_CORE_READ(sock, sk);				\
 										\
-	if (!(pass))								\
+	if (skip)								\
 		return 0;							\
-	unix_op(sk, true, ret);							\
+	unix_op(sk, send, ret);							\
 	return 0;								\
 }
-#define UNIX_RECV_FEXIT(fn, prog, pass)						\
-SEC("fexit/" #fn)								\
-int BPF_PROG(prog, struct socket *sock, struct msghdr *msg, size_t size, int flags, int ret) \
-{										\
-	struct sock *sk = BPF_CORE_READ(sock, sk);				\
-										\
-	if ((flags & MSG_PEEK) || !(pass))					\
-		return 0;							\
-	unix_op(sk, false, ret);						\
-	return 0;								\
-}
+#define UNIX_SEND_ARGS	struct msghdr *msg, size_t len
+#define UNIX_RECV_ARGS	struct msghdr *msg, size_t size, int flags
+#define UNIX_PEEK		(flags & MSG_PEEK)
 
-UNIX_SEND_FEXIT(unix_stream_sendmsg, unix_stream_send_fexit, unix_pass(sk))
-UNIX_SEND_FEXIT(unix_dgram_sendmsg, unix_dgram_send_fexit, unix_fn_pass(sk, false))
-UNIX_SEND_FEXIT(unix_seqpacket_sendmsg, unix_seqpacket_send_fexit, unix_fn_pass(sk, true))
-UNIX_RECV_FEXIT(unix_stream_recvmsg, unix_stream_recv_fexit, unix_pass(sk))
-UNIX_RECV_FEXIT(unix_dgram_recvmsg, unix_dgram_recv_fexit, unix_fn_pass(sk, false))
-UNIX_RECV_FEXIT(unix_seqpacket_recvmsg, unix_seqpacket_recv_fexit, unix_fn_pass(sk, true))
+UNIX_FEXIT(unix_stream_sendmsg, unix_stream_send_fexit, true, !unix_pass(sk), UNIX_SEND_ARGS)
+UNIX_FEXIT(unix_dgram_sendmsg, unix_dgram_send_fexit, true, !unix_fn_pass(sk, false), UNIX_SEND_ARGS)
+UNIX_FEXIT(unix_seqpacket_sendmsg, unix_seqpacket_send_fexit, true, !unix_fn_pass(sk, true), UNIX_SEND_ARGS)
+UNIX_FEXIT(unix_stream_recvmsg, unix_stream_recv_fexit, false, UNIX_PEEK || !unix_pass(sk), UNIX_RECV_ARGS)
+UNIX_FEXIT(unix_dgram_recvmsg, unix_dgram_recv_fexit, false, UNIX_PEEK || !unix_fn_pass(sk, false), UNIX_RECV_ARGS)
+UNIX_FEXIT(unix_seqpacket_recvmsg, unix_seqpacket_recv_fexit, false, UNIX_PEEK || !unix_fn_pass(sk, true), UNIX_RECV_ARGS)
 
 /* ---- files: pipes, FIFOs, eventfd, unix sockets, mq ---- */
 
@@ -902,27 +895,21 @@ static __always_inline int sys_exit_args(long id, const unsigned long *a, long r
 
 #if defined(__TARGET_ARCH_x86)
 #define REGS_NR(r)	((r)->orig_ax)
-#define REGS_A0(r)	((r)->di)
-#define REGS_A1(r)	((r)->si)
-#define REGS_A2(r)	((r)->dx)
-#define REGS_A3(r)	((r)->r10)
-#define REGS_A4(r)	((r)->r8)
+#define REGS_A1(r)	((r)->di)
+#define REGS_A2(r)	((r)->si)
+#define REGS_A3(r)	((r)->dx)
+#define REGS_A4(r)	((r)->r10)
+#define REGS_A5(r)	((r)->r8)
 #else
 #define REGS_NR(r)	((r)->syscallno)
-#define REGS_A0(r)	((r)->orig_x0)
-#define REGS_A1(r)	((r)->regs[1])
-#define REGS_A2(r)	((r)->regs[2])
-#define REGS_A3(r)	((r)->regs[3])
-#define REGS_A4(r)	((r)->regs[4])
+#define REGS_A1(r)	((r)->orig_x0)
+#define REGS_A2(r)	((r)->regs[1])
+#define REGS_A3(r)	((r)->regs[2])
+#define REGS_A4(r)	((r)->regs[3])
+#define REGS_A5(r)	((r)->regs[4])
 #endif
-/* the five arguments with plain loads, as AISCOPE_SYS_ARGS_CORE */
-#define SYS_ARGS_BTF(a, r) do {							\
-	(a)[0] = REGS_A0(r);							\
-	(a)[1] = REGS_A1(r);							\
-	(a)[2] = REGS_A2(r);							\
-	(a)[3] = REGS_A3(r);							\
-	(a)[4] = REGS_A4(r);							\
-} while (0)
+/* argument n with a plain load, for AISCOPE_SYS_ARGS */
+#define REGS_ARG(r, n)	REGS_A##n(r)
 
 /* tp_btf: regs is a BTF pointer, read with plain loads */
 SEC("tp_btf/sys_exit")
@@ -933,7 +920,7 @@ int BPF_PROG(sys_exit_btf, struct pt_regs *regs, long ret)
 
 	if (!sys_wanted(id))
 		return 0;
-	SYS_ARGS_BTF(a, regs);
+	AISCOPE_SYS_ARGS(a, REGS_ARG, regs);
 	return sys_exit_args(id, a, ret, true);
 }
 
@@ -945,7 +932,7 @@ int BPF_PROG(sys_exit_raw, struct pt_regs *regs, long ret)
 
 	if (!sys_wanted(id))
 		return 0;
-	AISCOPE_SYS_ARGS_CORE(a, regs);
+	AISCOPE_SYS_ARGS(a, AISCOPE_SYS_ARG_CORE, regs);
 	return sys_exit_args(id, a, ret, false);
 }
 
@@ -980,7 +967,7 @@ int sys_enter_tp(struct trace_event_raw_sys_enter *ctx)
 
 	if (!sys_wanted(id))
 		return 0;
-	AISCOPE_SYS_ARGS_TP(a, ctx);
+	AISCOPE_SYS_ARGS(a, AISCOPE_SYS_ARG_TP, ctx);
 	return sys_enter_args(id, a);
 }
 
@@ -993,7 +980,7 @@ int BPF_PROG(sys_enter_btf, struct pt_regs *regs, long id)
 
 	if (!sys_wanted(id))
 		return 0;
-	SYS_ARGS_BTF(a, regs);
+	AISCOPE_SYS_ARGS(a, REGS_ARG, regs);
 	return sys_enter_args(id, a);
 }
 
@@ -1004,7 +991,7 @@ int BPF_PROG(sys_enter_raw, struct pt_regs *regs, long id)
 
 	if (!sys_wanted(id))
 		return 0;
-	AISCOPE_SYS_ARGS_CORE(a, regs);
+	AISCOPE_SYS_ARGS(a, AISCOPE_SYS_ARG_CORE, regs);
 	return sys_enter_args(id, a);
 }
 

@@ -646,7 +646,7 @@ static __always_inline int alloc_enter_regs(struct pt_regs *regs, long id)
 
 	if (!alloc_nr(id))
 		return 0;
-	AISCOPE_SYS_ARGS_CORE(a, regs);
+	AISCOPE_SYS_ARGS(a, AISCOPE_SYS_ARG_CORE, regs);
 	return alloc_enter(id, a);
 }
 
@@ -663,7 +663,7 @@ int sysenter_tp(struct trace_event_raw_sys_enter *ctx)
 
 	if (!alloc_nr(id))
 		return 0;
-	AISCOPE_SYS_ARGS_TP(a, ctx);
+	AISCOPE_SYS_ARGS(a, AISCOPE_SYS_ARG_TP, ctx);
 	return alloc_enter(id, a);
 }
 
