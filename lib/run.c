@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
+#include "ctrmeta.h"
 #include "kfeatures.h"
 #include "metrics.h"
 #include "opts.h"
@@ -520,13 +521,49 @@ const char *aiscope_ident_cgroup(const struct aiscope_ident *id, struct containe
 	return path;
 }
 
+static const struct ctr_meta *container_meta(const struct container_info *ci)
+{
+	const struct ctr_meta *m = ci->id[0] ? ctrmeta_lookup(ci->id, ci->runtime) : NULL;
+
+	return m && m->found ? m : NULL;
+}
+
 const char *aiscope_container_short(const struct container_info *ci, char *buf)
 {
+	const struct ctr_meta *m;
+
 	if (!ci->id[0])
 		return "-";
+	if (env.wide)
+		return ci->id;
+	m = container_meta(ci);
+	if (m && m->name[0])
+		return m->name;
 	memcpy(buf, ci->id, 12);
 	buf[12] = 0;
 	return buf;
+}
+
+const char *aiscope_container_runtime(const struct container_info *ci)
+{
+	const struct ctr_meta *m;
+
+	if (ci->runtime)
+		return ci->runtime;
+	m = container_meta(ci);
+	return m && m->runtime ? m->runtime : "-";
+}
+
+const char *aiscope_container_pod(const struct container_info *ci, char *buf, size_t len)
+{
+	const struct ctr_meta *m = container_meta(ci);
+
+	if (m && m->pod_name[0] && !env.wide) {
+		snprintf(buf, len, "%s%s%s", m->pod_namespace, m->pod_namespace[0] ? "/" : "",
+			 m->pod_name);
+		return buf;
+	}
+	return ci->pod_uid[0] ? ci->pod_uid : "-";
 }
 
 void aiscope_identity_json(struct jw *w, const struct aiscope_identity *id)
@@ -542,9 +579,18 @@ void aiscope_identity_json(struct jw *w, const struct aiscope_identity *id)
 	jw_ku64_or_null(w, "uid", id->known & AISCOPE_ID_UID, id->uid);
 	jw_ku64_or_null(w, "cgroup_id", id->known & AISCOPE_ID_CGROUP_ID, id->cgroup_id);
 	jw_kstr(w, "cgroup", id->cgroup);
+	const struct ctr_meta *m = ci && ci->id[0] ? ctrmeta_lookup(ci->id, ci->runtime) : NULL;
+
+	if (m && !m->found)
+		m = NULL;
 	jw_kstr(w, "container_id", ci && ci->id[0] ? ci->id : NULL);
-	jw_kstr(w, "runtime", ci ? ci->runtime : NULL);
+	jw_kstr(w, "runtime", ci && ci->runtime ? ci->runtime : m ? m->runtime : NULL);
 	jw_kstr(w, "pod_uid", ci && ci->pod_uid[0] ? ci->pod_uid : NULL);
+	jw_kstr(w, "container_name", m && m->name[0] ? m->name : NULL);
+	jw_kstr(w, "container_image", m && m->image[0] ? m->image : NULL);
+	jw_kstr(w, "pod_name", m && m->pod_name[0] ? m->pod_name : NULL);
+	jw_kstr(w, "pod_namespace", m && m->pod_namespace[0] ? m->pod_namespace : NULL);
+	jw_kstr(w, "k8s_container", m && m->k8s_container[0] ? m->k8s_container : NULL);
 }
 
 void aiscope_ident_json(struct jw *w, const struct aiscope_ident *id, bool with_tid)

@@ -134,7 +134,9 @@ uint64_t aiscope_lost_total(const struct aiscope_bpf *b);
 /*
  * The identity block of CONTRACT section 4 and docs/schema/common.json:
  * pid, tid, comm, uid, cgroup_id, cgroup, container_id, runtime, pod_uid,
- * always all nine, in this order, the ones a line does not know null, so
+ * then the container's names from its runtime's state (lib/ctrmeta.h):
+ * container_name, container_image, pod_name, pod_namespace, k8s_container;
+ * always all fourteen, in this order, the ones a line does not know null, so
  * that every tool's lines carry the same block (a row per cgroup has a null
  * pid, a row per container a null cgroup_id). The one writer of it.
  */
@@ -162,8 +164,14 @@ void aiscope_identity_json(struct jw *w, const struct aiscope_identity *id);
 void aiscope_ident_json(struct jw *w, const struct aiscope_ident *id, bool with_tid);
 /* The cgroup path (NULL if unknown) and the container of an identity. */
 const char *aiscope_ident_cgroup(const struct aiscope_ident *id, struct container_info *ci);
-/* 12-character container id for tables, "-" for none */
+/* A container in tables: its name (lib/ctrmeta.h), else its 12-character
+ * id; with --wide its full id; "-" for none. buf: 13 bytes or more. */
 const char *aiscope_container_short(const struct container_info *ci, char *buf);
+/* Its runtime as the cgroup path or, failing that, its state names it; "-" */
+const char *aiscope_container_runtime(const struct container_info *ci);
+/* Its pod in tables: "namespace/name" where known (not with --wide), else
+ * the pod's uid, else "-" */
+const char *aiscope_container_pod(const struct container_info *ci, char *buf, size_t len);
 
 /* {"type":"summary",... common keys; the caller adds its own and ends it */
 void aiscope_summary_begin(struct jw *w, const struct aiscope_bpf *b, const struct aiscope_loop *l,

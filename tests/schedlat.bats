@@ -271,7 +271,8 @@ check_cgroup_filter() {
 	echo "$output" > "$BATS_TEST_TMPDIR/o"
 	all_json "$BATS_TEST_TMPDIR/o"
 	jq -e -s 'all(.[] | select(.type == "sample"); [has("type","tool","ts","schema","seq","interval_ns","row","pid","tid",
-		"comm","uid","cgroup_id","cgroup","container_id","runtime","pod_uid","runs","wait_ns","avg_ns",
+		"comm","uid","cgroup_id","cgroup","container_id","runtime","pod_uid","container_name",
+		"container_image","pod_name","pod_namespace","k8s_container","runs","wait_ns","avg_ns",
 		"p50_ns","p99_ns","max_ns","preemptions","migrations")] | all)' "$BATS_TEST_TMPDIR/o"
 	jq -e -s 'all(.[]; .ts | test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{9}Z$"))' "$BATS_TEST_TMPDIR/o"
 	jq -e -s '[.[] | select(.type == "sample" and .row == "host") | .seq] == [1, 2]' "$BATS_TEST_TMPDIR/o"

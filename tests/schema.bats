@@ -45,7 +45,9 @@ validate() {
 	done
 	jq -e '."$defs".envelope.properties.schema.const == 1 and
 		(."$defs".identity.required | sort) == (["pid","tid","comm","uid","cgroup_id","cgroup",
-		"container_id","runtime","pod_uid"] | sort)' "$TOP/docs/schema/common.json"
+		"container_id","runtime","pod_uid"] | sort) and
+		([."$defs".identity.properties | keys[]] | contains(["container_name","container_image",
+		"pod_name","pod_namespace","k8s_container"]))' "$TOP/docs/schema/common.json"
 	# the version the tools write is the one the schemas describe
 	grep -q '^#define AISCOPE_JSON_SCHEMA 1$' "$TOP/lib/json.h"
 }

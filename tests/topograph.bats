@@ -166,7 +166,7 @@ bounded() {
 		"e1 fifo 100>101 1048576 256 1048576 /tmp/topo.fifo,e2 tcp 101>102 1048576 128 1048576 127.0.0.1:41000->127.0.0.1:5000,e3 unix 102>100 100 4 100 /tmp/topo.sock,e4 tcp 102>101 8 1 8 127.0.0.1:5000->127.0.0.1:41000" ]
 	# a side keeps the keys of docs/edges.md, flows their endpoints
 	[ "$(jg '[.[] | select(.id=="e2") | .src.endpoint, .dst.endpoint, (.src | keys | join(" "))] | join(",")')" = \
-		"127.0.0.1:41000,127.0.0.1:5000,cgroup cgroup_id comm container_id endpoint pid pod_uid runtime tid uid" ]
+		"127.0.0.1:41000,127.0.0.1:5000,cgroup cgroup_id comm container_id container_image container_name endpoint k8s_container pid pod_name pod_namespace pod_uid runtime tid uid" ]
 	[ "$(jg '.[] | select(.id=="e1") | .src.endpoint')" = null ]
 	# rate over the tools' 2 s capture; share; unread
 	[ "$(jg '.[] | select(.id=="e1") | "\(.rate_bytes_per_sec) \(.unread_bytes) \(.source) \(.src_id)>\(.dst_id)"')" = \

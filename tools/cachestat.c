@@ -707,7 +707,7 @@ static void table_ratio(struct table *t, const struct figures *f)
 
 static void table_key(struct table *t, const struct row *r, const char *hms)
 {
-	char buf[16];
+	char buf[16], pod[520];
 
 	if (env.timestamp)
 		table_str(t, hms);
@@ -725,8 +725,8 @@ static void table_key(struct table *t, const struct row *r, const char *hms)
 		break;
 	case BY_CONTAINER:
 		table_str(t, r->ci.id[0] ? aiscope_container_short(&r->ci, buf) : "(none)");
-		table_str(t, r->ci.runtime ? r->ci.runtime : "-");
-		table_str(t, r->ci.pod_uid[0] ? r->ci.pod_uid : "-");
+		table_str(t, aiscope_container_runtime(&r->ci));
+		table_str(t, aiscope_container_pod(&r->ci, pod, sizeof(pod)));
 		break;
 	case CACHESTAT_BY_FILE:
 		table_str(t, r->file);

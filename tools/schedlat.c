@@ -392,7 +392,7 @@ static void build_columns(void)
 
 static void table_key(struct table *t, const struct row *r, bool host, const char *hms)
 {
-	char buf[16];
+	char buf[16], pod[520];
 
 	if (env.timestamp)
 		table_str(t, hms);
@@ -417,8 +417,8 @@ static void table_key(struct table *t, const struct row *r, bool host, const cha
 		break;
 	case BY_CONTAINER:
 		table_str(t, r->ci.id[0] ? aiscope_container_short(&r->ci, buf) : "(none)");
-		table_str(t, r->ci.runtime ? r->ci.runtime : "-");
-		table_str(t, r->ci.pod_uid[0] ? r->ci.pod_uid : "-");
+		table_str(t, aiscope_container_runtime(&r->ci));
+		table_str(t, aiscope_container_pod(&r->ci, pod, sizeof(pod)));
 		break;
 	}
 }

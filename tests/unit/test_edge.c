@@ -86,10 +86,10 @@ static void test_accumulates_one_edge(void)
 		  "\"channel\":\"127.0.0.1:41234->127.0.0.1:5000\","
 		  "\"src\":{\"pid\":4242,\"tid\":null,\"comm\":\"producer\",\"uid\":1000,"
 		  "\"cgroup_id\":0,\"cgroup\":null,\"container_id\":null,\"runtime\":null,"
-		  "\"pod_uid\":null,\"endpoint\":\"127.0.0.1:41234\"},"
+		  "\"pod_uid\":null,\"container_name\":null,\"container_image\":null,\"pod_name\":null,\"pod_namespace\":null,\"k8s_container\":null,\"endpoint\":\"127.0.0.1:41234\"},"
 		  "\"dst\":{\"pid\":4243,\"tid\":null,\"comm\":\"consumer\",\"uid\":1000,"
 		  "\"cgroup_id\":0,\"cgroup\":null,\"container_id\":null,\"runtime\":null,"
-		  "\"pod_uid\":null,\"endpoint\":\"127.0.0.1:5000\"},"
+		  "\"pod_uid\":null,\"container_name\":null,\"container_image\":null,\"pod_name\":null,\"pod_namespace\":null,\"k8s_container\":null,\"endpoint\":\"127.0.0.1:5000\"},"
 		  "\"bytes\":1024,\"msgs\":3,\"read_bytes\":1024,"
 		  "\"first_ts\":\"2026-11-18T11:06:40.000001000Z\","
 		  "\"last_ts\":\"2026-11-18T11:06:40.000003000Z\"}\n");
@@ -134,7 +134,7 @@ static void test_endpoint_side(void)
 			   "\"channel\":\"10.0.0.5:41234->10.0.0.9:443\",\"src\":{\"pid\":null,"
 			   "\"tid\":null,\"comm\":null,\"uid\":null,\"cgroup_id\":null,"
 			   "\"cgroup\":null,\"container_id\":null,\"runtime\":null,"
-			   "\"pod_uid\":null,\"endpoint\":\"10.0.0.9:443\"},\"dst\":{\"pid\":77,";
+			   "\"pod_uid\":null,\"container_name\":null,\"container_image\":null,\"pod_name\":null,\"pod_namespace\":null,\"k8s_container\":null,\"endpoint\":\"10.0.0.9:443\"},\"dst\":{\"pid\":77,";
 	uint32_t n;
 	char *out;
 

@@ -2,8 +2,10 @@
 /* lib/run.c: the end of a run (final interval, exit reason, teardown). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include "t.h"
+#include "ctrmeta.h"
 #include "opts.h"
 #include "run.h"
 #include "util.h"
@@ -46,7 +48,8 @@ static void test_identity_block(void)
 
 	CHECK_STR(identity(&(struct aiscope_identity){ 0 }),
 		  "{\"pid\":null,\"tid\":null,\"comm\":null,\"uid\":null,\"cgroup_id\":null,"
-		  "\"cgroup\":null,\"container_id\":null,\"runtime\":null,\"pod_uid\":null}");
+		  "\"cgroup\":null,\"container_id\":null,\"runtime\":null,\"pod_uid\":null,"
+		  "\"container_name\":null,\"container_image\":null,\"pod_name\":null,\"pod_namespace\":null,\"k8s_container\":null}");
 	memset(ci.id, 'a', 64);
 	snprintf(ci.pod_uid, sizeof(ci.pod_uid), "p-1");
 	memcpy(comm, "0123456789abcdef", 16);	/* a BPF comm without its NUL */
@@ -56,13 +59,54 @@ static void test_identity_block(void)
 			.cgroup_id = 0, .cgroup = "/c", .ci = &ci }),
 		  "{\"pid\":7,\"tid\":8,\"comm\":\"0123456789abcdef\",\"uid\":null,\"cgroup_id\":0,"
 		  "\"cgroup\":\"/c\",\"container_id\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\","
-		  "\"runtime\":\"docker\",\"pod_uid\":\"p-1\"}");
+		  "\"runtime\":\"docker\",\"pod_uid\":\"p-1\",\"container_name\":null,\"container_image\":null,\"pod_name\":null,\"pod_namespace\":null,\"k8s_container\":null}");
 	/* a row per container: its keys only, from the container_info */
 	ci.id[0] = 0;
 	ci.pod_uid[0] = 0;
 	CHECK_STR(identity(&(struct aiscope_identity){ .known = AISCOPE_ID_UID, .uid = 0, .ci = &ci }),
 		  "{\"pid\":null,\"tid\":null,\"comm\":null,\"uid\":0,\"cgroup_id\":null,"
-		  "\"cgroup\":null,\"container_id\":null,\"runtime\":\"docker\",\"pod_uid\":null}");
+		  "\"cgroup\":null,\"container_id\":null,\"runtime\":\"docker\",\"pod_uid\":null,"
+		  "\"container_name\":null,\"container_image\":null,\"pod_name\":null,\"pod_namespace\":null,\"k8s_container\":null}");
+}
+
+/* the container's names, from its runtime's state (lib/ctrmeta.c), null
+ * when the runtime does not know it; a cgroupfs path's unnamed runtime is
+ * the one whose state has the id */
+static void test_identity_names(void)
+{
+	char root[] = "/tmp/test_run-XXXXXX", path[256], cmd[512];
+	struct container_info ci = { .runtime = NULL };
+	FILE *f;
+
+	if (!mkdtemp(root))
+		SKIP("mkdtemp");
+	snprintf(path, sizeof(path), "%s/run/containerd/io.containerd.runtime.v2.task/k8s.io/%.64s", root,
+		 "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s", path);
+	CHECK(!system(cmd));
+	strcat(path, "/config.json");
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	fputs("{\"annotations\":{\"io.kubernetes.cri.container-name\":\"c\","
+	      "\"io.kubernetes.cri.sandbox-name\":\"p\",\"io.kubernetes.cri.sandbox-namespace\":\"n\","
+	      "\"io.kubernetes.cri.image-name\":\"i:1\"}}", f);
+	fclose(f);
+	ctrmeta_set_root(root);
+	memset(ci.id, 'b', 64);
+	CHECK_STR(identity(&(struct aiscope_identity){ .ci = &ci }),
+		  "{\"pid\":null,\"tid\":null,\"comm\":null,\"uid\":null,\"cgroup_id\":null,"
+		  "\"cgroup\":null,\"container_id\":\"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\","
+		  "\"runtime\":\"containerd\",\"pod_uid\":null,\"container_name\":null,"
+		  "\"container_image\":\"i:1\",\"pod_name\":\"p\",\"pod_namespace\":\"n\","
+		  "\"k8s_container\":\"c\"}");
+	memset(ci.id, 'c', 64);
+	CHECK(strstr(identity(&(struct aiscope_identity){ .ci = &ci }),
+		     "\"runtime\":null,\"pod_uid\":null,\"container_name\":null,\"container_image\":null,") != NULL);
+	ctrmeta_set_root(NULL);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+	CHECK(!system(cmd));
 }
 
 static void run_final(struct aiscope_loop *l)
@@ -222,5 +266,6 @@ int main(void)
 	RUN(test_teardown_exit_code);
 	RUN(test_run_after_end);
 	RUN(test_identity_block);
+	RUN(test_identity_names);
 	return t_done();
 }

@@ -1,0 +1,268 @@
+#!/usr/bin/env bats
+# Real containers (issue #23): podman, containerd with runc through ctr, and
+# runc alone, each running a static helper of tests/helpers from a root
+# filesystem the test makes (no registry, no image download). The tools'
+# identity blocks are checked against the runtime's own account of the
+# container (podman inspect, ctr c info, runc state) and /proc/PID/cgroup.
+#
+# podman here: --cgroup-manager cgroupfs (no systemd), and ulimits no higher
+# than the test's own (the sandbox lacks CAP_SYS_RESOURCE).
+
+bats_require_minimum_version 1.5.0
+load lib
+
+PODMAN=(podman --cgroup-manager cgroupfs)
+ULIMITS=(--ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --ulimit memlock=65536:65536)
+CTR_DIR=/run/aiscope-test-containerd
+CTR=(ctr --address "$CTR_DIR/containerd.sock")
+IMAGE=localhost/aiscope-ctrtest:1
+
+# the cgroups the runtimes make and leave behind (removed in teardown_file
+# when the test made them and they are empty)
+LEFT_CGROUPS=(libpod_parent/conmon libpod_parent default)
+
+setup_file() {
+	[ "$(id -u)" -eq 0 ] || return 0
+	local d c
+	ROOTFS=$BATS_FILE_TMPDIR/rootfs
+	export ROOTFS
+	mkdir -p "$ROOTFS"
+	cp "$HELPERS/contend" "$HELPERS/memhog" "$ROOTFS/"
+	for c in "${LEFT_CGROUPS[@]}"; do
+		for d in /sys/fs/cgroup/*/"$c" /sys/fs/cgroup/"$c"; do
+			[ -d "$d" ] && echo "$d"
+		done
+	done > "$BATS_FILE_TMPDIR/cgroups-before"
+	if command -v podman > /dev/null; then
+		tar -C "$ROOTFS" -cf "$BATS_FILE_TMPDIR/rootfs.tar" .
+		podman import -q "$BATS_FILE_TMPDIR/rootfs.tar" "$IMAGE" > /dev/null
+	fi
+	# containerd of our own (its state under /run/containerd, where the
+	# tools read task bundles; its database in our directory)
+	if command -v containerd > /dev/null && command -v ctr > /dev/null &&
+	   ! "${CTR[@]}" version > /dev/null 2>&1; then
+		mkdir -p "$CTR_DIR"
+		containerd --address "$CTR_DIR/containerd.sock" --root "$BATS_FILE_TMPDIR/containerd" \
+			> "$BATS_FILE_TMPDIR/containerd.log" 2>&1 3>&- &
+		echo $! > "$BATS_FILE_TMPDIR/containerd.pid"
+		for _ in $(seq 100); do
+			"${CTR[@]}" version > /dev/null 2>&1 && break
+			sleep 0.1
+		done
+	fi
+}
+
+teardown_file() {
+	local d c
+	[ -e "$BATS_FILE_TMPDIR/containerd.pid" ] && kill "$(cat "$BATS_FILE_TMPDIR/containerd.pid")" 2>/dev/null
+	command -v podman > /dev/null && podman rmi -f "$IMAGE" > /dev/null 2>&1
+	rmdir "$CTR_DIR" 2>/dev/null
+	for c in "${LEFT_CGROUPS[@]}"; do
+		for d in /sys/fs/cgroup/*/"$c" /sys/fs/cgroup/"$c"; do
+			[ -d "$d" ] || continue
+			grep -qxF "$d" "$BATS_FILE_TMPDIR/cgroups-before" 2>/dev/null || rmdir "$d" 2>/dev/null
+		done
+	done
+	true
+}
+
+TEST_PODMAN=()
+TEST_CTR=()
+TEST_RUNC=()
+
+teardown() {
+	local c
+	for c in "${TEST_PODMAN[@]}"; do
+		"${PODMAN[@]}" rm -f -t 0 "$c" > /dev/null 2>&1
+	done
+	for c in "${TEST_CTR[@]}"; do
+		"${CTR[@]}" task kill -s KILL "$c" > /dev/null 2>&1
+		for _ in $(seq 50); do
+			"${CTR[@]}" task delete "$c" > /dev/null 2>&1 && break
+			"${CTR[@]}" task ls -q 2>/dev/null | grep -qxF "$c" || break
+			sleep 0.1
+		done
+		"${CTR[@]}" container rm "$c" > /dev/null 2>&1
+	done
+	for c in "${TEST_RUNC[@]}"; do
+		runc delete -f "$c" > /dev/null 2>&1
+	done
+	aiscope_teardown
+}
+
+need_podman() {
+	need_root
+	command -v podman > /dev/null || skip "no podman"
+	podman image exists "$IMAGE" || skip "podman import failed"
+}
+
+need_ctr() {
+	need_root
+	command -v ctr > /dev/null && command -v runc > /dev/null || skip "no ctr or runc"
+	"${CTR[@]}" version > /dev/null 2>&1 || skip "containerd did not start"
+}
+
+need_runc() {
+	need_root
+	command -v runc > /dev/null || skip "no runc"
+}
+
+hex_id() {
+	od -An -tx1 -N32 /dev/urandom | tr -d ' \n'
+}
+
+# cgroup_has PID PATH: PATH is the cgroup of PID in one of its hierarchies
+cgroup_has() {
+	cut -d: -f3- "/proc/$1/cgroup" | grep -qxF "$2"
+}
+
+# podman_contend NAME: a podman container of contend (3 threads on CPU 0,
+# 20 ms rounds on their own); sets PM_ID, PM_PID
+podman_contend() {
+	"${PODMAN[@]}" run -d --name "$1" "${ULIMITS[@]}" "$IMAGE" /contend 3 0 20 100000 > /dev/null
+	TEST_PODMAN+=("$1")
+	PM_ID=$(podman inspect -f '{{.Id}}' "$1")
+	PM_PID=$(podman inspect -f '{{.State.Pid}}' "$1")
+}
+
+# by_container OUT ARGS...: schedlat --by container -j into OUT (3 x 300 ms)
+by_container() {
+	local out=$1
+	shift
+	run --separate-stderr "$BIN/schedlat" --by container -j -i 300ms -n 3 "$@"
+	[ "$status" -eq 0 ]
+	echo "$output" > "$out"
+	all_json "$out"
+}
+
+@test "containers: podman, schedlat --by container names it as podman inspect does" {
+	need_podman
+	local name=aiscope-ct-$$-$RANDOM out=$BATS_TEST_TMPDIR/s.json row
+	podman_contend "$name"
+	cgroup_has "$PM_PID" "/libpod_parent/libpod-$PM_ID"
+	by_container "$out"
+	row=$(jq -c --arg id "$PM_ID" 'select(.type == "sample" and .container_id == $id)' "$out" | tail -1)
+	echo "$row"
+	[ -n "$row" ]
+	podman inspect "$name" > "$BATS_TEST_TMPDIR/inspect.json"
+	echo "$row" | jq -e --slurpfile i "$BATS_TEST_TMPDIR/inspect.json" '
+		($i[0][0]) as $c |
+		.row == "container" and .runtime == "podman" and .runs > 0 and
+		.container_id == $c.Id and .container_name == $c.Name and
+		.container_image == $c.ImageName and $c.ImageName == "localhost/aiscope-ctrtest:1" and
+		.pod_name == null and .pod_namespace == null and .k8s_container == null'
+	# per process: the cgroup path is the one /proc says
+	run --separate-stderr "$BIN/schedlat" --by pid -j -i 300ms -n 2
+	[ "$status" -eq 0 ]
+	echo "$output" > "$BATS_TEST_TMPDIR/p.json"
+	all_json "$BATS_TEST_TMPDIR/p.json"
+	row=$(jq -c --argjson p "$PM_PID" 'select(.type == "sample" and .pid == $p)' "$BATS_TEST_TMPDIR/p.json" | tail -1)
+	echo "$row"
+	echo "$row" | jq -e --arg id "$PM_ID" --arg n "$name" \
+		'.container_id == $id and .container_name == $n and .comm == "contend"'
+	cgroup_has "$PM_PID" "$(echo "$row" | jq -r .cgroup)"
+	# the table names it; --wide adds the id
+	run --separate-stderr "$BIN/schedlat" --by container -i 300ms -n 1
+	[ "$status" -eq 0 ]
+	echo "$output" | grep -E "^$name +podman "
+	run --separate-stderr "$BIN/schedlat" --by container --wide -i 300ms -n 1
+	[ "$status" -eq 0 ]
+	echo "$output" | grep -E "^$PM_ID +podman "
+}
+
+@test "containers: podman, an OOM kill in the container's first second carries its cgroup, id and name" {
+	need_podman
+	[ -e /sys/fs/cgroup/memory/memory.limit_in_bytes ] || skip "no v1 memory controller"
+	local name=aiscope-ct-oom-$$-$RANDOM out=$BATS_TEST_TMPDIR/ow.out id pid kill started ms
+	start_tool ow oomwatch -j -i 100ms
+	# memhog waits for SIGUSR1, then touches 256 MiB as fast as it can; the
+	# limit is 32 MiB
+	"${PODMAN[@]}" run -d --name "$name" "${ULIMITS[@]}" --memory 32m --memory-swap 32m \
+		"$IMAGE" /memhog rate 0 256 > /dev/null
+	TEST_PODMAN+=("$name")
+	id=$(podman inspect -f '{{.Id}}' "$name")
+	pid=$(podman inspect -f '{{.State.Pid}}' "$name")
+	podman kill -s USR1 "$name" > /dev/null
+	wait_for "$out" '"event":"oom_kill"' 10
+	sleep 0.3
+	stop_tool "$TOOL_PID"
+	all_json "$out"
+	kill=$(jq -c --argjson p "$pid" 'select(.event == "oom_kill" and .pid == $p)' "$out")
+	echo "$kill"
+	[ "$(echo "$kill" | wc -l)" -eq 1 ]
+	# it was in the container's first second: from podman's start of it
+	# to the kill's own timestamp
+	started=$(podman inspect -f '{{.State.StartedAt.UnixNano}}' "$name")
+	ms=$((($(date -d "$(echo "$kill" | jq -r .ts)" +%s%N) - started) / 1000000))
+	echo "kill ${ms} ms after the start"
+	[ "$ms" -ge 0 ] && [ "$ms" -lt 1000 ]
+	podman inspect "$name" > "$BATS_TEST_TMPDIR/inspect.json"
+	echo "$kill" | jq -e --slurpfile i "$BATS_TEST_TMPDIR/inspect.json" --arg cg "/libpod_parent/libpod-$id" '
+		($i[0][0]) as $c |
+		.comm == "memhog" and .cgroup == $cg and .memcg == $cg and
+		.container_id == $c.Id and .runtime == "podman" and .container_name == $c.Name and
+		.container_image == $c.ImageName and .limit_bytes == 33554432'
+	[ "$(podman inspect -f '{{.State.OOMKilled}} {{.State.ExitCode}}' "$name")" = "true 137" ] ||
+		[ "$(podman inspect -f '{{.State.ExitCode}}' "$name")" = 137 ]
+}
+
+@test "containers: containerd through ctr, names and Kubernetes keys from the task bundle's annotations" {
+	need_ctr
+	local id out=$BATS_TEST_TMPDIR/s.json row pid
+	id=$(hex_id)
+	# the annotations CRI sets on a pod's container, here by ctr's labels
+	"${CTR[@]}" run -d \
+		--label nerdctl/name=trainer-0 \
+		--label io.kubernetes.cri.container-name=trainer \
+		--label io.kubernetes.cri.sandbox-name=job-0 \
+		--label io.kubernetes.cri.sandbox-namespace=ml \
+		--rootfs "$ROOTFS" "$id" /contend 3 0 20 100000 > /dev/null
+	TEST_CTR+=("$id")
+	pid=$("${CTR[@]}" task ls | awk -v id="$id" '$1 == id {print $2}')
+	[ -n "$pid" ]
+	cgroup_has "$pid" "/default/$id"
+	by_container "$out"
+	row=$(jq -c --arg id "$id" 'select(.type == "sample" and .container_id == $id)' "$out" | tail -1)
+	echo "$row"
+	[ -n "$row" ]
+	"${CTR[@]}" container info "$id" > "$BATS_TEST_TMPDIR/info.json"
+	echo "$row" | jq -e --slurpfile i "$BATS_TEST_TMPDIR/info.json" '
+		($i[0]) as $c | ($c.Spec.annotations) as $a |
+		.runtime == "containerd" and .runs > 0 and .container_id == $c.ID and
+		.container_name == $a["nerdctl/name"] and
+		.k8s_container == $a["io.kubernetes.cri.container-name"] and
+		.pod_name == $a["io.kubernetes.cri.sandbox-name"] and
+		.pod_namespace == $a["io.kubernetes.cri.sandbox-namespace"] and
+		$c.Image == "" and .container_image == null and .cgroup == null'
+	[ "$(echo "$row" | jq -r '.pod_name + "/" + .pod_namespace')" = "job-0/ml" ]
+}
+
+@test "containers: runc alone, named from its state directory" {
+	need_runc
+	local id b=$BATS_TEST_TMPDIR/bundle out=$BATS_TEST_TMPDIR/s.json row pid
+	id=$(hex_id)
+	mkdir -p "$b"
+	cp -a "$ROOTFS" "$b/rootfs"
+	(cd "$b" && runc spec)
+	jq --arg cg "/$id" '.process.args = ["/contend", "3", "0", "20", "100000"] |
+		.process.terminal = false | .linux.cgroupsPath = $cg |
+		.annotations = {"io.kubernetes.pod.name": "bench-1", "io.kubernetes.pod.namespace": "perf",
+			"io.kubernetes.container.name": "loader"}' \
+		"$b/config.json" > "$b/c.json"
+	mv "$b/c.json" "$b/config.json"
+	runc run -d --bundle "$b" "$id" < /dev/null > /dev/null 2>&1
+	TEST_RUNC+=("$id")
+	runc state "$id" > "$BATS_TEST_TMPDIR/state.json"
+	pid=$(jq -r .pid "$BATS_TEST_TMPDIR/state.json")
+	cgroup_has "$pid" "/$id"
+	by_container "$out"
+	row=$(jq -c --arg id "$id" 'select(.type == "sample" and .container_id == $id)' "$out" | tail -1)
+	echo "$row"
+	[ -n "$row" ]
+	echo "$row" | jq -e --slurpfile s "$BATS_TEST_TMPDIR/state.json" '
+		($s[0]) as $st | ($st.annotations) as $a |
+		.runtime == "runc" and .runs > 0 and .container_id == $st.id and
+		.container_name == $st.id and .pod_name == $a["io.kubernetes.pod.name"] and
+		.pod_namespace == $a["io.kubernetes.pod.namespace"] and
+		.k8s_container == $a["io.kubernetes.container.name"] and .container_image == null'
+}
