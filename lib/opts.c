@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "complete.h"
+#include "ctrmeta.h"
 #include "kfeatures.h"
 #include "prom.h"
 #include "json.h"
@@ -24,6 +26,8 @@ struct aiscope_env env = {
 	.probe_mask = PM_ALL,
 	.rows = AISCOPE_DEFAULT_ROWS,
 };
+
+static bool container_name_ok(const char *s);
 
 enum {
 	OPT_CONTAINER = AISCOPE_KEY_CONTAINER,
@@ -319,8 +323,9 @@ error_t aiscope_parse_shared(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_CONTAINER:
 		/* at once: a tool that reads files (topograph) resolves none */
-		if (!cg_container_prefix_ok(arg))
-			usage_error("invalid container id '%s': expected 4 to 64 lowercase hex digits", arg);
+		if (!cg_container_prefix_ok(arg) && !container_name_ok(arg))
+			usage_error("invalid container '%s': expected its name or 4 to 64 lowercase hex digits of its id",
+				    arg);
 		env.container_arg = arg;
 		break;
 	case 'u':
@@ -535,6 +540,19 @@ static void resolve_cgroup(const char *dir, const char *what)
 	}
 }
 
+/* A container name as podman, docker and Kubernetes allow them */
+static bool container_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!n || n > 253 || !isalnum((unsigned char)s[0]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("_.-", s[i]))
+			return false;
+	return true;
+}
+
 static void resolve_filters(void)
 {
 	check_ids_exist(env.pids, env.npids, "process");
@@ -542,9 +560,24 @@ static void resolve_filters(void)
 	if (env.cgroup_arg)
 		resolve_cgroup(env.cgroup_arg, "--cgroup");
 	if (env.container_arg) {
-		char dir[4096];
-		int err = cg_find_container(env.container_arg, dir, sizeof(dir), env.container_id);
+		const char *want = env.container_arg;
+		char dir[4096], id[129];
+		int err = -ENOENT, nerr;
 
+		/* an id or its prefix first, then a name (podman's, docker's,
+		 * nerdctl's, a pod spec's container name, runc's id) */
+		if (cg_container_prefix_ok(want))
+			err = cg_find_container(want, dir, sizeof(dir), env.container_id);
+		if (err == -ENOENT && (nerr = ctrmeta_find_name(want, id, sizeof(id))) != -ENOENT) {
+			if (nerr == -EEXIST)
+				usage_error("container name '%s' is ambiguous: several containers have it; give its id",
+					    want);
+			if (nerr || !cg_container_prefix_ok(id))
+				usage_error("container '%s' has no cgroup aiscope can name (id '%s')", want, id);
+			err = cg_find_container(id, dir, sizeof(dir), env.container_id);
+			if (err == -ENOENT)
+				usage_error("container '%s' (%.12s) is not running", want, id);
+		}
 		if (err == -EINVAL)
 			usage_error("invalid container id '%s': expected 4 to 64 lowercase hex digits",
 				    env.container_arg);

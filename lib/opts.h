@@ -99,8 +99,8 @@ enum {
 #define AISCOPE_OPTION_TID(doc, group) { "tid", 't', "TID[,TID...]", 0, doc, group }
 #define AISCOPE_OPTION_CGROUP(doc, group) { "cgroup", 'c', "PATH", 0, doc, group }
 #define AISCOPE_OPTION_CONTAINER(group)						\
-	{ "container", AISCOPE_KEY_CONTAINER, "ID", 0,				\
-	  "Only this container: full id or unique prefix (>= 4 hex)", group }
+	{ "container", AISCOPE_KEY_CONTAINER, "NAME|ID", 0,			\
+	  "Only this container: its name, full id or unique prefix (>= 4 hex)", group }
 #define AISCOPE_OPTION_UID(group)						\
 	{ "uid", 'u', "UID", 0, "Only this user (number or name)", group }
 #define AISCOPE_OPTION_COMM(group)						\

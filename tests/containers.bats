@@ -177,8 +177,9 @@ by_container() {
 	start_tool ow oomwatch -j -i 100ms
 	# memhog waits for SIGUSR1, then touches 256 MiB as fast as it can; the
 	# limit is 32 MiB
-	"${PODMAN[@]}" run -d --name "$name" "${ULIMITS[@]}" --memory 32m --memory-swap 32m \
-		"$IMAGE" /memhog rate 0 256 > /dev/null
+	# (in our directory: conmon writes its "oom" mark into its cwd)
+	(cd "$BATS_TEST_TMPDIR" && "${PODMAN[@]}" run -d --name "$name" "${ULIMITS[@]}" \
+		--memory 32m --memory-swap 32m "$IMAGE" /memhog rate 0 256 > /dev/null)
 	TEST_PODMAN+=("$name")
 	id=$(podman inspect -f '{{.Id}}' "$name")
 	pid=$(podman inspect -f '{{.State.Pid}}' "$name")
@@ -265,4 +266,53 @@ by_container() {
 		.container_name == $st.id and .pod_name == $a["io.kubernetes.pod.name"] and
 		.pod_namespace == $a["io.kubernetes.pod.namespace"] and
 		.k8s_container == $a["io.kubernetes.container.name"] and .container_image == null'
+}
+
+@test "containers: --container takes a podman name; only that container's rows, in BPF through its cgroup" {
+	need_podman
+	local a=aiscope-ct-a-$$-$RANDOM b=aiscope-ct-b-$$-$RANDOM out=$BATS_TEST_TMPDIR/s.json a_id a_pid b_id
+	podman_contend "$a"
+	a_id=$PM_ID a_pid=$PM_PID
+	podman_contend "$b"
+	b_id=$PM_ID
+	run --separate-stderr "$BIN/schedlat" --by pid -j -i 300ms -n 3 --container "$a"
+	[ "$status" -eq 0 ]
+	echo "$output" > "$out"
+	all_json "$out"
+	# the named one's process is there, and nothing else
+	jq -e -s --argjson p "$a_pid" 'map(select(.type == "sample" and .pid == $p)) | length > 0' "$out"
+	jq -e -s --arg id "$a_id" --arg n "$a" '[.[] | select(.type == "sample" and .row == "pid")] |
+		length > 0 and all(.container_id == $id and .container_name == $n)' "$out"
+	# the other name gives the other container
+	run --separate-stderr "$BIN/schedlat" --by container -j -i 300ms -n 2 --container "$b"
+	[ "$status" -eq 0 ]
+	echo "$output" > "$BATS_TEST_TMPDIR/b.json"
+	all_json "$BATS_TEST_TMPDIR/b.json"
+	jq -e -s --arg id "$b_id" '[.[] | select(.type == "sample" and .row == "container")] |
+		length > 0 and all(.container_id == $id)' "$BATS_TEST_TMPDIR/b.json"
+	# a stopped container is named, and said to be not running
+	"${PODMAN[@]}" stop -t 0 "$b" > /dev/null
+	run --separate-stderr "$BIN/schedlat" -n 1 --container "$b"
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == "schedlat: container '$b' (${b_id:0:12}) is not running" ]]
+	run --separate-stderr "$BIN/schedlat" -n 1 --container "no-such-$$"
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == "schedlat: no such container 'no-such-$$'" ]]
+}
+
+@test "containers: --container takes the name ctr's container has (nerdctl/name) and its Kubernetes name" {
+	need_ctr
+	local id out=$BATS_TEST_TMPDIR/s.json n=$$-$RANDOM
+	id=$(hex_id)
+	"${CTR[@]}" run -d --label "nerdctl/name=ctr-$n" --label "io.kubernetes.cri.container-name=k8s-$n" \
+		--rootfs "$ROOTFS" "$id" /contend 3 0 20 100000 > /dev/null
+	TEST_CTR+=("$id")
+	for want in "ctr-$n" "k8s-$n"; do
+		run --separate-stderr "$BIN/schedlat" --by container -j -i 300ms -n 2 --container "$want"
+		[ "$status" -eq 0 ]
+		echo "$output" > "$out"
+		all_json "$out"
+		jq -e -s --arg id "$id" --arg n "ctr-$n" '[.[] | select(.type == "sample" and .row == "container")] |
+			length > 0 and all(.container_id == $id and .container_name == $n and .runtime == "containerd")' "$out"
+	done
 }

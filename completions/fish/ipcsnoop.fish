@@ -18,7 +18,7 @@ complete -c ipcsnoop -l kind -x -a '(__fish_complete_list , "printf \'%s\n\' pip
 complete -c ipcsnoop -s p -l pid -x -a '(__fish_complete_list , __fish_complete_pids)' -d 'Only these processes (thread-group ids)'
 complete -c ipcsnoop -s t -l tid -x -a '(__fish_complete_list , "string replace -r \'.*/\' \'\' /proc/*/task/*")' -d 'Only these threads'
 complete -c ipcsnoop -s c -l cgroup -x -a '(__fish_complete_directories (__aiscope_value))' -d 'Only tasks in this cgroup directory or below it'
-complete -c ipcsnoop -l container -x -d 'Only this container: full id or unique prefix (>= 4 hex)'
+complete -c ipcsnoop -l container -x -d 'Only this container: its name, full id or unique prefix (>= 4 hex)'
 complete -c ipcsnoop -s u -l uid -x -a '(__fish_complete_users)' -d 'Only this user (number or name)'
 complete -c ipcsnoop -l comm -x -a '(cat /proc/*/comm 2>/dev/null | sort -u)' -d 'Only tasks whose comm is NAME (first 15 bytes)'
 complete -c ipcsnoop -s j -l json -d 'JSON lines on stdout'

@@ -182,9 +182,14 @@ static void test_parse_shared(void)
 	CHECK_STR(env.comm, "a-name-longer-t");
 	/* a tool's own key is not one of them */
 	CHECK_EQ(aiscope_parse_shared(AISCOPE_KEY_TOOL, arg, NULL), ARGP_ERR_UNKNOWN);
-	/* the container id is checked as it is parsed: no resolving needed */
-	CHECK(rejects(container_of, "abc", "t: invalid container id 'abc': expected 4 to 64 lowercase hex digits\n"));
-	CHECK(rejects(container_of, "C0FFEE", "t: invalid container id 'C0FFEE': expected 4 to 64 lowercase hex digits\n"));
+	/* the container is checked as it is parsed: an id's hex digits or a
+	 * name (resolved later, lib/ctrmeta.c); "abc" and "C0FFEE" are names */
+	snprintf(arg, sizeof(arg), "web-1.prod_2");
+	CHECK_EQ(aiscope_parse_shared(AISCOPE_KEY_CONTAINER, arg, NULL), 0);
+	CHECK_STR(env.container_arg, "web-1.prod_2");
+	CHECK(rejects(container_of, "a b", "t: invalid container 'a b': expected its name or 4 to 64 lowercase hex digits of its id\n"));
+	CHECK(rejects(container_of, "-x", "t: invalid container '-x': expected its name or 4 to 64 lowercase hex digits of its id\n"));
+	CHECK(rejects(container_of, "a/b", "t: invalid container 'a/b': expected its name or 4 to 64 lowercase hex digits of its id\n"));
 	for (int i = 1; i <= AISCOPE_MAX_IDS + 1; i++)
 		snprintf(many + strlen(many), sizeof(many) - strlen(many), "%s%d", i > 1 ? "," : "", i);
 	CHECK(strncmp(many + strlen(many) - 5, ",1025", 5) == 0);

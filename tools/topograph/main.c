@@ -232,6 +232,9 @@ int main(int argc, char **argv)
 			usage_error("%s filters a live capture only: edge lines carry no %s",
 				    cfg.tid_arg ? "--tid" : "--cgroup",
 				    cfg.tid_arg ? "thread id" : "cgroup directory");
+		if (env.container_arg && !cg_container_prefix_ok(env.container_arg))
+			usage_error("invalid container id '%s': with FILEs, --container takes 4 to 64 lowercase hex digits of an id (names are found in a live capture)",
+				    env.container_arg);
 		if (cfg.duration_arg)
 			usage_error("--duration is for a live capture: not with FILEs");
 		if (env.probe_mask != PM_ALL)
