@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/perf_event.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
@@ -126,6 +129,9 @@ static bool has_controller(const struct hier *h, const char *name)
 	return false;
 }
 
+static void mk_start(void);
+static void mk_stop(void);
+
 int cg_init(const char *root, cg_ssid_fn ssid_of)
 {
 	static const char *const attr_pref[] = { "memory", "cpu", "pids", "cpuset", "blkio" };
@@ -179,6 +185,8 @@ int cg_init(const char *root, cg_ssid_fn ssid_of)
 					break;
 				}
 	}
+	if (!root || !*root)
+		mk_start();
 	return 0;
 }
 
@@ -666,6 +674,186 @@ static void cache_check(uint64_t now)
 	}
 }
 
+/* ---- cgroups made while a tool runs: the cgroup/cgroup_mkdir tracepoint ----
+ *
+ * A container that starts and ends within one interval has its cgroup gone
+ * before the interval's lines ask for its path. A perf event on the
+ * tracepoint (one per CPU, no BPF) records every cgroup made, with its id,
+ * hierarchy and path; the records are read into the cache on a miss, so
+ * that a removed cgroup the tool never saw alive still has its path (and so
+ * its container). Silently absent where perf events or tracefs are not. */
+
+#define MK_PAGES 16		/* data pages per CPU */
+
+static struct {
+	int n;
+	int fd[1024];
+	void *base[1024];
+	size_t page, size;
+	int v1_hier;		/* /proc/cgroups hierarchy of the attribution controller */
+	uint64_t lost;
+} mk = { .v1_hier = -1 };
+
+static int mk_tp_id(void)
+{
+	static const char *const dirs[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+	char path[256];
+	FILE *f;
+	int id = -1;
+
+	for (size_t i = 0; i < ARRAY_SIZE(dirs) && id < 0; i++) {
+		snprintf(path, sizeof(path), "%s/events/cgroup/cgroup_mkdir/id", dirs[i]);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fscanf(f, "%d", &id) != 1)
+			id = -1;
+		fclose(f);
+	}
+	return id;
+}
+
+static int mk_v1_hier(void)
+{
+	char line[256], first[64], name[64];
+	int hier, n;
+	FILE *f;
+
+	if (cg.attr < 0)
+		return -1;
+	n = sscanf(cg.hier[cg.attr].controllers, "%63[^,]", first);
+	if (n != 1 || !(f = fopen("/proc/cgroups", "r")))
+		return -1;
+	hier = -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %d", name, &n) == 2 && !strcmp(name, first)) {
+			hier = n;
+			break;
+		}
+	fclose(f);
+	return hier;
+}
+
+static void mk_start(void)
+{
+	struct perf_event_attr a = {
+		.type = PERF_TYPE_TRACEPOINT,
+		.size = sizeof(a),
+		.sample_type = PERF_SAMPLE_RAW,
+		.sample_period = 1,
+	};
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	int id = mk_tp_id();
+
+	if (id < 0 || ncpu <= 0)
+		return;
+	a.config = (uint64_t)id;
+	mk.page = (size_t)sysconf(_SC_PAGESIZE);
+	mk.size = mk.page * (1 + MK_PAGES);
+	mk.v1_hier = mk_v1_hier();
+	for (long cpu = 0; cpu < ncpu && mk.n < (int)ARRAY_SIZE(mk.fd); cpu++) {
+		int fd = (int)syscall(SYS_perf_event_open, &a, -1, (int)cpu, -1, PERF_FLAG_FD_CLOEXEC);
+		void *b;
+
+		if (fd < 0)
+			continue;	/* an offline CPU, or no permission */
+		b = mmap(NULL, mk.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (b == MAP_FAILED) {
+			close(fd);
+			continue;
+		}
+		mk.fd[mk.n] = fd;
+		mk.base[mk.n] = b;
+		mk.n++;
+	}
+}
+
+static void mk_stop(void)
+{
+	for (int i = 0; i < mk.n; i++) {
+		munmap(mk.base[i], mk.size);
+		close(mk.fd[i]);
+	}
+	mk.n = 0;
+	mk.lost = 0;
+	mk.v1_hier = -1;
+}
+
+/* one raw record of cgroup_mkdir: root, level, id, __data_loc path */
+static void mk_record(const unsigned char *raw, uint32_t len, uint64_t now)
+{
+	int32_t root;
+	uint64_t id;
+	uint32_t loc, off, plen;
+	char path[PATH_MAX];
+
+	if (len < 28)
+		return;
+	memcpy(&root, raw + 8, 4);
+	memcpy(&id, raw + 16, 8);
+	memcpy(&loc, raw + 24, 4);
+	off = loc & 0xffff;
+	plen = loc >> 16;
+	if (!id || !plen || off + plen > len || plen >= sizeof(path))
+		return;
+	memcpy(path, raw + off, plen);
+	path[plen] = 0;
+	if (root == 0 && cg.v2 >= 0)
+		cache_put(id, false, path, now);
+	else if (root > 0 && root == mk.v1_hier)
+		cache_put(id, true, path, now);
+}
+
+static void mk_drain(uint64_t now)
+{
+	for (int i = 0; i < mk.n; i++) {
+		struct perf_event_mmap_page *h = mk.base[i];
+		unsigned char *data = (unsigned char *)mk.base[i] + mk.page;
+		uint64_t size = mk.size - mk.page;
+		uint64_t head = __atomic_load_n(&h->data_head, __ATOMIC_ACQUIRE);
+		uint64_t tail = h->data_tail;
+
+		while (tail < head) {
+			unsigned char rec[PATH_MAX + 256];
+			struct perf_event_header eh;
+			uint64_t o = tail % size;
+
+			for (size_t k = 0; k < sizeof(eh); k++)
+				((unsigned char *)&eh)[k] = data[(o + k) % size];
+			if (eh.size < sizeof(eh) || eh.size > head - tail)
+				break;
+			if (eh.size <= sizeof(rec)) {
+				for (size_t k = 0; k < eh.size; k++)
+					rec[k] = data[(o + k) % size];
+				if (eh.type == PERF_RECORD_SAMPLE && eh.size >= sizeof(eh) + 4) {
+					uint32_t rlen;
+
+					memcpy(&rlen, rec + sizeof(eh), 4);
+					if (sizeof(eh) + 4 + rlen <= eh.size)
+						mk_record(rec + sizeof(eh) + 4, rlen, now);
+				} else if (eh.type == PERF_RECORD_LOST && eh.size >= sizeof(eh) + 16) {
+					uint64_t lost;
+
+					memcpy(&lost, rec + sizeof(eh) + 8, 8);
+					mk.lost += lost;
+				}
+			}
+			tail += eh.size;
+		}
+		__atomic_store_n(&h->data_tail, tail, __ATOMIC_RELEASE);
+	}
+}
+
+size_t cg_watch_cpus(void)
+{
+	return (size_t)mk.n;
+}
+
+uint64_t cg_watch_lost(void)
+{
+	return mk.lost;
+}
+
 const char *cg_path_of(uint64_t id, bool v1)
 {
 	char path[PATH_MAX];
@@ -684,6 +872,13 @@ const char *cg_path_of(uint64_t id, bool v1)
 	s = slot_for(id, v1);
 	if (cg.tab[s].id)
 		return cg.tab[s].path;
+	if (mk.n) {
+		/* made while we run, perhaps gone already */
+		mk_drain(now);
+		s = slot_for(id, v1);
+		if (cg.tab[s].id)
+			return cg.tab[s].path;
+	}
 	err = h ? path_by_handle(h, id, path, sizeof(path)) : -ENOTSUP;
 	if (!err) {
 		cache_put(id, v1, path, now);
@@ -789,6 +984,7 @@ void cg_cleanup(void)
 {
 	cg_clock_fn clock = cg.clock;
 
+	mk_stop();
 	for (int i = 0; i < cg.nhier; i++)
 		if (cg.hier[i].handles > 0)
 			close(cg.hier[i].mnt_fd);

@@ -60,6 +60,14 @@ bool cg_container_prefix_ok(const char *prefix);
  * keeps removed cgroups for about a minute. NULL when unknown. */
 const char *cg_path_of(uint64_t id, bool v1);
 
+/* cgroups made while the tool runs are recorded from the cgroup_mkdir
+ * tracepoint (a perf event per CPU, opened by cg_init on a live host) and
+ * read into the id -> path cache on a miss: a cgroup made and removed
+ * between two lookups still has its path. How many CPUs it watches (0:
+ * unavailable), and the records the kernel dropped (ring full). */
+size_t cg_watch_cpus(void);
+uint64_t cg_watch_lost(void);
+
 /* Pure: the container of a cgroup path (CONTRACT section 5). */
 bool cg_parse_container(const char *path, struct container_info *ci);
 

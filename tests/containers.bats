@@ -316,3 +316,23 @@ by_container() {
 			length > 0 and all(.container_id == $id and .container_name == $n and .runtime == "containerd")' "$out"
 	done
 }
+
+@test "containers: a podman --rm container that runs and is gone within one interval still has its id, runtime and cgroup" {
+	need_podman
+	local name=aiscope-ct-rm-$$-$RANDOM out=$BATS_TEST_TMPDIR/s.out id row
+	start_tool s schedlat --by pid -j -i 4s -n 1
+	# 5 rounds of 20 ms, then the container and its cgroup are removed
+	"${PODMAN[@]}" run --rm --name "$name" --cidfile "$BATS_TEST_TMPDIR/cid" "${ULIMITS[@]}" \
+		"$IMAGE" /contend 3 0 20 5 > /dev/null
+	id=$(cat "$BATS_TEST_TMPDIR/cid")
+	[ ${#id} -eq 64 ]
+	! podman container exists "$name"
+	[ ! -d "/sys/fs/cgroup/memory/libpod_parent/libpod-$id" ]
+	wait "$TOOL_PID"
+	all_json "$out"
+	# its processes' rows (contend's, and runc's child that exec'd it)
+	jq -c --arg id "$id" 'select(.type == "sample" and .container_id == $id)' "$out"
+	jq -e -s --arg id "$id" --arg cg "/libpod_parent/libpod-$id" '
+		[.[] | select(.type == "sample" and .container_id == $id)] |
+		length > 0 and all(.runtime == "podman" and .cgroup == $cg) and (map(.runs) | add) > 0' "$out"
+}
