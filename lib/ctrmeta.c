@@ -414,8 +414,12 @@ const struct ctr_meta *ctrmeta_lookup(const char *id, const char *runtime)
 
 struct find {
 	const char *name;
+	const char *ns;		/* pods: the namespace, NULL any */
+	bool pod;		/* match pod names, keep every id */
 	char id[129];
 	int matches;
+	char (*ids)[129];	/* pods: the ids found */
+	size_t max;
 };
 
 static void found_id(struct find *f, const char *id)
@@ -431,6 +435,15 @@ static void check_id(struct find *f, const char *id, const char *runtime)
 {
 	const struct ctr_meta *m = ctrmeta_lookup(id, runtime);
 
+	if (f->pod) {
+		if (m->found && !strcmp(m->pod_name, f->name) &&
+		    (!f->ns || !strcmp(m->pod_namespace, f->ns))) {
+			if ((size_t)f->matches < f->max)
+				snprintf(f->ids[f->matches], sizeof(f->ids[0]), "%.128s", id);
+			f->matches++;
+		}
+		return;
+	}
 	if (!strcmp(id, f->name) || (m->found && (!strcmp(m->name, f->name) ||
 						  !strcmp(m->k8s_container, f->name))))
 		found_id(f, id);
@@ -453,16 +466,40 @@ static void scan_dir(struct find *f, const char *dir, const char *runtime)
 	closedir(d);
 }
 
+static void scan_all(struct find *f);
+
 int ctrmeta_find_name(const char *name, char *id, size_t len)
 {
 	struct find f = { .name = name };
-	char path[4096];
 
 	if (!name || !*name)
 		return -EINVAL;
-	scan_dir(&f, "/var/lib/containers/storage/overlay-containers", "podman");
-	scan_dir(&f, "/var/lib/docker/containers", "docker");
-	scan_dir(&f, "/run/runc", "runc");
+	scan_all(&f);
+	if (!f.matches)
+		return -ENOENT;
+	if (f.matches > 1)
+		return -EEXIST;
+	snprintf(id, len, "%s", f.id);
+	return 0;
+}
+
+int ctrmeta_find_pod(const char *pod, const char *ns, char (*ids)[129], size_t max)
+{
+	struct find f = { .name = pod, .ns = ns, .pod = true, .ids = ids, .max = max };
+
+	if (!pod || !*pod)
+		return -EINVAL;
+	scan_all(&f);
+	return f.matches;
+}
+
+static void scan_all(struct find *f)
+{
+	char path[4096];
+
+	scan_dir(f, "/var/lib/containers/storage/overlay-containers", "podman");
+	scan_dir(f, "/var/lib/docker/containers", "docker");
+	scan_dir(f, "/run/runc", "runc");
 	for (size_t r = 0; r < sizeof(containerd_states) / sizeof(containerd_states[0]); r++) {
 		struct dirent *de;
 		DIR *d;
@@ -477,14 +514,8 @@ int ctrmeta_find_name(const char *name, char *id, size_t len)
 			if (de->d_name[0] == '.')
 				continue;
 			snprintf(sub, sizeof(sub), "%.200s/%.128s", containerd_states[r], de->d_name);
-			scan_dir(&f, sub, "containerd");
+			scan_dir(f, sub, "containerd");
 		}
 		closedir(d);
 	}
-	if (!f.matches)
-		return -ENOENT;
-	if (f.matches > 1)
-		return -EEXIST;
-	snprintf(id, len, "%s", f.id);
-	return 0;
 }

@@ -59,6 +59,9 @@ const struct ctr_meta *ctrmeta_lookup(const char *id, const char *runtime);
  * and runc names, and Kubernetes container names), into id[65]:
  * 0, -ENOENT none, -EEXIST several. */
 int ctrmeta_find_name(const char *name, char *id, size_t len);
+/* The ids (at most max into ids) of the containers of Kubernetes pod pod,
+ * in namespace ns (NULL: any): how many there are, or -EINVAL. */
+int ctrmeta_find_pod(const char *pod, const char *ns, char (*ids)[129], size_t max);
 size_t ctrmeta_cache_size(void);
 uint64_t ctrmeta_evicted(void);		/* entries dropped at the cap */
 uint64_t ctrmeta_reads(void);		/* lookups that read the runtimes' files */

@@ -37,6 +37,8 @@ enum {
 	OPT_PROBE_MODE = AISCOPE_KEY_PROBE_MODE,
 	OPT_USAGE = AISCOPE_KEY_USAGE,
 	OPT_COMPLETE = AISCOPE_KEY_COMPLETE,
+	OPT_POD = AISCOPE_KEY_POD,
+	OPT_NAMESPACE = AISCOPE_KEY_NAMESPACE,
 	OPT_BUFFER_SIZE,
 	OPT_BTF,
 	OPT_PROMETHEUS,
@@ -49,6 +51,9 @@ static const struct argp_option common_opts[] = {
 	AISCOPE_OPTION_TID("Only these threads", 10),
 	AISCOPE_OPTION_CGROUP("Only tasks in this cgroup directory or below it", 10),
 	AISCOPE_OPTION_CONTAINER(10),
+	{ "pod", AISCOPE_KEY_POD, "NAME", 0,
+	  "Only this Kubernetes pod's containers (by its pod cgroup)", 10 },
+	{ "namespace", AISCOPE_KEY_NAMESPACE, "NS", 0, "With --pod: the pod's namespace", 10 },
 	AISCOPE_OPTION_UID(10),
 	AISCOPE_OPTION_COMM(10),
 	{ NULL, 0, NULL, 0, "Output and lifetime:", 11 },
@@ -328,6 +333,16 @@ error_t aiscope_parse_shared(int key, char *arg, struct argp_state *state)
 				    arg);
 		env.container_arg = arg;
 		break;
+	case AISCOPE_KEY_POD:
+		if (!container_name_ok(arg))
+			usage_error("invalid pod name '%s'", arg);
+		env.pod_arg = arg;
+		break;
+	case AISCOPE_KEY_NAMESPACE:
+		if (!container_name_ok(arg))
+			usage_error("invalid namespace '%s'", arg);
+		env.namespace_arg = arg;
+		break;
 	case 'u':
 		parse_uid(arg);
 		break;
@@ -521,7 +536,11 @@ static void check_ids_exist(const uint32_t *ids, int n, const char *what)
 static void resolve_cgroup(const char *dir, const char *what)
 {
 	struct cg_target *t = &env.cg[env.ncg];
-	int err = cg_target_of_dir(dir, t);
+	int err;
+
+	if (env.ncg >= AISCOPE_MAX_CG_FILTERS)
+		usage_error("at most %d of --cgroup, --container and --pod", AISCOPE_MAX_CG_FILTERS);
+	err = cg_target_of_dir(dir, t);
 
 	switch (err) {
 	case 0:
@@ -551,6 +570,42 @@ static bool container_name_ok(const char *s)
 		if (!isalnum((unsigned char)s[i]) && !strchr("_.-", s[i]))
 			return false;
 	return true;
+}
+
+/* --pod: the pod cgroup its containers share (kubelet's pod<uid> directory
+ * of the cgroupfs driver, or its kubepods-...-pod<uid>.slice), found from
+ * the cgroup of each container the runtimes' state puts in the pod */
+static void resolve_pod(void)
+{
+	static char ids[64][129];
+	char dir[4096], pod_dir[4096] = "", full[CONTAINER_ID_LEN + 1];
+	const char *ns = env.namespace_arg, *pod = env.pod_arg;
+	int n = ctrmeta_find_pod(pod, ns, ids, 64), running = 0;
+
+	if (n <= 0)
+		usage_error("no such pod '%s'%s%s", pod, ns ? " in namespace " : "", ns ? ns : "");
+	for (int i = 0; i < n && i < 64; i++) {
+		struct container_info ci;
+		char *p, *end;
+
+		if (!cg_container_prefix_ok(ids[i]) ||
+		    cg_find_container(ids[i], dir, sizeof(dir), full))
+			continue;	/* not running */
+		running++;
+		if (!cg_parse_container(dir, &ci) || !ci.pod_uid[0] || !(p = strstr(dir, ci.pod_uid)))
+			usage_error("pod '%s': container %.12s has no pod cgroup", pod, ids[i]);
+		end = strchr(p, '/');
+		if (end)
+			*end = 0;
+		if (!pod_dir[0])
+			snprintf(pod_dir, sizeof(pod_dir), "%s", dir);
+		else if (strcmp(pod_dir, dir))
+			usage_error("pod name '%s' is in several pods%s: give --namespace", pod,
+				    ns ? " of that namespace" : "");
+	}
+	if (!running)
+		usage_error("pod '%s' has no running container", pod);
+	resolve_cgroup(pod_dir, "pod cgroup");
 }
 
 static void resolve_filters(void)
@@ -588,6 +643,10 @@ static void resolve_filters(void)
 			usage_error("no such container '%s'", env.container_arg);
 		resolve_cgroup(dir, "container cgroup");
 	}
+	if (env.namespace_arg && !env.pod_arg)
+		usage_error("--namespace needs --pod: a namespace's pods share no cgroup to filter by");
+	if (env.pod_arg)
+		resolve_pod();
 }
 
 /* A verifier log line naming what this kernel's BPF does not have yet, and

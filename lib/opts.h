@@ -44,6 +44,8 @@ struct aiscope_env {
 	char comm[AISCOPE_COMM_LEN];
 	const char *cgroup_arg;
 	const char *container_arg;
+	const char *pod_arg;		/* --pod: a Kubernetes pod's name */
+	const char *namespace_arg;	/* --namespace: its namespace */
 	/* output and lifetime */
 	bool json;
 	bool timestamp;
@@ -92,6 +94,8 @@ enum {
 	AISCOPE_KEY_PROBE_MODE,
 	AISCOPE_KEY_USAGE,
 	AISCOPE_KEY_COMPLETE,
+	AISCOPE_KEY_POD,
+	AISCOPE_KEY_NAMESPACE,
 	AISCOPE_KEY_TOOL = 0x200,
 };
 #define AISCOPE_OPTION_PID(group)						\

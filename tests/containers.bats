@@ -19,7 +19,7 @@ IMAGE=localhost/aiscope-ctrtest:1
 
 # the cgroups the runtimes make and leave behind (removed in teardown_file
 # when the test made them and they are empty)
-LEFT_CGROUPS=(libpod_parent/conmon libpod_parent default)
+LEFT_CGROUPS=(libpod_parent/conmon libpod_parent default kubepods/besteffort/pod* kubepods/besteffort kubepods)
 
 setup_file() {
 	[ "$(id -u)" -eq 0 ] || return 0
@@ -29,7 +29,7 @@ setup_file() {
 	mkdir -p "$ROOTFS"
 	cp "$HELPERS/contend" "$HELPERS/memhog" "$ROOTFS/"
 	for c in "${LEFT_CGROUPS[@]}"; do
-		for d in /sys/fs/cgroup/*/"$c" /sys/fs/cgroup/"$c"; do
+		for d in /sys/fs/cgroup/*/$c /sys/fs/cgroup/$c; do
 			[ -d "$d" ] && echo "$d"
 		done
 	done > "$BATS_FILE_TMPDIR/cgroups-before"
@@ -58,7 +58,7 @@ teardown_file() {
 	command -v podman > /dev/null && podman rmi -f "$IMAGE" > /dev/null 2>&1
 	rmdir "$CTR_DIR" 2>/dev/null
 	for c in "${LEFT_CGROUPS[@]}"; do
-		for d in /sys/fs/cgroup/*/"$c" /sys/fs/cgroup/"$c"; do
+		for d in /sys/fs/cgroup/*/$c /sys/fs/cgroup/$c; do
 			[ -d "$d" ] || continue
 			grep -qxF "$d" "$BATS_FILE_TMPDIR/cgroups-before" 2>/dev/null || rmdir "$d" 2>/dev/null
 		done
@@ -335,4 +335,51 @@ by_container() {
 	jq -e -s --arg id "$id" --arg cg "/libpod_parent/libpod-$id" '
 		[.[] | select(.type == "sample" and .container_id == $id)] |
 		length > 0 and all(.runtime == "podman" and .cgroup == $cg) and (map(.runs) | add) > 0' "$out"
+}
+
+# ctr_in_pod ID POD_UID POD NS NAME: a ctr container in kubelet's cgroupfs
+# layout (/kubepods/besteffort/pod<uid>/<id>) with the annotations CRI sets
+ctr_in_pod() {
+	"${CTR[@]}" run -d --cgroup "/kubepods/besteffort/pod$2/$1" \
+		--label "io.kubernetes.cri.container-name=$5" \
+		--label "io.kubernetes.cri.sandbox-name=$3" \
+		--label "io.kubernetes.cri.sandbox-namespace=$4" \
+		--rootfs "$ROOTFS" "$1" /contend 2 0 20 100000 > /dev/null
+	TEST_CTR+=("$1")
+}
+
+@test "containers: --pod and --namespace keep one pod's containers, through the pod's cgroup" {
+	need_ctr
+	local a b c ua ub out=$BATS_TEST_TMPDIR/s.json pod=job-$$-$RANDOM
+	ls -d /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods 2>/dev/null | grep -q . && skip "a kubepods cgroup exists here"
+	a=$(hex_id) b=$(hex_id) c=$(hex_id)
+	ua=$(cat /proc/sys/kernel/random/uuid) ub=$(cat /proc/sys/kernel/random/uuid)
+	# two containers of the pod in namespace ml, one of a pod of the same
+	# name in namespace dev
+	ctr_in_pod "$a" "$ua" "$pod" ml trainer
+	ctr_in_pod "$b" "$ua" "$pod" ml sidecar
+	ctr_in_pod "$c" "$ub" "$pod" dev trainer
+	run --separate-stderr "$BIN/schedlat" --by container -j -i 300ms -n 3 --pod "$pod" --namespace ml
+	[ "$status" -eq 0 ]
+	echo "$output" > "$out"
+	all_json "$out"
+	jq -c 'select(.type == "sample" and .row == "container") | [.container_id[0:12], .pod_uid, .pod_name, .pod_namespace, .k8s_container, .runs]' "$out"
+	jq -e -s --arg a "$a" --arg b "$b" --arg u "$ua" --arg p "$pod" '
+		[.[] | select(.type == "sample" and .row == "container")] as $r |
+		($r | map(.container_id) | unique) == ([$a, $b] | sort) and
+		($r | all(.pod_uid == $u and .pod_name == $p and .pod_namespace == "ml" and .runtime == "containerd"))' "$out"
+	jq -e -s --arg a "$a" '[.[] | select(.type == "sample" and .container_id == $a)] | all(.k8s_container == "trainer")' "$out"
+	# the other namespace's pod of that name
+	run --separate-stderr "$BIN/schedlat" --by container -j -i 300ms -n 2 --pod "$pod" --namespace dev
+	[ "$status" -eq 0 ]
+	echo "$output" > "$BATS_TEST_TMPDIR/d.json"
+	all_json "$BATS_TEST_TMPDIR/d.json"
+	jq -e -s --arg c "$c" '[.[] | select(.type == "sample" and .row == "container") | .container_id] | unique == [$c]' \
+		"$BATS_TEST_TMPDIR/d.json"
+	# without the namespace the name is ambiguous; a namespace alone filters nothing
+	run --separate-stderr "$BIN/schedlat" -n 1 --pod "$pod"
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == "schedlat: pod name '$pod' is in several pods: give --namespace" ]]
+	run --separate-stderr "$BIN/schedlat" -n 1 --namespace ml
+	[ "$status" -eq 2 ]
 }

@@ -19,6 +19,8 @@ complete -c cachestat -s p -l pid -x -a '(__fish_complete_list , __fish_complete
 complete -c cachestat -s t -l tid -x -a '(__fish_complete_list , "string replace -r \'.*/\' \'\' /proc/*/task/*")' -d 'Only these threads'
 complete -c cachestat -s c -l cgroup -x -a '(__fish_complete_directories (__aiscope_value))' -d 'Only tasks in this cgroup directory or below it'
 complete -c cachestat -l container -x -d 'Only this container: its name, full id or unique prefix (>= 4 hex)'
+complete -c cachestat -l pod -x -d 'Only this Kubernetes pod\'s containers (by its pod cgroup)'
+complete -c cachestat -l namespace -x -d 'With --pod: the pod\'s namespace'
 complete -c cachestat -s u -l uid -x -a '(__fish_complete_users)' -d 'Only this user (number or name)'
 complete -c cachestat -l comm -x -a '(cat /proc/*/comm 2>/dev/null | sort -u)' -d 'Only tasks whose comm is NAME (first 15 bytes)'
 complete -c cachestat -s j -l json -d 'JSON lines on stdout'

@@ -23,6 +23,8 @@ complete -c gpulaunch -s p -l pid -x -a '(__fish_complete_list , __fish_complete
 complete -c gpulaunch -s t -l tid -x -a '(__fish_complete_list , "string replace -r \'.*/\' \'\' /proc/*/task/*")' -d 'Only these threads'
 complete -c gpulaunch -s c -l cgroup -x -a '(__fish_complete_directories (__aiscope_value))' -d 'Only tasks in this cgroup directory or below it'
 complete -c gpulaunch -l container -x -d 'Only this container: its name, full id or unique prefix (>= 4 hex)'
+complete -c gpulaunch -l pod -x -d 'Only this Kubernetes pod\'s containers (by its pod cgroup)'
+complete -c gpulaunch -l namespace -x -d 'With --pod: the pod\'s namespace'
 complete -c gpulaunch -s u -l uid -x -a '(__fish_complete_users)' -d 'Only this user (number or name)'
 complete -c gpulaunch -l comm -x -a '(cat /proc/*/comm 2>/dev/null | sort -u)' -d 'Only tasks whose comm is NAME (first 15 bytes)'
 complete -c gpulaunch -s j -l json -d 'JSON lines on stdout'

@@ -201,6 +201,21 @@ static void test_find_name(void)
 	CHECK_EQ(ctrmeta_find_name("batch", id, sizeof(id)), -EEXIST);
 }
 
+static void test_find_pod(void)
+{
+	char ids[4][129];
+
+	ctrmeta_set_root(root);
+	CHECK_EQ(ctrmeta_find_pod("job-0", NULL, ids, 4), 1);
+	CHECK_STR(ids[0], CRI);
+	CHECK_EQ(ctrmeta_find_pod("job-0", "ml", ids, 4), 1);
+	CHECK_EQ(ctrmeta_find_pod("job-0", "other", ids, 4), 0);
+	CHECK_EQ(ctrmeta_find_pod("db-0", NULL, ids, 4), 1);
+	CHECK_STR(ids[0], DOCKER);
+	CHECK_EQ(ctrmeta_find_pod("nosuch", NULL, ids, 4), 0);
+	CHECK_EQ(ctrmeta_find_pod("", NULL, ids, 4), -EINVAL);
+}
+
 int main(void)
 {
 	if (!mkdtemp(root))
@@ -215,6 +230,7 @@ int main(void)
 	RUN(test_bad_ids);
 	RUN(test_cap_counts_evictions);
 	RUN(test_find_name);
+	RUN(test_find_pod);
 	ctrmeta_cleanup();
 	nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	return t_done();
