@@ -53,10 +53,19 @@ setup_file() {
 }
 
 teardown_file() {
-	local d c
-	[ -e "$BATS_FILE_TMPDIR/containerd.pid" ] && kill "$(cat "$BATS_FILE_TMPDIR/containerd.pid")" 2>/dev/null
+	local d c pid
+	if [ -e "$BATS_FILE_TMPDIR/containerd.pid" ]; then
+		pid=$(cat "$BATS_FILE_TMPDIR/containerd.pid")
+		kill "$pid" 2>/dev/null
+		for _ in $(seq 50); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		# its sockets, the ttrpc one left behind
+		rm -f "$CTR_DIR"/containerd.sock "$CTR_DIR"/containerd.sock.ttrpc
+		rmdir "$CTR_DIR" 2>/dev/null
+	fi
 	command -v podman > /dev/null && podman rmi -f "$IMAGE" > /dev/null 2>&1
-	rmdir "$CTR_DIR" 2>/dev/null
 	for c in "${LEFT_CGROUPS[@]}"; do
 		for d in /sys/fs/cgroup/*/$c /sys/fs/cgroup/$c; do
 			[ -d "$d" ] || continue
