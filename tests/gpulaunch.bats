@@ -379,9 +379,32 @@ sample_sum() {
 	start_tool g gpulaunch -j --lib "$DOUBLE/libcudart.so.12" --lib "$DOUBLE/libcuda.so.1"
 	LD_LIBRARY_PATH=$DOUBLE calls c --rt "$DOUBLE/libcudart.so.12" --drv "$DOUBLE/libcuda.so.1" \
 		launch sleep:100
-	bpftool prog show | grep -q 'name launch_rt' || { echo "not attached while running"; false; }
+	# this gpulaunch's own programs and links (by ID, from its fdinfo: other
+	# gpulaunch processes on the host have programs of the same names)
+	local progs links id i
+	progs=$(awk '$1 == "prog_id:" {print $2}' /proc/"$TOOL_PID"/fdinfo/* 2>/dev/null | sort -u)
+	links=$(awk '$1 == "link_id:" {print $2}' /proc/"$TOOL_PID"/fdinfo/* 2>/dev/null | sort -u)
+	echo "programs: $(echo $progs); links: $(echo $links)"
+	[ -n "$links" ]
+	for id in $progs; do
+		bpftool prog show id "$id"
+	done | grep -q 'name launch_rt' || { echo "not attached while running"; false; }
 	stop_tool "$TOOL_PID"
-	! bpftool prog show | grep -q 'name launch_rt' || false
+	# none of them is left (a link's release can be deferred a grace period)
+	for id in $progs; do
+		for ((i = 0; i < 50; i++)); do
+			bpftool prog show id "$id" > /dev/null 2>&1 || break
+			sleep 0.1
+		done
+		! bpftool prog show id "$id" 2>/dev/null || false
+	done
+	for id in $links; do
+		for ((i = 0; i < 50; i++)); do
+			bpftool link show id "$id" > /dev/null 2>&1 || break
+			sleep 0.1
+		done
+		! bpftool link show id "$id" 2>/dev/null || false
+	done
 	jq -e -s '[.[] | select(.type == "summary")] | length == 1 and .[0].launches == 1 and
 		.[0].uprobes > 0 and .[0].libraries == 2 and .[0].exit_reason == "signal" and
 		.[0].lost_events == 0' "$(out g)"
