@@ -50,14 +50,43 @@ sec_to_ns() {
 	echo $((10#$int * 1000000000 + 10#${frac:0:9}))
 }
 
-# wait_http URL [SECONDS]: until URL answers 200
+# wait_http URL [SECONDS [PID]]: until URL answers 200; fails at once when
+# PID (the server) has exited
 wait_http() {
 	local i
 	for i in $(seq $((${2:-30} * 10))); do
 		curl -sf -o /dev/null -m 2 "$1" && return 0
+		if [ -n "${3:-}" ] && proc_gone "$3"; then
+			echo "no answer from $1: the server (PID $3) exited" >&2
+			return 1
+		fi
 		sleep 0.1
 	done
 	echo "no answer from $1" >&2
+	return 1
+}
+
+# start_server NAME PATH SECONDS CMD...: starts a server (start_bg NAME) on
+# a free port, {PORT} in CMD's arguments replaced by it, and waits until
+# http://127.0.0.1:PORT/PATH answers; sets SERVER_PORT. A server that exits
+# before it answers (another process took the port after free_port found it
+# free) is tried again on another port, twice at most; its stderr is shown.
+start_server() {
+	local name=$1 path=$2 limit=$3 try a mark='{PORT}'
+	local -a cmd
+	shift 3
+	for try in 1 2 3; do
+		SERVER_PORT=$(free_port)
+		cmd=()
+		for a in "$@"; do
+			cmd+=("${a//"$mark"/$SERVER_PORT}")
+		done
+		start_bg "$name" "${cmd[@]}"
+		wait_http "http://127.0.0.1:$SERVER_PORT/$path" "$limit" "$BG_PID" && return 0
+		echo "$name (try $try, port $SERVER_PORT), its stderr:" >&2
+		cat "$BATS_TEST_TMPDIR/$name.err" >&2
+		proc_gone "$BG_PID" || return 1
+	done
 	return 1
 }
 
@@ -408,7 +437,6 @@ normalize() {
 	url=$(metrics_url "$BATS_TEST_TMPDIR/s.err")
 	target=${url#http://}
 	target=${target%/metrics}
-	pport=$(free_port)
 	cat > "$BATS_TEST_TMPDIR/prometheus.yml" <<-EOF
 	global:
 	  scrape_interval: 1s
@@ -419,11 +447,11 @@ normalize() {
 	      - targets: ['$target']
 	EOF
 	promtool check config "$BATS_TEST_TMPDIR/prometheus.yml"
-	start_bg prom prometheus --config.file="$BATS_TEST_TMPDIR/prometheus.yml" \
-		--storage.tsdb.path="$BATS_TEST_TMPDIR/tsdb" --web.listen-address="127.0.0.1:$pport" \
+	start_server prom -/ready 60 prometheus --config.file="$BATS_TEST_TMPDIR/prometheus.yml" \
+		--storage.tsdb.path="$BATS_TEST_TMPDIR/tsdb" --web.listen-address="127.0.0.1:{PORT}" \
 		--log.level=warn
+	pport=$SERVER_PORT
 	api=http://127.0.0.1:$pport/api/v1
-	wait_http "http://127.0.0.1:$pport/-/ready" 60
 	before=$(sum_run_delay "$CONTEND_PID")
 	nb=$(sum_nivcsw "$CONTEND_PID")
 	contend_round w "$CONTEND_PID" 1
@@ -475,11 +503,10 @@ normalize() {
 	start_tool s schedlat --by cgroup -i 300ms --prometheus "$dir/schedlat.prom"
 	contend_round w "$CONTEND_PID" 1
 	stop_tool "$TOOL_PID"
-	nport=$(free_port)
-	start_bg ne prometheus-node-exporter --collector.disable-defaults --collector.textfile \
-		--collector.textfile.directory="$dir" --web.listen-address="127.0.0.1:$nport"
+	start_server ne metrics 30 prometheus-node-exporter --collector.disable-defaults --collector.textfile \
+		--collector.textfile.directory="$dir" --web.listen-address="127.0.0.1:{PORT}"
+	nport=$SERVER_PORT
 	url=http://127.0.0.1:$nport/metrics
-	wait_http "$url" 30
 	curl -sf "$url" > "$BATS_TEST_TMPDIR/ne.txt"
 	grep -q '^node_textfile_scrape_error 0$' "$BATS_TEST_TMPDIR/ne.txt"
 	grep -q "^node_textfile_mtime_seconds{file=\"$dir/schedlat.prom\"}" "$BATS_TEST_TMPDIR/ne.txt" ||
