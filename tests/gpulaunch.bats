@@ -298,17 +298,26 @@ sample_sum() {
 	start_tool g gpulaunch -j -i 10 --rescan 0 -v
 	# the attach takes a moment after the load (launches before it are not
 	# seen): the program waits until gpulaunch says it attached
-	# (alive 1.5 s after the launches: the kernel's name comes from the
-	# program's ELF symbols, read while it still exists; on a loaded host
-	# the reader may come to it later than 200 ms)
+	# (alive until gpulaunch has ended: the kernel's name comes from the
+	# program's ELF symbols, read while it still exists; on a loaded host,
+	# or under ASan, the reader may come to it seconds after the launches)
 	LD_LIBRARY_PATH=$FIX start_bg c "$CUDA/cudacall" --rt "$FIX/libcudart.so.11.0" --wait \
-		launch launch launch sleep:1500
+		launch launch launch sleep:120000
 	cpid=$BG_PID
 	wait_for "$(out c)" '^ready'
 	wait_for "$BATS_TEST_TMPDIR/g.err" 'runtime .*libcudart.so.11.8.89: ' 30
 	kill -USR1 "$cpid"
-	wait "$cpid"
+	# the three launches returned; gpulaunch drains their events at SIGINT
+	local i
+	for ((i = 0; i < 300; i++)); do
+		[ "$(grep -c '"rc"' "$(out c)")" -ge 3 ] && break
+		sleep 0.1
+	done
+	cat "$(out c)"
+	[ "$(grep -c '"rc"' "$(out c)")" -eq 3 ]
 	stop_tool "$TOOL_PID"
+	kill "$cpid"
+	wait "$cpid" || true
 	all_json "$(out g)"
 	pid=$(jq -s 'first(.[] | select(.type == "sample")) | .pid' "$(out g)")
 	[ "$pid" -eq "$cpid" ]
