@@ -534,7 +534,10 @@ make_stubs() {
 
 @test "live: Ctrl-C (SIGINT) stops the tools, which print their edges: graph, exit 0" {
 	make_stubs
-	start_bg live env PATH=/usr/bin:/bin "$STUBS/topograph" -j -d 60s
+	# the stubs run until signalled (STUB_SLEEP=60: by default they end
+	# 0.2 s after their "Tracing" line, and a Ctrl-C that came after that
+	# found the capture over, topograph's signals unblocked: killed, 130)
+	start_bg live env STUB_SLEEP=60 PATH=/usr/bin:/bin "$STUBS/topograph" -j -d 60s
 	# without -d, stdin decides; with it, a live capture until Ctrl-C
 	wait_for "$BATS_TEST_TMPDIR/live.err" 'Tracing the communication graph'
 	stop_tool "$BG_PID" INT
