@@ -330,7 +330,10 @@ check_cgroup_filter() {
 
 @test "schedlat --min streams each long wait of the process, -n stops after N" {
 	need_root
-	start_contend w 4 0 300
+	# 6 workers on CPU 0 for 1 s: on a loaded host other tasks share CPU 0
+	# too, and 4 for 300 ms gave waits that no other worker ended (the
+	# other tasks ran before each; the full sanitized run here)
+	start_contend w 6 0 1000
 	local stream
 	start_tool s schedlat -j --min 2ms -p "$CONTEND_PID"
 	stream=$TOOL_PID
