@@ -91,8 +91,8 @@ if [ -x scripts/fixtures.sh ]; then
 fi
 
 # AISCOPE_BATS="NAME[:REGEX] ...": only these tests/NAME.bats, each with
-# only the tests whose names match REGEX (no spaces) when one is given (CI's sanitize
-# layer runs a subset: .ci/run says which and why)
+# only the tests whose names match REGEX (no spaces) when one is given (.ci/run's
+# CI_SANITIZE_BATS passes one to its sanitize layer, which runs them all by default)
 if [ -n "${AISCOPE_BATS:-}" ]; then
 	for sel in $AISCOPE_BATS; do
 		name=${sel%%:*}
