@@ -175,58 +175,94 @@ static __always_inline bool memcg_domain(struct mem_cgroup *m, struct oomwatch_m
  * exact figure adds them, as percpu_counter_sum() does (and the kernel's
  * own OOM report on 7.x): each CPU's s32 at counters + __per_cpu_offset[cpu],
  * the array's address from kallsyms (untyped: no BTF needed; absent, the
- * folded count alone). nr_cpus: the possible CPUs, set by user space; a
- * CPU taken offline has had its share folded into .count. */
+ * folded count alone). A CPU taken offline has had its share folded into
+ * .count.
+ *
+ * This runs in the OOM path (mark_victim, under the victim's task_lock),
+ * so it must never run long. One loop over the CPUs reads the three
+ * counters; it is bounded three times over: by SUM_MAX_CPUS (a constant),
+ * by nr_cpus (the possible CPUs user space counted: rodata, which the
+ * verifier knows, so it walks that many iterations and no more) and by the
+ * kernel's own nr_cpu_ids, read here (the entries of __per_cpu_offset
+ * past it are not CPUs': on x86 they hold the boot offset, whose reads
+ * would add garbage). Unreadable, the folded counts alone. Worst case
+ * SUM_MAX_CPUS x 4 probe reads per kill; a host with more CPUs than that
+ * gets the first SUM_MAX_CPUS CPUs' shares only. */
 #define SUM_MAX_CPUS	1024
 
 const volatile __u32 nr_cpus = 1;
 extern const void __per_cpu_offset __ksym __weak;
+extern const void nr_cpu_ids __ksym __weak;
 
-static __always_inline long percpu_sum(struct percpu_counter *pc)
+/* how many CPUs' shares to add: min(nr_cpu_ids, nr_cpus, SUM_MAX_CPUS) */
+static __always_inline __u32 sum_cpus(void)
 {
-	const unsigned long *offs = &__per_cpu_offset;
-	long v = BPF_CORE_READ(pc, count);
-	__s32 *counters = BPF_CORE_READ(pc, counters);
+	const unsigned int *kn = &nr_cpu_ids;
+	unsigned int n = 0;
 
-	if (!offs || !counters)
-		return v;
-	for (__u32 cpu = 0; cpu < SUM_MAX_CPUS && cpu < nr_cpus; cpu++) {
-		unsigned long off = 0;
-		__s32 c = 0;
-
-		if (bpf_probe_read_kernel(&off, sizeof(off), &offs[cpu]) ||
-		    bpf_probe_read_kernel(&c, sizeof(c), (void *)counters + off))
-			break;
-		v += c;
-	}
-	return v;
+	if (!kn || bpf_probe_read_kernel(&n, sizeof(n), kn))
+		return 0;
+	if (n > nr_cpus)
+		n = nr_cpus;
+	return n < SUM_MAX_CPUS ? n : SUM_MAX_CPUS;
 }
 
-static __always_inline __u64 mm_counter(struct mm_struct *mm, int member)
+static __always_inline void rss_percpu(struct mm_struct *mm, long v[3])
 {
-	struct mm_struct___o *old = (void *)mm;
 	struct mm_struct___pcpu *pcpu = (void *)mm;
-	long v = 0;
+	const unsigned long *offs = &__per_cpu_offset;
+	__s32 *ctr[3];
+	__u32 n;
 
-	if (bpf_core_type_exists(struct mm_rss_stat___o))
-		v = BPF_CORE_READ(old, rss_stat.count[member & 3].counter);
-	else
-		v = percpu_sum((struct percpu_counter *)&pcpu->rss_stat[member & 3]);
-	return v > 0 ? v : 0;
+	v[0] = BPF_CORE_READ(pcpu, rss_stat[MM_ANONPAGES].count);
+	v[1] = BPF_CORE_READ(pcpu, rss_stat[MM_FILEPAGES].count);
+	v[2] = BPF_CORE_READ(pcpu, rss_stat[MM_SHMEMPAGES].count);
+	if (!offs)
+		return;
+	n = sum_cpus();
+	ctr[0] = BPF_CORE_READ(pcpu, rss_stat[MM_ANONPAGES].counters);
+	ctr[1] = BPF_CORE_READ(pcpu, rss_stat[MM_FILEPAGES].counters);
+	ctr[2] = BPF_CORE_READ(pcpu, rss_stat[MM_SHMEMPAGES].counters);
+	if (!ctr[0] || !ctr[1] || !ctr[2])
+		return;
+	for (__u32 cpu = 0; cpu < SUM_MAX_CPUS && cpu < nr_cpus; cpu++) {
+		unsigned long off;
+		__s32 c;
+
+		if (cpu >= n || bpf_probe_read_kernel(&off, sizeof(off), &offs[cpu]))
+			break;
+		/* a failed read leaves c zeroed: no branch, nothing added */
+		bpf_probe_read_kernel(&c, sizeof(c), (void *)ctr[0] + off);
+		v[0] += c;
+		bpf_probe_read_kernel(&c, sizeof(c), (void *)ctr[1] + off);
+		v[1] += c;
+		bpf_probe_read_kernel(&c, sizeof(c), (void *)ctr[2] + off);
+		v[2] += c;
+	}
 }
 
 static __always_inline void victim_mm(struct task_struct *t, struct oomwatch_kill *e)
 {
 	struct mm_struct *mm = BPF_CORE_READ(t, mm);
+	struct mm_struct___o *old;
+	long v[3];
 
 	e->oom_score_adj = BPF_CORE_READ(t, signal, oom_score_adj);
 	e->flags |= OOMWATCH_F_ADJ;
 	if (!mm)
 		return;
 	e->total_vm_pages = BPF_CORE_READ(mm, total_vm);
-	e->anon_pages = mm_counter(mm, MM_ANONPAGES);
-	e->file_pages = mm_counter(mm, MM_FILEPAGES);
-	e->shmem_pages = mm_counter(mm, MM_SHMEMPAGES);
+	if (bpf_core_type_exists(struct mm_rss_stat___o)) {
+		old = (void *)mm;
+		v[0] = BPF_CORE_READ(old, rss_stat.count[MM_ANONPAGES].counter);
+		v[1] = BPF_CORE_READ(old, rss_stat.count[MM_FILEPAGES].counter);
+		v[2] = BPF_CORE_READ(old, rss_stat.count[MM_SHMEMPAGES].counter);
+	} else {
+		rss_percpu(mm, v);
+	}
+	e->anon_pages = v[0] > 0 ? v[0] : 0;
+	e->file_pages = v[1] > 0 ? v[1] : 0;
+	e->shmem_pages = v[2] > 0 ? v[2] : 0;
 	e->pgtables_bytes = BPF_CORE_READ(mm, pgtables_bytes.counter);
 	e->flags |= OOMWATCH_F_MM;
 }
