@@ -13,6 +13,34 @@ T=/tmp/t
 N=0
 FAILED=0
 
+# The kernel-log guard: what the kernel logs while a test runs is read
+# after it (and cleared: busybox dmesg -c; all of it is kept in
+# $KMSG_ALL), and a line that says a CPU was stuck or the kernel broke
+# fails the test, with the lines from there in its diagnostics. The
+# console shows only emergencies (printk level 1, tests/vm/init): an RCU
+# stall or a hung task would otherwise pass unseen, and a soft lockup
+# would show only as a test that timed out. A tool that can wedge a CPU is
+# the worst bug it can have.
+KMSG_ALL=/tmp/kmsg.all
+KMSG_BAD='soft lockup|hard LOCKUP|self-detected stall|detected stall|rcu_(sched|preempt|bh) kthread starved|blocked for more than [0-9]+ seconds|BUG: |Oops|kernel BUG at|general protection fault|WARNING: CPU: [0-9]+ PID: [0-9]+ at '
+
+# kmsg_take FILE: the kernel log since the last call, into FILE
+kmsg_take() {
+	dmesg -c > "$1" 2>/dev/null || dmesg > "$1"
+	cat "$1" >> "$KMSG_ALL"
+}
+
+# kmsg_trouble FILE: the lines of FILE from the first bad one (40 at
+# most); fails when there is none
+kmsg_trouble() {
+	_l=$(grep -nE "$KMSG_BAD" "$1" | head -1 | cut -d: -f1)
+	[ -n "$_l" ] || return 1
+	sed -n "${_l},$((_l + 39))p" "$1"
+}
+
+# what the boot logged is no test's
+kmsg_take /tmp/kmsg.boot
+
 # run_test NAME LIMIT_S FUNC [ARGS...]
 run_test() {
 	_name=$1 _lim=$2
@@ -35,6 +63,12 @@ run_test() {
 	N=$((N + 1))
 	sed -n '1,80s/^/#   /p' "$T/log"
 	json_out
+	kmsg_take "$T/kmsg"
+	if kmsg_trouble "$T/kmsg" > "$T/kmsg.bad"; then
+		echo "#   FAIL: the kernel logged a stuck CPU or a fault while the test ran:"
+		sed 's/^/#   kernel: /' "$T/kmsg.bad"
+		[ $_rc -ne 0 ] && [ $_rc -ne 77 ] || _rc=1
+	fi
 	if [ $_rc -eq 0 ]; then
 		echo "ok $N - $_name ($(($(date +%s) - _t0)) s)"
 	elif [ $_rc -eq 77 ]; then

@@ -14,6 +14,20 @@ for t in /opt/aiscope/bin/*; do
 		function v(k,  r) { r = $0; if (!sub(".*\"" k "\":\"", "", r)) return "-"; sub(/".*/, "", r); return r }
 		/"type":"probe"/ { print "AISCOPE-PLAN", tool, v("hook"), v("mechanism"), v("target"), v("status") }'
 done
+# the kernel-log guard of lib.sh sees what it is for: a soft lockup line
+# written to /dev/kmsg (at a level the console does not show) is found,
+# and the log read is clean after it
+t_kmsg_guard() {
+	kmsg_take "$T/k0"
+	echo "<4>watchdog: BUG: soft lockup - CPU#0 stuck for 23s! [aiscope-guard-test:1]" > /dev/kmsg ||
+		fail "cannot write /dev/kmsg"
+	kmsg_take "$T/k1"
+	kmsg_trouble "$T/k1" > /dev/null || fail "the guard did not see the line written: $(cat "$T/k1")"
+	kmsg_take "$T/k2"
+	if kmsg_trouble "$T/k2"; then fail "the kernel log was not cleared"; fi
+	echo "seen: $(kmsg_trouble "$T/k1" | head -1)"
+}
+run_test "kernel-log guard: a soft lockup line in the kernel log is seen" 30 t_kmsg_guard
 for f in "$dir"/*.sh; do
 	case ${f##*/} in run.sh|lib.sh) continue ;; esac
 	echo "# ---- ${f##*/}"
