@@ -94,8 +94,16 @@ t_ipc_exact() {
 	if ! grep -q ' /dev/shm tmpfs' /proc/mounts; then
 		mkdir -p /dev/shm && mount -t tmpfs tmpfs /dev/shm || fail "cannot mount /dev/shm"
 	fi
+	echo 1 > /proc/sys/kernel/bpf_stats_enabled 2>/dev/null
 	start_tool s $IS -j -i 60 --probe-mode "$mode"
 	ipc_workload "$d"
+	# the runs the kernel skipped because the program was running on that
+	# CPU already (bpf_prog_info.recursion_misses): on 7.2 the syscall
+	# tracepoints run tp_btf and raw_tp programs preemptibly, and a task
+	# entering sys_exit while another's run is preempted on that CPU is
+	# not seen (the classic tracepoint's perf path is not preempted)
+	$H/bpfprogs | sed 's/^/bpf: /'
+	$H/bpfprogs | awk '$8 > 0 { printf "the kernel skipped %s runs of %s (recursion_misses)\n", $8, $4 }'
 	stop_tool "$TOOL_PID" || fail "ipcsnoop exited $?: $(cat "$T/s.err")"
 	json_ok "$T/s.out"
 	last=$(tail -1 "$T/s.out")
