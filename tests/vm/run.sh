@@ -7,6 +7,9 @@
 dir=$(dirname "$0")
 . "$dir/lib.sh"
 echo "# kernel $(uname -r) $(uname -m), $(nproc) CPUs, $(page_size)-byte pages; $(cat /proc/cmdline)"
+# the preemption model (BPF programs run under migrate_disable only can be
+# preempted under full and lazy preemption: recursion misses, see ipcsnoop.sh)
+echo "# preemption: $(cat /sys/kernel/debug/sched/preempt 2>/dev/null || echo unknown) ($(grep -m1 -oE 'Dynamic Preempt: [a-z]+' /tmp/kmsg.boot 2>/dev/null || echo 'no Dynamic Preempt line'))"
 # each tool's default plan, for docs/KERNELS.md (scripts/vm/kernels-md.sh):
 # "AISCOPE-PLAN TOOL HOOK MECHANISM TARGET STATUS" for every candidate
 for t in /opt/aiscope/bin/*; do
