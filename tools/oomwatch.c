@@ -1534,7 +1534,11 @@ int main(int argc, char **argv)
 	if (!S.skel)
 		aiscope_fail(EXIT_RUNTIME, "cannot open the BPF object: %s", strerror(errno));
 	S.skel->rodata->alloc_min = cfg.alloc_min;
-	S.skel->rodata->nr_cpus = libbpf_num_possible_cpus() > 0 ? libbpf_num_possible_cpus() : 1;
+	/* the rss sum's bound as BPF is told it; AISCOPE_TEST_CAP_SUM_CPUS
+	 * (tests) sets it, e.g. to 1024: the verifier's worst case, with the
+	 * kernel's nr_cpu_ids the bound that holds at run time */
+	S.skel->rodata->nr_cpus = aiscope_test_cap("SUM_CPUS",
+		libbpf_num_possible_cpus() > 0 ? libbpf_num_possible_cpus() : 1);
 	if (!cfg.alloc_min) {
 		/* no allocation hooks: leave their programs unloaded */
 		probe_unload(S.skel->obj, hooks + NHOOKS_ALERT, nhooks - NHOOKS_ALERT);

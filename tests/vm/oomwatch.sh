@@ -62,6 +62,23 @@ t_kill() {
 	mode=$1
 	v2_memcg "$(echo "$mode" | tr , _)"
 	start_tool o $OW -j -i 100ms --probe-mode "$mode" --alloc-min 0
+	t_kill_run "$@"
+}
+
+# the same with BPF told of 1024 possible CPUs (the most the rss sum adds):
+# the victim programs load with the loop's longest walk, and the sum stops
+# at the kernel's nr_cpu_ids, or anon_rss_bytes would have the boot
+# offset's garbage of CPUs that are not there (since 6.2, where the sum
+# runs; before, the folded count alone)
+t_kill_sum1024() {
+	mode=$1
+	v2_memcg "sum1024-$(echo "$mode" | tr , _)"
+	export AISCOPE_TEST_CAP_SUM_CPUS=1024
+	start_tool o $OW -j -i 100ms --probe-mode "$mode" --alloc-min 0
+	t_kill_run "$@"
+}
+
+t_kill_run() {
 	start_hog hog grow "${2:-1024}" "${3:-100}"
 	echo "$HOG_PID" > "$CG/cgroup.procs" || fail "cannot move memhog"
 	kill -USR1 "$HOG_PID"
@@ -230,6 +247,8 @@ for m in tp_btf raw_tp tracepoint; do
 	run_test "oomwatch $m: memcg OOM kill in a v2 64 MiB cgroup, alert first" 180 t_kill $m
 	cleanup_memcgs
 done
+run_test "oomwatch tp_btf, BPF told of 1024 CPUs: the rss sum bounded by nr_cpu_ids, exact" 180 t_kill_sum1024 tp_btf
+cleanup_memcgs
 for m in fentry,kprobe kprobe; do
 	run_test "oomwatch $m + oom_kill_process: memcg OOM kill, its context" 180 t_kill "$m,tp_btf,raw_tp,tracepoint" 4096 20
 	cleanup_memcgs
