@@ -5,6 +5,7 @@
 #include <gelf.h>
 #include <inttypes.h>
 #include <libelf.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -848,6 +849,11 @@ int uprobe_set_prune(struct uprobe_set *set)
 		removed++;
 	}
 	set->n = kept;
+	/* a library's symbols and links are many small blocks among those of
+	 * the libraries still kept: glibc keeps the freed pages unless asked,
+	 * and under library churn the heap's RSS crept up by what was freed */
+	if (removed)
+		malloc_trim(0);
 	return removed;
 }
 
