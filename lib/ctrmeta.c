@@ -263,12 +263,15 @@ static bool docker_meta(const char *id, struct ctr_meta *m)
 	return found;
 }
 
-static bool containerd_meta(const char *id, struct ctr_meta *m)
+/* cb(NSDIR, ctx) for each containerd namespace directory (NSDIR under
+ * cm.root, as parse_file and scan_dir take it) of every state root, until
+ * cb returns true; true when one did */
+static bool containerd_ns_foreach(bool (*cb)(const char *nsdir, void *ctx), void *ctx)
 {
-	char path[4096];
-	bool found = false;
+	char path[4096], nsdir[4096];
+	bool stop = false;
 
-	for (size_t r = 0; r < sizeof(containerd_states) / sizeof(containerd_states[0]) && !found; r++) {
+	for (size_t r = 0; r < sizeof(containerd_states) / sizeof(containerd_states[0]) && !stop; r++) {
 		struct dirent *de;
 		DIR *d;
 
@@ -276,25 +279,44 @@ static bool containerd_meta(const char *id, struct ctr_meta *m)
 		d = opendir(path);
 		if (!d)
 			continue;
-		while (!found && (de = readdir(d))) {
-			char bundle[4096];
-			struct jp p;
-			const struct jv *v;
-
+		while (!stop && (de = readdir(d))) {
 			if (de->d_name[0] == '.')
 				continue;
-			snprintf(bundle, sizeof(bundle), "%s/%s", containerd_states[r], de->d_name);
-			jp_init(&p);
-			if (!parse_file(&p, &v, "%s/%s/config.json", bundle, id)) {
-				found = true;
-				m->runtime = "containerd";
-				annotations(m, jv_get(v, "annotations"));
-			}
-			jp_free(&p);
+			snprintf(nsdir, sizeof(nsdir), "%.200s/%.128s", containerd_states[r], de->d_name);
+			stop = cb(nsdir, ctx);
 		}
 		closedir(d);
 	}
+	return stop;
+}
+
+struct containerd_find {
+	const char *id;
+	struct ctr_meta *m;
+};
+
+static bool containerd_bundle(const char *nsdir, void *ctx)
+{
+	struct containerd_find *c = ctx;
+	struct jp p;
+	const struct jv *v;
+	bool found = false;
+
+	jp_init(&p);
+	if (!parse_file(&p, &v, "%s/%s/config.json", nsdir, c->id)) {
+		found = true;
+		c->m->runtime = "containerd";
+		annotations(c->m, jv_get(v, "annotations"));
+	}
+	jp_free(&p);
 	return found;
+}
+
+static bool containerd_meta(const char *id, struct ctr_meta *m)
+{
+	struct containerd_find c = { id, m };
+
+	return containerd_ns_foreach(containerd_bundle, &c);
 }
 
 static bool runc_meta(const char *id, struct ctr_meta *m)
@@ -493,29 +515,16 @@ int ctrmeta_find_pod(const char *pod, const char *ns, char (*ids)[129], size_t m
 	return f.matches;
 }
 
+static bool scan_containerd_ns(const char *nsdir, void *ctx)
+{
+	scan_dir(ctx, nsdir, "containerd");
+	return false;
+}
+
 static void scan_all(struct find *f)
 {
-	char path[4096];
-
 	scan_dir(f, "/var/lib/containers/storage/overlay-containers", "podman");
 	scan_dir(f, "/var/lib/docker/containers", "docker");
 	scan_dir(f, "/run/runc", "runc");
-	for (size_t r = 0; r < sizeof(containerd_states) / sizeof(containerd_states[0]); r++) {
-		struct dirent *de;
-		DIR *d;
-
-		snprintf(path, sizeof(path), "%s%s", cm.root, containerd_states[r]);
-		d = opendir(path);
-		if (!d)
-			continue;
-		while ((de = readdir(d))) {
-			char sub[4096];
-
-			if (de->d_name[0] == '.')
-				continue;
-			snprintf(sub, sizeof(sub), "%.200s/%.128s", containerd_states[r], de->d_name);
-			scan_dir(f, sub, "containerd");
-		}
-		closedir(d);
-	}
+	containerd_ns_foreach(scan_containerd_ns, f);
 }

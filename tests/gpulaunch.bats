@@ -382,6 +382,17 @@ sample_sum() {
 	grep -E '^ +[0-9]+ +[0-9]+ cudacall +cuLaunchKernel +\[unnamed CUfunction\] +4,2,1 +256,1,1 +1024 0x1234 +3$' "$(out g)"
 }
 
+# bpf_gone prog|link ID: the object is gone within 5 s
+bpf_gone() {
+	local i
+	for ((i = 0; i < 50; i++)); do
+		bpftool "$1" show id "$2" > /dev/null 2>&1 || return 0
+		sleep 0.1
+	done
+	echo "$1 $2 still there 5 s after exit" >&2
+	return 1
+}
+
 @test "nothing stays attached after exit; the summary counts launches and probes" {
 	need_root
 	command -v bpftool > /dev/null || skip "bpftool missing"
@@ -400,20 +411,8 @@ sample_sum() {
 	done | grep -q 'name launch_rt' || { echo "not attached while running"; false; }
 	stop_tool "$TOOL_PID"
 	# none of them is left (a link's release can be deferred a grace period)
-	for id in $progs; do
-		for ((i = 0; i < 50; i++)); do
-			bpftool prog show id "$id" > /dev/null 2>&1 || break
-			sleep 0.1
-		done
-		! bpftool prog show id "$id" 2>/dev/null || false
-	done
-	for id in $links; do
-		for ((i = 0; i < 50; i++)); do
-			bpftool link show id "$id" > /dev/null 2>&1 || break
-			sleep 0.1
-		done
-		! bpftool link show id "$id" 2>/dev/null || false
-	done
+	for id in $progs; do bpf_gone prog "$id"; done
+	for id in $links; do bpf_gone link "$id"; done
 	jq -e -s '[.[] | select(.type == "summary")] | length == 1 and .[0].launches == 1 and
 		.[0].uprobes > 0 and .[0].libraries == 2 and .[0].exit_reason == "signal" and
 		.[0].lost_events == 0' "$(out g)"
