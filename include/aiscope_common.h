@@ -17,7 +17,13 @@
 enum aiscope_lost_kind {
 	AISCOPE_LOST_RINGBUF,	/* bpf_ringbuf_reserve() failed: buffer full */
 	AISCOPE_LOST_MAP,	/* a map insert failed: map full */
-	AISCOPE_LOST_NR,
+	AISCOPE_LOST_NR,	/* the programs' counters: map aiscope_lost */
+	/* user space's: the runs of the tool's programs that the kernel
+	 * skipped (bpf_prog_info.recursion_misses: the program was already
+	 * running on that CPU, a hook hit from inside another BPF program or
+	 * a preempted run), each an event the tool never saw */
+	AISCOPE_LOST_SKIPPED = AISCOPE_LOST_NR,
+	AISCOPE_LOST_ALL,
 };
 
 /* Who did it. cgroup_v1 says that cgroup_id names a cgroup of the v1

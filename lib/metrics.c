@@ -96,6 +96,7 @@ static void shared_families(const char *tool)
 		lost_labels);
 	prom_counter_set(M.lost, (const char *[]){ tool, "ringbuf_full" }, 0);
 	prom_counter_set(M.lost, (const char *[]){ tool, "map_full" }, 0);
+	prom_counter_set(M.lost, (const char *[]){ tool, "recursion_misses" }, 0);
 	M.folded = aiscope_metric_counter("aiscope_metric_overflow_total",
 		"Updates of a label set that found its metric family at its series cap, no series idle long enough to make room, and went to the family's overflow=\"true\" series.",
 		tool_labels);
@@ -165,6 +166,8 @@ void metrics_publish(const uint64_t *lost)
 				 lost[AISCOPE_LOST_RINGBUF]);
 		prom_counter_set(M.lost, (const char *[]){ M.tool, "map_full" },
 				 lost[AISCOPE_LOST_MAP]);
+		prom_counter_set(M.lost, (const char *[]){ M.tool, "recursion_misses" },
+				 lost[AISCOPE_LOST_SKIPPED]);
 	}
 	folded_check();
 	text = prom_render(M.reg, &len);

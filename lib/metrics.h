@@ -66,7 +66,7 @@ uint64_t metrics_folded(void);
 /* After the options: the registry, the shared families, the listening
  * socket (a bad address or a busy port is a usage error). */
 void metrics_setup(const char *tool, const char *file, const char *listen);
-/* Lost counters (the AISCOPE_LOST_NR totals so far, NULL: none), render,
+/* Lost counters (the AISCOPE_LOST_ALL totals so far, NULL: none), render,
  * FILE and the HTTP body. */
 void metrics_publish(const uint64_t *lost);
 int metrics_attach(int ep, uint64_t tag);

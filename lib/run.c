@@ -204,13 +204,33 @@ void aiscope_bpf_destroy(struct aiscope_bpf *b)
 
 /* ---- lost events ---- */
 
-static void read_lost(struct aiscope_bpf *b, uint64_t now[AISCOPE_LOST_NR])
+/* the kernel's count of the runs of the tool's programs it skipped */
+static uint64_t read_skipped(struct bpf_object *obj)
+{
+	struct bpf_program *p;
+	uint64_t n = 0;
+
+	bpf_object__for_each_program(p, obj) {
+		struct bpf_prog_info info = {};
+		uint32_t len = sizeof(info);
+		int fd = bpf_program__fd(p);
+
+		/* before 5.12 the kernel fills less: recursion_misses stays 0 */
+		if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len))
+			n += info.recursion_misses;
+	}
+	return n;
+}
+
+static void read_lost(struct aiscope_bpf *b, uint64_t now[AISCOPE_LOST_ALL])
 {
 	struct bpf_map *m = b->obj ? bpf_object__find_map_by_name(b->obj, "aiscope_lost") : NULL;
 	int ncpu = libbpf_num_possible_cpus();
 	uint64_t vals[ncpu > 0 ? ncpu : 1];
 
-	memset(now, 0, sizeof(uint64_t) * AISCOPE_LOST_NR);
+	memset(now, 0, sizeof(uint64_t) * AISCOPE_LOST_ALL);
+	if (b->obj)
+		now[AISCOPE_LOST_SKIPPED] = read_skipped(b->obj);
 	if (!m || ncpu <= 0)
 		return;
 	for (uint32_t k = 0; k < AISCOPE_LOST_NR; k++) {
@@ -225,17 +245,27 @@ uint64_t aiscope_lost_total(const struct aiscope_bpf *b)
 {
 	uint64_t t = 0;
 
-	for (int k = 0; k < AISCOPE_LOST_NR; k++)
+	for (int k = 0; k < AISCOPE_LOST_ALL; k++)
 		t += b->lost[k];
 	return t;
 }
 
+static const char *lost_advice(const uint64_t d[AISCOPE_LOST_ALL])
+{
+	if (d[AISCOPE_LOST_RINGBUF])
+		return "try a larger --buffer-size or a filter";
+	if (d[AISCOPE_LOST_MAP])
+		return "try a filter (-p, -c, --container)";
+	return "the kernel skipped the tool's programs: they were running already on that CPU";
+}
+
 uint64_t aiscope_lost_check(struct aiscope_bpf *b)
 {
-	uint64_t now[AISCOPE_LOST_NR], d[AISCOPE_LOST_NR], total = 0;
+	uint64_t now[AISCOPE_LOST_ALL], d[AISCOPE_LOST_ALL], total = 0;
+	char skipped[64] = "";
 
 	read_lost(b, now);
-	for (int k = 0; k < AISCOPE_LOST_NR; k++) {
+	for (int k = 0; k < AISCOPE_LOST_ALL; k++) {
 		d[k] = now[k] - b->lost[k];
 		b->lost[k] = now[k];
 		total += d[k];
@@ -250,13 +280,15 @@ uint64_t aiscope_lost_check(struct aiscope_bpf *b)
 		jw_ku64(&w, "lost_events", total);
 		jw_ku64(&w, "ringbuf_full", d[AISCOPE_LOST_RINGBUF]);
 		jw_ku64(&w, "map_full", d[AISCOPE_LOST_MAP]);
+		jw_ku64(&w, "recursion_misses", d[AISCOPE_LOST_SKIPPED]);
 		jw_record_end(&w);
 	}
-	fprintf(stderr, "%s: lost %llu events (ring buffer full: %llu, map full: %llu): %s\n",
+	if (d[AISCOPE_LOST_SKIPPED])
+		snprintf(skipped, sizeof(skipped), ", runs the kernel skipped: %llu",
+			 (unsigned long long)d[AISCOPE_LOST_SKIPPED]);
+	fprintf(stderr, "%s: lost %llu events (ring buffer full: %llu, map full: %llu%s): %s\n",
 		env.tool, (unsigned long long)total, (unsigned long long)d[AISCOPE_LOST_RINGBUF],
-		(unsigned long long)d[AISCOPE_LOST_MAP],
-		d[AISCOPE_LOST_RINGBUF] ? "try a larger --buffer-size or a filter"
-					: "try a filter (-p, -c, --container)");
+		(unsigned long long)d[AISCOPE_LOST_MAP], skipped, lost_advice(d));
 	return total;
 }
 
@@ -349,10 +381,26 @@ int aiscope_run(struct aiscope_loop *l, void (*summary)(void))
 	return aiscope_teardown(l->bpf, l);
 }
 
+/* user space's own losses, on stderr at the end (the summary has them) */
+static void report_losses(void)
+{
+	uint64_t evicted = ctrmeta_evicted(), cg_lost = cg_watch_lost();
+
+	if (evicted)
+		fprintf(stderr, "%s: %llu containers' names left the cache of %d (a name whose "
+			"runtime state was gone by then could not be given again)\n",
+			env.tool, (unsigned long long)evicted, CTRMETA_CAP);
+	if (cg_lost)
+		fprintf(stderr, "%s: lost %llu cgroup creation records (the perf buffer was full): "
+			"a cgroup made and removed then has no path\n",
+			env.tool, (unsigned long long)cg_lost);
+}
+
 int aiscope_teardown(struct aiscope_bpf *b, const struct aiscope_loop *l)
 {
 	if (b)
 		aiscope_bpf_destroy(b);
+	report_losses();
 	cg_cleanup();
 	features_cleanup();
 	return l && l->exit == AISCOPE_EXIT_ERROR ? EXIT_RUNTIME : 0;
@@ -617,4 +665,11 @@ void aiscope_summary_begin(struct jw *w, const struct aiscope_bpf *b, const stru
 	jw_ku64(w, "metrics_overflow", metrics_folded());
 	jw_kstr(w, "exit_reason", aiscope_exit_name(l->exit));
 	jw_kstr(w, "probes", probe_summary(b->hooks, b->nhooks));
+	aiscope_summary_losses(w);
+}
+
+void aiscope_summary_losses(struct jw *w)
+{
+	jw_ku64(w, "container_meta_evicted", ctrmeta_evicted());
+	jw_ku64(w, "cgroup_events_lost", cg_watch_lost());
 }

@@ -41,7 +41,7 @@ struct aiscope_bpf {
 	void (*list_extra)(struct aiscope_bpf *b, FILE *f, struct jw *jw);
 	/* filled in */
 	struct ring_buffer *rb;
-	uint64_t lost[AISCOPE_LOST_NR];	/* totals so far */
+	uint64_t lost[AISCOPE_LOST_ALL];	/* totals so far */
 };
 
 #define AISCOPE_STOP 1
@@ -122,6 +122,11 @@ int aiscope_run(struct aiscope_loop *l, void (*summary)(void));
  * feature caches freed. Returns the exit code: EXIT_RUNTIME when the
  * loop ended in an error, else 0. */
 int aiscope_teardown(struct aiscope_bpf *b, const struct aiscope_loop *l);
+
+/* The summary's counts of what user space lost or dropped at a cap,
+ * besides lost_events: container_meta_evicted (lib/ctrmeta.c's cache),
+ * cgroup_events_lost (lib/cgroup.c's cgroup_mkdir records). */
+void aiscope_summary_losses(struct jw *w);
 
 /* Boot-clock ns of a BPF event -> realtime ns. */
 uint64_t aiscope_realtime(uint64_t bpf_ns);

@@ -267,6 +267,7 @@ normalize() {
 	# complete from the start: build info and zero lost counters
 	grep -q '^aiscope_build_info{tool="schedlat",version="[0-9.]*",kernel="'"$(uname -r)"'"} 1$' "$f"
 	[ "$(prom_value "$f" 'aiscope_lost_events_total{tool="schedlat",kind="ringbuf_full"}')" = 0 ]
+	[ "$(prom_value "$f" 'aiscope_lost_events_total{tool="schedlat",kind="recursion_misses"}')" = 0 ]
 	before=$(sum_run_delay "$CONTEND_PID")
 	nb=$(sum_nivcsw "$CONTEND_PID")
 	contend_round w "$CONTEND_PID" 1

@@ -277,7 +277,8 @@ check_cgroup_filter() {
 	jq -e -s 'all(.[]; .ts | test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{9}Z$"))' "$BATS_TEST_TMPDIR/o"
 	jq -e -s '[.[] | select(.type == "sample" and .row == "host") | .seq] == [1, 2]' "$BATS_TEST_TMPDIR/o"
 	jq -e -s '.[-1] | .type == "summary" and .exit_reason == "count" and .intervals == 2 and
-		has("duration_ns") and has("events") and has("lost_events") and .lost_events == 0' "$BATS_TEST_TMPDIR/o"
+		has("duration_ns") and has("events") and has("lost_events") and .lost_events == 0 and
+		.container_meta_evicted == 0 and .cgroup_events_lost == 0' "$BATS_TEST_TMPDIR/o"
 	# the timestamps are now, not boot-relative
 	jq -e -s --argjson now "$(date +%s)" '.[0].ts | sub("\\.[0-9]+Z$"; "Z") | fromdate | . > $now - 60 and . < $now + 60' "$BATS_TEST_TMPDIR/o"
 }
@@ -408,6 +409,8 @@ check_cgroup_filter() {
 	all_json "$BATS_TEST_TMPDIR/s.out"
 	jq -e -s '.[-1].type == "summary" and .[-1].lost_events > 0' "$BATS_TEST_TMPDIR/s.out"
 	jq -e -s '([.[] | select(.type == "lost") | .lost_events] | add) == .[-1].lost_events' "$BATS_TEST_TMPDIR/s.out"
+	jq -e -s 'all(.[] | select(.type == "lost"); .lost_events == .ringbuf_full + .map_full + .recursion_misses)' \
+		"$BATS_TEST_TMPDIR/s.out"
 	grep -q 'lost .* events .*--buffer-size' "$BATS_TEST_TMPDIR/s.err"
 }
 

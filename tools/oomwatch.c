@@ -1427,6 +1427,7 @@ static int run_check(void)
 		jw_ku64(&S.jw, "lost_events", 0);
 		jw_ku64(&S.jw, "metrics_overflow", metrics_folded());
 		jw_kstr(&S.jw, "exit_reason", "check");
+		aiscope_summary_losses(&S.jw);
 		jw_kstr(&S.jw, "level", level_names[worst]);
 		jw_ki64(&S.jw, "exit_code", code);
 		jw_ku64(&S.jw, "cgroups", S.set.n);

@@ -193,6 +193,7 @@ void print_json(void)
 	jw_ku64(&w, "bad_lines", G.bad_lines);
 	jw_ku64(&w, "filtered_edges", G.filtered);
 	jw_ku64(&w, "lost_events", lost_total());
+	aiscope_summary_losses(&w);
 	jw_ku64_or_null(&w, "processes_traced", L.on, L.records);
 	jw_key(&w, "sources");
 	jw_obj_begin(&w);
