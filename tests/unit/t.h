@@ -37,6 +37,56 @@ static const char *t_skip_why;
 	}									\
 } while (0)
 
+/*
+ * CHECK for one row of a table walked in a loop: every row fails on the
+ * same line, so the failure says which row (fmt and its arguments).
+ *	CHECK_CASE(parses(c[i].s), "\"%s\"", c[i].s);
+ */
+#define CHECK_CASE(cond, fmt, ...) do {					\
+	if (!(cond)) {								\
+		t_cur_failed++;							\
+		printf("# %s:%d: CHECK(%s) failed for " fmt "\n", __FILE__,	\
+		       __LINE__, #cond, __VA_ARGS__);				\
+	}									\
+} while (0)
+
+/* The rows of a table, for a loop: for (size_t i = 0; i < T_ROWS(c); i++) */
+#define T_ROWS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* A string and the string it must give */
+struct t_str_case {
+	const char *in;
+	const char *want;
+};
+
+/* fn(in) is want for each row, as CHECK_STR(fn(in), want) */
+static inline void t_check_strs(const char *(*fn)(const char *),
+				const struct t_str_case *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *got = fn(c[i].in);
+
+		if (!got || strcmp(got, c[i].want)) {
+			t_cur_failed++;
+			printf("# row %zu: \"%s\" gave \"%s\", expected \"%s\"\n", i,
+			       c[i].in, got ? got : "(null)", c[i].want);
+		}
+	}
+}
+
+/* ok(in) holds for each string, as CHECK(ok(in)); a NULL one is a row too */
+static inline void t_check_all(int (*ok)(const char *), const char *what,
+			       const char *const *in, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!ok(in[i])) {
+			t_cur_failed++;
+			printf("# row %zu: %s(\"%s\") failed\n", i, what,
+			       in[i] ? in[i] : "(null)");
+		}
+	}
+}
+
 #define CHECK_STR(a, b) do {							\
 	const char *_a = (a), *_b = (b);					\
 	if (!_a || !_b || strcmp(_a, _b)) {					\

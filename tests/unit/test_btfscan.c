@@ -234,6 +234,24 @@ static void test_open_not_a_file(void)
 	rmdir(dir);
 }
 
+/*
+ * The running kernel's BTF, through btfscan and through libbpf's full
+ * parser: 0 when both opened; else what did open is in *b or *ref, to free.
+ */
+static int open_kernel_btf(struct btfscan **b, struct btf **ref)
+{
+	*b = NULL;
+	*ref = NULL;
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		printf("# no kernel BTF here\n");
+		return -1;
+	}
+	*b = btfscan_open("/sys/kernel/btf/vmlinux");
+	*ref = btf__parse("/sys/kernel/btf/vmlinux", NULL);
+	CHECK(*b && *ref);
+	return *b && *ref ? 0 : -1;
+}
+
 /* the same answers as libbpf's full parser on the running kernel's BTF */
 static void test_matches_libbpf_on_kernel(void)
 {
@@ -244,14 +262,7 @@ static void test_matches_libbpf_on_kernel(void)
 	struct btf *ref;
 	long long v;
 
-	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		printf("# no kernel BTF here\n");
-		return;
-	}
-	b = btfscan_open("/sys/kernel/btf/vmlinux");
-	ref = btf__parse("/sys/kernel/btf/vmlinux", NULL);
-	CHECK(b && ref);
-	if (!b || !ref)
+	if (open_kernel_btf(&b, &ref))
 		goto out;
 	for (size_t i = 0; i < sizeof(tps) / sizeof(tps[0]); i++) {
 		int id = btf__find_by_name_kind(ref, tps[i], BTF_KIND_TYPEDEF);
@@ -298,14 +309,7 @@ static void test_func_param_on_kernel(void)
 	struct btfscan *b;
 	struct btf *ref;
 
-	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		printf("# no kernel BTF here\n");
-		return;
-	}
-	b = btfscan_open("/sys/kernel/btf/vmlinux");
-	ref = btf__parse("/sys/kernel/btf/vmlinux", NULL);
-	CHECK(b && ref);
-	if (!b || !ref)
+	if (open_kernel_btf(&b, &ref))
 		goto out;
 	for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++)
 		CHECK_EQ(btfscan_func_param(b, q[i][0], q[i][1]), ref_param(ref, q[i][0], q[i][1]));

@@ -81,53 +81,47 @@ static int rm_one(const char *p, const struct stat *s, int f, struct FTW *w)
 	return remove(p);
 }
 
-static void test_podman(void)
-{
-	const struct ctr_meta *m = ctrmeta_lookup(PODMAN, "podman");
+/* what one lookup must find; a NULL field is not checked */
+struct meta_case {
+	const char *id, *hint;
+	const char *runtime, *name, *image, *k8s_container, *pod_name, *pod_namespace;
+};
 
-	CHECK(m->found);
-	CHECK_STR(m->runtime, "podman");
-	CHECK_STR(m->name, "web-1");
-	CHECK_STR(m->image, "localhost/web:1");
-	CHECK_STR(m->pod_name, "");
-	/* the runtime the cgroup named is a hint, not a must */
-	m = ctrmeta_lookup(PODMAN, NULL);
-	CHECK_STR(m->name, "web-1");
+static void check_field(const char *id, const char *field, const char *got, const char *want)
+{
+	if (want)
+		CHECK_CASE(got && !strcmp(got, want), "%.12s %s \"%s\", expected \"%s\"",
+			   id, field, got ? got : "(null)", want);
 }
 
-static void test_containerd_cri(void)
+/* each runtime's layout, read in the order the rows give */
+static void test_lookups(void)
 {
-	const struct ctr_meta *m = ctrmeta_lookup(CRI, NULL);
+	static const struct meta_case c[] = {
+		/* podman */
+		{ PODMAN, "podman", "podman", "web-1", "localhost/web:1", NULL, "", NULL },
+		/* the runtime the cgroup named is a hint, not a must */
+		{ PODMAN, NULL, NULL, "web-1", NULL, NULL, NULL, NULL },
+		/* containerd under CRI, then plain ctr */
+		{ CRI, NULL, "containerd", "", "registry.example/train:2", "trainer", "job-0", "ml" },
+		{ CTR, "containerd", "containerd", "batch", NULL, NULL, NULL, NULL },
+		/* runc alone, docker, CRI-O */
+		{ RUNC, NULL, "runc", RUNC, NULL, NULL, "p", "ns" },
+		{ DOCKER, "docker", "docker", "db", "postgres:16", "pg", "db-0", NULL },
+		{ CRIO, NULL, NULL, NULL, NULL, NULL, "api-7", "prod" },
+	};
 
-	CHECK(m->found);
-	CHECK_STR(m->runtime, "containerd");
-	CHECK_STR(m->k8s_container, "trainer");
-	CHECK_STR(m->pod_name, "job-0");
-	CHECK_STR(m->pod_namespace, "ml");
-	CHECK_STR(m->image, "registry.example/train:2");
-	CHECK_STR(m->name, "");
-	m = ctrmeta_lookup(CTR, "containerd");
-	CHECK_STR(m->runtime, "containerd");
-	CHECK_STR(m->name, "batch");
-}
+	for (size_t i = 0; i < T_ROWS(c); i++) {
+		const struct ctr_meta *m = ctrmeta_lookup(c[i].id, c[i].hint);
 
-static void test_runc_docker_crio(void)
-{
-	const struct ctr_meta *m = ctrmeta_lookup(RUNC, NULL);
-
-	CHECK_STR(m->runtime, "runc");
-	CHECK_STR(m->name, RUNC);
-	CHECK_STR(m->pod_name, "p");
-	CHECK_STR(m->pod_namespace, "ns");
-	m = ctrmeta_lookup(DOCKER, "docker");
-	CHECK_STR(m->runtime, "docker");
-	CHECK_STR(m->name, "db");
-	CHECK_STR(m->image, "postgres:16");
-	CHECK_STR(m->k8s_container, "pg");
-	CHECK_STR(m->pod_name, "db-0");
-	m = ctrmeta_lookup(CRIO, NULL);
-	CHECK_STR(m->pod_name, "api-7");
-	CHECK_STR(m->pod_namespace, "prod");
+		CHECK_CASE(m->found, "%.12s", c[i].id);
+		check_field(c[i].id, "runtime", m->runtime, c[i].runtime);
+		check_field(c[i].id, "name", m->name, c[i].name);
+		check_field(c[i].id, "image", m->image, c[i].image);
+		check_field(c[i].id, "k8s_container", m->k8s_container, c[i].k8s_container);
+		check_field(c[i].id, "pod_name", m->pod_name, c[i].pod_name);
+		check_field(c[i].id, "pod_namespace", m->pod_namespace, c[i].pod_namespace);
+	}
 }
 
 static void test_miss_retried_once_a_second(void)
@@ -223,9 +217,7 @@ int main(void)
 	fixture();
 	ctrmeta_set_root(root);
 	ctrmeta_set_clock(fake_clock);
-	RUN(test_podman);
-	RUN(test_containerd_cri);
-	RUN(test_runc_docker_crio);
+	RUN(test_lookups);
 	RUN(test_miss_retried_once_a_second);
 	RUN(test_bad_ids);
 	RUN(test_cap_counts_evictions);

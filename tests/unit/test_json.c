@@ -25,102 +25,88 @@ static const char *esc(const char *s)
 	return esc_n(s, strlen(s));
 }
 
-static void test_plain_ascii(void)
+static void test_escapes_ascii(void)
 {
-	CHECK_STR(esc(""), "\"\"");
-	CHECK_STR(esc("bash"), "\"bash\"");
-	CHECK_STR(esc("a b/c'd"), "\"a b/c'd\"");
+	static const struct t_str_case c[] = {
+		/* plain ascii */
+		{ "", "\"\"" },
+		{ "bash", "\"bash\"" },
+		{ "a b/c'd", "\"a b/c'd\"" },
+		/* quote and backslash */
+		{ "a\"b", "\"a\\\"b\"" },
+		{ "a\\b", "\"a\\\\b\"" },
+		{ "\\\"", "\"\\\\\\\"\"" },
+		{ "\"\"", "\"\\\"\\\"\"" },
+		/* short escapes */
+		{ "\n", "\"\\n\"" },
+		{ "\r", "\"\\r\"" },
+		{ "\t", "\"\\t\"" },
+		{ "\b", "\"\\b\"" },
+		{ "\f", "\"\\f\"" },
+		{ "x\n\r\t\b\fy", "\"x\\n\\r\\t\\b\\fy\"" },
+		/* other control bytes */
+		{ "\x01", "\"\\u0001\"" },
+		{ "\x1f", "\"\\u001f\"" },
+		{ "\x0b", "\"\\u000b\"" },
+		{ "\x1b[2J", "\"\\u001b[2J\"" },
+		{ "\x7f", "\"\\u007f\"" },
+		{ "a\x01" "b\x7f" "c", "\"a\\u0001b\\u007fc\"" },
+		/* 0x20 and 0x7e are printable */
+		{ " ~", "\" ~\"" },
+	};
+
+	t_check_strs(esc, c, T_ROWS(c));
 }
 
-static void test_quote_and_backslash(void)
+static void test_escapes_utf8(void)
 {
-	CHECK_STR(esc("a\"b"), "\"a\\\"b\"");
-	CHECK_STR(esc("a\\b"), "\"a\\\\b\"");
-	CHECK_STR(esc("\\\""), "\"\\\\\\\"\"");
-	CHECK_STR(esc("\"\""), "\"\\\"\\\"\"");
-}
+	static const struct t_str_case c[] = {
+		/* valid utf8 passes */
+		{ "\xc3\xa9", "\"\xc3\xa9\"" },			/* é U+00E9 */
+		{ "\xc2\x80", "\"\xc2\x80\"" },			/* U+0080, smallest 2-byte */
+		{ "\xe2\x82\xac", "\"\xe2\x82\xac\"" },		/* € U+20AC */
+		{ "\xe0\xa0\x80", "\"\xe0\xa0\x80\"" },		/* U+0800, smallest 3-byte */
+		{ "\xef\xbf\xbd", "\"\xef\xbf\xbd\"" },		/* U+FFFD itself */
+		{ "\xf0\x9f\x98\x80", "\"\xf0\x9f\x98\x80\"" },	/* 😀 U+1F600 */
+		{ "\xf0\x90\x80\x80", "\"\xf0\x90\x80\x80\"" },	/* U+10000 */
+		{ "\xf4\x8f\xbf\xbf", "\"\xf4\x8f\xbf\xbf\"" },	/* U+10FFFF */
+		{ "\xed\x9f\xbf", "\"\xed\x9f\xbf\"" },		/* U+D7FF */
+		{ "a\xc3\xa9\"\xe2\x82\xac", "\"a\xc3\xa9\\\"\xe2\x82\xac\"" },
+		/* lone continuation */
+		{ "\x80", "\"" FFFD "\"" },
+		{ "\xbf", "\"" FFFD "\"" },
+		{ "a\x80" "b", "\"a" FFFD "b\"" },
+		{ "\xc3\xa9\xa9", "\"\xc3\xa9" FFFD "\"" },
+		/* truncated sequences */
+		/* every byte of a broken sequence becomes one U+FFFD */
+		{ "\xe2\x82", "\"" FFFD FFFD "\"" },
+		{ "a\xe2\x82", "\"a" FFFD FFFD "\"" },
+		{ "\xc3", "\"" FFFD "\"" },
+		{ "\xf0\x9f\x98", "\"" FFFD FFFD FFFD "\"" },
+		/* a lead byte followed by ASCII: the ASCII survives */
+		{ "\xc3" "A", "\"" FFFD "A\"" },
+		{ "\xe2\x82" "\"", "\"" FFFD FFFD "\\\"\"" },
+		/* overlong forms */
+		{ "\xc0\xaf", "\"" FFFD FFFD "\"" },
+		{ "\xc1\xbf", "\"" FFFD FFFD "\"" },
+		{ "\xe0\x80\xaf", "\"" FFFD FFFD FFFD "\"" },
+		{ "\xe0\x9f\xbf", "\"" FFFD FFFD FFFD "\"" },
+		{ "\xf0\x8f\xbf\xbf", "\"" FFFD FFFD FFFD FFFD "\"" },
+		/* overlong NUL */
+		{ "\xc0\x80", "\"" FFFD FFFD "\"" },
+		/* surrogates and range */
+		{ "\xed\xa0\x80", "\"" FFFD FFFD FFFD "\"" },	/* U+D800 */
+		{ "\xed\xbf\xbf", "\"" FFFD FFFD FFFD "\"" },	/* U+DFFF */
+		{ "\xf4\x90\x80\x80", "\"" FFFD FFFD FFFD FFFD "\"" },	/* U+110000 */
+		{ "\xf5\x80\x80\x80", "\"" FFFD FFFD FFFD FFFD "\"" },
+		/* never valid bytes */
+		{ "\xff", "\"" FFFD "\"" },
+		{ "\xfe", "\"" FFFD "\"" },
+		{ "\xf8\x88\x80\x80\x80", "\"" FFFD FFFD FFFD FFFD FFFD "\"" },
+		{ "a\xff" "b\xfe" "c", "\"a" FFFD "b" FFFD "c\"" },
+	};
 
-static void test_short_escapes(void)
-{
-	CHECK_STR(esc("\n"), "\"\\n\"");
-	CHECK_STR(esc("\r"), "\"\\r\"");
-	CHECK_STR(esc("\t"), "\"\\t\"");
-	CHECK_STR(esc("\b"), "\"\\b\"");
-	CHECK_STR(esc("\f"), "\"\\f\"");
-	CHECK_STR(esc("x\n\r\t\b\fy"), "\"x\\n\\r\\t\\b\\fy\"");
-}
-
-static void test_other_control_bytes(void)
-{
-	CHECK_STR(esc("\x01"), "\"\\u0001\"");
-	CHECK_STR(esc("\x1f"), "\"\\u001f\"");
-	CHECK_STR(esc("\x0b"), "\"\\u000b\"");
-	CHECK_STR(esc("\x1b[2J"), "\"\\u001b[2J\"");
-	CHECK_STR(esc("\x7f"), "\"\\u007f\"");
-	CHECK_STR(esc("a\x01" "b\x7f" "c"), "\"a\\u0001b\\u007fc\"");
-	/* 0x20 and 0x7e are printable */
-	CHECK_STR(esc(" ~"), "\" ~\"");
-}
-
-static void test_valid_utf8_passes(void)
-{
-	CHECK_STR(esc("\xc3\xa9"), "\"\xc3\xa9\"");			/* é U+00E9 */
-	CHECK_STR(esc("\xc2\x80"), "\"\xc2\x80\"");			/* U+0080, smallest 2-byte */
-	CHECK_STR(esc("\xe2\x82\xac"), "\"\xe2\x82\xac\"");		/* € U+20AC */
-	CHECK_STR(esc("\xe0\xa0\x80"), "\"\xe0\xa0\x80\"");		/* U+0800, smallest 3-byte */
-	CHECK_STR(esc("\xef\xbf\xbd"), "\"\xef\xbf\xbd\"");		/* U+FFFD itself */
-	CHECK_STR(esc("\xf0\x9f\x98\x80"), "\"\xf0\x9f\x98\x80\"");	/* 😀 U+1F600 */
-	CHECK_STR(esc("\xf0\x90\x80\x80"), "\"\xf0\x90\x80\x80\"");	/* U+10000 */
-	CHECK_STR(esc("\xf4\x8f\xbf\xbf"), "\"\xf4\x8f\xbf\xbf\"");	/* U+10FFFF */
-	CHECK_STR(esc("\xed\x9f\xbf"), "\"\xed\x9f\xbf\"");		/* U+D7FF */
-	CHECK_STR(esc("a\xc3\xa9\"\xe2\x82\xac"), "\"a\xc3\xa9\\\"\xe2\x82\xac\"");
-}
-
-static void test_lone_continuation(void)
-{
-	CHECK_STR(esc("\x80"), "\"" FFFD "\"");
-	CHECK_STR(esc("\xbf"), "\"" FFFD "\"");
-	CHECK_STR(esc("a\x80" "b"), "\"a" FFFD "b\"");
-	CHECK_STR(esc("\xc3\xa9\xa9"), "\"\xc3\xa9" FFFD "\"");
-}
-
-static void test_truncated_sequences(void)
-{
-	/* every byte of a broken sequence becomes one U+FFFD */
-	CHECK_STR(esc("\xe2\x82"), "\"" FFFD FFFD "\"");
-	CHECK_STR(esc("a\xe2\x82"), "\"a" FFFD FFFD "\"");
-	CHECK_STR(esc("\xc3"), "\"" FFFD "\"");
-	CHECK_STR(esc("\xf0\x9f\x98"), "\"" FFFD FFFD FFFD "\"");
-	/* a lead byte followed by ASCII: the ASCII survives */
-	CHECK_STR(esc("\xc3" "A"), "\"" FFFD "A\"");
-	CHECK_STR(esc("\xe2\x82" "\""), "\"" FFFD FFFD "\\\"\"");
-}
-
-static void test_overlong_forms(void)
-{
-	CHECK_STR(esc("\xc0\xaf"), "\"" FFFD FFFD "\"");
-	CHECK_STR(esc("\xc1\xbf"), "\"" FFFD FFFD "\"");
-	CHECK_STR(esc("\xe0\x80\xaf"), "\"" FFFD FFFD FFFD "\"");
-	CHECK_STR(esc("\xe0\x9f\xbf"), "\"" FFFD FFFD FFFD "\"");
-	CHECK_STR(esc("\xf0\x8f\xbf\xbf"), "\"" FFFD FFFD FFFD FFFD "\"");
-	/* overlong NUL */
-	CHECK_STR(esc("\xc0\x80"), "\"" FFFD FFFD "\"");
-}
-
-static void test_surrogates_and_range(void)
-{
-	CHECK_STR(esc("\xed\xa0\x80"), "\"" FFFD FFFD FFFD "\"");	/* U+D800 */
-	CHECK_STR(esc("\xed\xbf\xbf"), "\"" FFFD FFFD FFFD "\"");	/* U+DFFF */
-	CHECK_STR(esc("\xf4\x90\x80\x80"), "\"" FFFD FFFD FFFD FFFD "\"");	/* U+110000 */
-	CHECK_STR(esc("\xf5\x80\x80\x80"), "\"" FFFD FFFD FFFD FFFD "\"");
-}
-
-static void test_never_valid_bytes(void)
-{
-	CHECK_STR(esc("\xff"), "\"" FFFD "\"");
-	CHECK_STR(esc("\xfe"), "\"" FFFD "\"");
-	CHECK_STR(esc("\xf8\x88\x80\x80\x80"), "\"" FFFD FFFD FFFD FFFD FFFD "\"");
-	CHECK_STR(esc("a\xff" "b\xfe" "c"), "\"a" FFFD "b" FFFD "c\"");
+	t_check_strs(esc, c, T_ROWS(c));
 }
 
 static void test_nul_terminates(void)
@@ -320,39 +306,23 @@ static void test_record_after_unbalanced(void)
 
 /* ---- jq: the output of hostile strings parses and round-trips ---- */
 
-static const char *const hostile[] = {
-	"plain",
-	"q\"uote",
-	"back\\slash",
-	"nl\ncr\rtab\tbs\bff\f",
-	"\x01\x02\x1b[31m\x1f\x7f",
-	"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80",
-	"\x80\xbf",
-	"trunc\xe2\x82",
-	"\xc0\xaf\xe0\x80\xaf",
-	"\xed\xa0\x80",
-	"\xf4\x90\x80\x80",
-	"\xff\xfe",
-	"</script>\\u0000",
-	"",
-};
-
-/* what jq must read back: control bytes as they were, invalid bytes as U+FFFD */
-static const char *const hostile_back[] = {
-	"plain",
-	"q\"uote",
-	"back\\slash",
-	"nl\ncr\rtab\tbs\bff\f",
-	"\x01\x02\x1b[31m\x1f\x7f",
-	"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80",
-	FFFD FFFD,
-	"trunc" FFFD FFFD,
-	FFFD FFFD FFFD FFFD FFFD,
-	FFFD FFFD FFFD,
-	FFFD FFFD FFFD FFFD,
-	FFFD FFFD,
-	"</script>\\u0000",
-	"",
+/* hostile strings, and what jq must read back of each: control bytes as
+ * they were, invalid bytes as U+FFFD */
+static const struct t_str_case hostile[] = {
+	{ "plain", "plain" },
+	{ "q\"uote", "q\"uote" },
+	{ "back\\slash", "back\\slash" },
+	{ "nl\ncr\rtab\tbs\bff\f", "nl\ncr\rtab\tbs\bff\f" },
+	{ "\x01\x02\x1b[31m\x1f\x7f", "\x01\x02\x1b[31m\x1f\x7f" },
+	{ "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80" },
+	{ "\x80\xbf", FFFD FFFD },
+	{ "trunc\xe2\x82", "trunc" FFFD FFFD },
+	{ "\xc0\xaf\xe0\x80\xaf", FFFD FFFD FFFD FFFD FFFD },
+	{ "\xed\xa0\x80", FFFD FFFD FFFD },
+	{ "\xf4\x90\x80\x80", FFFD FFFD FFFD FFFD },
+	{ "\xff\xfe", FFFD FFFD },
+	{ "</script>\\u0000", "</script>\\u0000" },
+	{ "", "" },
 };
 
 static bool have_jq(void)
@@ -378,14 +348,14 @@ static void test_jq_accepts_hostile_records(void)
 		return;
 	jw_init(&w, p);
 	for (size_t i = 0; i < ARRAY_SIZE(hostile); i++) {
-		jw_record_begin(&w, "event", hostile[i], i * 1000000001ULL);
-		jw_kstr(&w, hostile[i], hostile[i]);
-		jw_kstrn(&w, "comm", hostile[i], 16);
+		jw_record_begin(&w, "event", hostile[i].in, i * 1000000001ULL);
+		jw_kstr(&w, hostile[i].in, hostile[i].in);
+		jw_kstrn(&w, "comm", hostile[i].in, 16);
 		jw_kdouble(&w, "x_ratio", NAN, 2);
 		jw_key(&w, "nested");
 		jw_arr_begin(&w);
 		jw_obj_begin(&w);
-		jw_kstr(&w, "s", hostile[i]);
+		jw_kstr(&w, "s", hostile[i].in);
 		jw_obj_end(&w);
 		jw_arr_end(&w);
 		jw_record_end(&w);
@@ -418,7 +388,7 @@ static void test_jq_roundtrip(void)
 			break;
 		jw_init(&w, p);
 		jw_obj_begin(&w);
-		jw_kstr(&w, "s", hostile[i]);
+		jw_kstr(&w, "s", hostile[i].in);
 		jw_obj_end(&w);
 		st = pclose(p);
 		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -429,25 +399,17 @@ static void test_jq_roundtrip(void)
 		n = fread(back, 1, sizeof(back) - 1, f);
 		back[n] = 0;
 		fclose(f);
-		if (strcmp(back, hostile_back[i]))
+		if (strcmp(back, hostile[i].want))
 			printf("# round trip of hostile[%zu] differs\n", i);
-		CHECK_STR(back, hostile_back[i]);
+		CHECK_STR(back, hostile[i].want);
 	}
 	unlink(path);
 }
 
 int main(void)
 {
-	RUN(test_plain_ascii);
-	RUN(test_quote_and_backslash);
-	RUN(test_short_escapes);
-	RUN(test_other_control_bytes);
-	RUN(test_valid_utf8_passes);
-	RUN(test_lone_continuation);
-	RUN(test_truncated_sequences);
-	RUN(test_overlong_forms);
-	RUN(test_surrogates_and_range);
-	RUN(test_never_valid_bytes);
+	RUN(test_escapes_ascii);
+	RUN(test_escapes_utf8);
 	RUN(test_nul_terminates);
 	RUN(test_length_bound);
 	RUN(test_record_header);

@@ -22,7 +22,7 @@ static const struct jv *parse(const char *s)
 	return v;
 }
 
-static bool rejects(const char *s)
+static int rejects(const char *s)
 {
 	const struct jv *v;
 
@@ -31,6 +31,7 @@ static bool rejects(const char *s)
 
 static void test_literals(void)
 {
+	static const char *const bad[] = { "nul", "tru", "True", "", "   " };
 	const struct jv *v;
 
 	v = parse(" null ");
@@ -39,50 +40,49 @@ static void test_literals(void)
 	CHECK(v && v->type == JV_BOOL && v->b);
 	v = parse("false");
 	CHECK(v && v->type == JV_BOOL && !v->b);
-	CHECK(rejects("nul"));
-	CHECK(rejects("tru"));
-	CHECK(rejects("True"));
-	CHECK(rejects(""));
-	CHECK(rejects("   "));
+	t_check_all(rejects, "rejects", bad, T_ROWS(bad));
+}
+
+/* the string a JSON string parses to, NULL when it does not parse */
+static const char *parsed_str(const char *s)
+{
+	return jv_str(parse(s));
 }
 
 static void test_plain_and_escaped_strings(void)
 {
+	static const struct t_str_case c[] = {
+		{ "\"producer\"", "producer" },
+		{ "\"a\\\"b\\\\c\\/d\"", "a\"b\\c/d" },
+		{ "\"\\n\\r\\t\\b\\f\"", "\n\r\t\b\f" },
+		{ "\"\"", "" },
+		/* raw UTF-8 passes through */
+		{ "\"caf\xc3\xa9\"", "caf\xc3\xa9" },
+	};
 	const struct jv *v;
 
+	t_check_strs(parsed_str, c, T_ROWS(c));
 	v = parse("\"producer\"");
-	CHECK_STR(jv_str(v), "producer");
 	CHECK_EQ(v->len, 8);
-	v = parse("\"a\\\"b\\\\c\\/d\"");
-	CHECK_STR(jv_str(v), "a\"b\\c/d");
-	v = parse("\"\\n\\r\\t\\b\\f\"");
-	CHECK_STR(jv_str(v), "\n\r\t\b\f");
 	v = parse("\"\"");
-	CHECK_STR(jv_str(v), "");
 	CHECK_EQ(v->len, 0);
-	/* raw UTF-8 passes through */
-	v = parse("\"caf\xc3\xa9\"");
-	CHECK_STR(jv_str(v), "caf\xc3\xa9");
 }
 
 static void test_unicode_escapes(void)
 {
+	static const struct t_str_case c[] = {
+		{ "\"\\u0041\\u00e9\\u20ac\"", "A\xc3\xa9\xe2\x82\xac" },
+		{ "\"\\u00E9\"", "\xc3\xa9" },	/* upper-case hex */
+		/* a surrogate pair: U+1F600 */
+		{ "\"x\\ud83d\\ude00y\"", "x\xf0\x9f\x98\x80y" },
+		/* lone surrogates become U+FFFD, and what follows is kept */
+		{ "\"\\ud83dz\"", "\xef\xbf\xbdz" },
+		{ "\"\\ude00\"", "\xef\xbf\xbd" },
+		{ "\"\\ud83d\\u0041\"", "\xef\xbf\xbd" "A" },
+	};
 	const struct jv *v;
 
-	v = parse("\"\\u0041\\u00e9\\u20ac\"");
-	CHECK_STR(jv_str(v), "A\xc3\xa9\xe2\x82\xac");
-	v = parse("\"\\u00E9\"");	/* upper-case hex */
-	CHECK_STR(jv_str(v), "\xc3\xa9");
-	/* a surrogate pair: U+1F600 */
-	v = parse("\"x\\ud83d\\ude00y\"");
-	CHECK_STR(jv_str(v), "x\xf0\x9f\x98\x80y");
-	/* lone surrogates become U+FFFD, and what follows is kept */
-	v = parse("\"\\ud83dz\"");
-	CHECK_STR(jv_str(v), "\xef\xbf\xbdz");
-	v = parse("\"\\ude00\"");
-	CHECK_STR(jv_str(v), "\xef\xbf\xbd");
-	v = parse("\"\\ud83d\\u0041\"");
-	CHECK_STR(jv_str(v), "\xef\xbf\xbd" "A");
+	t_check_strs(parsed_str, c, T_ROWS(c));
 	/* \u0000 is kept: len counts it */
 	v = parse("\"a\\u0000b\"");
 	CHECK(v && v->len == 3 && !memcmp(v->s, "a\0b", 3));
@@ -93,13 +93,13 @@ static void test_unicode_escapes(void)
 
 static void test_bad_strings(void)
 {
-	CHECK(rejects("\"abc"));
-	CHECK(rejects("\"a\\"));
-	CHECK(rejects("\"\\x\""));
-	CHECK(rejects("\"\\u12\""));
-	CHECK(rejects("\"\\u12g4\""));
-	CHECK(rejects("\"a\nb\""));		/* raw control character */
-	CHECK(rejects("\"a\tb\""));
+	static const char *const bad[] = {
+		"\"abc", "\"a\\", "\"\\x\"", "\"\\u12\"", "\"\\u12g4\"",
+		"\"a\nb\"",		/* raw control character */
+		"\"a\tb\"",
+	};
+
+	t_check_all(rejects, "rejects", bad, T_ROWS(bad));
 }
 
 static void test_integers_up_to_u64(void)
@@ -132,6 +132,7 @@ static void test_integers_up_to_u64(void)
 
 static void test_fractions_and_exponents(void)
 {
+	static const char *const bad[] = { "01", "1.", ".5", "1e", "-", "+1", "0x10" };
 	const struct jv *v;
 	uint64_t u;
 	double d;
@@ -142,13 +143,7 @@ static void test_fractions_and_exponents(void)
 	CHECK(jv_num(v, &d) && d == -25.0);
 	v = parse("1E3");
 	CHECK(jv_num(v, &d) && d == 1000.0 && !jv_u64(v, &u));
-	CHECK(rejects("01"));
-	CHECK(rejects("1."));
-	CHECK(rejects(".5"));
-	CHECK(rejects("1e"));
-	CHECK(rejects("-"));
-	CHECK(rejects("+1"));
-	CHECK(rejects("0x10"));
+	t_check_all(rejects, "rejects", bad, T_ROWS(bad));
 }
 
 static void test_nested_objects(void)
@@ -186,18 +181,14 @@ static void test_nested_objects(void)
 
 static void test_bad_structure(void)
 {
+	static const char *const bad[] = {
+		"{", "{\"a\"}", "{\"a\":}", "{\"a\":1,}", "{a:1}", "[1,2", "[1 2]",
+		"{\"a\":1} x", "{\"a\":1}{\"b\":2}",
+	};
 	char deep[2 * JP_MAX_DEPTH + 8];
 	int n = 0;
 
-	CHECK(rejects("{"));
-	CHECK(rejects("{\"a\"}"));
-	CHECK(rejects("{\"a\":}"));
-	CHECK(rejects("{\"a\":1,}"));
-	CHECK(rejects("{a:1}"));
-	CHECK(rejects("[1,2"));
-	CHECK(rejects("[1 2]"));
-	CHECK(rejects("{\"a\":1} x"));
-	CHECK(rejects("{\"a\":1}{\"b\":2}"));
+	t_check_all(rejects, "rejects", bad, T_ROWS(bad));
 	/* too deep: an error, not a crash */
 	for (int i = 0; i <= JP_MAX_DEPTH; i++)
 		deep[n++] = '[';

@@ -382,19 +382,15 @@ static void test_parse_mode(void)
 
 static void test_parse_mode_rejects(void)
 {
+	static const char *const bad[] = {
+		"", NULL, "bogus", "fentry,,x", "fentry,bogus", "FENTRY", "fentry ",
+		"fentry,,tp_btf", ",fentry", "fentry,", ",",
+	};
 	unsigned int m = 7;
 
-	CHECK_EQ(probe_parse_mode("", &m), -EINVAL);
-	CHECK_EQ(probe_parse_mode(NULL, &m), -EINVAL);
-	CHECK_EQ(probe_parse_mode("bogus", &m), -EINVAL);
-	CHECK_EQ(probe_parse_mode("fentry,,x", &m), -EINVAL);
-	CHECK_EQ(probe_parse_mode("fentry,bogus", &m), -EINVAL);
-	CHECK_EQ(probe_parse_mode("FENTRY", &m), -EINVAL);
-	CHECK_EQ(probe_parse_mode("fentry ", &m), -EINVAL);
-	CHECK_EQ(probe_parse_mode("fentry,,tp_btf", &m), -EINVAL);
-	CHECK_EQ(probe_parse_mode(",fentry", &m), -EINVAL);
-	CHECK_EQ(probe_parse_mode("fentry,", &m), -EINVAL);
-	CHECK_EQ(probe_parse_mode(",", &m), -EINVAL);
+	for (size_t i = 0; i < T_ROWS(bad); i++)
+		CHECK_CASE(probe_parse_mode(bad[i], &m) == -EINVAL, "\"%s\"",
+			   bad[i] ? bad[i] : "(null)");
 	CHECK_EQ(m, 7);
 }
 

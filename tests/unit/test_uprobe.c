@@ -601,6 +601,23 @@ static bool setup_bpf(void)
 	return !err;
 }
 
+/* one launch, as the BPF side decoded it: its function, dimensions, shared
+ * memory and stream */
+static void check_launch(const struct launch_args *l, uint64_t func, struct uargs_dim3 g,
+			 struct uargs_dim3 b, uint64_t smem, uint64_t stream)
+{
+	CHECK_EQ(l->hits, 1);
+	CHECK_EQ(l->func, func);
+	CHECK_EQ(l->grid.x, g.x);
+	CHECK_EQ(l->grid.y, g.y);
+	CHECK_EQ(l->grid.z, g.z);
+	CHECK_EQ(l->block.x, b.x);
+	CHECK_EQ(l->block.y, b.y);
+	CHECK_EQ(l->block.z, b.z);
+	CHECK_EQ(l->smem, smem);
+	CHECK_EQ(l->stream, stream);
+}
+
 static void test_decode_launch(void)
 {
 	int (*f)(const void *, struct uargs_dim3, struct uargs_dim3, void **, size_t, void *) =
@@ -613,32 +630,14 @@ static void test_decode_launch(void)
 
 	NEED_BPF();
 	rc = f((void *)0x1111, g, b, args, 1024, (void *)0x1234);
-	CHECK_EQ(skel->bss->launch.hits, 1);
-	CHECK_EQ(skel->bss->launch.func, 0x1111);
-	CHECK_EQ(skel->bss->launch.grid.x, 4);
-	CHECK_EQ(skel->bss->launch.grid.y, 2);
-	CHECK_EQ(skel->bss->launch.grid.z, 1);
-	CHECK_EQ(skel->bss->launch.block.x, 256);
-	CHECK_EQ(skel->bss->launch.block.y, 1);
-	CHECK_EQ(skel->bss->launch.block.z, 1);
+	check_launch(&skel->bss->launch, 0x1111, g, b, 1024, 0x1234);
 	CHECK_EQ(skel->bss->launch.args, (uintptr_t)args);
-	CHECK_EQ(skel->bss->launch.smem, 1024);
-	CHECK_EQ(skel->bss->launch.stream, 0x1234);
 	CHECK_EQ(skel->bss->launch.rc, rc);
 	CHECK(rc != 0);
 	g = (struct uargs_dim3){ 7, 8, 9 };
 	b = (struct uargs_dim3){ 32, 4, 2 };
 	fp((void *)0x2222, g, b, NULL, 4096, (void *)0x5678);
-	CHECK_EQ(skel->bss->launch_ptsz.hits, 1);
-	CHECK_EQ(skel->bss->launch_ptsz.func, 0x2222);
-	CHECK_EQ(skel->bss->launch_ptsz.grid.x, 7);
-	CHECK_EQ(skel->bss->launch_ptsz.grid.y, 8);
-	CHECK_EQ(skel->bss->launch_ptsz.grid.z, 9);
-	CHECK_EQ(skel->bss->launch_ptsz.block.x, 32);
-	CHECK_EQ(skel->bss->launch_ptsz.block.y, 4);
-	CHECK_EQ(skel->bss->launch_ptsz.block.z, 2);
-	CHECK_EQ(skel->bss->launch_ptsz.smem, 4096);
-	CHECK_EQ(skel->bss->launch_ptsz.stream, 0x5678);
+	check_launch(&skel->bss->launch_ptsz, 0x2222, g, b, 4096, 0x5678);
 	CHECK_EQ(skel->bss->launch.hits, 1);
 }
 

@@ -7,128 +7,121 @@
 #include "t.h"
 #include "util.h"
 
-/* parse_duration(s) must give exactly want */
-static int dur_is(const char *s, uint64_t want)
+typedef int (*parse_fn)(const char *s, uint64_t *v);
+
+/* A string and the value it must parse to */
+struct parse_case {
+	const char *s;
+	uint64_t want;
+};
+
+/* parse(s) must give exactly want */
+static int parses_to(parse_fn parse, const char *s, uint64_t want)
 {
 	uint64_t v = 12345;
 
-	return parse_duration(s, &v) == 0 && v == want;
+	return parse(s, &v) == 0 && v == want;
 }
 
-static int dur_bad(const char *s)
+/* parse(s) must refuse s and leave the value as it was */
+static int refuses(parse_fn parse, const char *s)
 {
 	uint64_t v = 12345;
 
-	return parse_duration(s, &v) == -EINVAL && v == 12345;
+	return parse(s, &v) == -EINVAL && v == 12345;
+}
+
+static void check_parses(parse_fn parse, const struct parse_case *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		CHECK_CASE(parses_to(parse, c[i].s, c[i].want), "\"%s\"", c[i].s);
+}
+
+static void check_refuses(parse_fn parse, const char *const *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		CHECK_CASE(refuses(parse, s[i]), "\"%s\"", s[i] ? s[i] : "(null)");
 }
 
 static void test_duration_units(void)
 {
-	CHECK(dur_is("500ms", 500000000ULL));
-	CHECK(dur_is("10", 10000000000ULL));
-	CHECK(dur_is("10s", 10000000000ULL));
-	CHECK(dur_is("2m", 120000000000ULL));
-	CHECK(dur_is("1h", 3600000000000ULL));
-	CHECK(dur_is("1d", 86400000000000ULL));
-	CHECK(dur_is("250us", 250000ULL));
-	CHECK(dur_is("1ns", 1ULL));
-	CHECK(dur_is("0", 0ULL));
-	CHECK(dur_is("0s", 0ULL));
+	static const struct parse_case c[] = {
+		{ "500ms", 500000000ULL }, { "10", 10000000000ULL },
+		{ "10s", 10000000000ULL }, { "2m", 120000000000ULL },
+		{ "1h", 3600000000000ULL }, { "1d", 86400000000000ULL },
+		{ "250us", 250000ULL }, { "1ns", 1ULL }, { "0", 0ULL }, { "0s", 0ULL },
+	};
+
+	check_parses(parse_duration, c, T_ROWS(c));
 }
 
 static void test_duration_fractions(void)
 {
-	CHECK(dur_is("1.5s", 1500000000ULL));
-	CHECK(dur_is("1.5ms", 1500000ULL));
-	CHECK(dur_is("0.5", 500000000ULL));
-	CHECK(dur_is(".25s", 250000000ULL));
-	CHECK(dur_is("0.000000001s", 1ULL));
-	CHECK(dur_is("2.5m", 150000000000ULL));
-	CHECK(dur_is("0.1h", 360000000000ULL));
-	/* below a nanosecond truncates to 0 */
-	CHECK(dur_is("0.0000000001s", 0ULL));
-	/* a long fraction must not overflow the intermediate product */
-	CHECK(dur_is("0.333333333333s", 333333333ULL));
-	CHECK(dur_is("1.999999999999s", 1999999999ULL));
-	CHECK(dur_is("0.123456789012d", 10666666570636ULL));
+	static const struct parse_case c[] = {
+		{ "1.5s", 1500000000ULL }, { "1.5ms", 1500000ULL },
+		{ "0.5", 500000000ULL }, { ".25s", 250000000ULL },
+		{ "0.000000001s", 1ULL }, { "2.5m", 150000000000ULL },
+		{ "0.1h", 360000000000ULL },
+		/* below a nanosecond truncates to 0 */
+		{ "0.0000000001s", 0ULL },
+		/* a long fraction must not overflow the intermediate product */
+		{ "0.333333333333s", 333333333ULL },
+		{ "1.999999999999s", 1999999999ULL },
+		{ "0.123456789012d", 10666666570636ULL },
+	};
+
+	check_parses(parse_duration, c, T_ROWS(c));
 }
 
 static void test_duration_rejects(void)
 {
-	CHECK(dur_bad(""));
-	CHECK(dur_bad("abc"));
-	CHECK(dur_bad("10x"));
-	CHECK(dur_bad("-1"));
-	CHECK(dur_bad("+1"));
-	CHECK(dur_bad("1..2"));
-	CHECK(dur_bad("s"));
-	CHECK(dur_bad("."));
-	CHECK(dur_bad(" 1s"));
-	CHECK(dur_bad("1s "));
-	CHECK(dur_bad("1 s"));
-	CHECK(dur_bad("1S"));
-	CHECK(dur_bad("1sec"));
-	CHECK(dur_bad("1e3"));
-	CHECK(dur_bad("99999999999999999999"));
-	CHECK(dur_bad(NULL));
+	static const char *const bad[] = {
+		"", "abc", "10x", "-1", "+1", "1..2", "s", ".", " 1s", "1s ", "1 s",
+		"1S", "1sec", "1e3", "99999999999999999999", NULL,
+	};
+
+	check_refuses(parse_duration, bad, T_ROWS(bad));
 }
 
 static void test_duration_overflow_edges(void)
 {
-	/* 18446744073.709551615 s is exactly UINT64_MAX ns */
-	CHECK(dur_is("18446744073.709551615s", UINT64_MAX));
-	CHECK(dur_bad("18446744073.709551616s"));
-	CHECK(dur_bad("18446744074s"));
-	CHECK(dur_bad("18446744074"));
-	CHECK(dur_is("18446744073709551615ns", UINT64_MAX));
-	CHECK(dur_bad("18446744073709551616ns"));
-	CHECK(dur_bad("5124096h"));
-	CHECK(dur_is("5124095h", 5124095ULL * 3600000000000ULL));
-}
+	static const struct parse_case max[] = {
+		/* 18446744073.709551615 s is exactly UINT64_MAX ns */
+		{ "18446744073.709551615s", UINT64_MAX },
+		{ "18446744073709551615ns", UINT64_MAX },
+		{ "5124095h", 5124095ULL * 3600000000000ULL },
+	};
+	static const char *const over[] = {
+		"18446744073.709551616s", "18446744074s", "18446744074",
+		"18446744073709551616ns", "5124096h",
+	};
 
-static int size_is(const char *s, uint64_t want)
-{
-	uint64_t v = 7;
-
-	return parse_size(s, &v) == 0 && v == want;
-}
-
-static int size_bad(const char *s)
-{
-	uint64_t v = 7;
-
-	return parse_size(s, &v) == -EINVAL && v == 7;
+	check_parses(parse_duration, max, T_ROWS(max));
+	check_refuses(parse_duration, over, T_ROWS(over));
 }
 
 static void test_size_units(void)
 {
-	CHECK(size_is("4096", 4096ULL));
-	CHECK(size_is("256K", 262144ULL));
-	CHECK(size_is("64M", 67108864ULL));
-	CHECK(size_is("1G", 1073741824ULL));
-	CHECK(size_is("1KiB", 1024ULL));
-	CHECK(size_is("1KB", 1024ULL));
-	CHECK(size_is("100B", 100ULL));
-	CHECK(size_is("8m", 8388608ULL));
-	CHECK(size_is("2g", 2147483648ULL));
-	CHECK(size_is("3mib", 3145728ULL));
-	CHECK(size_is("1.5K", 1536ULL));
-	CHECK(size_is("0", 0ULL));
+	static const struct parse_case c[] = {
+		{ "4096", 4096ULL }, { "256K", 262144ULL }, { "64M", 67108864ULL },
+		{ "1G", 1073741824ULL }, { "1KiB", 1024ULL }, { "1KB", 1024ULL },
+		{ "100B", 100ULL }, { "8m", 8388608ULL }, { "2g", 2147483648ULL },
+		{ "3mib", 3145728ULL }, { "1.5K", 1536ULL }, { "0", 0ULL },
+	};
+
+	check_parses(parse_size, c, T_ROWS(c));
 }
 
 static void test_size_rejects(void)
 {
-	CHECK(size_bad("1T"));
-	CHECK(size_bad(""));
-	CHECK(size_bad("K"));
-	CHECK(size_bad("-1K"));
-	CHECK(size_bad("1 K"));
-	CHECK(size_bad("1Kb2"));
-	CHECK(size_bad("1KK"));
-	CHECK(size_bad("99999999999999999999"));
-	CHECK(size_bad("17179869184G"));	/* 2^34 GiB == 2^64 bytes */
-	CHECK(size_is("17179869183G", 17179869183ULL << 30));
-	CHECK(size_bad(NULL));
+	static const char *const bad[] = {
+		"1T", "", "K", "-1K", "1 K", "1Kb2", "1KK", "99999999999999999999",
+		"17179869184G",	/* 2^34 GiB == 2^64 bytes */
+		NULL,
+	};
+
+	check_refuses(parse_size, bad, T_ROWS(bad));
+	CHECK(parses_to(parse_size, "17179869183G", 17179869183ULL << 30));
 }
 
 static void test_u32_list_ok(void)
@@ -149,22 +142,15 @@ static void test_u32_list_ok(void)
 
 static void test_u32_list_rejects(void)
 {
+	static const char *const bad[] = {
+		"1,,2", "1,", ",1", "a", "1,a", "1a", "4294967296",
+		"99999999999999999999999", "-1", "1,-1", " 1", "1, 2", "", NULL,
+	};
 	uint32_t v[4];
 
-	CHECK_EQ(parse_u32_list("1,,2", v, 4), -EINVAL);
-	CHECK_EQ(parse_u32_list("1,", v, 4), -EINVAL);
-	CHECK_EQ(parse_u32_list(",1", v, 4), -EINVAL);
-	CHECK_EQ(parse_u32_list("a", v, 4), -EINVAL);
-	CHECK_EQ(parse_u32_list("1,a", v, 4), -EINVAL);
-	CHECK_EQ(parse_u32_list("1a", v, 4), -EINVAL);
-	CHECK_EQ(parse_u32_list("4294967296", v, 4), -EINVAL);
-	CHECK_EQ(parse_u32_list("99999999999999999999999", v, 4), -EINVAL);
-	CHECK_EQ(parse_u32_list("-1", v, 4), -EINVAL);
-	CHECK_EQ(parse_u32_list("1,-1", v, 4), -EINVAL);
-	CHECK_EQ(parse_u32_list(" 1", v, 4), -EINVAL);
-	CHECK_EQ(parse_u32_list("1, 2", v, 4), -EINVAL);
-	CHECK_EQ(parse_u32_list("", v, 4), -EINVAL);
-	CHECK_EQ(parse_u32_list(NULL, v, 4), -EINVAL);
+	for (size_t i = 0; i < T_ROWS(bad); i++)
+		CHECK_CASE(parse_u32_list(bad[i], v, 4) == -EINVAL, "\"%s\"",
+			   bad[i] ? bad[i] : "(null)");
 }
 
 static void test_u32_list_too_many(void)
@@ -179,26 +165,16 @@ static void test_u32_list_too_many(void)
 
 static void test_u64(void)
 {
-	uint64_t v = 3;
+	static const struct parse_case ok[] = {
+		{ "0", 0 }, { "42", 42 }, { "18446744073709551615", UINT64_MAX },
+	};
+	static const char *const bad[] = {
+		"18446744073709551616", "-1", "+1", " 1", " -1", "1 ", "12a", "0x10",
+		"", NULL,
+	};
 
-	CHECK_EQ(parse_u64("0", &v), 0);
-	CHECK_EQ(v, 0);
-	CHECK_EQ(parse_u64("42", &v), 0);
-	CHECK_EQ(v, 42);
-	CHECK_EQ(parse_u64("18446744073709551615", &v), 0);
-	CHECK(v == UINT64_MAX);
-	v = 3;
-	CHECK_EQ(parse_u64("18446744073709551616", &v), -EINVAL);
-	CHECK_EQ(parse_u64("-1", &v), -EINVAL);
-	CHECK_EQ(parse_u64("+1", &v), -EINVAL);
-	CHECK_EQ(parse_u64(" 1", &v), -EINVAL);
-	CHECK_EQ(parse_u64(" -1", &v), -EINVAL);
-	CHECK_EQ(parse_u64("1 ", &v), -EINVAL);
-	CHECK_EQ(parse_u64("12a", &v), -EINVAL);
-	CHECK_EQ(parse_u64("0x10", &v), -EINVAL);
-	CHECK_EQ(parse_u64("", &v), -EINVAL);
-	CHECK_EQ(parse_u64(NULL, &v), -EINVAL);
-	CHECK_EQ(v, 3);
+	check_parses(parse_u64, ok, T_ROWS(ok));
+	check_refuses(parse_u64, bad, T_ROWS(bad));
 }
 
 static const char *fdur(uint64_t ns)
@@ -211,26 +187,26 @@ static const char *fdur(uint64_t ns)
 
 static void test_fmt_duration(void)
 {
-	CHECK_STR(fdur(1000000000ULL), "1s");
-	CHECK_STR(fdur(500000000ULL), "500ms");
-	CHECK_STR(fdur(1500000000ULL), "1.5s");
-	CHECK_STR(fdur(120000000000ULL), "2m");
-	CHECK_STR(fdur(90000000000ULL), "1.5m");
-	CHECK_STR(fdur(3600000000000ULL), "1h");
-	CHECK_STR(fdur(250000ULL), "250us");
-	/* three significant digits that round up to the next unit */
-	CHECK_STR(fdur(999969855ULL), "1s");
-	CHECK_STR(fdur(999700ULL), "1ms");
-	CHECK_STR(fdur(893000000ULL), "893ms");
-	CHECK_STR(fdur(3600000000000ULL * 1500 + 1), "1500h");
-	CHECK_STR(fdur(1500ULL), "1.5us");
-	CHECK_STR(fdur(1234567ULL), "1.23ms");
-	/* a measured interval just short of a second: no exponent */
-	CHECK_STR(fdur(999989054ULL), "1s");
-	CHECK_STR(fdur(999600ULL), "1ms");
-	CHECK_STR(fdur(10ULL), "10ns");
-	CHECK_STR(fdur(999ULL), "999ns");
-	CHECK_STR(fdur(0ULL), "0ns");
+	static const struct {
+		uint64_t ns;
+		const char *want;
+	} c[] = {
+		{ 1000000000ULL, "1s" }, { 500000000ULL, "500ms" },
+		{ 1500000000ULL, "1.5s" }, { 120000000000ULL, "2m" },
+		{ 90000000000ULL, "1.5m" }, { 3600000000000ULL, "1h" },
+		{ 250000ULL, "250us" },
+		/* three significant digits that round up to the next unit */
+		{ 999969855ULL, "1s" }, { 999700ULL, "1ms" }, { 893000000ULL, "893ms" },
+		{ 3600000000000ULL * 1500 + 1, "1500h" }, { 1500ULL, "1.5us" },
+		{ 1234567ULL, "1.23ms" },
+		/* a measured interval just short of a second: no exponent */
+		{ 999989054ULL, "1s" }, { 999600ULL, "1ms" },
+		{ 10ULL, "10ns" }, { 999ULL, "999ns" }, { 0ULL, "0ns" },
+	};
+
+	for (size_t i = 0; i < T_ROWS(c); i++)
+		CHECK_CASE(!strcmp(fdur(c[i].ns), c[i].want), "%" PRIu64 " ns: \"%s\"",
+			   c[i].ns, fdur(c[i].ns));
 }
 
 static void test_fmt_duration_roundtrip(void)
