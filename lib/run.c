@@ -264,6 +264,8 @@ uint64_t aiscope_lost_check(struct aiscope_bpf *b)
 	uint64_t now[AISCOPE_LOST_ALL], d[AISCOPE_LOST_ALL], total = 0;
 	char skipped[64] = "";
 
+	if (!b)
+		return 0;
 	read_lost(b, now);
 	for (int k = 0; k < AISCOPE_LOST_ALL; k++) {
 		d[k] = now[k] - b->lost[k];
@@ -419,6 +421,7 @@ static int add_fd(int ep, int fd, uint32_t events, uint64_t tag)
 int aiscope_loop_run(struct aiscope_loop *l)
 {
 	struct aiscope_bpf *b = l->bpf;
+	const uint64_t *lost = b ? b->lost : NULL;
 	uint64_t tick_ns = l->tick_ns ? l->tick_ns : NSEC_PER_SEC;
 	int ep, sfd, tfd, dfd = -1, pfd = -1, wfd = -1;
 	sigset_t mask;
@@ -448,7 +451,7 @@ int aiscope_loop_run(struct aiscope_loop *l)
 		dfd = timer_fd(env.duration_ns > spent ? env.duration_ns - spent : 1, false);
 		add_fd(ep, dfd, EPOLLIN, SRC_DEADLINE);
 	}
-	if (b->rb) {
+	if (b && b->rb) {
 		add_fd(ep, ring_buffer__epoll_fd(b->rb), EPOLLIN, SRC_RING);
 		pfd = timer_fd(AISCOPE_POLL_MS * NSEC_PER_MSEC, true);
 		add_fd(ep, pfd, EPOLLIN, SRC_POLL);
@@ -467,7 +470,7 @@ int aiscope_loop_run(struct aiscope_loop *l)
 		add_fd(ep, wfd, EPOLLIN, SRC_SWEEP);
 	}
 	/* FILE and /metrics exist from the start (build info, zero counters) */
-	metrics_publish(b->lost);
+	metrics_publish(lost);
 	refresh_offset();
 
 	while (l->exit == AISCOPE_RUNNING) {
@@ -524,13 +527,13 @@ int aiscope_loop_run(struct aiscope_loop *l)
 					break;
 				refresh_offset();
 				/* events stamped before the tick belong before it */
-				if (b->rb)
+				if (b && b->rb)
 					ring_buffer__consume(b->rb);
 				l->ticks++;
 				if (l->on_tick && l->on_tick(l->ctx) == AISCOPE_STOP)
 					aiscope_loop_stop(l, AISCOPE_EXIT_COUNT);
 				aiscope_lost_check(b);
-				metrics_publish(b->lost);
+				metrics_publish(lost);
 				break;
 			}
 		}
@@ -538,7 +541,7 @@ int aiscope_loop_run(struct aiscope_loop *l)
 			l->exit = AISCOPE_EXIT_PIPE;
 	}
 	/* drain what is already in the buffer, unless nobody reads it */
-	if (b->rb && l->exit != AISCOPE_EXIT_PIPE && l->exit != AISCOPE_EXIT_COUNT)
+	if (b && b->rb && l->exit != AISCOPE_EXIT_PIPE && l->exit != AISCOPE_EXIT_COUNT)
 		ring_buffer__consume(b->rb);
 	close(ep);
 	close(sfd);
@@ -552,7 +555,8 @@ int aiscope_loop_run(struct aiscope_loop *l)
 	metrics_stop();
 	if (l->exit == AISCOPE_EXIT_PIPE) {
 		/* CONTRACT 7: a closed stdout ends the tool at once, silently */
-		aiscope_bpf_destroy(b);
+		if (b)
+			aiscope_bpf_destroy(b);
 		_exit(0);
 	}
 	return l->exit == AISCOPE_EXIT_ERROR ? -1 : 0;

@@ -60,6 +60,8 @@ enum aiscope_exit {
 };
 
 struct aiscope_loop {
+	/* NULL: no BPF object of its own (topograph's capture, whose work
+	 * comes through watch_fd): no ring buffer, no lost events */
 	struct aiscope_bpf *bpf;
 	/* every interval (aggregating tools); returns AISCOPE_STOP to end */
 	int (*on_tick)(void *ctx);
@@ -132,7 +134,7 @@ void aiscope_summary_losses(struct jw *w);
 uint64_t aiscope_realtime(uint64_t bpf_ns);
 uint64_t aiscope_now_realtime(void);
 /* Reads the lost counters; reports a non-zero delta as a "lost" record or
- * a stderr warning. Returns the delta. */
+ * a stderr warning. Returns the delta (0 when b is NULL). */
 uint64_t aiscope_lost_check(struct aiscope_bpf *b);
 uint64_t aiscope_lost_total(const struct aiscope_bpf *b);
 

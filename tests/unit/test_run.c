@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "t.h"
 #include "ctrmeta.h"
 #include "opts.h"
@@ -226,6 +227,64 @@ static void test_teardown_exit_code(void)
 	CHECK_EQ(aiscope_teardown(NULL, &l), EXIT_RUNTIME);
 }
 
+static int watch_rfd;
+
+/* the watch fd's callback: takes its byte, ends the loop as a capture
+ * whose children all ended does */
+static int take_watch(void *ctx)
+{
+	struct aiscope_loop *l = ctx;
+	char c;
+
+	seen.calls++;
+	if (read(watch_rfd, &c, 1) == 1)
+		aiscope_loop_stop(l, AISCOPE_EXIT_DURATION);
+	return 0;
+}
+
+/* a loop with no BPF object of its own (topograph's capture): its work
+ * comes through watch_fd, the exit reason is the one it stops with, and
+ * the final interval runs with no lost events to read */
+static void test_loop_without_bpf(void)
+{
+	struct aiscope_loop l = { .on_watch = take_watch, .on_final = record };
+	int fds[2];
+
+	l.ctx = &l;
+	CHECK(!pipe(fds));
+	watch_rfd = fds[0];
+	l.watch_fd = fds[0];
+	CHECK(write(fds[1], "x", 1) == 1);
+	memset(&seen, 0, sizeof(seen));
+	CHECK_EQ(aiscope_loop_run(&l), 0);
+	CHECK_EQ(l.exit, AISCOPE_EXIT_DURATION);
+	CHECK_EQ(seen.calls, 1);
+	CHECK_STR(aiscope_exit_name(l.exit), "duration");
+	run_final(&l);
+	CHECK_EQ(seen.calls, 1);
+	CHECK(seen.final);
+	CHECK_EQ(aiscope_lost_check(NULL), 0);
+	close(fds[0]);
+	close(fds[1]);
+}
+
+/* ... and --duration ends it from lib/run's own deadline, the ticks
+ * counted with nothing to drain */
+static void test_loop_without_bpf_deadline(void)
+{
+	struct aiscope_loop l = { .tick_ns = 10 * 1000 * 1000ULL };
+	uint64_t saved = env.duration_ns, saved_start = env.start_mono_ns;
+
+	env.duration_ns = 35 * 1000 * 1000ULL;
+	env.start_mono_ns = clock_ns(CLOCK_MONOTONIC);
+	CHECK_EQ(aiscope_loop_run(&l), 0);
+	CHECK_EQ(l.exit, AISCOPE_EXIT_DURATION);
+	CHECK(l.ticks >= 1 && l.ticks <= 4);
+	CHECK(clock_ns(CLOCK_MONOTONIC) - env.start_mono_ns >= env.duration_ns);
+	env.duration_ns = saved;
+	env.start_mono_ns = saved_start;
+}
+
 static int summaries, finals_before_summary;
 
 static void summary(void)
@@ -265,6 +324,8 @@ int main(void)
 	RUN(test_interval);
 	RUN(test_teardown_exit_code);
 	RUN(test_run_after_end);
+	RUN(test_loop_without_bpf);
+	RUN(test_loop_without_bpf_deadline);
 	RUN(test_identity_block);
 	RUN(test_identity_names);
 	return t_done();

@@ -6,11 +6,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -37,6 +37,12 @@ struct child {
 static struct child kids[5];
 static int nkids;
 static int ntracing, nexited;	/* of them: said "Tracing", exited */
+
+/* lib/run's watch fd: the tools' pipes, their SIGCHLD and our stdout */
+static int watch_ep = -1, chld_fd = -1;
+enum { WATCH_CHLD = 2 * ARRAY_SIZE(kids), WATCH_STDOUT };	/* below: 2 * kid (+ 1: stderr) */
+static bool stopping;		/* the tools were told to stop */
+static uint64_t stop_mono_ns;	/* when a signal came */
 
 /* topograph itself or a tool it runs */
 bool is_self(const struct node *n)
@@ -193,6 +199,7 @@ static bool drain(struct child *k, int *fd, char **buf, size_t *blen,
 		if (*blen)
 			fn(k, *buf, *blen);	/* a last line without its newline */
 		*blen = 0;
+		epoll_ctl(watch_ep, EPOLL_CTL_DEL, *fd, NULL);
 		close(*fd);
 		*fd = -1;
 		return false;
@@ -327,14 +334,124 @@ static void __attribute__((noreturn)) stdout_gone(void)
 	_exit(0);
 }
 
+static void watch_add(int fd, uint64_t tag, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.u64 = tag };
+
+	/* stdout as a regular file cannot be watched, and never closes */
+	if (epoll_ctl(watch_ep, EPOLL_CTL_ADD, fd, &ev) && tag != WATCH_STDOUT)
+		aiscope_fail(EXIT_RUNTIME, "epoll_ctl: %s", strerror(errno));
+}
+
+static void watch_open(void)
+{
+	sigset_t chld;
+
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	watch_ep = epoll_create1(EPOLL_CLOEXEC);
+	chld_fd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (watch_ep < 0 || chld_fd < 0)
+		aiscope_fail(EXIT_RUNTIME, "cannot watch the tools: %s", strerror(errno));
+	watch_add(chld_fd, WATCH_CHLD, EPOLLIN);
+	/* a pipe whose reader went away reports EPOLLERR */
+	watch_add(STDOUT_FILENO, WATCH_STDOUT, 0);
+}
+
+static void watch_kid(struct child *k)
+{
+	watch_add(k->out_fd, 2 * (k - kids), EPOLLIN);
+	watch_add(k->err_fd, 2 * (k - kids) + 1, EPOLLIN);
+}
+
+static void watch_event(uint64_t tag)
+{
+	struct signalfd_siginfo si;
+	struct child *k;
+
+	if (tag == WATCH_STDOUT)
+		stdout_gone();
+	if (tag == WATCH_CHLD) {
+		/* which ones ended, reap() asks each */
+		while (read(chld_fd, &si, sizeof(si)) == sizeof(si))
+			;
+		return;
+	}
+	k = &kids[tag / 2];
+	if (tag % 2 == 0)
+		drain(k, &k->out_fd, &k->out_buf, &k->out_len, child_out_line, false);
+	else
+		drain(k, &k->err_fd, &k->err_buf, &k->err_len, child_err_line, false);
+}
+
+/* What the tools wrote and which of them ended, waiting up to timeout_ms
+ * for it (-1: until something comes). */
+static void watch_kids(int timeout_ms)
+{
+	struct epoll_event evs[WATCH_STDOUT + 1];
+	struct child *failed;
+	int n = epoll_wait(watch_ep, evs, ARRAY_SIZE(evs), timeout_ms);
+
+	if (n < 0 && errno != EINTR)
+		aiscope_fail(EXIT_RUNTIME, "epoll_wait: %s", strerror(errno));
+	for (int i = 0; i < n; i++)
+		watch_event(evs[i].data.u64);
+	reap();
+	failed = first_failed();
+	if (failed && !stopping) {
+		/* one tool cannot run: the others stop, quietly */
+		stopping = true;
+		stop_kids(SIGTERM, failed);
+	}
+}
+
+/* lib/run's on_watch: the capture is over when every tool has ended of
+ * its own (its -d, or it failed) before a signal or our -d */
+static int on_watch(void *ctx)
+{
+	watch_kids(0);
+	if (nexited == nkids)
+		aiscope_loop_stop(ctx, AISCOPE_EXIT_DURATION);
+	return 0;
+}
+
+/* lib/run's on_final: a signal is passed on to the tools once (a second
+ * one waits, blocked, and is dropped), unless one failed and they are
+ * stopping already; then what they print until they end is taken (their
+ * edges, their summaries), but not what a process they left behind may
+ * still write into the pipes. */
+static int on_final(void *ctx)
+{
+	const struct aiscope_loop *l = ctx;
+
+	if (l->exit == AISCOPE_EXIT_SIGNAL && !stopping) {
+		stopping = true;
+		stop_mono_ns = clock_ns(CLOCK_MONOTONIC);
+		stop_kids(SIGINT, NULL);
+	}
+	while (nexited < nkids)
+		watch_kids(-1);
+	final_drain();
+	return 0;
+}
+
+/* Signals that came while the tools ended are dropped, as the capture's
+ * own; later ones find their default action again. */
+static void unblock_signals(const sigset_t *mask, const sigset_t *old)
+{
+	struct timespec now = {};
+
+	while (sigtimedwait(mask, NULL, &now) > 0)
+		;
+	sigprocmask(SIG_SETMASK, old, NULL);
+}
+
 int capture(void)
 {
+	struct aiscope_loop loop = { .on_watch = on_watch, .on_final = on_final };
 	sigset_t mask, old;
-	struct pollfd pfd[2 + 2 * ARRAY_SIZE(kids)];
 	struct child *failed;
-	int sfd;
-	bool stopping = false;
-	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), stop_mono_ns = 0, start, end;
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), end, start;
 
 	/* the filters resolved as every tool does (pids exist, cgroup and
 	 * container found) before any tool starts, so that a bad value gives
@@ -342,89 +459,36 @@ int capture(void)
 	aiscope_setup(TOOL);
 	locate_kids();
 	lifecycle_start();
-	/* as lib/run does: a shell without job control starts "topograph &"
-	 * with SIGINT ignored, which no signalfd would see (and the tools
-	 * would inherit) */
+	/* as lib/run's loop does, but before the tools start: a shell without
+	 * job control starts "topograph &" with SIGINT ignored, which no
+	 * signalfd would see and the tools would inherit */
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGCHLD);
+	/* blocked from here: one that comes before the loop waits for it */
 	sigprocmask(SIG_BLOCK, &mask, &old);
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sfd < 0)
-		aiscope_fail(EXIT_RUNTIME, "signalfd: %s", strerror(errno));
-	for (int i = 0; i < nkids; i++)
+	watch_open();
+	for (int i = 0; i < nkids; i++) {
 		spawn(&kids[i], &old);
-
-	for (;;) {
-		int n = 0, map[ARRAY_SIZE(pfd)];
-
-		pfd[n] = (struct pollfd){ .fd = sfd, .events = POLLIN };
-		map[n++] = -1;
-		/* a pipe whose reader went away reports POLLERR */
-		pfd[n] = (struct pollfd){ .fd = STDOUT_FILENO, .events = 0 };
-		map[n++] = -2;
-		for (int i = 0; i < nkids; i++) {
-			if (kids[i].out_fd >= 0) {
-				pfd[n] = (struct pollfd){ .fd = kids[i].out_fd, .events = POLLIN };
-				map[n++] = 2 * i;
-			}
-			if (kids[i].err_fd >= 0) {
-				pfd[n] = (struct pollfd){ .fd = kids[i].err_fd, .events = POLLIN };
-				map[n++] = 2 * i + 1;
-			}
-		}
-		reap();
-		if (nexited == nkids) {
-			/* what they wrote is in the pipes: read it to the end, but
-			 * not what a process they left behind may still write */
-			final_drain();
-			break;
-		}
-		if (poll(pfd, n, 200) < 0 && errno != EINTR)
-			aiscope_fail(EXIT_RUNTIME, "poll: %s", strerror(errno));
-		for (int i = 0; i < n; i++) {
-			struct child *k;
-
-			if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			if (map[i] == -2)
-				stdout_gone();
-			if (map[i] < 0) {
-				struct signalfd_siginfo si;
-
-				while (read(sfd, &si, sizeof(si)) == sizeof(si))
-					if (si.ssi_signo != SIGCHLD && !stopping) {
-						stopping = true;
-						stop_mono_ns = clock_ns(CLOCK_MONOTONIC);
-						G.exit_reason = "signal";
-						stop_kids(SIGINT, NULL);
-					}
-				continue;
-			}
-			k = &kids[map[i] / 2];
-			if (map[i] % 2 == 0)
-				drain(k, &k->out_fd, &k->out_buf, &k->out_len, child_out_line, false);
-			else
-				drain(k, &k->err_fd, &k->err_buf, &k->err_len, child_err_line, false);
-		}
-		reap();
-		failed = first_failed();
-		if (failed && !stopping) {
-			/* one tool cannot run: the others stop, quietly */
-			stopping = true;
-			stop_kids(SIGTERM, failed);
-		}
+		watch_kid(&kids[i]);
 	}
-	close(sfd);
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	/* no BPF object of its own: the lifecycle hooks' lost events are
+	 * counted once, at the end (lifecycle_collect) */
+	loop.ctx = &loop;
+	loop.watch_fd = watch_ep;
+	if (aiscope_loop_run(&loop))
+		aiscope_fail(EXIT_RUNTIME, "the event loop failed: %s", strerror(errno));
+	aiscope_loop_final(&loop);
+	close(chld_fd);
+	close(watch_ep);
+	unblock_signals(&mask, &old);
 	failed = first_failed();
 	if (failed)
 		child_failed(failed);
-	if (!G.exit_reason)
-		G.exit_reason = "duration";
+	G.exit_reason = aiscope_exit_name(loop.exit);
 	/* the rates are over the time every tool traced: from the last one's
 	 * "Tracing" line to Ctrl-C or the end of -d (not the tools' exit) */
 	end = stop_mono_ns ? stop_mono_ns : clock_ns(CLOCK_MONOTONIC);

@@ -51,7 +51,8 @@ void lifecycle_start(void)
 	sigprocmask(SIG_SETMASK, NULL, &mask);
 	aiscope_bpf_attach(&L.bpf);
 	/* attach blocks SIGINT and SIGTERM for lib/run's loop: capture()
-	 * has its own signalfd, and the tools must not inherit them blocked */
+	 * starts the tools before it does, and they must not inherit them
+	 * blocked */
 	sigprocmask(SIG_SETMASK, &mask, NULL);
 	L.on = true;
 }
