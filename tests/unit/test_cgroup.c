@@ -319,27 +319,35 @@ static int no_memory_ssid(const char *ctrl)
 #define V2ONLY "25 1 0:23 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:9 - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot\n"
 #define PROC "22 1 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw\n"
 
-static void test_init_hybrid(void)
+/* a mount table and what cg_init makes of it */
+static void test_init_modes(void)
 {
-	CHECK_EQ(make_root(PROC TMPFS UNIFIED SYSTEMD CPU MEMORY PIDS), 0);
-	CHECK_EQ(cg_init(root, fake_ssid), 0);
-	CHECK_EQ(cg_mode(), CG_MODE_HYBRID);
-	CHECK_STR(cg_mode_name(cg_mode()), "hybrid");
-	CHECK_EQ(cg_attr_ssid(), 4);	/* memory first */
-	cg_cleanup();
-	rm_root();
-}
+	static const struct {
+		const char *what, *mounts;
+		enum cg_mode mode;
+		const char *mode_name;
+		int attr_ssid;
+	} c[] = {
+		/* memory first */
+		{ "hybrid", PROC TMPFS UNIFIED SYSTEMD CPU MEMORY PIDS, CG_MODE_HYBRID, "hybrid", 4 },
+		/* then cpu, before pids */
+		{ "hybrid without memory", TMPFS UNIFIED SYSTEMD PIDS CPU, CG_MODE_HYBRID, "hybrid", 1 },
+		{ "v2", PROC V2ONLY, CG_MODE_V2, "v2", -1 },
+		{ "v1", TMPFS SYSTEMD CPU MEMORY PIDS, CG_MODE_V1, "v1", 4 },
+		{ "none", PROC TMPFS, CG_MODE_NONE, "none", -1 },
+	};
 
-static void test_init_hybrid_without_memory(void)
-{
-	CHECK_EQ(make_root(TMPFS UNIFIED SYSTEMD PIDS CPU), 0);
-	CHECK_EQ(cg_init(root, fake_ssid), 0);
-	CHECK_EQ(cg_mode(), CG_MODE_HYBRID);
-	CHECK_EQ(cg_attr_ssid(), 1);	/* then cpu, before pids */
-	cg_cleanup();
-	rm_root();
+	for (size_t i = 0; i < T_ROWS(c); i++) {
+		CHECK_CASE(make_root(c[i].mounts) == 0, "%s", c[i].what);
+		CHECK_CASE(cg_init(root, fake_ssid) == 0, "%s", c[i].what);
+		CHECK_CASE(cg_mode() == c[i].mode, "%s: mode %d", c[i].what, cg_mode());
+		CHECK_CASE(!strcmp(cg_mode_name(cg_mode()), c[i].mode_name), "%s", c[i].what);
+		CHECK_CASE(cg_attr_ssid() == c[i].attr_ssid, "%s: attr ssid %d", c[i].what,
+			   cg_attr_ssid());
+		cg_cleanup();
+		rm_root();
+	}
 }
-
 static void test_init_hybrid_unknown_ssid(void)
 {
 	CHECK_EQ(make_root(TMPFS UNIFIED MEMORY PIDS), 0);
@@ -354,36 +362,8 @@ static void test_init_hybrid_unknown_ssid(void)
 	rm_root();
 }
 
-static void test_init_v2(void)
+static void test_init_missing(void)
 {
-	CHECK_EQ(make_root(PROC V2ONLY), 0);
-	CHECK_EQ(cg_init(root, fake_ssid), 0);
-	CHECK_EQ(cg_mode(), CG_MODE_V2);
-	CHECK_STR(cg_mode_name(cg_mode()), "v2");
-	CHECK_EQ(cg_attr_ssid(), -1);
-	cg_cleanup();
-	rm_root();
-}
-
-static void test_init_v1(void)
-{
-	CHECK_EQ(make_root(TMPFS SYSTEMD CPU MEMORY PIDS), 0);
-	CHECK_EQ(cg_init(root, fake_ssid), 0);
-	CHECK_EQ(cg_mode(), CG_MODE_V1);
-	CHECK_STR(cg_mode_name(cg_mode()), "v1");
-	CHECK_EQ(cg_attr_ssid(), 4);
-	cg_cleanup();
-	rm_root();
-}
-
-static void test_init_none_and_missing(void)
-{
-	CHECK_EQ(make_root(PROC TMPFS), 0);
-	CHECK_EQ(cg_init(root, fake_ssid), 0);
-	CHECK_EQ(cg_mode(), CG_MODE_NONE);
-	CHECK_STR(cg_mode_name(cg_mode()), "none");
-	CHECK_EQ(cg_attr_ssid(), -1);
-	rm_root();
 	CHECK_EQ(cg_init("/nonexistent/aiscope-test", fake_ssid), -ENOENT);
 	CHECK_EQ(cg_mode(), CG_MODE_NONE);
 	cg_cleanup();
@@ -729,12 +709,9 @@ int main(void)
 	RUN(test_host_paths);
 	RUN(test_no_slash_and_trailing_slash);
 	RUN(test_reuses_info);
-	RUN(test_init_hybrid);
-	RUN(test_init_hybrid_without_memory);
+	RUN(test_init_modes);
 	RUN(test_init_hybrid_unknown_ssid);
-	RUN(test_init_v2);
-	RUN(test_init_v1);
-	RUN(test_init_none_and_missing);
+	RUN(test_init_missing);
 	RUN(test_cleanup_resets);
 	RUN(test_path_of_fake_tree);
 	RUN(test_find_container_fake_tree);

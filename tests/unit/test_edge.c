@@ -44,6 +44,13 @@ static char *lines_of(struct edge_table *t, edge_extra_fn extra, void *ctx, uint
 	return buf;
 }
 
+/* the end of a test: the table and the lines lines_of gave */
+static void edges_done(struct edge_table *t, char *out)
+{
+	free(out);
+	edges_free(t);
+}
+
 /* 0 when jq parses every line (or jq is missing: the exact strings above
  * still pin the format), else jq's status */
 static int jq_accepts(const char *lines)
@@ -94,8 +101,7 @@ static void test_accumulates_one_edge(void)
 		  "\"first_ts\":\"2026-11-18T11:06:40.000001000Z\","
 		  "\"last_ts\":\"2026-11-18T11:06:40.000003000Z\"}\n");
 	CHECK_EQ(jq_accepts(out), 0);
-	free(out);
-	edges_free(t);
+	edges_done(t, out);
 }
 
 /* A connection between A and B is two edges; a side is its pid (any tid) */
@@ -149,8 +155,7 @@ static void test_endpoint_side(void)
 	CHECK(!strncmp(out, head, strlen(head)));
 	CHECK(strstr(out, "\"bytes\":300,\"msgs\":2,\"read_bytes\":null,") != NULL);
 	CHECK(strstr(strchr(out, '\n') + 1, "\"bytes\":100,\"msgs\":1,") != NULL);
-	free(out);
-	edges_free(t);
+	edges_done(t, out);
 }
 
 /* IPC: endpoint null, readers and the tool's own keys */
@@ -180,8 +185,7 @@ static void test_ipc_readers_extra(void)
 	CHECK(strstr(out, "\"endpoint\":null},\"dst\":") != NULL);
 	CHECK(strstr(out, "\"bytes\":64,\"msgs\":4,\"read_bytes\":48,") != NULL);
 	CHECK(strstr(out, "\"readers\":2,\"channel_key\":\"0x1234\"}\n") != NULL);
-	free(out);
-	edges_free(t);
+	edges_done(t, out);
 }
 
 /* The latest identity is printed, and a hostile comm stays valid JSON */
@@ -201,8 +205,7 @@ static void test_identity_update_and_escaping(void)
 	CHECK(strstr(out, "\"comm\":\"q\\\"x\\n\xef\xbf\xbdz\"") != NULL);
 	CHECK(strstr(out, "\"channel\":\"pipe:[99]\"") != NULL);
 	CHECK_EQ(jq_accepts(out), 0);
-	free(out);
-	edges_free(t);
+	edges_done(t, out);
 }
 
 /* Thousands of edges: the table grows and finds each one again */
@@ -256,8 +259,7 @@ static void test_empty(void)
 
 	CHECK_EQ(n, 0);
 	CHECK_STR(out, "");
-	free(out);
-	edges_free(t);
+	edges_done(t, out);
 	edges_free(NULL);
 }
 

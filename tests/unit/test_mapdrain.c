@@ -61,6 +61,22 @@ static int make_map(int n)
 	return fd;
 }
 
+/* a map of n entries as make_map() fills it, in *fd; else why a test
+ * cannot have one */
+static const char *test_map(int n, int *fd)
+{
+	if (geteuid())
+		return "not root";
+	*fd = make_map(n);
+	return *fd < 0 ? "no BPF hash map" : NULL;
+}
+
+/* map_drain() of a map as make_map() makes them */
+static int drain(int fd, map_drain_want_fn want, map_drain_take_fn take, struct seen *s)
+{
+	return map_drain(fd, sizeof(struct key), sizeof(struct val), want, take, s);
+}
+
 static int count_keys(int fd)
 {
 	struct key k, next;
@@ -78,21 +94,19 @@ static int count_keys(int fd)
 static void test_drain_all(void)
 {
 	struct seen s = { 0 };
+	const char *why;
 	int fd;
 
-	if (geteuid())
-		SKIP("not root");
 	/* more keys than the first key array holds: it grows */
-	fd = make_map(1000);
-	if (fd < 0)
-		SKIP("no BPF hash map");
-	CHECK_EQ(map_drain(fd, sizeof(struct key), sizeof(struct val), NULL, take, &s), 1000);
+	if ((why = test_map(1000, &fd)))
+		SKIP(why);
+	CHECK_EQ(drain(fd, NULL, take, &s), 1000);
 	CHECK_EQ(s.n, 1000);
 	CHECK_EQ(s.sum, 999 * 1000 / 2);
 	CHECK_EQ(s.bad, 0);
 	CHECK_EQ(count_keys(fd), 0);
 	/* an empty map: nothing */
-	CHECK_EQ(map_drain(fd, sizeof(struct key), sizeof(struct val), NULL, take, &s), 0);
+	CHECK_EQ(drain(fd, NULL, take, &s), 0);
 	CHECK_EQ(s.n, 1000);
 	close(fd);
 }
@@ -103,14 +117,12 @@ static void test_drain_filter(void)
 	struct seen s = { .closed = 1 };
 	struct key k = { .id = 4, .epoch = 0 };
 	struct val v;
+	const char *why;
 	int fd;
 
-	if (geteuid())
-		SKIP("not root");
-	fd = make_map(600);
-	if (fd < 0)
-		SKIP("no BPF hash map");
-	CHECK_EQ(map_drain(fd, sizeof(struct key), sizeof(struct val), epoch_is, take, &s), 300);
+	if ((why = test_map(600, &fd)))
+		SKIP(why);
+	CHECK_EQ(drain(fd, epoch_is, take, &s), 300);
 	CHECK_EQ(s.n, 300);
 	CHECK_EQ(s.bad, 0);
 	/* the odd ids, epoch 1 */
@@ -123,7 +135,7 @@ static void test_drain_filter(void)
 	/* then the other epoch */
 	memset(&s, 0, sizeof(s));
 	s.closed = 0;
-	CHECK_EQ(map_drain(fd, sizeof(struct key), sizeof(struct val), epoch_is, take, &s), 300);
+	CHECK_EQ(drain(fd, epoch_is, take, &s), 300);
 	CHECK_EQ(s.sum, 299 * 300);
 	CHECK_EQ(s.bad, 0);
 	CHECK_EQ(count_keys(fd), 0);
@@ -139,13 +151,11 @@ static void visit(const void *key, const void *value, void *ctx)
 static void test_walk(void)
 {
 	struct seen s = { 0 };
+	const char *why;
 	int fd;
 
-	if (geteuid())
-		SKIP("not root");
-	fd = make_map(700);
-	if (fd < 0)
-		SKIP("no BPF hash map");
+	if ((why = test_map(700, &fd)))
+		SKIP(why);
 	CHECK_EQ(map_walk(fd, sizeof(struct key), sizeof(struct val), visit, &s), 700);
 	CHECK_EQ(s.n, 700);
 	CHECK_EQ(s.sum, 699 * 700 / 2);
@@ -162,13 +172,11 @@ static void test_keys_then_delete_only(void)
 	struct key *keys;
 	size_t n;
 	bool oom = true;
+	const char *why;
 	int even = 0, fd;
 
-	if (geteuid())
-		SKIP("not root");
-	fd = make_map(500);
-	if (fd < 0)
-		SKIP("no BPF hash map");
+	if ((why = test_map(500, &fd)))
+		SKIP(why);
 	keys = map_keys(fd, sizeof(struct key), epoch_is, &s, &n, &oom);
 	CHECK_EQ(n, 250);
 	CHECK(!oom);
@@ -178,7 +186,7 @@ static void test_keys_then_delete_only(void)
 	free(keys);
 	CHECK_EQ(count_keys(fd), 500);
 	/* take NULL: the wanted keys deleted, nothing handed over */
-	CHECK_EQ(map_drain(fd, sizeof(struct key), sizeof(struct val), epoch_is, NULL, &s), 250);
+	CHECK_EQ(drain(fd, epoch_is, NULL, &s), 250);
 	CHECK_EQ(s.n, 0);
 	CHECK_EQ(count_keys(fd), 250);
 	keys = map_keys(fd, sizeof(struct key), epoch_is, &s, &n, &oom);

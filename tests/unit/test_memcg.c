@@ -87,6 +87,20 @@ static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw
 	return remove(p);
 }
 
+/* a new temporary tree in root: 0, or -1 when there is none */
+static int make_root(void)
+{
+	snprintf(root, sizeof(root), "/tmp/aiscope-test-memcg.XXXXXX");
+	return mkdtemp(root) ? 0 : -1;
+}
+
+/* the end of a test: the set over root freed, the tree removed */
+static void set_done(struct memcg_set *s)
+{
+	memcg_set_free(s);
+	nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static void put(const char *rel, const char *text)
 {
 	char p[512];
@@ -141,8 +155,7 @@ static void test_set_v2(void)
 	struct memcg *a, *b;
 	char gone[128];
 
-	snprintf(root, sizeof(root), "/tmp/aiscope-test-memcg.XXXXXX");
-	if (!mkdtemp(root))
+	if (make_root())
 		SKIP("no temporary directory");
 	/* the root has no memory.current, like a real cgroup2 root */
 	put("cgroup.controllers", "memory\n");
@@ -190,8 +203,7 @@ static void test_set_v2(void)
 	CHECK_EQ(s.n, 1);
 	CHECK(by_path(&s, "/a.slice/job") != NULL);
 out:
-	memcg_set_free(&s);
-	nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	set_done(&s);
 }
 
 static void test_set_v1(void)
@@ -199,8 +211,7 @@ static void test_set_v1(void)
 	struct memcg_set s;
 	struct memcg *a;
 
-	snprintf(root, sizeof(root), "/tmp/aiscope-test-memcg.XXXXXX");
-	if (!mkdtemp(root))
+	if (make_root())
 		SKIP("no temporary directory");
 	put("memory.usage_in_bytes", "5000\n");
 	dir("job");
@@ -226,8 +237,7 @@ static void test_set_v1(void)
 		CHECK(a->cur.ooms == MEMCG_UNKNOWN);
 		CHECK(a->cur.psi_full10 < 0);
 	}
-	memcg_set_free(&s);
-	nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	set_done(&s);
 }
 
 /* inotify: a cgroup made later joins at the next refresh, with no rescan */
@@ -236,8 +246,7 @@ static void test_set_watch(void)
 	struct memcg_set s;
 	uint64_t gen;
 
-	snprintf(root, sizeof(root), "/tmp/aiscope-test-memcg.XXXXXX");
-	if (!mkdtemp(root))
+	if (make_root())
 		SKIP("no temporary directory");
 	v2_cgroup("x", "10\n", "20\n", "5", "max 0\n");
 	memcg_set_init(&s, NULL, root, NULL, true);
@@ -256,8 +265,7 @@ static void test_set_watch(void)
 			memcg_set_drop(&s, i);
 	CHECK_EQ(s.n, 2);
 	CHECK(by_path(&s, "/z") == NULL);
-	memcg_set_free(&s);
-	nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	set_done(&s);
 }
 
 static bool never(const struct memcg_reading *r, void *ctx)
@@ -270,8 +278,7 @@ static void test_stat_skipped(void)
 	struct memcg_set s;
 	struct memcg *a;
 
-	snprintf(root, sizeof(root), "/tmp/aiscope-test-memcg.XXXXXX");
-	if (!mkdtemp(root))
+	if (make_root())
 		SKIP("no temporary directory");
 	v2_cgroup("x", "10\n", "20\n", "5", "max 0\n");
 	memcg_set_init(&s, NULL, root, NULL, false);
@@ -282,15 +289,13 @@ static void test_stat_skipped(void)
 		CHECK(a->cur.inactive_file == MEMCG_UNKNOWN);
 		CHECK_EQ(a->cur.usage, 10);
 	}
-	memcg_set_free(&s);
-	nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	set_done(&s);
 }
 
 /* a v1 tree with one cgroup, /job: 1000 bytes used of 64 MiB */
 static int v1_job_tree(void)
 {
-	snprintf(root, sizeof(root), "/tmp/aiscope-test-memcg.XXXXXX");
-	if (!mkdtemp(root))
+	if (make_root())
 		return -1;
 	dir("job");
 	put("job/memory.usage_in_bytes", "1000\n");
@@ -335,8 +340,7 @@ static void test_v1_failcnt_cold(void)
 		CHECK(a->cur.inactive_file == MEMCG_UNKNOWN);
 		CHECK_EQ(a->cur.oom_kills, 3);
 	}
-	memcg_set_free(&s);
-	nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	set_done(&s);
 }
 
 /* A counter file whose signal is armed is read when it moved (the signal
@@ -368,8 +372,7 @@ static void test_counters_armed(void)
 		CHECK_EQ(memcg_read(a, 0, NULL, NULL), 0);
 		CHECK_EQ(a->cur.oom_kills, 5);		/* hot */
 	}
-	memcg_set_free(&s);
-	nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	set_done(&s);
 }
 
 static void test_signal_figures(void)
@@ -413,8 +416,7 @@ static void test_arm_counts_errors(void)
 		CHECK_EQ(a->cur.usage, 1000);
 	}
 	CHECK_EQ(memcg_set_serve(&s, NULL, NULL), 0);
-	memcg_set_free(&s);
-	nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	set_done(&s);
 }
 
 int main(void)

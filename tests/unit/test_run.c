@@ -117,6 +117,17 @@ static void run_final(struct aiscope_loop *l)
 	aiscope_loop_final(l);
 }
 
+/* the loop ends for why (a signal, --duration, --count), then its final
+ * interval runs */
+static void stop_then_final(struct aiscope_loop *l, enum aiscope_exit why)
+{
+	aiscope_loop_stop(l, why);
+	run_final(l);
+}
+
+/* the loops below print nothing: a tool with no BPF object */
+static struct aiscope_bpf no_bpf;
+
 static void test_exit_names(void)
 {
 	CHECK(aiscope_exit_name(AISCOPE_RUNNING) == NULL);
@@ -140,44 +151,49 @@ static void test_stop_keeps_first_reason(void)
 	CHECK_EQ(l.exit, AISCOPE_EXIT_SIGNAL);
 }
 
-/* a signal or --duration cuts the interval short: it still counts, as a
- * tick, and events are taken while it prints */
-static void test_final_after_signal(void)
+/*
+ * The final interval after each way a run ends. A signal or --duration
+ * cuts the interval short: it still counts, as a tick, and events are
+ * taken while it prints. After --count the last interval was whole:
+ * nothing more prints; nor without an on_final callback.
+ */
+static void test_final_interval(void)
 {
-	struct aiscope_bpf b = {};
-	struct aiscope_loop l = { .bpf = &b, .on_final = record, .ticks = 3 };
+	static const struct {
+		const char *what;
+		int (*on_final)(void *ctx);
+		uint64_t ticks;
+		enum aiscope_exit why;
+		int calls;
+		uint64_t ticks_after;
+	} c[] = {
+		{ "after --duration", record, 3, AISCOPE_EXIT_DURATION, 1, 4 },
+		{ "after --count", record, 5, AISCOPE_EXIT_COUNT, 0, 5 },
+		{ "no callback", NULL, 1, AISCOPE_EXIT_SIGNAL, 0, 1 },
+	};
 
-	aiscope_loop_stop(&l, AISCOPE_EXIT_DURATION);
-	run_final(&l);
-	CHECK_EQ(seen.calls, 1);
-	CHECK_EQ(seen.ticks, 4);
-	CHECK(seen.running);
-	CHECK(seen.final);
-	CHECK(!l.final);
-	CHECK(!aiscope_loop_running(&l));
-	CHECK_EQ(l.exit, AISCOPE_EXIT_DURATION);
-}
+	for (size_t i = 0; i < T_ROWS(c); i++) {
+		struct aiscope_loop l = { .bpf = &no_bpf, .on_final = c[i].on_final, .ticks = c[i].ticks };
 
-/* --count: the last interval was whole, nothing more prints */
-static void test_no_final_after_count(void)
-{
-	struct aiscope_bpf b = {};
-	struct aiscope_loop l = { .bpf = &b, .on_final = record, .ticks = 5 };
-
-	aiscope_loop_stop(&l, AISCOPE_EXIT_COUNT);
-	run_final(&l);
-	CHECK_EQ(seen.calls, 0);
-	CHECK_EQ(l.ticks, 5);
+		stop_then_final(&l, c[i].why);
+		CHECK_CASE(seen.calls == c[i].calls, "%s: %d calls", c[i].what, seen.calls);
+		CHECK_CASE(l.ticks == c[i].ticks_after, "%s: ticks %" PRIu64, c[i].what, l.ticks);
+		/* the callback ran as the final interval, the loop stopped */
+		if (c[i].calls) {
+			CHECK_CASE(seen.ticks == c[i].ticks_after, "%s", c[i].what);
+			CHECK_CASE(seen.running && seen.final, "%s", c[i].what);
+		}
+		CHECK_CASE(!l.final && !aiscope_loop_running(&l), "%s", c[i].what);
+		CHECK_CASE(l.exit == c[i].why, "%s", c[i].what);
+	}
 }
 
 /* a streaming run drains what is left, after --count too, as no tick */
 static void test_final_drains(void)
 {
-	struct aiscope_bpf b = {};
-	struct aiscope_loop l = { .bpf = &b, .on_final = record, .final_drains = true, .ticks = 2 };
+	struct aiscope_loop l = { .bpf = &no_bpf, .on_final = record, .final_drains = true, .ticks = 2 };
 
-	aiscope_loop_stop(&l, AISCOPE_EXIT_COUNT);
-	run_final(&l);
+	stop_then_final(&l, AISCOPE_EXIT_COUNT);
 	CHECK_EQ(seen.calls, 1);
 	CHECK_EQ(seen.ticks, 2);
 	CHECK(seen.running);
@@ -185,16 +201,6 @@ static void test_final_drains(void)
 	run_final(&l);
 	CHECK_EQ(seen.calls, 1);
 	CHECK_EQ(l.ticks, 2);
-}
-
-static void test_no_final_callback(void)
-{
-	struct aiscope_bpf b = {};
-	struct aiscope_loop l = { .bpf = &b, .ticks = 1 };
-
-	aiscope_loop_stop(&l, AISCOPE_EXIT_SIGNAL);
-	run_final(&l);
-	CHECK_EQ(l.ticks, 1);
 }
 
 static void test_interval(void)
@@ -297,8 +303,7 @@ static void summary(void)
  * run again: the final interval, then the summary, then the exit code */
 static void test_run_after_end(void)
 {
-	struct aiscope_bpf b = {};
-	struct aiscope_loop l = { .bpf = &b, .on_final = record };
+	struct aiscope_loop l = { .bpf = &no_bpf, .on_final = record };
 
 	memset(&seen, 0, sizeof(seen));
 	cur = &l;
@@ -317,10 +322,8 @@ int main(void)
 {
 	RUN(test_exit_names);
 	RUN(test_stop_keeps_first_reason);
-	RUN(test_final_after_signal);
-	RUN(test_no_final_after_count);
+	RUN(test_final_interval);
 	RUN(test_final_drains);
-	RUN(test_no_final_callback);
 	RUN(test_interval);
 	RUN(test_teardown_exit_code);
 	RUN(test_run_after_end);
