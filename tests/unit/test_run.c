@@ -125,7 +125,7 @@ static void stop_then_final(struct aiscope_loop *l, enum aiscope_exit why)
 	run_final(l);
 }
 
-/* the loops below print nothing: a tool with no BPF object */
+/* a BPF object with nothing loaded, as each loop below had of its own */
 static struct aiscope_bpf no_bpf;
 
 static void test_exit_names(void)
