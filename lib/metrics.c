@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/utsname.h>
 #include <time.h>
+#include "ctrmeta.h"
 #include "fail.h"
 #include "metrics.h"
 #include "util.h"
@@ -35,11 +36,24 @@ struct prom_reg *aiscope_metrics(void)
 void aiscope_cgroup_path_values(const char *path, const char *vals[AISCOPE_CGROUP_NLABELS],
 				struct container_info *ci)
 {
+	/* ctrmeta's strings last until its next lookup: these until ours */
+	static char ns[256], pod[256], ctr[256];
+	const struct ctr_meta *m = NULL;
+
 	if (!path || !cg_parse_container(path, ci))
 		memset(ci, 0, sizeof(*ci));
+	if (ci->id[0])
+		m = ctrmeta_lookup(ci->id, ci->runtime);
+	snprintf(ns, sizeof(ns), "%s", m && m->found ? m->pod_namespace : "");
+	snprintf(pod, sizeof(pod), "%s", m && m->found ? m->pod_name : "");
+	snprintf(ctr, sizeof(ctr), "%s", !m || !m->found ? "" :
+		 m->k8s_container[0] ? m->k8s_container : m->name);
 	vals[0] = path ? path : "";
 	vals[1] = ci->id;
 	vals[2] = ci->pod_uid;
+	vals[3] = ns;
+	vals[4] = pod;
+	vals[5] = ctr;
 }
 
 void aiscope_cgroup_values(const struct aiscope_ident *id, const char *vals[AISCOPE_CGROUP_NLABELS],

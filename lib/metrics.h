@@ -32,12 +32,17 @@
 /* The registry, or NULL when neither --prometheus nor --listen was given. */
 struct prom_reg *aiscope_metrics(void);
 
-/* cgroup (path), container_id, pod_uid: what metrics are keyed by. A tool
- * whose series have labels of their own puts them after these names:
+/* cgroup (path), container_id, pod_uid, and kube-state-metrics' names for
+ * the container's: namespace, pod, container (the container's name in its
+ * pod, else the runtime's name for it; lib/ctrmeta.c): what metrics are
+ * keyed by. A tool whose series have labels of their own puts them after
+ * these names:
  *	static const char *const lbl[] = { AISCOPE_CGROUP_LABEL_NAMES, "kind", NULL };
  * and their values after aiscope_cgroup_values()'. */
-#define AISCOPE_CGROUP_LABEL_NAMES "cgroup", "container_id", "pod_uid"
-#define AISCOPE_CGROUP_NLABELS 3
+#define AISCOPE_CGROUP_LABEL_NAMES "cgroup", "container_id", "pod_uid", "namespace", "pod", "container"
+#define AISCOPE_CGROUP_NLABELS 6
+/* the values of a series of no cgroup (e.g. the host's) */
+#define AISCOPE_CGROUP_NO_VALUES "", "", "", "", "", ""
 extern const char *const aiscope_cgroup_labels[];
 /* Values for aiscope_cgroup_labels; unknown ones are "". The strings live
  * in ci and the cgroup path cache: use them before the next lookup. */

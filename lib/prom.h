@@ -28,7 +28,7 @@
 #include <stdio.h>
 #include "hist.h"
 
-#define PROM_MAX_LABELS		6
+#define PROM_MAX_LABELS		10
 #define PROM_MAX_BOUNDS		64
 #define PROM_DEFAULT_MAX_SERIES	1000
 #define PROM_CONTENT_TYPE	"text/plain; version=0.0.4; charset=utf-8"

@@ -392,3 +392,39 @@ ctr_in_pod() {
 	run --separate-stderr "$BIN/schedlat" -n 1 --namespace ml
 	[ "$status" -eq 2 ]
 }
+
+# series_value FILE NAME LABELS: the value of the series NAME{LABELS}
+series_value() {
+	awk -v k="$2{$3}" 'substr($0, 1, length(k) + 1) == k " " { print $NF; f = 1 } END { exit !f }' "$1"
+}
+
+@test "containers: metrics carry kube-state-metrics' namespace, pod and container beside the ids" {
+	need_podman
+	need_ctr
+	local name=aiscope-ct-prom-$$-$RANDOM id out=$BATS_TEST_TMPDIR/s.json prom=$BATS_TEST_TMPDIR/s.prom
+	local pod_labels ctr_labels runs
+	podman_contend "$name"
+	id=$(hex_id)
+	"${CTR[@]}" run -d \
+		--label io.kubernetes.cri.container-name=trainer \
+		--label io.kubernetes.cri.sandbox-name=job-0 \
+		--label io.kubernetes.cri.sandbox-namespace=ml \
+		--rootfs "$ROOTFS" "$id" /contend 3 0 20 100000 > /dev/null
+	TEST_CTR+=("$id")
+	run --separate-stderr "$BIN/schedlat" --by container -j -i 300ms -n 3 --prometheus "$prom"
+	[ "$status" -eq 0 ]
+	echo "$output" > "$out"
+	all_json "$out"
+	grep '^aiscope_schedlat_runs_total{' "$prom"
+	# podman's container: its name; no pod
+	pod_labels="cgroup=\"/libpod_parent/libpod-$PM_ID\",container_id=\"$PM_ID\",pod_uid=\"\",namespace=\"\",pod=\"\",container=\"$name\""
+	runs=$(jq -s --arg id "$PM_ID" '[.[] | select(.type == "sample" and .container_id == $id) | .runs] | add' "$out")
+	[ "$runs" -gt 0 ]
+	[ "$(series_value "$prom" aiscope_schedlat_runs_total "$pod_labels")" = "$runs" ]
+	# ctr's: the pod's namespace and name and the container's name in it,
+	# from the annotations CRI sets
+	ctr_labels="cgroup=\"/default/$id\",container_id=\"$id\",pod_uid=\"\",namespace=\"ml\",pod=\"job-0\",container=\"trainer\""
+	runs=$(jq -s --arg id "$id" '[.[] | select(.type == "sample" and .container_id == $id) | .runs] | add' "$out")
+	[ "$runs" -gt 0 ]
+	[ "$(series_value "$prom" aiscope_schedlat_runs_total "$ctr_labels")" = "$runs" ]
+}

@@ -240,7 +240,7 @@ normalize() {
 	holders=$(grep '^aiscope_schedlat_runs_total{' "$f" | grep -v 'overflow="true"' |
 		sed 's/^aiscope_schedlat_runs_total{cgroup="\([^"]*\)".*/\1/' | jq -R . | jq -s -c .)
 	[ "$(jq length <<<"$holders")" -eq 3 ]
-	grep -q '^aiscope_schedlat_runs_total{cgroup="",container_id="",pod_uid="",overflow="true"} [1-9]' "$f"
+	grep -q '^aiscope_schedlat_runs_total{cgroup="",container_id="",pod_uid="",namespace="",pod="",container="",overflow="true"} [1-9]' "$f"
 	# the truth: every sample row of another label set went to the overflow
 	# series of each of the four families
 	truth=$(jq -s --argjson h "$holders" '[.[] | select(.type == "sample" and .row == "cgroup") |
@@ -280,7 +280,7 @@ normalize() {
 	cg=$(jq -r -s --arg id "$CID" '[.[] | select(.type == "sample" and .container_id == $id)][0].cgroup' \
 		"$BATS_TEST_TMPDIR/s.out")
 	[[ "$cg" == */docker-$CID.scope ]]
-	sel="{cgroup=\"$cg\",container_id=\"$CID\",pod_uid=\"\"}"
+	sel="{cgroup=\"$cg\",container_id=\"$CID\",pod_uid=\"\",namespace=\"\",pod=\"\",container=\"\"}"
 	cat "$f"
 	# one cgroup passed the filter: one series per metric, exact totals
 	[ "$(grep -c '^aiscope_schedlat_runs_total' "$f")" -eq 1 ]
@@ -423,7 +423,7 @@ normalize() {
 		promtool check metrics < "$f" || { cat "$f"; false; }
 	done
 	[ "$(grep -c '^aiscope_schedlat_runs_total' "$BATS_TEST_TMPDIR/schedlat-host.prom")" -eq 1 ]
-	grep -q '^aiscope_schedlat_runs_total{cgroup="",container_id="",pod_uid=""} [1-9]' \
+	grep -q '^aiscope_schedlat_runs_total{cgroup="",container_id="",pod_uid="",namespace="",pod="",container=""} [1-9]' \
 		"$BATS_TEST_TMPDIR/schedlat-host.prom"
 }
 
@@ -571,7 +571,7 @@ prom_sum() {
 	# the container's series is the reader's: the pages it read cold
 	want=$(jq -s --argjson p "$pid" '[.[] | select(.type == "sample" and .pid == $p) | .misses] | add' \
 		"$BATS_TEST_TMPDIR/s.out")
-	got=$(prom_value "$f" "aiscope_cachestat_pages_total{cgroup=\"/docker-$CID.scope\",container_id=\"$CID\",pod_uid=\"\",kind=\"miss\"}")
+	got=$(prom_value "$f" "aiscope_cachestat_pages_total{cgroup=\"/docker-$CID.scope\",container_id=\"$CID\",pod_uid=\"\",namespace=\"\",pod=\"\",container=\"\",kind=\"miss\"}")
 	echo "container misses: metric $got, JSON $want, pages read cold $pages"
 	[ "$got" -eq "$want" ]
 	within 5 "$got" "$pages"
@@ -597,7 +597,7 @@ prom_sum() {
 	stop_tool "$TOOL_PID"
 	all_json "$BATS_TEST_TMPDIR/s.out"
 	grep "container_id=\"$CID\"" "$f"
-	sel="{cgroup=\"/docker-$CID.scope\",container_id=\"$CID\",pod_uid=\"\",kind=\"pipe\"}"
+	sel="{cgroup=\"/docker-$CID.scope\",container_id=\"$CID\",pod_uid=\"\",namespace=\"\",pod=\"\",container=\"\",kind=\"pipe\"}"
 	[ "$(prom_value "$f" "aiscope_ipcsnoop_sent_bytes_total$sel")" -eq "$n" ]
 	[ "$(prom_value "$f" "aiscope_ipcsnoop_received_bytes_total$sel")" -eq "$n" ]
 	# every figure, summed over all series, equals the JSON channels' sum
@@ -639,7 +639,7 @@ prom_sum() {
 	srx=$(sed -n 's/^server_result .*rx_calls=\([0-9]*\).*/\1/p' "$np")
 	[ -n "$crx" ] && [ -n "$srx" ]
 	grep "container_id=\"$CID\"" "$f"
-	sel="cgroup=\"/docker-$CID.scope\",container_id=\"$CID\",pod_uid=\"\""
+	sel="cgroup=\"/docker-$CID.scope\",container_id=\"$CID\",pod_uid=\"\",namespace=\"\",pod=\"\",container=\"\""
 	[ "$(prom_value "$f" "aiscope_socketsnoop_bytes_total{$sel,direction=\"tx\",proto=\"tcp\"}")" -eq $((n + k)) ]
 	[ "$(prom_value "$f" "aiscope_socketsnoop_bytes_total{$sel,direction=\"rx\",proto=\"tcp\"}")" -eq $((n + k)) ]
 	[ "$(prom_value "$f" "aiscope_socketsnoop_calls_total{$sel,direction=\"tx\",proto=\"tcp\"}")" -eq 102 ]
@@ -719,7 +719,7 @@ hog_in_cg() {
 	echo "alert at $ts, file written $((mt - ts)) ns later"
 	[ $((mt - ts)) -gt -20000000 ] && [ $((mt - ts)) -lt 500000000 ]
 	cat "$snap"
-	sel="{cgroup=\"$CG_REL\",container_id=\"\",pod_uid=\"\"}"
+	sel="{cgroup=\"$CG_REL\",container_id=\"\",pod_uid=\"\",namespace=\"\",pod=\"\",container=\"\"}"
 	echo "$alert" | jq -e --arg cg "$CG_REL" --argjson lim "$MEMCG_LIMIT" \
 		'.level == "warn" and .cgroup == $cg and .limit_bytes == $lim and .working_set_bytes > 50000000'
 	[ "$(prom_value "$snap" "aiscope_oomwatch_memory_limit_bytes$sel")" -eq "$MEMCG_LIMIT" ]
@@ -731,7 +731,7 @@ hog_in_cg() {
 	# first kill (so that rate() sees that kill), each scope
 	local sc
 	for sc in memcg global unknown; do
-		[ "$(prom_value "$snap" "aiscope_oomwatch_oom_kills_total{cgroup=\"$CG_REL\",container_id=\"\",pod_uid=\"\",scope=\"$sc\"}")" -eq 0 ]
+		[ "$(prom_value "$snap" "aiscope_oomwatch_oom_kills_total{cgroup=\"$CG_REL\",container_id=\"\",pod_uid=\"\",namespace=\"\",pod=\"\",container=\"\",scope=\"$sc\"}")" -eq 0 ]
 	done
 	# and what the cgroup says now (the hog holds its 56 MiB) at the next
 	# poll: the alert came from the usage threshold at 85%, while the hog
@@ -749,7 +749,7 @@ hog_in_cg() {
 	sleep 2.5
 	cp "$f" "$snap"
 	cat "$snap"
-	[ "$(prom_value "$snap" "aiscope_oomwatch_oom_kills_total{cgroup=\"$CG_REL\",container_id=\"\",pod_uid=\"\",scope=\"memcg\"}")" -eq 1 ]
+	[ "$(prom_value "$snap" "aiscope_oomwatch_oom_kills_total{cgroup=\"$CG_REL\",container_id=\"\",pod_uid=\"\",namespace=\"\",pod=\"\",container=\"\",scope=\"memcg\"}")" -eq 1 ]
 	# the other scopes stay at 0
 	[ "$(grep -c '^aiscope_oomwatch_oom_kills_total' "$snap")" -eq 3 ]
 	[ "$(grep '^aiscope_oomwatch_oom_kills_total' "$snap" | grep -v 'scope="memcg"' | awk '{s += $2} END {print s}')" -eq 0 ]
@@ -781,14 +781,14 @@ hog_in_cg() {
 	cat "$f"
 	[ -z "$(compgen -G "$f.tmp*")" ]
 	! grep -q "^aiscope_oomwatch_memory_.*cgroup=\"$CG_REL\"" "$f" || false
-	[ "$(prom_value "$f" "aiscope_oomwatch_oom_kills_total{cgroup=\"$CG_REL\",container_id=\"\",pod_uid=\"\",scope=\"memcg\"}")" -eq 1 ]
+	[ "$(prom_value "$f" "aiscope_oomwatch_oom_kills_total{cgroup=\"$CG_REL\",container_id=\"\",pod_uid=\"\",namespace=\"\",pod=\"\",container=\"\",scope=\"memcg\"}")" -eq 1 ]
 	jq -e -s --argjson p "$hog1" --arg cg "$CG_REL" \
 		'map(select(.event == "oom_kill")) | length == 1 and .[0].pid == $p and .[0].memcg == $cg and .[0].scope == "memcg"' "$out"
 	# the mapping: one allocation of its exact size, in its cgroup
 	local acg
 	acg=$(jq -r -s --argjson p "$map" 'map(select(.event == "alloc" and .pid == $p)) | .[0].cgroup' "$out")
 	[ "$(jq -s 'map(select(.event == "alloc")) | length' "$out")" -eq 1 ]
-	sel="{cgroup=\"$acg\",container_id=\"\",pod_uid=\"\",syscall=\"mmap\"}"
+	sel="{cgroup=\"$acg\",container_id=\"\",pod_uid=\"\",namespace=\"\",pod=\"\",container=\"\",syscall=\"mmap\"}"
 	[ "$(prom_value "$f" "aiscope_oomwatch_large_allocations_total$sel")" -eq 1 ]
 	[ "$(prom_value "$f" "aiscope_oomwatch_large_allocation_bytes_total$sel")" -eq 629145600 ]
 	# that cgroup's other syscalls, made at 0 with its first allocation
@@ -822,7 +822,7 @@ hog_in_cg() {
 	promtool_ok "$m"
 	for c in "$ok 104857600 104857600 0 0" "$warn 996147200 943718400 1 0.125" "$crit 1063256064 1063256064 2 0"; do
 		set -- $c
-		sel="{cgroup=\"/system.slice/docker-$1.scope\",container_id=\"$1\",pod_uid=\"\"}"
+		sel="{cgroup=\"/system.slice/docker-$1.scope\",container_id=\"$1\",pod_uid=\"\",namespace=\"\",pod=\"\",container=\"\"}"
 		[ "$(prom_value "$m" "aiscope_oomwatch_memory_usage_bytes$sel")" = "$2" ]
 		[ "$(prom_value "$m" "aiscope_oomwatch_memory_working_set_bytes$sel")" = "$3" ]
 		[ "$(prom_value "$m" "aiscope_oomwatch_memory_limit_bytes$sel")" = 1073741824 ]
@@ -836,7 +836,7 @@ hog_in_cg() {
 	# the kernel counts on: the next scrapes say so
 	d=$t/sys/fs/cgroup/system.slice/docker-$ok.scope
 	printf 'low 0\nhigh 0\nmax 40\noom 5\noom_kill 4\noom_group_kill 0\n' > "$d/memory.events"
-	sel="{cgroup=\"/system.slice/docker-$ok.scope\",container_id=\"$ok\",pod_uid=\"\",event=\"oom_kill\"}"
+	sel="{cgroup=\"/system.slice/docker-$ok.scope\",container_id=\"$ok\",pod_uid=\"\",namespace=\"\",pod=\"\",container=\"\",event=\"oom_kill\"}"
 	for i in $(seq 50); do
 		curl -sf "$url" > "$m"
 		[ "$(prom_value "$m" "aiscope_oomwatch_memory_events_total$sel")" = 4 ] && break
@@ -1017,7 +1017,7 @@ gl_run() {
 	GL_CG=$(jq -r -s --argjson p "${pids[0]}" 'first(.[] | select(.type == "sample" and .pid == $p)) | .cgroup' \
 		"$BATS_TEST_TMPDIR/$name.out")
 	[ -z "$CID" ] || [ "$GL_CG" = "/docker-$CID.scope" ]
-	GL_SEL="cgroup=\"$GL_CG\",container_id=\"$CID\",pod_uid=\"\""
+	GL_SEL="cgroup=\"$GL_CG\",container_id=\"$CID\",pod_uid=\"\",namespace=\"\",pod=\"\",container=\"\""
 	grep -v '_bucket' "$GL_PROM"
 }
 

@@ -250,7 +250,7 @@ static void metrics_init(void)
 /* One interval's figures (derived) into the series of path's cgroup. */
 static void metrics_add(const char *path, bool has_path, const struct figures *f)
 {
-	const char *v[AISCOPE_CGROUP_NLABELS + 1] = { "", "", "" };
+	const char *v[AISCOPE_CGROUP_NLABELS + 1] = { AISCOPE_CGROUP_NO_VALUES };
 	struct container_info ci;
 
 	if (!P.pages)
@@ -258,12 +258,12 @@ static void metrics_add(const char *path, bool has_path, const struct figures *f
 	if (has_path)
 		aiscope_cgroup_path_values(path, v, &ci);
 	if (f->known) {
-		v[3] = "hit";
+		v[AISCOPE_CGROUP_NLABELS] = "hit";
 		prom_counter_add(P.pages, v, f->hits);
 	}
-	v[3] = "miss";
+	v[AISCOPE_CGROUP_NLABELS] = "miss";
 	prom_counter_add(P.pages, v, f->misses);
-	v[3] = "dirty";
+	v[AISCOPE_CGROUP_NLABELS] = "dirty";
 	prom_counter_add(P.pages, v, f->c.dirtied);
 }
 

@@ -703,7 +703,7 @@ static void metrics_add(const struct prow *r)
 	if (!P.sent_bytes)
 		return;
 	aiscope_cgroup_values(&r->ident, v, &ci);
-	v[3] = r->ch.kind < IPC_KINDS ? kind_names[r->ch.kind] : "?";
+	v[AISCOPE_CGROUP_NLABELS] = r->ch.kind < IPC_KINDS ? kind_names[r->ch.kind] : "?";
 	if (r->ch.kind == IPC_SHM) {
 		prom_counter_add(write ? P.attaches : P.detaches, v, r->ops);
 		return;

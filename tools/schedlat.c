@@ -154,7 +154,7 @@ static void metrics_init(void)
  * host the key's identity is just the first task seen: no labels. */
 static void metrics_add(const struct schedlat_stats *st)
 {
-	static const char *const none[AISCOPE_CGROUP_NLABELS] = { "", "", "" };
+	static const char *const none[AISCOPE_CGROUP_NLABELS] = { AISCOPE_CGROUP_NO_VALUES };
 	const char *vals[AISCOPE_CGROUP_NLABELS];
 	const char *const *v = none;
 	struct container_info ci;

@@ -97,7 +97,9 @@ static void test_registration_errors(void)
 	static const char *const le[] = { "le", NULL };
 	static const char *const ovf[] = { "overflow", NULL };
 	static const char *const bad[] = { "a-b", NULL };
-	static const char *const many[] = { "a", "b", "c", "d", "e", "f", "g", NULL };
+	/* one more than PROM_MAX_LABELS */
+	static const char *const many[] = { "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", NULL };
+	static const char *const most[] = { "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", NULL };
 	uint64_t ok[] = { 1023, 2047 }, unsorted[] = { 2047, 1023 }, notmax[] = { 1000 };
 	uint64_t last[] = { UINT64_MAX - 1 };
 
@@ -108,6 +110,7 @@ static void test_registration_errors(void)
 	CHECK(prom_counter(r, "y_total", "y", ovf) == NULL);
 	CHECK(prom_counter(r, "y_total", "y", bad) == NULL);
 	CHECK(prom_counter(r, "y_total", "y", many) == NULL);
+	CHECK(prom_counter(r, "most_total", "y", most) != NULL);
 	CHECK(prom_gauge(r, "bad name", "y", NULL) == NULL);
 	CHECK(prom_histogram(r, "h_seconds", "h", NULL, ok, 2, 9) != NULL);
 	CHECK(prom_histogram(r, "h2_seconds", "h", NULL, unsorted, 2, 9) == NULL);
