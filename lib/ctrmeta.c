@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "ctrmeta.h"
 #include "jsonp.h"
+#include "util.h"
 
 #define MAX_FILE (64u << 20)	/* a state file larger than this is not read */
 #define RETRY_NS 1000000000ULL
@@ -88,6 +89,31 @@ uint64_t ctrmeta_reads(void)
 
 /* ---- files ---- */
 
+/* A runtime's state that exists but cannot be read (permissions, a file
+ * too big or not a file, bad JSON) leaves its containers with ids only:
+ * said once per kind of file (fmt), not per container. */
+static void warn_once(const char *fmt, const char *path, const char *why)
+{
+	static const char *warned[16];
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(warned) && warned[i]; i++)
+		if (warned[i] == fmt)
+			return;
+	if (i < ARRAY_SIZE(warned))
+		warned[i] = fmt;
+	fprintf(stderr, "%s: cannot read %s: %s; its containers are shown by id only\n",
+		program_invocation_short_name, path, why);
+}
+
+/* fmt's file (with a and b) under the root */
+static void state_path(char path[8192], const char *fmt, const char *a, const char *b)
+{
+	size_t n = (size_t)snprintf(path, 8192, "%s", cm.root);
+
+	snprintf(path + n, 8192 - n, fmt, a, b);
+}
+
 static char *read_file(const char *fmt, const char *a, const char *b, size_t *len)
 {
 	char path[8192];
@@ -97,12 +123,16 @@ static char *read_file(const char *fmt, const char *a, const char *b, size_t *le
 	size_t got = 0;
 	int fd;
 
-	snprintf(path, sizeof(path), "%s", cm.root);
-	snprintf(path + strlen(path), sizeof(path) - strlen(path), fmt, a, b);
+	state_path(path, fmt, a, b);
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
+	if (fd < 0) {
+		/* absent: not this runtime's container, or not yet */
+		if (errno != ENOENT && errno != ENOTDIR)
+			warn_once(fmt, path, strerror(errno));
 		return NULL;
+	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > MAX_FILE) {
+		warn_once(fmt, path, "not a regular file of at most 64 MiB");
 		close(fd);
 		return NULL;
 	}
@@ -123,6 +153,7 @@ static int parse_file(struct jp *p, const struct jv **v, const char *fmt, const 
 {
 	size_t len;
 	char *text = read_file(fmt, a, b, &len);
+	char path[8192];
 	int err;
 
 	if (!text)
@@ -130,6 +161,10 @@ static int parse_file(struct jp *p, const struct jv **v, const char *fmt, const 
 	err = jp_parse(p, text, len, v);
 	/* the tree's strings live in the arena, not in text */
 	free(text);
+	if (err) {
+		state_path(path, fmt, a, b);
+		warn_once(fmt, path, "not valid JSON");
+	}
 	return err;
 }
 

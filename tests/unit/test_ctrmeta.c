@@ -4,7 +4,9 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <ftw.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "t.h"
@@ -210,6 +212,68 @@ static void test_find_pod(void)
 	CHECK_EQ(ctrmeta_find_pod("", NULL, ids, 4), -EINVAL);
 }
 
+/* stderr of fn() into buf */
+static void capture_stderr(void (*fn)(void), char *buf, size_t size)
+{
+	FILE *f = tmpfile();
+	int saved = dup(STDERR_FILENO);
+	size_t n;
+
+	fflush(stderr);
+	dup2(fileno(f), STDERR_FILENO);
+	fn();
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	rewind(f);
+	n = fread(buf, 1, size - 1, f);
+	buf[n] = 0;
+	fclose(f);
+}
+
+static void lookups_in_broken_state(void)
+{
+	for (int i = 0; i < 3; i++) {
+		CHECK(!ctrmeta_lookup(PODMAN, "podman")->found);
+		CHECK(!ctrmeta_lookup(CTR, "podman")->found);
+		CHECK(!ctrmeta_lookup(RUNC, NULL)->found);
+		fake_now += 2000000000ULL;	/* each miss read again */
+	}
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+/* A state that exists but cannot be read: ids only, said once per file kind */
+static void test_unreadable_state_warns_once(void)
+{
+	char broken[] = "/tmp/ctrmeta-bad-XXXXXX", cmd[4096], err[4096];
+
+	if (!mkdtemp(broken))
+		abort();
+	/* podman's record cut short; a directory where runc's state file is */
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/var/lib/containers/storage/overlay-containers "
+		 "%s/run/runc/" RUNC "/state.json && printf '[{\"id\": ' > "
+		 "%s/var/lib/containers/storage/overlay-containers/containers.json",
+		 broken, broken, broken);
+	if (system(cmd))
+		abort();
+	ctrmeta_set_root(broken);
+	capture_stderr(lookups_in_broken_state, err, sizeof(err));
+	CHECK_EQ(count(err, "overlay-containers/containers.json: not valid JSON; its containers are "
+		       "shown by id only\n"), 1);
+	CHECK_EQ(count(err, "/run/runc/" RUNC "/state.json: not a regular file"), 1);
+	CHECK_EQ(count(err, "\n"), 2);
+	ctrmeta_set_root(root);
+	nftw(broken, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
 	if (!mkdtemp(root))
@@ -223,6 +287,7 @@ int main(void)
 	RUN(test_cap_counts_evictions);
 	RUN(test_find_name);
 	RUN(test_find_pod);
+	RUN(test_unreadable_state_warns_once);
 	ctrmeta_cleanup();
 	nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	return t_done();
