@@ -24,22 +24,14 @@ set -u -o pipefail
 REPS=${REPS:-5}
 SECS=${SECS:-1}
 DIR=${DIR:-/var/tmp}
-OUT=${OUT:-$BENCH_ROOT/docs/PERFORMANCE.md}
 CACHESTAT=${CACHESTAT:-$BENCH_ROOT/build/cachestat}
 PAGECACHE=${PAGECACHE:-$BENCH_ROOT/build/tests/helpers/pagecache}
 BCC_CACHESTAT=${BCC_CACHESTAT:-/usr/sbin/cachestat}
-BPFTRACE=${BPFTRACE:-bpftrace}
 BT=$BENCH_ROOT/scripts/bench/cachestat-like.bt
 
 bench_init
-[ -x /usr/bin/time ] || bench_die "/usr/bin/time not found (apt-get install time)"
-[ -x "$CACHESTAT" ] || bench_die "$CACHESTAT not built (make)"
-[ -x "$PAGECACHE" ] || bench_die "$PAGECACHE not built (make)"
-need "$BPFTRACE" bpftrace
-need stdbuf coreutils
-cd "$BENCH_ROOT" || exit 1
+bench_needs --time "$CACHESTAT" "$PAGECACHE"
 
-rel() { local p=${1#"$BENCH_ROOT"/}; printf '%s' "$p"; }
 C=$(rel "$CACHESTAT")
 B=$(rel "$BT")
 
@@ -56,16 +48,12 @@ resident=$("$PAGECACHE" resident "$FILE")
 # ---- modes ----
 CMARK="Ctrl-C to end."	# cachestat, stderr, after attach
 BMARK="Attaching"	# bpftrace, stdout
-bench_mode cachestat      stderr "$CMARK" stdbuf -oL "$CACHESTAT" -C
-bench_mode cachestat-file stderr "$CMARK" stdbuf -oL "$CACHESTAT" --by file -j
-bench_mode bpftrace       stdout "$BMARK" stdbuf -oL "$BPFTRACE" "$BT"
-OVH_MODES=(cachestat cachestat-file bpftrace)
-declare -A OVH_LABEL=(
-	[cachestat]="cachestat (host view)" [cachestat-file]="cachestat --by file --json"
-	[bpftrace]="bpftrace cachestat-like.bt")
-declare -A OVH_CMD=(
-	[cachestat]="$C -C >/dev/null" [cachestat-file]="$C --by file -j >/dev/null"
-	[bpftrace]="bpftrace $B >/dev/null")
+ovh_mode cachestat "cachestat (host view)" "$C -C >/dev/null" \
+	stderr "$CMARK" stdbuf -oL "$CACHESTAT" -C
+ovh_mode cachestat-file "cachestat --by file --json" "$C --by file -j >/dev/null" \
+	stderr "$CMARK" stdbuf -oL "$CACHESTAT" --by file -j
+ovh_mode bpftrace "bpftrace cachestat-like.bt" "bpftrace $B >/dev/null" \
+	stdout "$BMARK" stdbuf -oL "$BPFTRACE" "$BT"
 bench_mode l-cachestat stderr "$CMARK" stdbuf -oL "$CACHESTAT" -C -n 1 -i 1ms
 bench_mode l-bpftrace  stdout "$BMARK" stdbuf -oL timeout -s INT 1 "$BPFTRACE" "$BT"
 
@@ -117,19 +105,16 @@ done
 rss_mib() { kib_to_mib "$(median <"$BENCH_TMP/rss/$1")"; }
 
 # ---- report ----
-foreign_end=$(bench_foreign_progs)
-body=$BENCH_TMP/section.md
 r4=$(med 4k cachestat ratio)
 r1=$(med 1m cachestat ratio)
+bench_report cachestat
 {
-	echo "## cachestat"
-	echo
 	echo "Workload: \`$(rel "$PAGECACHE") loop FILE BYTES $SECS\`, pread(2) of BYTES at a time over a"
 	echo "16 MiB file that is resident in the page cache ($resident pages by mincore and cachestat(2)),"
 	echo "on $fstype, for $SECS s; the figure is reads per second. 4 KiB reads are the worst case (one"
 	echo "\`mm_filemap_get_pages\` event per page read); 1 MiB reads are those of a loader."
 	echo
-	echo "Peers: bpftrace $("$BPFTRACE" --version 2>/dev/null | awk '{ print $2 }') with"
+	echo "Peers: bpftrace $(bpftrace_version) with"
 	echo "[\`scripts/bench/cachestat-like.bt\`](../scripts/bench/cachestat-like.bt), counting the same"
 	echo "tracepoints into per-interval sums. libbpf-tools \`cachestat\` (Debian's libbpf-tools"
 	echo "$(dpkg-query -W -f '${Version}' libbpf-tools 2>/dev/null || echo '?')) **cannot run here**: its"
@@ -177,18 +162,14 @@ r1=$(med 1m cachestat ratio)
 	else
 		echo "Not measured: bpftool is missing."
 	fi
-	echo
-	echo "### Lifecycle and memory"
-	echo
+	md_h3 "Lifecycle and memory"
 	md_header tool command "exec->attached (ms)" "exec->exit (ms)" "peak RSS (MiB)"
 	md_row cachestat "\`$C -C -n 1 -i 1ms\`" "$(fmt "$(life_median_ms l-cachestat ready)" 1)" \
 		"$(fmt "$(life_median_ms l-cachestat exit)" 1)" "$(rss_mib cachestat)"
 	md_row "cachestat --by file" "\`$C --by file -j -n 2 -i 500ms\`" "" "" "$(rss_mib cachestat-file)"
 	md_row bpftrace "\`timeout -s INT 1 bpftrace $B\`" "$(fmt "$(life_median_ms l-bpftrace ready)" 1)" \
 		"(stopped after 1 s)" ""
-	echo
-	echo "### Target"
-	echo
+	md_h3 "Target"
 	met() { if cmp_le 0.95 "$1"; then echo "**met**"; else echo "**not met**"; fi; }
 	echo "- Under 5% cost on the cached-read loop: 1 MiB reads $(fmt "$r1" 3) ($(met "$r1")); 4 KiB reads"
 	echo "  $(fmt "$r4" 3) ($(met "$r4")): a 4 KiB read of a cached page takes well under two"
@@ -196,15 +177,12 @@ r1=$(med 1m cachestat ratio)
 	echo "  run time plus the tracepoint's own; bpftrace on the same tracepoints: $(fmt "$(med 4k bpftrace ratio)" 3)."
 	echo "  The 1 MiB ratios swing with the machine's other work (see min-max); the BPF share above is"
 	echo "  the steadier figure."
-	echo
-	echo "### Reproduce"
-	echo
+	md_h3 "Reproduce"
 	echo "As root, after \`make\`: \`scripts/bench/cachestat.sh\` (about 2 minutes; REPS, SECS and DIR"
 	echo "change the repetitions, the length of a workload run and where the file is). It rewrites this"
 	echo "section only."
-} >"$body"
+} >>"$body"
 
-mkdir -p "$(dirname "$OUT")"
 md_section "$OUT" cachestat "$body"
 bench_log "wrote the cachestat section of $(rel "$OUT")"
 cat "$body"

@@ -22,25 +22,17 @@ set -u -o pipefail
 
 REPS=${REPS:-5}
 CALLS=${CALLS:-200000}
-OUT=${OUT:-$BENCH_ROOT/docs/PERFORMANCE.md}
 GPULAUNCH=${GPULAUNCH:-$BENCH_ROOT/build/gpulaunch}
-BPFTRACE=${BPFTRACE:-bpftrace}
 CUDACALL=$BENCH_ROOT/build/tests/cuda/cudacall
 
 bench_init
-need stdbuf coreutils
-[ -x /usr/bin/time ] || bench_die "/usr/bin/time not found (apt-get install time)"
-[ -x "$GPULAUNCH" ] || bench_die "$GPULAUNCH not built (make)"
-[ -x "$CUDACALL" ] || bench_die "$CUDACALL not built (make)"
-need "$BPFTRACE" bpftrace
-cd "$BENCH_ROOT" || exit 1
+bench_needs --time "$GPULAUNCH" "$CUDACALL"
 arch=$(dpkg --print-architecture 2>/dev/null || echo amd64)
 scripts/fixtures.sh "$BENCH_ROOT/build/fixtures" || true
 FIX=$BENCH_ROOT/build/fixtures/$arch/lib
 [ -e "$FIX/libcudart.so.11.0" ] || bench_die "no Debian libcudart 11.8 fixture (scripts/fixtures.sh)"
 LIB=$(readlink -f "$FIX/libcudart.so.11.0")
 
-rel() { local p=${1#"$BENCH_ROOT"/}; printf '%s' "$p"; }
 G=$(rel "$GPULAUNCH")
 L=$(rel "$LIB")
 
@@ -58,19 +50,15 @@ GMARK="Ctrl-C to end."		# gpulaunch, stderr, after attach
 # BEGIN probe runs once every probe is attached
 BMARK="gl-bench-ready"
 BT_PROG="BEGIN { printf(\"$BMARK\\n\"); } uprobe:$LIB:cudaLaunchKernel { @[pid] = count(); }"
-bench_mode gpulaunch         stderr "$GMARK" stdbuf -oL "$GPULAUNCH" -C --lib "$LIB"
-bench_mode gpulaunch-latency stderr "$GMARK" stdbuf -oL "$GPULAUNCH" -C --latency --lib "$LIB"
-bench_mode gpulaunch-events  stderr "$GMARK" stdbuf -oL "$GPULAUNCH" -e -j --lib "$LIB"
-bench_mode bpftrace          stdout "$BMARK" stdbuf -oL "$BPFTRACE" -e "$BT_PROG"
-OVH_MODES=(bpftrace gpulaunch gpulaunch-latency gpulaunch-events)
-declare -A OVH_LABEL=(
-	[gpulaunch]="gpulaunch (default)" [gpulaunch-latency]="gpulaunch --latency"
-	[gpulaunch-events]="gpulaunch -e -j" [bpftrace]="bpftrace uprobe count")
-declare -A OVH_CMD=(
-	[gpulaunch]="$G -C --lib $L >/dev/null"
-	[gpulaunch-latency]="$G -C --latency --lib $L >/dev/null"
-	[gpulaunch-events]="$G -e -j --lib $L >/dev/null"
-	[bpftrace]="bpftrace -e 'BEGIN { printf(\"$BMARK\\n\"); } uprobe:$L:cudaLaunchKernel { @[pid] = count(); }'")
+ovh_mode bpftrace "bpftrace uprobe count" \
+	"bpftrace -e 'BEGIN { printf(\"$BMARK\\n\"); } uprobe:$L:cudaLaunchKernel { @[pid] = count(); }'" \
+	stdout "$BMARK" stdbuf -oL "$BPFTRACE" -e "$BT_PROG"
+ovh_mode gpulaunch "gpulaunch (default)" "$G -C --lib $L >/dev/null" \
+	stderr "$GMARK" stdbuf -oL "$GPULAUNCH" -C --lib "$LIB"
+ovh_mode gpulaunch-latency "gpulaunch --latency" "$G -C --latency --lib $L >/dev/null" \
+	stderr "$GMARK" stdbuf -oL "$GPULAUNCH" -C --latency --lib "$LIB"
+ovh_mode gpulaunch-events "gpulaunch -e -j" "$G -e -j --lib $L >/dev/null" \
+	stderr "$GMARK" stdbuf -oL "$GPULAUNCH" -e -j --lib "$LIB"
 
 bench_mode l-gpulaunch stderr "$GMARK" stdbuf -oL "$GPULAUNCH" -C -n 1 -i 1ms --lib "$LIB"
 bench_mode l-bpftrace  stdout "$BMARK" stdbuf -oL "$BPFTRACE" -e "$BT_PROG interval:ms:1 { exit(); }"
@@ -80,15 +68,8 @@ declare -A LIFE_CMD=(
 	[l-bpftrace]="bpftrace -e '... interval:ms:1 { exit(); }'")
 
 # ---- run ----
-bench_log "REPS=$REPS CALLS=$CALLS; overhead: ${#OVH_MODES[@]} modes x $REPS pairs"
-run_overhead "$REPS" launch_rate "${OVH_MODES[@]}"
-
-bench_log "BPF cost per call: ${#OVH_MODES[@]} modes x $REPS"
-have_cost=1
-run_bpf_cost "$REPS" launch_rate "$CALLS" "launch" "${OVH_MODES[@]}" || have_cost=
-
-bench_log "lifecycle: ${#LIFE_MODES[@]} modes x $REPS"
-run_lifecycle "$REPS" "${LIFE_MODES[@]}"
+bench_log "REPS=$REPS CALLS=$CALLS"
+run_modes "$REPS" launch_rate "$CALLS" launch call
 
 mkdir -p "$BENCH_TMP/rss"
 for ((r = 1; r <= REPS; r++)); do
@@ -109,12 +90,9 @@ added_spread() {
 }
 bt_us=$(added_us bpftrace)
 gl_us=$(added_us gpulaunch)
-foreign_end=$(bench_foreign_progs)
-body=$BENCH_TMP/section.md
+bench_report gpulaunch
 {
-	echo "## gpulaunch"
-	echo
-	echo "Peer: bpftrace $("$BPFTRACE" --version 2>/dev/null | awk '{ print $2 }') with one uprobe on the same symbol that counts calls per"
+	echo "Peer: bpftrace $(bpftrace_version) with one uprobe on the same symbol that counts calls per"
 	echo "process (\`@[pid] = count()\`), the cheapest thing a uprobe can do. No libbpf-tools tool traces CUDA."
 	echo "Workload: \`$WORKLOAD\`, a loop of \`cudaLaunchKernel\` (grid 4,2,1, block"
 	echo "256,1,1, 1024 B shared memory) into Debian's real libcudart 11.8 on a host without a GPU:"
@@ -126,9 +104,7 @@ body=$BENCH_TMP/section.md
 	echo "$BENCH_DATE, load average at start $BENCH_LOAD (other engineers' builds and tests ran at the"
 	echo "same time: see the min-max); tracing BPF programs of others loaded: $BENCH_FOREIGN_START at"
 	echo "start, $foreign_end at the end. Medians of REPS=$REPS."
-	echo
-	echo "### Cost per call"
-	echo
+	md_h3 "Cost per call"
 	echo "Pairs, interleaved: for each repetition and each tool, the workload bare, then with the tool"
 	echo "attached. *added per call*: 1/calls-per-second with the tool minus the same of its bare run,"
 	echo "in microseconds (the uprobe trap, the BPF programs, and for return probes the second trap)."
@@ -140,9 +116,7 @@ body=$BENCH_TMP/section.md
 			"$(fmt "$(ovh_median "$m" tool)" 0)" "**$(fmt "$a" 3)**" "$(added_spread "$m")" \
 			"$(ratio "$a" "$bt_us" 2)"
 	done
-	echo
-	echo "### BPF run time per call"
-	echo
+	md_h3 "BPF run time per call"
 	echo "The tools' own BPF programs as the kernel counts them with \`kernel.bpf_stats_enabled=1\`,"
 	echo "during one more workload run per repetition: all programs' run time divided by the calls"
 	echo "(the trap into the kernel is not in it)."
@@ -155,9 +129,7 @@ body=$BENCH_TMP/section.md
 	else
 		echo "Not measured: bpftool is missing."
 	fi
-	echo
-	echo "### Lifecycle and memory"
-	echo
+	md_h3 "Lifecycle and memory"
 	echo "One interval of 1 ms, then exit. *attached*: gpulaunch's \"Tracing CUDA launches ... Ctrl-C to"
 	echo "end.\" on stderr, after attach; bpftrace's line from its BEGIN probe, which runs once its"
 	echo "probes are attached (its \"Attaching 2 probes...\" comes before). Peak RSS:"
@@ -168,25 +140,20 @@ body=$BENCH_TMP/section.md
 		"$(fmt "$(life_median_ms l-gpulaunch exit)" 1)" "$(rss_mib gpulaunch)"
 	md_row bpftrace "\`${LIFE_CMD[l-bpftrace]}\`" "$(fmt "$(life_median_ms l-bpftrace ready)" 1)" \
 		"$(fmt "$(life_median_ms l-bpftrace exit)" 1)" "$(rss_mib bpftrace)"
-	echo
-	echo "### Target"
-	echo
+	md_h3 "Target"
 	met() { if "$@"; then echo "**met**"; else echo "**not met**"; fi; }
 	lim=$(awk -v b="$bt_us" 'BEGIN { print b * 1.10 }')
 	echo "- Default mode within 10% of bpftrace's count-only cost per call: gpulaunch"
 	echo "  $(fmt "$gl_us" 3) us vs bpftrace $(fmt "$bt_us" 3) us per call (ratio $(ratio "$gl_us" "$bt_us" 2)):" \
 		"$(met cmp_le "$gl_us" "$lim")."
 	echo "  \`--latency\` and \`-e\` add a return probe, a second trap per call: about twice the cost."
-	echo
-	echo "### Reproduce"
-	echo
+	md_h3 "Reproduce"
 	echo "As root, after \`make\`: \`scripts/bench/gpulaunch.sh\` (about 2 minutes on 2 CPUs; REPS and"
 	echo "CALLS change the repetitions and the loop length). It fetches the fixture libraries"
 	echo "(\`scripts/fixtures.sh\`) and rewrites this section only. Needs \`bpftrace\`, \`jq\` and"
 	echo "\`/usr/bin/time\` (time)."
-} >"$body"
+} >>"$body"
 
-mkdir -p "$(dirname "$OUT")"
 md_section "$OUT" gpulaunch "$body"
 bench_log "wrote the gpulaunch section of $(rel "$OUT")"
 cat "$body"

@@ -22,29 +22,17 @@ REPS=${REPS:-5}
 LOOPS=${LOOPS:-}
 ROUNDS=${ROUNDS:-}
 PIN_CPU=${PIN_CPU-0}
-OUT=${OUT:-$BENCH_ROOT/docs/PERFORMANCE.md}
 IPCSNOOP=${IPCSNOOP:-$BENCH_ROOT/build/ipcsnoop}
 IPCLOAD=$BENCH_ROOT/build/tests/helpers/ipcload
-BPFTRACE=${BPFTRACE:-bpftrace}
 BT=$BENCH_ROOT/scripts/bench/ipc-syscalls.bt
 
 bench_init
 need perf linux-perf
-need stdbuf coreutils
-[ -x "$IPCSNOOP" ] || bench_die "$IPCSNOOP not built (make)"
-[ -x "$IPCLOAD" ] || bench_die "$IPCLOAD not built (make)"
-need "$BPFTRACE" bpftrace
-cd "$BENCH_ROOT" || exit 1
-
-rel() { local p=${1#"$BENCH_ROOT"/}; printf '%s' "$p"; }
+bench_needs "$IPCSNOOP" "$IPCLOAD"
 S=$(rel "$IPCSNOOP")
 B=$(rel "$BT")
 
-PIN=()
-[ -n "$PIN_CPU" ] && PIN=(taskset -c "$PIN_CPU")
-pipe_ops() {
-	"${PIN[@]}" perf bench sched pipe -l "$LOOPS" 2>/dev/null | awk '/ops\/sec/ { print $1 }'
-}
+bench_pin
 unix_ops() {
 	"${PIN[@]}" "$IPCLOAD" unix-pingpong "$ROUNDS" | awk '/^ops\/sec/ { print $2 }'
 }
@@ -65,27 +53,26 @@ UNIX_WL="${PIN[*]}${PIN_CPU:+ }tests/helpers/ipcload unix-pingpong $ROUNDS"
 
 SMARK="Ctrl-C to end."	# ipcsnoop, stderr, after attach
 BMARK="Attaching"	# bpftrace, stdout
-bench_mode ipcsnoop      stderr "$SMARK" stdbuf -oL "$IPCSNOOP" -C
-bench_mode ipcsnoop-json stderr "$SMARK" stdbuf -oL "$IPCSNOOP" -j
-bench_mode bpftrace      stdout "$BMARK" stdbuf -oL "$BPFTRACE" "$BT"
-MODES=(ipcsnoop ipcsnoop-json bpftrace)
-declare -A LABEL=(
-	[ipcsnoop]="ipcsnoop (table)" [ipcsnoop-json]="ipcsnoop (--json)"
-	[bpftrace]="bpftrace ipc-syscalls.bt")
-declare -A CMD=(
-	[ipcsnoop]="$S -C >/dev/null" [ipcsnoop-json]="$S -j >/dev/null"
-	[bpftrace]="bpftrace $B >/dev/null")
+ovh_mode ipcsnoop "ipcsnoop (table)" "$S -C >/dev/null" \
+	stderr "$SMARK" stdbuf -oL "$IPCSNOOP" -C
+ovh_mode ipcsnoop-json "ipcsnoop (--json)" "$S -j >/dev/null" \
+	stderr "$SMARK" stdbuf -oL "$IPCSNOOP" -j
+ovh_mode bpftrace "bpftrace ipc-syscalls.bt" "bpftrace $B >/dev/null" \
+	stdout "$BMARK" stdbuf -oL "$BPFTRACE" "$BT"
 
 plan=$("$IPCSNOOP" -C -n 1 -i 1ms 2>&1 >/dev/null | sed -n 's/.*IPC (\(.*\))\.\.\..*/\1/p')
 bench_log "ipcsnoop attaches with: ${plan:-?}; REPS=$REPS LOOPS=$LOOPS ROUNDS=$ROUNDS"
 
 run_workload() {	# run_workload NAME FUNCTION: overhead pairs into $BENCH_TMP/NAME
-	run_overhead "$REPS" "$2" "${MODES[@]}"
+	run_overhead "$REPS" "$2" "${OVH_MODES[@]}"
 	mv "$BENCH_TMP/ovh" "$BENCH_TMP/$1"
 }
-bench_log "pipe ping-pong: ${#MODES[@]} modes x $REPS pairs"
+# med/spr WORKLOAD MODE KIND: the median, the spread of a workload's figures
+med() { median <"$BENCH_TMP/$1/$2.$3"; }
+spr() { spread 3 <"$BENCH_TMP/$1/$2.$3"; }
+bench_log "pipe ping-pong: ${#OVH_MODES[@]} modes x $REPS pairs"
 run_workload pipe pipe_ops
-bench_log "unix ping-pong: ${#MODES[@]} modes x $REPS pairs"
+bench_log "unix ping-pong: ${#OVH_MODES[@]} modes x $REPS pairs"
 run_workload unix unix_ops
 
 # BPF run time per operation (kernel.bpf_stats_enabled), steadier than the
@@ -94,21 +81,15 @@ COST_REPS=${COST_REPS:-3}
 have_cost=1
 for wl in pipe unix; do
 	if [ $wl = pipe ]; then f=pipe_ops n=$LOOPS; else f=unix_ops n=$ROUNDS; fi
-	bench_log "BPF cost, $wl: ${#MODES[@]} modes x $COST_REPS"
-	run_bpf_cost "$COST_REPS" "$f" "$n" "sys_ sock_" "${MODES[@]}" || { have_cost=; break; }
+	bench_log "BPF cost, $wl: ${#OVH_MODES[@]} modes x $COST_REPS"
+	run_bpf_cost "$COST_REPS" "$f" "$n" "sys_ sock_" "${OVH_MODES[@]}" || { have_cost=; break; }
 	mv "$BENCH_TMP/cost" "$BENCH_TMP/cost-$wl"
 done
 cmed() { grep -v nan "$BENCH_TMP/cost-$1/$2.$3" | median; }
 
-med() { median <"$BENCH_TMP/$1/$2.$3"; }
-spr() { spread 3 <"$BENCH_TMP/$1/$2.$3"; }
-
-foreign_end=$(bench_foreign_progs)
-body=$BENCH_TMP/section.md
+bench_report ipcsnoop
 {
-	echo "## ipcsnoop"
-	echo
-	echo "Peer: bpftrace $("$BPFTRACE" --version 2>/dev/null | awk '{ print $2 }') with"
+	echo "Peer: bpftrace $(bpftrace_version) with"
 	echo "[\`scripts/bench/ipc-syscalls.bt\`](../scripts/bench/ipc-syscalls.bt): bytes and calls per process"
 	echo "and fd of read/write/readv/writev on the same raw syscall tracepoints as ipcsnoop's syscall"
 	echo "path (it cannot tell a pipe from a file there, so it does less work per call than ipcsnoop:"
@@ -130,15 +111,13 @@ body=$BENCH_TMP/section.md
 		fi
 		echo
 		md_header tool command "bare ops/s" "with tool ops/s" "ratio" "ratio min-max"
-		for m in "${MODES[@]}"; do
-			md_row "${LABEL[$m]}" "\`${CMD[$m]}\`" "$(fmt "$(med $wl "$m" bare)" 0)" \
+		for m in "${OVH_MODES[@]}"; do
+			md_row "${OVH_LABEL[$m]}" "\`${OVH_CMD[$m]}\`" "$(fmt "$(med $wl "$m" bare)" 0)" \
 				"$(fmt "$(med $wl "$m" tool)" 0)" "**$(fmt "$(med $wl "$m" ratio)" 3)**" \
 				"$(spr $wl "$m" ratio)"
 		done
 	done
-	echo
-	echo "### BPF run time per operation"
-	echo
+	md_h3 "BPF run time per operation"
 	echo "The run time of each tool's own BPF programs as the kernel counts it with"
 	echo "\`kernel.bpf_stats_enabled=1\` during one more workload run (medians of COST_REPS=$COST_REPS), divided"
 	echo "by the workload's round trips (each is 4 IPC syscalls: a write and a read on each side). It"
@@ -147,17 +126,15 @@ body=$BENCH_TMP/section.md
 	echo
 	if [ -n "$have_cost" ]; then
 		md_header tool "pipe: ns per round trip" "unix: ns per round trip" "pipe vs bpftrace" "unix vs bpftrace"
-		for m in "${MODES[@]}"; do
-			md_row "${LABEL[$m]}" "$(fmt "$(cmed pipe "$m" perop)" 0)" "$(fmt "$(cmed unix "$m" perop)" 0)" \
+		for m in "${OVH_MODES[@]}"; do
+			md_row "${OVH_LABEL[$m]}" "$(fmt "$(cmed pipe "$m" perop)" 0)" "$(fmt "$(cmed unix "$m" perop)" 0)" \
 				"$(ratio "$(cmed pipe "$m" perop)" "$(cmed pipe bpftrace perop)" 2)" \
 				"$(ratio "$(cmed unix "$m" perop)" "$(cmed unix bpftrace perop)" 2)"
 		done
 	else
 		echo "Not measured: bpftool is missing."
 	fi
-	echo
-	echo "### Targets"
-	echo
+	md_h3 "Targets"
 	met() { if "$@"; then echo "**met**"; else echo "**not met**"; fi; }
 	for wl in pipe unix; do
 		r=$(med $wl ipcsnoop ratio)
@@ -173,15 +150,12 @@ body=$BENCH_TMP/section.md
 	echo "file classification and an atomic update of its channel's counters, about 400 ns here). On"
 	echo "real traffic, where a call moves kilobytes and the processes compute between calls, the same"
 	echo "per-call cost is a far smaller share; the table above is the worst case."
-	echo
-	echo "### Reproduce"
-	echo
+	md_h3 "Reproduce"
 	echo "As root, after \`make\`: \`scripts/bench/ipcsnoop.sh\` (about 4 minutes on 2 CPUs; REPS, COST_REPS,"
 	echo "LOOPS, ROUNDS and PIN_CPU change the repetitions, the workload lengths and the CPU). It rewrites"
 	echo "this section only. Needs \`perf\` (linux-perf) and \`bpftrace\`."
-} >"$body"
+} >>"$body"
 
-mkdir -p "$(dirname "$OUT")"
 md_section "$OUT" ipcsnoop "$body"
 bench_log "wrote the ipcsnoop section of $(rel "$OUT")"
 cat "$body"

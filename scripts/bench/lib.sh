@@ -5,6 +5,10 @@
 # Benchmarks report, they do not pass or fail: see spec/TESTING.md.
 #
 #   bench_init                       temp dir, root check, machine facts
+#   bench_needs [--time] PATH...     stdbuf, $BPFTRACE (and /usr/bin/time), PATHs
+#                                    built; then cd to the tree (rel: paths as shown)
+#   bench_pin                        PIN, the taskset prefix of $PIN_CPU
+#   bench_kill_wait SIG PID...       signal them all, then wait for each
 #   bench_foreign_progs              tracing BPF programs loaded by others
 #   median / ratio / fmt             numbers (stdin / args)
 #   bench_mode NAME STREAM MARKER CMD...
@@ -14,27 +18,43 @@
 #                                    run a registered mode in the background until
 #                                    its marker shows (at most BENCH_READY_TIMEOUT
 #                                    s, default 30); times in BENCH_T_*
+#   ovh_mode NAME LABEL SHOWN STREAM MARKER CMD...
+#                                    bench_mode, added to OVH_MODES with its label
+#                                    and command as the report shows them
 #   run_overhead REPS WORKLOAD NAME...
 #                                    interleaved pairs (bare, tool) per mode
+#   run_modes REPS WORKLOAD OPS CLASSES WHAT
+#                                    run_overhead and run_bpf_cost of OVH_MODES,
+#                                    run_lifecycle of LIFE_MODES
 #   run_lifecycle REPS NAME...       exec -> attached -> exit of self-ending modes
 #   run_bpf_cost REPS WORKLOAD OPS CLASSES NAME...
 #                                    BPF run time per event of each mode's programs
 #                                    (kernel.bpf_stats_enabled), by program-name class
 #   peak_rss_kib CMD...              peak RSS (KiB) of CMD, /usr/bin/time %M
 #   vmhwm_kib PID                    VmHWM (KiB) of a running process
-#   md_row / md_header               markdown table lines
+#   md_row / md_header / md_h3       markdown table lines, a subsection's title
+#   bpftrace_version                 the peer's version, for the report
+#   bench_report NAME                body: the report's file, begun with its title;
+#                                    foreign_end: bench_foreign_progs at the end
+#   md_ovh_table BARE WITH           the overhead table of OVH_MODES
 #   md_section FILE NAME BODYFILE    replace (or append) the section NAME of FILE,
 #                                    between <!-- bench:NAME:begin/end --> markers
 
 # shellcheck disable=SC2034
 BENCH_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# where the report goes, and the peer every tool is measured beside
+OUT=${OUT:-$BENCH_ROOT/docs/PERFORMANCE.md}
+BPFTRACE=${BPFTRACE:-bpftrace}
 
-bench_log() { printf '[bench] %s\n' "$*" >&2; }
-bench_die() { printf '[bench] error: %s\n' "$*" >&2; exit 1; }
+# BENCH_TAG: the scripts that are no side-by-side benchmark (soak, sscap) say so
+bench_log() { printf '[%s] %s\n' "${BENCH_TAG:-bench}" "$*" >&2; }
+bench_die() { printf '[%s] error: %s\n' "${BENCH_TAG:-bench}" "$*" >&2; exit 1; }
+
+bench_need_root() { [ "$(id -u)" = 0 ] || bench_die "run as root (BPF programs are loaded)"; }
 
 # shellcheck disable=SC2034 # BENCH_* facts are for the scripts that source this
 bench_init() {
-	[ "$(id -u)" = 0 ] || bench_die "run as root (BPF programs are loaded)"
+	bench_need_root
 	[ -n "${EPOCHREALTIME:-}" ] || bench_die "bash 5 is needed (EPOCHREALTIME)"
 	BENCH_TMP=$(mktemp -d /tmp/aiscope-bench.XXXXXX)
 	trap 'bench_cleanup' EXIT
@@ -64,9 +84,77 @@ bench_cleanup() {
 	[ -n "${BENCH_TMP:-}" ] && rm -rf "$BENCH_TMP"
 }
 
+# bench_outdir NAME: OUTDIR, made, for runs whose files are kept (default a
+# new /tmp/aiscope-NAME.XXXXXX)
+bench_outdir() {
+	OUTDIR=${OUTDIR:-$(mktemp -d "/tmp/aiscope-$1.XXXXXX")}
+	mkdir -p "$OUTDIR" || bench_die "cannot make $OUTDIR"
+}
+
+# bench_unit_args TOOL: the options of TOOL's systemd unit (deploy/systemd),
+# less --prometheus (the runs give their own)
+bench_unit_args() {
+	local unit=$BENCH_ROOT/deploy/systemd/aiscope-$1.service line
+	[ -r "$unit" ] || bench_die "no unit $unit"
+	# ExecStart=/usr/local/sbin/aiscope TOOL OPTION...
+	line=$(sed -n "s/^ExecStart=[^ ]*\/aiscope $1 //p" "$unit")
+	[ -n "$line" ] || bench_die "$unit: no ExecStart=.../aiscope $1"
+	printf '%s\n' "${line% --prometheus *}"
+}
+
 # need CMD [PACKAGE]: fail with a hint when a command is missing
 need() {
 	command -v "$1" >/dev/null || bench_die "$1 not found (apt-get install ${2:-$1})"
+}
+
+need_time() { [ -x /usr/bin/time ] || bench_die "/usr/bin/time not found (apt-get install time)"; }
+
+# need_built PATH...: each one executable, as make builds it
+need_built() {
+	local p
+	for p in "$@"; do
+		[ -x "$p" ] || bench_die "$p not built (make)"
+	done
+}
+
+# bench_needs [--time] PATH...: what a benchmark beside bpftrace needs:
+# stdbuf (every mode's marker is read line by line), /usr/bin/time with
+# --time (peak_rss_kib), PATH... built, $BPFTRACE (default bpftrace); then
+# the tree is the working directory, as the report's commands are run
+bench_needs() {
+	need stdbuf coreutils
+	[ "${1:-}" = --time ] && shift && need_time
+	need_built "$@"
+	need "$BPFTRACE" bpftrace
+	cd "$BENCH_ROOT" || exit 1
+}
+
+# rel PATH: a path as the report shows it, from the top of the tree
+rel() { local p=${1#"$BENCH_ROOT"/}; printf '%s' "$p"; }
+
+# bench_pin: PIN, the workload's prefix that pins it to $PIN_CPU (none
+# when PIN_CPU is empty)
+bench_pin() {
+	PIN=()
+	if [ -n "${PIN_CPU:-}" ]; then PIN=(taskset -c "$PIN_CPU"); fi
+}
+
+# pipe_ops: ops/sec of `perf bench sched pipe -l $LOOPS`, pinned by PIN
+pipe_ops() {
+	"${PIN[@]}" perf bench sched pipe -l "$LOOPS" 2>/dev/null | awk '/ops\/sec/ { print $1 }'
+}
+
+# bench_kill_wait SIG PID...: signal every one first (they end side by
+# side), then wait for each
+bench_kill_wait() {
+	local sig=$1 p
+	shift
+	for p in "$@"; do
+		kill "-$sig" "$p" 2>/dev/null
+	done
+	for p in "$@"; do
+		wait "$p" 2>/dev/null
+	done
 }
 
 # ---- numbers ----
@@ -118,6 +206,21 @@ bench_mode() {
 }
 
 bench_cmd_text() { printf '%s' "${BENCH_CMD[$1]% }"; }
+
+# ovh_mode NAME LABEL SHOWN STREAM MARKER CMD...: bench_mode NAME STREAM
+# MARKER CMD..., appended to OVH_MODES (the modes run_overhead measures,
+# in the report's order), with OVH_LABEL[NAME]=LABEL and the command as
+# the report shows it, OVH_CMD[NAME]=SHOWN
+declare -ga OVH_MODES=()
+declare -gA OVH_LABEL=() OVH_CMD=()
+ovh_mode() {
+	local name=$1
+	OVH_MODES+=("$name")
+	OVH_LABEL[$name]=$2
+	OVH_CMD[$name]=$3
+	shift 3
+	bench_mode "$name" "$@"
+}
 
 # bench_start NAME: start it, return once its marker shows (or it failed).
 # Sets BENCH_PID, BENCH_T_EXEC (EPOCHREALTIME just before the fork) and
@@ -173,6 +276,14 @@ bench_stop() {
 	bench_wait || true
 }
 
+# What run_overhead and run_bpf_cost do around the measured workload:
+# BENCH_ARMED, a command run once the mode is started (default none: its
+# marker says it is attached), BENCH_STOP the one that ends it (default
+# bench_stop); BENCH_RATIO_DECIMALS (default 4); BENCH_UNIT, the
+# workload figure's unit in the log
+bench_armed() { [ -z "${BENCH_ARMED:-}" ] || "$BENCH_ARMED"; }
+bench_end() { "${BENCH_STOP:-bench_stop}"; }
+
 # ---- measurements ----
 
 # run_overhead REPS WORKLOAD NAME...: WORKLOAD is a command (function) that
@@ -188,12 +299,13 @@ run_overhead() {
 		for name in "$@"; do
 			bare=$($workload)
 			bench_start "$name" || bench_die "$name did not start"
+			bench_armed
 			tool=$($workload)
-			bench_stop
+			bench_end
 			echo "$bare" >>"$BENCH_TMP/ovh/$name.bare"
 			echo "$tool" >>"$BENCH_TMP/ovh/$name.tool"
-			ratio "$tool" "$bare" 4 >>"$BENCH_TMP/ovh/$name.ratio"
-			bench_log "overhead rep $r/$reps $name: bare $bare, with tool $tool"
+			ratio "$tool" "$bare" "${BENCH_RATIO_DECIMALS:-4}" >>"$BENCH_TMP/ovh/$name.ratio"
+			bench_log "overhead rep $r/$reps $name: bare $bare, with tool $tool${BENCH_UNIT:+ $BENCH_UNIT}"
 		done
 	done
 }
@@ -253,11 +365,12 @@ run_bpf_cost() {
 	for ((r = 1; r <= reps; r++)); do
 		for name in "$@"; do
 			bench_start "$name" || bench_die "$name did not start"
+			bench_armed
 			echo 1 >/proc/sys/kernel/bpf_stats_enabled
 			$workload >/dev/null
 			costs=$(bpf_prog_costs "$BENCH_PID")
 			echo "$BENCH_STATS_SAVED" >/proc/sys/kernel/bpf_stats_enabled
-			bench_stop
+			bench_end
 			for c in $classes; do
 				awk -v c="$c" 'index($1, c) { n += $2; t += $3 }
 					END { if (n) printf "%.1f\n", t / n; else print "nan" }' \
@@ -269,6 +382,21 @@ run_bpf_cost() {
 		bench_log "bpf cost rep $r/$reps done"
 	done
 	BENCH_STATS_SAVED=
+}
+
+# run_modes REPS WORKLOAD OPS CLASSES WHAT: run_overhead and run_bpf_cost
+# (OPS operations a WORKLOAD, per WHAT in the log) of OVH_MODES, then
+# run_lifecycle of LIFE_MODES; have_cost is empty when the BPF cost could
+# not be measured
+run_modes() {
+	local reps=$1 workload=$2 ops=$3 classes=$4 what=$5
+	bench_log "overhead: ${#OVH_MODES[@]} modes x $reps pairs"
+	run_overhead "$reps" "$workload" "${OVH_MODES[@]}"
+	bench_log "BPF cost per $what: ${#OVH_MODES[@]} modes x $reps"
+	have_cost=1
+	run_bpf_cost "$reps" "$workload" "$ops" "$classes" "${OVH_MODES[@]}" || have_cost=
+	bench_log "lifecycle: ${#LIFE_MODES[@]} modes x $reps"
+	run_lifecycle "$reps" "${LIFE_MODES[@]}"
 }
 
 # cost_median NAME CLASS|perop
@@ -306,6 +434,33 @@ md_header() {
 	printf '%s\n' "$sep"
 }
 
+# md_h3 TITLE: a subsection's title, a blank line either side
+md_h3() { printf '\n### %s\n\n' "$1"; }
+
+# bench_report NAME: body, the file of the report's section, begun with its
+# "## NAME" title; foreign_end, the others' tracing programs now, at the end
+# of the run (the report's machine facts)
+# shellcheck disable=SC2034
+bench_report() {
+	foreign_end=$(bench_foreign_progs)
+	body=$BENCH_TMP/section.md
+	printf '## %s\n\n' "$1" >"$body"
+}
+
+# md_ovh_table BARE WITH: run_overhead's table of OVH_MODES, with the names
+# of the bare and the with-tool figures in its header
+md_ovh_table() {
+	local m
+	md_header tool command "$1" "$2" "ratio" "ratio min-max"
+	for m in "${OVH_MODES[@]}"; do
+		md_row "${OVH_LABEL[$m]}" "\`${OVH_CMD[$m]}\`" "$(fmt "$(ovh_median "$m" bare)" 0)" \
+			"$(fmt "$(ovh_median "$m" tool)" 0)" "**$(fmt "$(ovh_median "$m" ratio)" 3)**" \
+			"$(ovh_spread "$m" ratio)"
+	done
+}
+
+bpftrace_version() { "$BPFTRACE" --version 2>/dev/null | awk '{ print $2 }'; }
+
 # md_section FILE NAME BODYFILE: replace the text between
 # <!-- bench:NAME:begin --> and <!-- bench:NAME:end --> in FILE with
 # BODYFILE, or append the section when FILE lacks it. Other sections,
@@ -315,6 +470,7 @@ md_section() {
 	begin="<!-- bench:$name:begin -->"
 	end="<!-- bench:$name:end -->"
 	tmp=$file.tmp.$$
+	mkdir -p "$(dirname "$file")"
 	if [ ! -f "$file" ]; then
 		cat >"$file" <<-'EOF'
 		# Performance

@@ -20,23 +20,16 @@ set -u -o pipefail
 
 REPS=${REPS:-5}
 CALLS=${CALLS:-100000}
-OUT=${OUT:-$BENCH_ROOT/docs/PERFORMANCE.md}
 BUILD=${BUILD:-$BENCH_ROOT/build}
 NCLSTAT=${NCLSTAT:-$BUILD/nclstat}
-BPFTRACE=${BPFTRACE:-bpftrace}
 NCCL_DIR=$BUILD/tests/nccl
 DOUBLE=$NCCL_DIR/libnccl.so.2
 RANKS=$NCCL_DIR/ncclrank
 
 bench_init
-need stdbuf coreutils
-[ -x /usr/bin/time ] || bench_die "/usr/bin/time not found (apt-get install time)"
-[ -x "$NCLSTAT" ] || bench_die "$NCLSTAT not built (make)"
 [ -x "$RANKS" ] && [ -e "$DOUBLE" ] || bench_die "$RANKS or $DOUBLE not built (make)"
-need "$BPFTRACE" bpftrace
-cd "$BENCH_ROOT" || exit 1
+bench_needs --time "$NCLSTAT"
 
-rel() { local p=${1#"$BENCH_ROOT"/}; printf '%s' "$p"; }
 N=$(rel "$NCLSTAT")
 D=$(rel "$DOUBLE")
 R=$(rel "$RANKS")
@@ -52,21 +45,17 @@ NMARK="Ctrl-C to end."	# nclstat, stderr, after attach
 BMARK="Attaching"	# bpftrace, stdout
 BT_ENTRY="uprobe:$DOUBLE:ncclAllReduce { @calls = count(); }"
 BT_BOTH="$BT_ENTRY uretprobe:$DOUBLE:ncclAllReduce { @rets = count(); }"
-bench_mode nclstat       stderr "$NMARK" stdbuf -oL "$NCLSTAT" --lib "$DOUBLE" -C
-bench_mode nclstat-json  stderr "$NMARK" stdbuf -oL "$NCLSTAT" --lib "$DOUBLE" -j
-bench_mode nclstat-noret stderr "$NMARK" stdbuf -oL "$NCLSTAT" --lib "$DOUBLE" -C --no-return
-bench_mode bt-entry      stdout "$BMARK" stdbuf -oL "$BPFTRACE" -e "$BT_ENTRY"
-bench_mode bt-both       stdout "$BMARK" stdbuf -oL "$BPFTRACE" -e "$BT_BOTH"
-MODES=(nclstat nclstat-json nclstat-noret bt-entry bt-both)
-declare -A LABEL=(
-	[nclstat]="nclstat (table)" [nclstat-json]="nclstat (--json)"
-	[nclstat-noret]="nclstat --no-return" [bt-entry]="bpftrace uprobe count"
-	[bt-both]="bpftrace uprobe + uretprobe count")
-declare -A CMD=(
-	[nclstat]="$N --lib $D -C" [nclstat-json]="$N --lib $D -j"
-	[nclstat-noret]="$N --lib $D -C --no-return"
-	[bt-entry]="bpftrace -e 'uprobe:$D:ncclAllReduce { @calls = count(); }'"
-	[bt-both]="bpftrace -e '... uprobe ... uretprobe:$D:ncclAllReduce { @rets = count(); }'")
+ovh_mode nclstat "nclstat (table)" "$N --lib $D -C" \
+	stderr "$NMARK" stdbuf -oL "$NCLSTAT" --lib "$DOUBLE" -C
+ovh_mode nclstat-json "nclstat (--json)" "$N --lib $D -j" \
+	stderr "$NMARK" stdbuf -oL "$NCLSTAT" --lib "$DOUBLE" -j
+ovh_mode nclstat-noret "nclstat --no-return" "$N --lib $D -C --no-return" \
+	stderr "$NMARK" stdbuf -oL "$NCLSTAT" --lib "$DOUBLE" -C --no-return
+ovh_mode bt-entry "bpftrace uprobe count" "bpftrace -e 'uprobe:$D:ncclAllReduce { @calls = count(); }'" \
+	stdout "$BMARK" stdbuf -oL "$BPFTRACE" -e "$BT_ENTRY"
+ovh_mode bt-both "bpftrace uprobe + uretprobe count" \
+	"bpftrace -e '... uprobe ... uretprobe:$D:ncclAllReduce { @rets = count(); }'" \
+	stdout "$BMARK" stdbuf -oL "$BPFTRACE" -e "$BT_BOTH"
 declare -A PROBES=(
 	[nclstat]="entry + return" [nclstat-json]="entry + return" [nclstat-noret]="entry"
 	[bt-entry]="entry" [bt-both]="entry + return")
@@ -101,57 +90,17 @@ stop_mode() {
 	bench_wait || true
 }
 
-# run_overhead of lib.sh, with wait_probed between start and workload
-overhead() {
-	local r m bare tool
-	mkdir -p "$BENCH_TMP/ovh"
-	for ((r = 1; r <= REPS; r++)); do
-		for m in "${MODES[@]}"; do
-			bare=$(calls_rate)
-			bench_start "$m" || bench_die "$m did not start"
-			wait_probed
-			tool=$(calls_rate)
-			stop_mode
-			echo "$bare" >>"$BENCH_TMP/ovh/$m.bare"
-			echo "$tool" >>"$BENCH_TMP/ovh/$m.tool"
-			ratio "$tool" "$bare" 6 >>"$BENCH_TMP/ovh/$m.ratio"
-			bench_log "overhead rep $r/$REPS $m: bare $bare, with tool $tool calls/s"
-		done
-	done
-}
-
-# run_bpf_cost of lib.sh, with wait_probed
-bpf_cost() {
-	local r m costs
-	command -v bpftool >/dev/null || { bench_log "no bpftool: BPF cost not measured"; return 1; }
-	mkdir -p "$BENCH_TMP/cost"
-	BENCH_STATS_SAVED=$(cat /proc/sys/kernel/bpf_stats_enabled)
-	for ((r = 1; r <= REPS; r++)); do
-		for m in "${MODES[@]}"; do
-			bench_start "$m" || bench_die "$m did not start"
-			wait_probed
-			echo 1 >/proc/sys/kernel/bpf_stats_enabled
-			calls_rate >/dev/null
-			costs=$(bpf_prog_costs "$BENCH_PID")
-			echo "$BENCH_STATS_SAVED" >/proc/sys/kernel/bpf_stats_enabled
-			stop_mode
-			awk -v o="$CALLS" '{ t += $3 } END { printf "%.1f\n", t / o }' <<<"$costs" \
-				>>"$BENCH_TMP/cost/$m.perop"
-		done
-		bench_log "bpf cost rep $r/$REPS done"
-	done
-	BENCH_STATS_SAVED=
-}
+# run_overhead and run_bpf_cost of lib.sh: wait_probed between start and
+# workload, stop_mode to end a mode
+BENCH_ARMED=wait_probed
+BENCH_STOP=stop_mode
+BENCH_RATIO_DECIMALS=6
+BENCH_UNIT=calls/s
 
 # ---- run ----
 bench_log "REPS=$REPS CALLS=$CALLS"
-bench_log "overhead: ${#MODES[@]} modes x $REPS pairs"
-overhead
-bench_log "BPF run time per call: ${#MODES[@]} modes x $REPS"
-have_cost=1
-bpf_cost || have_cost=
-bench_log "lifecycle: 2 modes x $REPS"
-run_lifecycle "$REPS" l-nclstat l-bpftrace
+LIFE_MODES=(l-nclstat l-bpftrace)
+run_modes "$REPS" calls_rate "$CALLS" "" call
 mkdir -p "$BENCH_TMP/rss"
 for ((r = 1; r <= REPS; r++)); do
 	peak_rss_kib "$NCLSTAT" --lib "$DOUBLE" -C -n 1 -i 100ms >>"$BENCH_TMP/rss/nclstat"
@@ -163,19 +112,16 @@ pair_cost() {
 	paste "$BENCH_TMP/ovh/$1.bare" "$BENCH_TMP/ovh/$1.tool" |
 		awk '$1 > 0 && $2 > 0 { printf "%.3f\n", 1e6 / $2 - 1e6 / $1 }'
 }
-for m in "${MODES[@]}"; do
+for m in "${OVH_MODES[@]}"; do
 	pair_cost "$m" >"$BENCH_TMP/ovh/$m.cost"
 done
 cost() { median <"$BENCH_TMP/ovh/$1.cost"; }
 cost_spread() { spread 2 <"$BENCH_TMP/ovh/$1.cost"; }
-foreign_end=$(bench_foreign_progs)
 
 # ---- report ----
-body=$BENCH_TMP/section.md
+bench_report nclstat
 {
-	echo "## nclstat"
-	echo
-	echo "Peer: bpftrace $("$BPFTRACE" --version 2>/dev/null | awk '{print $2}') counting the same calls"
+	echo "Peer: bpftrace $(bpftrace_version) counting the same calls"
 	echo "(\`@calls = count()\` on a uprobe, and with a uretprobe as well). No other tool traces NCCL"
 	echo "calls from outside the process (NCCL's own profiler and Inspector plugins must be loaded"
 	echo "at start)."
@@ -184,9 +130,7 @@ body=$BENCH_TMP/section.md
 	echo "load average at start $BENCH_LOAD; tracing BPF programs of others loaded: $BENCH_FOREIGN_START at"
 	echo "start, $foreign_end at the end. **A shared 2-core VM**: other engineers' builds and tests ran at"
 	echo "the same time, so single figures swing; medians of REPS=$REPS interleaved pairs, min-max shown."
-	echo
-	echo "### Cost per call: \`$WORKLOAD\`"
-	echo
+	md_h3 "Cost per call: \`$WORKLOAD\`"
 	echo "The workload is a loop of \`ncclAllReduce\` calls into the test double of libnccl.so.2, which"
 	echo "returns at once (bare: tens of millions of calls/s), so the difference is the cost of the probes"
 	echo "on each call: cost = 1/(calls/s with the tool) - 1/(bare calls/s), per pair. With a real"
@@ -194,8 +138,8 @@ body=$BENCH_TMP/section.md
 	echo "per second."
 	echo
 	md_header "tool" "command" "probes per call" "bare calls/s" "with tool calls/s" "cost per call (us)" "min-max (us)"
-	for m in "${MODES[@]}"; do
-		md_row "${LABEL[$m]}" "\`${CMD[$m]}\`" "${PROBES[$m]}" "$(fmt "$(ovh_median "$m" bare)" 0)" \
+	for m in "${OVH_MODES[@]}"; do
+		md_row "${OVH_LABEL[$m]}" "\`${OVH_CMD[$m]}\`" "${PROBES[$m]}" "$(fmt "$(ovh_median "$m" bare)" 0)" \
 			"$(fmt "$(ovh_median "$m" tool)" 0)" "**$(fmt "$(cost "$m")" 2)**" "$(cost_spread "$m")"
 	done
 	echo
@@ -211,8 +155,8 @@ body=$BENCH_TMP/section.md
 		echo "trap around them), median of REPS:"
 		echo
 		md_header "tool" "BPF ns per call"
-		for m in "${MODES[@]}"; do
-			md_row "${LABEL[$m]}" "$(fmt "$(cost_median "$m" perop)" 0)"
+		for m in "${OVH_MODES[@]}"; do
+			md_row "${OVH_LABEL[$m]}" "$(fmt "$(cost_median "$m" perop)" 0)"
 		done
 		echo
 	fi
@@ -235,6 +179,6 @@ body=$BENCH_TMP/section.md
 	echo "need the kernel's uprobe_multi links (6.6+), which libbpf 1.1 cannot create."
 	echo
 	echo "Reproduce: \`scripts/bench/nclstat.sh\` (as root, after \`make\`)."
-} >"$body"
+} >>"$body"
 md_section "$OUT" nclstat "$body"
 cat "$body"

@@ -29,17 +29,15 @@ NCG=${NCG:-1000}
 WINDOWS=${WINDOWS:-3}
 WINDOW_S=${WINDOW_S:-20}
 SETTLE_S=${SETTLE_S:-40}
-OUT=${OUT:-$BENCH_ROOT/docs/PERFORMANCE.md}
 OOMWATCH=${OOMWATCH:-$BENCH_ROOT/build/oomwatch}
 OOMKILL=${OOMKILL:-$(command -v oomkill || echo /usr/sbin/oomkill)}
 MEMCG=/sys/fs/cgroup/memory
 
 bench_init
-[ -x /usr/bin/time ] || bench_die "/usr/bin/time not found (apt-get install time)"
-[ -x "$OOMWATCH" ] || bench_die "$OOMWATCH not built (make)"
+need_time
+need_built "$OOMWATCH"
 [ -e "$MEMCG/memory.limit_in_bytes" ] || bench_die "no v1 memory controller at $MEMCG"
 cd "$BENCH_ROOT" || exit 1
-rel() { local p=${1#"$BENCH_ROOT"/}; printf '%s' "$p"; }
 O=$(rel "$OOMWATCH")
 HZ=$(getconf CLK_TCK)
 
@@ -198,6 +196,10 @@ DS_RSS=$(peak_rss_kib "$OOMWATCH" -i 5s -j --alloc-min 0 --prometheus "$BENCH_TM
 remove_cgroups
 
 # ---- report ----
+# poll_row RUN COMMAND KEY: the table row of the CPU shares of run KEY's windows
+poll_row() {
+	md_row "$1" "\`$2\`" "**$(median <"$BENCH_TMP/poll/$3")**" "$(spread 3 <"$BENCH_TMP/poll/$3")"
+}
 body=$BENCH_TMP/body.md
 {
 	echo "## oomwatch"
@@ -207,17 +209,13 @@ body=$BENCH_TMP/body.md
 	echo "Machine: $BENCH_NPROC CPUs (${BENCH_CPU%% *}), kernel $BENCH_KERNEL, $BENCH_OS; run $BENCH_DATE,"
 	echo "load average at start $BENCH_LOAD; a shared 2-core VM (other engineers' builds and tests ran"
 	echo "at the same time), so every figure is a median and noisy."
-	echo
-	echo "### libbpf-tools oomkill here"
-	echo
+	md_h3 "libbpf-tools oomkill here"
 	echo "\`$(rel "$OOMKILL")\`: **$OK_STATUS**: \`$OK_WHY\`."
 	echo "oomkill hooks \`oom_kill_process\` with a kprobe only; this kernel has no kprobes"
 	echo "(CONFIG_KPROBES off) and no tracefs kprobe_events to fall back to, so it cannot report a"
 	echo "single kill here. oomwatch's victim hook is the \`oom:mark_victim\` tracepoint (tp_btf here),"
 	echo "and \`oom_kill_process\` only adds context where fentry or a kprobe works."
-	echo
-	echo "### Lifecycle: exec -> attached -> exit"
-	echo
+	md_h3 "Lifecycle: exec -> attached -> exit"
 	echo "*attached*: the \"Tracing OOM kills ...\" line on stderr (printed after attach and the first"
 	echo "scan of the memory cgroups); *exit*: wait() returns. oomkill never attaches here: its"
 	echo "exec -> exit is the time it takes to fail. Medians of REPS=$REPS."
@@ -233,9 +231,7 @@ body=$BENCH_TMP/body.md
 		okx=$(awk '{ print $1 / 1000 }' "$BENCH_TMP/okl/exit" | median)
 		md_row "libbpf-tools oomkill" "\`$(rel "$OOMKILL")\`" "never (fails)" "$(fmt "$okx" 1)" "-"
 	fi
-	echo
-	echo "### Syscall overhead of the allocation hooks"
-	echo
+	md_h3 "Syscall overhead of the allocation hooks"
 	if [ -n "$HAVE_PERF" ]; then
 		echo "\`perf bench syscall basic -l $SYSCALL_LOOPS\` (getppid() in a loop: every call passes the raw"
 		echo "syscall tracepoints and returns after the syscall-number test), bare then with oomwatch"
@@ -252,9 +248,7 @@ body=$BENCH_TMP/body.md
 	else
 		echo "Not measured: perf (linux-perf) with \`perf bench syscall\` is missing."
 	fi
-	echo
-	echo "### Peak RSS"
-	echo
+	md_h3 "Peak RSS"
 	echo "getrusage's ru_maxrss, \`/usr/bin/time -f %M\`, median of 3. The pages of the ring buffer"
 	echo "(8 MiB by default, as in every aiscope tool) count in it; kills and allocations need far less."
 	echo
@@ -266,9 +260,7 @@ body=$BENCH_TMP/body.md
 	[ -s "$BENCH_TMP/rss/oomkill" ] &&
 		md_row "libbpf-tools oomkill (until it fails)" "\`$(rel "$OOMKILL")\`" "$(kib_to_mib "$(median <"$BENCH_TMP/rss/oomkill")")"
 	md_row "oomwatch --check, $NCG cgroups" "\`$O --check -c <parent> -j\`" "$(kib_to_mib "$CHECK_RSS")"
-	echo
-	echo "### Polling cost: $NCG memory cgroups at 1 s"
-	echo
+	md_h3 "Polling cost: $NCG memory cgroups at 1 s"
 	echo "$NCG v1 memory cgroups made for the run, each with a 1 GiB limit (so each one's usage is"
 	echo "read every interval: the costlier case), far below it. oomwatch's CPU time (utime + stime"
 	echo "from /proc/PID/stat, all its threads) over $WINDOWS windows of ${WINDOW_S} s each, after ${SETTLE_S} s of start-up, as a"
@@ -277,18 +269,12 @@ body=$BENCH_TMP/body.md
 	echo "cgroup of its own, which inotify adds as they appear)."
 	echo
 	md_header run command "CPU (% of one CPU), median" "min-max"
-	md_row "default settings, every memory cgroup" "\`$O\`" \
-		"**$(median <"$BENCH_TMP/poll/default")**" "$(spread 3 <"$BENCH_TMP/poll/default")"
-	md_row "only the $NCG" "\`$O --alloc-min 0 -i 1s -c <parent>\`" \
-		"**$(median <"$BENCH_TMP/poll/sub")**" "$(spread 3 <"$BENCH_TMP/poll/sub")"
-	md_row "every memory cgroup" "\`$O --alloc-min 0 -i 1s\`" \
-		"**$(median <"$BENCH_TMP/poll/host")**" "$(spread 3 <"$BENCH_TMP/poll/host")"
-	md_row "only the $NCG, metrics" "\`$O --alloc-min 0 -i 1s -c <parent> --prometheus FILE\`" \
-		"**$(median <"$BENCH_TMP/poll/msub")**" "$(spread 3 <"$BENCH_TMP/poll/msub")"
-	md_row "every memory cgroup, metrics" "\`$O --alloc-min 0 -i 1s --prometheus FILE\`" \
-		"**$(median <"$BENCH_TMP/poll/mhost")**" "$(spread 3 <"$BENCH_TMP/poll/mhost")"
-	md_row "every memory cgroup, metrics at 5 s" "\`$O --alloc-min 0 -i 5s --prometheus FILE\`" \
-		"**$(median <"$BENCH_TMP/poll/m5")**" "$(spread 3 <"$BENCH_TMP/poll/m5")"
+	poll_row "default settings, every memory cgroup" "$O" default
+	poll_row "only the $NCG" "$O --alloc-min 0 -i 1s -c <parent>" sub
+	poll_row "every memory cgroup" "$O --alloc-min 0 -i 1s" host
+	poll_row "only the $NCG, metrics" "$O --alloc-min 0 -i 1s -c <parent> --prometheus FILE" msub
+	poll_row "every memory cgroup, metrics" "$O --alloc-min 0 -i 1s --prometheus FILE" mhost
+	poll_row "every memory cgroup, metrics at 5 s" "$O --alloc-min 0 -i 5s --prometheus FILE" m5
 	echo
 	echo "With metrics, every cgroup with a limit has its usage, memory.stat (the expensive file: the"
 	echo "kernel formats some 70 counters) and memory.failcnt read at every poll, so that each exported"
@@ -318,9 +304,7 @@ body=$BENCH_TMP/body.md
 	echo "file for its --listen, 12 s): $(kib_to_mib "$DS_RSS") MiB."
 	echo
 	echo "One \`--check\` scan of the $NCG (every file of each, memory.stat included): $CHECK_MS ms."
-	echo
-	echo "### Targets"
-	echo
+	md_h3 "Targets"
 	dmed=$(median <"$BENCH_TMP/poll/default")
 	if cmp_le "$dmed" 1; then m="**met**"; else m="**not met**"; fi
 	echo "- $NCG cgroups at the default settings (signals armed, 1 s polls) at most 1% of one CPU:"
@@ -330,16 +314,13 @@ body=$BENCH_TMP/body.md
 	echo "- Polling $NCG cgroups at 1 s under 1% of one CPU: $med% with every memory cgroup of the"
 	echo "  host: $m. With --prometheus: $(median <"$BENCH_TMP/poll/mhost")% at 1 s, $(median <"$BENCH_TMP/poll/m5")% at 5 s (the DaemonSet's"
 	echo "  interval)."
-	echo
-	echo "### Reproduce"
-	echo
+	md_h3 "Reproduce"
 	echo "As root, after \`make\`: \`scripts/bench/oomwatch.sh\` (about $(((WINDOWS * (WINDOW_S + SETTLE_S + 1) * 6 + SETTLE_S + STRACE_S) / 60 + 3)) minutes). NCG, WINDOWS,"
 	echo "WINDOW_S, SETTLE_S and REPS change the cgroups made, the polling windows and the lifecycle"
 	echo "repetitions. It makes its cgroups under $MEMCG/aiscope-bench-PID and removes them"
 	echo "(also when interrupted). It rewrites this section only."
 } >"$body"
 
-mkdir -p "$(dirname "$OUT")"
 md_section "$OUT" oomwatch "$body"
 bench_log "wrote the oomwatch section of $(rel "$OUT")"
 cat "$body"

@@ -23,23 +23,16 @@ REPS=${REPS:-5}
 LOOPS=${LOOPS:-}
 PIN_CPU=${PIN_CPU-0}
 LOAD_SECS=${LOAD_SECS:-5}
-OUT=${OUT:-$BENCH_ROOT/docs/PERFORMANCE.md}
 SCHEDLAT=${SCHEDLAT:-$BENCH_ROOT/build/schedlat}
 RUNQLAT=${RUNQLAT:-$(command -v runqlat || echo /usr/sbin/runqlat)}
-BPFTRACE=${BPFTRACE:-bpftrace}
 BT=$BENCH_ROOT/scripts/bench/runqlat-like.bt
 
 bench_init
 need perf linux-perf
-need stdbuf coreutils
-[ -x /usr/bin/time ] || bench_die "/usr/bin/time not found (apt-get install time)"
-[ -x "$SCHEDLAT" ] || bench_die "$SCHEDLAT not built (make)"
 [ -x "$RUNQLAT" ] || bench_die "runqlat not found (apt-get install libbpf-tools)"
-need "$BPFTRACE" bpftrace
-cd "$BENCH_ROOT" || exit 1
+bench_needs --time "$SCHEDLAT"
 
 # paths as the doc shows them
-rel() { local p=${1#"$BENCH_ROOT"/}; printf '%s' "$p"; }
 S=$(rel "$SCHEDLAT")
 B=$(rel "$BT")
 
@@ -48,11 +41,7 @@ B=$(rel "$BT")
 # context switch on that CPU (the most sched events per op), and the
 # figure is stable; unpinned on a 2-vCPU VM it swings between cross-CPU
 # wakeups (IPI-bound, ~5x slower) and same-CPU runs from one run to the next.
-PIN=()
-[ -n "$PIN_CPU" ] && PIN=(taskset -c "$PIN_CPU")
-pipe_ops() {
-	"${PIN[@]}" perf bench sched pipe -l "$LOOPS" 2>/dev/null | awk '/ops\/sec/ { print $1 }'
-}
+bench_pin
 if [ -z "$LOOPS" ]; then
 	LOOPS=50000
 	ops=$(pipe_ops)
@@ -69,17 +58,14 @@ RMARK="Tracing run queue latency"	# runqlat, stdout, after attach
 BMARK="Attaching"			# bpftrace, stdout (not stderr), "Attaching N probes..."
 
 # overhead: tools left running, output to /dev/null, stopped with SIGINT
-bench_mode schedlat      stderr "$SMARK" stdbuf -oL "$SCHEDLAT" -C
-bench_mode schedlat-json stderr "$SMARK" stdbuf -oL "$SCHEDLAT" -j
-bench_mode runqlat       stdout "$RMARK" stdbuf -oL "$RUNQLAT" 1
-bench_mode bpftrace      stdout "$BMARK" stdbuf -oL "$BPFTRACE" "$BT" 1000 0
-OVH_MODES=(schedlat schedlat-json runqlat bpftrace)
-declare -A OVH_LABEL=(
-	[schedlat]="schedlat (table)" [schedlat-json]="schedlat (--json)"
-	[runqlat]="libbpf-tools runqlat" [bpftrace]="bpftrace runqlat-like.bt")
-declare -A OVH_CMD=(
-	[schedlat]="$S -C >/dev/null" [schedlat-json]="$S -j >/dev/null"
-	[runqlat]="runqlat 1 >/dev/null" [bpftrace]="bpftrace $B 1000 0 >/dev/null")
+ovh_mode schedlat "schedlat (table)" "$S -C >/dev/null" \
+	stderr "$SMARK" stdbuf -oL "$SCHEDLAT" -C
+ovh_mode schedlat-json "schedlat (--json)" "$S -j >/dev/null" \
+	stderr "$SMARK" stdbuf -oL "$SCHEDLAT" -j
+ovh_mode runqlat "libbpf-tools runqlat" "runqlat 1 >/dev/null" \
+	stdout "$RMARK" stdbuf -oL "$RUNQLAT" 1
+ovh_mode bpftrace "bpftrace runqlat-like.bt" "bpftrace $B 1000 0 >/dev/null" \
+	stdout "$BMARK" stdbuf -oL "$BPFTRACE" "$BT" 1000 0
 
 # lifecycle: one interval, then exit by themselves
 bench_mode l-schedlat-short stderr "$SMARK" stdbuf -oL "$SCHEDLAT" -C -n 1 -i 1ms
@@ -105,15 +91,7 @@ declare -A LIFE_IVAL_MS=(
 probe_mode=$("$SCHEDLAT" -C -n 1 -i 1ms 2>&1 >/dev/null | sed -n 's/.*latency (\(.*\))\.\.\..*/\1/p')
 bench_log "schedlat attaches with: ${probe_mode:-?}; REPS=$REPS LOOPS=$LOOPS"
 
-bench_log "overhead: ${#OVH_MODES[@]} modes x $REPS pairs"
-run_overhead "$REPS" pipe_ops "${OVH_MODES[@]}"
-
-bench_log "BPF cost per event: ${#OVH_MODES[@]} modes x $REPS"
-have_cost=1
-run_bpf_cost "$REPS" pipe_ops "$LOOPS" "switch wakeup" "${OVH_MODES[@]}" || have_cost=
-
-bench_log "lifecycle: ${#LIFE_MODES[@]} modes x $REPS"
-run_lifecycle "$REPS" "${LIFE_MODES[@]}"
+run_modes "$REPS" pipe_ops "$LOOPS" "switch wakeup" event
 
 # peak RSS: the short runs (idle machine), REPS times each
 mkdir -p "$BENCH_TMP/rss"
@@ -148,16 +126,13 @@ done
 rss_mib() { kib_to_mib "$(median <"$BENCH_TMP/rss/$1")"; }
 
 # ---- report ----
-foreign_end=$(bench_foreign_progs)
-body=$BENCH_TMP/section.md
 declare -A NET
 rq_ratio=$(ovh_median runqlat ratio)
 sl_ratio=$(ovh_median schedlat ratio)
 sj_ratio=$(ovh_median schedlat-json ratio)
+bench_report schedlat
 {
-	echo "## schedlat"
-	echo
-	echo "Peers: libbpf-tools \`runqlat\` (Debian package \`libbpf-tools\`) and bpftrace $("$BPFTRACE" --version 2>/dev/null | awk '{ print $2 }')"
+	echo "Peers: libbpf-tools \`runqlat\` (Debian package \`libbpf-tools\`) and bpftrace $(bpftrace_version)"
 	echo "with [\`scripts/bench/runqlat-like.bt\`](../scripts/bench/runqlat-like.bt), the same logic as"
 	echo "bpftrace's \`runqlat.bt\` on the classic \`sched_wakeup\`, \`sched_wakeup_new\` and \`sched_switch\`"
 	echo "tracepoints (the packaged \`runqlat.bt\` includes kernel headers that are not installed here)."
@@ -166,21 +141,12 @@ sj_ratio=$(ovh_median schedlat-json ratio)
 	echo "load average at start $BENCH_LOAD; tracing BPF programs of others loaded: $BENCH_FOREIGN_START at"
 	echo "start, $foreign_end at the end. schedlat attached with \`${probe_mode:-?}\`."
 	echo "Medians of REPS=$REPS; other work on the machine during the run adds noise (see the min-max)."
-	echo
-	echo "### Overhead: \`$WORKLOAD\`"
-	echo
+	md_h3 "Overhead: \`$WORKLOAD\`"
 	echo "Pairs, interleaved: for each repetition and each tool, the workload bare, then with the tool"
 	echo "attached; ratio = ops/sec with the tool / ops/sec of its bare run (1.000: no cost)."
 	echo
-	md_header tool command "bare ops/s" "with tool ops/s" "ratio" "ratio min-max"
-	for m in "${OVH_MODES[@]}"; do
-		md_row "${OVH_LABEL[$m]}" "\`${OVH_CMD[$m]}\`" "$(fmt "$(ovh_median "$m" bare)" 0)" \
-			"$(fmt "$(ovh_median "$m" tool)" 0)" "**$(fmt "$(ovh_median "$m" ratio)" 3)**" \
-			"$(ovh_spread "$m" ratio)"
-	done
-	echo
-	echo "### BPF cost per event"
-	echo
+	md_ovh_table "bare ops/s" "with tool ops/s"
+	md_h3 "BPF cost per event"
 	echo "The run time of each tool's own BPF programs as the kernel counts it with"
 	echo "\`kernel.bpf_stats_enabled=1\` during one more workload run per repetition (separate runs: the"
 	echo "stats cost a little themselves). It does not swing with the bare throughput as the ratio"
@@ -199,9 +165,7 @@ sj_ratio=$(ovh_median schedlat-json ratio)
 	else
 		echo "Not measured: bpftool is missing."
 	fi
-	echo
-	echo "### Lifecycle: exec -> attached -> exit"
-	echo
+	md_h3 "Lifecycle: exec -> attached -> exit"
 	echo "One interval, then the tool exits by itself. *attached*: when the ready line is read"
 	echo "(schedlat: \"Tracing run-queue latency ... Ctrl-C to end.\" on stderr, printed after attach;"
 	echo "runqlat: \"Tracing run queue latency...\" on stdout; bpftrace: \"Attaching N probes...\" on"
@@ -221,9 +185,7 @@ sj_ratio=$(ovh_median schedlat-json ratio)
 		md_row "${LIFE_TOOL[$m]}" "\`${LIFE_CMD[$m]}\`" "$(fmt "$rdy" 1)" "$(fmt "$ext" 1)" \
 			"$(fmt "$net" 1)" "$(ratio "$net" "$pnet" 2)"
 	done
-	echo
-	echo "### Peak RSS"
-	echo
+	md_h3 "Peak RSS"
 	echo "getrusage's ru_maxrss of the tool process, as \`/usr/bin/time -f %M\` reports it (no stdbuf);"
 	echo "\"under load\": a ${LOAD_SECS} s run while \`perf bench sched pipe\` runs."
 	echo
@@ -235,9 +197,7 @@ sj_ratio=$(ovh_median schedlat-json ratio)
 	md_row "schedlat --json" "${LOAD_SECS} s, under load" "\`${LOAD_CMD[schedlat-json]}\`" "$(rss_mib load-schedlat-json)"
 	md_row runqlat "${LOAD_SECS} s, under load" "\`${LOAD_CMD[runqlat]}\`" "$(rss_mib load-runqlat)"
 	md_row bpftrace "${LOAD_SECS} s, under load" "\`${LOAD_CMD[bpftrace]}\`" "$(rss_mib load-bpftrace)"
-	echo
-	echo "### Targets"
-	echo
+	md_h3 "Targets"
 	met() { if "$@"; then echo "**met**"; else echo "**not met**"; fi; }
 	ovh_target() { cmp_le "$rq_ratio" "$sl_ratio" && cmp_le "$rq_ratio" "$sj_ratio"; }
 	echo "- Overhead no worse than runqlat's: schedlat ratio $(fmt "$sl_ratio" 3) (table),"
@@ -252,18 +212,15 @@ sj_ratio=$(ovh_median schedlat-json ratio)
 	smax=$(cat "$BENCH_TMP"/rss/short-schedlat "$BENCH_TMP"/rss/load-schedlat "$BENCH_TMP"/rss/load-schedlat-json | sort -g | tail -n 1)
 	echo "- Peak RSS under 8 MiB: schedlat at most $(kib_to_mib "$smax") MiB over all its runs:" \
 		"$(met awk -v k="$smax" 'BEGIN { exit !(k < 8192) }')."
-	echo
-	echo "### Reproduce"
-	echo
+	md_h3 "Reproduce"
 	echo "As root, after \`make\`: \`scripts/bench/schedlat.sh\` (4-5 minutes on 2 CPUs; REPS, LOOPS, PIN_CPU"
 	echo "and LOAD_SECS change the repetitions, the workload length (default: calibrated to about 1.5 s bare),"
 	echo "the CPU the workload is pinned to (empty: unpinned) and the RSS run length). It rewrites"
 	echo "this section only. Needs \`perf\` (linux-perf), \`runqlat\` (libbpf-tools), \`bpftrace\`,"
 	echo "\`/usr/bin/time\` (time). Exact commands: the tables above; the workload is"
 	echo "\`$WORKLOAD\` (two processes${PIN_CPU:+, both on CPU $PIN_CPU}) and ops/sec is read from its output."
-} >"$body"
+} >>"$body"
 
-mkdir -p "$(dirname "$OUT")"
 md_section "$OUT" schedlat "$body"
 bench_log "wrote the schedlat section of $(rel "$OUT")"
 cat "$body"

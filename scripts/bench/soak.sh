@@ -31,44 +31,26 @@
 # /tmp/aiscope-soak.XXXXXX, kept).
 set -u -o pipefail
 
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=scripts/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+BENCH_TAG=soak
 DURATION=${DURATION:-3600}
 SAMPLE=${SAMPLE:-30}
 CHURN=${CHURN:-5}
 TOOLS=${TOOLS:-schedlat cachestat ipcsnoop nclstat socketsnoop gpulaunch oomwatch}
 LIBCHURN=${LIBCHURN:-6}
-BIN=${BIN:-$ROOT/build}
-OUTDIR=${OUTDIR:-$(mktemp -d /tmp/aiscope-soak.XXXXXX)}
+BIN=${BIN:-$BENCH_ROOT/build}
 
-log() { printf '[soak] %s\n' "$*" >&2; }
-die() { printf '[soak] error: %s\n' "$*" >&2; exit 1; }
-
-[ "$(id -u)" = 0 ] || die "run as root (BPF programs are loaded)"
-command -v python3 >/dev/null || die "python3 not found (apt-get install python3)"
-mkdir -p "$OUTDIR" || die "cannot make $OUTDIR"
-
-# the unit's options, less --prometheus (given below, into OUTDIR)
-unit_args() {
-	local unit=$ROOT/deploy/systemd/aiscope-$1.service line
-	[ -r "$unit" ] || die "no unit $unit"
-	# ExecStart=/usr/local/sbin/aiscope TOOL OPTION...
-	line=$(sed -n "s/^ExecStart=[^ ]*\/aiscope $1 //p" "$unit")
-	[ -n "$line" ] || die "$unit: no ExecStart=.../aiscope $1"
-	printf '%s\n' "${line% --prometheus *}"
-}
+bench_need_root
+need python3
+bench_outdir soak
 
 declare -A PID
 cleanup() {
-	local t
 	[ -n "${CHURN_PID:-}" ] && kill "$CHURN_PID" 2>/dev/null && wait "$CHURN_PID" 2>/dev/null
 	[ -n "${LIB_PID:-}" ] && kill "$LIB_PID" 2>/dev/null && wait "$LIB_PID" 2>/dev/null
 	rm -rf "$OUTDIR"/lib.??????
-	for t in "${!PID[@]}"; do
-		kill -INT "${PID[$t]}" 2>/dev/null
-	done
-	for t in "${!PID[@]}"; do
-		wait "${PID[$t]}" 2>/dev/null
-	done
+	bench_kill_wait INT "${PID[@]}"
 	PID=()
 	# the churn driver's cgroups, should it have been stopped amid one
 	# (its own only: another soak's driver may be running)
@@ -80,20 +62,20 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 for t in $TOOLS; do
-	[ -x "$BIN/$t" ] || die "$BIN/$t not built (make)"
+	need_built "$BIN/$t"
 	# shellcheck disable=SC2046 # the unit's words
-	"$BIN/$t" $(unit_args "$t") --prometheus "$OUTDIR/$t.prom" \
+	"$BIN/$t" $(bench_unit_args "$t") --prometheus "$OUTDIR/$t.prom" \
 		>"$OUTDIR/$t.json" 2>"$OUTDIR/$t.err" &
 	PID[$t]=$!
 done
 sleep 5
 for t in "${!PID[@]}"; do
 	if ! kill -0 "${PID[$t]}" 2>/dev/null; then
-		log "$t did not start: $(head -c 300 "$OUTDIR/$t.err")"
+		bench_log "$t did not start: $(head -c 300 "$OUTDIR/$t.err")"
 		unset "PID[$t]"
 	fi
 done
-[ ${#PID[@]} -gt 0 ] || die "no tool started"
+[ ${#PID[@]} -gt 0 ] || bench_die "no tool started"
 
 python3 - "$CHURN" "$OUTDIR" >"$OUTDIR/churn.log" 2>&1 <<'EOF' &
 import os, socket, sys, time, threading
@@ -206,7 +188,7 @@ libchurn() {
 }
 if [ "$LIBCHURN" != 0 ]; then
 	for f in cuda/cudacall cuda/double/libcudart.so.12 nccl/ncclrank nccl/libnccl.so.2; do
-		[ -r "$BIN/tests/$f" ] || die "$BIN/tests/$f not built (make), or LIBCHURN=0"
+		[ -r "$BIN/tests/$f" ] || bench_die "$BIN/tests/$f not built (make), or LIBCHURN=0"
 	done
 	libchurn &
 	LIB_PID=$!
@@ -214,7 +196,7 @@ fi
 
 CSV=$OUTDIR/rss.csv
 echo "elapsed_s,tool,rss_kib" >"$CSV"
-log "tools: ${!PID[*]}; churn $CHURN/s; ${DURATION}s; samples in $CSV"
+bench_log "tools: ${!PID[*]}; churn $CHURN/s; ${DURATION}s; samples in $CSV"
 start=$SECONDS
 while :; do
 	el=$((SECONDS - start))
@@ -223,12 +205,12 @@ while :; do
 		[ -n "$rss" ] && echo "$el,$t,$rss" >>"$CSV"
 	done
 	[ "$el" -ge "$DURATION" ] && break
-	kill -0 "$CHURN_PID" 2>/dev/null || die "the churn driver stopped: $(tail -3 "$OUTDIR/churn.log")"
+	kill -0 "$CHURN_PID" 2>/dev/null || bench_die "the churn driver stopped: $(tail -3 "$OUTDIR/churn.log")"
 	sleep "$SAMPLE"
 done
 cleanup
 tail -1 "$OUTDIR/churn.log" >&2
-[ "$LIBCHURN" != 0 ] && log "library rounds: $(cat "$OUTDIR/libchurn.count" 2>/dev/null || echo 0)"
+[ "$LIBCHURN" != 0 ] && bench_log "library rounds: $(cat "$OUTDIR/libchurn.count" 2>/dev/null || echo 0)"
 
 # start, 10 min, end, peak (KiB); growth (KiB/min) over the last half
 printf '| tool | start KiB | 10 min KiB | end KiB | peak KiB | last half KiB/min |\n|---|---|---|---|---|---|\n'
@@ -245,4 +227,4 @@ awk -F, -v d="$DURATION" 'NR > 1 {
 		printf "| %s | %d | %d | %d | %d | %.1f |\n", t, first[t], ten[t], last[t], peak[t], g
 	}
 }' "$CSV" | sort
-log "kept: $OUTDIR"
+bench_log "kept: $OUTDIR"

@@ -22,26 +22,21 @@
 # /tmp/aiscope-sscap.XXXXXX, kept).
 set -u -o pipefail
 
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=scripts/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+BENCH_TAG=sscap
 FLOWS=${FLOWS:-120000}
 RATE=${RATE:-450}
 SAMPLE=${SAMPLE:-10}
-BIN=${BIN:-$ROOT/build}
-OUTDIR=${OUTDIR:-$(mktemp -d /tmp/aiscope-sscap.XXXXXX)}
+BIN=${BIN:-$BENCH_ROOT/build}
 
-log() { printf '[sscap] %s\n' "$*" >&2; }
-die() { printf '[sscap] error: %s\n' "$*" >&2; exit 1; }
+bench_need_root
+need python3
+need_built "$BIN/socketsnoop"
+need_time
+bench_outdir sscap
 
-[ "$(id -u)" = 0 ] || die "run as root (BPF programs are loaded)"
-command -v python3 >/dev/null || die "python3 not found"
-[ -x "$BIN/socketsnoop" ] || die "$BIN/socketsnoop not built (make)"
-[ -x /usr/bin/time ] || die "/usr/bin/time not found (apt-get install time)"
-mkdir -p "$OUTDIR" || die "cannot make $OUTDIR"
-
-unit=$ROOT/deploy/systemd/aiscope-socketsnoop.service
-args=$(sed -n 's/^ExecStart=[^ ]*\/aiscope socketsnoop //p' "$unit")
-args=${args% --prometheus *}
-[ -n "$args" ] || die "$unit: no ExecStart"
+args=$(bench_unit_args socketsnoop) && [ -n "$args" ] || exit 1
 
 SS_PID='' DRV_PID='' tool=''
 cleanup() {
@@ -62,7 +57,7 @@ for _ in $(seq 50); do
 	tool=$(pgrep -P "$SS_PID" -x socketsnoop) && break
 	sleep 0.1
 done
-[ -n "$tool" ] || die "socketsnoop did not start: $(head -c 300 "$OUTDIR/socketsnoop.err")"
+[ -n "$tool" ] || bench_die "socketsnoop did not start: $(head -c 300 "$OUTDIR/socketsnoop.err")"
 for _ in $(seq 100); do
 	grep -q 'Ctrl-C' "$OUTDIR/socketsnoop.err" && break
 	sleep 0.1
@@ -91,7 +86,7 @@ DRV_PID=$!
 
 CSV=$OUTDIR/rss.csv
 echo "elapsed_s,rss_kib" >"$CSV"
-log "socketsnoop $args; $FLOWS flows at $RATE/s; samples in $CSV"
+bench_log "socketsnoop $args; $FLOWS flows at $RATE/s; samples in $CSV"
 start=$SECONDS
 while kill -0 "$DRV_PID" 2>/dev/null; do
 	echo "$((SECONDS - start)),$(awk '/^VmRSS:/ { print $2 }' "/proc/$tool/status")" >>"$CSV"
@@ -120,4 +115,4 @@ printf 'summary: flows %s, edge_flows_evicted %s, lost %s\n' \
 	"$(jq -c "with_entries(select(.key | test(\"lost\")))" <<<"$summary")"
 printf 'stderr: %s\n' "$(grep -i 'forgotten' "$OUTDIR/socketsnoop.err" | head -3)"
 printf 'edge lines: %s\n' "$(grep -c '"type":"edge"' "$OUTDIR/socketsnoop.json")"
-log "kept: $OUTDIR"
+bench_log "kept: $OUTDIR"

@@ -22,27 +22,17 @@ set -u -o pipefail
 REPS=${REPS:-5}
 MS=${MS:-1500}
 PIN_CPU=${PIN_CPU-0}
-OUT=${OUT:-$BENCH_ROOT/docs/PERFORMANCE.md}
 SS=${SOCKETSNOOP:-$BENCH_ROOT/build/socketsnoop}
 RR=$BENCH_ROOT/build/tests/helpers/rrloop
-BPFTRACE=${BPFTRACE:-bpftrace}
 BT=$BENCH_ROOT/scripts/bench/socketsnoop-like.bt
 TCPLIFE=$(command -v tcplife || echo /usr/sbin/tcplife)
 
 bench_init
-need stdbuf coreutils
-[ -x /usr/bin/time ] || bench_die "/usr/bin/time not found (apt-get install time)"
-[ -x "$SS" ] || bench_die "$SS not built (make)"
-[ -x "$RR" ] || bench_die "$RR not built (make)"
-need "$BPFTRACE" bpftrace
-cd "$BENCH_ROOT" || exit 1
-
-rel() { local p=${1#"$BENCH_ROOT"/}; printf '%s' "$p"; }
+bench_needs --time "$SS" "$RR"
 S=$(rel "$SS")
 B=$(rel "$BT")
 
-PIN=()
-[ -n "$PIN_CPU" ] && PIN=(taskset -c "$PIN_CPU")
+bench_pin
 rr_ops() { "${PIN[@]}" "$RR" "$MS" 64; }
 WORKLOAD="${PIN[*]}${PIN_CPU:+ }$(rel "$RR") $MS 64"
 
@@ -50,22 +40,17 @@ SMARK="Ctrl-C to end."		# socketsnoop, stderr, after attach
 BMARK="Attaching"		# bpftrace, stdout
 LMARK="PID"			# tcplife, stdout: its header after attach
 
-bench_mode socketsnoop      stderr "$SMARK" stdbuf -oL "$SS" -C
-bench_mode socketsnoop-json stderr "$SMARK" stdbuf -oL "$SS" -j
-bench_mode socketsnoop-e    stderr "$SMARK" stdbuf -oL "$SS" -e -j
-bench_mode bpftrace         stdout "$BMARK" stdbuf -oL "$BPFTRACE" "$BT" 1000
-OVH_MODES=(socketsnoop socketsnoop-json socketsnoop-e bpftrace)
-declare -A OVH_LABEL=(
-	[socketsnoop]="socketsnoop (table)" [socketsnoop-json]="socketsnoop (--json)"
-	[socketsnoop-e]="socketsnoop -e (--json)" [bpftrace]="bpftrace socketsnoop-like.bt"
-	[tcplife]="libbpf-tools tcplife")
-declare -A OVH_CMD=(
-	[socketsnoop]="$S -C >/dev/null" [socketsnoop-json]="$S -j >/dev/null"
-	[socketsnoop-e]="$S -e -j >/dev/null" [bpftrace]="bpftrace $B 1000 >/dev/null"
-	[tcplife]="tcplife >/dev/null")
+ovh_mode socketsnoop "socketsnoop (table)" "$S -C >/dev/null" \
+	stderr "$SMARK" stdbuf -oL "$SS" -C
+ovh_mode socketsnoop-json "socketsnoop (--json)" "$S -j >/dev/null" \
+	stderr "$SMARK" stdbuf -oL "$SS" -j
+ovh_mode socketsnoop-e "socketsnoop -e (--json)" "$S -e -j >/dev/null" \
+	stderr "$SMARK" stdbuf -oL "$SS" -e -j
+ovh_mode bpftrace "bpftrace socketsnoop-like.bt" "bpftrace $B 1000 >/dev/null" \
+	stdout "$BMARK" stdbuf -oL "$BPFTRACE" "$BT" 1000
 if [ -x "$TCPLIFE" ]; then
-	bench_mode tcplife stdout "$LMARK" stdbuf -oL "$TCPLIFE"
-	OVH_MODES+=(tcplife)
+	ovh_mode tcplife "libbpf-tools tcplife" "tcplife >/dev/null" \
+		stdout "$LMARK" stdbuf -oL "$TCPLIFE"
 fi
 
 # the kprobe-only peers: what they say here
@@ -102,16 +87,13 @@ done
 rss_mib() { kib_to_mib "$(median <"$BENCH_TMP/rss/$1")"; }
 
 # ---- report ----
-foreign_end=$(bench_foreign_progs)
-body=$BENCH_TMP/section.md
 ss_ratio=$(ovh_median socketsnoop ratio)
 sj_ratio=$(ovh_median socketsnoop-json ratio)
 se_ratio=$(ovh_median socketsnoop-e ratio)
 bt_ratio=$(ovh_median bpftrace ratio)
+bench_report socketsnoop
 {
-	echo "## socketsnoop"
-	echo
-	echo "Peers: bpftrace $("$BPFTRACE" --version 2>/dev/null | awk '{ print $2 }') with"
+	echo "Peers: bpftrace $(bpftrace_version) with"
 	echo "[\`scripts/bench/socketsnoop-like.bt\`](../scripts/bench/socketsnoop-like.bt) (bytes and calls per"
 	echo "process and protocol on the same \`sock_send_length\`/\`sock_recv_length\` tracepoints; the classic"
 	echo "tracepoint has no ports, so its key is coarser than socketsnoop's 4-tuple) and, beside \`-e\`,"
@@ -128,47 +110,33 @@ bt_ratio=$(ovh_median bpftrace ratio)
 	echo "start, $foreign_end at the end. **Measured on a shared 2-core VM** (other engineers' builds and"
 	echo "tests ran at the same time): ratios come from interleaved pairs so that drift cancels, but the"
 	echo "min-max shows the noise. socketsnoop attached with \`${probe_mode:-?}\` ($plan)."
-	echo
-	echo "### Overhead: \`$WORKLOAD\`"
-	echo
+	md_h3 "Overhead: \`$WORKLOAD\`"
 	echo "A loopback TCP request/response loop of 64-byte messages (send, then wait for the echo), so"
 	echo "every round trip is two sends and two receives, each a tracepoint hit. Pairs, interleaved: for"
 	echo "each repetition and each tool, the workload bare, then with the tool attached; ratio = round"
 	echo "trips/s with the tool / round trips/s of its bare run (1.000: no cost). Medians of REPS=$REPS."
 	echo
-	md_header tool command "bare round trips/s" "with tool" "ratio" "ratio min-max"
-	for m in "${OVH_MODES[@]}"; do
-		md_row "${OVH_LABEL[$m]}" "\`${OVH_CMD[$m]}\`" "$(fmt "$(ovh_median "$m" bare)" 0)" \
-			"$(fmt "$(ovh_median "$m" tool)" 0)" "**$(fmt "$(ovh_median "$m" ratio)" 3)**" \
-			"$(ovh_spread "$m" ratio)"
-	done
-	echo
-	echo "### Startup and memory"
-	echo
+	md_ovh_table "bare round trips/s" "with tool"
+	md_h3 "Startup and memory"
 	echo "- exec -> attached (\"Tracing TCP/UDP flows ... Ctrl-C to end.\" on stderr), median of 3:"
 	echo "  $(fmt "$(life_median_ms l-socketsnoop ready)" 1) ms; exec -> exit of \`$S -C -n 1 -i 1ms\`:"
 	echo "  $(fmt "$(life_median_ms l-socketsnoop exit)" 1) ms."
 	echo "- Peak RSS (\`/usr/bin/time -f %M\`): $(rss_mib short) MiB for \`$S -C -n 1 -i 1ms\`,"
 	echo "  $(rss_mib load) MiB for \`$S -j -e -d 3s\` while the workload runs."
-	echo
-	echo "### Targets"
-	echo
+	md_h3 "Targets"
 	met() { if "$@"; then echo "**met**"; else echo "**not met**"; fi; }
 	echo "- Default mode under 5% of throughput: ratio $(fmt "$ss_ratio" 3) (table), $(fmt "$sj_ratio" 3) (--json):" \
 		"$(met awk -v a="$ss_ratio" -v b="$sj_ratio" 'BEGIN { exit !(a >= 0.95 && b >= 0.95) }')."
 	echo "- No more than the bpftrace equivalent: socketsnoop $(fmt "$ss_ratio" 3) vs bpftrace $(fmt "$bt_ratio" 3):" \
 		"$(met cmp_le "$bt_ratio" "$ss_ratio")."
 	echo "- \`-e\` (not a target): $(fmt "$se_ratio" 3)."
-	echo
-	echo "### Reproduce"
-	echo
+	md_h3 "Reproduce"
 	echo "As root, after \`make\`: \`scripts/bench/socketsnoop.sh\` (about 2 minutes; REPS, MS and PIN_CPU"
 	echo "change the repetitions, the length of one workload run and the CPU it is pinned to). It rewrites"
 	echo "this section only. Needs \`bpftrace\`, \`/usr/bin/time\` (time) and, for the peers' rows,"
 	echo "\`libbpf-tools\`."
-} >"$body"
+} >>"$body"
 
-mkdir -p "$(dirname "$OUT")"
 md_section "$OUT" socketsnoop "$body"
 bench_log "wrote the socketsnoop section of $(rel "$OUT")"
 cat "$body"

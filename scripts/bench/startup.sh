@@ -17,7 +17,6 @@ set -u -o pipefail
 . "$(dirname "$0")/lib.sh"
 
 REPS=${REPS:-11}
-OUT=${OUT:-$BENCH_ROOT/docs/PERFORMANCE.md}
 BUILD=${BUILD:-$BENCH_ROOT/build}
 RUNQLAT=${RUNQLAT:-$(command -v runqlat || echo /usr/sbin/runqlat)}
 TOOLS="schedlat socketsnoop ipcsnoop cachestat gpulaunch oomwatch nclstat"

@@ -22,7 +22,6 @@ set -u -o pipefail
 . "$(dirname "$0")/lib.sh"
 
 REPS=${REPS:-5}
-OUT=${OUT:-$BENCH_ROOT/docs/PERFORMANCE.md}
 BIN=${BIN:-$BENCH_ROOT/build}
 JQ=${JQ:-jq}
 SIZES=(10000 100000)
@@ -62,9 +61,7 @@ body=$BENCH_TMP/section.md
 	echo
 	echo "Machine: $BENCH_NPROC CPUs ($(echo "$BENCH_CPU" | cut -d" " -f1-2)), kernel $BENCH_KERNEL, $BENCH_OS; run $BENCH_DATE,"
 	echo "load average at start $BENCH_LOAD. A shared 2-core VM: other work adds noise (see the min-max)."
-	echo
-	echo "### Reading a capture"
-	echo
+	md_h3 "Reading a capture"
 	echo "\`topograph -j FILE > /dev/null\` (parse, merge into the graph, bottlenecks, print) beside"
 	echo "\`jq -c 'select(.type==\"edge\")' FILE > /dev/null\` (parse and select only), on the same file,"
 	echo "interleaved; medians of $REPS, wall time."
@@ -92,9 +89,7 @@ for n in "${SIZES[@]}"; do
 done
 
 {
-	echo
-	echo "### Start-up of a live capture"
-	echo
+	md_h3 "Start-up of a live capture"
 } >>"$body"
 if [ -x "$BIN/socketsnoop" ] && [ -x "$BIN/ipcsnoop" ]; then
 	bench_mode topograph stderr "Tracing the communication graph" "$BIN/topograph" -j -d 2
@@ -120,9 +115,7 @@ else
 	echo "Not measured: not built in \`${BIN#"$BENCH_ROOT"/}\`:$missing." >>"$body"
 fi
 {
-	echo
-	echo "### Reproduce"
-	echo
+	md_h3 "Reproduce"
 	echo "\`scripts/bench/topograph.sh\` (as root; REPS=$REPS) writes this section only."
 } >>"$body"
 

@@ -23,9 +23,7 @@ set -u -o pipefail
 N=${N:-100}
 ROUNDS=${ROUNDS:-11}
 REPS=${REPS:-5}
-OUT=${OUT:-$BENCH_ROOT/docs/PERFORMANCE.md}
 BUILD=${BUILD:-$BENCH_ROOT/build}
-BPFTRACE=${BPFTRACE:-bpftrace}
 
 bench_init
 cd "$BENCH_ROOT" || exit 1
@@ -96,7 +94,7 @@ bt_run() {	# PATTERN EXPECTED -> ms, or "nan" when the count is not EXPECTED
 }
 bt_all=nan bt_one=nan bt_ver=-
 if command -v "$BPFTRACE" >/dev/null; then
-	bt_ver=$("$BPFTRACE" --version 2>/dev/null | awk '{ print $2 }')
+	bt_ver=$(bpftrace_version)
 	for ((r = 0; r < REPS; r++)); do bt_run 'aiscope_bench_f*' "$N"; done >"$t/bt_all"
 	for ((r = 0; r < REPS; r++)); do bt_run aiscope_bench_f0 1; done >"$t/bt_one"
 	bt_all=$(median <"$t/bt_all") bt_one=$(median <"$t/bt_one")

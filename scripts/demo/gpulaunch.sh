@@ -11,10 +11,8 @@ demo_gpulaunch() {
 	fix=$B/fixtures/$arch/lib
 	scripts/fixtures.sh "$B/fixtures" ||
 		{ echo "(no CUDA fixture libraries: gpulaunch demo skipped)"; return 0; }
-	if [ ! -e "$fix/libcudart.so.11.0" ] || [ ! -e "$fix/libcuda.so.1" ]; then
-		echo "(Debian's libcudart11.0/libcuda1 could not be fetched: gpulaunch demo skipped)"
-		return 0
-	fi
+	[[ -e $fix/libcudart.so.11.0 && -e $fix/libcuda.so.1 ]] ||
+		{ echo "(Debian's libcudart11.0/libcuda1 could not be fetched: gpulaunch demo skipped)"; return 0; }
 	echo "Workload: tests/cuda/cudacall calls Debian's real libcudart 11.8 (with libcuda 535),"
 	echo "200 cudaLaunchKernel a second (grid 4,2,1, block 256,1,1, 1024 B shared memory) and"
 	echo "a cudaMalloc and a 1 MiB cudaMemcpy every tenth launch. There is no GPU: each call"
