@@ -79,26 +79,10 @@ typedef void (*register_fn)(void **, const char *, char *, const char *, int, vo
 typedef int (*get_kernel_fn)(void **, const void *);
 typedef int (*get_func_fn)(void **, void *, const char *);
 
-#define STREAM ((void *)0x1234)
+#include "host_fns.h"
+
 #define FUNC_DRV ((void *)0xf00d)
-static const struct dim3 grid = { 4, 2, 1 }, block = { 256, 1, 1 };
 static void *rt, *drv;
-static volatile sig_atomic_t go;
-
-/* A stand-in for an nvcc kernel stub: its symbol is the mangled name of
- * vecAdd(float*, float*, float*, int), found by gpulaunch in .symtab */
-__attribute__((noinline, used)) void kernel_stub(void) __asm__("_Z6vecAddPfS_S_i");
-void kernel_stub(void)
-{
-	__asm__ volatile("");
-}
-
-/* A host function with no mangled name of its own: its kernel name can
- * only come from registration. */
-static __attribute__((noinline, used)) void host_fn2(void)
-{
-	__asm__ volatile("");
-}
 
 #define REG_NAME "_Z9reduceSumPfi"
 
@@ -219,6 +203,17 @@ static void do_rate(long n, long secs)
 	printf("{\"api\":\"rate\",\"calls\":%ld,\"rc\":%d}\n", total, rc);
 }
 
+/* the ops that are one launch, each through its own call site */
+static const struct {
+	const char *op;
+	void (*fn)(void);
+} launch_ops[] = {
+	{ "launch", launch_rt }, { "launch_ptsz", launch_rt_ptsz }, { "launch13", launch_13 },
+	{ "launch13_ptsz", launch_13_ptsz }, { "coop", launch_coop }, { "launch_ex", do_launch_ex },
+	{ "cu_launch", cu_launch }, { "cu_launch_ptsz", cu_launch_ptsz },
+	{ "cu_launch_ex", do_cu_launch_ex },
+};
+
 static void run_op(const char *op)
 {
 	static void *dptr_rt;
@@ -229,19 +224,14 @@ static void run_op(const char *op)
 
 	if (sscanf(op, "%*[^:]:%llu:%llu", &a, &b) < 1)
 		a = b = 0;
-	if (!strcmp(op, "launch")) {
-		launch_rt();
-	} else if (!strcmp(op, "launch_ptsz")) {
-		launch_rt_ptsz();
-	} else if (!strcmp(op, "launch13")) {
-		launch_13();
-	} else if (!strcmp(op, "launch13_ptsz")) {
-		launch_13_ptsz();
-	} else if (!strcmp(op, "coop")) {
-		launch_coop();
-	} else if (!strcmp(op, "launch_ex")) {
-		do_launch_ex();
-	} else if (!strcmp(op, "graph")) {
+	for (size_t i = 0; i < sizeof(launch_ops) / sizeof(launch_ops[0]); i++) {
+		if (!strcmp(op, launch_ops[i].op)) {
+			launch_ops[i].fn();
+			fflush(stdout);
+			return;
+		}
+	}
+	if (!strcmp(op, "graph")) {
 		rc = ((graph_fn)sym(rt, "cudaGraphLaunch"))((void *)0x6a6a, STREAM);
 		print_simple("cudaGraphLaunch", "\"stream\":\"0x1234\"", rc);
 	} else if (!strncmp(op, "malloc:", 7)) {
@@ -271,12 +261,6 @@ static void run_op(const char *op)
 	} else if (!strcmp(op, "sync_device")) {
 		rc = ((sync_device_fn)sym(rt, "cudaDeviceSynchronize"))();
 		print_simple("cudaDeviceSynchronize", "", rc);
-	} else if (!strcmp(op, "cu_launch")) {
-		cu_launch();
-	} else if (!strcmp(op, "cu_launch_ptsz")) {
-		cu_launch_ptsz();
-	} else if (!strcmp(op, "cu_launch_ex")) {
-		do_cu_launch_ex();
 	} else if (!strncmp(op, "cu_malloc:", 10)) {
 		dptr_drv = 0x99;
 		rc = ((cu_malloc_fn)sym(drv, "cuMemAlloc_v2"))(&dptr_drv, a);

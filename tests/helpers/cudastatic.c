@@ -32,22 +32,7 @@ const struct drv_fn gl_driver_fns[] = {
 	{ NULL, NULL },
 };
 
-#define STREAM ((void *)0x1234)
-static const struct dim3 grid = { 4, 2, 1 }, block = { 256, 1, 1 };
-static volatile sig_atomic_t go;
-
-/* the host function of a kernel named vecAdd(float*, float*, float*, int) */
-__attribute__((noinline, used)) void kernel_stub(void) __asm__("_Z6vecAddPfS_S_i");
-void kernel_stub(void)
-{
-	__asm__ volatile("");
-}
-
-/* a host function whose name only registration gives */
-static __attribute__((noinline, used)) void host_fn2(void)
-{
-	__asm__ volatile("");
-}
+#include "../cuda/host_fns.h"
 
 /* calls through pointers: the compiler must not inline the doubles */
 static int (*volatile p_launch)(const void *, struct dim3, struct dim3, void **, size_t, void *) =

@@ -65,6 +65,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "bounce.h"
 
 static char *buf;
 
@@ -135,6 +136,29 @@ static int reap(pid_t pid)
 	return 0;
 }
 
+/* 1 when any of n children failed */
+static int reap_all(const pid_t *pids, int n)
+{
+	int rc = 0;
+
+	for (int i = 0; i < n; i++)
+		rc |= reap(pids[i]);
+	return rc;
+}
+
+/* Forks the i-th of several peers, named prefix1, prefix2, ... (comm):
+ * 0 in the child, the child's pid in the parent. */
+static pid_t fork_peer(const char *prefix, int i, char comm[16])
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		snprintf(comm, 16, "%s%d", prefix, i + 1);
+		name(comm);
+	}
+	return pid;
+}
+
 /* A child reports its own truth line through the shared stdout. */
 static int do_pipe(long n, long size)
 {
@@ -200,12 +224,10 @@ static int do_fifo(const char *path, int writers, long n, long size)
 		die("sync");
 	close(sync[0]);
 	for (int i = 0; i < writers; i++) {
-		pids[i] = fork();
-		if (pids[i] == 0) {
-			char comm[16];
+		char comm[16];
 
-			snprintf(comm, sizeof(comm), "ipc-w%d", i + 1);
-			name(comm);
+		pids[i] = fork_peer("ipc-w", i, comm);
+		if (pids[i] == 0) {
 			close(keep);
 			fd = open(path, O_WRONLY);
 			if (fd < 0)
@@ -216,8 +238,7 @@ static int do_fifo(const char *path, int writers, long n, long size)
 			_exit(0);
 		}
 	}
-	for (int i = 0; i < writers; i++)
-		rc |= reap(pids[i]);
+	rc |= reap_all(pids, writers);
 	close(keep);
 	rc |= reap(r);
 	unlink(path);
@@ -287,14 +308,13 @@ static int do_unix_stream(const char *addr, int clients, long n, long size)
 	if (clients < 1 || clients > 16)
 		return 2;
 	for (int i = 0; i < clients; i++) {
-		pids[i] = fork();
+		char comm[16];
+
+		pids[i] = fork_peer("ipc-cli", i, comm);
 		if (pids[i] == 0) {
-			char comm[16];
 			long calls = 0;
 			int fd;
 
-			snprintf(comm, sizeof(comm), "ipc-cli%d", i + 1);
-			name(comm);
 			close(lfd);
 			/* one client at a time, in order: the server accepts them so */
 			usleep(20000 * i);
@@ -347,49 +367,24 @@ static void send_to(int fd, const char *addr, long size, bool use_sendmsg)
 	die("sendto");
 }
 
-static int do_unix_sendto(const char *addr, int clients, long n, long size)
+/* a datagram client: n datagrams of size to addr, connected (send) or
+ * not (every datagram carries the address: sendto, or sendmsg for odd i) */
+static void dgram_client(const char *addr, int i, long n, long size, bool connected)
 {
-	int sfd = listen_on(addr, SOCK_DGRAM), rc = 0;
-	pid_t pids[16];
-	long calls = 0, got = 0;
-	ssize_t r;
+	int fd = connected ? connect_to(addr, SOCK_DGRAM) : socket(AF_UNIX, SOCK_DGRAM, 0);
 
-	if (clients < 1 || clients > 16)
-		return 2;
-	for (int i = 0; i < clients; i++) {
-		pids[i] = fork();
-		if (pids[i] == 0) {
-			char comm[16];
-			int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
-
-			snprintf(comm, sizeof(comm), "ipc-cli%d", i + 1);
-			name(comm);
-			close(sfd);
-			if (fd < 0)
-				die("socket");
-			for (long j = 0; j < n; j++)
-				send_to(fd, addr, size, i % 2);
-			truth("unix", shown(addr), "write", getpid(), comm, n, n * size);
-			_exit(0);
-		}
+	if (fd < 0)
+		die("socket");
+	for (long j = 0; j < n; j++) {
+		if (!connected)
+			send_to(fd, addr, size, i % 2);
+		else if (send(fd, buf, size, 0) != size)
+			die("send");
 	}
-	name("ipc-srv");
-	while (calls < clients * n) {
-		r = recv(sfd, buf, 65536, 0);
-		if (r < 0)
-			die("recv");
-		got += r;
-		calls++;
-	}
-	truth("unix", shown(addr), "read", getpid(), "ipc-srv", calls, got);
-	for (int i = 0; i < clients; i++)
-		rc |= reap(pids[i]);
-	if (addr[0] != '@')
-		unlink(addr);
-	return rc;
 }
 
-static int do_unix_dgram(const char *addr, int clients, long n, long size)
+/* clients (each a process of its own) send n datagrams each to one server */
+static int do_unix_datagrams(const char *addr, int clients, long n, long size, bool connected)
 {
 	int sfd = listen_on(addr, SOCK_DGRAM), rc = 0;
 	pid_t pids[16];
@@ -399,18 +394,12 @@ static int do_unix_dgram(const char *addr, int clients, long n, long size)
 	if (clients < 1 || clients > 16)
 		return 2;
 	for (int i = 0; i < clients; i++) {
-		pids[i] = fork();
-		if (pids[i] == 0) {
-			char comm[16];
-			int fd;
+		char comm[16];
 
-			snprintf(comm, sizeof(comm), "ipc-cli%d", i + 1);
-			name(comm);
+		pids[i] = fork_peer("ipc-cli", i, comm);
+		if (pids[i] == 0) {
 			close(sfd);
-			fd = connect_to(addr, SOCK_DGRAM);
-			for (long j = 0; j < n; j++)
-				if (send(fd, buf, size, 0) != size)
-					die("send");
+			dgram_client(addr, i, n, size, connected);
 			truth("unix", shown(addr), "write", getpid(), comm, n, n * size);
 			_exit(0);
 		}
@@ -424,8 +413,7 @@ static int do_unix_dgram(const char *addr, int clients, long n, long size)
 		calls++;
 	}
 	truth("unix", shown(addr), "read", getpid(), "ipc-srv", calls, got);
-	for (int i = 0; i < clients; i++)
-		rc |= reap(pids[i]);
+	rc |= reap_all(pids, clients);
 	if (addr[0] != '@')
 		unlink(addr);
 	return rc;
@@ -469,89 +457,108 @@ struct qmsg {
 	char mtext[65536];
 };
 
-static int do_msq(int receivers, long n, long size)
+/* a message queue, SysV or POSIX: what a receiver and the writer call */
+struct queue {
+	const char *kind, *ch;
+	ssize_t (*receive)(struct queue *q, long size);
+	void (*send)(struct queue *q, long size);
+	int msq;
+	struct qmsg *m;
+	mqd_t mq;
+};
+
+static ssize_t msq_receive(struct queue *q, long size)
 {
-	int id = msgget(IPC_PRIVATE, IPC_CREAT | 0600), rc = 0;
-	struct qmsg *m = calloc(1, sizeof(*m));
+	ssize_t r = msgrcv(q->msq, q->m, sizeof(q->m->mtext), 0, 0);
+
+	if (r < 0)
+		die("msgrcv");
+	return r;
+}
+
+static void msq_send(struct queue *q, long size)
+{
+	if (msgsnd(q->msq, q->m, size, 0))
+		die("msgsnd");
+}
+
+static ssize_t mq_receive_one(struct queue *q, long size)
+{
+	ssize_t r = mq_receive(q->mq, buf, size, NULL);
+
+	if (r < 0)
+		die("mq_receive");
+	return r;
+}
+
+static void mq_send_one(struct queue *q, long size)
+{
+	if (mq_send(q->mq, buf, size, 0))
+		die("mq_send");
+}
+
+/* n messages of size from one writer, shared out among receivers (each a
+ * process of its own) */
+static int run_queue(struct queue *q, int receivers, long n, long size)
+{
 	pid_t pids[16];
-	char ch[32];
+	int rc = 0;
 
-	if (id < 0 || !m)
-		die("msgget");
-	if (receivers < 1 || receivers > 16 || n % receivers)
-		return 2;
-	snprintf(ch, sizeof(ch), "msq:%d", id);
 	for (int i = 0; i < receivers; i++) {
-		pids[i] = fork();
-		if (pids[i] == 0) {
-			char comm[16];
-			long got = 0;
-			ssize_t r;
+		char comm[16];
 
-			snprintf(comm, sizeof(comm), "ipc-r%d", i + 1);
-			name(comm);
-			for (long j = 0; j < n / receivers; j++) {
-				r = msgrcv(id, m, sizeof(m->mtext), 0, 0);
-				if (r < 0)
-					die("msgrcv");
-				got += r;
-			}
-			truth("msq", ch, "read", getpid(), comm, n / receivers, got);
+		pids[i] = fork_peer("ipc-r", i, comm);
+		if (pids[i] == 0) {
+			long got = 0;
+
+			for (long j = 0; j < n / receivers; j++)
+				got += q->receive(q, size);
+			truth(q->kind, q->ch, "read", getpid(), comm, n / receivers, got);
 			_exit(0);
 		}
 	}
 	name("ipc-w");
-	m->mtype = 1;
 	for (long j = 0; j < n; j++)
-		if (msgsnd(id, m, size, 0))
-			die("msgsnd");
-	truth("msq", ch, "write", getpid(), "ipc-w", n, n * size);
-	for (int i = 0; i < receivers; i++)
-		rc |= reap(pids[i]);
-	msgctl(id, IPC_RMID, NULL);
+		q->send(q, size);
+	truth(q->kind, q->ch, "write", getpid(), "ipc-w", n, n * size);
+	rc |= reap_all(pids, receivers);
+	return rc;
+}
+
+static int do_msq(int receivers, long n, long size)
+{
+	struct queue q = { .kind = "msq", .receive = msq_receive, .send = msq_send };
+	char ch[32];
+	int rc;
+
+	q.msq = msgget(IPC_PRIVATE, IPC_CREAT | 0600);
+	q.m = calloc(1, sizeof(*q.m));
+	if (q.msq < 0 || !q.m)
+		die("msgget");
+	if (receivers < 1 || receivers > 16 || n % receivers)
+		return 2;
+	snprintf(ch, sizeof(ch), "msq:%d", q.msq);
+	q.ch = ch;
+	q.m->mtype = 1;
+	rc = run_queue(&q, receivers, n, size);
+	msgctl(q.msq, IPC_RMID, NULL);
 	return rc;
 }
 
 static int do_mq(const char *qname, int receivers, long n, long size)
 {
 	struct mq_attr attr = { .mq_maxmsg = 10, .mq_msgsize = size };
-	pid_t pids[16];
-	mqd_t q;
-	int rc = 0;
+	struct queue q = { .kind = "mq", .ch = qname, .receive = mq_receive_one, .send = mq_send_one };
+	int rc;
 
 	if (receivers < 1 || receivers > 16 || n % receivers)
 		return 2;
 	mq_unlink(qname);
-	q = mq_open(qname, O_CREAT | O_RDWR, 0600, &attr);
-	if (q == (mqd_t)-1)
+	q.mq = mq_open(qname, O_CREAT | O_RDWR, 0600, &attr);
+	if (q.mq == (mqd_t)-1)
 		die("mq_open");
-	for (int i = 0; i < receivers; i++) {
-		pids[i] = fork();
-		if (pids[i] == 0) {
-			char comm[16];
-			long got = 0;
-			ssize_t r;
-
-			snprintf(comm, sizeof(comm), "ipc-r%d", i + 1);
-			name(comm);
-			for (long j = 0; j < n / receivers; j++) {
-				r = mq_receive(q, buf, size, NULL);
-				if (r < 0)
-					die("mq_receive");
-				got += r;
-			}
-			truth("mq", qname, "read", getpid(), comm, n / receivers, got);
-			_exit(0);
-		}
-	}
-	name("ipc-w");
-	for (long j = 0; j < n; j++)
-		if (mq_send(q, buf, size, 0))
-			die("mq_send");
-	truth("mq", qname, "write", getpid(), "ipc-w", n, n * size);
-	for (int i = 0; i < receivers; i++)
-		rc |= reap(pids[i]);
-	mq_close(q);
+	rc = run_queue(&q, receivers, n, size);
+	mq_close(q.mq);
 	mq_unlink(qname);
 	return rc;
 }
@@ -641,24 +648,14 @@ static int do_unix_pingpong(long rounds)
 {
 	struct timespec t0, t1;
 	int sv[2];
-	char c = 0;
 	pid_t child;
 	double secs;
 
 	if (rounds < 1 || socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
 		return 2;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	child = fork();
-	if (child == 0) {
-		for (long i = 0; i < rounds; i++)
-			if (read(sv[1], &c, 1) != 1 || write(sv[1], &c, 1) != 1)
-				_exit(1);
-		_exit(0);
-	}
-	for (long i = 0; i < rounds; i++)
-		if (write(sv[0], &c, 1) != 1 || read(sv[0], &c, 1) != 1)
-			return 1;
-	if (reap(child))
+	child = bounce(sv[0], sv[0], sv[1], sv[1], rounds);
+	if (child < 0 || reap(child))
 		return 1;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	secs = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
@@ -805,9 +802,9 @@ int main(int argc, char **argv)
 	if (!strcmp(m, "unix-stream") && argc == 6)
 		return do_unix_stream(argv[2], atoi(argv[3]), atol(argv[4]), atol(argv[5]));
 	if (!strcmp(m, "unix-dgram") && argc == 6)
-		return do_unix_dgram(argv[2], atoi(argv[3]), atol(argv[4]), atol(argv[5]));
+		return do_unix_datagrams(argv[2], atoi(argv[3]), atol(argv[4]), atol(argv[5]), true);
 	if (!strcmp(m, "unix-sendto") && argc == 6)
-		return do_unix_sendto(argv[2], atoi(argv[3]), atol(argv[4]), atol(argv[5]));
+		return do_unix_datagrams(argv[2], atoi(argv[3]), atol(argv[4]), atol(argv[5]), false);
 	if (!strcmp(m, "unix-seqpacket") && argc == 4)
 		return do_seqpacket(atol(argv[2]), atol(argv[3]));
 	if (!strcmp(m, "msq") && argc == 5)

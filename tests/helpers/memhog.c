@@ -24,7 +24,9 @@
  *	"brk KIB".
  */
 #define _GNU_SOURCE
+#include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +58,15 @@ static void sleep_ms(long ms)
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
 
 	nanosleep(&ts, NULL);
+}
+
+/* says what it holds, the line a test waits for, and holds it until killed */
+static _Noreturn void hold(const char *what, long kib)
+{
+	printf("%s %ld\n", what, kib);
+	fflush(stdout);
+	for (;;)
+		pause();
 }
 
 static int grow(long step_kib, long every_ms, long max_kib)
@@ -120,10 +131,7 @@ static int rate(long mib_per_s, long max_mib)
 			}
 		}
 	}
-	printf("held %zu\n", len >> 10);
-	fflush(stdout);
-	for (;;)
-		pause();
+	hold("held", len >> 10);
 }
 
 static int map_none(long kib)
@@ -135,10 +143,7 @@ static int map_none(long kib)
 		perror("mmap");
 		return 1;
 	}
-	printf("mapped %ld\n", kib);
-	fflush(stdout);
-	for (;;)
-		pause();
+	hold("mapped", kib);
 }
 
 static int remap(long from_kib, long to_kib)
@@ -150,10 +155,7 @@ static int remap(long from_kib, long to_kib)
 		perror("mremap");
 		return 1;
 	}
-	printf("remapped %ld\n", to_kib);
-	fflush(stdout);
-	for (;;)
-		pause();
+	hold("remapped", to_kib);
 }
 
 static int grow_brk(long kib)
@@ -162,10 +164,17 @@ static int grow_brk(long kib)
 		perror("sbrk");
 		return 1;
 	}
-	printf("brk %ld\n", kib);
-	fflush(stdout);
-	for (;;)
-		pause();
+	hold("brk", kib);
+}
+
+/* argv is the command cmd with min to max words: then the test's go
+ * (SIGUSR1, once it has attached) is awaited */
+static bool go_with(int argc, char **argv, const char *cmd, int min, int max)
+{
+	if (argc < min || argc > max || strcmp(argv[1], cmd))
+		return false;
+	wait_go();
+	return true;
 }
 
 int main(int argc, char **argv)
@@ -174,26 +183,16 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	sigaction(SIGUSR1, &sa, NULL);
-	if (argc >= 4 && !strcmp(argv[1], "grow")) {
-		wait_go();
+	if (go_with(argc, argv, "grow", 4, INT_MAX))
 		return grow(atol(argv[2]), atol(argv[3]), argc > 4 ? atol(argv[4]) : 0);
-	}
-	if (argc == 4 && !strcmp(argv[1], "rate")) {
-		wait_go();
+	if (go_with(argc, argv, "rate", 4, 4))
 		return rate(atol(argv[2]), atol(argv[3]));
-	}
-	if (argc == 3 && !strcmp(argv[1], "mmap")) {
-		wait_go();
+	if (go_with(argc, argv, "mmap", 3, 3))
 		return map_none(atol(argv[2]));
-	}
-	if (argc == 4 && !strcmp(argv[1], "mremap")) {
-		wait_go();
+	if (go_with(argc, argv, "mremap", 4, 4))
 		return remap(atol(argv[2]), atol(argv[3]));
-	}
-	if (argc == 3 && !strcmp(argv[1], "brk")) {
-		wait_go();
+	if (go_with(argc, argv, "brk", 3, 3))
 		return grow_brk(atol(argv[2]));
-	}
 	fprintf(stderr, "usage: memhog grow STEP_KIB EVERY_MS [MAX_KIB] | mmap SIZE_KIB |"
 		" rate MIB_PER_S MAX_MIB | mremap FROM_KIB TO_KIB | brk SIZE_KIB\n");
 	return 2;

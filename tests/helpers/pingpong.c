@@ -12,30 +12,21 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "bounce.h"
 
 int main(int argc, char **argv)
 {
 	int ab[2], ba[2];
 	long rounds = argc > 1 ? atol(argv[1]) : 100000;
 	struct timespec t0, t1;
-	char c = 0;
 	pid_t child;
 
 	if (rounds < 1 || pipe(ab) || pipe(ba))
 		return 2;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	child = fork();
+	child = bounce(ab[1], ba[0], ab[0], ba[1], rounds);
 	if (child < 0)
 		return 1;
-	if (child == 0) {
-		for (long i = 0; i < rounds; i++)
-			if (read(ab[0], &c, 1) != 1 || write(ba[1], &c, 1) != 1)
-				_exit(1);
-		_exit(0);
-	}
-	for (long i = 0; i < rounds; i++)
-		if (write(ab[1], &c, 1) != 1 || read(ba[0], &c, 1) != 1)
-			return 1;
 	waitpid(child, NULL, 0);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("rounds %ld seconds %.3f\n", rounds,

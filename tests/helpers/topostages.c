@@ -91,17 +91,27 @@ static void write_all(int fd, const char *buf, size_t n, long *calls)
 	}
 }
 
+/* one read, again when a signal cut it short; 0 at the end, and an error
+ * ends the stage (what: the channel read) */
+static ssize_t read_once(int fd, char *buf, size_t n, const char *what)
+{
+	for (;;) {
+		ssize_t r = read(fd, buf, n);
+
+		if (r >= 0)
+			return r;
+		if (errno != EINTR)
+			die(what);
+	}
+}
+
 static long read_exact(int fd, char *buf, long n, long *calls)
 {
 	long got = 0;
 
 	while (got < n) {
-		ssize_t r = read(fd, buf + got, n - got);
+		ssize_t r = read_once(fd, buf + got, n - got, "read");
 
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			die("read");
 		if (!r)
 			break;
 		got += r;
@@ -174,12 +184,8 @@ static void transformer(void)
 	if (out < 0 || connect(out, (struct sockaddr *)&a, sizeof(a)))
 		die("connect tcp");
 	for (;;) {
-		ssize_t r = read(in, buf, sizeof(buf));
+		ssize_t r = read_once(in, buf, sizeof(buf), "read fifo");
 
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			die("read fifo");
 		if (!r)
 			break;
 		reads++;
@@ -210,11 +216,9 @@ static void consumer(int tcp_l)
 		die("accept tcp");
 	for (got = 0; got < total;) {
 		size_t want = total - got < (long)sizeof(buf) ? (size_t)(total - got) : sizeof(buf);
-		ssize_t r = read(c, buf, want);
+		ssize_t r = read_once(c, buf, want, "read tcp");
 
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
+		if (!r)
 			die("read tcp");
 		got += r;
 		reads++;
