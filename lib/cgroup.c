@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/perf_event.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -692,7 +693,9 @@ static struct {
 	size_t page, size;
 	int v1_hier;		/* /proc/cgroups hierarchy of the attribution controller */
 	uint64_t lost;
-} mk = { .v1_hier = -1 };
+	int ep;			/* epoll set of fd[]: readable once a cgroup is made */
+	void (*made)(const struct container_info *ci);
+} mk = { .v1_hier = -1, .ep = -1 };
 
 static int mk_tp_id(void)
 {
@@ -741,6 +744,9 @@ static void mk_start(void)
 		.size = sizeof(a),
 		.sample_type = PERF_SAMPLE_RAW,
 		.sample_period = 1,
+		/* a wakeup per record: a container's names are read while
+		 * it runs (cg_watch_fd) */
+		.wakeup_events = 1,
 	};
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
 	int id = mk_tp_id();
@@ -751,6 +757,7 @@ static void mk_start(void)
 	mk.page = (size_t)sysconf(_SC_PAGESIZE);
 	mk.size = mk.page * (1 + MK_PAGES);
 	mk.v1_hier = mk_v1_hier();
+	mk.ep = epoll_create1(EPOLL_CLOEXEC);
 	for (long cpu = 0; cpu < ncpu && mk.n < (int)ARRAY_SIZE(mk.fd); cpu++) {
 		int fd = (int)syscall(SYS_perf_event_open, &a, -1, (int)cpu, -1, PERF_FLAG_FD_CLOEXEC);
 		void *b;
@@ -765,6 +772,11 @@ static void mk_start(void)
 		mk.fd[mk.n] = fd;
 		mk.base[mk.n] = b;
 		mk.n++;
+		if (mk.ep >= 0) {
+			struct epoll_event ev = { .events = EPOLLIN };
+
+			epoll_ctl(mk.ep, EPOLL_CTL_ADD, fd, &ev);
+		}
 	}
 }
 
@@ -777,6 +789,9 @@ static void mk_stop(void)
 	mk.n = 0;
 	mk.lost = 0;
 	mk.v1_hier = -1;
+	if (mk.ep >= 0)
+		close(mk.ep);
+	mk.ep = -1;
 }
 
 /* one raw record of cgroup_mkdir: root, level, id, __data_loc path */
@@ -802,6 +817,14 @@ static void mk_record(const unsigned char *raw, uint32_t len, uint64_t now)
 		cache_put(id, false, path, now);
 	else if (root > 0 && root == mk.v1_hier)
 		cache_put(id, true, path, now);
+	else
+		return;
+	if (mk.made) {
+		struct container_info ci;
+
+		if (cg_parse_container(path, &ci))
+			mk.made(&ci);
+	}
 }
 
 static void mk_drain(uint64_t now)
@@ -852,6 +875,28 @@ size_t cg_watch_cpus(void)
 uint64_t cg_watch_lost(void)
 {
 	return mk.lost;
+}
+
+int cg_watch_fd(void)
+{
+	return mk.n ? mk.ep : -1;
+}
+
+void cg_watch_on_made(void (*made)(const struct container_info *ci))
+{
+	mk.made = made;
+}
+
+void cg_watch_drain(void)
+{
+	struct epoll_event evs[64];
+
+	if (!mk.n)
+		return;
+	/* empties the set's ready list; every CPU's buffer is read below */
+	while (mk.ep >= 0 && epoll_wait(mk.ep, evs, 64, 0) == 64)
+		;
+	mk_drain(cg_now());
 }
 
 const char *cg_path_of(uint64_t id, bool v1)

@@ -67,6 +67,13 @@ const char *cg_path_of(uint64_t id, bool v1);
  * unavailable), and the records the kernel dropped (ring full). */
 size_t cg_watch_cpus(void);
 uint64_t cg_watch_lost(void);
+/* The watcher read as cgroups are made: an fd (an epoll set) readable
+ * when records wait, -1 without a watcher; the drain of its records into
+ * the cache, made() called for each cgroup of a container among them (its
+ * names are read while it lives: lib/ctrmeta.h ctrmeta_expect). */
+int cg_watch_fd(void);
+void cg_watch_drain(void);
+void cg_watch_on_made(void (*made)(const struct container_info *ci));
 
 /* Pure: the container of a cgroup path (CONTRACT section 5). */
 bool cg_parse_container(const char *path, struct container_info *ci);

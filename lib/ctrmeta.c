@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,6 +18,12 @@
 #define MAX_FILE (64u << 20)	/* a state file larger than this is not read */
 #define RETRY_NS 1000000000ULL
 #define NBUCKET 1024
+/* a container just made: its state read again after 10 ms, doubling to
+ * 100 ms, for 5 s (runc writes state.json once its init runs; podman's
+ * containers.json is there before its cgroup) */
+#define EARLY_FIRST_NS 10000000ULL
+#define EARLY_MAX_NS 100000000ULL
+#define EARLY_FOR_NS 5000000000ULL
 
 struct entry {
 	char id[129];
@@ -34,6 +41,16 @@ static struct {
 	struct entry *bucket[NBUCKET];
 	uint64_t evicted, reads;
 	struct ctr_meta scratch;
+	struct waiting {	/* ctrmeta_expect's ids not found yet */
+		char id[129];
+		const char *runtime;
+		uint64_t next_ns, until_ns, delay_ns;
+		int wd;		/* its runc state directory's watch, or -1 */
+	} wait[CTRMETA_WAITING];
+	size_t nwait;
+	int inotify_fd;		/* when inotify_open */
+	bool inotify_open;
+	uint64_t wait_dropped;
 } cm;
 
 static const char *const containerd_states[] = {
@@ -57,6 +74,13 @@ void ctrmeta_set_clock(uint64_t (*clock)(void))
 	cm.clock = clock;
 }
 
+static void unwait(size_t i)
+{
+	if (cm.wait[i].wd >= 0)
+		inotify_rm_watch(cm.inotify_fd, cm.wait[i].wd);
+	cm.wait[i] = cm.wait[--cm.nwait];
+}
+
 void ctrmeta_cleanup(void)
 {
 	free(cm.ring);
@@ -64,6 +88,9 @@ void ctrmeta_cleanup(void)
 	memset(cm.bucket, 0, sizeof(cm.bucket));
 	cm.next = cm.count = 0;
 	cm.evicted = cm.reads = 0;
+	while (cm.nwait)
+		unwait(0);
+	cm.wait_dropped = 0;
 }
 
 void ctrmeta_set_root(const char *root)
@@ -85,6 +112,16 @@ uint64_t ctrmeta_evicted(void)
 uint64_t ctrmeta_reads(void)
 {
 	return cm.reads;
+}
+
+uint64_t ctrmeta_expect_dropped(void)
+{
+	return cm.wait_dropped;
+}
+
+size_t ctrmeta_waiting(void)
+{
+	return cm.nwait;
 }
 
 /* ---- files ---- */
@@ -425,30 +462,35 @@ static void unlink_entry(struct entry *e)
 	cm.count--;
 }
 
-const struct ctr_meta *ctrmeta_lookup(const char *id, const char *runtime)
+static struct entry *find_entry(const char *id)
 {
 	struct entry *e;
+
+	for (e = cm.bucket[hash(id)]; e; e = e->next)
+		if (!strcmp(e->id, id))
+			return e;
+	return NULL;
+}
+
+/* id's entry, read now when new or when force (or its miss is a second
+ * old); NULL when there is no cache (read into cm.scratch) */
+static struct entry *lookup_entry(const char *id, const char *runtime, bool force)
+{
+	struct entry *e = find_entry(id);
 	size_t h;
 
-	if (!id || !id_ok(id)) {
-		memset(&cm.scratch, 0, sizeof(cm.scratch));
-		return &cm.scratch;
-	}
-	h = hash(id);
-	for (e = cm.bucket[h]; e; e = e->next) {
-		if (strcmp(e->id, id))
-			continue;
-		if (!e->meta.found && now_ns() - e->miss_at >= RETRY_NS) {
+	if (e) {
+		if (!e->meta.found && (force || now_ns() - e->miss_at >= RETRY_NS)) {
 			resolve(id, runtime, &e->meta);
 			e->miss_at = now_ns();
 		}
-		return &e->meta;
+		return e;
 	}
 	if (!cm.ring) {
 		cm.ring = calloc(CTRMETA_CAP, sizeof(*cm.ring));
 		if (!cm.ring) {
 			resolve(id, runtime, &cm.scratch);
-			return &cm.scratch;
+			return NULL;
 		}
 	}
 	e = &cm.ring[cm.next];
@@ -457,6 +499,7 @@ const struct ctr_meta *ctrmeta_lookup(const char *id, const char *runtime)
 		unlink_entry(e);
 		cm.evicted++;
 	}
+	h = hash(id);
 	snprintf(e->id, sizeof(e->id), "%s", id);
 	resolve(id, runtime, &e->meta);
 	e->miss_at = now_ns();
@@ -464,7 +507,133 @@ const struct ctr_meta *ctrmeta_lookup(const char *id, const char *runtime)
 	e->next = cm.bucket[h];
 	cm.bucket[h] = e;
 	cm.count++;
-	return &e->meta;
+	return e;
+}
+
+const struct ctr_meta *ctrmeta_lookup(const char *id, const char *runtime)
+{
+	struct entry *e;
+
+	if (!id || !id_ok(id)) {
+		memset(&cm.scratch, 0, sizeof(cm.scratch));
+		return &cm.scratch;
+	}
+	e = lookup_entry(id, runtime, false);
+	return e ? &e->meta : &cm.scratch;
+}
+
+/* ---- containers just made ---- */
+
+static bool found_now(const char *id, const char *runtime)
+{
+	struct entry *e = lookup_entry(id, runtime, true);
+
+	return e ? e->meta.found : cm.scratch.found;
+}
+
+int ctrmeta_watch_fd(void)
+{
+	if (!cm.inotify_open) {
+		cm.inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+		cm.inotify_open = true;
+	}
+	return cm.inotify_fd;
+}
+
+/*
+ * runc alone makes /run/runc/ID before the cgroup and state.json in it
+ * after (its rename, 40 ms later here), and removes both a few ms after
+ * the container's process ends: too short for a timer, so its rename
+ * wakes ctrmeta_poll through ctrmeta_watch_fd.
+ */
+static int watch_runc(const char *id)
+{
+	char path[8192];
+
+	if (ctrmeta_watch_fd() < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/run/runc/%s", cm.root, id);
+	return inotify_add_watch(cm.inotify_fd, path, IN_MOVED_TO | IN_CLOSE_WRITE | IN_ONLYDIR);
+}
+
+/* the waiting ids whose state directory changed are due now */
+static void read_watches(uint64_t now)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	ssize_t n;
+
+	if (!cm.inotify_open || cm.inotify_fd < 0)
+		return;
+	while ((n = read(cm.inotify_fd, buf, sizeof(buf))) > 0) {
+		for (char *p = buf; p < buf + n;) {
+			const struct inotify_event *ev = (const void *)p;
+
+			for (size_t i = 0; i < cm.nwait; i++)
+				if (cm.wait[i].wd == ev->wd)
+					cm.wait[i].next_ns = now;
+			p += sizeof(*ev) + ev->len;
+		}
+	}
+}
+
+void ctrmeta_expect(const char *id, const char *runtime)
+{
+	struct entry *e;
+	struct waiting *w;
+	uint64_t now;
+
+	if (!id || !id_ok(id))
+		return;
+	e = find_entry(id);
+	if (e && e->meta.found)
+		return;
+	for (size_t i = 0; i < cm.nwait; i++)
+		if (!strcmp(cm.wait[i].id, id))
+			return;
+	if (found_now(id, runtime))
+		return;
+	if (cm.nwait == CTRMETA_WAITING) {
+		cm.wait_dropped++;
+		return;
+	}
+	now = now_ns();
+	w = &cm.wait[cm.nwait++];
+	snprintf(w->id, sizeof(w->id), "%s", id);
+	w->runtime = runtime;
+	w->delay_ns = EARLY_FIRST_NS;
+	w->next_ns = now + w->delay_ns;
+	w->until_ns = now + EARLY_FOR_NS;
+	w->wd = watch_runc(id);
+	if (w->wd >= 0 && !runtime)
+		w->runtime = "runc";
+}
+
+int ctrmeta_poll(void)
+{
+	uint64_t now = now_ns(), next = UINT64_MAX;
+
+	read_watches(now);
+	for (size_t i = 0; i < cm.nwait;) {
+		struct waiting *w = &cm.wait[i];
+
+		if (now < w->next_ns) {
+			next = w->next_ns < next ? w->next_ns : next;
+			i++;
+			continue;
+		}
+		if (found_now(w->id, w->runtime) || now >= w->until_ns) {
+			unwait(i);
+			continue;
+		}
+		w->delay_ns = w->delay_ns * 2 < EARLY_MAX_NS ? w->delay_ns * 2 : EARLY_MAX_NS;
+		w->next_ns = now + w->delay_ns;
+		next = w->next_ns < next ? w->next_ns : next;
+		i++;
+	}
+	if (next == UINT64_MAX)
+		return -1;
+	/* rounded up: a wakeup before it is due would read nothing */
+	return (int)((next - now + 999999) / 1000000);
 }
 
 /* ---- by name ---- */

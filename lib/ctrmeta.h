@@ -26,6 +26,12 @@
  * Results are cached by id; a miss is retried at most once a second (a
  * container's state is written while it starts). The cache holds at most
  * CTRMETA_CAP entries; past that the oldest is dropped and counted.
+ *
+ * A container whose cgroup was just made (lib/cgroup.c's watcher) is read
+ * at once and, until its runtime's state has it, again within 10 to 100 ms
+ * for 5 s (ctrmeta_expect, ctrmeta_poll): its names are in the cache before
+ * a short-lived container's state is removed (podman run --rm, runc
+ * delete), and stay there for the run.
  */
 #ifndef AISCOPE_CTRMETA_H
 #define AISCOPE_CTRMETA_H
@@ -35,6 +41,7 @@
 #include <stdint.h>
 
 #define CTRMETA_CAP 4096
+#define CTRMETA_WAITING 256	/* containers waiting for their state, at most */
 
 struct ctr_meta {
 	bool found;			/* the runtime's state had the id */
@@ -62,6 +69,19 @@ int ctrmeta_find_name(const char *name, char *id, size_t len);
 /* The ids (at most max into ids) of the containers of Kubernetes pod pod,
  * in namespace ns (NULL: any): how many there are, or -EINVAL. */
 int ctrmeta_find_pod(const char *pod, const char *ns, char (*ids)[129], size_t max);
+/* A container made now: read its state now, and keep reading it (by
+ * ctrmeta_poll) while no runtime has it, for a few seconds. An id past
+ * CTRMETA_WAITING waiting ones is not kept (counted). */
+void ctrmeta_expect(const char *id, const char *runtime);
+/* Reads the expected ids that are due; ms until the next one is, -1 when
+ * none waits (an epoll_wait timeout). */
+int ctrmeta_poll(void);
+/* An fd readable when a waiting container's state may have appeared
+ * (inotify on runc's state directory: it lives for milliseconds); the
+ * caller's loop calls ctrmeta_poll when it is. -1: none. */
+int ctrmeta_watch_fd(void);
+size_t ctrmeta_waiting(void);
+uint64_t ctrmeta_expect_dropped(void);	/* ids not kept: CTRMETA_WAITING waited */
 size_t ctrmeta_cache_size(void);
 uint64_t ctrmeta_evicted(void);		/* entries dropped at the cap */
 uint64_t ctrmeta_reads(void);		/* lookups that read the runtimes' files */

@@ -387,6 +387,7 @@ int aiscope_run(struct aiscope_loop *l, void (*summary)(void))
 static void report_losses(void)
 {
 	uint64_t evicted = ctrmeta_evicted(), cg_lost = cg_watch_lost();
+	uint64_t dropped = ctrmeta_expect_dropped();
 
 	if (evicted)
 		fprintf(stderr, "%s: %llu containers' names left the cache of %d (a name whose "
@@ -396,6 +397,10 @@ static void report_losses(void)
 		fprintf(stderr, "%s: lost %llu cgroup creation records (the perf buffer was full): "
 			"a cgroup made and removed then has no path\n",
 			env.tool, (unsigned long long)cg_lost);
+	if (dropped)
+		fprintf(stderr, "%s: %llu new containers' names were not read at their start "
+			"(%d were waiting for their runtime's state): one gone by its first line "
+			"has no name\n", env.tool, (unsigned long long)dropped, CTRMETA_WAITING);
 }
 
 int aiscope_teardown(struct aiscope_bpf *b, const struct aiscope_loop *l)
@@ -409,13 +414,34 @@ int aiscope_teardown(struct aiscope_bpf *b, const struct aiscope_loop *l)
 }
 
 enum { SRC_SIGNAL = 1, SRC_TICK, SRC_DEADLINE, SRC_RING, SRC_POLL, SRC_STDOUT, SRC_AUX, SRC_SWEEP,
-	SRC_WATCH, SRC_HTTP = 0x100 };	/* SRC_HTTP and up: the metrics server's sockets */
+	SRC_WATCH, SRC_CGROUP, SRC_CTRMETA, SRC_HTTP = 0x100 };	/* SRC_HTTP and up: the metrics server's sockets */
 
 static int add_fd(int ep, int fd, uint32_t events, uint64_t tag)
 {
 	struct epoll_event ev = { .events = events, .data.u64 = tag };
 
 	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+/* A container's cgroup was just made: its names are read while it lives,
+ * not at its first line, when podman run --rm may have removed them. */
+static void container_made(const struct container_info *ci)
+{
+	ctrmeta_expect(ci->id, ci->runtime);
+}
+
+static void watch_containers(int ep)
+{
+	int fd = cg_watch_fd();
+
+	cg_watch_on_made(container_made);
+	if (fd < 0)
+		return;
+	add_fd(ep, fd, EPOLLIN, SRC_CGROUP);
+	/* read by ctrmeta_poll, before each wait */
+	fd = ctrmeta_watch_fd();
+	if (fd >= 0)
+		add_fd(ep, fd, EPOLLIN, SRC_CTRMETA);
 }
 
 int aiscope_loop_run(struct aiscope_loop *l)
@@ -460,6 +486,7 @@ int aiscope_loop_run(struct aiscope_loop *l)
 		add_fd(ep, ring_buffer__epoll_fd(l->aux_rb), EPOLLIN, SRC_AUX);
 	if (l->on_watch)
 		add_fd(ep, l->watch_fd, EPOLLIN, SRC_WATCH);
+	watch_containers(ep);
 	/* a pipe whose reader went away reports EPOLLERR: leave at once */
 	add_fd(ep, STDOUT_FILENO, 0, SRC_STDOUT);
 	if (metrics_listening()) {
@@ -475,7 +502,8 @@ int aiscope_loop_run(struct aiscope_loop *l)
 
 	while (l->exit == AISCOPE_RUNNING) {
 		struct epoll_event evs[8];
-		int n = epoll_wait(ep, evs, 8, -1);
+		/* woken too when an expected container's state is due */
+		int n = epoll_wait(ep, evs, 8, ctrmeta_poll());
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -508,6 +536,9 @@ int aiscope_loop_run(struct aiscope_loop *l)
 				break;
 			case SRC_STDOUT:
 				l->exit = AISCOPE_EXIT_PIPE;
+				break;
+			case SRC_CGROUP:
+				cg_watch_drain();
 				break;
 			case SRC_POLL:
 				/* events queued without a wakeup */
@@ -676,4 +707,5 @@ void aiscope_summary_losses(struct jw *w)
 {
 	jw_ku64(w, "container_meta_evicted", ctrmeta_evicted());
 	jw_ku64(w, "cgroup_events_lost", cg_watch_lost());
+	jw_ku64(w, "container_meta_dropped", ctrmeta_expect_dropped());
 }

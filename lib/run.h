@@ -127,7 +127,9 @@ int aiscope_teardown(struct aiscope_bpf *b, const struct aiscope_loop *l);
 
 /* The summary's counts of what user space lost or dropped at a cap,
  * besides lost_events: container_meta_evicted (lib/ctrmeta.c's cache),
- * cgroup_events_lost (lib/cgroup.c's cgroup_mkdir records). */
+ * cgroup_events_lost (lib/cgroup.c's cgroup_mkdir records),
+ * container_meta_dropped (new containers lib/ctrmeta.c's queue had no room
+ * for). */
 void aiscope_summary_losses(struct jw *w);
 
 /* Boot-clock ns of a BPF event -> realtime ns. */

@@ -27,7 +27,7 @@ setup_file() {
 	ROOTFS=$BATS_FILE_TMPDIR/rootfs
 	export ROOTFS
 	mkdir -p "$ROOTFS"
-	cp "$HELPERS/contend" "$HELPERS/memhog" "$ROOTFS/"
+	cp "$HELPERS/contend" "$HELPERS/memhog" "$HELPERS/netpair" "$ROOTFS/"
 	for c in "${LEFT_CGROUPS[@]}"; do
 		for d in /sys/fs/cgroup/*/$c /sys/fs/cgroup/$c; do
 			[ -d "$d" ] && echo "$d"
@@ -344,6 +344,70 @@ by_container() {
 	jq -e -s --arg id "$id" --arg cg "/libpod_parent/libpod-$id" '
 		[.[] | select(.type == "sample" and .container_id == $id)] |
 		length > 0 and all(.runtime == "podman" and .cgroup == $cg) and (map(.runs) | add) > 0' "$out"
+}
+
+# flows_of OUT ID: socketsnoop's sample rows of container ID in OUT, as
+# "comm tx_bytes rx_bytes container_name container_image runtime" lines
+flows_of() {
+	jq -r --arg id "$2" 'select(.type == "sample" and .container_id == $id) |
+		[.comm, .tx_bytes, .rx_bytes, .container_name, .container_image, .runtime] | map(tostring) | join(" ")' "$1" | sort
+}
+
+@test "containers: a podman --rm container that sends N bytes and is gone in well under an interval has its name and N exact" {
+	need_podman
+	local name=aiscope-ct-net-$$-$RANDOM out=$BATS_TEST_TMPDIR/n.out id t0 ms
+	start_tool n socketsnoop -j -i 4s -n 1
+	# its own network namespace: only its two processes' flow, 100000 bytes
+	# in 10 sends, 4096 back in 2
+	t0=$(date +%s%N)
+	"${PODMAN[@]}" run --rm --name "$name" --cidfile "$BATS_TEST_TMPDIR/cid" --network none "${ULIMITS[@]}" \
+		"$IMAGE" /netpair tcp4 -n 100000 -m 10 -k 4096 -l 2 > "$BATS_TEST_TMPDIR/np"
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	echo "podman run --rm took $ms ms"
+	id=$(cat "$BATS_TEST_TMPDIR/cid")
+	[ ${#id} -eq 64 ]
+	! podman container exists "$name"
+	! grep -qF "$id" /var/lib/containers/storage/overlay-containers/containers.json
+	grep -q "client_result rx_bytes=4096" "$BATS_TEST_TMPDIR/np"
+	wait "$TOOL_PID"
+	all_json "$out"
+	flows_of "$out" "$id"
+	[ "$(flows_of "$out" "$id")" = "ss-client 100000 4096 $name $IMAGE podman
+ss-server 4096 100000 $name $IMAGE podman" ]
+	jq -e -s '.[-1] | .type == "summary" and .container_meta_dropped == 0' "$out"
+}
+
+@test "containers: runc run of a container that sends N bytes and exits: named from state.json, which lives for milliseconds" {
+	need_runc
+	local id b=$BATS_TEST_TMPDIR/bundle out=$BATS_TEST_TMPDIR/n.out t0 ms
+	id=$(hex_id)
+	mkdir -p "$b"
+	cp -a "$ROOTFS" "$b/rootfs"
+	(cd "$b" && runc spec)
+	# the host's network namespace (a new one's loopback is down)
+	jq --arg cg "/$id" '.process.args = ["/netpair", "tcp4", "-n", "123456", "-m", "7", "-k", "1000", "-l", "1"] |
+		.process.terminal = false | .linux.cgroupsPath = $cg |
+		.linux.namespaces |= map(select(.type != "network")) |
+		.annotations = {"io.kubernetes.pod.name": "burst-1", "io.kubernetes.pod.namespace": "perf",
+			"io.kubernetes.container.name": "sender"}' \
+		"$b/config.json" > "$b/c.json"
+	mv "$b/c.json" "$b/config.json"
+	start_tool n socketsnoop -j -i 4s -n 1
+	# runc run: create, start, wait, delete: /run/runc/ID goes with it
+	t0=$(date +%s%N)
+	runc run --bundle "$b" "$id" < /dev/null > "$BATS_TEST_TMPDIR/np" 2>&1
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	echo "runc run took $ms ms"
+	TEST_RUNC+=("$id")
+	[ ! -e "/run/runc/$id" ]
+	grep -q "client_result rx_bytes=1000" "$BATS_TEST_TMPDIR/np"
+	wait "$TOOL_PID"
+	all_json "$out"
+	flows_of "$out" "$id"
+	[ "$(flows_of "$out" "$id")" = "ss-client 123456 1000 $id null runc
+ss-server 1000 123456 $id null runc" ]
+	jq -e -s --arg id "$id" '[.[] | select(.type == "sample" and .container_id == $id)] |
+		all(.pod_name == "burst-1" and .pod_namespace == "perf" and .k8s_container == "sender")' "$out"
 }
 
 # ctr_in_pod ID POD_UID POD NS NAME: a ctr container in kubelet's cgroupfs

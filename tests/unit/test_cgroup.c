@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <ftw.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -685,6 +686,51 @@ static void test_path_of_real_cgroupfs(void)
 	cg_set_clock(NULL);
 }
 
+/* ---- the cgroup_mkdir watcher wakes its reader and names containers ---- */
+
+static char made_id[CONTAINER_ID_LEN + 1];
+static int made_calls;
+
+static void on_made(const struct container_info *c)
+{
+	snprintf(made_id, sizeof(made_id), "%s", c->id);
+	made_calls++;
+}
+
+static void test_watch_made_real(void)
+{
+	static const char id[] = "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789";
+	char dir[PATH_MAX], sub[PATH_MAX + 80];
+	struct pollfd p;
+
+	if (geteuid())
+		SKIP("not root");
+	if (cg_init(NULL, fake_ssid) || !cg_v2_mount() || !cg_watch_cpus()) {
+		cg_cleanup();
+		SKIP("no cgroup2 or no cgroup_mkdir perf events here");
+	}
+	cg_watch_on_made(on_made);
+	snprintf(dir, sizeof(dir), "%s/aiscope-unit-made-%d", cg_v2_mount(), (int)getpid());
+	snprintf(sub, sizeof(sub), "%s/libpod-%s", dir, id);
+	CHECK_EQ(mkdir(dir, 0755), 0);
+	CHECK_EQ(mkdir(sub, 0755), 0);
+	/* the record wakes the fd at once, not at a half-full buffer */
+	p.fd = cg_watch_fd();
+	p.events = POLLIN;
+	CHECK(p.fd >= 0);
+	CHECK_EQ(poll(&p, 1, 2000), 1);
+	made_calls = 0;
+	cg_watch_drain();
+	CHECK_EQ(made_calls, 1);	/* the container's, not its parent's */
+	CHECK_STR(made_id, id);
+	/* read: the fd is quiet again */
+	CHECK_EQ(poll(&p, 1, 0), 0);
+	rmdir(sub);
+	rmdir(dir);
+	cg_watch_on_made(NULL);
+	cg_cleanup();
+}
+
 int main(void)
 {
 	RUN(test_docker_systemd);
@@ -719,5 +765,6 @@ int main(void)
 	RUN(test_target_of_dir_outside_cgroupfs);
 	RUN(test_path_cache_churn);
 	RUN(test_path_of_real_cgroupfs);
+	RUN(test_watch_made_real);
 	return t_done();
 }

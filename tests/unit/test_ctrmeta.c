@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <ftw.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,6 +275,110 @@ static void test_unreadable_state_warns_once(void)
 	nftw(broken, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+#define EARLY  "8888888888888888888888888888888888888888888888888888888888888888"
+#define RUNC_Q "9999999999999999999999999999999999999999999999999999999999999999"
+#define MS 1000000ULL
+
+/* a container just made: read at once, then within 10 ms, not after the
+ * 1 s of a miss, and kept once found (its state may go right after) */
+static void test_expect_retries_fast(void)
+{
+	char path[4096];
+	uint64_t reads;
+
+	ctrmeta_set_root(root);
+	fake_now = 100 * MS;
+	reads = ctrmeta_reads();
+	ctrmeta_expect(EARLY, NULL);
+	CHECK_EQ(ctrmeta_reads(), reads + 1);
+	CHECK_EQ(ctrmeta_waiting(), 1);
+	CHECK_EQ(ctrmeta_poll(), 10);
+	fake_now += 4 * MS;
+	CHECK_EQ(ctrmeta_poll(), 6);		/* not due: nothing read */
+	CHECK_EQ(ctrmeta_reads(), reads + 1);
+	fake_now += 6 * MS;
+	CHECK_EQ(ctrmeta_poll(), 20);		/* read, missed, twice the wait */
+	CHECK_EQ(ctrmeta_reads(), reads + 2);
+	mkfile("/run/runc/" EARLY "/state.json", "{\"id\":\"quick\"}");
+	fake_now += 20 * MS;
+	CHECK_EQ(ctrmeta_poll(), -1);
+	CHECK_EQ(ctrmeta_waiting(), 0);
+	/* gone from disk, still named; expecting it again reads nothing */
+	snprintf(path, sizeof(path), "%s/run/runc/" EARLY "/state.json", root);
+	CHECK_EQ(unlink(path), 0);
+	reads = ctrmeta_reads();
+	ctrmeta_expect(EARLY, NULL);
+	CHECK_STR(ctrmeta_lookup(EARLY, NULL)->name, "quick");
+	CHECK_EQ(ctrmeta_reads(), reads);
+	/* one never found waits 5 s, backing off to 100 ms */
+	ctrmeta_expect(NONE "9", NULL);
+	for (int i = 0; i < 5; i++) {
+		fake_now += 100 * MS;
+		ctrmeta_poll();
+	}
+	CHECK_EQ(ctrmeta_poll(), 100);
+	fake_now += 5000 * MS;
+	CHECK_EQ(ctrmeta_poll(), -1);
+	CHECK_EQ(ctrmeta_waiting(), 0);
+	CHECK(!ctrmeta_lookup(NONE "9", NULL)->found);
+}
+
+/* runc's state lives for milliseconds: its rename wakes the watch fd, and
+ * the next poll reads it though no timer is due */
+static void test_expect_runc_rename_wakes(void)
+{
+	char tmp[4096], final[4096];
+	struct pollfd p;
+	FILE *f;
+
+	ctrmeta_set_root(root);
+	fake_now = 100 * MS;
+	mkfile("/run/runc/" RUNC_Q "/exec.fifo", "");
+	ctrmeta_expect(RUNC_Q, NULL);
+	CHECK_EQ(ctrmeta_waiting(), 1);
+	p.fd = ctrmeta_watch_fd();
+	p.events = POLLIN;
+	CHECK(p.fd >= 0);
+	CHECK_EQ(poll(&p, 1, 0), 0);
+	snprintf(tmp, sizeof(tmp), "%s/run/runc/" RUNC_Q "/state-1", root);
+	snprintf(final, sizeof(final), "%s/run/runc/" RUNC_Q "/state.json", root);
+	f = fopen(tmp, "w");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	fputs("{\"id\":\"" RUNC_Q "\"}", f);
+	fclose(f);
+	CHECK_EQ(rename(tmp, final), 0);
+	CHECK_EQ(poll(&p, 1, 1000), 1);
+	fake_now += 1 * MS;			/* the timer is 9 ms away */
+	CHECK_EQ(ctrmeta_poll(), -1);
+	CHECK_EQ(ctrmeta_waiting(), 0);
+	/* its watch's removal (IN_IGNORED) is read by the next poll */
+	CHECK_EQ(ctrmeta_poll(), -1);
+	CHECK_EQ(poll(&p, 1, 0), 0);
+	CHECK(ctrmeta_lookup(RUNC_Q, NULL)->found);
+	CHECK_STR(ctrmeta_lookup(RUNC_Q, NULL)->runtime, "runc");
+	unlink(final);
+}
+
+static void test_expect_queue_bounded(void)
+{
+	char id[32];
+
+	ctrmeta_set_root(root);
+	for (int i = 0; i < CTRMETA_WAITING + 3; i++) {
+		snprintf(id, sizeof(id), "w%d", i);
+		ctrmeta_expect(id, NULL);
+	}
+	CHECK_EQ(ctrmeta_waiting(), CTRMETA_WAITING);
+	CHECK_EQ(ctrmeta_expect_dropped(), 3);
+	ctrmeta_expect("w0", NULL);		/* already waiting: not dropped */
+	CHECK_EQ(ctrmeta_expect_dropped(), 3);
+	ctrmeta_set_root(root);
+	CHECK_EQ(ctrmeta_waiting(), 0);
+	CHECK_EQ(ctrmeta_expect_dropped(), 0);
+}
+
 int main(void)
 {
 	if (!mkdtemp(root))
@@ -288,6 +393,9 @@ int main(void)
 	RUN(test_find_name);
 	RUN(test_find_pod);
 	RUN(test_unreadable_state_warns_once);
+	RUN(test_expect_retries_fast);
+	RUN(test_expect_runc_rename_wakes);
+	RUN(test_expect_queue_bounded);
 	ctrmeta_cleanup();
 	nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	return t_done();
