@@ -50,6 +50,7 @@ static struct {
 	size_t nwait;
 	int inotify_fd;		/* when inotify_open */
 	bool inotify_open;
+	size_t nwatch;		/* watches whose IN_IGNORED is not read yet */
 	uint64_t wait_dropped;
 } cm;
 
@@ -549,11 +550,15 @@ int ctrmeta_watch_fd(void)
 static int watch_runc(const char *id)
 {
 	char path[8192];
+	int wd;
 
 	if (ctrmeta_watch_fd() < 0)
 		return -1;
 	snprintf(path, sizeof(path), "%s/run/runc/%s", cm.root, id);
-	return inotify_add_watch(cm.inotify_fd, path, IN_MOVED_TO | IN_CLOSE_WRITE | IN_ONLYDIR);
+	wd = inotify_add_watch(cm.inotify_fd, path, IN_MOVED_TO | IN_CLOSE_WRITE | IN_ONLYDIR);
+	if (wd >= 0)
+		cm.nwatch++;
+	return wd;
 }
 
 /* the waiting ids whose state directory changed are due now */
@@ -562,12 +567,15 @@ static void read_watches(uint64_t now)
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 	ssize_t n;
 
-	if (!cm.inotify_open || cm.inotify_fd < 0)
+	/* no syscall per wakeup of the loop while nothing is watched */
+	if (!cm.nwatch)
 		return;
 	while ((n = read(cm.inotify_fd, buf, sizeof(buf))) > 0) {
 		for (char *p = buf; p < buf + n;) {
 			const struct inotify_event *ev = (const void *)p;
 
+			if ((ev->mask & IN_IGNORED) && cm.nwatch)
+				cm.nwatch--;	/* removed, or its directory was */
 			for (size_t i = 0; i < cm.nwait; i++)
 				if (cm.wait[i].wd == ev->wd)
 					cm.wait[i].next_ns = now;
