@@ -15,7 +15,10 @@ PODMAN=(podman --cgroup-manager cgroupfs)
 ULIMITS=(--ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --ulimit memlock=65536:65536)
 CTR_DIR=/run/aiscope-test-containerd
 CTR=(ctr --address "$CTR_DIR/containerd.sock")
-IMAGE=localhost/aiscope-ctrtest:1
+# a tag of this run's own: the suites of two checkouts run at once would
+# otherwise import and remove each other's image
+RUN_TAG=${BATS_RUN_TMPDIR##*-}
+IMAGE=localhost/aiscope-ctrtest:${RUN_TAG,,}
 
 # the cgroups the runtimes make and leave behind (removed in teardown_file
 # when the test made them and they are empty)
@@ -154,11 +157,11 @@ by_container() {
 	echo "$row"
 	[ -n "$row" ]
 	podman inspect "$name" > "$BATS_TEST_TMPDIR/inspect.json"
-	echo "$row" | jq -e --slurpfile i "$BATS_TEST_TMPDIR/inspect.json" '
+	echo "$row" | jq -e --slurpfile i "$BATS_TEST_TMPDIR/inspect.json" --arg img "$IMAGE" '
 		($i[0][0]) as $c |
 		.row == "container" and .runtime == "podman" and .runs > 0 and
 		.container_id == $c.Id and .container_name == $c.Name and
-		.container_image == $c.ImageName and $c.ImageName == "localhost/aiscope-ctrtest:1" and
+		.container_image == $c.ImageName and $c.ImageName == $img and
 		.pod_name == null and .pod_namespace == null and .k8s_container == null'
 	# per process: the cgroup path is the one /proc says
 	run --separate-stderr "$BIN/schedlat" --by pid -j -i 300ms -n 2
