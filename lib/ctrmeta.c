@@ -40,6 +40,8 @@ static struct {
 	size_t next, count;
 	struct entry *bucket[NBUCKET];
 	uint64_t evicted, reads;
+	const char *labels[CTRMETA_LABELS];	/* ctrmeta_set_labels' keys */
+	size_t nlabels;
 	struct ctr_meta scratch;
 	struct waiting {	/* ctrmeta_expect's ids not found yet */
 		char id[129];
@@ -92,6 +94,14 @@ void ctrmeta_cleanup(void)
 	while (cm.nwait)
 		unwait(0);
 	cm.wait_dropped = 0;
+}
+
+void ctrmeta_set_labels(const char *const *keys, size_t n)
+{
+	ctrmeta_cleanup();
+	cm.nlabels = n < CTRMETA_LABELS ? n : CTRMETA_LABELS;
+	for (size_t i = 0; i < cm.nlabels; i++)
+		cm.labels[i] = keys[i];
 }
 
 void ctrmeta_set_root(const char *root)
@@ -228,6 +238,9 @@ static void put(char *dst, size_t len, const char *s)
 /* one annotation (or label) key=value */
 static void k8s_key(struct ctr_meta *m, const char *k, const char *v, size_t klen)
 {
+	for (size_t i = 0; i < cm.nlabels; i++)
+		if (strlen(cm.labels[i]) == klen && !strncmp(cm.labels[i], k, klen))
+			put(m->labels[i], sizeof(m->labels[i]), v);
 	static const struct { const char *key; size_t off, len; } map[] = {
 #define F(key, f) { key, offsetof(struct ctr_meta, f), sizeof(((struct ctr_meta *)0)->f) }
 		F("io.kubernetes.cri.container-name", k8s_container),

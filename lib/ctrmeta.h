@@ -42,6 +42,8 @@
 
 #define CTRMETA_CAP 4096
 #define CTRMETA_WAITING 256	/* containers waiting for their state, at most */
+#define CTRMETA_LABELS 4		/* ctrmeta_set_labels' keys, at most */
+#define CTRMETA_LABEL_LEN 256
 
 struct ctr_meta {
 	bool found;			/* the runtime's state had the id */
@@ -51,6 +53,9 @@ struct ctr_meta {
 	char pod_name[256];
 	char pod_namespace[256];
 	char k8s_container[256];
+	/* the values of the keys ctrmeta_set_labels chose, in its order,
+	 * from the labels and annotations read above ("" absent) */
+	char labels[CTRMETA_LABELS][CTRMETA_LABEL_LEN];
 };
 
 /* A prefix for every path read (tests: a fixture tree; "" or NULL: the
@@ -58,6 +63,11 @@ struct ctr_meta {
 void ctrmeta_set_root(const char *root);
 /* The cache's clock (tests; NULL: CLOCK_MONOTONIC). */
 void ctrmeta_set_clock(uint64_t (*clock)(void));
+/* The label or annotation keys (at most CTRMETA_LABELS; the strings are
+ * kept) whose values ctr_meta.labels holds: docker's Config.Labels, the
+ * OCI spec's annotations (containerd, CRI, podman --annotation), runc's
+ * bundle labels. Empties the cache. */
+void ctrmeta_set_labels(const char *const *keys, size_t n);
 /* The metadata of id (64 hex, or any id a runtime uses), runtime as the
  * cgroup path named it (NULL: try each). Never NULL; ->found false when no
  * runtime knows it (yet). Valid until the next call. */

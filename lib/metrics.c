@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@ static struct {
 	const char *tool;
 } M = { .http = { .lfd = -1, .ep = -1 } };
 
+char aiscope_metric_xlabels[AISCOPE_METRIC_XLABELS][64];
 const char *const aiscope_cgroup_labels[] = { AISCOPE_CGROUP_LABEL_NAMES, NULL };
 _Static_assert(sizeof(aiscope_cgroup_labels) / sizeof(aiscope_cgroup_labels[0]) ==
 	       AISCOPE_CGROUP_NLABELS + 1, "AISCOPE_CGROUP_NLABELS counts AISCOPE_CGROUP_LABEL_NAMES");
@@ -33,11 +35,81 @@ struct prom_reg *aiscope_metrics(void)
 	return M.reg;
 }
 
+/* --metric-label: the container labels' keys, their metric label names
+ * in aiscope_metric_xlabels */
+static struct {
+	const char *key[AISCOPE_METRIC_XLABELS];
+	size_t n;
+} X;
+
+/* every label name a tool's series has, besides the cgroup's */
+static const char *const reserved_labels[] = {
+	"cgroup", "container_id", "pod_uid", "namespace", "pod", "container", "tool", "kind",
+	"version", "kernel", "direction", "proto", "event", "layer", "op", "scope", "syscall",
+	"le", "overflow", "node", "instance", "job",
+};
+
+/* KEY's label name when none is given: [^A-Za-z0-9_] -> _ ("ai.model.name"
+ * -> ai_model_name), _ in front of a leading digit */
+static void default_label_name(const char *key, char *name, size_t len)
+{
+	size_t o = 0;
+
+	if (isdigit((unsigned char)*key))
+		name[o++] = '_';
+	for (; *key && o + 1 < len; key++)
+		name[o++] = isalnum((unsigned char)*key) || *key == '_' ? *key : '_';
+	name[o] = 0;
+}
+
+void metrics_label_option(const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	size_t klen = eq ? (size_t)(eq - arg) : strlen(arg);
+	char *name;
+
+	if (X.n == AISCOPE_METRIC_XLABELS)
+		usage_error("at most %d --metric-label", AISCOPE_METRIC_XLABELS);
+	if (!klen || klen > 255)
+		usage_error("invalid --metric-label '%s': expected KEY[=NAME], KEY of 1 to 255 bytes",
+			    arg);
+	for (size_t i = 0; i < klen; i++)
+		if ((unsigned char)arg[i] < 0x21 || arg[i] == 0x7f)
+			usage_error("invalid --metric-label '%s': a space or control character in KEY",
+				    arg);
+	name = aiscope_metric_xlabels[X.n];
+	if (eq && strlen(eq + 1) >= sizeof(aiscope_metric_xlabels[0]))
+		usage_error("invalid --metric-label '%s': NAME of more than %zu bytes", arg,
+			    sizeof(aiscope_metric_xlabels[0]) - 1);
+	if (eq)
+		snprintf(name, sizeof(aiscope_metric_xlabels[0]), "%s", eq + 1);
+	else
+		default_label_name(arg, name, sizeof(aiscope_metric_xlabels[0]));
+	if (!prom_valid_label_name(name))
+		usage_error("invalid --metric-label '%s': '%s' is not a Prometheus label name "
+			    "([a-zA-Z_][a-zA-Z0-9_]*, not starting with __)", arg, name);
+	for (size_t i = 0; i < ARRAY_SIZE(reserved_labels); i++)
+		if (!strcmp(name, reserved_labels[i]))
+			usage_error("invalid --metric-label '%s': '%s' is a label of aiscope's own",
+				    arg, name);
+	for (size_t i = 0; i < X.n; i++)
+		if (!strcmp(name, aiscope_metric_xlabels[i]))
+			usage_error("invalid --metric-label '%s': label '%s' given twice", arg, name);
+	X.key[X.n++] = strndup(arg, klen);
+	if (!X.key[X.n - 1])
+		aiscope_fail(EXIT_RUNTIME, "out of memory");
+}
+
+void metrics_labels_setup(void)
+{
+	ctrmeta_set_labels(X.key, X.n);
+}
+
 void aiscope_cgroup_path_values(const char *path, const char *vals[AISCOPE_CGROUP_NLABELS],
 				struct container_info *ci)
 {
 	/* ctrmeta's strings last until its next lookup: these until ours */
-	static char ns[256], pod[256], ctr[256];
+	static char ns[256], pod[256], ctr[256], xl[AISCOPE_METRIC_XLABELS][CTRMETA_LABEL_LEN];
 	const struct ctr_meta *m = NULL;
 
 	if (!path || !cg_parse_container(path, ci))
@@ -54,6 +126,10 @@ void aiscope_cgroup_path_values(const char *path, const char *vals[AISCOPE_CGROU
 	vals[3] = ns;
 	vals[4] = pod;
 	vals[5] = ctr;
+	for (size_t i = 0; i < AISCOPE_METRIC_XLABELS; i++) {
+		snprintf(xl[i], sizeof(xl[i]), "%s", m && m->found && i < X.n ? m->labels[i] : "");
+		vals[6 + i] = xl[i];
+	}
 }
 
 void aiscope_cgroup_values(const struct aiscope_ident *id, const char *vals[AISCOPE_CGROUP_NLABELS],

@@ -39,10 +39,16 @@ struct prom_reg *aiscope_metrics(void);
  * these names:
  *	static const char *const lbl[] = { AISCOPE_CGROUP_LABEL_NAMES, "kind", NULL };
  * and their values after aiscope_cgroup_values()'. */
-#define AISCOPE_CGROUP_LABEL_NAMES "cgroup", "container_id", "pod_uid", "namespace", "pod", "container"
-#define AISCOPE_CGROUP_NLABELS 6
+/* then the container labels that --metric-label copies (lib/ctrmeta.c's
+ * ctr_meta.labels), "" for a slot no option filled: lib/prom leaves it out */
+#define AISCOPE_METRIC_XLABELS 4
+extern char aiscope_metric_xlabels[AISCOPE_METRIC_XLABELS][64];
+#define AISCOPE_CGROUP_LABEL_NAMES "cgroup", "container_id", "pod_uid", "namespace", "pod", "container", \
+	aiscope_metric_xlabels[0], aiscope_metric_xlabels[1], aiscope_metric_xlabels[2], \
+	aiscope_metric_xlabels[3]
+#define AISCOPE_CGROUP_NLABELS (6 + AISCOPE_METRIC_XLABELS)
 /* the values of a series of no cgroup (e.g. the host's) */
-#define AISCOPE_CGROUP_NO_VALUES "", "", "", "", "", ""
+#define AISCOPE_CGROUP_NO_VALUES "", "", "", "", "", "", "", "", "", ""
 extern const char *const aiscope_cgroup_labels[];
 /* Values for aiscope_cgroup_labels; unknown ones are "". The strings live
  * in ci and the cgroup path cache: use them before the next lookup. */
@@ -71,6 +77,10 @@ uint64_t metrics_folded(void);
 /* After the options: the registry, the shared families, the listening
  * socket (a bad address or a busy port is a usage error). */
 void metrics_setup(const char *tool, const char *file, const char *listen);
+/* --metric-label KEY[=NAME]: a usage error when bad; after it,
+ * metrics_labels_setup() hands the keys to lib/ctrmeta. */
+void metrics_label_option(const char *arg);
+void metrics_labels_setup(void);
 /* Lost counters (the AISCOPE_LOST_ALL totals so far, NULL: none), render,
  * FILE and the HTTP body. */
 void metrics_publish(const uint64_t *lost);

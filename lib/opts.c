@@ -43,6 +43,7 @@ enum {
 	OPT_BTF,
 	OPT_PROMETHEUS,
 	OPT_LISTEN,
+	OPT_METRIC_LABEL,
 };
 
 static const struct argp_option common_opts[] = {
@@ -442,6 +443,8 @@ static const struct argp_option metrics_opts[] = {
 	  "Write metrics to FILE each interval (node_exporter textfile format: a new FILE.tmp.XXXXXX, then rename)", 13 },
 	{ "listen", OPT_LISTEN, "ADDR:PORT", 0,
 	  "Serve metrics at http://ADDR:PORT/metrics (ADDR defaults to 127.0.0.1; port 0: any free one)", 13 },
+	{ "metric-label", OPT_METRIC_LABEL, "KEY[=NAME]", 0,
+	  "Copy the container label (or annotation) KEY into metric label NAME (default: KEY with [^A-Za-z0-9_] as _); at most 4", 13 },
 	{},
 };
 
@@ -494,6 +497,10 @@ static error_t parse_metrics(int key, char *arg, struct argp_state *state)
 		if (!*arg)
 			usage_error("invalid --listen: empty address");
 		env.listen = arg;
+		break;
+	case OPT_METRIC_LABEL:
+		metrics_label_option(arg);
+		env.metric_labels = true;
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -723,6 +730,9 @@ void aiscope_parse(const struct argp *argp, int argc, char **argv, const char *t
 	env.tty = isatty(STDOUT_FILENO);
 	if (!env.rows_set && (env.json || !env.tty))
 		env.rows = 0;
+	if (env.metric_labels && !env.prom_file && !env.listen)
+		usage_error("--metric-label needs --prometheus or --listen");
+	metrics_labels_setup();	/* before --container's names are read */
 	aiscope_setup(tool);
 	/* before the address is bound and announced: one line */
 	if (env.no_metrics && (env.prom_file || env.listen))

@@ -70,6 +70,7 @@ struct aiscope_env {
 	/* metrics (AISCOPE_METRICS tools) */
 	const char *prom_file;
 	const char *listen;
+	bool metric_labels;		/* --metric-label given */
 	/* set by a tool's parser for a mode without intervals (-e, --min):
 	 * the usage error when --prometheus or --listen come with it */
 	const char *no_metrics;

@@ -31,6 +31,7 @@ struct prom_family {
 	enum prom_type type;
 	char *labels[PROM_MAX_LABELS];
 	int nlabels;
+	int pos[PROM_MAX_LABELS];	/* label i's place in a values array */
 	uint64_t bounds[PROM_MAX_BOUNDS];
 	int nbounds;
 	unsigned int digits;
@@ -151,7 +152,11 @@ static struct prom_family *family_new(struct prom_reg *r, const char *name, cons
 		if (!strcmp(o->name, name))
 			goto inval;
 	for (; labels && labels[n]; n++) {
-		if (n == PROM_MAX_LABELS || !prom_valid_label_name(labels[n]) ||
+		if (n == PROM_MAX_LABELS)
+			goto inval;
+		if (!labels[n][0])
+			continue;	/* a slot left out */
+		if (!prom_valid_label_name(labels[n]) ||
 		    !strcmp(labels[n], "le") || !strcmp(labels[n], "overflow"))
 			goto inval;
 		for (int i = 0; i < n; i++)
@@ -163,12 +168,15 @@ static struct prom_family *family_new(struct prom_reg *r, const char *name, cons
 		return NULL;
 	f->reg = r;
 	f->type = type;
-	f->nlabels = n;
 	f->max_series = PROM_DEFAULT_MAX_SERIES;
 	f->name = strdup(name);
 	f->help = strdup(help);
-	for (int i = 0; i < n; i++)
-		f->labels[i] = strdup(labels[i]);
+	for (int i = 0; i < n; i++) {
+		if (!labels[i][0])
+			continue;
+		f->pos[f->nlabels] = i;
+		f->labels[f->nlabels++] = strdup(labels[i]);
+	}
 	return f;
 inval:
 	errno = EINVAL;
@@ -290,7 +298,7 @@ static uint64_t values_hash(const struct prom_family *f, const char *const *valu
 	uint64_t h = FNV1A_INIT;
 
 	for (int i = 0; i < f->nlabels; i++) {
-		h = fnv1a(h, val(values, i), strlen(val(values, i)));
+		h = fnv1a(h, val(values, f->pos[i]), strlen(val(values, f->pos[i])));
 		h = fnv1a(h, "\xff", 1);	/* no byte of UTF-8 text */
 	}
 	return h;
@@ -300,7 +308,7 @@ static bool same_values(const struct prom_family *f, const struct prom_series *s
 			const char *const *values)
 {
 	for (int i = 0; i < f->nlabels; i++)
-		if (strcmp(s->values[i], val(values, i)))
+		if (strcmp(s->values[i], val(values, f->pos[i])))
 			return false;
 	return true;
 }
@@ -315,7 +323,7 @@ static struct prom_series *series_new(const struct prom_family *f, const char *c
 	s->hash = hash;
 	s->overflow = overflow;
 	for (int i = 0; i < f->nlabels; i++)
-		if (!(s->values[i] = strdup(overflow ? "" : val(values, i))))
+		if (!(s->values[i] = strdup(overflow ? "" : val(values, f->pos[i]))))
 			goto fail;
 	if (f->type == PROM_HISTOGRAM &&
 	    !(s->buckets = calloc(f->nbounds + 1, sizeof(*s->buckets))))

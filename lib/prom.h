@@ -28,7 +28,7 @@
 #include <stdio.h>
 #include "hist.h"
 
-#define PROM_MAX_LABELS		10
+#define PROM_MAX_LABELS		14
 #define PROM_MAX_BOUNDS		64
 #define PROM_DEFAULT_MAX_SERIES	1000
 #define PROM_CONTENT_TYPE	"text/plain; version=0.0.4; charset=utf-8"
@@ -47,8 +47,10 @@ void prom_reg_set_time(struct prom_reg *r, uint64_t now_ns);
 void prom_reg_set_idle(struct prom_reg *r, uint64_t idle_ns);
 
 /* labels: NULL-terminated label names (at most PROM_MAX_LABELS, never
- * "le" or "overflow"). NULL with errno EINVAL for an invalid or repeated
- * name. */
+ * "le" or "overflow"). An empty name is a slot the family leaves out: the
+ * value at that place in every values array is not read (a label that
+ * exists only when an option names it). NULL with errno EINVAL for an
+ * invalid or repeated name. */
 struct prom_family *prom_counter(struct prom_reg *r, const char *name, const char *help,
 				 const char *const *labels);
 struct prom_family *prom_gauge(struct prom_reg *r, const char *name, const char *help,

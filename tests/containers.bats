@@ -495,3 +495,57 @@ series_value() {
 	[ "$runs" -gt 0 ]
 	[ "$(series_value "$prom" aiscope_schedlat_runs_total "$ctr_labels")" = "$runs" ]
 }
+
+@test "containers: --metric-label copies a container's label or annotation into a metric label" {
+	need_podman
+	need_ctr
+	local name=aiscope-ct-ml-$$-$RANDOM id out=$BATS_TEST_TMPDIR/s.json prom=$BATS_TEST_TMPDIR/s.prom
+	local runs
+	# podman keeps --label in its database: an annotation is in the spec
+	"${PODMAN[@]}" run -d --name "$name" "${ULIMITS[@]}" --annotation ai.framework=pytorch \
+		"$IMAGE" /contend 3 0 20 100000 > /dev/null
+	TEST_PODMAN+=("$name")
+	PM_ID=$(podman inspect -f '{{.Id}}' "$name")
+	id=$(hex_id)
+	"${CTR[@]}" run -d --label ai.model.name=llama-3 --label ai.framework=jax \
+		--rootfs "$ROOTFS" "$id" /contend 3 0 20 100000 > /dev/null
+	TEST_CTR+=("$id")
+	run --separate-stderr "$BIN/schedlat" --by container -j -i 300ms -n 3 --prometheus "$prom" \
+		--metric-label ai.model.name=model_name --metric-label ai.framework
+	[ "$status" -eq 0 ]
+	echo "$output" > "$out"
+	all_json "$out"
+	grep '^aiscope_schedlat_runs_total{' "$prom"
+	runs=$(jq -s --arg id "$PM_ID" '[.[] | select(.type == "sample" and .container_id == $id) | .runs] | add' "$out")
+	[ "$runs" -gt 0 ]
+	[ "$(series_value "$prom" aiscope_schedlat_runs_total \
+		"cgroup=\"/libpod_parent/libpod-$PM_ID\",container_id=\"$PM_ID\",pod_uid=\"\",namespace=\"\",pod=\"\",container=\"$name\",model_name=\"\",ai_framework=\"pytorch\"")" = "$runs" ]
+	runs=$(jq -s --arg id "$id" '[.[] | select(.type == "sample" and .container_id == $id) | .runs] | add' "$out")
+	[ "$runs" -gt 0 ]
+	[ "$(series_value "$prom" aiscope_schedlat_runs_total \
+		"cgroup=\"/default/$id\",container_id=\"$id\",pod_uid=\"\",namespace=\"\",pod=\"\",container=\"\",model_name=\"llama-3\",ai_framework=\"jax\"")" = "$runs" ]
+	# the host's series: no container, empty labels
+	grep -q '^aiscope_schedlat_runs_total{cgroup="[^"]*",container_id="",pod_uid="",namespace="",pod="",container="",model_name="",ai_framework=""} ' "$prom"
+}
+
+@test "containers: --metric-label's bad input is one line and exit 2" {
+	local a err
+	for a in "x=cgroup" "x=__a" "a b" "=x" "x=1y"; do
+		run --separate-stderr "$BIN/schedlat" --metric-label "$a" --prometheus "$BATS_TEST_TMPDIR/p" -n 1
+		echo "$a: $status $stderr"
+		[ "$status" -eq 2 ]
+		[ "$(echo "$stderr" | wc -l)" -eq 1 ]
+		[[ "$stderr" == "schedlat: invalid --metric-label '$a': "* ]]
+	done
+	run --separate-stderr "$BIN/schedlat" --metric-label k --metric-label k --prometheus "$BATS_TEST_TMPDIR/p" -n 1
+	[ "$status" -eq 2 ]
+	[ "$stderr" = "schedlat: invalid --metric-label 'k': label 'k' given twice" ]
+	run --separate-stderr "$BIN/schedlat" --metric-label a --metric-label b --metric-label c \
+		--metric-label d --metric-label e --prometheus "$BATS_TEST_TMPDIR/p" -n 1
+	[ "$status" -eq 2 ]
+	[ "$stderr" = "schedlat: at most 4 --metric-label" ]
+	run --separate-stderr "$BIN/schedlat" --metric-label k -n 1
+	[ "$status" -eq 2 ]
+	[ "$stderr" = "schedlat: --metric-label needs --prometheus or --listen" ]
+	[ ! -e "$BATS_TEST_TMPDIR/p" ]
+}

@@ -70,7 +70,8 @@ static void fixture(void)
 	       "\"bundle=/b\",\"io.kubernetes.pod.namespace=ns\",\"junk\"]}}");
 	mkfile("/var/lib/docker/containers/" DOCKER "/config.v2.json",
 	       "{\"Name\":\"/db\",\"Config\":{\"Image\":\"postgres:16\",\"Labels\":"
-	       "{\"io.kubernetes.container.name\":\"pg\",\"io.kubernetes.pod.name\":\"db-0\"}}}");
+	       "{\"io.kubernetes.container.name\":\"pg\",\"io.kubernetes.pod.name\":\"db-0\","
+	       "\"ai.model.name\":\"llama-3\",\"ai.version\":\"7\"}}}");
 	/* CRI-O's labels as a JSON string, read through the containerd path? no:
 	 * it is in a spec the podman layout holds here, to test the nested parse */
 	mkfile("/var/lib/containers/storage/overlay-containers/" CRIO "/userdata/config.json",
@@ -211,6 +212,33 @@ static void test_find_pod(void)
 	CHECK_STR(ids[0], DOCKER);
 	CHECK_EQ(ctrmeta_find_pod("nosuch", NULL, ids, 4), 0);
 	CHECK_EQ(ctrmeta_find_pod("", NULL, ids, 4), -EINVAL);
+}
+
+/* the labels --metric-label chose: docker's labels, a spec's annotations,
+ * runc's bundle labels; "" where a container has none of that key */
+static void test_chosen_labels(void)
+{
+	static const char *const keys[] = { "ai.version", "io.container.manager", "bundle",
+					    "ai.model.name" };
+	const struct ctr_meta *m;
+
+	ctrmeta_set_labels(keys, 4);
+	m = ctrmeta_lookup(DOCKER, "docker");
+	CHECK_STR(m->labels[0], "7");
+	CHECK_STR(m->labels[1], "");
+	CHECK_STR(m->labels[2], "");
+	CHECK_STR(m->labels[3], "llama-3");
+	CHECK_STR(m->name, "db");		/* the rest as before */
+	m = ctrmeta_lookup(PODMAN, "podman");
+	CHECK_STR(m->labels[1], "libpod");
+	CHECK_STR(m->labels[3], "");
+	m = ctrmeta_lookup(RUNC, NULL);
+	CHECK_STR(m->labels[2], "/b");
+	CHECK_STR(m->labels[0], "");
+	ctrmeta_set_labels(NULL, 0);
+	CHECK_STR(ctrmeta_lookup(DOCKER, "docker")->labels[0], "");
+	ctrmeta_set_root(root);
+	ctrmeta_set_clock(fake_clock);
 }
 
 /* stderr of fn() into buf */
@@ -392,6 +420,7 @@ int main(void)
 	RUN(test_cap_counts_evictions);
 	RUN(test_find_name);
 	RUN(test_find_pod);
+	RUN(test_chosen_labels);
 	RUN(test_unreadable_state_warns_once);
 	RUN(test_expect_retries_fast);
 	RUN(test_expect_runc_rename_wakes);

@@ -98,8 +98,10 @@ static void test_registration_errors(void)
 	static const char *const ovf[] = { "overflow", NULL };
 	static const char *const bad[] = { "a-b", NULL };
 	/* one more than PROM_MAX_LABELS */
-	static const char *const many[] = { "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", NULL };
-	static const char *const most[] = { "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", NULL };
+	static const char *const many[] = { "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k",
+					     "l", "m", "n", "o", NULL };
+	static const char *const most[] = { "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k",
+					     "l", "m", "n", NULL };
 	uint64_t ok[] = { 1023, 2047 }, unsorted[] = { 2047, 1023 }, notmax[] = { 1000 };
 	uint64_t last[] = { UINT64_MAX - 1 };
 
@@ -117,6 +119,31 @@ static void test_registration_errors(void)
 	CHECK(prom_histogram(r, "h3_seconds", "h", NULL, notmax, 1, 9) == NULL);
 	CHECK(prom_histogram(r, "h4_seconds", "h", NULL, last, 1, 9) == NULL);
 	CHECK(prom_histogram(r, "h5_seconds", "h", NULL, ok, 0, 9) == NULL);
+	prom_reg_free(r);
+}
+
+/* an empty label name: a slot the family leaves out, its value unread */
+static void test_slots_left_out(void)
+{
+	struct prom_reg *r = prom_reg_new();
+	static const char *const lbl[] = { "cgroup", "", "model", "", "kind", NULL };
+	static const char *const dup[] = { "a", "", "a", NULL };
+	struct prom_family *c = prom_counter(r, "aiscope_t_slots_total", "Slots.", lbl);
+	char *s;
+
+	CHECK(c != NULL);
+	CHECK(prom_counter(r, "aiscope_t_dup_total", "Dup.", dup) == NULL);
+	prom_counter_add(c, (const char *[]){ "/a", "x", "llama", "y", "hit" }, 2);
+	/* other values in the slots left out: the same series */
+	prom_counter_add(c, (const char *[]){ "/a", "other", "llama", NULL, "hit" }, 3);
+	prom_counter_add(c, (const char *[]){ "/a", "x", "", "y", "miss" }, 1);
+	s = render(r);
+	CHECK_STR(s,
+		"# HELP aiscope_t_slots_total Slots.\n"
+		"# TYPE aiscope_t_slots_total counter\n"
+		"aiscope_t_slots_total{cgroup=\"/a\",model=\"llama\",kind=\"hit\"} 5\n"
+		"aiscope_t_slots_total{cgroup=\"/a\",model=\"\",kind=\"miss\"} 1\n");
+	free(s);
 	prom_reg_free(r);
 }
 
@@ -761,6 +788,7 @@ int main(void)
 	RUN(test_fmt_scaled);
 	RUN(test_registration_errors);
 	RUN(test_exposition_text);
+	RUN(test_slots_left_out);
 	RUN(test_histogram_exact);
 	RUN(test_cardinality_cap);
 	RUN(test_family_clear);
