@@ -413,6 +413,23 @@ ss-server 1000 123456 $id null runc" ]
 		all(.pod_name == "burst-1" and .pod_namespace == "perf" and .k8s_container == "sender")' "$out"
 }
 
+@test "containers: ctr run --rm of a container that sends N bytes and exits: named from its task bundle, removed by then" {
+	need_ctr
+	local id out=$BATS_TEST_TMPDIR/n.out n=burst-$$-$RANDOM
+	id=$(hex_id)
+	start_tool n socketsnoop -j -i 4s -n 1
+	"${CTR[@]}" run --rm --net-host --label "nerdctl/name=$n" --rootfs "$ROOTFS" "$id" \
+		/netpair tcp4 -n 54321 -m 3 -k 100 -l 1 > "$BATS_TEST_TMPDIR/np" 2>&1
+	grep -q "client_result rx_bytes=100" "$BATS_TEST_TMPDIR/np"
+	! "${CTR[@]}" container info "$id" > /dev/null 2>&1
+	[ -z "$(ls -d /run/containerd/io.containerd.runtime.v2.task/*/"$id" 2>/dev/null)" ]
+	wait "$TOOL_PID"
+	all_json "$out"
+	flows_of "$out" "$id"
+	[ "$(flows_of "$out" "$id")" = "ss-client 54321 100 $n null containerd
+ss-server 100 54321 $n null containerd" ]
+}
+
 # ctr_in_pod ID POD_UID POD NS NAME: a ctr container in kubelet's cgroupfs
 # layout (/kubepods/besteffort/pod<uid>/<id>) with the annotations CRI sets
 ctr_in_pod() {
