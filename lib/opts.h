@@ -106,6 +106,8 @@ enum {
 #define AISCOPE_OPTION_CONTAINER(group)						\
 	{ "container", AISCOPE_KEY_CONTAINER, "NAME|ID", 0,			\
 	  "Only this container: its name, full id or unique prefix (>= 4 hex)", group }
+#define AISCOPE_OPTION_POD(doc, group) { "pod", AISCOPE_KEY_POD, "NAME", 0, doc, group }
+#define AISCOPE_OPTION_NAMESPACE(doc, group) { "namespace", AISCOPE_KEY_NAMESPACE, "NS", 0, doc, group }
 #define AISCOPE_OPTION_UID(group)						\
 	{ "uid", 'u', "UID", 0, "Only this user (number or name)", group }
 #define AISCOPE_OPTION_COMM(group)						\

@@ -662,8 +662,10 @@ void aiscope_identity_json(struct jw *w, const struct aiscope_identity *id)
 	jw_ku64_or_null(w, "uid", id->known & AISCOPE_ID_UID, id->uid);
 	jw_ku64_or_null(w, "cgroup_id", id->known & AISCOPE_ID_CGROUP_ID, id->cgroup_id);
 	jw_kstr(w, "cgroup", id->cgroup);
-	const struct ctr_meta *m = ci && ci->id[0] ? ctrmeta_lookup(ci->id, ci->runtime) : NULL;
+	const struct ctr_meta *m = id->names;
 
+	if (!m && ci && ci->id[0])
+		m = ctrmeta_lookup(ci->id, ci->runtime);
 	if (m && !m->found)
 		m = NULL;
 	jw_kstr(w, "container_id", ci && ci->id[0] ? ci->id : NULL);

@@ -24,6 +24,8 @@
 #include "json.h"
 #include "probe.h"
 
+struct ctr_meta;
+
 struct aiscope_bpf {
 	struct bpf_object *obj;
 	struct probe_hook *hooks;
@@ -165,6 +167,9 @@ struct aiscope_identity {
 	uint64_t cgroup_id;
 	const char *cgroup;		/* path or NULL */
 	const struct container_info *ci;	/* NULL: no container keys known */
+	/* the container's names when known otherwise (topograph: from its
+	 * input lines); NULL: read from the runtime's state (lib/ctrmeta) */
+	const struct ctr_meta *names;
 };
 
 void aiscope_identity_json(struct jw *w, const struct aiscope_identity *id);

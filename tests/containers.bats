@@ -566,3 +566,56 @@ series_value() {
 	[ "$stderr" = "schedlat: --metric-label needs --prometheus or --listen" ]
 	[ ! -e "$BATS_TEST_TMPDIR/p" ]
 }
+
+@test "containers: topograph on the capture of another moment keeps the lines' names; --container NAME, --pod, --namespace filter by them" {
+	need_podman
+	need_ctr
+	local name=aiscope-ct-topo-$$-$RANDOM out=$BATS_TEST_TMPDIR/n.out pid g=$BATS_TEST_TMPDIR/g.json id
+	id=$(hex_id)
+	start_tool n socketsnoop -j -i 4s -n 1
+	"${PODMAN[@]}" run --rm --name "$name" --cidfile "$BATS_TEST_TMPDIR/cid" --network none "${ULIMITS[@]}" \
+		"$IMAGE" /netpair tcp4 -n 100000 -m 10 -k 4096 -l 2 > "$BATS_TEST_TMPDIR/np1"
+	"${CTR[@]}" run --rm --net-host \
+		--label io.kubernetes.cri.container-name=loader \
+		--label io.kubernetes.cri.sandbox-name=job-7 \
+		--label io.kubernetes.cri.sandbox-namespace=ml \
+		--rootfs "$ROOTFS" "$id" /netpair tcp4 -n 54321 -m 3 -k 777 -l 1 > "$BATS_TEST_TMPDIR/np2"
+	grep -q "client_result rx_bytes=4096" "$BATS_TEST_TMPDIR/np1"
+	grep -q "client_result rx_bytes=777" "$BATS_TEST_TMPDIR/np2"
+	wait "$TOOL_PID"
+	all_json "$out"
+	# both containers are gone: only the lines know their names now
+	! podman container exists "$name"
+	! "${CTR[@]}" container info "$id" > /dev/null 2>&1
+	graph() {
+		run --separate-stderr "$BIN/topograph" -j "$@" "$out"
+		[ "$status" -eq 0 ]
+		echo "$output" > "$g"
+		all_json "$g"
+	}
+	# edges_of: "src_name>dst_name bytes" of the graph's tcp edges, sorted
+	edges_of() {
+		jq -r -s '(map(select(.type == "node")) | map({key: .id, value: .}) | from_entries) as $n |
+			.[] | select(.type == "edge" and .kind == "tcp") |
+			"\($n[.src_id].container_name // $n[.src_id].k8s_container)>\($n[.dst_id].container_name // $n[.dst_id].k8s_container) \(.bytes)"' "$g" | sort
+	}
+	graph --container "$name"
+	edges_of
+	[ "$(edges_of)" = "$name>$name 100000
+$name>$name 4096" ]
+	jq -e -s --arg n "$name" --arg img "$IMAGE" '[.[] | select(.type == "node" and .container_name == $n)] |
+		length == 2 and all(.runtime == "podman" and .container_image == $img and .pod_name == null)' "$g"
+	graph --pod job-7 --namespace ml
+	[ "$(edges_of)" = "loader>loader 54321
+loader>loader 777" ]
+	jq -e -s --arg id "$id" '[.[] | select(.type == "node" and .container_id == $id)] |
+		length == 2 and all(.k8s_container == "loader" and .pod_name == "job-7" and .pod_namespace == "ml")' "$g"
+	graph --namespace ml
+	[ "$(jq -s '[.[] | select(.type == "edge" and .kind == "tcp")] | length' "$g")" -eq 2 ]
+	graph --pod job-7 --namespace dev
+	[ "$(jq -s '[.[] | select(.type == "edge")] | length' "$g")" -eq 0 ]
+	# the terminal view groups them under their names
+	run --separate-stderr "$BIN/topograph" --container "$name" "$out"
+	[ "$status" -eq 0 ]
+	echo "$output" | grep -qxF "[container $name]"
+}

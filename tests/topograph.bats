@@ -55,8 +55,8 @@ jg() {
 	local bad=(
 		"--bogus" "-p" "-p abc" "-p 0" "-p 1,,2" "-t 0" "--hot 0" "--hot 101" "--hot x"
 		"--runq 0" "--runq 5x" "--backlog x" "--backlog 0" "--with foo" "--with schedlat,bar" "--with ,"
-		"-j --dot $f" "--dot --mermaid $f" "-d 0" "-d -1" "--container zz"
-		"--container abc" "--comm=" "-u no_such_user_here" "/nonexistent/file"
+		"-j --dot $f" "--dot --mermaid $f" "-d 0" "-d -1"
+		"--comm=" "-u no_such_user_here" "/nonexistent/file"
 		"$f /nonexistent/file" "-t 1 $f" "-c /tmp $f" "-d 1 $f" "--with schedlat $f" "/tmp"
 		"-p 999999999 -d 1" "-c /nonexistent -d 1" "--probe-mode foo" "--probe-mode tp_btf $f"
 		"--list-probes $f" "--container abcd -d 1"

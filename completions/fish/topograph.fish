@@ -16,6 +16,8 @@ complete -c topograph -s p -l pid -x -a '(__fish_complete_list , __fish_complete
 complete -c topograph -s t -l tid -x -a '(__fish_complete_list , "string replace -r \'.*/\' \'\' /proc/*/task/*")' -d 'Only these threads (live capture only)'
 complete -c topograph -s c -l cgroup -x -a '(__fish_complete_directories (__aiscope_value))' -d 'Only tasks in this cgroup directory or below it (live capture only)'
 complete -c topograph -l container -x -d 'Only this container: its name, full id or unique prefix (>= 4 hex)'
+complete -c topograph -l pod -x -d 'Only this Kubernetes pod\'s containers (live: by its pod cgroup; with FILEs: the lines\' pod_name)'
+complete -c topograph -l namespace -x -d 'The pod\'s namespace (with FILEs also alone: the lines\' pod_namespace)'
 complete -c topograph -s u -l uid -x -a '(__fish_complete_users)' -d 'Only this user (number or name)'
 complete -c topograph -l comm -x -a '(cat /proc/*/comm 2>/dev/null | sort -u)' -d 'Only tasks whose comm is NAME (first 15 bytes)'
 complete -c topograph -s j -l json -d 'JSON lines on stdout: nodes, edges, bottlenecks, summary'

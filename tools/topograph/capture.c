@@ -94,6 +94,7 @@ static void spawn(struct child *k, const sigset_t *oldmask)
 	const struct { const char *opt, *arg; } pass[] = {
 		{ "--duration", cfg.duration_arg }, { "--pid", cfg.pid_arg }, { "--tid", cfg.tid_arg },
 		{ "--cgroup", env.cgroup_arg }, { "--container", env.container_arg },
+		{ "--pod", env.pod_arg }, { "--namespace", env.namespace_arg },
 		{ "--uid", cfg.uid_arg }, { "--comm", cfg.comm_arg },
 	};
 	char *argv[4 + 2 * ARRAY_SIZE(pass)];

@@ -104,6 +104,11 @@ void node_ident(struct node *n, const struct jv *o)
 	set_str(&n->container_id, jv_str(jv_get(o, "container_id")));
 	set_str(&n->runtime, jv_str(jv_get(o, "runtime")));
 	set_str(&n->pod_uid, jv_str(jv_get(o, "pod_uid")));
+	set_str(&n->ctr_name, jv_str(jv_get(o, "container_name")));
+	set_str(&n->ctr_image, jv_str(jv_get(o, "container_image")));
+	set_str(&n->pod_name, jv_str(jv_get(o, "pod_name")));
+	set_str(&n->pod_namespace, jv_str(jv_get(o, "pod_namespace")));
+	set_str(&n->k8s_container, jv_str(jv_get(o, "k8s_container")));
 	if (jv_u64(jv_get(o, "cgroup_id"), &v)) {
 		n->cgroup_id = v;
 		n->has_cgid = true;
@@ -158,6 +163,27 @@ struct source *source_of(const char *tool)
 	return s;
 }
 
+static bool same(const char *s, const char *want)
+{
+	return s && !strcmp(s, want);
+}
+
+/* --container with FILEs: an id prefix, else a name the lines gave */
+static bool container_matches(const struct node *n, const char *want)
+{
+	if (n->container_id && !strncmp(n->container_id, want, strlen(want)))
+		return true;
+	return same(n->ctr_name, want) || same(n->k8s_container, want);
+}
+
+/* --pod and --namespace with FILEs: the pod the lines named */
+static bool pod_matches(const struct node *n)
+{
+	if (env.pod_arg && !same(n->pod_name, env.pod_arg))
+		return false;
+	return !env.namespace_arg || same(n->pod_namespace, env.namespace_arg);
+}
+
 static bool node_matches(const struct node *n)
 {
 	if (n->kind != N_PROC)
@@ -173,8 +199,9 @@ static bool node_matches(const struct node *n)
 	}
 	if (cfg.comm_arg && (!n->comm || strncmp(n->comm, env.comm, 15)))
 		return false;
-	if (env.container_arg && (!n->container_id ||
-				  strncmp(n->container_id, env.container_arg, strlen(env.container_arg))))
+	if (env.container_arg && !container_matches(n, env.container_arg))
+		return false;
+	if (!pod_matches(n))
 		return false;
 	if (env.has_uid && (!n->has_uid || n->uid != env.uid))
 		return false;
@@ -187,7 +214,8 @@ bool edge_passes(const struct node *a, const struct node *b)
 {
 	if (cfg.live && (is_self(a) || is_self(b)))
 		return false;
-	if (cfg.live || (!env.npids && !cfg.comm_arg && !env.container_arg && !env.has_uid))
+	if (cfg.live || (!env.npids && !cfg.comm_arg && !env.container_arg && !env.has_uid &&
+			 !env.pod_arg && !env.namespace_arg))
 		return true;
 	return node_matches(a) || node_matches(b);
 }

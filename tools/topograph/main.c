@@ -71,6 +71,8 @@ static const struct argp_option opts[] = {
 	AISCOPE_OPTION_TID("Only these threads (live capture only)", 10),
 	AISCOPE_OPTION_CGROUP("Only tasks in this cgroup directory or below it (live capture only)", 10),
 	AISCOPE_OPTION_CONTAINER(10),
+	AISCOPE_OPTION_POD("Only this Kubernetes pod's containers (live: by its pod cgroup; with FILEs: the lines' pod_name)", 10),
+	AISCOPE_OPTION_NAMESPACE("The pod's namespace (with FILEs also alone: the lines' pod_namespace)", 10),
 	AISCOPE_OPTION_UID(10),
 	AISCOPE_OPTION_COMM(10),
 	{ NULL, 0, NULL, 0, "Output and lifetime:", 11 },
@@ -232,9 +234,6 @@ int main(int argc, char **argv)
 			usage_error("%s filters a live capture only: edge lines carry no %s",
 				    cfg.tid_arg ? "--tid" : "--cgroup",
 				    cfg.tid_arg ? "thread id" : "cgroup directory");
-		if (env.container_arg && !cg_container_prefix_ok(env.container_arg))
-			usage_error("invalid container id '%s': with FILEs, --container takes 4 to 64 lowercase hex digits of an id (names are found in a live capture)",
-				    env.container_arg);
 		if (cfg.duration_arg)
 			usage_error("--duration is for a live capture: not with FILEs");
 		if (env.probe_mask != PM_ALL)

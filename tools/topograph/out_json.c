@@ -1,9 +1,34 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* topograph --json: node, edge, spawn, bottleneck and summary records. */
 #include <stdio.h>
+#include "ctrmeta.h"
 #include "json.h"
 #include "run.h"
 #include "topo.h"
+
+static void copy(char *dst, size_t len, const char *s)
+{
+	snprintf(dst, len, "%s", s ? s : "");
+}
+
+/* The names the lines gave; in a live capture NULL when they gave none:
+ * then this host's runtimes are asked (lifecycle-only nodes). */
+static const struct ctr_meta *line_names(const struct node *n, struct ctr_meta *m)
+{
+	bool none = !n->ctr_name && !n->ctr_image && !n->pod_name && !n->pod_namespace &&
+		    !n->k8s_container;
+
+	/* FILEs: another host's capture, or an older one: never this host's */
+	if (none && cfg.live)
+		return NULL;
+	*m = (struct ctr_meta){ .found = !none };
+	copy(m->name, sizeof(m->name), n->ctr_name);
+	copy(m->image, sizeof(m->image), n->ctr_image);
+	copy(m->pod_name, sizeof(m->pod_name), n->pod_name);
+	copy(m->pod_namespace, sizeof(m->pod_namespace), n->pod_namespace);
+	copy(m->k8s_container, sizeof(m->k8s_container), n->k8s_container);
+	return m;
+}
 
 /* the identity of a node, as edges.md writes a side; ep: its endpoint */
 static void json_ident(struct jw *w, const struct node *n, const char *ep)
@@ -11,6 +36,7 @@ static void json_ident(struct jw *w, const struct node *n, const char *ep)
 	bool p = n->kind == N_PROC;
 	struct container_info ci = { 0 };
 	struct aiscope_identity id = { 0 };
+	struct ctr_meta names;
 
 	if (p) {
 		id = (struct aiscope_identity){
@@ -18,6 +44,7 @@ static void json_ident(struct jw *w, const struct node *n, const char *ep)
 				 (n->has_cgid ? AISCOPE_ID_CGROUP_ID : 0),
 			.pid = n->pid, .uid = n->uid, .comm = n->comm,
 			.cgroup_id = n->cgroup_id, .cgroup = n->cgroup, .ci = &ci,
+			.names = line_names(n, &names),
 		};
 		/* the container keys as the tools that saw the process wrote them */
 		if (n->container_id)

@@ -56,6 +56,14 @@ static void print_group_header(const struct node *n)
 		printf("[host]\n");
 		return;
 	}
+	if (env.wide) {
+		printf("[container %s]\n", n->container_id);
+		return;
+	}
+	if (n->ctr_name || n->k8s_container) {
+		printf("[container %s]\n", n->ctr_name ? n->ctr_name : n->k8s_container);
+		return;
+	}
 	snprintf(short_id, sizeof(short_id), "%s", n->container_id);
 	printf("[container %s]\n", short_id);
 }

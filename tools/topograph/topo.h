@@ -70,6 +70,10 @@ struct node {
 	char *key;
 	uint32_t pid;
 	char *comm, *cgroup, *container_id, *runtime, *pod_uid;
+	/* the container's names as the tools' lines gave them (lib/ctrmeta's
+	 * keys), NULL unknown: the graph of another host's capture keeps its
+	 * names, never this host's */
+	char *ctr_name, *ctr_image, *pod_name, *pod_namespace, *k8s_container;
 	bool has_uid, has_cgid;
 	uint32_t uid;
 	uint64_t cgroup_id;
