@@ -159,18 +159,27 @@ static pid_t fork_peer(const char *prefix, int i, char comm[16])
 	return pid;
 }
 
+/* ch (64 bytes): the channel as the tools name an fd's inode, "KIND:[INO]" */
+static void inode_name(char ch[64], const char *kind, int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st))
+		die("fstat");
+	snprintf(ch, 64, "%s:[%lu]", kind, (unsigned long)st.st_ino);
+}
+
 /* A child reports its own truth line through the shared stdout. */
 static int do_pipe(long n, long size)
 {
 	int p[2];
-	struct stat st;
 	char ch[64];
 	pid_t w;
 	long calls, got;
 
-	if (pipe(p) || fstat(p[0], &st))
+	if (pipe(p))
 		die("pipe");
-	snprintf(ch, sizeof(ch), "pipe:[%lu]", (unsigned long)st.st_ino);
+	inode_name(ch, "pipe", p[0]);
 	w = fork();
 	if (w == 0) {
 		name("ipc-w");
@@ -422,16 +431,15 @@ static int do_unix_datagrams(const char *addr, int clients, long n, long size, b
 static int do_seqpacket(long n, long size)
 {
 	int sv[2];
-	struct stat st;
 	char ch[64];
 	pid_t w;
 	long calls = 0, got = 0;
 	ssize_t r;
 
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) || fstat(sv[0], &st))
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv))
 		die("socketpair");
 	/* the parent receives on sv[0]: the channel is its socket */
-	snprintf(ch, sizeof(ch), "socket:[%lu]", (unsigned long)st.st_ino);
+	inode_name(ch, "socket", sv[0]);
 	w = fork();
 	if (w == 0) {
 		name("ipc-w");
@@ -707,7 +715,6 @@ static int do_posix_shm(const char *shm, long size)
 static void pairs_batch(long count, long size)
 {
 	int rx[PAIRS_BATCH], tx[PAIRS_BATCH], sv[2];
-	struct stat st;
 	char ch[64];
 	pid_t w;
 
@@ -733,9 +740,7 @@ static void pairs_batch(long count, long size)
 	for (long i = 0; i < count; i++) {
 		long calls, got = drain(rx[i], &calls);
 
-		if (fstat(rx[i], &st))
-			die("fstat");
-		snprintf(ch, sizeof(ch), "socket:[%lu]", (unsigned long)st.st_ino);
+		inode_name(ch, "socket", rx[i]);
 		truth("unix", ch, "write", w, "ipc-w", 1, size);
 		truth("unix", ch, "read", getpid(), "ipc-r", calls, got);
 		close(rx[i]);
