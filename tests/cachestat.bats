@@ -69,11 +69,8 @@ teardown() {
 		[ "$(echo "$output" | grep -c " $mode .*chosen")" -ge 2 ]
 	done
 	need_root
-	grep -q '^kprobe ' /proc/kallsyms 2>/dev/null && [ -e /sys/bus/event_source/devices/kprobe ] &&
-		skip "this kernel has kprobes"
-	run "$BIN/cachestat" --probe-mode fentry,kprobe -d 1
-	[ "$status" -eq 77 ]
-	[ "${#lines[@]}" -eq 1 ]
+	need_no_kprobes
+	run_exit_77 "$BIN/cachestat" --probe-mode fentry,kprobe -d 1
 	[[ "$output" == *"no way to attach page_added on this kernel: tried fentry:filemap_add_folio ("*"), fentry:add_to_page_cache_lru ("*"), tp_btf:mm_filemap_add_to_page_cache (excluded by --probe-mode)"*"kprobe:filemap_add_folio (kprobes not supported)"* ]]
 }
 
@@ -93,20 +90,6 @@ teardown() {
 }
 
 # ---- end to end: a file of $PAGES pages on a disk file system ----
-
-# disk_dir: a new directory on a file system with a real page cache
-# (tmpfs and ramfs pages never leave memory); sets DISK_DIR
-disk_dir() {
-	local base t
-	for base in "$BATS_TEST_TMPDIR" /var/tmp "$BATS_TEST_DIRNAME/.."; do
-		t=$(stat -f -c %T "$base" 2>/dev/null) || continue
-		case $t in tmpfs|ramfs|overlayfs|nfs*|fuse*) continue ;; esac
-		DISK_DIR=$(mktemp -d "$base/aiscope-cachestat.XXXXXX") || continue
-		TEST_DIRS+=("$DISK_DIR")
-		return 0
-	done
-	skip "no disk file system for the test file"
-}
 
 # start_serve: the test file, its pages evicted, held open by a reader;
 # sets FILE and SERVE_PID
@@ -337,25 +320,22 @@ warm_read_exact() {
 
 @test "cachestat --by container: a fake docker container's reads in one row; --container keeps only it" {
 	need_root
-	local root id
-	root=$(cgroup2_root) || skip "no cgroup2 mount"
-	id=$(random_hex64)
-	make_cgroup "$root/docker-$id.scope"
+	make_docker_cgroup
 	start_serve
-	move_to_cgroup "$root/docker-$id.scope" "$SERVE_PID"
+	move_to_cgroup "$CG" "$SERVE_PID"
 	drop_file
 	start_tool c cachestat -j --by container
 	local by=$TOOL_PID
-	start_tool k cachestat -j --container "${id:0:12}"
+	start_tool k cachestat -j --container "${CID:0:12}"
 	round USR1 read 1
 	stop_tool "$TOOL_PID"
 	stop_tool "$by"
 	all_json "$BATS_TEST_TMPDIR/c.out"
-	jq -e -s --arg id "$id" '[.[] | select(.type == "sample" and .container_id == $id)] |
+	jq -e -s --arg id "$CID" '[.[] | select(.type == "sample" and .container_id == $id)] |
 		length > 0 and all(.row == "container" and .runtime == "docker" and .pid == null)' \
 		"$BATS_TEST_TMPDIR/c.out"
 	local misses
-	misses=$(sum "$BATS_TEST_TMPDIR/c.out" ".container_id == \"$id\"" misses)
+	misses=$(sum "$BATS_TEST_TMPDIR/c.out" ".container_id == \"$CID\"" misses)
 	echo "container misses $misses"
 	within 5 "$misses" "$PAGES"
 	# the filter: the host line of the filtered run is the container alone
@@ -431,16 +411,14 @@ warm_read_exact() {
 @test "cachestat rows are drained every interval: its map does not grow" {
 	need_root
 	command -v bpftool > /dev/null || skip "bpftool missing"
-	local id n
+	local n
 	start_tool s cachestat --by file -C -i 300ms
 	# 300 files read once each
 	disk_dir
 	for i in $(seq 300); do echo "$i" > "$DISK_DIR/f$i"; done
 	cat "$DISK_DIR"/f* > /dev/null
 	sleep 1
-	id=$(map_id "$TOOL_PID" rows)
-	[ -n "$id" ]
-	n=$(bpftool map dump id "$id" | grep -c '"key"' || true)
+	n=$(map_entries "$TOOL_PID" rows)
 	echo "entries left in rows: $n"
 	[ "$n" -lt 100 ]
 	stop_tool "$TOOL_PID"

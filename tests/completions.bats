@@ -236,18 +236,26 @@ zsh_parse() {
 		}' | LC_ALL=C sort -u
 }
 
+# read_by_shell SHELL TEXT WHAT COMMAND...: sets READING to TEXT, the
+# options read from the completion file as text; where SHELL is installed
+# COMMAND (SHELL's own reading) must say the same (WHAT names the check)
+read_by_shell() {
+	local shell=$1 text=$2 what=$3
+	shift 3
+	READING=$text
+	command -v "$shell" > /dev/null 2>&1 || return 0
+	READING=$("$@")
+	same "$READING" "$text" "$what"
+}
+
 @test "zsh completion offers exactly the options of --help" {
-	local t help specs text
+	local t help specs
 	for t in $(tools); do
 		[ "$(head -n 1 "$BIN/completions/zsh/_$t")" = "#compdef $t" ]
-		text=$(zsh_specs_text "$t")
-		if command -v zsh >/dev/null 2>&1; then
-			specs=$(zsh_specs_zsh "$t")
-			# the text reading used where zsh is missing must agree with zsh
-			same "$specs" "$text" "zsh: specs of $t read as text vs by zsh"
-		else
-			specs=$text
-		fi
+		# the text reading used where zsh is missing must agree with zsh
+		read_by_shell zsh "$(zsh_specs_text "$t")" "zsh: specs of $t read as text vs by zsh" \
+			zsh_specs_zsh "$t"
+		specs=$READING
 		help=$(help_opts "$t")
 		same "$help" "$(printf '%s\n' "$specs" | zsh_parse)" "zsh: options of $t"
 		help=$(help_opts "$t" args)
@@ -299,24 +307,16 @@ fish_run_args() {
 }
 
 @test "fish completion offers exactly the options of --help" {
-	local t help got text
+	local t help
 	for t in $(tools); do
 		help=$(help_opts "$t")
-		text=$(fish_text "$t")
-		if command -v fish >/dev/null 2>&1; then
-			got=$(fish_run "$t")
-			same "$got" "$text" "fish: options of $t read as text vs offered by fish"
-		else
-			got=$text
-		fi
-		same "$help" "$got" "fish: options of $t"
+		read_by_shell fish "$(fish_text "$t")" "fish: options of $t read as text vs offered by fish" \
+			fish_run "$t"
+		same "$help" "$READING" "fish: options of $t"
 		help=$(help_opts "$t" args)
-		got=$(fish_text "$t" args)
-		if command -v fish >/dev/null 2>&1; then
-			same "$(fish_run_args "$t")" "$got" \
-				"fish: options of $t that take a value, read as text vs by fish"
-		fi
-		same "$help" "$got" "fish: options of $t that take a value"
+		read_by_shell fish "$(fish_text "$t" args)" \
+			"fish: options of $t that take a value, read as text vs by fish" fish_run_args "$t"
+		same "$help" "$READING" "fish: options of $t that take a value"
 	done
 }
 

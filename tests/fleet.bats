@@ -93,12 +93,19 @@ start_server() {
 # a fake docker container on the cgroup2 hierarchy with a contending
 # process (4 threads on CPU 0) in it: sets CID, CONTEND_PID
 start_container_workload() {
-	local root
-	root=$(cgroup2_root) || skip "no cgroup2 mount"
-	CID=$(random_hex64)
-	make_cgroup "$root/docker-$CID.scope"
+	make_docker_cgroup
 	start_contend w 4 0 250
-	move_to_cgroup "$root/docker-$CID.scope" "$CONTEND_PID"
+	move_to_cgroup "$CG" "$CONTEND_PID"
+}
+
+# where_not_who FILE [LABELS]: a metrics file's labels say where, never
+# who (no pid, tid or comm label, nor LABELS, an extended regex of more
+# names); promtool accepts it where it is installed
+where_not_who() {
+	! grep -Eq "(^|[{,])(pid|tid|comm${2:+|$2})=" "$1" || false
+	if command -v promtool > /dev/null; then
+		promtool check metrics < "$1"
+	fi
 }
 
 # json_sum FILE KEY: KEY summed over the schedlat samples of container CID
@@ -260,7 +267,7 @@ normalize() {
 
 @test "schedlat --prometheus: the file's series equal the JSON exactly and the kernel's run_delay" {
 	need_root
-	local f=$BATS_TEST_TMPDIR/tf/schedlat.prom cg before after nb na sel n
+	local f=$BATS_TEST_TMPDIR/tf/schedlat.prom cg sel n
 	mkdir -p "$BATS_TEST_TMPDIR/tf"
 	start_container_workload
 	start_tool s schedlat -j --by cgroup --container "${CID:0:12}" --prometheus "$f"
@@ -268,12 +275,7 @@ normalize() {
 	grep -q '^aiscope_build_info{tool="schedlat",version="[0-9.]*",kernel="'"$(uname -r)"'"} 1$' "$f"
 	[ "$(prom_value "$f" 'aiscope_lost_events_total{tool="schedlat",kind="ringbuf_full"}')" = 0 ]
 	[ "$(prom_value "$f" 'aiscope_lost_events_total{tool="schedlat",kind="recursion_misses"}')" = 0 ]
-	before=$(sum_run_delay "$CONTEND_PID")
-	nb=$(sum_nivcsw "$CONTEND_PID")
-	contend_round w "$CONTEND_PID" 1
-	contend_round w "$CONTEND_PID" 2
-	after=$(sum_run_delay "$CONTEND_PID")
-	na=$(sum_nivcsw "$CONTEND_PID")
+	contend_measured w
 	stop_tool "$TOOL_PID"
 	all_json "$BATS_TEST_TMPDIR/s.out"
 	[ -z "$(compgen -G "$f.tmp*")" ]
@@ -302,14 +304,10 @@ normalize() {
 	[ "$(grep -c "^aiscope_schedlat_wait_seconds_bucket" "$f")" -eq 28 ]
 	grep "^aiscope_schedlat_wait_seconds_bucket" "$f" | awk '$NF < prev { exit 1 } { prev = $NF }'
 	# and the kernel's own figures
-	echo "run_delay delta $((after - before)) ns, nivcsw delta $((na - nb))"
-	within 10 "$(json_sum "$BATS_TEST_TMPDIR/s.out" wait_ns)" "$((after - before))"
-	within 5 "$(prom_value "$f" "aiscope_schedlat_preemptions_total$sel")" "$((na - nb))"
-	# labels say where, never who
-	! grep -Eq '(^|[{,])(pid|tid|comm)=' "$f" || false
-	if command -v promtool > /dev/null; then
-		promtool check metrics < "$f"
-	fi
+	echo "run_delay delta $RUN_DELAY ns, nivcsw delta $NIVCSW"
+	within 10 "$(json_sum "$BATS_TEST_TMPDIR/s.out" wait_ns)" "$RUN_DELAY"
+	within 5 "$(prom_value "$f" "aiscope_schedlat_preemptions_total$sel")" "$NIVCSW"
+	where_not_who "$f"
 }
 
 # ---- --listen ----
@@ -432,7 +430,7 @@ normalize() {
 @test "a Prometheus server scrapes schedlat and its API returns the workload's figures" {
 	need_root
 	command -v prometheus > /dev/null || skip "prometheus is not installed"
-	local url target pport api before after nb na i want got pre wait
+	local url target pport api i want got pre wait
 	start_container_workload
 	start_tool s schedlat -j --by cgroup --container "${CID:0:12}" --listen 127.0.0.1:0
 	url=$(metrics_url "$BATS_TEST_TMPDIR/s.err")
@@ -453,12 +451,7 @@ normalize() {
 		--log.level=warn
 	pport=$SERVER_PORT
 	api=http://127.0.0.1:$pport/api/v1
-	before=$(sum_run_delay "$CONTEND_PID")
-	nb=$(sum_nivcsw "$CONTEND_PID")
-	contend_round w "$CONTEND_PID" 1
-	contend_round w "$CONTEND_PID" 2
-	after=$(sum_run_delay "$CONTEND_PID")
-	na=$(sum_nivcsw "$CONTEND_PID")
+	contend_measured w
 	# the workload is idle now: wait for an interval to close, then for a
 	# scrape that has it; the JSON's totals are final
 	sleep 1.5
@@ -482,10 +475,10 @@ normalize() {
 	[ "$(q "aiscope_schedlat_wait_seconds_count{container_id=\"$CID\"}")" = "$want" ]
 	[ "$(q "aiscope_schedlat_wait_seconds_bucket{container_id=\"$CID\",le=\"+Inf\"}")" = "$want" ]
 	wait=$(q "aiscope_schedlat_wait_seconds_sum{container_id=\"$CID\"} * 1e9")
-	echo "wait: JSON $(json_sum "$BATS_TEST_TMPDIR/s.out" wait_ns) ns, Prometheus $wait, run_delay $((after - before))"
+	echo "wait: JSON $(json_sum "$BATS_TEST_TMPDIR/s.out" wait_ns) ns, Prometheus $wait, run_delay $RUN_DELAY"
 	within 0.0001 "$wait" "$(json_sum "$BATS_TEST_TMPDIR/s.out" wait_ns)"
-	within 10 "$wait" "$((after - before))"
-	within 5 "$pre" "$((na - nb))"
+	within 10 "$wait" "$RUN_DELAY"
+	within 5 "$pre" "$NIVCSW"
 	# PromQL over the histogram works: the p50 lies between two edges
 	got=$(q "histogram_quantile(0.5, sum by (le) (aiscope_schedlat_wait_seconds_bucket{container_id=\"$CID\"}))")
 	awk -v v="$got" 'BEGIN { exit !(v > 0 && v < 68.8) }'
@@ -520,19 +513,6 @@ normalize() {
 }
 
 # ---- cachestat ----
-
-# a directory on a file system with a real page cache; sets DISK_DIR
-disk_dir() {
-	local base t
-	for base in "$BATS_TEST_TMPDIR" /var/tmp "$TOP"; do
-		t=$(stat -f -c %T "$base" 2>/dev/null) || continue
-		case $t in tmpfs|ramfs|overlayfs|nfs*|fuse*) continue ;; esac
-		DISK_DIR=$(mktemp -d "$base/aiscope-fleet.XXXXXX") || continue
-		TEST_DIRS+=("$DISK_DIR")
-		return 0
-	done
-	skip "no disk file system for the test file"
-}
 
 # prom_sum FILE NAME LABEL_REGEX: a metric summed over its series whose
 # labels match
@@ -576,23 +556,18 @@ prom_sum() {
 	[ "$got" -eq "$want" ]
 	within 5 "$got" "$pages"
 	grep -Eq '^aiscope_cachestat_cached_bytes [0-9]+$' "$f"
-	! grep -Eq '(^|[{,])(pid|tid|comm)=' "$f" || false
-	if command -v promtool > /dev/null; then
-		promtool check metrics < "$f"
-	fi
+	where_not_who "$f"
 }
 
 # ---- ipcsnoop ----
 
 @test "ipcsnoop --prometheus: bytes by cgroup and kind equal the JSON exactly and a pipe's true size" {
 	need_root
-	local f=$BATS_TEST_TMPDIR/ipcsnoop.prom root n=3000000 k want got sel
-	root=$(cgroup2_root) || skip "no cgroup2 mount"
-	CID=$(random_hex64)
-	make_cgroup "$root/docker-$CID.scope"
+	local f=$BATS_TEST_TMPDIR/ipcsnoop.prom n=3000000 k want got sel
+	make_docker_cgroup
 	start_tool s ipcsnoop -j -r 0 --prometheus "$f"
 	# a pipe in the container: exactly n bytes written and read
-	sh -c "echo \$\$ > '$root/docker-$CID.scope/cgroup.procs' && head -c $n /dev/zero | cat > /dev/null"
+	sh -c "echo \$\$ > '$CG/cgroup.procs' && head -c $n /dev/zero | cat > /dev/null"
 	sleep 0.5
 	stop_tool "$TOOL_PID"
 	all_json "$BATS_TEST_TMPDIR/s.out"
@@ -609,10 +584,7 @@ prom_sum() {
 		echo "${k%:*}: JSON $want, metrics $got"
 		[ "$got" -eq "$want" ]
 	done
-	! grep -Eq '(^|[{,])(pid|tid|comm)=' "$f" || false
-	if command -v promtool > /dev/null; then
-		promtool check metrics < "$f"
-	fi
+	where_not_who "$f"
 	run "$BIN/ipcsnoop" -e --prometheus "$f"
 	[ "$status" -eq 2 ]
 }
@@ -621,15 +593,13 @@ prom_sum() {
 
 @test "socketsnoop --prometheus: bytes and calls by cgroup, direction and protocol equal the JSON and what netpair moved" {
 	need_root
-	local f=$BATS_TEST_TMPDIR/socketsnoop.prom root n=1000000 k=4096 key want got sel np crx srx
-	root=$(cgroup2_root) || skip "no cgroup2 mount"
-	CID=$(random_hex64)
-	make_cgroup "$root/docker-$CID.scope"
+	local f=$BATS_TEST_TMPDIR/socketsnoop.prom n=1000000 k=4096 key want got sel np crx srx
+	make_docker_cgroup
 	start_tool s socketsnoop -j -r 0 --prometheus "$f"
 	# both ends in the container: the client sends n bytes in 100 calls,
 	# the server answers k in 2
 	np=$BATS_TEST_TMPDIR/np.out
-	sh -c "echo \$\$ > '$root/docker-$CID.scope/cgroup.procs' &&
+	sh -c "echo \$\$ > '$CG/cgroup.procs' &&
 		exec '$HELPERS/netpair' tcp4 -n $n -m 100 -k $k -l 2" > "$np"
 	sleep 0.5
 	stop_tool "$TOOL_PID"
@@ -654,10 +624,7 @@ prom_sum() {
 		echo "${key##*:}: JSON $want, metrics $got"
 		[ "$got" -eq "$want" ]
 	done
-	! grep -Eq '(^|[{,])(pid|tid|comm|[a-z]*addr|[a-z]*port)=' "$f" || false
-	if command -v promtool > /dev/null; then
-		promtool check metrics < "$f"
-	fi
+	where_not_who "$f" '[a-z]*addr|[a-z]*port'
 	run "$BIN/socketsnoop" -e --prometheus "$f"
 	[ "$status" -eq 2 ]
 	run "$BIN/socketsnoop" --io --listen 127.0.0.1:0
@@ -797,10 +764,7 @@ hog_in_cg() {
 		[ "$(prom_value "$f" "aiscope_oomwatch_large_allocations_total${sel/mmap/$sys}")" -eq 0 ]
 		[ "$(prom_value "$f" "aiscope_oomwatch_large_allocation_bytes_total${sel/mmap/$sys}")" -eq 0 ]
 	done
-	! grep -Eq '(^|[{,])(pid|tid|comm)=' "$f" || false
-	if command -v promtool > /dev/null; then
-		promtool check metrics < "$f"
-	fi
+	where_not_who "$f"
 }
 
 @test "oomwatch --listen: a scrape has every cgroup's gauges and memory.events exactly; a new value at the next poll" {

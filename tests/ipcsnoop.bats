@@ -222,12 +222,9 @@ run_every_mechanism() {
 
 @test "ipcsnoop -c keeps exactly the channels of processes in a cgroup" {
 	need_root
-	local root dir
-	root=$(cgroup2_root) || skip "no cgroup2 mount"
-	dir=$root/aiscope-ipc-$$
-	make_cgroup "$dir"
-	start_tool s ipcsnoop -j -i 60 -c "$dir"
-	sh -c 'echo $$ > "$1/cgroup.procs"; exec "$2" pipe 7 333' sh "$dir" "$HELPERS/ipcload" \
+	make_test_cgroup aiscope-ipc
+	start_tool s ipcsnoop -j -i 60 -c "$CG"
+	sh -c 'echo $$ > "$1/cgroup.procs"; exec "$2" pipe 7 333' sh "$CG" "$HELPERS/ipcload" \
 		>> "$BATS_TEST_TMPDIR/truth"
 	"$HELPERS/ipcload" pipe 5 100 > "$BATS_TEST_TMPDIR/outside"
 	stop_tool "$TOOL_PID"
@@ -365,15 +362,13 @@ pairs_in_cgroup() {
 
 @test "ipcsnoop: the run's table and the name cache stay within their caps; what they forget is counted exactly" {
 	need_root
-	local root dir out=$BATS_TEST_TMPDIR/s.out
-	root=$(cgroup2_root) || skip "no cgroup2 mount"
-	dir=$root/aiscope-ipccap-$$
-	make_cgroup "$dir"
+	local out=$BATS_TEST_TMPDIR/s.out
+	make_test_cgroup aiscope-ipccap
 	# caps lowered (hidden test knobs): 100 rows, names for 20 channels more
 	export AISCOPE_TEST_CAP_IPC_RUN_ROWS=100 AISCOPE_TEST_CAP_IPC_NAMES_SLACK=20
 	# below them: 40 socketpairs, 80 rows, every edge exact, nothing forgotten
-	start_tool s ipcsnoop -j -i 200ms --kind unix -c "$dir"
-	pairs_in_cgroup "$dir" 40
+	start_tool s ipcsnoop -j -i 200ms --kind unix -c "$CG"
+	pairs_in_cgroup "$CG" 40
 	sleep 0.3
 	stop_tool "$TOOL_PID"
 	all_json "$out"
@@ -384,8 +379,8 @@ pairs_in_cgroup() {
 	tail -1 "$out" | jq -e '.edge_rows == 80 and .edge_rows_dropped == 0 and .names_forgotten == 0 and .names_cached == 40'
 	! grep -q 'forgotten' "$BATS_TEST_TMPDIR/s.err" || false
 	# 300 socketpairs, 600 rows (one write, one read each), 300 names
-	start_tool s ipcsnoop -j -i 200ms --kind unix -c "$dir"
-	pairs_in_cgroup "$dir" 300
+	start_tool s ipcsnoop -j -i 200ms --kind unix -c "$CG"
+	pairs_in_cgroup "$CG" 300
 	sleep 0.3
 	stop_tool "$TOOL_PID"
 	all_json "$out"

@@ -18,6 +18,22 @@ need_root() {
 	[ "$(id -u)" -eq 0 ] || skip "needs root"
 }
 
+# need_no_kprobes: skips the test on a kernel with kprobes (where an
+# impossible --probe-mode needs a kernel without them)
+need_no_kprobes() {
+	if grep -q '^kprobe ' /proc/kallsyms 2>/dev/null && [ -e /sys/bus/event_source/devices/kprobe ]; then
+		skip "this kernel has kprobes"
+	fi
+}
+
+# run_exit_77 COMMAND ARGS...: bats' run of it; it must exit 77 with one
+# line, in $output
+run_exit_77() {
+	run "$@"
+	[ "$status" -eq 77 ]
+	[ "${#lines[@]}" -eq 1 ]
+}
+
 # nobody_copy PROGRAM: copies PROGRAM to a world-readable directory (the
 # checkout may sit under one that nobody cannot enter); sets NOBODY_BIN.
 # Call it in the test's own shell, so that teardown removes the copy.
@@ -297,17 +313,36 @@ proc_gone() {
 	[ -z "$st" ] || [ "$st" = Z ]
 }
 
-# sum_task_field PID FILE AWK_EXPR: sums a per-thread figure over /proc/PID/task
+# sum_task_field PID FILE REGEX FIELD: sums a per-thread figure over
+# /proc/PID/task: FIELD of the line of each thread's FILE that REGEX matches
+sum_task_field() {
+	cat /proc/"$1"/task/*/"$2" | awk -v re="$3" -v f="$4" '$0 ~ re {s += $f} END {printf "%.0f\n", s}'
+}
+
+# the kernel's run_delay (ns), nonvoluntary switches and migrations of PID
 sum_run_delay() {
-	cat /proc/"$1"/task/*/schedstat | awk '{s += $2} END {printf "%.0f\n", s}'
+	sum_task_field "$1" schedstat '' 2
 }
 
 sum_nivcsw() {
-	cat /proc/"$1"/task/*/status | awk '/^nonvoluntary_ctxt_switches/ {s += $2} END {printf "%.0f\n", s}'
+	sum_task_field "$1" status '^nonvoluntary_ctxt_switches' 2
 }
 
 sum_migrations() {
-	cat /proc/"$1"/task/*/sched | awk '/^se.nr_migrations/ {s += $3} END {printf "%.0f\n", s}'
+	sum_task_field "$1" sched '^se.nr_migrations' 3
+}
+
+# contend_measured NAME: two rounds of contend NAME ($CONTEND_PID), with the
+# kernel's figures around them: sets RUN_DELAY, the run_delay delta (ns),
+# and NIVCSW, the nonvoluntary_ctxt_switches delta
+contend_measured() {
+	local before nb
+	before=$(sum_run_delay "$CONTEND_PID")
+	nb=$(sum_nivcsw "$CONTEND_PID")
+	contend_round "$1" "$CONTEND_PID" 1
+	contend_round "$1" "$CONTEND_PID" 2
+	RUN_DELAY=$(($(sum_run_delay "$CONTEND_PID") - before))
+	NIVCSW=$(($(sum_nivcsw "$CONTEND_PID") - nb))
 }
 
 # within PCT A B: |A - B| <= PCT% of B
@@ -363,6 +398,15 @@ map_id() {
 		bpftool map show id "$m" | grep -q " name $2 " && { echo "$m"; return 0; }
 	done
 	return 1
+}
+
+# map_entries PID NAME: how many entries the BPF map NAME of process PID
+# holds (fails when PID has no such map)
+map_entries() {
+	local id
+	id=$(map_id "$1" "$2")
+	[ -n "$id" ] || return 1
+	bpftool map dump id "$id" | grep -c '"key"' || true
 }
 
 # every line of FILE is valid JSON (and, at teardown, valid against its
@@ -522,6 +566,39 @@ cgroup2_root() {
 
 random_hex64() {
 	od -An -N32 -tx1 /dev/urandom | tr -d ' \n'
+}
+
+# disk_dir: a new directory on a file system with a real page cache
+# (tmpfs and ramfs pages never leave memory), removed by the teardown;
+# sets DISK_DIR
+disk_dir() {
+	local base t name=${BATS_TEST_FILENAME##*/}
+	for base in "$BATS_TEST_TMPDIR" /var/tmp "$BATS_TEST_DIRNAME/.."; do
+		t=$(stat -f -c %T "$base" 2>/dev/null) || continue
+		case $t in tmpfs|ramfs|overlayfs|nfs*|fuse*) continue ;; esac
+		DISK_DIR=$(mktemp -d "$base/aiscope-${name%.bats}.XXXXXX") || continue
+		TEST_DIRS+=("$DISK_DIR")
+		return 0
+	done
+	skip "no disk file system for the test file"
+}
+
+# make_docker_cgroup: the cgroup of a fake docker container, made under the
+# cgroup2 mount (the test skipped where there is none) and removed by the
+# teardown: sets CG_ROOT (the mount), CID (its 64-hex id) and CG (its path)
+make_docker_cgroup() {
+	CG_ROOT=$(cgroup2_root) || skip "no cgroup2 mount"
+	CID=$(random_hex64)
+	CG=$CG_ROOT/docker-$CID.scope
+	make_cgroup "$CG"
+}
+
+# make_test_cgroup NAME: likewise a cgroup NAME-PID of this test's own:
+# sets CG_ROOT and CG
+make_test_cgroup() {
+	CG_ROOT=$(cgroup2_root) || skip "no cgroup2 mount"
+	CG=$CG_ROOT/$1-$$
+	make_cgroup "$CG"
 }
 
 aiscope_teardown() {

@@ -73,11 +73,8 @@ teardown() {
 	done
 	need_root
 	# this host has neither fentry (EPERM) nor kprobes
-	grep -q '^kprobe ' /proc/kallsyms 2>/dev/null && [ -e /sys/bus/event_source/devices/kprobe ] &&
-		skip "this kernel has kprobes"
-	run "$BIN/schedlat" --probe-mode fentry,kprobe -d 1
-	[ "$status" -eq 77 ]
-	[ "${#lines[@]}" -eq 1 ]
+	need_no_kprobes
+	run_exit_77 "$BIN/schedlat" --probe-mode fentry,kprobe -d 1
 	[[ "$output" == *"no way to attach sched_wakeup on this kernel: tried tp_btf:sched_wakeup (excluded by --probe-mode), raw_tp:sched_wakeup (excluded by --probe-mode), tracepoint:sched/sched_wakeup (excluded by --probe-mode), fentry:ttwu_do_activate ("*"), kprobe:ttwu_do_activate (kprobes not supported)"* ]]
 }
 
@@ -87,25 +84,20 @@ teardown() {
 # tool's total wait for the process equals the run_delay delta within 10%,
 # and its preemptions equal the delta of nonvoluntary_ctxt_switches.
 check_wait() {
-	local mode=$1 before after nb na truth tool pre
+	local mode=$1 truth tool pre
 	start_contend w 4 0 250
 	start_tool s schedlat -j -p "$CONTEND_PID" --probe-mode "$mode"
-	before=$(sum_run_delay "$CONTEND_PID")
-	nb=$(sum_nivcsw "$CONTEND_PID")
-	contend_round w "$CONTEND_PID" 1
-	contend_round w "$CONTEND_PID" 2
-	after=$(sum_run_delay "$CONTEND_PID")
-	na=$(sum_nivcsw "$CONTEND_PID")
+	contend_measured w
 	stop_tool "$TOOL_PID"
 	all_json "$BATS_TEST_TMPDIR/s.out"
-	truth=$((after - before))
+	truth=$RUN_DELAY
 	tool=$(jq -s '[.[] | select(.type == "sample" and .row == "pid") | .wait_ns] | add' "$BATS_TEST_TMPDIR/s.out")
 	echo "mode $mode: run_delay delta $truth ns, schedlat $tool ns"
 	[ "$truth" -gt 500000000 ]	# the workload really contended
 	within 10 "$tool" "$truth"
 	pre=$(jq -s '[.[] | select(.type == "sample" and .row == "pid") | .preemptions] | add' "$BATS_TEST_TMPDIR/s.out")
-	echo "nivcsw delta $((na - nb)), schedlat preemptions $pre"
-	within 5 "$pre" "$((na - nb))"
+	echo "nivcsw delta $NIVCSW, schedlat preemptions $pre"
+	within 5 "$pre" "$NIVCSW"
 	# only the filtered process is reported, and the host line sums it
 	jq -e -s --argjson p "$CONTEND_PID" 'all(.[] | select(.type == "sample" and .row == "pid"); .pid == $p)' \
 		"$BATS_TEST_TMPDIR/s.out"
@@ -219,30 +211,25 @@ check_cgroup_filter() {
 
 @test "schedlat --container keeps one fake docker container and names it" {
 	need_root
-	local root id
-	root=$(cgroup2_root) || skip "no cgroup2 mount"
-	id=$(random_hex64)
-	make_cgroup "$root/docker-$id.scope"
-	check_cgroup_filter "$root/docker-$id.scope" --container "${id:0:12}"
-	jq -e -s --arg id "$id" '[.[] | select(.type == "sample" and .row == "pid")] |
+	make_docker_cgroup
+	check_cgroup_filter "$CG" --container "${CID:0:12}"
+	jq -e -s --arg id "$CID" '[.[] | select(.type == "sample" and .row == "pid")] |
 		all(.container_id == $id and .runtime == "docker")' "$BATS_TEST_TMPDIR/s.out"
 	# --by container: one row for it, the same total wait as its process
-	run "$BIN/schedlat" -j --by container --container "${id:0:8}" -d 0.3
+	run "$BIN/schedlat" -j --by container --container "${CID:0:8}" -d 0.3
 	[ "$status" -eq 0 ]
 }
 
 @test "schedlat --by container groups a container's processes into one row" {
 	need_root
-	local root id a b
-	root=$(cgroup2_root) || skip "no cgroup2 mount"
-	id=$(random_hex64)
-	make_cgroup "$root/docker-$id.scope"
+	local a b
+	make_docker_cgroup
 	start_contend a 2 0 150
 	a=$CONTEND_PID
 	start_contend b 2 0 150
 	b=$CONTEND_PID
-	move_to_cgroup "$root/docker-$id.scope" "$a"
-	move_to_cgroup "$root/docker-$id.scope" "$b"
+	move_to_cgroup "$CG" "$a"
+	move_to_cgroup "$CG" "$b"
 	start_tool s schedlat -j --by container
 	start_tool p schedlat -j -p "$a,$b"
 	local before after
@@ -252,11 +239,11 @@ check_cgroup_filter() {
 	after=$(($(sum_run_delay "$a") + $(sum_run_delay "$b")))
 	stop_tool "$TOOL_PID"
 	stop_tool "${TEST_PIDS[2]}"
-	jq -e -s --arg id "$id" '[.[] | select(.type == "sample" and .container_id == $id)] |
+	jq -e -s --arg id "$CID" '[.[] | select(.type == "sample" and .container_id == $id)] |
 		length > 0 and all(.row == "container" and .runtime == "docker" and .pid == null)' \
 		"$BATS_TEST_TMPDIR/s.out"
 	# the container's row holds both processes' waits: the kernel's run_delay
-	within 10 "$(jq -s --arg id "$id" '[.[] | select(.type == "sample" and .container_id == $id) | .wait_ns] | add' "$BATS_TEST_TMPDIR/s.out")" \
+	within 10 "$(jq -s --arg id "$CID" '[.[] | select(.type == "sample" and .container_id == $id) | .wait_ns] | add' "$BATS_TEST_TMPDIR/s.out")" \
 		"$((after - before))"
 	within 10 "$(jq -s '[.[] | select(.type == "sample" and .row == "pid") | .wait_ns] | add' "$BATS_TEST_TMPDIR/p.out")" \
 		"$((after - before))"
@@ -381,7 +368,7 @@ check_cgroup_filter() {
 @test "schedlat forgets exited tasks: its per-task map stays small" {
 	need_root
 	command -v bpftool > /dev/null || skip "bpftool missing"
-	local n id
+	local n
 	start_tool s schedlat -C -i 10s
 	# 300 short-lived processes, each woken at least once
 	local kids=()
@@ -390,9 +377,7 @@ check_cgroup_filter() {
 		kids+=($!)
 	done
 	wait "${kids[@]}"
-	id=$(map_id "$TOOL_PID" enqueued)
-	[ -n "$id" ]
-	n=$(bpftool map dump id "$id" | grep -c '"key"' || true)
+	n=$(map_entries "$TOOL_PID" enqueued)
 	echo "entries left in enqueued: $n"
 	[ "$n" -lt 60 ]
 	stop_tool "$TOOL_PID"

@@ -62,9 +62,7 @@ chosen() {
 	# this host has no working fentry (EPERM)
 	run "$BIN/socketsnoop" --list-probes --probe-mode fentry
 	echo "$output" | grep -E '^send +fexit .*chosen' && skip "fentry works on this kernel"
-	run "$BIN/socketsnoop" --probe-mode fentry -d 1
-	[ "$status" -eq 77 ]
-	[ "${#lines[@]}" -eq 1 ]
+	run_exit_77 "$BIN/socketsnoop" --probe-mode fentry -d 1
 	[[ "$output" == *"no way to attach send on this kernel: tried fexit:tcp_sendmsg ("*"tp_btf:sock_send_length (excluded by --probe-mode)"* ]]
 }
 
@@ -341,21 +339,25 @@ three_pairs() {
 	C=("$SPID" "$CPID")
 }
 
-# has PID...: each has samples; lacks PID...: none has
-has() {
-	local p
+# flows_are true|false WHY PID...: whether each PID has samples; WHY (a
+# printf format of the PID) says what is wrong when one does not
+flows_are() {
+	local want=$1 why=$2 p
+	shift 2
 	for p in "$@"; do
-		jq -e -s --argjson p "$p" 'any(.[]; .type == "sample" and .pid == $p)' "$BATS_TEST_TMPDIR/s.out" > /dev/null ||
-			{ echo "no flow of pid $p"; return 1; }
+		jq -e -s --argjson p "$p" --argjson want "$want" \
+			'any(.[]; .type == "sample" and .pid == $p) == $want' "$BATS_TEST_TMPDIR/s.out" > /dev/null ||
+			{ printf "$why\n" "$p"; return 1; }
 	done
 }
 
+# has PID...: each has samples; lacks PID...: none has
+has() {
+	flows_are true "no flow of pid %s" "$@"
+}
+
 lacks() {
-	local p
-	for p in "$@"; do
-		jq -e -s --argjson p "$p" 'any(.[]; .type == "sample" and .pid == $p) | not' "$BATS_TEST_TMPDIR/s.out" > /dev/null ||
-			{ echo "pid $p should be left out"; return 1; }
-	done
+	flows_are false "pid %s should be left out" "$@"
 }
 
 # every sample satisfies a jq condition
@@ -411,15 +413,27 @@ all_rows() {
 	all_rows '.comm == "ss-filt"'
 }
 
+# held_netpair PROTO: netpair np, 3000 bytes in 3 messages over PROTO,
+# its server up (np.out) but held until release_netpair, which waits for
+# both ends' results
+held_netpair() {
+	NP_GO=$BATS_TEST_TMPDIR/np.go
+	rm -f "$NP_GO"
+	start_bg np "$HELPERS/netpair" "$1" -n 3000 -m 3 -W "$NP_GO"
+	wait_for "$BATS_TEST_TMPDIR/np.out" '^server'
+}
+
+release_netpair() {
+	touch "$NP_GO"
+	wait_for "$BATS_TEST_TMPDIR/np.out" '^server_result'
+}
+
 @test "socketsnoop -P keeps the flows of one port, either end" {
 	need_root
-	local go=$BATS_TEST_TMPDIR/go
-	start_bg np "$HELPERS/netpair" tcp4 -n 3000 -m 3 -W "$go"
-	wait_for "$BATS_TEST_TMPDIR/np.out" '^server'
+	held_netpair tcp4
 	SPORT=$(kv "$BATS_TEST_TMPDIR/np.out" server ports)
 	start_ss -j -i 200ms -P "$SPORT,1"
-	touch "$go"
-	wait_for "$BATS_TEST_TMPDIR/np.out" '^server_result'
+	release_netpair
 	pair b tcp6 -n 2000 -m 4
 	B=("$SPID" "$CPID")
 	read_pair np
@@ -432,13 +446,10 @@ all_rows() {
 
 @test "socketsnoop -p keeps one process" {
 	need_root
-	local go=$BATS_TEST_TMPDIR/go
-	start_bg np "$HELPERS/netpair" tcp4 -n 3000 -m 3 -W "$go"
-	wait_for "$BATS_TEST_TMPDIR/np.out" '^server'
+	held_netpair tcp4
 	SPID=$(kv "$BATS_TEST_TMPDIR/np.out" server pid)
 	start_ss -j -i 200ms -p "$SPID"
-	touch "$go"
-	wait_for "$BATS_TEST_TMPDIR/np.out" '^server_result'
+	release_netpair
 	read_pair np
 	stop_and_check_json
 	has "$SPID"
@@ -461,31 +472,25 @@ in_container_check() {
 
 @test "socketsnoop --container and -c keep the processes of a fake docker container" {
 	need_root
-	local root id go=$BATS_TEST_TMPDIR/go f=$BATS_TEST_TMPDIR/s.out
-	root=$(cgroup2_root) || skip "no cgroup2 mount"
-	id=$(random_hex64)
-	make_cgroup "$root/docker-$id.scope"
-	start_bg np "$HELPERS/netpair" udp4 -n 3000 -m 3 -W "$go"
-	wait_for "$BATS_TEST_TMPDIR/np.out" '^server'
+	local f=$BATS_TEST_TMPDIR/s.out
+	make_docker_cgroup
+	held_netpair udp4
 	SPID=$(kv "$BATS_TEST_TMPDIR/np.out" server pid)
-	move_to_cgroup "$root/docker-$id.scope" "$SPID"
-	start_ss -j -i 200ms --container "${id:0:12}"
-	touch "$go"
-	wait_for "$BATS_TEST_TMPDIR/np.out" '^server_result'
+	move_to_cgroup "$CG" "$SPID"
+	start_ss -j -i 200ms --container "${CID:0:12}"
+	release_netpair
 	in_container_check
-	all_rows ".container_id == \"$id\" and .runtime == \"docker\""
+	all_rows ".container_id == \"$CID\" and .runtime == \"docker\""
 	# the same with -c on the directory
 	aiscope_teardown || true
-	make_cgroup "$root/docker-$id.scope"
-	start_bg np "$HELPERS/netpair" udp4 -n 3000 -m 3 -W "$go.2"
-	wait_for "$BATS_TEST_TMPDIR/np.out" '^server'
+	make_cgroup "$CG"
+	held_netpair udp4
 	SPID=$(kv "$BATS_TEST_TMPDIR/np.out" server pid)
-	move_to_cgroup "$root/docker-$id.scope" "$SPID"
-	start_ss -j -i 200ms -c "$root/docker-$id.scope"
-	touch "$go.2"
-	wait_for "$BATS_TEST_TMPDIR/np.out" '^server_result'
+	move_to_cgroup "$CG" "$SPID"
+	start_ss -j -i 200ms -c "$CG"
+	release_netpair
 	in_container_check
-	all_rows ".container_id == \"$id\""
+	all_rows ".container_id == \"$CID\""
 }
 
 # ---- output ----

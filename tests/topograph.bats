@@ -144,9 +144,7 @@ bounded() {
 	local dir=$BATS_TEST_TMPDIR/alone
 	mkdir -p "$dir"
 	cp "$BIN/topograph" "$dir/"
-	run env PATH=/usr/bin:/bin "$dir/topograph" -d 1
-	[ "$status" -eq 77 ]
-	[ "${#lines[@]}" -eq 1 ]
+	run_exit_77 env PATH=/usr/bin:/bin "$dir/topograph" -d 1
 	[[ "$output" == *"socketsnoop, ipcsnoop not found"* ]]
 	run env PATH=/usr/bin:/bin "$dir/topograph" -j -d 1 --with schedlat
 	[ "$status" -eq 77 ]
@@ -497,15 +495,12 @@ make_stubs() {
 	need_root
 	make_stubs
 	# the filters are its BPF side's too: the container must exist
-	local root id
-	root=$(cgroup2_root) || skip "no cgroup2 mount"
-	id=$(random_hex64)
-	make_cgroup "$root/docker-$id.scope"
+	make_docker_cgroup
 	run --separate-stderr env PATH=/usr/bin:/bin "$STUBS/topograph" -j -d 1 -p $$ --comm x \
-		-u 0 --container "${id:0:12}" --with schedlat
+		-u 0 --container "${CID:0:12}" --with schedlat
 	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
 	for t in socketsnoop ipcsnoop schedlat; do
-		[ "$(cat "$STUBS/$t.args")" = "--json --duration 1 --pid $$ --container ${id:0:12} --uid 0 --comm x" ]
+		[ "$(cat "$STUBS/$t.args")" = "--json --duration 1 --pid $$ --container ${CID:0:12} --uid 0 --comm x" ]
 	done
 	printf '%s\n' "$output" > "$BATS_TEST_TMPDIR/g.json"
 	all_json "$BATS_TEST_TMPDIR/g.json"
@@ -720,9 +715,7 @@ run_topology() {
 		[ "$(echo "$output" | grep -c " $mode .*chosen$")" -eq 3 ]
 	done
 	need_root
-	run "$BIN/topograph" --probe-mode fentry,kprobe -d 1
-	[ "$status" -eq 77 ]
-	[ "${#lines[@]}" -eq 1 ]
+	run_exit_77 "$BIN/topograph" --probe-mode fentry,kprobe -d 1
 	[[ "$output" == "topograph: no way to attach sched_process_fork on this kernel: tried tp_btf:sched_process_fork (excluded by --probe-mode), raw_tp:sched_process_fork (excluded by --probe-mode), tracepoint:sched/sched_process_fork (excluded by --probe-mode)" ]]
 }
 
@@ -730,9 +723,7 @@ run_topology() {
 	need_root
 	nobody_copy "$BIN/topograph"
 	cp "$BIN/socketsnoop" "$BIN/ipcsnoop" "${NOBODY_BIN%/*}/"
-	run "${AS_NOBODY[@]}" "$NOBODY_BIN" -d 1
-	[ "$status" -eq 77 ]
-	[ "${#lines[@]}" -eq 1 ]
+	run_exit_77 "${AS_NOBODY[@]}" "$NOBODY_BIN" -d 1
 	[[ "$output" == *"CAP_BPF"* ]]
 	run "${AS_NOBODY[@]}" "$NOBODY_BIN" -j -d 1
 	[ "$status" -eq 77 ]
@@ -802,20 +793,17 @@ lifecycle_capture() {
 
 @test "live lifecycle: a process gone with its cgroup keeps its cgroup and container" {
 	need_root
-	local root id
-	root=$(cgroup2_root) || skip "no cgroup2 mount"
-	id=$(random_hex64)
-	make_cgroup "$root/docker-$id.scope"
+	make_docker_cgroup
 	# the helper joins it, its child writes and exits, then it leaves the
 	# cgroup and removes it, as a container runtime does after a job: the
 	# tools resolve cgroup ids to paths when they end, too late
-	lifecycle_capture lc -- pipe 4096 0 "$root/docker-$id.scope"
-	[ ! -d "$root/docker-$id.scope" ]
+	lifecycle_capture lc -- pipe 4096 0 "$CG"
+	[ ! -d "$CG" ]
 	local child=${LC[3]}
 	[ "$(jg ".[] | select(.type==\"node\" and .pid==$child) | \"\(.cgroup) \(.container_id) \(.runtime) \(.exit_code)\"")" = \
-		"/docker-$id.scope $id docker 0" ]
+		"/docker-$CID.scope $CID docker 0" ]
 	# the edge's side says the same
-	[ "$(jg ".[] | select(.type==\"edge\" and .src.pid==$child) | \"\(.src.container_id) \(.bytes)\"")" = "$id 4096" ]
+	[ "$(jg ".[] | select(.type==\"edge\" and .src.pid==$child) | \"\(.src.container_id) \(.bytes)\"")" = "$CID 4096" ]
 	# a clean exit is no bottleneck
 	local id
 	id=$(jg ".[] | select(.type==\"node\" and .pid==$child) | .id")
@@ -864,13 +852,10 @@ lifecycle_capture() {
 
 @test "live lifecycle: -c keeps the cgroup's processes and leaves out the others" {
 	need_root
-	local root cg
-	root=$(cgroup2_root) || skip "no cgroup2 mount"
-	cg=$root/aiscope-topo-$$
-	make_cgroup "$cg"
-	start_tool topo topograph -j -d 120s --tree -c "$cg"
+	make_test_cgroup aiscope-topo
+	start_tool topo topograph -j -d 120s --tree -c "$CG"
 	start_bg out "$HELPERS/lifecycle" execs 3
-	start_bg in "$HELPERS/lifecycle" pipe 1000 3 "$cg"
+	start_bg in "$HELPERS/lifecycle" pipe 1000 3 "$CG"
 	wait_for "$BATS_TEST_TMPDIR/out.out" '^execs ' 30
 	wait_for "$BATS_TEST_TMPDIR/in.out" '^pipe ' 30
 	stop_tool "$TOOL_PID" INT
@@ -883,7 +868,7 @@ lifecycle_capture() {
 	[ "$(jg ".[] | select(.type==\"node\" and .pid==${in[3]}) | \"\(.ppid) \(.exit_code)\"")" = "${in[1]} 3" ]
 	# the processes outside it are not, nor anything but the cgroup's
 	[ "$(jg "[.[] | select(.type==\"node\" and (.pid==${out[1]} or .pid==${out[2]}))] | length")" -eq 0 ]
-	[ "$(jg '[.[] | select(.type=="node" and .execs != null) | .cgroup] | unique | join(",")')" = "/${cg##*/}" ]
+	[ "$(jg '[.[] | select(.type=="node" and .execs != null) | .cgroup] | unique | join(",")')" = "/${CG##*/}" ]
 	# the helper (alive, its parent from /proc) -> its child, as a dotted
 	# Mermaid link that Mermaid's own parser takes, where it is installed
 	"$BIN/topograph" --tree --mermaid "$BATS_TEST_TMPDIR/g.json" > "$BATS_TEST_TMPDIR/g.mmd"
@@ -922,14 +907,11 @@ lifecycle_capture() {
 
 @test "live lifecycle: a full map loses the processes beyond 8192, counted per event and reported" {
 	need_root
-	local root cg
-	root=$(cgroup2_root) || skip "no cgroup2 mount"
-	cg=$root/aiscope-topo-full-$$
-	make_cgroup "$cg"
-	start_tool topo topograph -j -d 300s -c "$cg"
+	make_test_cgroup aiscope-topo-full
+	start_tool topo topograph -j -d 300s -c "$CG"
 	# the helper joins the cgroup, then is exec'd (its record, the first),
 	# then forks 8300 children that exec and exit: 8191 fit
-	start_bg loop bash -c "echo \$\$ > $cg/cgroup.procs && exec $HELPERS/lifecycle loop 8300"
+	start_bg loop bash -c "echo \$\$ > $CG/cgroup.procs && exec $HELPERS/lifecycle loop 8300"
 	wait_for "$BATS_TEST_TMPDIR/loop.out" '^loop ' 120
 	stop_tool "$TOOL_PID" INT
 	cp "$BATS_TEST_TMPDIR/topo.out" "$BATS_TEST_TMPDIR/g.json"
