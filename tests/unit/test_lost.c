@@ -11,6 +11,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "t.h"
+#include "t_bpf.h"
 #include "opts.h"
 #include "run.h"
 #include "recursion.skel.h"
@@ -22,12 +23,8 @@ static const char *skip_why;
 
 static bool setup_bpf(void)
 {
-	if (geteuid() != 0) {
-		skip_why = "not root";
+	if ((skip_why = t_bpf_begin()))
 		return false;
-	}
-	if (!getenv("T_VERBOSE"))
-		libbpf_set_print(NULL);
 	skel = recursion_bpf__open();
 	if (!skel)
 		return false;

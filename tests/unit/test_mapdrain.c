@@ -91,6 +91,16 @@ static int count_keys(int fd)
 	return n;
 }
 
+/* what take saw: n entries, each with its own value, summing to sum; left
+ * keys stay in the map */
+static void check_taken(const struct seen *s, int n, uint64_t sum, int fd, int left)
+{
+	CHECK_EQ(s->n, n);
+	CHECK_EQ(s->sum, sum);
+	CHECK_EQ(s->bad, 0);
+	CHECK_EQ(count_keys(fd), left);
+}
+
 static void test_drain_all(void)
 {
 	struct seen s = { 0 };
@@ -101,10 +111,7 @@ static void test_drain_all(void)
 	if ((why = test_map(1000, &fd)))
 		SKIP(why);
 	CHECK_EQ(drain(fd, NULL, take, &s), 1000);
-	CHECK_EQ(s.n, 1000);
-	CHECK_EQ(s.sum, 999 * 1000 / 2);
-	CHECK_EQ(s.bad, 0);
-	CHECK_EQ(count_keys(fd), 0);
+	check_taken(&s, 1000, 999 * 1000 / 2, fd, 0);
 	/* an empty map: nothing */
 	CHECK_EQ(drain(fd, NULL, take, &s), 0);
 	CHECK_EQ(s.n, 1000);
@@ -123,11 +130,8 @@ static void test_drain_filter(void)
 	if ((why = test_map(600, &fd)))
 		SKIP(why);
 	CHECK_EQ(drain(fd, epoch_is, take, &s), 300);
-	CHECK_EQ(s.n, 300);
-	CHECK_EQ(s.bad, 0);
 	/* the odd ids, epoch 1 */
-	CHECK_EQ(s.sum, 300 * 300);
-	CHECK_EQ(count_keys(fd), 300);
+	check_taken(&s, 300, 300 * 300, fd, 300);
 	CHECK(!bpf_map_lookup_elem(fd, &k, &v));
 	k = (struct key){ .id = 5, .epoch = 1 };
 	CHECK(bpf_map_lookup_elem(fd, &k, &v) && errno == ENOENT);
@@ -136,9 +140,7 @@ static void test_drain_filter(void)
 	memset(&s, 0, sizeof(s));
 	s.closed = 0;
 	CHECK_EQ(drain(fd, epoch_is, take, &s), 300);
-	CHECK_EQ(s.sum, 299 * 300);
-	CHECK_EQ(s.bad, 0);
-	CHECK_EQ(count_keys(fd), 0);
+	check_taken(&s, 300, 299 * 300, fd, 0);
 	close(fd);
 }
 
@@ -157,10 +159,7 @@ static void test_walk(void)
 	if ((why = test_map(700, &fd)))
 		SKIP(why);
 	CHECK_EQ(map_walk(fd, sizeof(struct key), sizeof(struct val), visit, &s), 700);
-	CHECK_EQ(s.n, 700);
-	CHECK_EQ(s.sum, 699 * 700 / 2);
-	CHECK_EQ(s.bad, 0);
-	CHECK_EQ(count_keys(fd), 700);
+	check_taken(&s, 700, 699 * 700 / 2, fd, 700);
 	/* keys only: a count */
 	CHECK_EQ(map_walk(fd, sizeof(struct key), 0, NULL, NULL), 700);
 	close(fd);

@@ -119,27 +119,7 @@ static void test_row_alignment(void)
 			  "      1                 0 \n");
 }
 
-static void test_elide_only_when_longer(void)
-{
-	open_table(cols, 4, true);
-	row(7, "12345678", 1, "0123456789");		/* exactly the widths: kept */
-	row(7, "123456789", 1, "0123456789A");		/* one more: cut with ~ */
-	row(7, "averyverylongname", 1, "/system.slice/x.scope");
-	CHECK_STR(done(), "      7 12345678        1 0123456789\n"
-			  "      7 1234567~        1 012345678~\n"
-			  "      7 averyve~        1 /system.s~\n");
-}
-
-static void test_no_elide_when_wide(void)
-{
-	open_table(cols, 4, false);
-	row(7, "averyverylongname", 1, "/system.slice/x.scope");
-	row(8, "short", 2, "/b");
-	CHECK_STR(done(), "      7 averyverylongname        1 /system.slice/x.scope\n"
-			  "      8 short           2 /b\n");
-}
-
-/* one row of cols, and how it prints */
+/* rows of cols, each in a table of its own, and how they print */
 static void test_one_row(void)
 {
 	static const struct {
@@ -149,6 +129,16 @@ static void test_one_row(void)
 		uint64_t lat;
 		const char *cg, *want;
 	} c[] = {
+		/* elided only when longer: exactly the widths are kept, one more
+		 * is cut with ~ */
+		{ true, 7, "12345678", 1, "0123456789", "      7 12345678        1 0123456789\n" },
+		{ true, 7, "123456789", 1, "0123456789A", "      7 1234567~        1 012345678~\n" },
+		{ true, 7, "averyverylongname", 1, "/system.slice/x.scope",
+		  "      7 averyve~        1 /system.s~\n" },
+		/* not elided (wide): printed whole, the columns of a short row unmoved */
+		{ false, 7, "averyverylongname", 1, "/system.slice/x.scope",
+		  "      7 averyverylongname        1 /system.slice/x.scope\n" },
+		{ false, 8, "short", 2, "/b", "      8 short           2 /b\n" },
 		/* numbers are never truncated */
 		{ true, 123456789012ULL, "x", 18446744073709551615ULL, "/",
 		  "123456789012 x        18446744073709551615 /\n" },
@@ -272,8 +262,6 @@ int main(void)
 	RUN(test_time_column_only_with_timestamp);
 	RUN(test_header_last_right_aligned);
 	RUN(test_row_alignment);
-	RUN(test_elide_only_when_longer);
-	RUN(test_no_elide_when_wide);
 	RUN(test_one_row);
 	RUN(test_right_aligned_string_column);
 	RUN(test_fixed);

@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <bpf/libbpf.h>
 #include "t.h"
+#include "t_bpf.h"
 #include "uprobe.h"
 #include "aiscope_common.h"
 #include "uargs_lib.h"
@@ -569,12 +570,8 @@ static bool setup_bpf(void)
 	bool created;
 	int err = 0;
 
-	if (geteuid() != 0) {
-		bpf_skip_why = "not root";
+	if ((bpf_skip_why = t_bpf_begin()))
 		return false;
-	}
-	if (!getenv("T_VERBOSE"))
-		libbpf_set_print(NULL);
 	skel = uprobe_args_bpf__open();
 	if (!skel) {
 		printf("# cannot open the BPF object\n");
