@@ -328,11 +328,6 @@ static void run_op(const char *op)
 	fflush(stdout);
 }
 
-static void on_usr1(int sig)
-{
-	go = 1;
-}
-
 int main(int argc, char **argv)
 {
 	const char *rt_path = NULL, *drv_path = NULL;

@@ -3,8 +3,8 @@
  * What the two programs that call CUDA for gpulaunch's tests share:
  * tests/cuda/cudacall.c (the real libraries, dlopened) and
  * tests/helpers/cudastatic.c (the doubles linked in). The stream and
- * dimensions every launch passes, the flag SIGUSR1 sets, and the host
- * functions launched. Included after struct dim3 is defined.
+ * dimensions every launch passes, the flag SIGUSR1 sets and its handler,
+ * and the host functions launched. Included after struct dim3 is defined.
  */
 #ifndef AISCOPE_TEST_CUDA_HOST_FNS_H
 #define AISCOPE_TEST_CUDA_HOST_FNS_H
@@ -14,6 +14,12 @@
 #define STREAM ((void *)0x1234)
 static const struct dim3 grid = { 4, 2, 1 }, block = { 256, 1, 1 };
 static volatile sig_atomic_t go;
+
+/* SIGUSR1's handler: the test has attached, the calls may start */
+static void on_usr1(int sig)
+{
+	go = 1;
+}
 
 /* A stand-in for an nvcc kernel stub: its symbol is the mangled name of
  * vecAdd(float*, float*, float*, int), found by gpulaunch in .symtab */

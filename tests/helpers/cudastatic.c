@@ -103,11 +103,6 @@ static void run_op(const char *op)
 	fflush(stdout);
 }
 
-static void on_usr1(int sig)
-{
-	go = 1;
-}
-
 int main(int argc, char **argv)
 {
 	int i = 1;

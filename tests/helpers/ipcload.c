@@ -169,31 +169,42 @@ static void inode_name(char ch[64], const char *kind, int fd)
 	snprintf(ch, 64, "%s:[%lu]", kind, (unsigned long)st.st_ino);
 }
 
-/* A child reports its own truth line through the shared stdout. */
+/*
+ * One way between two processes: a writer (ipc-w, forked) puts n messages
+ * of size into wfd, the reader (ipc-r, this process) takes rfd to its end.
+ * Each reports its own truth line (KIND, channel ch) through the shared
+ * stdout.
+ */
+static int one_way(const char *kind, const char *ch, int rfd, int wfd, long n, long size,
+		   void (*put_one)(int fd, size_t n), long (*take_all)(int fd, long *calls))
+{
+	pid_t w = fork();
+	long calls = 0, got;
+
+	if (w == 0) {
+		name("ipc-w");
+		close(rfd);
+		for (long i = 0; i < n; i++)
+			put_one(wfd, size);
+		truth(kind, ch, "write", getpid(), "ipc-w", n, n * size);
+		_exit(0);
+	}
+	name("ipc-r");
+	close(wfd);
+	got = take_all(rfd, &calls);
+	truth(kind, ch, "read", getpid(), "ipc-r", calls, got);
+	return reap(w);
+}
+
 static int do_pipe(long n, long size)
 {
 	int p[2];
 	char ch[64];
-	pid_t w;
-	long calls, got;
 
 	if (pipe(p))
 		die("pipe");
 	inode_name(ch, "pipe", p[0]);
-	w = fork();
-	if (w == 0) {
-		name("ipc-w");
-		close(p[0]);
-		for (long i = 0; i < n; i++)
-			put(p[1], size);
-		truth("pipe", ch, "write", getpid(), "ipc-w", n, n * size);
-		_exit(0);
-	}
-	name("ipc-r");
-	close(p[1]);
-	got = drain(p[0], &calls);
-	truth("pipe", ch, "read", getpid(), "ipc-r", calls, got);
-	return reap(w);
+	return one_way("pipe", ch, p[0], p[1], n, size, put, drain);
 }
 
 static int do_fifo(const char *path, int writers, long n, long size)
@@ -428,36 +439,36 @@ static int do_unix_datagrams(const char *addr, int clients, long n, long size, b
 	return rc;
 }
 
+/* a seqpacket message: one send, whole */
+static void send_packet(int fd, size_t n)
+{
+	if (send(fd, buf, n, 0) != (ssize_t)n)
+		die("send");
+}
+
+/* every message until the writer closes */
+static long recv_packets(int fd, long *calls)
+{
+	long got = 0;
+	ssize_t r;
+
+	while ((r = recv(fd, buf, 65536, 0)) > 0) {
+		got += r;
+		(*calls)++;
+	}
+	return got;
+}
+
 static int do_seqpacket(long n, long size)
 {
 	int sv[2];
 	char ch[64];
-	pid_t w;
-	long calls = 0, got = 0;
-	ssize_t r;
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv))
 		die("socketpair");
 	/* the parent receives on sv[0]: the channel is its socket */
 	inode_name(ch, "socket", sv[0]);
-	w = fork();
-	if (w == 0) {
-		name("ipc-w");
-		close(sv[0]);
-		for (long i = 0; i < n; i++)
-			if (send(sv[1], buf, size, 0) != size)
-				die("send");
-		truth("unix", ch, "write", getpid(), "ipc-w", n, n * size);
-		_exit(0);
-	}
-	name("ipc-r");
-	close(sv[1]);
-	while ((r = recv(sv[0], buf, 65536, 0)) > 0) {
-		got += r;
-		calls++;
-	}
-	truth("unix", ch, "read", getpid(), "ipc-r", calls, got);
-	return reap(w);
+	return one_way("unix", ch, sv[0], sv[1], n, size, send_packet, recv_packets);
 }
 
 struct qmsg {
