@@ -156,10 +156,7 @@ t_cs_function() {
 		return
 	fi
 	cat "$T/plan.$mode"
-	$CS --probe-mode "$mode" -d 1 > "$T/o" 2>&1
-	rc=$?
-	cat "$T/o"
-	[ $rc -eq 77 ] || fail "--probe-mode $mode exited $rc, not 77"
+	exits_77 "$T/o" "--probe-mode $mode" $CS --probe-mode "$mode" -d 1
 	grep -q "no way to attach .* tried fentry:" "$T/o" || fail "the line does not name the candidates"
 	[ "$mode" = fentry ] || fail "--probe-mode $mode cannot cover every hook on this kernel"
 	echo "fentry alone cannot cover every hook here: exit 77 as it should"

@@ -105,6 +105,18 @@ fail() {
 	exit 1
 }
 
+# exits_77 OUT WHAT CMD...: runs CMD, a tool that cannot attach here, with
+# its output in OUT and the log; fails unless it exited 77 (WHAT: the case)
+exits_77() {
+	_o=$1
+	_w=$2
+	shift 2
+	"$@" > "$_o" 2>&1
+	_rc=$?
+	cat "$_o"
+	[ $_rc -eq 77 ] || fail "$_w: exit $_rc, not 77"
+}
+
 # bg NAME CMD...: CMD in the background, stdout in $T/NAME.out, stderr in
 # $T/NAME.err; sets BG
 bg() {
@@ -129,13 +141,23 @@ wait_for() {
 	done
 }
 
+# start_ready NAME HELPER ARGS...: a helper that says "ready PID" once set
+# up, started as NAME and waited for; sets READY_PID
+start_ready() {
+	_r=$1
+	_p=$2
+	shift 2
+	bg "$_r" "$H/$_p" "$@"
+	wait_for "$T/$_r.out" '^ready' || fail "$_p did not start"
+	READY_PID=$(awk '/^ready/ {print $2}' "$T/$_r.out")
+}
+
 # start_contend NAME THREADS CPU SPIN_MS: sets CONTEND_PID
 start_contend() {
-	_n=$1
+	_c=$1
 	shift
-	bg "$_n" "$H/contend" "$@"
-	wait_for "$T/$_n.out" '^ready' || fail "contend did not start"
-	CONTEND_PID=$(awk '/^ready/ {print $2}' "$T/$_n.out")
+	start_ready "$_c" contend "$@"
+	CONTEND_PID=$READY_PID
 }
 
 # contend_round NAME PID N: starts round N and waits for its end

@@ -42,9 +42,8 @@ cleanup_memcgs() {
 start_hog() {
 	_h=$1
 	shift
-	bg "$_h" "$H/memhog" "$@"
-	wait_for "$T/$_h.out" '^ready' || fail "memhog did not start"
-	HOG_PID=$(awk '/^ready/ {print $2}' "$T/$_h.out")
+	start_ready "$_h" memhog "$@"
+	HOG_PID=$READY_PID
 }
 
 t_list_probes() {

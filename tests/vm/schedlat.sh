@@ -151,10 +151,7 @@ t_function_hooks() {
 		return
 	fi
 	cat "$T/plan.$mode"
-	$SL --probe-mode "$mode" -d 1 > "$T/o" 2>&1
-	rc=$?
-	cat "$T/o"
-	[ $rc -eq 77 ] || fail "--probe-mode $mode exited $rc, not 77"
+	exits_77 "$T/o" "--probe-mode $mode" $SL --probe-mode "$mode" -d 1
 	[ "$(wc -l < "$T/o")" -eq 1 ] || fail "not one line"
 	grep -q "tried tp_btf:.* (excluded by --probe-mode), raw_tp:.* (excluded by --probe-mode), tracepoint:.* (excluded by --probe-mode), fentry:.* (.*), kprobe:" "$T/o" ||
 		fail "the line does not name the candidates"

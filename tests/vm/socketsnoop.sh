@@ -32,10 +32,7 @@ no_send_path() {
 	$SS --list-probes "$@" > "$T/plan0" 2>&1
 	[ -z "$(chosen send "$T/plan0")" ] || return 0
 	cat "$T/plan0"
-	$SS "$@" -d 1 > "$T/o0" 2>&1
-	rc=$?
-	cat "$T/o0"
-	[ $rc -eq 77 ] || fail "no send hook, yet exit $rc, not 77"
+	exits_77 "$T/o0" "no send hook" $SS "$@" -d 1
 	grep -q "no way to attach send on this kernel: tried fexit:tcp_sendmsg (.*), tp_btf:sock_send_length (.*), raw_tp:sock_send_length (.*), kretprobe:tcp_sendmsg (.*)" "$T/o0" ||
 		fail "the message does not name the candidates"
 	skip_test "no send hook on this kernel (no fexit trampolines, no sock_send_length before 6.3, no kprobes): exit 77 as documented"
@@ -180,10 +177,7 @@ t_kret() {
 	$SS --list-probes --probe-mode kprobe,tracepoint > "$T/plan" 2>&1
 	if [ "$(chosen send "$T/plan")" != kretprobe ]; then
 		cat "$T/plan"
-		$SS --probe-mode kprobe,tracepoint -d 1 > "$T/o" 2>&1
-		rc=$?
-		cat "$T/o"
-		[ $rc -eq 77 ] || fail "no kretprobe, yet exit $rc, not 77"
+		exits_77 "$T/o" "no kretprobe" $SS --probe-mode kprobe,tracepoint -d 1
 		grep -q "no way to attach send on this kernel: .*kretprobe:tcp_sendmsg (" "$T/o" ||
 			fail "the message does not name the kretprobe"
 		skip_test "no kprobes on this kernel"
