@@ -303,43 +303,46 @@ static int v1_job_tree(void)
 	return 0;
 }
 
-/* v1_job_tree() with its counter files (failcnt, 3 OOM kills) and the
- * set over it; *a is the job's memcg, checked */
-static int v1_job_counters(struct memcg_set *s, struct memcg **a, int failcnt)
+/* v1_job_tree() with its counter files (failcnt, 3 OOM kills) and the set
+ * s over it, read once cold: the job's memcg; NULL when there is none (the
+ * tree is gone then; the test skips, or fails where a check did) */
+static struct memcg *v1_job_counters(struct memcg_set *s, int failcnt)
 {
+	struct memcg *a;
 	char buf[32];
 
 	if (v1_job_tree())
-		return -1;
+		return NULL;
 	snprintf(buf, sizeof(buf), "%d\n", failcnt);
 	put("job/memory.stat", "total_inactive_file 0\n");
 	put("job/memory.failcnt", buf);
 	put("job/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n");
 	memcg_set_init(s, root, NULL, NULL, false);
-	*a = by_path(s, "/job");
-	CHECK(*a != NULL);
-	return 0;
+	a = by_path(s, "/job");
+	CHECK(a != NULL);
+	if (a)
+		CHECK_EQ(memcg_read(a, 0, never, NULL), 0);
+	else
+		set_done(s);
+	return a;
 }
 
 /* v1's failcnt is read cold only with MEMCG_COUNTERS */
 static void test_v1_failcnt_cold(void)
 {
 	struct memcg_set s;
-	struct memcg *a;
+	struct memcg *a = v1_job_counters(&s, 12);
 
-	if (v1_job_counters(&s, &a, 12))
-		SKIP("no temporary directory");
-	if (a) {
-		CHECK_EQ(memcg_read(a, 0, never, NULL), 0);
-		CHECK_EQ(a->cur.limit_hits, 12);	/* the first read has them all */
-		put("job/memory.failcnt", "15\n");
-		CHECK_EQ(memcg_read(a, 0, never, NULL), 0);
-		CHECK_EQ(a->cur.limit_hits, 12);	/* cold: not read */
-		CHECK_EQ(memcg_read(a, MEMCG_COUNTERS, never, NULL), 0);
-		CHECK_EQ(a->cur.limit_hits, 15);
-		CHECK(a->cur.inactive_file == MEMCG_UNKNOWN);
-		CHECK_EQ(a->cur.oom_kills, 3);
-	}
+	if (!a)
+		SKIP("no v1 job tree");
+	CHECK_EQ(a->cur.limit_hits, 12);	/* the first read has them all */
+	put("job/memory.failcnt", "15\n");
+	CHECK_EQ(memcg_read(a, 0, never, NULL), 0);
+	CHECK_EQ(a->cur.limit_hits, 12);	/* cold: not read */
+	CHECK_EQ(memcg_read(a, MEMCG_COUNTERS, never, NULL), 0);
+	CHECK_EQ(a->cur.limit_hits, 15);
+	CHECK(a->cur.inactive_file == MEMCG_UNKNOWN);
+	CHECK_EQ(a->cur.oom_kills, 3);
 	set_done(&s);
 }
 
@@ -349,29 +352,26 @@ static void test_v1_failcnt_cold(void)
 static void test_counters_armed(void)
 {
 	struct memcg_set s;
-	struct memcg *a;
+	struct memcg *a = v1_job_counters(&s, 0);
 
-	if (v1_job_counters(&s, &a, 0))
-		SKIP("no temporary directory");
-	if (a) {
-		CHECK_EQ(memcg_read(a, 0, never, NULL), 0);
-		CHECK_EQ(a->cur.oom_kills, 3);
-		/* as memcg_set_arm() leaves it (any fd will do: never read) */
-		a->sig[2].kind = MEMCG_SIG_OOM;
-		a->sig[2].fd = dup(0);
-		put("job/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 4\n");
-		CHECK_EQ(memcg_read(a, 0, never, NULL), 0);
-		CHECK_EQ(a->cur.oom_kills, 3);		/* armed and cold: not read */
-		a->counters_due = 1;
-		CHECK_EQ(memcg_read(a, 0, never, NULL), 0);
-		CHECK_EQ(a->cur.oom_kills, 4);		/* due: read once */
-		CHECK_EQ(a->counters_due, 0);
-		put("job/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 5\n");
-		CHECK_EQ(memcg_read(a, 0, never, NULL), 0);
-		CHECK_EQ(a->cur.oom_kills, 4);
-		CHECK_EQ(memcg_read(a, 0, NULL, NULL), 0);
-		CHECK_EQ(a->cur.oom_kills, 5);		/* hot */
-	}
+	if (!a)
+		SKIP("no v1 job tree");
+	CHECK_EQ(a->cur.oom_kills, 3);
+	/* as memcg_set_arm() leaves it (any fd will do: never read) */
+	a->sig[2].kind = MEMCG_SIG_OOM;
+	a->sig[2].fd = dup(0);
+	put("job/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 4\n");
+	CHECK_EQ(memcg_read(a, 0, never, NULL), 0);
+	CHECK_EQ(a->cur.oom_kills, 3);		/* armed and cold: not read */
+	a->counters_due = 1;
+	CHECK_EQ(memcg_read(a, 0, never, NULL), 0);
+	CHECK_EQ(a->cur.oom_kills, 4);		/* due: read once */
+	CHECK_EQ(a->counters_due, 0);
+	put("job/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 5\n");
+	CHECK_EQ(memcg_read(a, 0, never, NULL), 0);
+	CHECK_EQ(a->cur.oom_kills, 4);
+	CHECK_EQ(memcg_read(a, 0, NULL, NULL), 0);
+	CHECK_EQ(a->cur.oom_kills, 5);		/* hot */
 	set_done(&s);
 }
 
