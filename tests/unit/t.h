@@ -21,6 +21,13 @@ static const char *t_skip_why;
 /* Inside a test function: report it as skipped (TAP "# skip") and return. */
 #define SKIP(why) do { t_skip_why = (why); return; } while (0)
 
+/* SKIP with the reason an expression gives, when it gives one (not NULL) */
+#define SKIP_IF(why_or_null) do {						\
+	const char *_why = (why_or_null);					\
+	if (_why)								\
+		SKIP(_why);							\
+} while (0)
+
 #define CHECK(cond) do {							\
 	if (!(cond)) {								\
 		t_cur_failed++;							\

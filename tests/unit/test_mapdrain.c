@@ -104,12 +104,10 @@ static void check_taken(const struct seen *s, int n, uint64_t sum, int fd, int l
 static void test_drain_all(void)
 {
 	struct seen s = { 0 };
-	const char *why;
 	int fd;
 
 	/* more keys than the first key array holds: it grows */
-	if ((why = test_map(1000, &fd)))
-		SKIP(why);
+	SKIP_IF(test_map(1000, &fd));
 	CHECK_EQ(drain(fd, NULL, take, &s), 1000);
 	check_taken(&s, 1000, 999 * 1000 / 2, fd, 0);
 	/* an empty map: nothing */
@@ -124,11 +122,9 @@ static void test_drain_filter(void)
 	struct seen s = { .closed = 1 };
 	struct key k = { .id = 4, .epoch = 0 };
 	struct val v;
-	const char *why;
 	int fd;
 
-	if ((why = test_map(600, &fd)))
-		SKIP(why);
+	SKIP_IF(test_map(600, &fd));
 	CHECK_EQ(drain(fd, epoch_is, take, &s), 300);
 	/* the odd ids, epoch 1 */
 	check_taken(&s, 300, 300 * 300, fd, 300);
@@ -153,11 +149,9 @@ static void visit(const void *key, const void *value, void *ctx)
 static void test_walk(void)
 {
 	struct seen s = { 0 };
-	const char *why;
 	int fd;
 
-	if ((why = test_map(700, &fd)))
-		SKIP(why);
+	SKIP_IF(test_map(700, &fd));
 	CHECK_EQ(map_walk(fd, sizeof(struct key), sizeof(struct val), visit, &s), 700);
 	check_taken(&s, 700, 699 * 700 / 2, fd, 700);
 	/* keys only: a count */
@@ -171,11 +165,9 @@ static void test_keys_then_delete_only(void)
 	struct key *keys;
 	size_t n;
 	bool oom = true;
-	const char *why;
 	int even = 0, fd;
 
-	if ((why = test_map(500, &fd)))
-		SKIP(why);
+	SKIP_IF(test_map(500, &fd));
 	keys = map_keys(fd, sizeof(struct key), epoch_is, &s, &n, &oom);
 	CHECK_EQ(n, 250);
 	CHECK(!oom);

@@ -31,26 +31,33 @@ static void test_parse_limit(void)
 
 static void test_parse_key(void)
 {
-	const char *stat = "cache 4096\nrss 8192\ninactive_file 123\ntotal_inactive_file 456\n";
-	const char *events = "low 0\nhigh 3\nmax 17\noom 2\noom_kill 1\noom_group_kill 0\n";
-	uint64_t v = 0;
+	static const char stat[] = "cache 4096\nrss 8192\ninactive_file 123\ntotal_inactive_file 456\n";
+	static const char events[] = "low 0\nhigh 3\nmax 17\noom 2\noom_kill 1\noom_group_kill 0\n";
+	static const struct {
+		const char *text, *key;
+		bool found;
+		uint64_t want;
+	} c[] = {
+		{ stat, "inactive_file", true, 123 },
+		{ stat, "total_inactive_file", true, 456 },
+		{ stat, "cache", true, 4096 },
+		{ stat, "active_file", false, 0 },
+		/* "oom" must not match "oom_kill" or "oom_group_kill" */
+		{ events, "oom", true, 2 },
+		{ events, "oom_kill", true, 1 },
+		{ events, "max", true, 17 },
+		{ "", "max", false, 0 },
+		{ "max\n", "max", false, 0 },
+	};
 
-	CHECK(memcg_parse_key(stat, "inactive_file", &v));
-	CHECK_EQ(v, 123);
-	CHECK(memcg_parse_key(stat, "total_inactive_file", &v));
-	CHECK_EQ(v, 456);
-	CHECK(memcg_parse_key(stat, "cache", &v));
-	CHECK_EQ(v, 4096);
-	CHECK(!memcg_parse_key(stat, "active_file", &v));
-	/* "oom" must not match "oom_kill" or "oom_group_kill" */
-	CHECK(memcg_parse_key(events, "oom", &v));
-	CHECK_EQ(v, 2);
-	CHECK(memcg_parse_key(events, "oom_kill", &v));
-	CHECK_EQ(v, 1);
-	CHECK(memcg_parse_key(events, "max", &v));
-	CHECK_EQ(v, 17);
-	CHECK(!memcg_parse_key("", "max", &v));
-	CHECK(!memcg_parse_key("max\n", "max", &v));
+	for (size_t i = 0; i < T_ROWS(c); i++) {
+		uint64_t v = 0;
+		bool found = memcg_parse_key(c[i].text, c[i].key, &v);
+
+		CHECK_CASE(found == c[i].found, "%s in row %zu", c[i].key, i);
+		if (c[i].found)
+			CHECK_CASE(v == c[i].want, "%s: %" PRIu64, c[i].key, v);
+	}
 }
 
 static void test_parse_psi(void)
