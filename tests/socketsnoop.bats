@@ -415,12 +415,14 @@ all_rows() {
 
 # held_netpair PROTO: netpair np, 3000 bytes in 3 messages over PROTO,
 # its server up (np.out) but held until release_netpair, which waits for
-# both ends' results
+# both ends' results; sets SPID and SPORT, the server's
 held_netpair() {
 	NP_GO=$BATS_TEST_TMPDIR/np.go
 	rm -f "$NP_GO"
 	start_bg np "$HELPERS/netpair" "$1" -n 3000 -m 3 -W "$NP_GO"
 	wait_for "$BATS_TEST_TMPDIR/np.out" '^server'
+	SPID=$(kv "$BATS_TEST_TMPDIR/np.out" server pid)
+	SPORT=$(kv "$BATS_TEST_TMPDIR/np.out" server ports)
 }
 
 release_netpair() {
@@ -431,7 +433,6 @@ release_netpair() {
 @test "socketsnoop -P keeps the flows of one port, either end" {
 	need_root
 	held_netpair tcp4
-	SPORT=$(kv "$BATS_TEST_TMPDIR/np.out" server ports)
 	start_ss -j -i 200ms -P "$SPORT,1"
 	release_netpair
 	pair b tcp6 -n 2000 -m 4
@@ -447,7 +448,6 @@ release_netpair() {
 @test "socketsnoop -p keeps one process" {
 	need_root
 	held_netpair tcp4
-	SPID=$(kv "$BATS_TEST_TMPDIR/np.out" server pid)
 	start_ss -j -i 200ms -p "$SPID"
 	release_netpair
 	read_pair np
@@ -475,7 +475,6 @@ in_container_check() {
 	local f=$BATS_TEST_TMPDIR/s.out
 	make_docker_cgroup
 	held_netpair udp4
-	SPID=$(kv "$BATS_TEST_TMPDIR/np.out" server pid)
 	move_to_cgroup "$CG" "$SPID"
 	start_ss -j -i 200ms --container "${CID:0:12}"
 	release_netpair
@@ -485,7 +484,6 @@ in_container_check() {
 	aiscope_teardown || true
 	make_cgroup "$CG"
 	held_netpair udp4
-	SPID=$(kv "$BATS_TEST_TMPDIR/np.out" server pid)
 	move_to_cgroup "$CG" "$SPID"
 	start_ss -j -i 200ms -c "$CG"
 	release_netpair
