@@ -208,10 +208,12 @@ static long long sample(const char *text, const char *prefix)
 	return -1;
 }
 
+/* the label of the families below: one series a cgroup */
+static const char *const cgroup_lbl[] = { "cgroup", NULL };
+
 static void test_histogram_exact(void)
 {
 	struct prom_reg *r = prom_reg_new();
-	static const char *const lbl[] = { "cgroup", NULL };
 	uint64_t bounds[PROM_MAX_BOUNDS], *vals, sum = 0;
 	int nb = prom_log2_bounds(bounds, PROM_MAX_BOUNDS, 10, 36), bad = 0;
 	struct prom_family *f;
@@ -222,7 +224,7 @@ static void test_histogram_exact(void)
 	CHECK_EQ(nb, 27);
 	CHECK_EQ(bounds[0], 1023);
 	CHECK_EQ(bounds[26], (1ULL << 36) - 1);
-	f = prom_histogram(r, "aiscope_t_wait_seconds", "Waits.", lbl, bounds, nb, 9);
+	f = prom_histogram(r, "aiscope_t_wait_seconds", "Waits.", cgroup_lbl, bounds, nb, 9);
 	CHECK(f != NULL);
 	vals = calloc(N, sizeof(*vals));
 	hist_reset(&h);
@@ -278,8 +280,7 @@ static void test_histogram_exact(void)
 static void test_cardinality_cap(void)
 {
 	struct prom_reg *r = prom_reg_new();
-	static const char *const lbl[] = { "cgroup", NULL };
-	struct prom_family *c = prom_counter(r, "aiscope_t_x_total", "X.", lbl);
+	struct prom_family *c = prom_counter(r, "aiscope_t_x_total", "X.", cgroup_lbl);
 	char name[16], *s;
 
 	prom_set_max_series(c, 3);
@@ -301,7 +302,7 @@ static void test_cardinality_cap(void)
 	prom_counter_add(c, (const char *[]){ "/c4" }, 1);
 	CHECK_EQ(prom_family_folded(c), 3);
 	{
-		struct prom_family *g = prom_gauge(r, "aiscope_t_g", "G.", lbl);
+		struct prom_family *g = prom_gauge(r, "aiscope_t_g", "G.", cgroup_lbl);
 		const char *name;
 
 		prom_gauge_set(g, (const char *[]){ "/a" }, 1);
@@ -321,9 +322,8 @@ static void test_cardinality_cap(void)
 static void test_family_clear(void)
 {
 	struct prom_reg *r = prom_reg_new();
-	static const char *const lbl[] = { "cgroup", NULL };
-	struct prom_family *g = prom_gauge(r, "aiscope_t_usage_bytes", "U.", lbl);
-	struct prom_family *c = prom_counter(r, "aiscope_t_events_total", "E.", lbl);
+	struct prom_family *g = prom_gauge(r, "aiscope_t_usage_bytes", "U.", cgroup_lbl);
+	struct prom_family *c = prom_counter(r, "aiscope_t_events_total", "E.", cgroup_lbl);
 	char *s;
 
 	prom_set_max_series(c, 1);
@@ -355,8 +355,7 @@ static void test_family_clear(void)
 static void test_idle_eviction(void)
 {
 	struct prom_reg *r = prom_reg_new();
-	static const char *const lbl[] = { "cgroup", NULL };
-	struct prom_family *c = prom_counter(r, "aiscope_t_y_total", "Y.", lbl);
+	struct prom_family *c = prom_counter(r, "aiscope_t_y_total", "Y.", cgroup_lbl);
 	char *s;
 
 	prom_set_max_series(c, 2);
