@@ -58,15 +58,13 @@ sample_sum() {
 }
 
 @test "gpulaunch usage errors exit 2 with one line on stderr and nothing on stdout" {
-	local f bad=(
+	local bad=(
 		"--bogus" "-p" "-p abc" "-p 999999999" "-i 0" "-d -1" "-n 0" "-r x" "-s nope"
 		"-s p99" "-s errors" "-e --mem" "--lib /nonexistent/libcudart.so" "--lib /etc/hostname"
 		"--rescan 5x" "--rescan -1" "1 2 3" "--probe-mode foo" "--buffer-size 1"
 		"-e --listen 127.0.0.1:0" "--lib /bin/true" "--lib $DOUBLE/libcuda.so.1 --lib /bin/true"
 	)
-	for f in $(not_regular_files); do
-		bad+=("--lib $f")
-	done
+	mapfile -t -O "${#bad[@]}" bad < <(not_regular_args --lib)
 	check_usage_errors gpulaunch "${bad[@]}"
 }
 

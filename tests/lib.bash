@@ -114,6 +114,18 @@ not_regular_files() {
 	printf '%s\n' "$FIFO" "$BATS_TEST_TMPDIR" /dev/null /dev/zero
 }
 
+# not_regular_args OPTION...: "OPTION FILE" for each of not_regular_files
+# and each OPTION, one a line: the usage errors of options that take a
+# regular file
+not_regular_args() {
+	local f o
+	for f in $(not_regular_files); do
+		for o in "$@"; do
+			echo "$o $f"
+		done
+	done
+}
+
 # check_no_privilege TOOL [ARGS...]: as nobody without capabilities, each
 # ARGS (default "-d 1") exits 77 with one line naming CAP_BPF; with -j the
 # error is also the last stdout line. Leaves the copy in NOBODY_BIN.

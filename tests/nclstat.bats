@@ -81,14 +81,12 @@ check_truth() {
 }
 
 @test "nclstat usage errors exit 2 with one line on stderr and nothing on stdout" {
-	local f bad=(
+	local bad=(
 		"--bogus" "-p" "-p abc" "-p 999999999" "-i 0" "-d -1" "-n 0" "-s nope" "--hang 0"
 		"--hang x" "--lib /nonexistent" "--lib /etc/passwd" "--lib /bin/true" "--lib="
 		"-e --busbw" "1 2 3" "--probe-mode foo" "-c /nonexistent" "-e --listen 127.0.0.1:0"
 	)
-	for f in $(not_regular_files); do
-		bad+=("--lib $f" "--btf $f")
-	done
+	mapfile -t -O "${#bad[@]}" bad < <(not_regular_args --lib --btf)
 	check_usage_errors nclstat "${bad[@]}"
 }
 

@@ -22,7 +22,7 @@ teardown() {
 }
 
 @test "schedlat usage errors exit 2 with one line on stderr and nothing on stdout" {
-	local f bad=(
+	local bad=(
 		"--bogus" "-p" "-p abc" "-p 1,,2" "-p 0" "-p 999999999" "-t 999999999"
 		"-i 0" "-i 5x" "-d -1" "-n 0" "-r x" "--by foo" "-s nope" "-c /nonexistent"
 		"-c /tmp" "--container zz" "--container abcd" "--buffer-size 1" "--buffer-size 2G"
@@ -30,9 +30,7 @@ teardown() {
 		"-u no_such_user_here" "--btf /nonexistent" "--comm="
 		"--min 1ms --listen 127.0.0.1:0" "-i 1ns" "-i 999us" "0.0009"
 	)
-	for f in $(not_regular_files); do
-		bad+=("--btf $f")
-	done
+	mapfile -t -O "${#bad[@]}" bad < <(not_regular_args --btf)
 	check_usage_errors schedlat "${bad[@]}"
 }
 
