@@ -91,7 +91,7 @@ start_server() {
 }
 
 # a fake docker container on the cgroup2 hierarchy with a contending
-# process (4 threads on CPU 0) in it: sets CID, CONTEND_PID
+# process (4 threads on CPU 0) in it: sets CID, CG and CONTEND_PID
 start_container_workload() {
 	make_docker_cgroup
 	start_contend w 4 0 250
