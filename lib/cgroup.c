@@ -475,7 +475,12 @@ static void cache_put(uint64_t id, bool v1, const char *path, uint64_t now)
 	cg.used++;
 }
 
-static void scan_dir(int dir_fd, char *path, size_t plen, bool v1, uint64_t now, int depth)
+static void container_found(uint64_t id, bool v1, const char *path, uint64_t now);
+
+/* each cgroup below dir_fd into the cache; containers: only containers'
+ * cgroups, each passed to mk.made */
+static void scan_dir(int dir_fd, char *path, size_t plen, bool v1, uint64_t now, int depth,
+		     bool containers)
 {
 	DIR *d;
 	struct dirent *de;
@@ -506,14 +511,17 @@ static void scan_dir(int dir_fd, char *path, size_t plen, bool v1, uint64_t now,
 		}
 		path[plen] = '/';
 		memcpy(path + plen + 1, de->d_name, n + 1);
-		cache_put(st.st_ino, v1, path, now);
-		scan_dir(fd, path, plen + 1 + n, v1, now, depth + 1);
+		if (!containers)
+			cache_put(st.st_ino, v1, path, now);
+		else
+			container_found(st.st_ino, v1, path, now);
+		scan_dir(fd, path, plen + 1 + n, v1, now, depth + 1, containers);
 		path[plen] = 0;
 	}
 	closedir(d);
 }
 
-static void scan_hier(int h, bool v1, uint64_t now)
+static void scan_hier(int h, bool v1, uint64_t now, bool containers)
 {
 	char path[PATH_MAX] = "";
 	struct stat st;
@@ -521,9 +529,9 @@ static void scan_hier(int h, bool v1, uint64_t now)
 
 	if (fd < 0)
 		return;
-	if (!fstat(fd, &st))
+	if (!fstat(fd, &st) && !containers)
 		cache_put(st.st_ino, v1, "/", now);
-	scan_dir(fd, path, 0, v1, now, 0);
+	scan_dir(fd, path, 0, v1, now, 0, containers);
 }
 
 /*
@@ -566,9 +574,9 @@ static void rescan(void)
 	cg.last_scan_ns = now;
 	cg.scans++;
 	if (cg.v2 >= 0)
-		scan_hier(cg.v2, false, now);
+		scan_hier(cg.v2, false, now, false);
 	if (cg.attr >= 0)
-		scan_hier(cg.attr, true, now);
+		scan_hier(cg.attr, true, now, false);
 	cache_forget(now);
 }
 
@@ -865,6 +873,33 @@ static void mk_drain(uint64_t now)
 		}
 		__atomic_store_n(&h->data_tail, tail, __ATOMIC_RELEASE);
 	}
+}
+
+static void container_found(uint64_t id, bool v1, const char *path, uint64_t now)
+{
+	struct container_info ci;
+
+	if (!cg_parse_container(path, &ci))
+		return;
+	cache_put(id, v1, path, now);
+	if (mk.made)
+		mk.made(&ci);
+}
+
+/*
+ * The containers that run as a tool starts: the cgroup_mkdir watcher never
+ * saw them made, so their cgroups (and names, through mk.made) are taken
+ * from one walk, for one that ends before its first line (its cgroup's
+ * handle is stale by then). Only containers' cgroups are kept.
+ */
+void cg_watch_existing(void)
+{
+	uint64_t now = cg_now();
+
+	if (cg.v2 >= 0)
+		scan_hier(cg.v2, false, now, true);
+	if (cg.attr >= 0)
+		scan_hier(cg.attr, true, now, true);
 }
 
 size_t cg_watch_cpus(void)

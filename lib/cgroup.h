@@ -74,6 +74,9 @@ uint64_t cg_watch_lost(void);
 int cg_watch_fd(void);
 void cg_watch_drain(void);
 void cg_watch_on_made(void (*made)(const struct container_info *ci));
+/* The containers' cgroups that exist now, from one walk: into the cache
+ * and to made(), as if the watcher had seen them made. */
+void cg_watch_existing(void);
 
 /* Pure: the container of a cgroup path (CONTRACT section 5). */
 bool cg_parse_container(const char *path, struct container_info *ci);

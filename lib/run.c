@@ -435,6 +435,8 @@ static void watch_containers(int ep)
 	int fd = cg_watch_fd();
 
 	cg_watch_on_made(container_made);
+	/* and those that run already, for one that ends before its line */
+	cg_watch_existing();
 	if (fd < 0)
 		return;
 	add_fd(ep, fd, EPOLLIN, SRC_CGROUP);

@@ -380,6 +380,28 @@ ss-server 4096 100000 $name $IMAGE podman" ]
 	jq -e -s '.[-1] | .type == "summary" and .container_meta_dropped == 0' "$out"
 }
 
+@test "containers: a podman --rm container already running when the tool starts, gone before its line: its cgroup, id, name and N exact" {
+	need_podman
+	local name=aiscope-ct-pre-$$-$RANDOM out=$BATS_TEST_TMPDIR/n.out id
+	# connected now, sends 77777 bytes in 7 calls 2 s later, then exits
+	id=$("${PODMAN[@]}" run -d --rm --name "$name" --network none "${ULIMITS[@]}" \
+		"$IMAGE" /netpair tcp4 -n 77777 -m 7 -k 4096 -l 2 -w 2000)
+	TEST_PODMAN+=("$name")
+	start_tool n socketsnoop -j -i 5s -n 1
+	for _ in $(seq 100); do
+		podman container exists "$name" || break
+		sleep 0.1
+	done
+	! podman container exists "$name"
+	wait "$TOOL_PID"
+	all_json "$out"
+	flows_of "$out" "$id"
+	[ "$(flows_of "$out" "$id")" = "ss-client 77777 4096 $name $IMAGE podman
+ss-server 4096 77777 $name $IMAGE podman" ]
+	jq -e -s --arg id "$id" --arg cg "/libpod_parent/libpod-$id" \
+		'[.[] | select(.type == "sample" and .container_id == $id)] | length == 2 and all(.cgroup == $cg)' "$out"
+}
+
 @test "containers: runc run of a container that sends N bytes and exits: named from state.json, which lives for milliseconds" {
 	need_runc
 	local id b=$BATS_TEST_TMPDIR/bundle out=$BATS_TEST_TMPDIR/n.out t0 ms

@@ -688,13 +688,13 @@ static void test_path_of_real_cgroupfs(void)
 
 /* ---- the cgroup_mkdir watcher wakes its reader and names containers ---- */
 
-static char made_id[CONTAINER_ID_LEN + 1];
+static const char *made_want;	/* the test's container (others may run here) */
 static int made_calls;
 
 static void on_made(const struct container_info *c)
 {
-	snprintf(made_id, sizeof(made_id), "%s", c->id);
-	made_calls++;
+	if (made_want && !strcmp(c->id, made_want))
+		made_calls++;
 }
 
 static void test_watch_made_real(void)
@@ -719,14 +719,48 @@ static void test_watch_made_real(void)
 	p.events = POLLIN;
 	CHECK(p.fd >= 0);
 	CHECK_EQ(poll(&p, 1, 2000), 1);
+	made_want = id;
 	made_calls = 0;
 	cg_watch_drain();
-	CHECK_EQ(made_calls, 1);	/* the container's, not its parent's */
-	CHECK_STR(made_id, id);
+	CHECK_EQ(made_calls, 1);	/* once, though the parent was made too */
 	/* read: the fd is quiet again */
 	CHECK_EQ(poll(&p, 1, 0), 0);
 	rmdir(sub);
 	rmdir(dir);
+	cg_watch_on_made(NULL);
+	cg_cleanup();
+}
+
+/* a container's cgroup made before the tool: one walk keeps its path and
+ * names it, though it is removed before its first lookup */
+static void test_watch_existing_real(void)
+{
+	static const char id[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+	char dir[PATH_MAX], sub[PATH_MAX + 80], want[PATH_MAX + 80];
+	uint64_t ino;
+
+	if (geteuid())
+		SKIP("not root");
+	if (cg_init(NULL, fake_ssid) || !cg_v2_mount()) {
+		cg_cleanup();
+		SKIP("no cgroup2 here");
+	}
+	snprintf(dir, sizeof(dir), "%s/aiscope-unit-pre-%d", cg_v2_mount(), (int)getpid());
+	snprintf(sub, sizeof(sub), "%s/libpod-%s", dir, id);
+	CHECK_EQ(mkdir(dir, 0755), 0);
+	CHECK_EQ(mkdir(sub, 0755), 0);
+	ino = ino_at(sub);
+	cg_cleanup();
+	CHECK_EQ(cg_init(NULL, fake_ssid), 0);	/* made before this "tool" */
+	cg_watch_on_made(on_made);
+	made_want = id;
+	made_calls = 0;
+	cg_watch_existing();
+	CHECK_EQ(made_calls, 1);
+	rmdir(sub);
+	rmdir(dir);
+	snprintf(want, sizeof(want), "/aiscope-unit-pre-%d/libpod-%s", (int)getpid(), id);
+	CHECK_STR(cg_path_of(ino, false), want);
 	cg_watch_on_made(NULL);
 	cg_cleanup();
 }
@@ -766,5 +800,6 @@ int main(void)
 	RUN(test_path_cache_churn);
 	RUN(test_path_of_real_cgroupfs);
 	RUN(test_watch_made_real);
+	RUN(test_watch_existing_real);
 	return t_done();
 }
