@@ -60,7 +60,8 @@ BASHCOMPDIR := $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR := $(PREFIX)/share/zsh/site-functions
 FISHCOMPDIR := $(PREFIX)/share/fish/vendor_completions.d
 # the tools' own bash and zsh completions, which aiscope's load (not under
-# the tools' names on the shells' paths: completions/bash/aiscope)
+# the tools' names on the shells' paths: completions/bash/aiscope), and
+# bash's helpers, which they load
 TOOLCOMPDIR := $(PREFIX)/share/aiscope/completions
 # deploy/systemd/: units (their ExecStart names $(BINDIR)) and tmpfiles.d
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
@@ -206,14 +207,19 @@ $(O)/aiscope: cmd/aiscope.c Makefile | $(O)
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -DAISCOPE_TOOLS='"$(TOOLS)"' $< -o $@
 
 # The shell completions, all in $(O)/completions/: each tool's made by the
-# tool from its own options (--complete=SHELL, lib/complete.c), with the
-# helpers of completions/<shell>/aiscope-tool.* after its first line; the
-# front command's copied. A cross build runs the host's build of the tools
-# (build/, made first: the completions are the same on every arch).
+# tool from its own options (--complete=SHELL, lib/complete.c), which loads
+# the helpers every tool's calls: those of completions/<shell>/ (copied) and
+# the completion of the options lib gives every tool (COMP_SHARED, which any
+# tool prints with --complete=SHELL-shared); the front command's copied. A
+# cross build runs the host's build of the tools (build/, made first: the
+# completions are the same on every arch).
 COMP := $(O)/completions
 TOOL_COMPS := $(foreach t,$(TOOLS),$(COMP)/bash/$(t) $(COMP)/zsh/_$(t) $(COMP)/fish/$(t).fish)
+COMP_HELPERS := bash/aiscope-tool zsh/_aiscope_tids zsh/_aiscope_comms fish/aiscope-tool.fish
+COMP_SHARED := bash/aiscope-options zsh/_aiscope_options fish/aiscope-options.fish
 .PHONY: completions
-completions: $(TOOL_COMPS) $(COMP)/bash/aiscope $(COMP)/zsh/_aiscope $(COMP)/aiscope.fish
+completions: $(TOOL_COMPS) $(addprefix $(COMP)/,$(COMP_HELPERS) $(COMP_SHARED)) \
+	$(COMP)/bash/aiscope $(COMP)/zsh/_aiscope $(COMP)/aiscope.fish
 
 ifeq ($(CROSS_COMPILE),)
 GEN_O := $(O)
@@ -225,45 +231,59 @@ host-tools:
 	$(Q)$(MAKE) --no-print-directory ARCH=$(HOST_ARCH) CROSS_COMPILE= STATIC= SANITIZE= O=$(GEN_O) \
 		$(addprefix $(GEN_O)/,$(TOOLS))
 endif
+# the tool that prints COMP_SHARED (every tool prints the same)
+COMP_SHARED_GEN := $(GEN_O)/$(firstword $(TOOLS))
 
-# gen_comp SHELL: $@ from the tool (first prerequisite) and the helpers (second)
+# gen_comp ARG: $@ from the tool (first prerequisite) --complete=ARG (made
+# again when the Makefile changes: what it writes where)
 define gen_comp
 	$(call msg,GEN,$@)
-	$(Q)mkdir -p $(@D) && $< --complete=$(1) > $@.tmp && sed '1r $(word 2,$^)' $@.tmp > $@ && rm $@.tmp
+	$(Q)mkdir -p $(@D) && $< --complete=$(1) > $@.tmp && mv $@.tmp $@
 endef
-$(COMP)/bash/%: $(GEN_O)/% completions/bash/aiscope-tool.bash
+$(COMP)/bash/%: $(GEN_O)/% Makefile
 	$(call gen_comp,bash)
-$(COMP)/zsh/_%: $(GEN_O)/% completions/zsh/aiscope-tool.zsh
+$(COMP)/zsh/_%: $(GEN_O)/% Makefile
 	$(call gen_comp,zsh)
-$(COMP)/fish/%.fish: $(GEN_O)/% completions/fish/aiscope-tool.fish
+$(COMP)/fish/%.fish: $(GEN_O)/% Makefile
 	$(call gen_comp,fish)
+$(COMP)/bash/aiscope-options: $(COMP_SHARED_GEN) Makefile
+	$(call gen_comp,bash-shared)
+$(COMP)/zsh/_aiscope_options: $(COMP_SHARED_GEN) Makefile
+	$(call gen_comp,zsh-shared)
+$(COMP)/fish/aiscope-options.fish: $(COMP_SHARED_GEN) Makefile
+	$(call gen_comp,fish-shared)
 
-$(COMP)/bash/aiscope $(COMP)/zsh/_aiscope: $(COMP)/%: completions/%
+$(COMP)/bash/aiscope $(COMP)/zsh/_aiscope $(addprefix $(COMP)/,$(COMP_HELPERS)): $(COMP)/%: completions/%
 	$(Q)mkdir -p $(@D) && cp $< $@
 
-# The tools' completions also ship in the tree (completions/<shell>/, the
-# contract's section 8), as generated copies of $(COMP)'s, never edited:
-# tests/completions.bats fails when a copy differs from what make writes,
-# and `make completions-update` writes them anew after an option changes.
+# The tools' completions and COMP_SHARED also ship in the tree
+# (completions/<shell>/, the contract's section 8), as generated copies of
+# $(COMP)'s, never edited: tests/completions.bats fails when a copy differs
+# from what make writes, and `make completions-update` writes them anew
+# after an option changes.
 .PHONY: completions-update
-completions-update: $(TOOL_COMPS)
-	$(Q)for f in $(patsubst $(COMP)/%,%,$(TOOL_COMPS)); do cp $(COMP)/$$f completions/$$f || exit 1; done
+completions-update: $(TOOL_COMPS) $(addprefix $(COMP)/,$(COMP_SHARED))
+	$(Q)for f in $(patsubst $(COMP)/%,%,$(TOOL_COMPS)) $(COMP_SHARED); do cp $(COMP)/$$f completions/$$f || exit 1; done
 
 # fish has no way to hand "aiscope TOOL ..." to TOOL's completions without
 # registering them for a command named TOOL (other packages' cachestat):
-# aiscope.fish is each $(COMP)/fish/TOOL.fish with its complete lines
-# moved under "aiscope TOOL"
-$(COMP)/aiscope.fish: $(addprefix $(COMP)/fish/,$(addsuffix .fish,$(TOOLS))) Makefile
+# aiscope.fish is the helpers (once) and each $(COMP)/fish/TOOL.fish with
+# its complete lines moved under "aiscope TOOL"
+$(COMP)/aiscope.fish: $(addprefix $(COMP)/fish/,$(addsuffix .fish,$(TOOLS))) completions/fish/aiscope-tool.fish \
+		$(COMP)/fish/aiscope-options.fish Makefile
 	$(call msg,GEN,$@)
 	$(Q)mkdir -p $(@D) && { \
 		echo '# fish completion for aiscope(8), generated by make from each TOOL --complete=fish'; \
 		echo 'function __aiscope_is; set -l w (commandline -opc); test (count $$w) -ge 2; and test "$$w[2]" = $$argv[1]; end'; \
+		sed -e '/^#/d' -e '/^source /d' completions/fish/aiscope-tool.fish $(COMP)/fish/aiscope-options.fish; \
 		echo "complete -c aiscope -f -n __fish_use_subcommand -a '$(TOOLS)' -d tool"; \
 		echo "complete -c aiscope -f -n __fish_use_subcommand -a 'list help' -d command"; \
 		echo "complete -c aiscope -f -n __fish_use_subcommand -s V -l version -d 'Print program version'"; \
 		echo "complete -c aiscope -f -n '__aiscope_is help' -a '$(TOOLS)'"; \
 		for t in $(TOOLS); do \
-			sed -e '/^#/d' -e "s/^complete -c $$t /complete -c aiscope -n '__aiscope_is $$t' /" $(COMP)/fish/$$t.fish; \
+			sed -e '/^#/d' -e '/^source /d' -e "s/^complete -c $$t /complete -c aiscope -n '__aiscope_is $$t' /" \
+				-e "s/^\(__aiscope_options [a-z]*\) -c $$t\$$/\1 -c aiscope -n '__aiscope_is $$t'/" \
+				$(COMP)/fish/$$t.fish; \
 		done; } > $@.tmp && mv $@.tmp $@
 
 # a folder tools/<tool>/: each .c into $(O)/tools/<tool>/ (after the
@@ -367,6 +387,11 @@ fixtures:
 # as aiscope-TOOL.8: the names libbpf-tools and bpfcc-tools leave free (they
 # ship cachestat(8)-like pages, and cachestat-bpfcc(8)); MAN8: the installed names
 MAN8 := aiscope.8 $(addprefix aiscope-,$(addsuffix .8,$(TOOLS)))
+# the helpers of the tools' completions: bash's beside the tools' files (which
+# load them from there), zsh's autoloaded from $fpath beside _aiscope; fish's
+# are in aiscope.fish
+COMP_BASH_SHARED := aiscope-tool aiscope-options
+COMP_ZSH_FPATH := _aiscope_tids _aiscope_comms _aiscope_options
 
 install: tools
 	$(Q)install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man7 \
@@ -377,10 +402,10 @@ install: tools
 	$(Q)for t in $(TOOLS); do install -m 0644 man/$$t.8 $(DESTDIR)$(MANDIR)/man8/aiscope-$$t.8 || exit 1; done
 	$(Q)install -m 0644 man/aiscope.7 $(DESTDIR)$(MANDIR)/man7/
 	$(Q)install -m 0644 $(COMP)/bash/aiscope $(DESTDIR)$(BASHCOMPDIR)/aiscope
-	$(Q)install -m 0644 $(COMP)/zsh/_aiscope $(DESTDIR)$(ZSHCOMPDIR)/_aiscope
+	$(Q)install -m 0644 $(COMP)/zsh/_aiscope $(addprefix $(COMP)/zsh/,$(COMP_ZSH_FPATH)) $(DESTDIR)$(ZSHCOMPDIR)/
 	$(Q)install -m 0644 $(COMP)/aiscope.fish $(DESTDIR)$(FISHCOMPDIR)/aiscope.fish
 	$(Q)install -d $(DESTDIR)$(TOOLCOMPDIR)/bash $(DESTDIR)$(TOOLCOMPDIR)/zsh
-	$(Q)install -m 0644 $(addprefix $(COMP)/bash/,$(TOOLS)) $(DESTDIR)$(TOOLCOMPDIR)/bash/
+	$(Q)install -m 0644 $(addprefix $(COMP)/bash/,$(TOOLS) $(COMP_BASH_SHARED)) $(DESTDIR)$(TOOLCOMPDIR)/bash/
 	$(Q)install -m 0644 $(addprefix $(COMP)/zsh/_,$(TOOLS)) $(DESTDIR)$(TOOLCOMPDIR)/zsh/
 	$(Q)install -d $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(TMPFILESDIR)
 	$(Q)for u in $(UNITS); do \
@@ -393,7 +418,8 @@ uninstall:
 	$(Q)rm -f $(DESTDIR)$(BINDIR)/aiscope $(addprefix $(DESTDIR)$(LIBEXECDIR)/,$(TOOLS)) \
 		$(addprefix $(DESTDIR)$(MANDIR)/man8/,$(MAN8)) $(DESTDIR)$(MANDIR)/man7/aiscope.7 \
 		$(DESTDIR)$(BASHCOMPDIR)/aiscope $(DESTDIR)$(ZSHCOMPDIR)/_aiscope $(DESTDIR)$(FISHCOMPDIR)/aiscope.fish \
-		$(addprefix $(DESTDIR)$(TOOLCOMPDIR)/bash/,$(TOOLS)) $(addprefix $(DESTDIR)$(TOOLCOMPDIR)/zsh/_,$(TOOLS)) \
+		$(addprefix $(DESTDIR)$(ZSHCOMPDIR)/,$(COMP_ZSH_FPATH)) \
+		$(addprefix $(DESTDIR)$(TOOLCOMPDIR)/bash/,$(TOOLS) $(COMP_BASH_SHARED)) $(addprefix $(DESTDIR)$(TOOLCOMPDIR)/zsh/_,$(TOOLS)) \
 		$(DESTDIR)$(TMPFILESDIR)/aiscope.conf $(addprefix $(DESTDIR)$(SYSTEMDUNITDIR)/,$(UNITS))
 	$(Q)rmdir $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(TOOLCOMPDIR)/bash $(DESTDIR)$(TOOLCOMPDIR)/zsh \
 		$(DESTDIR)$(TOOLCOMPDIR) $(DESTDIR)$(PREFIX)/share/aiscope 2> /dev/null || true

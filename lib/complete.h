@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The shell completions of a tool, made from its own argp options: the
- * hidden --complete=bash|zsh|fish prints them (make writes them into
- * $(O)/completions/, with completions/shared/ in front). The options and
+ * hidden --complete=bash|zsh|fish prints them, and --complete=SHELL-shared
+ * the completion of lib's options that every tool's file loads (make writes
+ * them into $(O)/completions/, beside completions/<shell>/'s helpers). The options and
  * whether they take a value come from the argp tree the tool parses with;
  * what to offer as a value comes from the table below (the shared options'
  * are lib's own), and a tool lists only its own keywords, files and lists.
@@ -37,8 +38,9 @@ struct opt_value {
  * table: lib has an empty one. */
 extern const struct opt_value aiscope_opt_values[];
 
-/* Prints the completion of ARGP (the tree argp_parse was given) for SHELL
- * and exits 0; an unknown SHELL is a usage error. */
-void __attribute__((noreturn)) aiscope_complete(const struct argp *argp, const char *shell);
+/* Prints the completion of ARGP (the tree argp_parse was given) for ARG
+ * (a shell), or lib's shared one for "SHELL-shared", and exits 0; any other
+ * ARG is a usage error. */
+void __attribute__((noreturn)) aiscope_complete(const struct argp *argp, const char *arg);
 
 #endif

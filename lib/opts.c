@@ -423,13 +423,13 @@ error_t aiscope_parse_shared(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-static const struct argp common_argp = {
+const struct argp aiscope_common_argp = {
 	.options = common_opts,
 	.parser = aiscope_parse_shared,
 };
 
 const struct argp_child aiscope_argp_children[] = {
-	{ &common_argp, 0, NULL, 0 },
+	{ &aiscope_common_argp, 0, NULL, 0 },
 	{},
 };
 
@@ -507,7 +507,7 @@ static error_t parse_metrics(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-static const struct argp metrics_argp = {
+const struct argp aiscope_metrics_argp = {
 	.options = metrics_opts,
 	.parser = parse_metrics,
 };
@@ -521,7 +521,7 @@ static const struct argp *with_metrics(const struct argp *argp)
 
 	for (const struct argp_child *c = argp->children; c && c->argp && n < 6; c++)
 		kids[n++] = *c;
-	kids[n++] = (struct argp_child){ &metrics_argp, 0, NULL, 0 };
+	kids[n++] = (struct argp_child){ &aiscope_metrics_argp, 0, NULL, 0 };
 	kids[n] = (struct argp_child){};
 	top = *argp;
 	top.children = kids;

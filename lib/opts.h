@@ -132,6 +132,10 @@ enum {
  * on to (topograph): into env, with the same checks and messages. */
 error_t aiscope_parse_shared(int key, char *arg, struct argp_state *state);
 extern const struct argp_child aiscope_argp_children[];
+/* lib's options as argp trees: those of every tool (the child above) and
+ * those of AISCOPE_METRICS, which the completions of every tool share
+ * (lib/complete.c) */
+extern const struct argp aiscope_common_argp, aiscope_metrics_argp;
 /* A tool's argp: its own options and parser, the shared options as the
  * child every tool has. */
 #define AISCOPE_ARGP(options_, parser_, doc_)					\

@@ -5,9 +5,11 @@
 # (CONTRACT section 8): for each tool (tools/<tool>.c or tools/<tool>/),
 #   - the bash, zsh and fish completions, which make writes into
 #     $AISCOPE_BUILD/completions/ from the tool's own options (lib/complete.c),
-#     offer exactly the options that "<tool> --help" lists (long options and
-#     short letters), and complete a value after exactly the options that
-#     take one;
+#     with the shared files they load (the helpers and the options lib gives
+#     every tool), offer exactly the options that "<tool> --help" lists (long
+#     options and short letters), and complete a value after exactly the
+#     options that take one, from the build tree and as make install lays
+#     them out;
 #   - man/<tool>.8 exists, renders without groff warnings, has the contract's
 #     sections and exit codes, and its OPTIONS describe exactly those of --help;
 #   - README.md has a row for it.
@@ -19,6 +21,11 @@ TOP=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
 BIN=${AISCOPE_BUILD:-$TOP/build}
 case $BIN in /*) ;; *) BIN=$TOP/$BIN ;; esac
 BASH_COMPLETION=${BASH_COMPLETION:-/usr/share/bash-completion/bash_completion}
+
+# the files of completions/ that every tool's completion loads: the helpers
+# (written by hand) and the completion of lib's shared options (make's)
+HELPERS="bash/aiscope-tool zsh/_aiscope_tids zsh/_aiscope_comms fish/aiscope-tool.fish"
+SHARED="bash/aiscope-options zsh/_aiscope_options fish/aiscope-options.fish"
 
 setup() {
 	cd "$TOP" || return 1
@@ -201,20 +208,24 @@ zsh_specs_zsh() {
 	' zsh "$1" "$BIN"
 }
 
-# zsh_specs_text TOOL: the same, from the file's text: its _arguments
-# command expands alike in bash (quotes and {a,b} braces)
+# zsh_specs_text TOOL: the same, from the files' text: the tool's function
+# and _aiscope_options (the shared options' specs it adds) run alike in
+# bash (quotes, {a,b} braces, arrays)
 zsh_specs_text() {
-	local cmd
-	cmd=$(awk '/^_arguments/ { on = 1 } on { print; if ($0 !~ /\\$/) exit }' \
-		"$BIN/completions/zsh/_$1")
-	[ -n "$cmd" ] || { echo "no _arguments in $BIN/completions/zsh/_$1" >&2; return 1; }
+	local f=$BIN/completions/zsh/_$1
+	grep -q '^_arguments' "$f" || { echo "no _arguments in $f" >&2; return 1; }
 	bash --norc --noprofile -c '
+		autoload() { :; }
 		_arguments() {
 			while [[ $1 == -[sSCwWn0] ]]; do shift; done
 			printf "%s\n" "$@"
 		}
-		eval "$1"
-	' bash "$cmd"
+		eval "_aiscope_options() { $(< "$2/_aiscope_options")
+		}"
+		eval "_tool() { $(< "$1")
+		}"
+		_tool
+	' bash "$f" "$BIN/completions/zsh"
 }
 
 # zsh_parse [args]: specs on stdin -> option names (with "args": those
@@ -266,10 +277,27 @@ read_by_shell() {
 
 # ---- fish ----
 
-# fish_text TOOL [args]: options of the "complete -c TOOL" lines, read as
-# text: -s/-l (and -x/-r) come before -a and -d on each line
+# fish_lines TOOL: the complete lines of TOOL.fish without "complete -c TOOL",
+# with those of each "__aiscope_options GROUP -c TOOL" (aiscope-options.fish)
+fish_lines() {
+	local dir=$BIN/completions/fish line group
+	while IFS= read -r line; do
+		case $line in
+		"complete -c $1 "*) printf '%s\n' "${line#"complete -c $1 "}" ;;
+		"__aiscope_options "*" -c $1")
+			group=${line#__aiscope_options }
+			group=${group%" -c $1"}
+			awk -v g="$group" '$1 == "case" { on = $2 == g; next } $1 == "end" { on = 0 }
+				on && sub(/^ *complete \$argv\[2\.\.-1\] /, "")' "$dir/aiscope-options.fish"
+			;;
+		esac
+	done < "$dir/$1.fish"
+}
+
+# fish_text TOOL [args]: options of the complete lines, read as text:
+# -s/-l (and -x/-r) come before -a and -d on each line
 fish_text() {
-	sed -nE "s/^complete -c $1 //p" "$BIN/completions/fish/$1.fish" |
+	fish_lines "$1" |
 		sed -E 's/ -[ad] .*//' | awk -v want="${2:-}" '{
 			arg = 0
 			for (i = 1; i <= NF; i++)
@@ -361,8 +389,9 @@ make_tools() {
 		t=${t#_}
 		t=${t%.8}
 		t=${t%.fish}
-		# the front command's own files
+		# the front command's own files, and the shared ones
 		[ "$t" = aiscope ] && continue
+		[[ " $HELPERS $SHARED " == *" ${f#"$BIN"/completions/} "* ]] && continue
 		[ -f "tools/$t.c" ] || compgen -G "tools/$t/*.c" >/dev/null || stale+=" $f"
 	done
 	[ -z "$stale" ] || { echo "files for no tool:$stale" >&2; false; }
@@ -370,8 +399,8 @@ make_tools() {
 
 # the tools' completions are made from their options; the tree's copies
 # (completions/<shell>/, shipped with the source) are make's output, unedited
-@test "completions/: the front command's, the shared helpers and make's copies of the tools', nothing else" {
-	local f t sh extra= want=" bash/aiscope zsh/_aiscope bash/aiscope-tool.bash zsh/aiscope-tool.zsh fish/aiscope-tool.fish "
+@test "completions/: the front command's, the shared files and make's copies of the tools', nothing else" {
+	local f t sh extra= want=" bash/aiscope zsh/_aiscope $HELPERS $SHARED "
 	for t in $(tools); do
 		want+="bash/$t zsh/_$t fish/$t.fish "
 	done
@@ -387,14 +416,35 @@ make_tools() {
 			zsh) f=zsh/_$t ;;
 			fish) f=fish/$t.fish ;;
 			esac
-			diff <("$BIN/$t" --complete=$sh | sed "1r completions/$sh/aiscope-tool.$sh") "$BIN/completions/$f"
+			diff <("$BIN/$t" --complete=$sh) "$BIN/completions/$f"
 			diff "$BIN/completions/$f" "completions/$f" ||
 				{ echo "completions/$f is not make's: make completions-update" >&2; false; }
+			# lib's shared options: every tool prints the same
+			for f in $SHARED; do
+				[[ $f == "$sh"/* ]] && break
+			done
+			diff <("$BIN/$t" --complete=$sh-shared) "$BIN/completions/$f"
 		done
+	done
+	for f in $SHARED; do
+		diff "$BIN/completions/$f" "completions/$f" ||
+			{ echo "completions/$f is not make's: make completions-update" >&2; false; }
+	done
+	for f in $HELPERS; do
+		cmp "completions/$f" "$BIN/completions/$f"
+	done
+	# a tool's file holds its own options only: lib's are in the shared files
+	for t in $(tools); do
+		if grep -e --buffer-size -e --listen "completions/bash/$t" "completions/zsh/_$t" "completions/fish/$t.fish"; then
+			echo "completions of $t list lib's options (the shared files' own)" >&2
+			false
+		fi
 	done
 	run "$BIN/cachestat" --complete=tcsh
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"invalid --complete 'tcsh': expected bash, zsh or fish"* ]]
+	run "$BIN/cachestat" --complete=bash-sharedx
+	[ "$status" -eq 2 ]
 }
 
 @test "man pages render without groff warnings" {
@@ -448,16 +498,22 @@ man_opts() {
 # ---- the front command: aiscope TOOL ... completes as TOOL ... ----
 
 # aiscope_bash BC WORD...: what bash offers for the last WORD of "aiscope WORD..."
+# (with AISCOPE_ROOT: as installed there by make install PREFIX=/usr)
 aiscope_bash() {
-	local bc=$1
+	local bc=$1 run=(env PATH="$BIN:$PATH" AISCOPE_LIBEXECDIR="$BIN") file=$BIN/completions/bash/aiscope
 	shift
-	PATH=$BIN:$PATH AISCOPE_LIBEXECDIR=$BIN bash --norc --noprofile -c '
-		bc=$1 top=$2
-		shift 2
+	if [ -n "${AISCOPE_ROOT:-}" ]; then
+		run=(env -u AISCOPE_LIBEXECDIR PATH="$AISCOPE_ROOT/usr/sbin:$PATH")
+		file=$AISCOPE_ROOT/usr/share/bash-completion/completions/aiscope
+	fi
+	# shellcheck disable=SC2016 # the inner bash expands them
+	"${run[@]}" bash --norc --noprofile -c '
+		bc=$1 top=$2 file=$3
+		shift 3
 		if [ -n "$bc" ]; then
 			. "$bc" || exit 1
 		fi
-		. "$AISCOPE_LIBEXECDIR/completions/bash/aiscope" || exit 1
+		. "$file" || exit 1
 		COMP_WORDS=(aiscope "$@")
 		COMP_CWORD=$#
 		COMP_LINE=$(printf "%s " aiscope "$@")
@@ -474,7 +530,7 @@ aiscope_bash() {
 			complete -p "$t" > /dev/null 2>&1 && { echo "complete registered for $t" >&2; exit 1; }
 		done
 		exit 0
-	' bash "$bc" "$TOP" "$@"
+	' bash "$bc" "$TOP" "$file" "$@"
 }
 
 @test "aiscope completion: the tools first, then each tool's own options (bash, zsh, fish)" {
@@ -524,6 +580,44 @@ aiscope_bash() {
 			got=$(fish --no-config -c 'source $argv[1]; complete -C"aiscope $argv[2] -"; complete -C"aiscope $argv[2] --"' \
 				"$BIN/completions/aiscope.fish" "$t" | cut -f1 | grep -- '^-' | LC_ALL=C sort -u)
 			same "$(help_opts "$t")" "$got" "fish: aiscope $t -"
+		done
+	fi
+}
+
+@test "aiscope completion as make install lays it out: each tool's options, the shared files found (bash, zsh, fish)" {
+	[ "$BIN" = "$TOP/build" ] || skip "make install installs build/, not $BIN"
+	local bc t got
+	export AISCOPE_ROOT=$BATS_TEST_TMPDIR/root
+	local share=$AISCOPE_ROOT/usr/share
+	make -s -C "$TOP" install DESTDIR="$AISCOPE_ROOT" PREFIX=/usr > /dev/null
+	for bc in "" "$BASH_COMPLETION"; do
+		[ -z "$bc" ] || [ -r "$bc" ] || continue
+		for t in $("$BIN/aiscope" list); do
+			got=$({ aiscope_bash "$bc" "$t" -; aiscope_bash "$bc" "$t" --; } | grep -v '^$' | LC_ALL=C sort -u)
+			same "$(help_opts "$t")" "$got" "bash (installed): aiscope $t -"
+		done
+		run aiscope_bash "$bc" schedlat --probe-mode tp_btf,r
+		[ "$status" -eq 0 ]
+		[ "$output" = "tp_btf,raw_tp" ]
+	done
+	if command -v zsh > /dev/null 2>&1; then
+		for t in $("$BIN/aiscope" list); do
+			got=$(PATH=$AISCOPE_ROOT/usr/sbin:$PATH zsh -f -c '
+				zmodload zsh/parameter
+				fpath=("$2/zsh/site-functions" $fpath)
+				autoload -Uz _aiscope
+				_arguments() { while [[ $1 == -[sSCwWn0] ]]; do shift; done; print -rl -- "$@"; }
+				words=(aiscope $1 -); CURRENT=3; _aiscope
+			' zsh "$t" "$share")
+			same "$(help_opts "$t")" "$(printf '%s\n' "$got" | zsh_parse)" "zsh (installed): aiscope $t -"
+		done
+	fi
+	if command -v fish > /dev/null 2>&1; then
+		for t in $("$BIN/aiscope" list); do
+			# shellcheck disable=SC2016 # fish expands $argv
+			got=$(fish --no-config -c 'source $argv[1]; complete -C"aiscope $argv[2] -"; complete -C"aiscope $argv[2] --"' \
+				"$share/fish/vendor_completions.d/aiscope.fish" "$t" | cut -f1 | grep -- '^-' | LC_ALL=C sort -u)
+			same "$(help_opts "$t")" "$got" "fish (installed): aiscope $t -"
 		done
 	fi
 }

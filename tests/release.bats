@@ -33,6 +33,12 @@ want_files() {
 	echo share/man/man7/aiscope.7
 	echo share/bash-completion/completions/aiscope
 	echo share/zsh/site-functions/_aiscope
+	# the helpers the tools' completions load
+	echo share/aiscope/completions/bash/aiscope-tool
+	echo share/aiscope/completions/bash/aiscope-options
+	echo share/zsh/site-functions/_aiscope_tids
+	echo share/zsh/site-functions/_aiscope_comms
+	echo share/zsh/site-functions/_aiscope_options
 	echo share/fish/vendor_completions.d/aiscope.fish
 	for u in "$TOP"/deploy/systemd/*.service; do
 		echo "lib/systemd/system/${u##*/}"

@@ -1,17 +1,5 @@
 # fish completion for topograph(8), part of aiscope: made by make from topograph --complete=fish
-# fish: the helpers of every aiscope tool's completion
-# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-#
-# make writes $(O)/completions/fish/<tool>.fish: the complete lines that
-# "<tool> --complete=fish" prints (lib/complete.c, from the tool's own
-# options), with this file after its first line; aiscope.fish is made of
-# them (the fish completion of "aiscope <tool>"). Try one without
-# installing: source build/completions/fish/<tool>.fish
-
-# the value being typed, also in the --long=value form
-function __aiscope_value
-    commandline -ct | string replace -r -- '^--[^=]*=' ''
-end
+source (status dirname)/aiscope-tool.fish
 complete -c topograph -s p -l pid -x -a '(__fish_complete_list , __fish_complete_pids)' -d 'Only these processes (thread-group ids)'
 complete -c topograph -s t -l tid -x -a '(__fish_complete_list , "string replace -r \'.*/\' \'\' /proc/*/task/*")' -d 'Only these threads (live capture only)'
 complete -c topograph -s c -l cgroup -x -a '(__fish_complete_directories (__aiscope_value))' -d 'Only tasks in this cgroup directory or below it (live capture only)'
