@@ -13,12 +13,14 @@ load lib
 
 PODMAN=(podman --cgroup-manager cgroupfs)
 ULIMITS=(--ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --ulimit memlock=65536:65536)
-CTR_DIR=/run/aiscope-test-containerd
-CTR=(ctr --address "$CTR_DIR/containerd.sock")
-# a tag of this run's own: the suites of two checkouts run at once would
-# otherwise import and remove each other's image
+# a tag and a containerd socket of this run's own: the suites of two
+# checkouts run at once would otherwise import and remove each other's
+# image, and one would stop the containerd the other's containers run under
+# (their shims then outlive both, holding the suite's output pipe open)
 RUN_TAG=${BATS_RUN_TMPDIR##*-}
 IMAGE=localhost/aiscope-ctrtest:${RUN_TAG,,}
+CTR_DIR=/run/aiscope-test-containerd-${RUN_TAG,,}
+CTR=(ctr --address "$CTR_DIR/containerd.sock")
 
 # the cgroups the runtimes make and leave behind (removed in teardown_file
 # when the test made them and they are empty)
@@ -46,7 +48,7 @@ setup_file() {
 	   ! "${CTR[@]}" version > /dev/null 2>&1; then
 		mkdir -p "$CTR_DIR"
 		containerd --address "$CTR_DIR/containerd.sock" --root "$BATS_FILE_TMPDIR/containerd" \
-			> "$BATS_FILE_TMPDIR/containerd.log" 2>&1 3>&- &
+			< /dev/null > "$BATS_FILE_TMPDIR/containerd.log" 2>&1 3>&- &
 		echo $! > "$BATS_FILE_TMPDIR/containerd.pid"
 		for _ in $(seq 100); do
 			"${CTR[@]}" version > /dev/null 2>&1 && break
@@ -329,7 +331,7 @@ by_container() {
 	done
 }
 
-@test "containers: a podman --rm container that runs and is gone within one interval still has its id, runtime and cgroup" {
+@test "containers: a podman --rm container that runs and is gone within one interval still has its id, runtime, cgroup and name" {
 	need_podman
 	local name=aiscope-ct-rm-$$-$RANDOM out=$BATS_TEST_TMPDIR/s.out id row
 	start_tool s schedlat --by pid -j -i 4s -n 1
@@ -344,9 +346,20 @@ by_container() {
 	all_json "$out"
 	# its processes' rows (contend's, and runc's child that exec'd it)
 	jq -c --arg id "$id" 'select(.type == "sample" and .container_id == $id)' "$out"
-	jq -e -s --arg id "$id" --arg cg "/libpod_parent/libpod-$id" '
+	jq -e -s --arg id "$id" --arg cg "/libpod_parent/libpod-$id" --arg n "$name" --arg img "$IMAGE" '
 		[.[] | select(.type == "sample" and .container_id == $id)] |
-		length > 0 and all(.runtime == "podman" and .cgroup == $cg) and (map(.runs) | add) > 0' "$out"
+		length > 0 and all(.runtime == "podman" and .cgroup == $cg and .container_name == $n and
+			.container_image == $img) and (map(.runs) | add) > 0' "$out"
+	# by container: one row, named
+	start_tool c schedlat --by container -j -i 3s -n 1
+	"${PODMAN[@]}" run --rm --name "$name-c" --cidfile "$BATS_TEST_TMPDIR/cid2" "${ULIMITS[@]}" \
+		"$IMAGE" /contend 3 0 20 5 > /dev/null
+	id=$(cat "$BATS_TEST_TMPDIR/cid2")
+	wait "$TOOL_PID"
+	all_json "$BATS_TEST_TMPDIR/c.out"
+	jq -e -s --arg id "$id" --arg n "$name-c" '[.[] | select(.type == "sample" and .container_id == $id)] |
+		length == 1 and .[0].row == "container" and .[0].container_name == $n and .[0].runs > 0' \
+		"$BATS_TEST_TMPDIR/c.out"
 }
 
 # flows_of OUT ID: socketsnoop's sample rows of container ID in OUT, as
