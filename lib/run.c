@@ -651,47 +651,73 @@ const char *aiscope_container_pod(const struct container_info *ci, char *buf, si
 	return ci->pod_uid[0] ? ci->pod_uid : "-";
 }
 
-void aiscope_identity_json(struct jw *w, const struct aiscope_identity *id)
+/* pfx NAME in buf; the block's own keys (no prefix) as they are */
+static const char *id_key(char *buf, size_t len, const char *pfx, const char *name)
+{
+	if (!pfx[0])
+		return name;
+	snprintf(buf, len, "%s%s", pfx, name);
+	return buf;
+}
+
+void aiscope_identity_json_as(struct jw *w, const char *pfx, const struct aiscope_identity *id)
 {
 	const struct container_info *ci = id->ci;
-
-	jw_ku64_or_null(w, "pid", id->known & AISCOPE_ID_PID, id->pid);
-	jw_ku64_or_null(w, "tid", id->known & AISCOPE_ID_TID, id->tid);
-	if (id->comm)
-		jw_kstrn(w, "comm", id->comm, id->comm_len ? id->comm_len : strlen(id->comm));
-	else
-		jw_knull(w, "comm");
-	jw_ku64_or_null(w, "uid", id->known & AISCOPE_ID_UID, id->uid);
-	jw_ku64_or_null(w, "cgroup_id", id->known & AISCOPE_ID_CGROUP_ID, id->cgroup_id);
-	jw_kstr(w, "cgroup", id->cgroup);
 	const struct ctr_meta *m = id->names;
+	char k[64];
 
+#define K(name) id_key(k, sizeof(k), pfx, name)
+	jw_ku64_or_null(w, K("pid"), id->known & AISCOPE_ID_PID, id->pid);
+	jw_ku64_or_null(w, K("tid"), id->known & AISCOPE_ID_TID, id->tid);
+	if (id->comm)
+		jw_kstrn(w, K("comm"), id->comm, id->comm_len ? id->comm_len : strlen(id->comm));
+	else
+		jw_knull(w, K("comm"));
+	jw_ku64_or_null(w, K("uid"), id->known & AISCOPE_ID_UID, id->uid);
+	jw_ku64_or_null(w, K("cgroup_id"), id->known & AISCOPE_ID_CGROUP_ID, id->cgroup_id);
+	jw_kstr(w, K("cgroup"), id->cgroup);
 	if (!m && ci && ci->id[0])
 		m = ctrmeta_lookup(ci->id, ci->runtime);
 	if (m && !m->found)
 		m = NULL;
-	jw_kstr(w, "container_id", ci && ci->id[0] ? ci->id : NULL);
-	jw_kstr(w, "runtime", ci && ci->runtime ? ci->runtime : m ? m->runtime : NULL);
-	jw_kstr(w, "pod_uid", ci && ci->pod_uid[0] ? ci->pod_uid : NULL);
-	jw_kstr(w, "container_name", m && m->name[0] ? m->name : NULL);
-	jw_kstr(w, "container_image", m && m->image[0] ? m->image : NULL);
-	jw_kstr(w, "pod_name", m && m->pod_name[0] ? m->pod_name : NULL);
-	jw_kstr(w, "pod_namespace", m && m->pod_namespace[0] ? m->pod_namespace : NULL);
-	jw_kstr(w, "k8s_container", m && m->k8s_container[0] ? m->k8s_container : NULL);
+	jw_kstr(w, K("container_id"), ci && ci->id[0] ? ci->id : NULL);
+	jw_kstr(w, K("runtime"), ci && ci->runtime ? ci->runtime : m ? m->runtime : NULL);
+	jw_kstr(w, K("pod_uid"), ci && ci->pod_uid[0] ? ci->pod_uid : NULL);
+	jw_kstr(w, K("container_name"), m && m->name[0] ? m->name : NULL);
+	jw_kstr(w, K("container_image"), m && m->image[0] ? m->image : NULL);
+	jw_kstr(w, K("pod_name"), m && m->pod_name[0] ? m->pod_name : NULL);
+	jw_kstr(w, K("pod_namespace"), m && m->pod_namespace[0] ? m->pod_namespace : NULL);
+	jw_kstr(w, K("k8s_container"), m && m->k8s_container[0] ? m->k8s_container : NULL);
+#undef K
+}
+
+void aiscope_identity_json(struct jw *w, const struct aiscope_identity *id)
+{
+	aiscope_identity_json_as(w, "", id);
+}
+
+void aiscope_ident_json_as(struct jw *w, const char *pfx, const struct aiscope_ident *id,
+			   bool with_tid)
+{
+	struct container_info ci;
+	struct aiscope_identity b = { 0 };
+
+	if (id) {
+		b = (struct aiscope_identity){
+			.known = AISCOPE_ID_TASK | AISCOPE_ID_CGROUP_ID |
+				 (with_tid ? AISCOPE_ID_TID : 0),
+			.pid = id->pid, .tid = id->tid, .uid = id->uid,
+			.comm = id->comm, .comm_len = sizeof(id->comm),
+			.cgroup_id = id->cgroup_id, .ci = &ci,
+		};
+		b.cgroup = aiscope_ident_cgroup(id, &ci);
+	}
+	aiscope_identity_json_as(w, pfx, &b);
 }
 
 void aiscope_ident_json(struct jw *w, const struct aiscope_ident *id, bool with_tid)
 {
-	struct container_info ci;
-	struct aiscope_identity b = {
-		.known = AISCOPE_ID_TASK | AISCOPE_ID_CGROUP_ID | (with_tid ? AISCOPE_ID_TID : 0),
-		.pid = id->pid, .tid = id->tid, .uid = id->uid,
-		.comm = id->comm, .comm_len = sizeof(id->comm),
-		.cgroup_id = id->cgroup_id, .ci = &ci,
-	};
-
-	b.cgroup = aiscope_ident_cgroup(id, &ci);
-	aiscope_identity_json(w, &b);
+	aiscope_ident_json_as(w, "", id, with_tid);
 }
 
 void aiscope_summary_begin(struct jw *w, const struct aiscope_bpf *b, const struct aiscope_loop *l,

@@ -173,9 +173,17 @@ struct aiscope_identity {
 };
 
 void aiscope_identity_json(struct jw *w, const struct aiscope_identity *id);
+/* The same fourteen keys of another process a line names, each with its
+ * role in front (docs/schema/README.md rule 5): pfx "writer_" gives
+ * writer_pid ... writer_k8s_container. pfx "" is aiscope_identity_json. */
+void aiscope_identity_json_as(struct jw *w, const char *pfx, const struct aiscope_identity *id);
 /* The block of a task the BPF side identified; with_tid false writes a
  * null tid (rows per process). */
 void aiscope_ident_json(struct jw *w, const struct aiscope_ident *id, bool with_tid);
+/* ... with pfx in front of each key; id NULL (no such process seen):
+ * all fourteen null. */
+void aiscope_ident_json_as(struct jw *w, const char *pfx, const struct aiscope_ident *id,
+			   bool with_tid);
 /* The cgroup path (NULL if unknown) and the container of an identity. */
 const char *aiscope_ident_cgroup(const struct aiscope_ident *id, struct container_info *ci);
 /* A container in tables: its name (lib/ctrmeta.h), else its 12-character

@@ -654,3 +654,40 @@ loader>loader 777" ]
 	[ "$status" -eq 0 ]
 	echo "$output" | grep -qxF "[container $name]"
 }
+
+@test "containers: ipcsnoop names a podman container's writer and reader: its own pipe, and its stdout read by conmon on the host" {
+	need_podman
+	local name=aiscope-ct-ipc-$$-$RANDOM out=$BATS_TEST_TMPDIR/i.out
+	start_tool i ipcsnoop -j -i 60 --kind pipe
+	# 40 writes of 3000 bytes through a pipe inside; the truth lines go out
+	# through conmon's stdout pipe, a host process
+	"${PODMAN[@]}" run --name "$name" "${ULIMITS[@]}" -v "$HELPERS/ipcload:/ipcload:ro" \
+		"$IMAGE" /ipcload pipe 40 3000 > "$BATS_TEST_TMPDIR/truth"
+	TEST_PODMAN+=("$name")
+	cat "$BATS_TEST_TMPDIR/truth"
+	stop_tool "$TOOL_PID"
+	all_json "$out"
+	podman inspect "$name" > "$BATS_TEST_TMPDIR/inspect.json"
+	jq -c 'select(.type == "sample") | [.channel, .writer_comm, .writer_container_name, .reader_comm,
+		.reader_container_name, .bytes]' "$out" | grep -F "$name" || true
+	# inside: both ends the container, named as podman inspect names it
+	local ch
+	ch=$(awk '$4 == "write" {print $3; exit}' "$BATS_TEST_TMPDIR/truth")
+	jq -e -s --slurpfile i "$BATS_TEST_TMPDIR/inspect.json" --arg ch "$ch" '($i[0][0]) as $c |
+		[.[] | select(.type == "sample" and .channel == $ch)] |
+		length == 1 and all(.writer_container_id == $c.Id and .reader_container_id == $c.Id and
+		.bytes == 120000 and .read_bytes == 120000 and
+		.writer_comm == "ipc-w" and .reader_comm == "ipc-r" and
+		.writer_container_name == $c.Name and .reader_container_name == $c.Name and
+		.writer_container_image == $c.ImageName and .reader_container_image == $c.ImageName and
+		.writer_runtime == "podman" and .reader_runtime == "podman" and
+		.writer_cgroup == "/libpod_parent/libpod-\($c.Id)" and .reader_cgroup == .writer_cgroup and
+		.writer_pod_name == null and .reader_k8s_container == null)' "$out"
+	# out: the container writes, conmon on the host reads, of no container
+	jq -e -s --slurpfile i "$BATS_TEST_TMPDIR/inspect.json" --argjson n "$(wc -c < "$BATS_TEST_TMPDIR/truth")" '
+		($i[0][0]) as $c |
+		[.[] | select(.type == "sample" and .writer_container_id == $c.Id and .reader_comm == "conmon")] |
+		length == 1 and all(.writer_container_name == $c.Name and .writer_runtime == "podman" and
+		.reader_container_id == null and .reader_container_name == null and .reader_runtime == null and
+		.reader_cgroup != null and .bytes == $n and .read_bytes == $n)' "$out"
+}

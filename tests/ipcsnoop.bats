@@ -403,7 +403,10 @@ pairs_in_cgroup() {
 	jq -e -s 'all(.[] | select(.type == "sample"); keys_unsorted as $k | ["type","tool","ts","schema","seq",
 		"interval_ns","row","kind","channel","channel_key","writer_pid","writer_comm","reader_pid",
 		"reader_comm","writers","readers","msgs","bytes","read_msgs","read_bytes","attaches",
-		"detaches","size_bytes"] - $k == [])' "$BATS_TEST_TMPDIR/s.out"
+		"detaches","size_bytes"] - $k == [] and
+		(["pid","tid","comm","uid","cgroup_id","cgroup","container_id","runtime","pod_uid",
+		  "container_name","container_image","pod_name","pod_namespace","k8s_container"] |
+		 map("writer_" + .) + map("reader_" + .)) - $k == [])' "$BATS_TEST_TMPDIR/s.out"
 	local ch
 	ch=$(awk '$2 == "pipe" {print $3; exit}' "$BATS_TEST_TMPDIR/truth")
 	jq -e -s --arg ch "$ch" '[.[] | select(.type == "edge" and .channel == $ch)] | length == 1 and all(keys_unsorted as $k |
@@ -421,4 +424,54 @@ pairs_in_cgroup() {
 	tail -1 "$BATS_TEST_TMPDIR/s.out" | jq -e '.type == "summary" and .exit_reason == "signal"'
 	run bash -c "'$BIN/ipcsnoop' -j -i 100ms | head -1"
 	[ "$status" -eq 0 ]
+}
+
+@test "ipcsnoop channel samples carry the writer's and the reader's identity keys, each in its container" {
+	need_root
+	local d=/tmp/aiscope-ipc-$$ wcg wcid rcg rcid wpid rpid
+	make_docker_cgroup
+	wcg=$CG wcid=$CID
+	make_docker_cgroup
+	rcg=$CG rcid=$CID
+	mkfifo "$d.idfifo"
+	start_tool s ipcsnoop -j -i 60 --kind fifo
+	# each moves itself into its container's cgroup before it opens the FIFO
+	bash -c 'echo $$ > "$1/cgroup.procs"; cat /proc/$$/cgroup > "$3"; exec dd if="$2" of=/dev/null bs=4096 status=none' \
+		_ "$rcg" "$d.idfifo" "$BATS_TEST_TMPDIR/r.cg" &
+	rpid=$!
+	TEST_PIDS+=("$rpid")
+	bash -c 'echo $$ > "$1/cgroup.procs"; cat /proc/$$/cgroup > "$3"; exec dd if=/dev/zero of="$2" bs=4096 count=16 status=none' \
+		_ "$wcg" "$d.idfifo" "$BATS_TEST_TMPDIR/w.cg" &
+	wpid=$!
+	wait "$wpid"
+	wait "$rpid"
+	stop_tool "$TOOL_PID"
+	rm -f "$d.idfifo"
+	all_json "$BATS_TEST_TMPDIR/s.out"
+	# the paths as /proc/PID/cgroup said them while they ran: the ones made
+	local wpath rpath
+	wpath=$(sed -n 's/^0:://p' "$BATS_TEST_TMPDIR/w.cg")
+	rpath=$(sed -n 's/^0:://p' "$BATS_TEST_TMPDIR/r.cg")
+	[ "$wpath" = "${wcg#"$CG_ROOT"}" ]
+	[ "$rpath" = "${rcg#"$CG_ROOT"}" ]
+	jq -e -s --arg ch "$d.idfifo" --argjson wpid "$wpid" --argjson rpid "$rpid" \
+		--arg wcid "$wcid" --arg rcid "$rcid" --arg wpath "$wpath" --arg rpath "$rpath" \
+		--argjson wcgid "$(stat -c %i "$wcg")" --argjson rcgid "$(stat -c %i "$rcg")" '
+		[.[] | select(.type == "sample" and .channel == $ch)] | length == 1 and all(
+		.writer_pid == $wpid and .writer_tid == null and .writer_comm == "dd" and .writer_uid == 0 and
+		.writer_cgroup_id == $wcgid and .writer_cgroup == $wpath and .writer_container_id == $wcid and
+		.writer_runtime == "docker" and .writer_pod_uid == null and .writer_container_name == null and
+		.writer_container_image == null and .writer_pod_name == null and .writer_pod_namespace == null and
+		.writer_k8s_container == null and
+		.reader_pid == $rpid and .reader_tid == null and .reader_comm == "dd" and .reader_uid == 0 and
+		.reader_cgroup_id == $rcgid and .reader_cgroup == $rpath and .reader_container_id == $rcid and
+		.reader_runtime == "docker" and .reader_pod_uid == null and .reader_container_name == null and
+		.reader_k8s_container == null and .bytes == 65536 and .read_bytes == 65536)' \
+		"$BATS_TEST_TMPDIR/s.out"
+	# the same as the edge's sides
+	jq -e -s --arg ch "$d.idfifo" '[.[] | select(.type == "sample" and .channel == $ch)][0] as $s |
+		[.[] | select(.type == "edge" and .channel == $ch)] | length == 1 and all(
+		.src.cgroup == $s.writer_cgroup and .src.container_id == $s.writer_container_id and
+		.dst.cgroup == $s.reader_cgroup and .dst.container_id == $s.reader_container_id)' \
+		"$BATS_TEST_TMPDIR/s.out"
 }

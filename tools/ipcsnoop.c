@@ -958,16 +958,6 @@ static int cmp_chans(const void *a, const void *b)
 
 /* ---- output ---- */
 
-static void json_side(struct jw *w, const char *pfx, const struct prow *r)
-{
-	char k[32];
-
-	snprintf(k, sizeof(k), "%s_pid", pfx);
-	jw_ku64_or_null(w, k, r, r ? r->pid : 0);
-	snprintf(k, sizeof(k), "%s_comm", pfx);
-	jw_kstrn(w, k, r ? r->ident.comm : NULL, r ? sizeof(r->ident.comm) : 0);
-}
-
 static void json_channel(struct jw *w, const struct ipc_key *ch)
 {
 	struct cname *c = cname_of(ch);
@@ -988,8 +978,9 @@ static void json_chan(const struct chan *c, uint64_t now, uint64_t interval)
 	jw_ku64(w, "interval_ns", interval);
 	jw_kstr(w, "row", "channel");
 	json_channel(w, &c->ch);
-	json_side(w, "writer", c->writer);
-	json_side(w, "reader", c->reader);
+	/* the busiest writer and reader, as in the table; null: none seen */
+	aiscope_ident_json_as(w, "writer_", c->writer ? &c->writer->ident : NULL, false);
+	aiscope_ident_json_as(w, "reader_", c->reader ? &c->reader->ident : NULL, false);
 	jw_ku64(w, "writers", c->writers);
 	jw_ku64(w, "readers", c->readers);
 	jw_ku64(w, "msgs", shm ? 0 : c->msgs);

@@ -70,6 +70,61 @@ static void test_identity_block(void)
 		  "\"container_name\":null,\"container_image\":null,\"pod_name\":null,\"pod_namespace\":null,\"k8s_container\":null}");
 }
 
+/* another process a line names: the same fourteen keys with its role in
+ * front (docs/schema/README.md rule 5), all null for none seen */
+static const char *identity_as(const char *pfx, const struct aiscope_ident *id)
+{
+	struct t_mem m;
+	struct jw w;
+
+	jw_init(&w, t_mem_open(&m));
+	jw_obj_begin(&w);
+	aiscope_ident_json_as(&w, pfx, id, false);
+	jw_obj_end(&w);
+	return t_mem_str(&m);
+}
+
+static void test_identity_as(void)
+{
+	struct aiscope_ident id = { .cgroup_id = 0, .pid = 7, .tid = 8, .uid = 9 };
+	struct container_info ci = { .runtime = "podman" };
+	struct t_mem m;
+	struct jw w;
+
+	CHECK_STR(identity_as("reader_", NULL),
+		  "{\"reader_pid\":null,\"reader_tid\":null,\"reader_comm\":null,\"reader_uid\":null,"
+		  "\"reader_cgroup_id\":null,\"reader_cgroup\":null,\"reader_container_id\":null,"
+		  "\"reader_runtime\":null,\"reader_pod_uid\":null,\"reader_container_name\":null,"
+		  "\"reader_container_image\":null,\"reader_pod_name\":null,\"reader_pod_namespace\":null,"
+		  "\"reader_k8s_container\":null}");
+	memcpy(id.comm, "w\"1", 4);
+	/* cgroup id 0: no such cgroup, so its path and container are null */
+	CHECK_STR(identity_as("writer_", &id),
+		  "{\"writer_pid\":7,\"writer_tid\":null,\"writer_comm\":\"w\\\"1\",\"writer_uid\":9,"
+		  "\"writer_cgroup_id\":0,\"writer_cgroup\":null,\"writer_container_id\":null,"
+		  "\"writer_runtime\":null,\"writer_pod_uid\":null,\"writer_container_name\":null,"
+		  "\"writer_container_image\":null,\"writer_pod_name\":null,\"writer_pod_namespace\":null,"
+		  "\"writer_k8s_container\":null}");
+	/* the container keys and the names, prefixed as the block's own */
+	memset(ci.id, 'd', 64);
+	jw_init(&w, t_mem_open(&m));
+	jw_obj_begin(&w);
+	aiscope_identity_json_as(&w, "peer_", &(struct aiscope_identity){
+		.known = AISCOPE_ID_PID, .pid = 3, .cgroup = "/x", .ci = &ci,
+		.names = &(struct ctr_meta){ .found = true, .name = "web", .image = "nginx:1" } });
+	jw_obj_end(&w);
+	CHECK_STR(t_mem_str(&m),
+		  "{\"peer_pid\":3,\"peer_tid\":null,\"peer_comm\":null,\"peer_uid\":null,"
+		  "\"peer_cgroup_id\":null,\"peer_cgroup\":\"/x\","
+		  "\"peer_container_id\":\"dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd\","
+		  "\"peer_runtime\":\"podman\",\"peer_pod_uid\":null,\"peer_container_name\":\"web\","
+		  "\"peer_container_image\":\"nginx:1\",\"peer_pod_name\":null,\"peer_pod_namespace\":null,"
+		  "\"peer_k8s_container\":null}");
+	/* "" is the block itself */
+	CHECK(strncmp(identity_as("", NULL), "{\"pid\":null,\"tid\":null,\"comm\"",
+		      strlen("{\"pid\":null,\"tid\":null,\"comm\"")) == 0);
+}
+
 /* the container's names, from its runtime's state (lib/ctrmeta.c), null
  * when the runtime does not know it; a cgroupfs path's unnamed runtime is
  * the one whose state has the id */
@@ -331,5 +386,6 @@ int main(void)
 	RUN(test_loop_without_bpf_deadline);
 	RUN(test_identity_block);
 	RUN(test_identity_names);
+	RUN(test_identity_as);
 	return t_done();
 }
