@@ -252,19 +252,27 @@ by_container() {
 	[ "$(echo "$row" | jq -r '.pod_name + "/" + .pod_namespace')" = "job-0/ml" ]
 }
 
+# runc_bundle DIR ID JQ ARGV...: an OCI bundle in DIR of the test's root
+# filesystem running ARGV in cgroup /ID, its runc spec edited by JQ too
+runc_bundle() {
+	local b=$1 id=$2 edit=$3
+	shift 3
+	mkdir -p "$b"
+	cp -a "$ROOTFS" "$b/rootfs"
+	(cd "$b" && runc spec)
+	jq --arg cg "/$id" --argjson argv "$(printf '%s\n' "$@" | jq -R . | jq -s .)" \
+		'.process.args = $argv | .process.terminal = false | .linux.cgroupsPath = $cg | '"$edit" \
+		"$b/config.json" > "$b/c.json"
+	mv "$b/c.json" "$b/config.json"
+}
+
 @test "containers: runc alone, named from its state directory" {
 	need_runc
 	local id b=$BATS_TEST_TMPDIR/bundle out=$BATS_TEST_TMPDIR/s.json row pid
 	id=$(hex_id)
-	mkdir -p "$b"
-	cp -a "$ROOTFS" "$b/rootfs"
-	(cd "$b" && runc spec)
-	jq --arg cg "/$id" '.process.args = ["/contend", "3", "0", "20", "100000"] |
-		.process.terminal = false | .linux.cgroupsPath = $cg |
-		.annotations = {"io.kubernetes.pod.name": "bench-1", "io.kubernetes.pod.namespace": "perf",
-			"io.kubernetes.container.name": "loader"}' \
-		"$b/config.json" > "$b/c.json"
-	mv "$b/c.json" "$b/config.json"
+	runc_bundle "$b" "$id" '.annotations = {"io.kubernetes.pod.name": "bench-1",
+		"io.kubernetes.pod.namespace": "perf", "io.kubernetes.container.name": "loader"}' \
+		/contend 3 0 20 100000
 	runc run -d --bundle "$b" "$id" < /dev/null > /dev/null 2>&1
 	TEST_RUNC+=("$id")
 	runc state "$id" > "$BATS_TEST_TMPDIR/state.json"
@@ -419,17 +427,11 @@ ss-server 4096 77777 $name $IMAGE podman" ]
 	need_runc
 	local id b=$BATS_TEST_TMPDIR/bundle out=$BATS_TEST_TMPDIR/n.out t0 ms
 	id=$(hex_id)
-	mkdir -p "$b"
-	cp -a "$ROOTFS" "$b/rootfs"
-	(cd "$b" && runc spec)
 	# the host's network namespace (a new one's loopback is down)
-	jq --arg cg "/$id" '.process.args = ["/netpair", "tcp4", "-n", "123456", "-m", "7", "-k", "1000", "-l", "1"] |
-		.process.terminal = false | .linux.cgroupsPath = $cg |
-		.linux.namespaces |= map(select(.type != "network")) |
+	runc_bundle "$b" "$id" '.linux.namespaces |= map(select(.type != "network")) |
 		.annotations = {"io.kubernetes.pod.name": "burst-1", "io.kubernetes.pod.namespace": "perf",
 			"io.kubernetes.container.name": "sender"}' \
-		"$b/config.json" > "$b/c.json"
-	mv "$b/c.json" "$b/config.json"
+		/netpair tcp4 -n 123456 -m 7 -k 1000 -l 1
 	start_tool n socketsnoop -j -i 4s -n 1
 	# runc run: create, start, wait, delete: /run/runc/ID goes with it
 	t0=$(date +%s%N)

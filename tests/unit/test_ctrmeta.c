@@ -163,15 +163,31 @@ static void test_bad_ids(void)
 	CHECK(!ctrmeta_lookup("..", "podman")->found);
 }
 
-static void test_cap_counts_evictions(void)
+/* fn(id) for the ids PREFIX0 to PREFIX<n - 1>, on a cache emptied first */
+static void for_ids(const char *prefix, int n, void (*fn)(const char *id))
 {
 	char id[32];
 
 	ctrmeta_set_root(root);
-	for (int i = 0; i < CTRMETA_CAP + 10; i++) {
-		snprintf(id, sizeof(id), "x%d", i);
-		ctrmeta_lookup(id, NULL);
+	for (int i = 0; i < n; i++) {
+		snprintf(id, sizeof(id), "%s%d", prefix, i);
+		fn(id);
 	}
+}
+
+static void lookup_id(const char *id)
+{
+	ctrmeta_lookup(id, NULL);
+}
+
+static void expect_id(const char *id)
+{
+	ctrmeta_expect(id, NULL);
+}
+
+static void test_cap_counts_evictions(void)
+{
+	for_ids("x", CTRMETA_CAP + 10, lookup_id);
 	CHECK_EQ(ctrmeta_cache_size(), CTRMETA_CAP);
 	CHECK_EQ(ctrmeta_evicted(), 10);
 	/* the oldest went, the newest stays and still resolves */
@@ -391,13 +407,7 @@ static void test_expect_runc_rename_wakes(void)
 
 static void test_expect_queue_bounded(void)
 {
-	char id[32];
-
-	ctrmeta_set_root(root);
-	for (int i = 0; i < CTRMETA_WAITING + 3; i++) {
-		snprintf(id, sizeof(id), "w%d", i);
-		ctrmeta_expect(id, NULL);
-	}
+	for_ids("w", CTRMETA_WAITING + 3, expect_id);
 	CHECK_EQ(ctrmeta_waiting(), CTRMETA_WAITING);
 	CHECK_EQ(ctrmeta_expect_dropped(), 3);
 	ctrmeta_expect("w0", NULL);		/* already waiting: not dropped */
