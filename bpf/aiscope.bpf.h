@@ -37,26 +37,25 @@ const volatile struct aiscope_cfg aiscope_cfg = {
 	.attr_ssid = -1,
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, AISCOPE_MAX_IDS);
-	__type(key, __u32);
-	__type(value, __u8);
-} aiscope_pids SEC(".maps");
+/*
+ * A map with a key and a value, the declaration every object repeats:
+ *
+ *	AISCOPE_MAP(stats, BPF_MAP_TYPE_HASH, struct x_key, struct x_stats, 4096);
+ *
+ * is the libbpf definition with those four fields (the same BTF); maps with
+ * more (flags, a ring buffer) are written out.
+ */
+#define AISCOPE_MAP(name, type_, key_t, value_t, entries)			\
+struct {									\
+	__uint(type, type_);							\
+	__uint(max_entries, entries);						\
+	__type(key, key_t);							\
+	__type(value, value_t);							\
+} name SEC(".maps")
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, AISCOPE_MAX_IDS);
-	__type(key, __u32);
-	__type(value, __u8);
-} aiscope_tids SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, AISCOPE_LOST_NR);
-	__type(key, __u32);
-	__type(value, __u64);
-} aiscope_lost SEC(".maps");
+AISCOPE_MAP(aiscope_pids, BPF_MAP_TYPE_HASH, __u32, __u8, AISCOPE_MAX_IDS);
+AISCOPE_MAP(aiscope_tids, BPF_MAP_TYPE_HASH, __u32, __u8, AISCOPE_MAX_IDS);
+AISCOPE_MAP(aiscope_lost, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, __u64, AISCOPE_LOST_NR);
 
 /* Sized by user space from --buffer-size; a page when the tool streams nothing. */
 struct {
@@ -275,5 +274,39 @@ int prog##_raw(unsigned long long *ctx)						\
 	return prog##_hook(ctx);						\
 }										\
 static __always_inline int BPF_PROG(prog##_hook, ##args)
+
+/*
+ * A kernel function's fentry and kprobe programs, prog_fentry and
+ * prog_kprobe, with one body, for hooks whose body reads its arguments with
+ * CO-RE (which both allow) or only passes them on:
+ *
+ *	AISCOPE_FENTRY_KPROBE(oom_kill_process, oomkill, struct oom_control *oc)
+ *	{
+ *		return on_oom_kill(oc);
+ *	}
+ *
+ * The arguments are taken as BPF_PROG and BPF_KPROBE take them (ctx is
+ * passed too), into an __always_inline prog_fk that both programs call: the
+ * same instructions as the two written out.
+ */
+#define AISCOPE_FENTRY_KPROBE(fn, prog, args...)				\
+static __always_inline int prog##_fk(void *ctx, ##args);			\
+SEC("fentry/" #fn)								\
+int prog##_fentry(unsigned long long *ctx)					\
+{										\
+	_Pragma("GCC diagnostic push")						\
+	_Pragma("GCC diagnostic ignored \"-Wint-conversion\"")			\
+	return prog##_fk(___bpf_ctx_cast(args));				\
+	_Pragma("GCC diagnostic pop")						\
+}										\
+SEC("kprobe/" #fn)								\
+int prog##_kprobe(struct pt_regs *ctx)						\
+{										\
+	_Pragma("GCC diagnostic push")						\
+	_Pragma("GCC diagnostic ignored \"-Wint-conversion\"")			\
+	return prog##_fk(___bpf_kprobe_args(args));				\
+	_Pragma("GCC diagnostic pop")						\
+}										\
+static __always_inline int prog##_fk(void *ctx, ##args)
 
 #endif

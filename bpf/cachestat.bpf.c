@@ -26,21 +26,12 @@ enum { C_ACCESS, C_ADD, C_DIRTY, C_BUFDIRTY, C_WADD };
 
 /* Host totals, cumulative: user space reads the difference each interval,
  * so nothing is lost between a read and a reset. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct cachestat_counts);
-} totals SEC(".maps");
+AISCOPE_MAP(totals, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct cachestat_counts, 1);
 
 /* Rows of two intervals (--by), drained and deleted every interval.
  * Preallocated: a burst of new keys must not fail an allocation. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1);		/* sized by user space */
-	__type(key, struct cachestat_key);
-	__type(value, struct cachestat_row);
-} rows SEC(".maps");
+AISCOPE_MAP(rows, BPF_MAP_TYPE_HASH, struct cachestat_key, struct cachestat_row,
+	    1);				/* sized by user space */
 
 /* Tracepoint mode: the read(2)s in progress on each CPU. filemap_read()
  * calls filemap_get_pages() once per batch of folios, and every call
@@ -66,32 +57,18 @@ struct read_slots {
 	__u32 pad;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct read_slots);
-} reads SEC(".maps");
+AISCOPE_MAP(reads, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct read_slots, 1);
 
 /* The folio each thread inserted last. A write into a page the cache does
  * not hold inserts a folio and dirties it right away, in the same thread:
  * that insertion is not a read miss. Tells them apart per event, where
  * bcc's arithmetic (insertions minus all dirtied pages) would let one
  * process's writes cancel another's misses. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 8192);
-	__type(key, __u32);
-	__type(value, __u64);
-} last_add SEC(".maps");
+AISCOPE_MAP(last_add, BPF_MAP_TYPE_LRU_HASH, __u32, __u64, 8192);
 
 /* --llc samples, two intervals, drained like rows */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1);		/* sized by user space with --llc */
-	__type(key, struct cachestat_llc_key);
-	__type(value, struct cachestat_llc);
-} llc SEC(".maps");
+AISCOPE_MAP(llc, BPF_MAP_TYPE_HASH, struct cachestat_llc_key, struct cachestat_llc,
+	    1);				/* sized by user space with --llc */
 
 /* ---- folios ---- */
 
@@ -348,29 +325,29 @@ static __always_inline void count_page(struct task_struct *t, int what, __u64 n,
 		count(t, C_WADD, n, mapping, ino, dev);
 }
 
+/* A folio's or a page's hook: p's own mapping unless the hook passed one;
+ * a macro for BPF_CORE_READ, which wants p's type */
+#define ON_CACHE_PAGE(what, p, npages, mapping) ({				\
+	struct address_space *m_ = (mapping);					\
+	struct task_struct *t_;							\
+										\
+	if ((p) && (t_ = current_passing())) {					\
+		if (!m_)							\
+			m_ = file_mapping(BPF_CORE_READ(p, mapping));		\
+		count_page(t_, what, npages, (__u64)(p), m_, 0, 0);		\
+	}									\
+	0;									\
+})
+
 static __always_inline int on_folio(int what, struct folio *folio, struct address_space *mapping)
 {
-	struct task_struct *t;
-
-	if (!folio || !(t = current_passing()))
-		return 0;
-	if (!mapping)
-		mapping = file_mapping(BPF_CORE_READ(folio, mapping));
-	count_page(t, what, folio_pages(folio), (__u64)folio, mapping, 0, 0);
-	return 0;
+	return ON_CACHE_PAGE(what, folio, folio_pages(folio), mapping);
 }
 
 /* pre-folio kernels: one page */
 static __always_inline int on_page(int what, struct page *page, struct address_space *mapping)
 {
-	struct task_struct *t;
-
-	if (!page || !(t = current_passing()))
-		return 0;
-	if (!mapping)
-		mapping = file_mapping(BPF_CORE_READ(page, mapping));
-	count_page(t, what, 1, (__u64)page, mapping, 0, 0);
-	return 0;
+	return ON_CACHE_PAGE(what, page, 1, mapping);
 }
 
 static __always_inline int on_buffer_dirty(struct buffer_head *bh)
@@ -492,86 +469,40 @@ static __always_inline int on_ino(int what, __u64 n, __u64 ino, __u32 dev, __u64
 
 /* ---- function hooks ---- */
 
-SEC("fentry/folio_mark_accessed")
-int BPF_PROG(accessed_fentry, struct folio *folio)
+AISCOPE_FENTRY_KPROBE(folio_mark_accessed, accessed, struct folio *folio)
 {
 	return on_folio(C_ACCESS, folio, NULL);
 }
 
-SEC("kprobe/folio_mark_accessed")
-int BPF_KPROBE(accessed_kprobe, struct folio *folio)
-{
-	return on_folio(C_ACCESS, folio, NULL);
-}
-
-SEC("fentry/mark_page_accessed")
-int BPF_PROG(page_accessed_fentry, struct page *page)
+AISCOPE_FENTRY_KPROBE(mark_page_accessed, page_accessed, struct page *page)
 {
 	return on_page(C_ACCESS, page, NULL);
 }
 
-SEC("kprobe/mark_page_accessed")
-int BPF_KPROBE(page_accessed_kprobe, struct page *page)
-{
-	return on_page(C_ACCESS, page, NULL);
-}
-
-SEC("fentry/filemap_add_folio")
-int BPF_PROG(add_fentry, struct address_space *mapping, struct folio *folio)
+AISCOPE_FENTRY_KPROBE(filemap_add_folio, add, struct address_space *mapping, struct folio *folio)
 {
 	return on_folio(C_ADD, folio, mapping);
 }
 
-SEC("kprobe/filemap_add_folio")
-int BPF_KPROBE(add_kprobe, struct address_space *mapping, struct folio *folio)
-{
-	return on_folio(C_ADD, folio, mapping);
-}
-
-SEC("fentry/add_to_page_cache_lru")
-int BPF_PROG(add_page_fentry, struct page *page, struct address_space *mapping)
+AISCOPE_FENTRY_KPROBE(add_to_page_cache_lru, add_page, struct page *page,
+		      struct address_space *mapping)
 {
 	return on_page(C_ADD, page, mapping);
 }
 
-SEC("kprobe/add_to_page_cache_lru")
-int BPF_KPROBE(add_page_kprobe, struct page *page, struct address_space *mapping)
-{
-	return on_page(C_ADD, page, mapping);
-}
-
-SEC("fentry/__folio_mark_dirty")
-int BPF_PROG(dirty_fentry, struct folio *folio, struct address_space *mapping)
+AISCOPE_FENTRY_KPROBE(__folio_mark_dirty, dirty, struct folio *folio,
+		      struct address_space *mapping)
 {
 	return on_folio(C_DIRTY, folio, mapping);
 }
 
-SEC("kprobe/__folio_mark_dirty")
-int BPF_KPROBE(dirty_kprobe, struct folio *folio, struct address_space *mapping)
-{
-	return on_folio(C_DIRTY, folio, mapping);
-}
-
-SEC("fentry/account_page_dirtied")
-int BPF_PROG(dirty_page_fentry, struct page *page, struct address_space *mapping)
+AISCOPE_FENTRY_KPROBE(account_page_dirtied, dirty_page, struct page *page,
+		      struct address_space *mapping)
 {
 	return on_page(C_DIRTY, page, mapping);
 }
 
-SEC("kprobe/account_page_dirtied")
-int BPF_KPROBE(dirty_page_kprobe, struct page *page, struct address_space *mapping)
-{
-	return on_page(C_DIRTY, page, mapping);
-}
-
-SEC("fentry/mark_buffer_dirty")
-int BPF_PROG(bufdirty_fentry, struct buffer_head *bh)
-{
-	return on_buffer_dirty(bh);
-}
-
-SEC("kprobe/mark_buffer_dirty")
-int BPF_KPROBE(bufdirty_kprobe, struct buffer_head *bh)
+AISCOPE_FENTRY_KPROBE(mark_buffer_dirty, bufdirty, struct buffer_head *bh)
 {
 	return on_buffer_dirty(bh);
 }
@@ -603,29 +534,24 @@ AISCOPE_BTF_RAW(writeback_dirty_page, dirty_page, struct page *page, struct addr
 	return on_page(C_DIRTY, page, mapping);
 }
 
-SEC("tp_btf/mm_filemap_get_pages")
-int BPF_PROG(read_btf, struct address_space *mapping, unsigned long index, unsigned long last)
-{
-	return on_range(mapping, index, last, true, size_btf(mapping, index, last));
+/* A range tracepoint's tp_btf and raw_tp programs: the same but for how
+ * they read the file's size (a plain load, CO-RE) */
+#define RANGE_PROGS(tp, prog, read)						\
+SEC("tp_btf/" #tp)								\
+int BPF_PROG(prog##_btf, struct address_space *mapping, unsigned long first,	\
+	     unsigned long last)						\
+{										\
+	return on_range(mapping, first, last, read, size_btf(mapping, first, last));	\
+}										\
+SEC("raw_tp/" #tp)								\
+int BPF_PROG(prog##_raw, struct address_space *mapping, unsigned long first,	\
+	     unsigned long last)						\
+{										\
+	return on_range(mapping, first, last, read, size_raw(mapping, first, last));	\
 }
 
-SEC("raw_tp/mm_filemap_get_pages")
-int BPF_PROG(read_raw, struct address_space *mapping, unsigned long index, unsigned long last)
-{
-	return on_range(mapping, index, last, true, size_raw(mapping, index, last));
-}
-
-SEC("tp_btf/mm_filemap_map_pages")
-int BPF_PROG(map_btf, struct address_space *mapping, unsigned long start, unsigned long end)
-{
-	return on_range(mapping, start, end, false, size_btf(mapping, start, end));
-}
-
-SEC("raw_tp/mm_filemap_map_pages")
-int BPF_PROG(map_raw, struct address_space *mapping, unsigned long start, unsigned long end)
-{
-	return on_range(mapping, start, end, false, size_raw(mapping, start, end));
-}
+RANGE_PROGS(mm_filemap_get_pages, read, true)
+RANGE_PROGS(mm_filemap_map_pages, map, false)
 
 AISCOPE_BTF_RAW(mm_filemap_fault, fault, struct address_space *mapping, unsigned long index)
 {
@@ -661,12 +587,7 @@ struct dirty_pending {
 	__u64 nr_dirtied;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32);
-	__type(value, struct dirty_pending);
-} dirty_pend SEC(".maps");
+AISCOPE_MAP(dirty_pend, BPF_MAP_TYPE_LRU_HASH, __u32, struct dirty_pending, 1024);
 
 static __always_inline void dirty_flush(struct task_struct *t, struct dirty_pending *p)
 {

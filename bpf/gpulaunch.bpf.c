@@ -24,68 +24,31 @@ const volatile bool stream_events;	/* -e */
 
 __u8 epoch;				/* written by user space each interval */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 8192);	/* rows of two intervals, preallocated */
-	__type(key, struct gl_key);
-	__type(value, struct gl_stats);
-} stats SEC(".maps");
+AISCOPE_MAP(stats, BPF_MAP_TYPE_HASH, struct gl_key, struct gl_stats,
+	    8192);			/* rows of two intervals, preallocated */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1);		/* --latency: sized as stats */
-	__type(key, struct gl_key);
-	__type(value, struct gl_lat);
-} lat SEC(".maps");
+AISCOPE_MAP(lat, BPF_MAP_TYPE_HASH, struct gl_key, struct gl_lat,
+	    1);				/* --latency: sized as stats */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1);		/* --mem: processes */
-	__type(key, __u32);
-	__type(value, struct gl_mem);
-} mem SEC(".maps");
+AISCOPE_MAP(mem, BPF_MAP_TYPE_HASH, __u32, struct gl_mem, 1);	/* --mem: processes */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1);		/* --mem: live allocations */
-	__type(key, struct gl_alloc_key);
-	__type(value, __u64);
-} allocs SEC(".maps");
+AISCOPE_MAP(allocs, BPF_MAP_TYPE_HASH, struct gl_alloc_key, __u64,
+	    1);				/* --mem: live allocations */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);	/* calls in progress */
-	__type(key, struct gl_entry_key);
-	__type(value, struct gl_entry);
-} entries SEC(".maps");
+AISCOPE_MAP(entries, BPF_MAP_TYPE_HASH, struct gl_entry_key, struct gl_entry,
+	    16384);			/* calls in progress */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);	/* threads that launched (entry-only mode) */
-	__type(key, __u32);
-	__type(value, struct gl_outer);
-} outer SEC(".maps");
+AISCOPE_MAP(outer, BPF_MAP_TYPE_HASH, __u32, struct gl_outer,
+	    16384);			/* threads that launched (entry-only mode) */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);	/* kernels user space was told about */
-	__type(key, struct gl_key);
-	__type(value, __u8);
-} seen SEC(".maps");
+AISCOPE_MAP(seen, BPF_MAP_TYPE_LRU_HASH, struct gl_key, __u8,
+	    16384);			/* kernels user space was told about */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);	/* processes with a probed runtime */
-	__type(key, __u32);
-	__type(value, struct gl_text);
-} rt_text SEC(".maps");
+AISCOPE_MAP(rt_text, BPF_MAP_TYPE_HASH, __u32, struct gl_text,
+	    4096);			/* processes with a probed runtime */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 256);	/* files with runtime launch probes */
-	__type(key, struct gl_inode);
-	__type(value, __u8);
-} rt_inodes SEC(".maps");
+AISCOPE_MAP(rt_inodes, BPF_MAP_TYPE_HASH, struct gl_inode, __u8,
+	    256);			/* files with runtime launch probes */
 
 static const struct gl_stats zero_stats;
 

@@ -104,35 +104,21 @@ enum {
 	OP_SHMAT, OP_SHMDT,	/* SysV, and POSIX: mmap/munmap of a /dev/shm file */
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);	/* threads inside an IPC syscall at once */
-	__type(key, __u32);
-	__type(value, struct pending);
-} pending SEC(".maps");
+AISCOPE_MAP(pending, BPF_MAP_TYPE_HASH, __u32, struct pending,
+	    16384);			/* threads inside an IPC syscall at once */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	/* rows of two intervals, preallocated: every row is inserted anew at
-	 * each interval, in a burst */
-	__uint(max_entries, 8192);
-	__type(key, struct ipc_stat_key);
-	__type(value, struct ipc_stat);
-} stats SEC(".maps");
+/* rows of two intervals, preallocated: every row is inserted anew at
+ * each interval, in a burst */
+AISCOPE_MAP(stats, BPF_MAP_TYPE_HASH, struct ipc_stat_key, struct ipc_stat, 8192);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	/* user space deletes what it has read. Preallocated: an on-demand
-	 * allocation in a tracepoint can fail when the allocator's per-CPU
-	 * cache is empty, and the name would be lost. Unnamed unix sockets
-	 * take no entry (user space names them by the key's inode): what
-	 * needs one is a FIFO, a bound unix socket's connections and an mq
-	 * opened in one interval (about 1 KiB each, 4.3 MiB in all); a
-	 * failed insert is counted in names_lost */
-	__uint(max_entries, 4096);
-	__type(key, struct ipc_key);
-	__type(value, struct ipc_name);
-} names SEC(".maps");
+/* user space deletes what it has read. Preallocated: an on-demand
+ * allocation in a tracepoint can fail when the allocator's per-CPU
+ * cache is empty, and the name would be lost. Unnamed unix sockets
+ * take no entry (user space names them by the key's inode): what
+ * needs one is a FIFO, a bound unix socket's connections and an mq
+ * opened in one interval (about 1 KiB each, 4.3 MiB in all); a
+ * failed insert is counted in names_lost */
+AISCOPE_MAP(names, BPF_MAP_TYPE_HASH, struct ipc_key, struct ipc_name, 4096);
 
 /* an attach address -> its segment, for the detach */
 struct shm_key {
@@ -141,19 +127,9 @@ struct shm_key {
 	__u64 addr;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, struct shm_key);
-	__type(value, struct ipc_key);
-} shm_addrs SEC(".maps");
+AISCOPE_MAP(shm_addrs, BPF_MAP_TYPE_HASH, struct shm_key, struct ipc_key, 4096);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct ipc_name);
-} name_buf SEC(".maps");
+AISCOPE_MAP(name_buf, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct ipc_name, 1);
 
 static const struct ipc_stat zero_stat;
 

@@ -19,34 +19,14 @@ const volatile bool stream_events;	/* -e */
 const volatile bool entry_only;		/* --no-return: collectives settle at entry */
 __u32 epoch;				/* flipped by user space every interval */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u64);
-	__type(value, struct ncl_call);
-} calls SEC(".maps");
+AISCOPE_MAP(calls, BPF_MAP_TYPE_HASH, __u64, struct ncl_call, 16384);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, struct ncl_comm_key);
-	__type(value, struct ncl_comm);
-} comms SEC(".maps");
+AISCOPE_MAP(comms, BPF_MAP_TYPE_HASH, struct ncl_comm_key, struct ncl_comm, 4096);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 2048);
-	__type(key, struct ncl_stats_key);
-	__type(value, struct ncl_stats);
-} stats SEC(".maps");
+AISCOPE_MAP(stats, BPF_MAP_TYPE_HASH, struct ncl_stats_key, struct ncl_stats, 2048);
 
 /* zeroed initial values (too large for the BPF stack) */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct ncl_stats);
-} stats_zero SEC(".maps");
+AISCOPE_MAP(stats_zero, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct ncl_stats, 1);
 
 static const struct ncl_comm comm_unknown = { .nranks = -1, .rank = -1, .color = -1 };
 
@@ -628,15 +608,7 @@ int exit_tp(void *ctx)
 	return 0;
 }
 
-SEC("fentry/do_exit")
-int BPF_PROG(exit_fentry)
-{
-	drop_calls((__u32)bpf_get_current_pid_tgid());
-	return 0;
-}
-
-SEC("kprobe/do_exit")
-int BPF_KPROBE(exit_kprobe)
+AISCOPE_FENTRY_KPROBE(do_exit, exit)
 {
 	drop_calls((__u32)bpf_get_current_pid_tgid());
 	return 0;

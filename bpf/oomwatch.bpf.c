@@ -48,42 +48,22 @@ const volatile __u64 reclaim_window_ns = 10000000ULL;
  * marked already) ages out instead of filling the map. */
 #define CTX_MAX_AGE_NS	(10ULL * 1000000000ULL)
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 256);
-	__type(key, __u32);
-	__type(value, struct oomwatch_ctx);
-} oom_ctx SEC(".maps");
+AISCOPE_MAP(oom_ctx, BPF_MAP_TYPE_LRU_HASH, __u32, struct oomwatch_ctx, 256);
 
 /* brk: the break before a large request, by thread, until the syscall ends */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32);
-	__type(value, __u64);
-} brk_start SEC(".maps");
+AISCOPE_MAP(brk_start, BPF_MAP_TYPE_LRU_HASH, __u32, __u64, 1024);
 
 /* memcg reclaim: per memcg id, the last event sent and the window until
  * the next (user space sets it). LRU: a thousand memcgs reclaiming at
  * once push out the oldest, which then send at once (more events, none
  * missed). */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u64);
-	__type(value, struct oomwatch_reclaim_seen);
-} reclaim_last SEC(".maps");
+AISCOPE_MAP(reclaim_last, BPF_MAP_TYPE_LRU_HASH, __u64, struct oomwatch_reclaim_seen, 4096);
 
 /* per memcg id, the window user space set from its working set's trend:
  * a map of its own, written by user space only, so that its update never
  * overwrites a reclaim_last entry BPF changed meanwhile (a held-back count
  * lost). Gone (LRU) or not set yet: reclaim_window_ns. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u64);
-	__type(value, __u64);
-} reclaim_windows SEC(".maps");
+AISCOPE_MAP(reclaim_windows, BPF_MAP_TYPE_LRU_HASH, __u64, __u64, 4096);
 
 /* Before 6.2, mm->rss_stat was one struct of atomic counters; since, it is
  * an array of percpu_counters (whose .count is what get_mm_counter reads). */
@@ -449,14 +429,7 @@ static __always_inline int on_oom_kill(struct oom_control *oc)
 	return 0;
 }
 
-SEC("fentry/oom_kill_process")
-int BPF_PROG(oomkill_fentry, struct oom_control *oc)
-{
-	return on_oom_kill(oc);
-}
-
-SEC("kprobe/oom_kill_process")
-int BPF_KPROBE(oomkill_kprobe, struct oom_control *oc)
+AISCOPE_FENTRY_KPROBE(oom_kill_process, oomkill, struct oom_control *oc)
 {
 	return on_oom_kill(oc);
 }

@@ -24,36 +24,20 @@ const volatile bool have_filter;	/* classic mode: filters need the task cache */
 
 __u32 epoch;				/* written by user space each interval */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);	/* tasks runnable at once */
-	__type(key, __u32);		/* tid */
-	__type(value, __u64);		/* enqueue time */
-} enqueued SEC(".maps");
+AISCOPE_MAP(enqueued, BPF_MAP_TYPE_HASH, __u32,		/* tid */
+	    __u64,					/* enqueue time */
+	    16384);					/* tasks runnable at once */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	/* rows of two intervals. Preallocated: every key is inserted anew at
-	 * each interval, and an on-demand allocation in this context can fail
-	 * in such a burst */
-	__uint(max_entries, 4096);
-	__type(key, struct schedlat_key);
-	__type(value, struct schedlat_stats);
-} stats SEC(".maps");
+/* rows of two intervals. Preallocated: every key is inserted anew at
+ * each interval, and an on-demand allocation in this context can fail
+ * in such a burst */
+AISCOPE_MAP(stats, BPF_MAP_TYPE_HASH, struct schedlat_key, struct schedlat_stats, 4096);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1);		/* sized by user space in classic mode */
-	__type(key, __u32);
-	__type(value, struct schedlat_task);
-} tasks SEC(".maps");
+AISCOPE_MAP(tasks, BPF_MAP_TYPE_HASH, __u32, struct schedlat_task,
+	    1);				/* sized by user space in classic mode */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1);		/* sized by user space in classic mode */
-	__type(key, __u32);
-	__type(value, struct schedlat_pending);
-} pending SEC(".maps");
+AISCOPE_MAP(pending, BPF_MAP_TYPE_HASH, __u32, struct schedlat_pending,
+	    1);				/* sized by user space in classic mode */
 
 static const struct schedlat_stats zero_stats;
 
@@ -384,8 +368,7 @@ int BPF_PROG(migrate_fentry, struct task_struct *t)
 	return on_migrate(&w);
 }
 
-SEC("fentry/do_exit")
-int BPF_PROG(exit_fentry)
+AISCOPE_FENTRY_KPROBE(do_exit, exit)
 {
 	return exit_current();
 }
@@ -418,11 +401,6 @@ int BPF_KPROBE(migrate_kprobe, struct task_struct *t)
 	return migrate_raw_task(t);
 }
 
-SEC("kprobe/do_exit")
-int BPF_KPROBE(exit_kprobe)
-{
-	return exit_current();
-}
 
 /* ---- classic tracepoints: records carry pids, not tasks ---- */
 

@@ -50,26 +50,13 @@ const volatile __u32 udp6_recv_flags_arg = 3;
 
 __u32 epoch;				/* written by user space each interval */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);	/* flows of two intervals; preallocated */
-	__type(key, struct ss_flow_key);
-	__type(value, struct ss_flow);
-} flows SEC(".maps");
+AISCOPE_MAP(flows, BPF_MAP_TYPE_HASH, struct ss_flow_key, struct ss_flow,
+	    16384);			/* flows of two intervals; preallocated */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1);		/* sized by user space with -e */
-	__type(key, __u64);		/* struct sock * */
-	__type(value, struct ss_conn);
-} conns SEC(".maps");
+AISCOPE_MAP(conns, BPF_MAP_TYPE_HASH, __u64,		/* struct sock * */
+	    struct ss_conn, 1);				/* sized by user space with -e */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u16);
-	__type(value, __u8);
-} ports SEC(".maps");
+AISCOPE_MAP(ports, BPF_MAP_TYPE_HASH, __u16, __u8, 1024);
 
 /* A send/recv syscall in flight on this thread whose sockaddr may name the
  * peer of an unconnected UDP socket (generic path only). */
@@ -92,12 +79,8 @@ struct ss_ucall {
 	struct ss_pending pend[RECV_BATCH];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 8192);
-	__type(key, __u32);		/* tid */
-	__type(value, struct ss_ucall);
-} ucalls SEC(".maps");
+AISCOPE_MAP(ucalls, BPF_MAP_TYPE_HASH, __u32,		/* tid */
+	    struct ss_ucall, 8192);
 
 static const struct ss_flow zero_flow;
 static const struct ss_conn zero_conn;
@@ -468,12 +451,8 @@ struct ss_kargs {
 	__u32 pad;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 8192);	/* threads inside send/recv at once */
-	__type(key, __u32);		/* tid */
-	__type(value, struct ss_kargs);
-} kargs SEC(".maps");
+AISCOPE_MAP(kargs, BPF_MAP_TYPE_HASH, __u32,		/* tid */
+	    struct ss_kargs, 8192);			/* threads inside send/recv at once */
 
 static __always_inline int kargs_save(void *sk, void *msg, int flags)
 {

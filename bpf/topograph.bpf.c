@@ -16,14 +16,10 @@
 /* topograph itself: the tools it forks are not part of the graph */
 const volatile __u32 self_tgid;
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	/* preallocated (~6 MB): before 6.1 a tracing program's run-time
-	 * allocation in a hash map warns in the kernel log */
-	__uint(max_entries, 8192);
-	__type(key, __u32);		/* tgid */
-	__type(value, struct topo_proc);
-} procs SEC(".maps");
+/* preallocated (~6 MB): before 6.1 a tracing program's run-time
+ * allocation in a hash map warns in the kernel log */
+AISCOPE_MAP(procs, BPF_MAP_TYPE_HASH, __u32,		/* tgid */
+	    struct topo_proc, 8192);
 
 static const struct topo_proc zero_proc;
 

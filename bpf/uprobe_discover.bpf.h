@@ -44,14 +44,7 @@ static __always_inline int uprobe_discover_exec(struct task_struct *p)
 	return 0;
 }
 
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(uprobe_disc_exec_btf, struct task_struct *p)
-{
-	return uprobe_discover_exec(p);
-}
-
-SEC("raw_tp/sched_process_exec")
-int BPF_PROG(uprobe_disc_exec_raw, struct task_struct *p)
+AISCOPE_BTF_RAW(sched_process_exec, uprobe_disc_exec, struct task_struct *p)
 {
 	return uprobe_discover_exec(p);
 }
