@@ -19,6 +19,7 @@
 #define KICKS 5
 
 static struct recursion_bpf *skel;
+static struct bpf_link *printk_link;
 static const char *skip_why;
 
 static bool setup_bpf(void)
@@ -29,7 +30,9 @@ static bool setup_bpf(void)
 	if (!skel)
 		return false;
 	skel->rodata->target_tgid = getpid();
-	if (recursion_bpf__load(skel) || !bpf_program__attach(skel->progs.on_printk)) {
+	if (!recursion_bpf__load(skel))
+		printk_link = bpf_program__attach(skel->progs.on_printk);
+	if (!printk_link) {
 		printf("# cannot load or attach the BPF object (T_VERBOSE=1 shows why)\n");
 		recursion_bpf__destroy(skel);
 		skel = NULL;
@@ -107,6 +110,7 @@ int main(void)
 {
 	setup_bpf();
 	RUN(test_skipped_runs_are_lost);
+	bpf_link__destroy(printk_link);
 	if (skel)
 		recursion_bpf__destroy(skel);
 	return t_done();
