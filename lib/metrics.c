@@ -26,7 +26,9 @@ static struct {
 } M = { .http = { .lfd = -1, .ep = -1 } };
 
 char aiscope_metric_xlabels[AISCOPE_METRIC_XLABELS][64];
-const char *const aiscope_cgroup_labels[] = { AISCOPE_CGROUP_LABEL_NAMES, NULL };
+const char *const aiscope_cgroup_labels[] AISCOPE_METRIC_LABELS_SECTION = {
+	AISCOPE_CGROUP_LABEL_NAMES, NULL
+};
 _Static_assert(sizeof(aiscope_cgroup_labels) / sizeof(aiscope_cgroup_labels[0]) ==
 	       AISCOPE_CGROUP_NLABELS + 1, "AISCOPE_CGROUP_NLABELS counts AISCOPE_CGROUP_LABEL_NAMES");
 
@@ -42,12 +44,30 @@ static struct {
 	size_t n;
 } X;
 
-/* every label name a tool's series has, besides the cgroup's */
-static const char *const reserved_labels[] = {
-	"cgroup", "container_id", "pod_uid", "namespace", "pod", "container", "tool", "kind",
-	"version", "kernel", "direction", "proto", "event", "layer", "op", "scope", "syscall",
-	"le", "overflow", "node", "instance", "job",
-};
+/* the linker's bounds of the AISCOPE_METRIC_LABELS tables */
+extern const char *const __start_aiscope_metric_labels[];
+extern const char *const __stop_aiscope_metric_labels[];
+
+static bool is_xlabel(const char *p)
+{
+	return p >= aiscope_metric_xlabels[0] &&
+	       p < aiscope_metric_xlabels[0] + sizeof(aiscope_metric_xlabels);
+}
+
+bool metrics_label_taken(const char *name)
+{
+	static const char *const scrape[] = { "instance", "job", "node" };
+
+	/* NULLs: the tables' ends and any padding the linker put between them */
+	for (const char *const *p = __start_aiscope_metric_labels;
+	     p < __stop_aiscope_metric_labels; p++)
+		if (*p && !is_xlabel(*p) && !strcmp(*p, name))
+			return true;
+	for (size_t i = 0; i < ARRAY_SIZE(scrape); i++)
+		if (!strcmp(name, scrape[i]))
+			return true;
+	return prom_own_label(name);
+}
 
 /* KEY's label name when none is given: [^A-Za-z0-9_] -> _ ("ai.model.name"
  * -> ai_model_name), _ in front of a leading digit */
@@ -88,10 +108,9 @@ void metrics_label_option(const char *arg)
 	if (!prom_valid_label_name(name))
 		usage_error("invalid --metric-label '%s': '%s' is not a Prometheus label name "
 			    "([a-zA-Z_][a-zA-Z0-9_]*, not starting with __)", arg, name);
-	for (size_t i = 0; i < ARRAY_SIZE(reserved_labels); i++)
-		if (!strcmp(name, reserved_labels[i]))
-			usage_error("invalid --metric-label '%s': '%s' is a label of aiscope's own",
-				    arg, name);
+	if (metrics_label_taken(name))
+		usage_error("invalid --metric-label '%s': '%s' is a label of aiscope's own",
+			    arg, name);
 	for (size_t i = 0; i < X.n; i++)
 		if (!strcmp(name, aiscope_metric_xlabels[i]))
 			usage_error("invalid --metric-label '%s': label '%s' given twice", arg, name);
@@ -138,6 +157,15 @@ void aiscope_cgroup_values(const struct aiscope_ident *id, const char *vals[AISC
 	aiscope_cgroup_path_values(cg_path_of(id->cgroup_id, id->cgroup_v1), vals, ci);
 }
 
+static const char *const *declared(const char *const *labels, const char *name)
+{
+	if (labels && (labels < __start_aiscope_metric_labels ||
+		       labels >= __stop_aiscope_metric_labels))
+		aiscope_fail(EXIT_RUNTIME, "cannot register metric %s: its labels are not declared with AISCOPE_METRIC_LABELS",
+			     name);
+	return labels;
+}
+
 static struct prom_family *check(struct prom_family *f, const char *name)
 {
 	if (!f)
@@ -149,13 +177,13 @@ static struct prom_family *check(struct prom_family *f, const char *name)
 struct prom_family *aiscope_metric_counter(const char *name, const char *help,
 					   const char *const *labels)
 {
-	return check(prom_counter(M.reg, name, help, labels), name);
+	return check(prom_counter(M.reg, name, help, declared(labels, name)), name);
 }
 
 struct prom_family *aiscope_metric_gauge(const char *name, const char *help,
 					 const char *const *labels)
 {
-	return check(prom_gauge(M.reg, name, help, labels), name);
+	return check(prom_gauge(M.reg, name, help, declared(labels, name)), name);
 }
 
 struct prom_family *aiscope_metric_latency(const char *name, const char *help,
@@ -164,14 +192,14 @@ struct prom_family *aiscope_metric_latency(const char *name, const char *help,
 	uint64_t b[PROM_MAX_BOUNDS];
 	int n = prom_log2_bounds(b, PROM_MAX_BOUNDS, 10, 36);
 
-	return check(prom_histogram(M.reg, name, help, labels, b, n, 9), name);
+	return check(prom_histogram(M.reg, name, help, declared(labels, name), b, n, 9), name);
 }
 
 static void shared_families(const char *tool)
 {
-	static const char *const build_labels[] = { "tool", "version", "kernel", NULL };
-	static const char *const lost_labels[] = { "tool", "kind", NULL };
-	static const char *const tool_labels[] = { "tool", NULL };
+	AISCOPE_METRIC_LABELS(build_labels, "tool", "version", "kernel", NULL);
+	AISCOPE_METRIC_LABELS(lost_labels, "tool", "kind", NULL);
+	AISCOPE_METRIC_LABELS(tool_labels, "tool", NULL);
 	struct prom_family *build;
 	struct utsname u;
 

@@ -10,9 +10,9 @@
  * A tool offers the options by passing AISCOPE_METRICS to aiscope_parse()
  * and adds its families when aiscope_metrics() is not NULL:
  *
+ *	AISCOPE_METRIC_LABELS(lbl, AISCOPE_CGROUP_LABEL_NAMES, "kind", NULL);
  *	if (aiscope_metrics())
- *		runs = aiscope_metric_counter("aiscope_x_runs_total", "Runs.",
- *					      aiscope_cgroup_labels);
+ *		runs = aiscope_metric_counter("aiscope_x_runs_total", "Runs.", lbl);
  *	... each interval, per row:
  *	aiscope_cgroup_values(&row->ident, vals, &ci);
  *	prom_counter_add(runs, vals, row->runs);
@@ -37,7 +37,7 @@ struct prom_reg *aiscope_metrics(void);
  * pod, else the runtime's name for it; lib/ctrmeta.c): what metrics are
  * keyed by. A tool whose series have labels of their own puts them after
  * these names:
- *	static const char *const lbl[] = { AISCOPE_CGROUP_LABEL_NAMES, "kind", NULL };
+ *	AISCOPE_METRIC_LABELS(lbl, AISCOPE_CGROUP_LABEL_NAMES, "kind", NULL);
  * and their values after aiscope_cgroup_values()'. */
 /* then the container labels that --metric-label copies (lib/ctrmeta.c's
  * ctr_meta.labels), "" for a slot no option filled: lib/prom leaves it out */
@@ -50,6 +50,23 @@ extern char aiscope_metric_xlabels[AISCOPE_METRIC_XLABELS][64];
 /* the values of a series of no cgroup (e.g. the host's) */
 #define AISCOPE_CGROUP_NO_VALUES "", "", "", "", "", "", "", "", "", ""
 extern const char *const aiscope_cgroup_labels[];
+
+/*
+ * A family's label names, NULL-terminated, declared once for two readers:
+ * the family's registration and --metric-label, which parses before any
+ * family exists and must refuse a NAME a series of the tool's already has
+ * (a usage error, not a registration that fails at start). The tables are
+ * gathered in one section that lib/metrics.c walks; aiscope_metric_*()
+ * take no table declared otherwise (exit 1 at the first start).
+ */
+#define AISCOPE_METRIC_LABELS_SECTION \
+	__attribute__((used, section("aiscope_metric_labels"), aligned(sizeof(char *))))
+#define AISCOPE_METRIC_LABELS(var, ...) \
+	static const char *const var[] AISCOPE_METRIC_LABELS_SECTION = { __VA_ARGS__ }
+/* NAME is a label name of a series of this program's: in a declared table
+ * (the --metric-label slots aside), lib/prom's own, or one a Prometheus
+ * scrape adds (instance, job, deploy/'s node). */
+bool metrics_label_taken(const char *name);
 /* Values for aiscope_cgroup_labels; unknown ones are "". The strings live
  * in ci and the cgroup path cache: use them before the next lookup. */
 void aiscope_cgroup_values(const struct aiscope_ident *id, const char *vals[AISCOPE_CGROUP_NLABELS],

@@ -138,6 +138,11 @@ bool prom_valid_label_name(const char *s)
 	return valid_name(s, false) && strncmp(s, "__", 2);
 }
 
+bool prom_own_label(const char *s)
+{
+	return !strcmp(s, "le") || !strcmp(s, "overflow");
+}
+
 /* ---- families ---- */
 
 static struct prom_family *family_new(struct prom_reg *r, const char *name, const char *help,
@@ -156,8 +161,7 @@ static struct prom_family *family_new(struct prom_reg *r, const char *name, cons
 			goto inval;
 		if (!labels[n][0])
 			continue;	/* a slot left out */
-		if (!prom_valid_label_name(labels[n]) ||
-		    !strcmp(labels[n], "le") || !strcmp(labels[n], "overflow"))
+		if (!prom_valid_label_name(labels[n]) || prom_own_label(labels[n]))
 			goto inval;
 		for (int i = 0; i < n; i++)
 			if (!strcmp(labels[i], labels[n]))

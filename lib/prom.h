@@ -104,6 +104,9 @@ void prom_write_label_value(FILE *f, const char *s);
 void prom_write_help(FILE *f, const char *s);
 bool prom_valid_metric_name(const char *s);
 bool prom_valid_label_name(const char *s);
+/* The label names this file writes itself: a histogram's le, an overflow
+ * series' overflow; no family may have them. */
+bool prom_own_label(const char *s);
 /* "0.000001023" for 1023 with 9 digits: exact, no trailing zeros */
 void prom_fmt_scaled(char *buf, size_t len, uint64_t v, unsigned int digits);
 

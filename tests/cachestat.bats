@@ -33,6 +33,10 @@ teardown() {
 	check_usage_errors cachestat "${bad[@]}"
 }
 
+@test "cachestat --metric-label refuses the label names its own series have" {
+	check_own_metric_labels cachestat kind
+}
+
 @test "cachestat without privileges exits 77 and says what is missing" {
 	check_no_privilege cachestat "-d 1" "--by file -d 1" "--llc -d 1"
 }

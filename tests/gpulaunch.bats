@@ -68,6 +68,10 @@ sample_sum() {
 	check_usage_errors gpulaunch "${bad[@]}"
 }
 
+@test "gpulaunch --metric-label refuses the label names its own series have" {
+	check_own_metric_labels gpulaunch layer direction
+}
+
 @test "gpulaunch without privileges exits 77 and says what is missing" {
 	check_no_privilege gpulaunch
 }

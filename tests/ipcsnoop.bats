@@ -37,6 +37,10 @@ LOAD() {
 	check_usage_errors ipcsnoop "${bad[@]}"
 }
 
+@test "ipcsnoop --metric-label refuses the label names its own series have" {
+	check_own_metric_labels ipcsnoop kind
+}
+
 @test "ipcsnoop without privileges exits 77 and says what is missing" {
 	check_no_privilege ipcsnoop
 }

@@ -106,6 +106,37 @@ check_usage_errors() {
 	done
 }
 
+# declared_metric_labels TOOL: the label names of TOOL's metric families,
+# one a line, as its source and lib's declare them (AISCOPE_METRIC_LABELS
+# tables, AISCOPE_CGROUP_LABEL_NAMES' names) and lib/prom writes (le,
+# overflow)
+declared_metric_labels() {
+	local src=$BATS_TEST_DIRNAME/..
+	{
+		cat "$src/tools/$1.c" "$src/lib/metrics.c" | grep 'AISCOPE_METRIC_LABELS('
+		grep '^#define AISCOPE_CGROUP_LABEL_NAMES' "$src/lib/metrics.h"
+		echo '"le" "overflow"'
+	} | grep -o '"[a-z_]*"' | tr -d '"' | sort -u
+}
+
+# check_own_metric_labels TOOL OWN...: --metric-label k=NAME with every name
+# of declared_metric_labels (which must hold the OWN labels the test knows
+# the tool's series have) is a usage error: exit 2, one line, the name
+check_own_metric_labels() {
+	local tool=$1 name names
+	shift
+	names=$(declared_metric_labels "$tool")
+	for name in "$@" cgroup container_id namespace pod container tool kind; do
+		grep -qx "$name" <<< "$names" || { echo "$name not declared for $tool"; false; }
+	done
+	for name in $names; do
+		check_usage_errors "$tool" "--metric-label k=$name --prometheus $BATS_TEST_TMPDIR/p -n 1"
+		[ "$(cat "$BATS_TEST_TMPDIR/err")" = \
+		  "$tool: invalid --metric-label 'k=$name': '$name' is a label of aiscope's own" ]
+	done
+	[ ! -e "$BATS_TEST_TMPDIR/p" ]
+}
+
 # not_regular_files: a FIFO, a directory and a device, as arguments of
 # options that take an input file (sets FIFO)
 not_regular_files() {

@@ -90,6 +90,10 @@ check_truth() {
 	check_usage_errors nclstat "${bad[@]}"
 }
 
+@test "nclstat --metric-label refuses the label names its own series have" {
+	check_own_metric_labels nclstat op
+}
+
 @test "nclstat without privileges exits 77 and says what is missing" {
 	check_no_privilege nclstat
 }

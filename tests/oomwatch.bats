@@ -78,6 +78,10 @@ dmesg_anon_kb() {
 	check_usage_errors oomwatch "${bad[@]}"
 }
 
+@test "oomwatch --metric-label refuses the label names its own series have" {
+	check_own_metric_labels oomwatch scope syscall event
+}
+
 @test "oomwatch without privileges exits 77; --check needs none" {
 	check_no_privilege oomwatch
 	# --check only reads cgroup files: any status but 1, 2 or 77

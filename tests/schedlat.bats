@@ -34,6 +34,10 @@ teardown() {
 	check_usage_errors schedlat "${bad[@]}"
 }
 
+@test "schedlat --metric-label refuses the label names its own series have" {
+	check_own_metric_labels schedlat le
+}
+
 @test "schedlat without privileges exits 77 and says what is missing" {
 	check_no_privilege schedlat
 }

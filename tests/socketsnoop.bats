@@ -30,6 +30,10 @@ teardown() {
 	check_usage_errors socketsnoop "${bad[@]}"
 }
 
+@test "socketsnoop --metric-label refuses the label names its own series have" {
+	check_own_metric_labels socketsnoop direction proto
+}
+
 @test "socketsnoop without privileges exits 77 and says what is missing" {
 	check_no_privilege socketsnoop
 }

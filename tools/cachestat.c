@@ -234,7 +234,7 @@ static struct {
 
 static void metrics_init(void)
 {
-	static const char *const lbl[] = { AISCOPE_CGROUP_LABEL_NAMES, "kind", NULL };
+	AISCOPE_METRIC_LABELS(lbl, AISCOPE_CGROUP_LABEL_NAMES, "kind", NULL);
 
 	if (!aiscope_metrics())
 		return;

@@ -808,9 +808,9 @@ static void noattach(struct uprobe_lib *lib, void *ctx)
 /* ---- Prometheus metrics: by cgroup; launches by layer, copies by
  * direction; the interval's deltas, as the JSON samples say them ---- */
 
-static const char *const layer_labels[] = { AISCOPE_CGROUP_LABEL_NAMES, "layer", NULL };
-static const char *const dir_labels[] = { AISCOPE_CGROUP_LABEL_NAMES, "direction", NULL };
-static const char *const no_labels[] = { NULL };
+AISCOPE_METRIC_LABELS(layer_labels, AISCOPE_CGROUP_LABEL_NAMES, "layer", NULL);
+AISCOPE_METRIC_LABELS(dir_labels, AISCOPE_CGROUP_LABEL_NAMES, "direction", NULL);
+AISCOPE_METRIC_LABELS(no_labels, NULL);
 
 /* a cgroup's allocations outstanding, summed over its processes */
 struct outstanding {

@@ -405,7 +405,7 @@ static void read_hangs(void)
 
 /* ---- Prometheus metrics: by cgroup and op; hangs and skew host-wide ---- */
 
-static const char *const op_labels[] = { AISCOPE_CGROUP_LABEL_NAMES, "op", NULL };
+AISCOPE_METRIC_LABELS(op_labels, AISCOPE_CGROUP_LABEL_NAMES, "op", NULL);
 
 static struct {
 	struct prom_family *calls, *bytes, *errors, *latency, *hung, *skew, *libs;

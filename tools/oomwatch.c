@@ -190,9 +190,9 @@ static struct {
 /* ---- Prometheus metrics: kills and allocations from BPF, per-cgroup
  * gauges and the kernel's own counters from the poller ---- */
 
-static const char *const kill_labels[] = { AISCOPE_CGROUP_LABEL_NAMES, "scope", NULL };
-static const char *const alloc_labels[] = { AISCOPE_CGROUP_LABEL_NAMES, "syscall", NULL };
-static const char *const event_labels[] = { AISCOPE_CGROUP_LABEL_NAMES, "event", NULL };
+AISCOPE_METRIC_LABELS(kill_labels, AISCOPE_CGROUP_LABEL_NAMES, "scope", NULL);
+AISCOPE_METRIC_LABELS(alloc_labels, AISCOPE_CGROUP_LABEL_NAMES, "syscall", NULL);
+AISCOPE_METRIC_LABELS(event_labels, AISCOPE_CGROUP_LABEL_NAMES, "event", NULL);
 
 static struct {
 	struct prom_family *kills, *allocs, *alloc_bytes;

@@ -456,9 +456,7 @@ static struct {
 
 static void metrics_init(void)
 {
-	static const char *const lbl[] = {
-		AISCOPE_CGROUP_LABEL_NAMES, "direction", "proto", NULL
-	};
+	AISCOPE_METRIC_LABELS(lbl, AISCOPE_CGROUP_LABEL_NAMES, "direction", "proto", NULL);
 
 	if (!aiscope_metrics())
 		return;

@@ -4,9 +4,8 @@
  * aiscope_grow(); the shared options' parser and entries for a tool's own
  * table (aiscope_parse_shared, AISCOPE_OPTION_*). */
 #include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include "t.h"
+#include "t_child.h"
 #include "opts.h"
 
 static const char *const sorts[] = { "wait", "p99", "max", NULL };
@@ -19,53 +18,11 @@ static const struct opt_key bys[] = {
 	{ "pid", BY_A }, { "container", BY_C }, { "host", BY_B }, {},
 };
 
-/* Runs fn(arg) in a child; its exit status and the stderr it wrote. */
-static int child_err(void (*fn)(const char *), const char *arg, char *err, size_t size)
-{
-	int fds[2], status;
-	ssize_t n, len = 0;
-	pid_t pid;
-
-	if (pipe(fds))
-		return -1;
-	fflush(stdout);
-	pid = fork();
-	if (pid == 0) {
-		dup2(fds[1], STDERR_FILENO);
-		close(fds[0]);
-		/* nothing on stdout either: the TAP stream stays the parent's */
-		if (!freopen("/dev/null", "w", stdout))
-			_exit(99);
-		fn(arg);
-		_exit(0);
-	}
-	close(fds[1]);
-	while (len < (ssize_t)size - 1 && (n = read(fds[0], err + len, size - 1 - len)) > 0)
-		len += n;
-	err[len] = 0;
-	close(fds[0]);
-	waitpid(pid, &status, 0);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 static void sort_of(const char *arg) { opt_word("--sort", arg, sorts); }
 static void proto_of(const char *arg) { opt_word("--proto", arg, protos); }
 static void one_of(const char *arg) { opt_word("--x", arg, one); }
 static void by_of(const char *arg) { opt_key("--by", arg, bys); }
 static void kinds_of(const char *arg) { opt_words("--kind", arg, sorts); }
-
-/* fn(arg) exits 2 with exactly want on stderr */
-static int rejects(void (*fn)(const char *), const char *arg, const char *want)
-{
-	char err[512];
-	int rc = child_err(fn, arg, err, sizeof(err));
-
-	if (rc != 2 || strcmp(err, want)) {
-		printf("# '%s': exit %d, stderr '%s', expected exit 2, '%s'\n", arg, rc, err, want);
-		return 0;
-	}
-	return 1;
-}
 
 static void test_word(void)
 {
