@@ -129,10 +129,12 @@ NVCC ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard /usr/local/c
 ifneq ($(NVCC),)
 ifeq ($(CROSS_COMPILE),)
 CUDA_BINS += $(O)/tests/cuda/kern_shared $(O)/tests/cuda/kern_static $(O)/tests/cuda/kern_stripped
+CUDA_BINS += $(O)/tests/cuda/mem_shared
 endif
 endif
 # test doubles of the CUDA runtime and driver (exact C ABI; calls succeed)
 CUDA_BINS += $(O)/tests/cuda/double/libcudart.so.12 $(O)/tests/cuda/double/libcuda.so.1
+CUDA_BINS += $(O)/tests/cuda/double/13/libcudart.so.13
 
 # nclstat's fixtures: a test double of libnccl.so.2 with nccl.h's ABI and
 # ncclrank, which loads libnccl.so.2 dynamically (the double, or the real
@@ -328,6 +330,11 @@ $(O)/tests/cuda/kern_static: tests/cuda/kern.cu | $(O)/tests/cuda
 	$(call msg,NVCC,$@)
 	$(Q)$(NVCC) -cudart static -o $@ $<
 
+# every --mem family, from an nvcc program (the driver dlopened)
+$(O)/tests/cuda/mem_shared: tests/cuda/mem.cu | $(O)/tests/cuda
+	$(call msg,NVCC,$@)
+	$(Q)$(NVCC) -cudart shared -o $@ $< -ldl
+
 $(O)/tests/cuda/kern_stripped: $(O)/tests/cuda/kern_shared
 	$(call msg,STRIP,$@)
 	$(Q)strip -o $@ $<
@@ -335,6 +342,12 @@ $(O)/tests/cuda/kern_stripped: $(O)/tests/cuda/kern_shared
 $(O)/tests/cuda/double/libcudart.so.12: tests/cuda/double/cudart.c | $(O)/tests/cuda
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(PLAIN_CFLAGS) -fPIC -shared -Wl,-soname,libcudart.so.12 $< -o $@ -ldl
+
+# the same double under CUDA 13's name and symbol version, for mem_shared
+$(O)/tests/cuda/double/13/libcudart.so.13: tests/cuda/double/cudart.c tests/cuda/double/cudart13.map | $(O)/tests/cuda
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(PLAIN_CFLAGS) -fPIC -shared -Wl,-soname,libcudart.so.13 \
+		-Wl,--version-script,tests/cuda/double/cudart13.map $< -o $@ -ldl
 
 $(O)/tests/cuda/double/libcuda.so.1: tests/cuda/double/cuda.c | $(O)/tests/cuda
 	$(call msg,CC,$@)

@@ -505,15 +505,53 @@ static __always_inline struct gl_mem *mem_row(void)
 	return m;
 }
 
-SEC("uprobe")
-int BPF_KPROBE(mem_alloc, void **out, __u64 size)
+_Static_assert(GL_NPOOLS <= 8, "pool_of masks the pool with 7");
+
+/* A pool's counters; NULL for a pool out of range. */
+static __always_inline struct gl_pool_stats *pool_of(struct gl_mem *m, __u32 pool)
 {
+	if (!m || pool >= GL_NPOOLS)
+		return NULL;
+	/* the compiler checks one copy of the index and adds another: a
+	 * mask it cannot drop bounds the one added (GL_NPOOLS <= 8) */
+	asm volatile("" : "+r"(pool));
+	return &m->pool[pool & 7];
+}
+
+/*
+ * An allocation's entry: where its address will be (an out pointer, or
+ * the argument itself for cuMemMap) and its size, or for pitched ones the
+ * pitch's out pointer and the rows: the bytes are pitch x rows, known at
+ * the return.
+ */
+SEC("uprobe")
+int BPF_KPROBE(mem_alloc)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx), ext[3] = {};
 	struct gl_entry e = {};
+	struct uarg c = {};
 
 	if (!pass())
 		return 0;
-	e.func = (__u64)out;
-	e.aux = size;
+	e.shape = GL_SHAPE(cookie);
+	e.kind = GL_KIND(cookie);
+	e.func = uarg_int(ctx, &c);
+	switch (e.shape) {
+	case GL_SH_PITCH:
+		e.stream = uarg_int(ctx, &c);		/* size_t *pitch */
+		uarg_int(ctx, &c);			/* width */
+		e.aux = uarg_int(ctx, &c);		/* height */
+		break;
+	case GL_SH_3D:
+		/* cudaPitchedPtr {ptr, pitch, xsize, ysize}; cudaExtent by value */
+		uarg_struct(ctx, &c, ext, sizeof(ext));
+		e.stream = e.func + 8;
+		e.aux = ext[1] * ext[2];
+		break;
+	default:
+		e.aux = uarg_int(ctx, &c);		/* size */
+		break;
+	}
 	call_begin(ctx, GL_ALLOC, &e);
 	return 0;
 }
@@ -523,33 +561,46 @@ int BPF_KRETPROBE(mem_alloc_ret, long ret)
 {
 	struct gl_entry *e = call_end(GL_ALLOC);
 	struct gl_alloc_key k = {};
+	struct gl_pool_stats *p;
 	struct gl_mem *m;
-	__u64 ns, ptr = 0;
+	__u64 ns, ptr = 0, pitch = 0, size;
 
 	if (!e)
 		return 0;
 	ns = aiscope_now() - e->ts;
 	m = mem_row();
-	if (m) {
-		__sync_fetch_and_add(&m->alloc_calls, 1);
+	p = pool_of(m, e->kind);
+	if (p)
+		__sync_fetch_and_add(&p->alloc_calls, 1);
+	if (m && e->kind == GL_POOL_DEVICE) {
 		__sync_fetch_and_add(&m->alloc_lat_sum, ns);
 		if (ns > m->alloc_lat_max)
 			m->alloc_lat_max = ns;
 		hist_inc(m->alloc_hist, ns);
 	}
 	if ((int)ret != 0) {
-		if (m)
-			__sync_fetch_and_add(&m->alloc_fail, 1);
+		if (p)
+			__sync_fetch_and_add(&p->alloc_fail, 1);
 		goto out;
 	}
-	bpf_probe_read_user(&ptr, sizeof(ptr), (void *)e->func);
+	size = e->aux;
+	if (e->shape == GL_SH_MAP) {
+		ptr = e->func;
+	} else {
+		bpf_probe_read_user(&ptr, sizeof(ptr), (void *)e->func);
+		if (e->shape == GL_SH_PITCH || e->shape == GL_SH_3D) {
+			bpf_probe_read_user(&pitch, sizeof(pitch), (void *)e->stream);
+			size = pitch * e->aux;
+		}
+	}
 	k.ptr = ptr;
 	k.pid = cur_pid();
-	if (bpf_map_update_elem(&allocs, &k, &e->aux, BPF_ANY))
+	k.pool = e->kind;
+	if (bpf_map_update_elem(&allocs, &k, &size, BPF_ANY))
 		aiscope_count_lost(AISCOPE_LOST_MAP);
-	if (m) {
-		__sync_fetch_and_add(&m->alloc_bytes, e->aux);
-		__sync_fetch_and_add(&m->outstanding, e->aux);
+	if (p) {
+		__sync_fetch_and_add(&p->alloc_bytes, size);
+		__sync_fetch_and_add(&p->outstanding, size);
 	}
 out:
 	call_done(GL_ALLOC);
@@ -558,46 +609,151 @@ out:
 
 /* Frees and copies are accounted at the outermost return, like
  * allocations: a runtime call that tail-calls the driver fires two entry
- * probes but is one call. */
+ * probes but is one call. A free finds its allocation in its own pool
+ * (cudaFreeHost a pinned one, cuMemUnmap a mapping). */
 SEC("uprobe")
-int BPF_KPROBE(mem_free, __u64 ptr)
+int BPF_KPROBE(mem_free, __u64 ptr, __u64 size)
 {
 	struct gl_entry e = { .aux = ptr };
 
+	e.kind = GL_KIND(bpf_get_attach_cookie(ctx));
+	/* cuMemUnmap(ptr, size): the range may span several mappings */
+	if (e.kind == GL_POOL_VMM_MAP)
+		e.stream = size;
 	if (pass())
 		call_begin(ctx, GL_FREE, &e);
 	return 0;
+}
+
+/* An unmapped range is the mappings that lie end to end in it, at most
+ * this many (PyTorch unmaps a segment's handles one by one); past them
+ * the rest is counted lost */
+#define GL_UNMAP_PIECES 8
+
+/* The bytes of the allocations a free releases (deleted): one, or for an
+ * unmap those that tile its range from its start. */
+static __always_inline __u64 release(const struct gl_entry *e)
+{
+	struct gl_alloc_key k = { .ptr = e->aux, .pid = cur_pid(), .pool = e->kind };
+	__u64 *size, piece, freed = 0;
+
+	for (int i = 0; i < GL_UNMAP_PIECES; i++) {
+		size = bpf_map_lookup_elem(&allocs, &k);
+		if (!size)
+			break;
+		piece = *size;
+		bpf_map_delete_elem(&allocs, &k);
+		freed += piece;
+		k.ptr += piece;
+		if (e->kind != GL_POOL_VMM_MAP || !piece || freed >= e->stream)
+			return freed;
+	}
+	/* a range of more mappings: the rest stays outstanding, counted */
+	if (freed && bpf_map_lookup_elem(&allocs, &k))
+		aiscope_count_lost(AISCOPE_LOST_MAP);
+	return freed;
 }
 
 SEC("uretprobe")
 int BPF_KRETPROBE(mem_free_ret)
 {
 	struct gl_entry *e = call_end(GL_FREE);
-	struct gl_alloc_key k = {};
-	struct gl_mem *m;
-	__u64 *size;
+	struct gl_pool_stats *p;
+	__u64 freed;
 
 	if (!e)
 		return 0;
 	/* cudaFree(NULL) is the idiom that creates a context: no free */
 	if (!e->aux)
 		goto out;
-	m = mem_row();
-	if (!m)
+	p = pool_of(mem_row(), e->kind);
+	if (!p)
 		goto out;
-	__sync_fetch_and_add(&m->free_calls, 1);
-	k.ptr = e->aux;
-	k.pid = cur_pid();
-	size = bpf_map_lookup_elem(&allocs, &k);
-	if (!size) {
-		__sync_fetch_and_add(&m->free_unknown, 1);
+	__sync_fetch_and_add(&p->free_calls, 1);
+	freed = release(e);
+	if (!freed) {
+		__sync_fetch_and_add(&p->free_unknown, 1);
 		goto out;
 	}
-	__sync_fetch_and_add(&m->free_bytes, *size);
-	__sync_fetch_and_add(&m->outstanding, -(__s64)*size);
-	bpf_map_delete_elem(&allocs, &k);
+	__sync_fetch_and_add(&p->free_bytes, freed);
+	__sync_fetch_and_add(&p->outstanding, -(__s64)freed);
 out:
 	call_done(GL_FREE);
+	return 0;
+}
+
+/* a cudaMemcpyKind argument: an unknown value counts as default */
+static __always_inline __u32 rt_kind(__u64 v)
+{
+	return (__u32)v <= GL_DEFAULT ? (__u32)v : GL_DEFAULT;
+}
+
+/* The bytes and the direction of a copy or memset, from its arguments. */
+static __always_inline __u64 copy_args(struct pt_regs *ctx, __u64 cookie, __u32 *kind)
+{
+	__u64 w, h, ext[3] = {}, pp[4];
+	struct uarg c = {};
+	__u32 elt = GL_KIND(cookie) & 3, k = 0;
+
+	*kind = GL_KIND(cookie);
+	switch (GL_SHAPE(cookie)) {
+	case GL_SH_COPY_RT:
+		uarg_skip(ctx, &c, 2);			/* dst, src */
+		w = uarg_int(ctx, &c);
+		*kind = rt_kind(uarg_int(ctx, &c));
+		return w;
+	case GL_SH_COPY_DRV:
+		uarg_skip(ctx, &c, 2);
+		return uarg_int(ctx, &c);
+	case GL_SH_COPY_2D:
+	case GL_SH_COPY_2D_ARRAY:
+		uarg_skip(ctx, &c, GL_SHAPE(cookie) == GL_SH_COPY_2D ? 4 : 5);
+		w = uarg_int(ctx, &c);
+		h = uarg_int(ctx, &c);
+		*kind = rt_kind(uarg_int(ctx, &c));
+		return w * h;
+	case GL_SH_COPY_3D:
+	case GL_SH_COPY_3D_PEER:
+		/* cudaMemcpy3DParms: extent@128, kind@152; the peer
+		 * parameters: extent@144 (the width in bytes, or in elements
+		 * where a side is an array) */
+		w = uarg_int(ctx, &c);
+		if (GL_SHAPE(cookie) == GL_SH_COPY_3D) {
+			bpf_probe_read_user(ext, sizeof(ext), (void *)(w + 128));
+			bpf_probe_read_user(&k, sizeof(k), (void *)(w + 152));
+			*kind = rt_kind(k);
+		} else {
+			bpf_probe_read_user(ext, sizeof(ext), (void *)(w + 144));
+			*kind = GL_PEER;
+		}
+		return ext[0] * ext[1] * ext[2];
+	case GL_SH_COPY_PEER:
+		uarg_skip(ctx, &c, 4);
+		*kind = GL_PEER;
+		return uarg_int(ctx, &c);
+	case GL_SH_COPY_SYMBOL:
+		uarg_skip(ctx, &c, 2);
+		w = uarg_int(ctx, &c);
+		uarg_int(ctx, &c);			/* offset */
+		*kind = rt_kind(uarg_int(ctx, &c));
+		return w;
+	case GL_SH_MEMSET:
+		uarg_skip(ctx, &c, 2);			/* ptr, value */
+		*kind = GL_MEMSET;
+		return uarg_int(ctx, &c) << elt;
+	case GL_SH_MEMSET_2D:
+		uarg_skip(ctx, &c, 3);			/* ptr, pitch, value */
+		w = uarg_int(ctx, &c);
+		h = uarg_int(ctx, &c);
+		*kind = GL_MEMSET;
+		return (w * h) << elt;
+	case GL_SH_MEMSET_3D:
+		uarg_struct(ctx, &c, pp, sizeof(pp));	/* cudaPitchedPtr */
+		uarg_int(ctx, &c);			/* value */
+		uarg_struct(ctx, &c, ext, sizeof(ext));
+		*kind = GL_MEMSET;
+		return ext[0] * ext[1] * ext[2];
+	}
 	return 0;
 }
 
@@ -606,14 +762,11 @@ int BPF_KPROBE(mem_copy)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	struct gl_entry e = {};
-	struct uarg c = {};
 	__u32 kind;
 
 	if (!pass())
 		return 0;
-	uarg_skip(ctx, &c, 2);				/* dst, src */
-	e.aux = uarg_int(ctx, &c);			/* bytes */
-	kind = GL_SHAPE(cookie) == GL_SH_COPY_RT ? (__u32)uarg_int(ctx, &c) : GL_KIND(cookie);
+	e.aux = copy_args(ctx, cookie, &kind);
 	e.smem = kind < GL_NKINDS ? kind : GL_DEFAULT;
 	call_begin(ctx, GL_COPY, &e);
 	return 0;

@@ -8,8 +8,9 @@
 /*
  * Every probed symbol carries a 64-bit BPF cookie that says what it is:
  * bits 0..7 the API (user space's table index), 8..11 its class, 12 its
- * layer (runtime or driver), 16..19 the copy direction of driver copies
- * whose name says it, 20..23 the argument shape.
+ * layer (runtime or driver), 16..19 its kind (the copy direction of copies
+ * whose name or shape says it, the element size's log2 of memsets, the
+ * memory pool of allocations and frees), 20..23 the argument shape.
  */
 #define GL_COOKIE(api, cls, layer, kind, shape)					\
 	((__u64)(api) | ((__u64)(cls) << 8) | ((__u64)(layer) << 12) |		\
@@ -26,9 +27,9 @@
 
 enum gl_class {
 	GL_LAUNCH,	/* kernel launches and graph launches */
-	GL_ALLOC,	/* device memory allocations */
+	GL_ALLOC,	/* allocations of every pool (enum gl_pool) */
 	GL_FREE,
-	GL_COPY,	/* memcpy */
+	GL_COPY,	/* memcpy and memset */
 	GL_SYNC,	/* stream, device, context and event synchronization */
 	GL_NAME,	/* where kernel names come from */
 	GL_NCLASS,
@@ -44,13 +45,25 @@ enum gl_shape {
 	GL_SH_DRV,	/* (f, gx, gy, gz, bx, by, bz, smem, stream, params, ...) */
 	GL_SH_DRV_EX,	/* (const CUlaunchConfig *, f, params, extra) */
 	GL_SH_GRAPH,	/* (graphExec, stream) */
-	/* allocations: (void **ptr, size_t size, ...) */
-	GL_SH_ALLOC = 0,
+	/* allocations */
+	GL_SH_ALLOC = 0,	/* (void **ptr, size_t size, ...) */
+	GL_SH_PITCH = 1,	/* (void **ptr, size_t *pitch, width, height): pitch x height */
+	GL_SH_3D = 2,		/* (cudaPitchedPtr *, cudaExtent): pitch x height x depth */
+	GL_SH_MAP = 3,		/* (ptr, size, ...): the address is the argument */
 	/* frees: (ptr, ...) */
 	GL_SH_FREE = 0,
-	/* copies */
+	/* copies and memsets: bytes and direction */
 	GL_SH_COPY_RT = 0,	/* (dst, src, count, kind[, stream]) */
 	GL_SH_COPY_DRV = 1,	/* (dst, src, size[, stream]): kind from the name */
+	GL_SH_COPY_2D = 2,	/* (dst, dpitch, src, spitch, width, height, kind[, stream]) */
+	GL_SH_COPY_2D_ARRAY = 3, /* (5 args, width, height, kind[, stream]) */
+	GL_SH_COPY_3D = 4,	/* (const cudaMemcpy3DParms *[, stream]) */
+	GL_SH_COPY_3D_PEER = 5,	/* (const cudaMemcpy3DPeerParms *[, stream]) */
+	GL_SH_COPY_PEER = 6,	/* (dst, dstDevice, src, srcDevice, count[, stream]) */
+	GL_SH_COPY_SYMBOL = 7,	/* (to, from, count, offset, kind[, stream]) */
+	GL_SH_MEMSET = 8,	/* (ptr, value, count[, stream]): count elements */
+	GL_SH_MEMSET_2D = 9,	/* (ptr, pitch, value, width, height[, stream]) */
+	GL_SH_MEMSET_3D = 10,	/* (cudaPitchedPtr, int value, cudaExtent[, stream]) */
 	/* names */
 	GL_SH_REGISTER = 0,	/* __cudaRegisterFunction(handle, hostFun, deviceFun, ...) */
 	GL_SH_GETKERNEL = 1,	/* __cudaGetKernel(cudaKernel_t *out, hostFun) */
@@ -58,9 +71,21 @@ enum gl_shape {
 	GL_SH_KFUNC = 3,	/* cuKernelGetFunction(CUfunction *out, CUkernel) */
 };
 
-/* cudaMemcpyKind; driver copies map to the same values */
+/* cudaMemcpyKind (driver copies map to the same values), then peer copies
+ * (between devices) and memsets: the slots of gl_mem's copy counters */
 enum gl_copy_kind {
-	GL_H2H, GL_H2D, GL_D2H, GL_D2D, GL_DEFAULT, GL_NKINDS,
+	GL_H2H, GL_H2D, GL_D2H, GL_D2D, GL_DEFAULT, GL_PEER, GL_MEMSET, GL_NKINDS,
+};
+
+/* Where an allocation lives: each pool its own allocate/free pair, its
+ * own counters and its bytes outstanding. */
+enum gl_pool {
+	GL_POOL_DEVICE,		/* cudaMalloc*, cuMemAlloc*: device memory */
+	GL_POOL_PINNED,		/* cudaMallocHost, cudaHostAlloc, cuMemHostAlloc ...: page-locked host memory */
+	GL_POOL_VMM_PHYS,	/* cuMemCreate / cuMemRelease: physical memory handles */
+	GL_POOL_VMM_MAP,	/* cuMemMap / cuMemUnmap: physical memory mapped at addresses */
+	GL_POOL_VMM_VA,		/* cuMemAddressReserve / cuMemAddressFree: address ranges */
+	GL_NPOOLS,
 };
 
 /* Launch rows: epoch alternates every interval so that user space drains
@@ -97,12 +122,18 @@ struct gl_lat {
  * histogram's size in a map preallocated for 4096 processes. */
 #define GL_SYNC_BUCKETS 64
 
-/* --mem: per process, running totals (user space takes differences) */
-struct gl_mem {
-	struct aiscope_ident ident;
+/* one pool's allocations and frees */
+struct gl_pool_stats {
 	__u64 alloc_calls, alloc_bytes, alloc_fail;
 	__u64 free_calls, free_bytes, free_unknown;
 	__s64 outstanding;
+};
+
+/* --mem: per process, running totals (user space takes differences);
+ * the allocation latency is the device pool's */
+struct gl_mem {
+	struct aiscope_ident ident;
+	struct gl_pool_stats pool[GL_NPOOLS];
 	__u64 copy_calls[GL_NKINDS], copy_bytes[GL_NKINDS];
 	__u64 sync_calls, sync_ns;
 	__u64 alloc_lat_sum, alloc_lat_max;
@@ -110,10 +141,11 @@ struct gl_mem {
 	__u32 sync_log2[GL_SYNC_BUCKETS];
 };
 
+/* a live allocation: pointer, VMM handle or mapped address, by pool */
 struct gl_alloc_key {
 	__u64 ptr;
 	__u32 pid;
-	__u32 pad;
+	__u32 pool;
 };
 
 /* A call in progress (return probes), per thread and class. */
@@ -134,7 +166,8 @@ struct gl_entry {
 	__u32 depth;		/* nested calls of the class still open */
 	__u8 layer;
 	__u8 shape;
-	__u8 pad[2];
+	__u8 kind;		/* alloc, free: the pool */
+	__u8 pad;
 };
 
 /* Where the code of the probed runtimes is mapped in a process (libcudart,

@@ -9,10 +9,15 @@
 #    <<<>>> kernels on a stream) under `gpulaunch -j --latency --mem` and under
 #    `gpulaunch -e -j`, and compares launches, names, grid, block, shared
 #    memory, return codes, allocation and copy sizes with what it did;
-# 3. if PyTorch with CUDA is importable, a matmul loop under `gpulaunch -j`:
+# 3. runs mem_shared (tests/cuda/mem.cu: every --mem family: pinned host
+#    memory, pitched and 3D allocations, stream-ordered pools, the driver's
+#    virtual memory (cuMemCreate/AddressReserve/Map/Unmap/Release), memsets,
+#    2D/3D/peer/symbol copies) under `gpulaunch -j --mem` and compares the 49
+#    keys of its mem samples with the program's truth (tests/cuda/mem-check.jq);
+# 4. if PyTorch with CUDA is importable, a matmul loop under `gpulaunch -j`:
 #    which exports fire (runtime, driver, cuLaunchKernelEx ...), how many
 #    launches, which kernel names;
-# 4. writes what it found to OUTDIR/report.md (and the raw JSON next to it),
+# 5. writes what it found to OUTDIR/report.md (and the raw JSON next to it),
 #    for docs/gpulaunch.md. Exit 0 when every comparison held, 1 otherwise,
 #    77 when there is no GPU (nvidia-smi finds none).
 #
@@ -55,14 +60,15 @@ K=$top/build/tests/cuda/kern_shared
 [ -x "$K" ] || { echo "gpu-check.sh: no nvcc: $K not built" >&2; exit 1; }
 export LD_LIBRARY_PATH=$CUDA/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
-# run_under NAME ARGS...: gpulaunch ARGS (discovery: no --lib) while kern_shared runs
+# run_under NAME ARGS...: gpulaunch ARGS (discovery: no --lib) while $PROG
+# (default kern_shared N) runs
 run_under() {
 	local name=$1 pid
 	shift
 	"$G" "$@" > "$out/$name.json" 2> "$out/$name.err" &
 	pid=$!
 	for _ in $(seq 100); do grep -q Tracing "$out/$name.err" && break; sleep 0.1; done
-	"$K" "$N" > "$out/$name.truth"
+	${PROG:-"$K" "$N"} > "$out/$name.truth"
 	sleep 1.5
 	kill -INT "$pid"
 	wait "$pid"
@@ -98,7 +104,25 @@ check "-e: $(jq -s '[.[] | select(.type == "event")] | length' "$out/ev.json") e
 	jq -e -s --argjson n $((2 * N)) '[.[] | select(.type == "event")] | length == $n and all(.rc == 0)' "$out/ev.json"
 say ""
 
-# ---- 2. PyTorch, if there ----
+# ---- 2. every --mem family ----
+say "## --mem families (tests/cuda/mem.cu)"
+M=$top/build/tests/cuda/mem_shared
+if [ -x "$M" ]; then
+	PROG=$M run_under mem -j --mem
+	jq -n -c --slurpfile truth "$out/mem.truth" --slurpfile got "$out/mem.json" \
+		-f "$top/tests/cuda/mem-check.jq" > "$out/mem.cmp"
+	say "$(jq -s '[.[] | select(.stem and .rc != 0)] | length' "$out/mem.truth") of $(jq -s '[.[] | select(.stem)] | length' "$out/mem.truth") calls failed:"
+	jq -r 'select(.stem and .rc != 0) | "- \(.api): \(.rc)"' "$out/mem.truth" | tee -a "$report"
+	grep -q '"driver":null' "$out/mem.truth" && say "no libcuda.so.1 to dlopen: the driver part was left out."
+	jq -r 'select(.want != .got) | "- differs: \(.key): want \(.want), got \(.got)"' "$out/mem.cmp" | tee -a "$report"
+	check "--mem: all $(wc -l < "$out/mem.cmp") keys equal the program's truth" \
+		jq -e -s 'length == 49 and all(.want == .got)' "$out/mem.cmp"
+else
+	say "mem_shared not built: skipped."
+fi
+say ""
+
+# ---- 3. PyTorch, if there ----
 say "## PyTorch"
 if "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
 	cat > "$out/mm.py" <<-'EOF'

@@ -87,9 +87,25 @@ sample_sum() {
 	[ "$status" -eq 0 ]
 	echo "$output" > "$BATS_TEST_TMPDIR/plan"
 	all_json "$BATS_TEST_TMPDIR/plan"
-	# the double exports 8 of the probed runtime symbols, all chosen with --mem
+	# the double exports 34 of the probed runtime symbols, all chosen with
+	# --mem: 8 launch, name, allocation, copy and sync calls, and 26 of the
+	# other --mem families (pinned, pitched, pools, memsets, 2D/3D/peer/symbol)
 	[ "$(jq -s '[.[] | select(.mechanism == "uprobe" and .status == "chosen")] | length' \
-		"$BATS_TEST_TMPDIR/plan")" -eq 8 ]
+		"$BATS_TEST_TMPDIR/plan")" -eq 34 ]
+	for s in cudaMallocHost cudaHostAlloc cudaFreeHost cudaMallocPitch cudaMalloc3D \
+		cudaMallocFromPoolAsync cudaFreeAsync cudaMemset3D cudaMemcpy2DToArray \
+		cudaMemcpy3DPeer cudaMemcpyPeerAsync cudaMemcpyFromSymbol; do
+		jq -e -s --arg t "$DOUBLE/libcudart.so.12:$s" \
+			'[.[] | select(.target == $t and .status == "chosen")] | length == 1' \
+			"$BATS_TEST_TMPDIR/plan" > /dev/null || { echo "$s not chosen"; false; }
+	done
+	run "$BIN/gpulaunch" --list-probes --lib "$DOUBLE/libcuda.so.1"
+	for s in cuMemCreate cuMemRelease cuMemMap cuMemUnmap cuMemAddressReserve cuMemAddressFree \
+		cuMemHostAlloc cuMemAllocHost_v2 cuMemFreeHost cuMemAllocPitch_v2 cuMemsetD2D32_v2 \
+		cuMemcpyPeer; do
+		echo "$output" | grep -qE "^driver +uprobe +$DOUBLE/libcuda.so.1:$s available: needs --mem" ||
+			{ echo "$s not listed"; false; }
+	done
 	jq -e -s 'all(.[]; .type == "probe" and .tool == "gpulaunch" and has("hook") and
 		has("target") and has("status") and has("reason"))' "$BATS_TEST_TMPDIR/plan"
 }
@@ -260,6 +276,110 @@ sample_sum() {
 	jq -e '.alloc_calls == 2 and .alloc_failures == 2 and .alloc_bytes == 0 and
 		.outstanding_bytes == 0 and .copy_h2d_bytes == 512 and .copy_d2h_bytes == 256 and
 		.sync_calls == 2' <<< "$m"
+}
+
+# ---- --mem: every family, from an nvcc program (tests/cuda/mem.cu) ----
+
+# mem_run NAME LIB... -- ENV...: mem_shared under gpulaunch --mem -j with
+# --lib LIB..., the library path ENV; truth in NAME.out, gpulaunch's in g-NAME.out
+mem_run() {
+	local name=$1 libs=() a
+	shift
+	while [ "$1" != -- ]; do
+		libs+=(--lib "$1")
+		shift
+	done
+	shift
+	start_tool "g-$name" gpulaunch -j -i 10 --mem "${libs[@]}"
+	LD_LIBRARY_PATH=$1 "$CUDA/mem_shared" > "$(out "$name")"
+	sleep 0.2
+	stop_tool "$TOOL_PID"
+	all_json "$(out "g-$name")"
+	jq -n -c --slurpfile truth "$(out "$name")" --slurpfile got "$(out "g-$name")" \
+		-f "$BATS_TEST_DIRNAME/cuda/mem-check.jq" > "$BATS_TEST_TMPDIR/$name.cmp"
+	jq -c 'select(.want != .got)' "$BATS_TEST_TMPDIR/$name.cmp" > "$BATS_TEST_TMPDIR/$name.diff"
+	echo "== $name: $(wc -l < "$BATS_TEST_TMPDIR/$name.cmp") keys compared, differing:"
+	cat "$BATS_TEST_TMPDIR/$name.diff"
+}
+
+need_mem_prog() {
+	[ -x "$CUDA/mem_shared" ] || skip "no nvcc: tests/cuda/mem.cu not built"
+}
+
+@test "--mem families through the doubles: pinned, pitched/3D, pools, VMM mapped and outstanding, memsets, copies by direction" {
+	need_root
+	need_mem_prog
+	# the runtime double under libcudart.so.13, which calls the driver
+	# double (nesting: one call each); every call succeeds
+	mem_run d "$DOUBLE/13/libcudart.so.13" "$DOUBLE/libcuda.so.1" -- "$DOUBLE/13:$DOUBLE"
+	[ "$(jq -s '[.[] | select(.stem)] | length' "$(out d)")" -eq 54 ]
+	[ "$(jq -s '[.[] | select(.stem and .rc != 0)] | length' "$(out d)")" -eq 0 ]
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/d.cmp")" -eq 49 ]
+	[ ! -s "$BATS_TEST_TMPDIR/d.diff" ]
+	# the figures the truth makes: pitch x rows, granules of 2 MiB; one
+	# cuMemUnmap of a range of two mappings releases both
+	jq -e -s '[.[] | select(.row == "mem")] | last |
+		.alloc_calls == 7 and .alloc_bytes == 1048576 + 1024 * 7 + 512 * 15 + 65536 + 131072 + 1048576 + 1024 * 11 and
+		.pinned_alloc_bytes == 4096 + 8192 + 16384 + 32768 and .pinned_outstanding_bytes == 8192 + 32768 and
+		.vmm_create_calls == 4 and .vmm_create_bytes == 10 * 1048576 and
+		.vmm_outstanding_bytes == 6 * 1048576 and .vmm_mapped_bytes == 2 * 1048576 and
+		.vmm_map_calls == 4 and .vmm_unmap_calls == 2 and .vmm_unmap_bytes == 8 * 1048576 and
+		.vmm_reserve_calls == 2 and .vmm_address_free_bytes == 4 * 1048576 and
+		.vmm_reserved_bytes == 16 * 1048576 and
+		.copy_peer_calls == 4 and .copy_peer_bytes == 128 + 4096 + 5000 + 2048 and
+		.memset_calls == 10 and .memset_bytes == 1000 + 2000 + 900 + 600 + 512 + 480 + 333 + 200 + 280 + 320' \
+		"$(out g-d)"
+}
+
+@test "--mem families with libcudart 13 (no GPU): failures counted, memsets and copies by direction from the sentinels" {
+	need_root
+	need_mem_prog
+	need_cuda13
+	# no driver: every runtime call fails (35), the driver part is left out
+	mem_run r "$CUDA13" -- "$(dirname "$CUDA13")"
+	grep -q '"driver":null' "$(out r)"
+	[ "$(jq -s '[.[] | select(.stem and .rc == 0)] | length' "$(out r)")" -eq 0 ]
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/r.cmp")" -eq 49 ]
+	[ ! -s "$BATS_TEST_TMPDIR/r.diff" ]
+	jq -e -s '[.[] | select(.row == "mem")] | last |
+		.alloc_calls == 5 and .alloc_failures == 5 and .pinned_alloc_failures == 2 and
+		.pinned_free_unknown == 1 and .free_unknown == 2 and .copy_h2d_bytes == 1200 + 120 + 512 + 64 + 48 and
+		.copy_d2h_bytes == 768 + 168 + 32 and .copy_d2d_bytes == 768 and .copy_default_bytes == 288 and
+		.copy_peer_bytes == 128 + 4096 + 5000 and .memset_bytes == 1000 + 2000 + 900 + 600 + 512 + 480' \
+		"$(out g-r)"
+}
+
+@test "--mem families with libcuda 535 (Debian) and libcudart 13: the driver's pinned, pitched, VMM, memset and peer calls fail (rc 3) as counted" {
+	need_root
+	need_mem_prog
+	need_cuda13
+	need_debian
+	mem_run v "$CUDA13" "$FIX/libcuda.so.1" -- "$(dirname "$CUDA13"):$FIX"
+	# CUDA_ERROR_NOT_INITIALIZED from every driver call, 35 from the runtime's
+	[ "$(jq -s '[.[] | select(.stem and (.api | startswith("cu")) and .rc == 3)] | length' "$(out v)")" -eq 25 ]
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/v.cmp")" -eq 49 ]
+	[ ! -s "$BATS_TEST_TMPDIR/v.diff" ]
+	jq -e -s '[.[] | select(.row == "mem")] | last |
+		.vmm_create_calls == 4 and .vmm_create_failures == 4 and .vmm_map_failures == 4 and
+		.vmm_reserve_failures == 2 and .vmm_unmap_unknown == 2 and .vmm_release_unknown == 2 and
+		.vmm_address_free_unknown == 1 and
+		.vmm_mapped_bytes == 0 and .pinned_alloc_failures == 4 and
+		.copy_peer_bytes == 128 + 4096 + 5000 + 2048 and .memset_calls == 10' "$(out g-v)"
+}
+
+@test "--mem table: pinned, VMM physical and mapped bytes outstanding, peer and memset bytes" {
+	need_root
+	need_mem_prog
+	start_tool g gpulaunch -i 10 --mem --lib "$DOUBLE/13/libcudart.so.13" --lib "$DOUBLE/libcuda.so.1"
+	LD_LIBRARY_PATH=$DOUBLE/13:$DOUBLE "$CUDA/mem_shared" > "$(out m)"
+	sleep 0.2
+	stop_tool "$TOOL_PID"
+	cat "$(out g)"
+	grep -E '^ +PID COMM +ALLOCS +ALLOC\(B\) FAILS ALLOC_P99\(us\) +FREES OUTSTANDING\(B\) +PINNED\(B\) +VMM\(B\) +MAPPED\(B\) +H2D\(B\) +D2H\(B\) +D2D\(B\) +PEER\(B\) +MEMSET\(B\) +SYNCS +SYNC\(ms\)$' "$(out g)"
+	# allocations 7, 2319872 B, no failure, 2 frees, 2247168 B outstanding;
+	# pinned 40960, VMM 6291456 held, 2097152 mapped; copies 1944, 968, 768,
+	# peer 11272; memsets 6625; 3 syncs
+	grep -E '^ +[0-9]+ mem_shared +7 +2319872 +0 +[0-9.]+ +2 +2247168 +40960 +6291456 +2097152 +1944 +968 +768 +11272 +6625 +3 +[0-9.]+$' "$(out g)"
 }
 
 # ---- discovery ----

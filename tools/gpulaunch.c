@@ -50,7 +50,8 @@ static const char doc[] =
 "running and newly started processes. Every interval, a top table of kernels\n"
 "by launches per second with their grid, block and shared memory. -e streams\n"
 "each launch; --latency adds return probes (errors, call latency); --mem adds\n"
-"allocations, copies by direction and synchronization waits.\n"
+"allocations (device, pinned host and the driver's virtual memory), copies by\n"
+"direction, memsets and synchronization waits.\n"
 "\n"
 "USAGE: gpulaunch [OPTIONS] [interval [count]]"
 "\v"
@@ -71,7 +72,9 @@ static const struct argp_option opts[] = {
 	{ NULL, 0, NULL, 0, "gpulaunch:", 1 },
 	{ "events", 'e', NULL, 0, "Stream one event per launch (with its return code)", 1 },
 	{ "latency", OPT_LATENCY, NULL, 0, "Add return probes: errors and call latency", 1 },
-	{ "mem", OPT_MEM, NULL, 0, "Allocations, copies by direction, synchronize waits", 1 },
+	{ "mem", OPT_MEM, NULL, 0,
+	  "Allocations (device, pinned, virtual memory), copies by direction, memsets, "
+	  "synchronize waits", 1 },
 	{ "lib", OPT_LIB, "PATH", 0, "Probe this library or executable only (repeatable)", 1 },
 	{ "mangled", OPT_MANGLED, NULL, 0, "Keep kernel names mangled", 1 },
 	{ "rescan", OPT_RESCAN, "DUR", 0, "Rescan all processes this often (default 5s, 0: never)", 1 },
@@ -151,10 +154,17 @@ struct api {
 #define DRV GL_DRIVER
 #define L(s, layer, shape) { s, GL_LAUNCH, layer, shape, 0, N_ALWAYS }
 #define NM(s, layer, shape) { s, GL_NAME, layer, shape, 0, N_ALWAYS }
-#define AL(s, layer) { s, GL_ALLOC, layer, 0, 0, N_MEM }
-#define FR(s, layer) { s, GL_FREE, layer, 0, 0, N_MEM }
+#define AL(s, layer) { s, GL_ALLOC, layer, GL_SH_ALLOC, GL_POOL_DEVICE, N_MEM }
+#define FR(s, layer) { s, GL_FREE, layer, 0, GL_POOL_DEVICE, N_MEM }
+/* an allocation of another pool or shape, and its free */
+#define ALP(s, layer, pool, shape) { s, GL_ALLOC, layer, shape, pool, N_MEM }
+#define FRP(s, layer, pool) { s, GL_FREE, layer, 0, pool, N_MEM }
 #define CPR(s) { s, GL_COPY, RT, GL_SH_COPY_RT, 0, N_MEM }
 #define CPD(s, kind) { s, GL_COPY, DRV, GL_SH_COPY_DRV, kind, N_MEM }
+/* copies and memsets of other shapes (kind: the element size's log2 of
+ * the driver's memsets) */
+#define CPS(s, layer, shape, kind) { s, GL_COPY, layer, shape, kind, N_MEM }
+#define MSR(s, shape) CPS(s, RT, shape, 0)
 #define SY(s, layer) { s, GL_SYNC, layer, 0, 0, N_MEM }
 
 static const struct api apis[] = {
@@ -191,6 +201,28 @@ static const struct api apis[] = {
 	AL("cuMemAllocManaged", DRV),
 	FR("cudaFree", RT), FR("cudaFreeAsync", RT), FR("cudaFreeAsync_ptsz", RT),
 	FR("cuMemFree_v2", DRV), FR("cuMemFreeAsync", DRV), FR("cuMemFreeAsync_ptsz", DRV),
+	/* --mem: stream-ordered allocations from a pool */
+	AL("cudaMallocFromPoolAsync", RT), AL("cudaMallocFromPoolAsync_ptsz", RT),
+	AL("cuMemAllocFromPoolAsync", DRV), AL("cuMemAllocFromPoolAsync_ptsz", DRV),
+	/* --mem: pitched and 3D device allocations (pitch x rows bytes) */
+	ALP("cudaMallocPitch", RT, GL_POOL_DEVICE, GL_SH_PITCH),
+	ALP("cuMemAllocPitch_v2", DRV, GL_POOL_DEVICE, GL_SH_PITCH),
+	ALP("cudaMalloc3D", RT, GL_POOL_DEVICE, GL_SH_3D),
+	/* --mem: pinned host memory */
+	ALP("cudaMallocHost", RT, GL_POOL_PINNED, GL_SH_ALLOC),
+	ALP("cudaHostAlloc", RT, GL_POOL_PINNED, GL_SH_ALLOC),
+	ALP("cuMemHostAlloc", DRV, GL_POOL_PINNED, GL_SH_ALLOC),
+	ALP("cuMemAllocHost_v2", DRV, GL_POOL_PINNED, GL_SH_ALLOC),
+	FRP("cudaFreeHost", RT, GL_POOL_PINNED), FRP("cuMemFreeHost", DRV, GL_POOL_PINNED),
+	/* --mem: the driver's virtual memory management (PyTorch's
+	 * expandable segments): physical handles, their mappings, and the
+	 * address ranges reserved for them */
+	ALP("cuMemCreate", DRV, GL_POOL_VMM_PHYS, GL_SH_ALLOC),
+	FRP("cuMemRelease", DRV, GL_POOL_VMM_PHYS),
+	ALP("cuMemMap", DRV, GL_POOL_VMM_MAP, GL_SH_MAP),
+	FRP("cuMemUnmap", DRV, GL_POOL_VMM_MAP),
+	ALP("cuMemAddressReserve", DRV, GL_POOL_VMM_VA, GL_SH_ALLOC),
+	FRP("cuMemAddressFree", DRV, GL_POOL_VMM_VA),
 	CPR("cudaMemcpy"), CPR("cudaMemcpy_ptds"), CPR("cudaMemcpyAsync"),
 	CPR("cudaMemcpyAsync_ptsz"),
 	CPD("cuMemcpyHtoD_v2", GL_H2D), CPD("cuMemcpyHtoD_v2_ptds", GL_H2D),
@@ -201,18 +233,103 @@ static const struct api apis[] = {
 	CPD("cuMemcpyDtoDAsync_v2", GL_D2D), CPD("cuMemcpyDtoDAsync_v2_ptsz", GL_D2D),
 	CPD("cuMemcpy", GL_DEFAULT), CPD("cuMemcpy_ptds", GL_DEFAULT),
 	CPD("cuMemcpyAsync", GL_DEFAULT), CPD("cuMemcpyAsync_ptsz", GL_DEFAULT),
+	/* 2D, 3D, peer and symbol copies */
+	CPS("cudaMemcpy2D", RT, GL_SH_COPY_2D, 0), CPS("cudaMemcpy2D_ptds", RT, GL_SH_COPY_2D, 0),
+	CPS("cudaMemcpy2DAsync", RT, GL_SH_COPY_2D, 0),
+	CPS("cudaMemcpy2DAsync_ptsz", RT, GL_SH_COPY_2D, 0),
+	CPS("cudaMemcpy2DToArray", RT, GL_SH_COPY_2D_ARRAY, 0),
+	CPS("cudaMemcpy2DToArray_ptds", RT, GL_SH_COPY_2D_ARRAY, 0),
+	CPS("cudaMemcpy2DToArrayAsync", RT, GL_SH_COPY_2D_ARRAY, 0),
+	CPS("cudaMemcpy2DToArrayAsync_ptsz", RT, GL_SH_COPY_2D_ARRAY, 0),
+	CPS("cudaMemcpy2DFromArray", RT, GL_SH_COPY_2D_ARRAY, 0),
+	CPS("cudaMemcpy2DFromArray_ptds", RT, GL_SH_COPY_2D_ARRAY, 0),
+	CPS("cudaMemcpy2DFromArrayAsync", RT, GL_SH_COPY_2D_ARRAY, 0),
+	CPS("cudaMemcpy2DFromArrayAsync_ptsz", RT, GL_SH_COPY_2D_ARRAY, 0),
+	CPS("cudaMemcpy3D", RT, GL_SH_COPY_3D, 0), CPS("cudaMemcpy3D_ptds", RT, GL_SH_COPY_3D, 0),
+	CPS("cudaMemcpy3DAsync", RT, GL_SH_COPY_3D, 0),
+	CPS("cudaMemcpy3DAsync_ptsz", RT, GL_SH_COPY_3D, 0),
+	CPS("cudaMemcpy3DPeer", RT, GL_SH_COPY_3D_PEER, 0),
+	CPS("cudaMemcpy3DPeer_ptds", RT, GL_SH_COPY_3D_PEER, 0),
+	CPS("cudaMemcpy3DPeerAsync", RT, GL_SH_COPY_3D_PEER, 0),
+	CPS("cudaMemcpy3DPeerAsync_ptsz", RT, GL_SH_COPY_3D_PEER, 0),
+	CPS("cudaMemcpyPeer", RT, GL_SH_COPY_PEER, 0),
+	CPS("cudaMemcpyPeerAsync", RT, GL_SH_COPY_PEER, 0),
+	CPS("cuMemcpyPeer", DRV, GL_SH_COPY_PEER, 0), CPS("cuMemcpyPeer_ptds", DRV, GL_SH_COPY_PEER, 0),
+	CPS("cuMemcpyPeerAsync", DRV, GL_SH_COPY_PEER, 0),
+	CPS("cuMemcpyPeerAsync_ptsz", DRV, GL_SH_COPY_PEER, 0),
+	CPS("cudaMemcpyToSymbol", RT, GL_SH_COPY_SYMBOL, 0),
+	CPS("cudaMemcpyToSymbol_ptds", RT, GL_SH_COPY_SYMBOL, 0),
+	CPS("cudaMemcpyToSymbolAsync", RT, GL_SH_COPY_SYMBOL, 0),
+	CPS("cudaMemcpyToSymbolAsync_ptsz", RT, GL_SH_COPY_SYMBOL, 0),
+	CPS("cudaMemcpyFromSymbol", RT, GL_SH_COPY_SYMBOL, 0),
+	CPS("cudaMemcpyFromSymbol_ptds", RT, GL_SH_COPY_SYMBOL, 0),
+	CPS("cudaMemcpyFromSymbolAsync", RT, GL_SH_COPY_SYMBOL, 0),
+	CPS("cudaMemcpyFromSymbolAsync_ptsz", RT, GL_SH_COPY_SYMBOL, 0),
+	/* memsets */
+	MSR("cudaMemset", GL_SH_MEMSET), MSR("cudaMemset_ptds", GL_SH_MEMSET),
+	MSR("cudaMemsetAsync", GL_SH_MEMSET), MSR("cudaMemsetAsync_ptsz", GL_SH_MEMSET),
+	MSR("cudaMemset2D", GL_SH_MEMSET_2D), MSR("cudaMemset2D_ptds", GL_SH_MEMSET_2D),
+	MSR("cudaMemset2DAsync", GL_SH_MEMSET_2D), MSR("cudaMemset2DAsync_ptsz", GL_SH_MEMSET_2D),
+	MSR("cudaMemset3D", GL_SH_MEMSET_3D), MSR("cudaMemset3D_ptds", GL_SH_MEMSET_3D),
+	MSR("cudaMemset3DAsync", GL_SH_MEMSET_3D), MSR("cudaMemset3DAsync_ptsz", GL_SH_MEMSET_3D),
+	CPS("cuMemsetD8_v2", DRV, GL_SH_MEMSET, 0), CPS("cuMemsetD8_v2_ptds", DRV, GL_SH_MEMSET, 0),
+	CPS("cuMemsetD16_v2", DRV, GL_SH_MEMSET, 1), CPS("cuMemsetD16_v2_ptds", DRV, GL_SH_MEMSET, 1),
+	CPS("cuMemsetD32_v2", DRV, GL_SH_MEMSET, 2), CPS("cuMemsetD32_v2_ptds", DRV, GL_SH_MEMSET, 2),
+	CPS("cuMemsetD8Async", DRV, GL_SH_MEMSET, 0), CPS("cuMemsetD8Async_ptsz", DRV, GL_SH_MEMSET, 0),
+	CPS("cuMemsetD16Async", DRV, GL_SH_MEMSET, 1),
+	CPS("cuMemsetD16Async_ptsz", DRV, GL_SH_MEMSET, 1),
+	CPS("cuMemsetD32Async", DRV, GL_SH_MEMSET, 2),
+	CPS("cuMemsetD32Async_ptsz", DRV, GL_SH_MEMSET, 2),
+	CPS("cuMemsetD2D8_v2", DRV, GL_SH_MEMSET_2D, 0),
+	CPS("cuMemsetD2D8_v2_ptds", DRV, GL_SH_MEMSET_2D, 0),
+	CPS("cuMemsetD2D16_v2", DRV, GL_SH_MEMSET_2D, 1),
+	CPS("cuMemsetD2D16_v2_ptds", DRV, GL_SH_MEMSET_2D, 1),
+	CPS("cuMemsetD2D32_v2", DRV, GL_SH_MEMSET_2D, 2),
+	CPS("cuMemsetD2D32_v2_ptds", DRV, GL_SH_MEMSET_2D, 2),
+	CPS("cuMemsetD2D8Async", DRV, GL_SH_MEMSET_2D, 0),
+	CPS("cuMemsetD2D8Async_ptsz", DRV, GL_SH_MEMSET_2D, 0),
+	CPS("cuMemsetD2D16Async", DRV, GL_SH_MEMSET_2D, 1),
+	CPS("cuMemsetD2D16Async_ptsz", DRV, GL_SH_MEMSET_2D, 1),
+	CPS("cuMemsetD2D32Async", DRV, GL_SH_MEMSET_2D, 2),
+	CPS("cuMemsetD2D32Async_ptsz", DRV, GL_SH_MEMSET_2D, 2),
 	SY("cudaStreamSynchronize", RT), SY("cudaStreamSynchronize_ptsz", RT),
 	SY("cudaDeviceSynchronize", RT), SY("cudaEventSynchronize", RT),
 	SY("cuStreamSynchronize", DRV), SY("cuStreamSynchronize_ptsz", DRV),
 	SY("cuCtxSynchronize", DRV), SY("cuEventSynchronize", DRV),
 };
 
+/* the cookie has 8 bits for the API's index */
+_Static_assert(ARRAY_SIZE(apis) <= 256, "too many APIs for GL_API");
+
 enum lib_kind { K_RUNTIME, K_DRIVER, K_EXE, K_USER };
 
 static const char *const kind_names[] = { "runtime", "driver", "executable", "library" };
 
-/* copy directions (cudaMemcpyKind), as JSON keys and metric labels */
-static const char *const kind_keys[GL_NKINDS] = { "h2h", "h2d", "d2h", "d2d", "default" };
+/* copy directions (cudaMemcpyKind, then peer copies) as metric labels,
+ * and with them memsets, as the JSON keys' stem */
+static const char *const kind_keys[GL_NKINDS] = {
+	"h2h", "h2d", "d2h", "d2d", "default", "peer", "memset",
+};
+
+static const char *kind_stem(int k, char *buf, size_t len)
+{
+	if (k == GL_MEMSET)
+		return "memset";
+	snprintf(buf, len, "copy_%s", kind_keys[k]);
+	return buf;
+}
+
+/* each pool's JSON keys: <alloc>_calls, <alloc>_bytes, <alloc>_failures,
+ * <free>_calls, <free>_bytes, <free>_unknown and its bytes outstanding */
+static const struct {
+	const char *alloc, *free, *outstanding;
+} pool_keys[GL_NPOOLS] = {
+	[GL_POOL_DEVICE] = { "alloc", "free", "outstanding_bytes" },
+	[GL_POOL_PINNED] = { "pinned_alloc", "pinned_free", "pinned_outstanding_bytes" },
+	[GL_POOL_VMM_PHYS] = { "vmm_create", "vmm_release", "vmm_outstanding_bytes" },
+	[GL_POOL_VMM_MAP] = { "vmm_map", "vmm_unmap", "vmm_mapped_bytes" },
+	[GL_POOL_VMM_VA] = { "vmm_reserve", "vmm_address_free", "vmm_reserved_bytes" },
+};
 
 /* ---- state ---- */
 
@@ -854,10 +971,10 @@ static void metrics_init(void)
 			"Bytes allocated and not freed by the cgroup's processes at the last interval (JSON outstanding_bytes summed over the interval's mem samples).",
 			aiscope_cgroup_labels);
 		P.copies = aiscope_metric_counter("aiscope_gpulaunch_copies_total",
-			"memcpy calls by direction h2h, h2d, d2h, d2d or default (JSON copy_<direction>_calls).",
+			"memcpy calls (1D, 2D, 3D, peer and symbol copies) by direction h2h, h2d, d2h, d2d, default or peer (JSON copy_<direction>_calls).",
 			dir_labels);
 		P.copy_bytes = aiscope_metric_counter("aiscope_gpulaunch_copied_bytes_total",
-			"Bytes copied by direction h2h, h2d, d2h, d2d or default (JSON copy_<direction>_bytes).",
+			"Bytes copied by direction h2h, h2d, d2h, d2d, default or peer (JSON copy_<direction>_bytes).",
 			dir_labels);
 		P.sync = aiscope_metric_latency("aiscope_gpulaunch_sync_wait_seconds",
 			"Time spent in stream, device, context and event synchronize calls (_count is JSON sync_calls, _sum JSON sync_wait_ns).",
@@ -971,16 +1088,17 @@ static void metrics_mem(const struct gl_mem *d, const struct gl_mem *cur)
 	if (!P.allocs)
 		return;
 	aiscope_cgroup_values(&cur->ident, vals, &ci);
-	outstanding_add(vals[0], cur->outstanding);
-	prom_counter_add(P.allocs, vals, d->alloc_calls);
-	prom_counter_add(P.alloc_fails, vals, d->alloc_fail);
-	prom_counter_add(P.alloc_bytes, vals, d->alloc_bytes);
+	outstanding_add(vals[0], cur->pool[GL_POOL_DEVICE].outstanding);
+	prom_counter_add(P.allocs, vals, d->pool[GL_POOL_DEVICE].alloc_calls);
+	prom_counter_add(P.alloc_fails, vals, d->pool[GL_POOL_DEVICE].alloc_fail);
+	prom_counter_add(P.alloc_bytes, vals, d->pool[GL_POOL_DEVICE].alloc_bytes);
 	if (d->sync_calls) {
 		sync_hist(d, &h);
 		prom_hist_add(P.sync, vals, &h);
 	}
+	/* memsets are not copies: no direction */
 	for (int k = 0; k < GL_NKINDS; k++) {
-		if (!d->copy_calls[k] && !d->copy_bytes[k])
+		if (k == GL_MEMSET || (!d->copy_calls[k] && !d->copy_bytes[k]))
 			continue;
 		vals[AISCOPE_CGROUP_NLABELS] = kind_keys[k];
 		prom_counter_add(P.copies, vals, d->copy_calls[k]);
@@ -1168,12 +1286,18 @@ struct mem_row {
 
 static void mem_delta(const struct gl_mem *cur, const struct gl_mem *old, struct gl_mem *d)
 {
-	d->alloc_calls = cur->alloc_calls - old->alloc_calls;
-	d->alloc_bytes = cur->alloc_bytes - old->alloc_bytes;
-	d->alloc_fail = cur->alloc_fail - old->alloc_fail;
-	d->free_calls = cur->free_calls - old->free_calls;
-	d->free_bytes = cur->free_bytes - old->free_bytes;
-	d->free_unknown = cur->free_unknown - old->free_unknown;
+	for (int p = 0; p < GL_NPOOLS; p++) {
+		const struct gl_pool_stats *c = &cur->pool[p], *o = &old->pool[p];
+		struct gl_pool_stats *x = &d->pool[p];
+
+		x->alloc_calls = c->alloc_calls - o->alloc_calls;
+		x->alloc_bytes = c->alloc_bytes - o->alloc_bytes;
+		x->alloc_fail = c->alloc_fail - o->alloc_fail;
+		x->free_calls = c->free_calls - o->free_calls;
+		x->free_bytes = c->free_bytes - o->free_bytes;
+		x->free_unknown = c->free_unknown - o->free_unknown;
+		x->outstanding = c->outstanding;
+	}
 	for (int k = 0; k < GL_NKINDS; k++) {
 		d->copy_calls[k] = cur->copy_calls[k] - old->copy_calls[k];
 		d->copy_bytes[k] = cur->copy_bytes[k] - old->copy_bytes[k];
@@ -1186,14 +1310,37 @@ static void mem_delta(const struct gl_mem *cur, const struct gl_mem *old, struct
 		d->sync_log2[b] = cur->sync_log2[b] - old->sync_log2[b];
 	d->alloc_lat_sum = cur->alloc_lat_sum - old->alloc_lat_sum;
 	d->alloc_lat_max = cur->alloc_lat_max;
-	d->outstanding = cur->outstanding;
+}
+
+/* a pool's keys: the interval's calls and bytes, its bytes outstanding */
+static void json_pool(struct jw *w, int p, const struct gl_pool_stats *d,
+		      const struct gl_pool_stats *cur, const struct hist *lat)
+{
+	char key[48];
+
+	snprintf(key, sizeof(key), "%s_calls", pool_keys[p].alloc);
+	jw_ku64(w, key, d->alloc_calls);
+	snprintf(key, sizeof(key), "%s_bytes", pool_keys[p].alloc);
+	jw_ku64(w, key, d->alloc_bytes);
+	snprintf(key, sizeof(key), "%s_failures", pool_keys[p].alloc);
+	jw_ku64(w, key, d->alloc_fail);
+	if (lat)
+		jw_ku64_or_null(w, "alloc_p99_ns", lat->total, hist_percentile(lat, 99));
+	snprintf(key, sizeof(key), "%s_calls", pool_keys[p].free);
+	jw_ku64(w, key, d->free_calls);
+	snprintf(key, sizeof(key), "%s_bytes", pool_keys[p].free);
+	jw_ku64(w, key, d->free_bytes);
+	snprintf(key, sizeof(key), "%s_unknown", pool_keys[p].free);
+	jw_ku64(w, key, d->free_unknown);
+	jw_ki64(w, pool_keys[p].outstanding, cur->outstanding);
 }
 
 static void json_mem_row(const struct mem_row *r, uint64_t now, uint64_t interval)
 {
 	struct jw *w = &S.jw;
 	struct aiscope_ident id = r->cur.ident;
-	char key[40];
+	char key[48], buf[24];
+	const char *stem;
 
 	jw_record_begin(w, "sample", TOOL, now);
 	jw_ku64(w, "seq", S.loop.ticks);
@@ -1201,47 +1348,59 @@ static void json_mem_row(const struct mem_row *r, uint64_t now, uint64_t interva
 	jw_kstr(w, "row", "mem");
 	id.pid = r->pid;
 	aiscope_ident_json(w, &id, false);
-	jw_ku64(w, "alloc_calls", r->d.alloc_calls);
-	jw_ku64(w, "alloc_bytes", r->d.alloc_bytes);
-	jw_ku64(w, "alloc_failures", r->d.alloc_fail);
-	jw_ku64_or_null(w, "alloc_p99_ns", r->h.total, hist_percentile(&r->h, 99));
-	jw_ku64(w, "free_calls", r->d.free_calls);
-	jw_ku64(w, "free_bytes", r->d.free_bytes);
-	jw_ku64(w, "free_unknown", r->d.free_unknown);
-	jw_ki64(w, "outstanding_bytes", r->cur.outstanding);
+	json_pool(w, GL_POOL_DEVICE, &r->d.pool[GL_POOL_DEVICE], &r->cur.pool[GL_POOL_DEVICE],
+		  &r->h);
 	for (int k = 0; k < GL_NKINDS; k++) {
-		snprintf(key, sizeof(key), "copy_%s_calls", kind_keys[k]);
+		stem = kind_stem(k, buf, sizeof(buf));
+		snprintf(key, sizeof(key), "%s_calls", stem);
 		jw_ku64(w, key, r->d.copy_calls[k]);
-		snprintf(key, sizeof(key), "copy_%s_bytes", kind_keys[k]);
+		snprintf(key, sizeof(key), "%s_bytes", stem);
 		jw_ku64(w, key, r->d.copy_bytes[k]);
 	}
 	jw_ku64(w, "sync_calls", r->d.sync_calls);
 	jw_ku64(w, "sync_wait_ns", r->d.sync_ns);
+	/* the other pools after the keys of the first schema */
+	for (int p = GL_POOL_DEVICE + 1; p < GL_NPOOLS; p++)
+		json_pool(w, p, &r->d.pool[p], &r->cur.pool[p], NULL);
 	jw_record_end(w);
 }
 
 static const struct tcol cols_mem[] = {
 	{ "TIME", 8, TC_LEFT }, { "PID", 7, 0 }, { "COMM", 15, TC_LEFT }, { "ALLOCS", 7, 0 },
 	{ "ALLOC(B)", 12, 0 }, { "FAILS", 5, 0 }, { "ALLOC_P99(us)", 13, 0 }, { "FREES", 6, 0 },
-	{ "OUTSTANDING(B)", 14, 0 }, { "H2D(B)", 12, 0 }, { "D2H(B)", 12, 0 },
-	{ "D2D(B)", 12, 0 }, { "SYNCS", 6, 0 }, { "SYNC(ms)", 9, 0 },
+	{ "OUTSTANDING(B)", 14, 0 }, { "PINNED(B)", 12, 0 }, { "VMM(B)", 12, 0 },
+	{ "MAPPED(B)", 12, 0 }, { "H2D(B)", 12, 0 }, { "D2H(B)", 12, 0 },
+	{ "D2D(B)", 12, 0 }, { "PEER(B)", 12, 0 }, { "MEMSET(B)", 12, 0 }, { "SYNCS", 6, 0 },
+	{ "SYNC(ms)", 9, 0 },
 };
+
+static void table_bytes_held(struct table *t, int64_t v)
+{
+	table_u64(t, v > 0 ? (uint64_t)v : 0);
+}
 
 static void table_mem_row(struct table *t, const struct mem_row *r, const char *hms)
 {
+	const struct gl_pool_stats *dev = &r->d.pool[GL_POOL_DEVICE];
+
 	if (env.timestamp)
 		table_str(t, hms);
 	table_u64(t, r->pid);
 	table_str(t, r->cur.ident.comm);
-	table_u64(t, r->d.alloc_calls);
-	table_u64(t, r->d.alloc_bytes);
-	table_u64(t, r->d.alloc_fail);
+	table_u64(t, dev->alloc_calls);
+	table_u64(t, dev->alloc_bytes);
+	table_u64(t, dev->alloc_fail);
 	table_fixed_or_dash(t, r->h.total, hist_percentile(&r->h, 99) / 1e3, 1);
-	table_u64(t, r->d.free_calls);
-	table_u64(t, r->cur.outstanding > 0 ? (uint64_t)r->cur.outstanding : 0);
+	table_u64(t, dev->free_calls);
+	table_bytes_held(t, r->cur.pool[GL_POOL_DEVICE].outstanding);
+	table_bytes_held(t, r->cur.pool[GL_POOL_PINNED].outstanding);
+	table_bytes_held(t, r->cur.pool[GL_POOL_VMM_PHYS].outstanding);
+	table_bytes_held(t, r->cur.pool[GL_POOL_VMM_MAP].outstanding);
 	table_u64(t, r->d.copy_bytes[GL_H2D]);
 	table_u64(t, r->d.copy_bytes[GL_D2H]);
 	table_u64(t, r->d.copy_bytes[GL_D2D]);
+	table_u64(t, r->d.copy_bytes[GL_PEER]);
+	table_u64(t, r->d.copy_bytes[GL_MEMSET]);
 	table_u64(t, r->d.sync_calls);
 	table_fixed(t, r->d.sync_ns / 1e6, 1);
 	table_end_row(t);

@@ -101,3 +101,166 @@ CUresult cuModuleGetFunction(void **f, void *mod, const char *name)
 	*f = (void *)(0xc0f00000ULL + (strlen(name) << 4));
 	return 0;
 }
+
+/* ---- --mem's other families: pinned host memory, pitched allocations,
+ * pools, virtual memory management, memsets, peer copies ---- */
+
+static char pinned[1 << 20];
+static size_t pinned_used;
+
+/* host memory from a static arena: the pointers are real and distinct */
+static CUresult host_alloc(void **pp, size_t size)
+{
+	size = (size + 0xfff) & ~(size_t)0xfff;
+	if (!size || size > sizeof(pinned) - pinned_used)
+		return 2;
+	*pp = pinned + pinned_used;
+	pinned_used += size;
+	return 0;
+}
+
+CUresult cuMemHostAlloc(void **pp, size_t size, unsigned int flags)
+{
+	USE(flags);
+	return host_alloc(pp, size);
+}
+
+CUresult cuMemAllocHost_v2(void **pp, size_t size)
+{
+	return host_alloc(pp, size);
+}
+
+CUresult cuMemFreeHost(void *p)
+{
+	return p ? 0 : 1;
+}
+
+/* rows padded to 512 bytes, as a device's texture alignment might */
+CUresult cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t width, size_t height,
+			    unsigned int elt)
+{
+	if (elt != 4 && elt != 8 && elt != 16)
+		return 1;
+	*pitch = (width + 511) & ~(size_t)511;
+	return cuMemAlloc_v2(p, *pitch * height);
+}
+
+CUresult cuMemAllocAsync(CUdeviceptr *p, size_t size, void *stream)
+{
+	USE(stream);
+	return cuMemAlloc_v2(p, size);
+}
+
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t size, void *pool, void *stream)
+{
+	USE(pool); USE(stream);
+	return cuMemAlloc_v2(p, size);
+}
+
+CUresult cuMemFreeAsync(CUdeviceptr p, void *stream)
+{
+	USE(stream);
+	return cuMemFree_v2(p);
+}
+
+/* the granule of the virtual memory calls: sizes must be multiples */
+#define GRANULE (2ULL << 20)
+
+static uint64_t next_handle = 0x4a000000ULL, next_va = 0x7e0000000000ULL;
+
+CUresult cuMemGetAllocationGranularity(size_t *g, const void *prop, int option)
+{
+	USE(prop); USE(option);
+	*g = GRANULE;
+	return 0;
+}
+
+CUresult cuMemCreate(unsigned long long *h, size_t size, const void *prop,
+		     unsigned long long flags)
+{
+	USE(prop); USE(flags);
+	if (!size || size % GRANULE)
+		return 1;
+	*h = next_handle++;
+	return 0;
+}
+
+CUresult cuMemRelease(unsigned long long h)
+{
+	return h ? 0 : 1;
+}
+
+CUresult cuMemAddressReserve(CUdeviceptr *p, size_t size, size_t align, CUdeviceptr addr,
+			     unsigned long long flags)
+{
+	USE(align); USE(addr); USE(flags);
+	if (!size || size % GRANULE)
+		return 1;
+	*p = next_va;
+	next_va += size;
+	return 0;
+}
+
+CUresult cuMemAddressFree(CUdeviceptr p, size_t size)
+{
+	return p && size ? 0 : 1;
+}
+
+CUresult cuMemMap(CUdeviceptr p, size_t size, size_t offset, unsigned long long h,
+		  unsigned long long flags)
+{
+	USE(offset); USE(flags);
+	return p && h && size && !(size % GRANULE) ? 0 : 1;
+}
+
+CUresult cuMemUnmap(CUdeviceptr p, size_t size)
+{
+	return p && size ? 0 : 1;
+}
+
+CUresult cuMemsetD8_v2(CUdeviceptr p, unsigned char v, size_t n)
+{
+	USE(p); USE(v); USE(n);
+	return 0;
+}
+
+CUresult cuMemsetD16_v2(CUdeviceptr p, unsigned short v, size_t n)
+{
+	USE(p); USE(v); USE(n);
+	return 0;
+}
+
+CUresult cuMemsetD32Async(CUdeviceptr p, unsigned int v, size_t n, void *stream)
+{
+	USE(p); USE(v); USE(n); USE(stream);
+	return 0;
+}
+
+CUresult cuMemsetD2D8_v2(CUdeviceptr p, size_t pitch, unsigned char v, size_t w, size_t h)
+{
+	USE(p); USE(pitch); USE(v); USE(w); USE(h);
+	return 0;
+}
+
+CUresult cuMemsetD2D32_v2(CUdeviceptr p, size_t pitch, unsigned int v, size_t w, size_t h)
+{
+	USE(p); USE(pitch); USE(v); USE(w); USE(h);
+	return 0;
+}
+
+CUresult cuMemcpyPeer(CUdeviceptr dst, void *dctx, CUdeviceptr src, void *sctx, size_t n)
+{
+	USE(dst); USE(dctx); USE(src); USE(sctx); USE(n);
+	return 0;
+}
+
+CUresult cuCtxGetCurrent(void **ctx)
+{
+	*ctx = (void *)0xc7c7;
+	return 0;
+}
+
+CUresult cuCtxSynchronize(void)
+{
+	return 0;
+}

@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Every memory API family of gpulaunch --mem, called by an nvcc-built
+ * program with sizes, pitches and flags chosen here: pinned host memory,
+ * pitched and 3D allocations, stream-ordered pools, memsets, 2D/3D/peer/
+ * symbol copies, and (through libcuda.so.1, dlopened: absent, that part is
+ * left out) the driver's pinned, pitched, memset and peer calls and its
+ * virtual memory management (cuMemCreate, cuMemAddressReserve, cuMemMap,
+ * cuMemUnmap, cuMemRelease, cuMemAddressFree).
+ *
+ * Without a GPU the runtime's calls fail (cudaErrorInsufficientDriver 35,
+ * or cudaErrorNoDevice) but the probes see their arguments; against the
+ * test doubles (tests/cuda/double/) and on a GPU (scripts/gpu-check.sh)
+ * they succeed. Either way each call prints one JSON line, the truth that
+ * tests/cuda/mem-expect.jq turns into the counts and bytes gpulaunch must
+ * report:
+ *
+ *	{"api":"cudaMallocPitch","stem":"alloc","bytes":7168,"rc":0}
+ *
+ * stem: the JSON keys' stem of the call (alloc, pinned_alloc, vmm_map,
+ * copy_h2d, memset, ...); bytes: of an allocation, what it got (pitch x
+ * rows; 0 when it failed), of a free, what the allocation it frees got
+ * ("known":false when that allocation failed: a sentinel pointer is freed
+ * instead, which gpulaunch counts as unknown), of a copy or memset, what
+ * it was asked to do.
+ * The first line is {"pid":PID}.
+ * Usage: mem_shared
+ */
+#include <cstdint>
+#include <cstdio>
+#include <type_traits>
+#include <dlfcn.h>
+#include <unistd.h>
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+__device__ char sym[256];
+
+static void truth(const char *api, const char *stem, unsigned long long bytes, int rc)
+{
+	printf("{\"api\":\"%s\",\"stem\":\"%s\",\"bytes\":%llu,\"rc\":%d}\n", api, stem, bytes, rc);
+}
+
+/* a free of an allocation that got bytes (0: it failed, the sentinel is freed) */
+static void truth_free(const char *api, const char *stem, unsigned long long bytes, int rc)
+{
+	printf("{\"api\":\"%s\",\"stem\":\"%s\",\"bytes\":%llu,\"known\":%s,\"rc\":%d}\n", api,
+	       stem, bytes, bytes ? "true" : "false", rc);
+}
+
+#define FREED(p, ok) ((ok) ? (p) : (std::remove_reference<decltype(p)>::type)0x5e11)
+
+static char hbuf[1 << 20];
+
+static void runtime_calls(void)
+{
+	cudaStream_t s = 0;
+	cudaMemPool_t pool = (cudaMemPool_t)0x9001;
+	void *buf = nullptr, *p1 = nullptr, *p2 = nullptr, *pd = nullptr, *a1 = nullptr,
+	     *a2 = nullptr;
+	size_t pitch = 0;
+	cudaPitchedPtr pp = {};
+	cudaArray_t arr = nullptr;
+	cudaChannelFormatDesc desc = cudaCreateChannelDesc<unsigned char>();
+	int rc, okb, ok1, okd;
+
+	/* a scratch buffer for the memsets and copies */
+	rc = cudaMalloc(&buf, 1 << 20);
+	okb = !rc;
+	truth("cudaMalloc", "alloc", okb ? 1 << 20 : 0, rc);
+	if (!okb)
+		buf = (void *)0x7000;
+	/* pinned host memory: one freed, one left */
+	rc = cudaMallocHost(&p1, 1 << 12);
+	ok1 = !rc;
+	truth("cudaMallocHost", "pinned_alloc", ok1 ? 1 << 12 : 0, rc);
+	rc = cudaHostAlloc(&p2, 1 << 13, cudaHostAllocPortable | cudaHostAllocMapped);
+	truth("cudaHostAlloc", "pinned_alloc", rc ? 0 : 1 << 13, rc);
+	rc = cudaFreeHost(FREED(p1, ok1));
+	truth_free("cudaFreeHost", "pinned_free", ok1 ? 1 << 12 : 0, rc);
+	/* pitched and 3D: pitch x rows, the pitch the runtime chose */
+	rc = cudaMallocPitch(&pd, &pitch, 1000, 7);
+	okd = !rc;
+	truth("cudaMallocPitch", "alloc", okd ? pitch * 7 : 0, rc);
+	rc = cudaMalloc3D(&pp, make_cudaExtent(300, 5, 3));
+	truth("cudaMalloc3D", "alloc", rc ? 0 : pp.pitch * 5 * 3, rc);
+	rc = cudaFree(FREED(pd, okd));
+	truth_free("cudaFree", "free", okd ? pitch * 7 : 0, rc);
+	/* stream-ordered: one freed, one left */
+	if (cudaDeviceGetDefaultMemPool(&pool, 0))
+		pool = (cudaMemPool_t)0x9001;
+	rc = cudaMallocAsync(&a1, 1 << 16, s);
+	ok1 = !rc;
+	truth("cudaMallocAsync", "alloc", ok1 ? 1 << 16 : 0, rc);
+	rc = cudaMallocFromPoolAsync(&a2, 1 << 17, pool, s);
+	truth("cudaMallocFromPoolAsync", "alloc", rc ? 0 : 1 << 17, rc);
+	rc = cudaFreeAsync(FREED(a1, ok1), s);
+	truth_free("cudaFreeAsync", "free", ok1 ? 1 << 16 : 0, rc);
+	cudaStreamSynchronize(s);
+	/* memsets */
+	truth("cudaMemset", "memset", 1000, cudaMemset(buf, 1, 1000));
+	truth("cudaMemsetAsync", "memset", 2000, cudaMemsetAsync(buf, 2, 2000, s));
+	truth("cudaMemset2D", "memset", 100 * 9, cudaMemset2D(buf, 512, 3, 100, 9));
+	truth("cudaMemset2DAsync", "memset", 200 * 3, cudaMemset2DAsync(buf, 512, 4, 200, 3, s));
+	truth("cudaMemset3D", "memset", 64 * 4 * 2,
+	      cudaMemset3D(make_cudaPitchedPtr(buf, 512, 512, 8), 5, make_cudaExtent(64, 4, 2)));
+	truth("cudaMemset3DAsync", "memset", 32 * 3 * 5,
+	      cudaMemset3DAsync(make_cudaPitchedPtr(buf, 512, 512, 16), 6,
+				make_cudaExtent(32, 3, 5), s));
+	/* 2D and 3D copies by direction */
+	truth("cudaMemcpy2D", "copy_h2d", 300 * 4,
+	      cudaMemcpy2D(buf, 512, hbuf, 512, 300, 4, cudaMemcpyHostToDevice));
+	truth("cudaMemcpy2DAsync", "copy_d2h", 256 * 3,
+	      cudaMemcpy2DAsync(hbuf, 512, buf, 512, 256, 3, cudaMemcpyDeviceToHost, s));
+	truth("cudaMemcpy2D", "copy_d2d", 128 * 6,
+	      cudaMemcpy2D(buf, 512, (char *)buf + 65536, 512, 128, 6, cudaMemcpyDeviceToDevice));
+	if (cudaMallocArray(&arr, &desc, 64, 8))
+		arr = nullptr;
+	truth("cudaMemcpy2DToArray", "copy_h2d", 40 * 3,
+	      cudaMemcpy2DToArray(arr, 0, 0, hbuf, 512, 40, 3, cudaMemcpyHostToDevice));
+	truth("cudaMemcpy2DFromArray", "copy_d2h", 24 * 7,
+	      cudaMemcpy2DFromArray(hbuf, 512, arr, 0, 0, 24, 7, cudaMemcpyDeviceToHost));
+	{
+		cudaMemcpy3DParms c = {};
+
+		c.srcPtr = make_cudaPitchedPtr(hbuf, 512, 512, 64);
+		c.dstPtr = make_cudaPitchedPtr(buf, 512, 512, 64);
+		c.extent = make_cudaExtent(128, 2, 2);
+		c.kind = cudaMemcpyHostToDevice;
+		truth("cudaMemcpy3D", "copy_h2d", 128 * 2 * 2, cudaMemcpy3D(&c));
+		c.extent = make_cudaExtent(96, 3, 1);
+		c.kind = cudaMemcpyDefault;
+		truth("cudaMemcpy3DAsync", "copy_default", 96 * 3, cudaMemcpy3DAsync(&c, s));
+	}
+	{
+		cudaMemcpy3DPeerParms c = {};
+
+		c.srcPtr = make_cudaPitchedPtr(buf, 512, 512, 64);
+		c.dstPtr = make_cudaPitchedPtr((char *)buf + 131072, 512, 512, 64);
+		c.extent = make_cudaExtent(64, 2, 1);
+		truth("cudaMemcpy3DPeer", "copy_peer", 64 * 2, cudaMemcpy3DPeer(&c));
+	}
+	/* peer and symbol copies */
+	truth("cudaMemcpyPeer", "copy_peer", 4096,
+	      cudaMemcpyPeer((char *)buf + 262144, 0, buf, 0, 4096));
+	truth("cudaMemcpyPeerAsync", "copy_peer", 5000,
+	      cudaMemcpyPeerAsync((char *)buf + 262144, 0, buf, 0, 5000, s));
+	truth("cudaMemcpyToSymbol", "copy_h2d", 64, cudaMemcpyToSymbol(sym, hbuf, 64, 0));
+	truth("cudaMemcpyFromSymbol", "copy_d2h", 32, cudaMemcpyFromSymbol(hbuf, sym, 32, 16));
+	truth("cudaMemcpyToSymbolAsync", "copy_h2d", 48,
+	      cudaMemcpyToSymbolAsync(sym, hbuf, 48, 8, cudaMemcpyHostToDevice, s));
+	cudaStreamSynchronize(s);
+	if (arr)
+		cudaFreeArray(arr);
+	fflush(stdout);
+}
+
+/* ---- the driver, if there is one ---- */
+
+#define DRV(name, type) ((decltype(&type))dlsym(drv, name))
+
+static void driver_calls(void *drv)
+{
+	CUdeviceptr buf = 0, pd = 0, va = 0, va2 = 0;
+	CUmemGenericAllocationHandle h[4] = {};
+	const size_t gr[4] = { 1, 2, 1, 1 };	/* granules of each handle */
+	int okh[4], okm[4];
+	CUmemAllocationProp prop = {};
+	CUcontext ctx = nullptr;
+	void *p1 = nullptr, *p2 = nullptr;
+	size_t pitch = 0, g = 2 << 20;
+	int rc, ok;
+	auto get_gran = DRV("cuMemGetAllocationGranularity", cuMemGetAllocationGranularity);
+	auto get_ctx = DRV("cuCtxGetCurrent", cuCtxGetCurrent);
+
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = 0;
+	if (!get_gran || get_gran(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) || !g)
+		g = 2 << 20;
+	if (!get_ctx || get_ctx(&ctx))
+		ctx = nullptr;
+	rc = DRV("cuMemAlloc_v2", cuMemAlloc_v2)(&buf, 1 << 20);
+	truth("cuMemAlloc_v2", "alloc", rc ? 0 : 1 << 20, rc);
+	if (rc)
+		buf = 0x7000;
+	/* pinned */
+	rc = DRV("cuMemHostAlloc", cuMemHostAlloc)(&p1, 1 << 14, CU_MEMHOSTALLOC_PORTABLE);
+	ok = !rc;
+	truth("cuMemHostAlloc", "pinned_alloc", ok ? 1 << 14 : 0, rc);
+	rc = DRV("cuMemAllocHost_v2", cuMemAllocHost_v2)(&p2, 1 << 15);
+	truth("cuMemAllocHost_v2", "pinned_alloc", rc ? 0 : 1 << 15, rc);
+	rc = DRV("cuMemFreeHost", cuMemFreeHost)(FREED(p1, ok));
+	truth_free("cuMemFreeHost", "pinned_free", ok ? 1 << 14 : 0, rc);
+	/* pitched, left allocated */
+	rc = DRV("cuMemAllocPitch_v2", cuMemAllocPitch_v2)(&pd, &pitch, 700, 11, 4);
+	truth("cuMemAllocPitch_v2", "alloc", rc ? 0 : pitch * 11, rc);
+	/* virtual memory: 8 granules reserved; handles of 1, 2, 1 and 1
+	 * granules mapped end to end; the first unmapped alone, the second
+	 * and third in one call (a range of two mappings); the first and
+	 * third released: the second and fourth stay, the fourth mapped */
+	rc = DRV("cuMemAddressReserve", cuMemAddressReserve)(&va, 8 * g, 0, 0, 0);
+	truth("cuMemAddressReserve", "vmm_reserve", rc ? 0 : 8 * g, rc);
+	if (rc)
+		va = 0x10000000;
+	/* and a range given back at once */
+	rc = DRV("cuMemAddressReserve", cuMemAddressReserve)(&va2, 2 * g, 0, 0, 0);
+	ok = !rc;
+	truth("cuMemAddressReserve", "vmm_reserve", ok ? 2 * g : 0, rc);
+	rc = DRV("cuMemAddressFree", cuMemAddressFree)(ok ? va2 : 0x5e11, 2 * g);
+	truth_free("cuMemAddressFree", "vmm_address_free", ok ? 2 * g : 0, rc);
+	for (int i = 0; i < 4; i++) {
+		rc = DRV("cuMemCreate", cuMemCreate)(&h[i], gr[i] * g, &prop, 0);
+		okh[i] = !rc;
+		truth("cuMemCreate", "vmm_create", okh[i] ? gr[i] * g : 0, rc);
+	}
+	for (int i = 0, at = 0; i < 4; at += gr[i], i++) {
+		rc = DRV("cuMemMap", cuMemMap)(va + at * g, gr[i] * g, 0, FREED(h[i], okh[i]), 0);
+		okm[i] = !rc;
+		truth("cuMemMap", "vmm_map", okm[i] ? gr[i] * g : 0, rc);
+	}
+	rc = DRV("cuMemUnmap", cuMemUnmap)(okm[0] ? va : 0x5e11, g);
+	truth_free("cuMemUnmap", "vmm_unmap", okm[0] ? g : 0, rc);
+	rc = DRV("cuMemUnmap", cuMemUnmap)(okm[1] ? va + g : 0x5e11, 3 * g);
+	truth_free("cuMemUnmap", "vmm_unmap", okm[1] ? 2 * g + (okm[2] ? g : 0) : 0, rc);
+	for (int i = 0; i < 3; i += 2) {
+		rc = DRV("cuMemRelease", cuMemRelease)(FREED(h[i], okh[i]));
+		truth_free("cuMemRelease", "vmm_release", okh[i] ? gr[i] * g : 0, rc);
+	}
+	/* memsets: elements of 1, 2 and 4 bytes */
+	truth("cuMemsetD8_v2", "memset", 333, DRV("cuMemsetD8_v2", cuMemsetD8_v2)(buf, 1, 333));
+	truth("cuMemsetD16_v2", "memset", 100 * 2,
+	      DRV("cuMemsetD16_v2", cuMemsetD16_v2)(buf, 1, 100));
+	truth("cuMemsetD32Async", "memset", 70 * 4,
+	      DRV("cuMemsetD32Async", cuMemsetD32Async)(buf, 1, 70, 0));
+	truth("cuMemsetD2D32_v2", "memset", 16 * 5 * 4,
+	      DRV("cuMemsetD2D32_v2", cuMemsetD2D32_v2)(buf, 512, 1, 16, 5));
+	/* a peer copy (one device: the same context on both sides) */
+	truth("cuMemcpyPeer", "copy_peer", 2048,
+	      DRV("cuMemcpyPeer", cuMemcpyPeer)(buf + 8192, ctx, buf, ctx, 2048));
+	DRV("cuCtxSynchronize", cuCtxSynchronize)();
+	fflush(stdout);
+}
+
+int main(void)
+{
+	void *drv;
+
+	printf("{\"pid\":%d}\n", (int)getpid());
+	/* the runtime's context, current on this thread for the driver's calls */
+	cudaSetDevice(0);
+	cudaFree(0);
+	runtime_calls();
+	drv = dlopen("libcuda.so.1", RTLD_NOW);
+	if (drv)
+		driver_calls(drv);
+	else
+		printf("{\"driver\":null}\n");
+	return 0;
+}
