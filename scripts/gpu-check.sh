@@ -9,7 +9,8 @@
 #    <<<>>> kernels on a stream) under `gpulaunch -j --latency --mem` and under
 #    `gpulaunch -e -j`, and compares launches, names, grid, block, shared
 #    memory, return codes, allocation and copy sizes with what it did;
-# 3. runs mem_shared (tests/cuda/mem.cu: every --mem family: pinned host
+# 3. runs mem_shared and mem_ptds (tests/cuda/mem.cu, also built with the
+#    per-thread default stream: every --mem family: pinned host
 #    memory, pitched and 3D allocations, stream-ordered pools, the driver's
 #    virtual memory (cuMemCreate/AddressReserve/Map/Unmap/Release), memsets,
 #    2D/3D/peer/symbol copies) under `gpulaunch -j --mem` and compares the 49
@@ -105,21 +106,25 @@ check "-e: $(jq -s '[.[] | select(.type == "event")] | length' "$out/ev.json") e
 say ""
 
 # ---- 2. every --mem family ----
+# mem_shared, and mem_ptds (the same, built with the per-thread default
+# stream: the _ptds and _ptsz exports)
 say "## --mem families (tests/cuda/mem.cu)"
-M=$top/build/tests/cuda/mem_shared
-if [ -x "$M" ]; then
-	PROG=$M run_under mem -j --mem
-	jq -n -c --slurpfile truth "$out/mem.truth" --slurpfile got "$out/mem.json" \
-		-f "$top/tests/cuda/mem-check.jq" > "$out/mem.cmp"
-	say "$(jq -s '[.[] | select(.stem and .rc != 0)] | length' "$out/mem.truth") of $(jq -s '[.[] | select(.stem)] | length' "$out/mem.truth") calls failed:"
-	jq -r 'select(.stem and .rc != 0) | "- \(.api): \(.rc)"' "$out/mem.truth" | tee -a "$report"
-	grep -q '"driver":null' "$out/mem.truth" && say "no libcuda.so.1 to dlopen: the driver part was left out."
-	jq -r 'select(.want != .got) | "- differs: \(.key): want \(.want), got \(.got)"' "$out/mem.cmp" | tee -a "$report"
-	check "--mem: all $(wc -l < "$out/mem.cmp") keys equal the program's truth" \
-		jq -e -s 'length == 49 and all(.want == .got)' "$out/mem.cmp"
-else
-	say "mem_shared not built: skipped."
-fi
+for prog in mem_shared mem_ptds; do
+	M=$top/build/tests/cuda/$prog
+	if [ ! -x "$M" ]; then
+		say "$prog not built: skipped."
+		continue
+	fi
+	PROG=$M run_under "$prog" -j --mem
+	jq -n -c --slurpfile truth "$out/$prog.truth" --slurpfile got "$out/$prog.json" \
+		-f "$top/tests/cuda/mem-check.jq" > "$out/$prog.cmp"
+	say "$prog: $(jq -s '[.[] | select(.stem and .rc != 0)] | length' "$out/$prog.truth") of $(jq -s '[.[] | select(.stem)] | length' "$out/$prog.truth") calls failed:"
+	jq -r 'select(.stem and .rc != 0) | "- \(.api): \(.rc)"' "$out/$prog.truth" | tee -a "$report"
+	grep -q '"driver":null' "$out/$prog.truth" && say "no libcuda.so.1 to dlopen: the driver part was left out."
+	jq -r 'select(.want != .got) | "- differs: \(.key): want \(.want), got \(.got)"' "$out/$prog.cmp" | tee -a "$report"
+	check "$prog --mem: all $(wc -l < "$out/$prog.cmp") keys equal the program's truth" \
+		jq -e -s 'length == 49 and all(.want == .got)' "$out/$prog.cmp"
+done
 say ""
 
 # ---- 3. PyTorch, if there ----

@@ -87,11 +87,11 @@ sample_sum() {
 	[ "$status" -eq 0 ]
 	echo "$output" > "$BATS_TEST_TMPDIR/plan"
 	all_json "$BATS_TEST_TMPDIR/plan"
-	# the double exports 34 of the probed runtime symbols, all chosen with
-	# --mem: 8 launch, name, allocation, copy and sync calls, and 26 of the
+	# the double exports 38 of the probed runtime symbols, all chosen with
+	# --mem: 8 launch, name, allocation, copy and sync calls, and 30 of the
 	# other --mem families (pinned, pitched, pools, memsets, 2D/3D/peer/symbol)
 	[ "$(jq -s '[.[] | select(.mechanism == "uprobe" and .status == "chosen")] | length' \
-		"$BATS_TEST_TMPDIR/plan")" -eq 34 ]
+		"$BATS_TEST_TMPDIR/plan")" -eq 38 ]
 	for s in cudaMallocHost cudaHostAlloc cudaFreeHost cudaMallocPitch cudaMalloc3D \
 		cudaMallocFromPoolAsync cudaFreeAsync cudaMemset3D cudaMemcpy2DToArray \
 		cudaMemcpy3DPeer cudaMemcpyPeerAsync cudaMemcpyFromSymbol; do
@@ -280,10 +280,12 @@ sample_sum() {
 
 # ---- --mem: every family, from an nvcc program (tests/cuda/mem.cu) ----
 
-# mem_run NAME LIB... -- ENV...: mem_shared under gpulaunch --mem -j with
-# --lib LIB..., the library path ENV; truth in NAME.out, gpulaunch's in g-NAME.out
+# mem_run NAME LIB... -- LDPATH: $MEM_PROG (default mem_shared) under
+# gpulaunch --mem -j with --lib LIB..., LD_LIBRARY_PATH=LDPATH; truth in
+# NAME.out, gpulaunch's in g-NAME.out, the comparison in NAME.cmp and the
+# keys that differ in NAME.diff
 mem_run() {
-	local name=$1 libs=() a
+	local name=$1 libs=()
 	shift
 	while [ "$1" != -- ]; do
 		libs+=(--lib "$1")
@@ -291,7 +293,7 @@ mem_run() {
 	done
 	shift
 	start_tool "g-$name" gpulaunch -j -i 10 --mem "${libs[@]}"
-	LD_LIBRARY_PATH=$1 "$CUDA/mem_shared" > "$(out "$name")"
+	LD_LIBRARY_PATH=$1 "$CUDA/${MEM_PROG:-mem_shared}" > "$(out "$name")"
 	sleep 0.2
 	stop_tool "$TOOL_PID"
 	all_json "$(out "g-$name")"
@@ -312,22 +314,24 @@ need_mem_prog() {
 	# the runtime double under libcudart.so.13, which calls the driver
 	# double (nesting: one call each); every call succeeds
 	mem_run d "$DOUBLE/13/libcudart.so.13" "$DOUBLE/libcuda.so.1" -- "$DOUBLE/13:$DOUBLE"
-	[ "$(jq -s '[.[] | select(.stem)] | length' "$(out d)")" -eq 54 ]
+	[ "$(jq -s '[.[] | select(.stem)] | length' "$(out d)")" -eq 69 ]
 	[ "$(jq -s '[.[] | select(.stem and .rc != 0)] | length' "$(out d)")" -eq 0 ]
 	[ "$(wc -l < "$BATS_TEST_TMPDIR/d.cmp")" -eq 49 ]
 	[ ! -s "$BATS_TEST_TMPDIR/d.diff" ]
 	# the figures the truth makes: pitch x rows, granules of 2 MiB; one
 	# cuMemUnmap of a range of two mappings releases both
 	jq -e -s '[.[] | select(.row == "mem")] | last |
-		.alloc_calls == 7 and .alloc_bytes == 1048576 + 1024 * 7 + 512 * 15 + 65536 + 131072 + 1048576 + 1024 * 11 and
+		.alloc_calls == 8 and .free_calls == 3 and
+		.alloc_bytes == 1048576 + 1024 * 7 + 512 * 15 + 65536 + 131072 + 1048576 + 1024 * 11 + 262144 and
 		.pinned_alloc_bytes == 4096 + 8192 + 16384 + 32768 and .pinned_outstanding_bytes == 8192 + 32768 and
 		.vmm_create_calls == 4 and .vmm_create_bytes == 10 * 1048576 and
 		.vmm_outstanding_bytes == 6 * 1048576 and .vmm_mapped_bytes == 2 * 1048576 and
 		.vmm_map_calls == 4 and .vmm_unmap_calls == 2 and .vmm_unmap_bytes == 8 * 1048576 and
 		.vmm_reserve_calls == 2 and .vmm_address_free_bytes == 4 * 1048576 and
 		.vmm_reserved_bytes == 16 * 1048576 and
-		.copy_peer_calls == 4 and .copy_peer_bytes == 128 + 4096 + 5000 + 2048 and
-		.memset_calls == 10 and .memset_bytes == 1000 + 2000 + 900 + 600 + 512 + 480 + 333 + 200 + 280 + 320' \
+		.copy_peer_calls == 6 and .copy_peer_bytes == 128 + 144 + 4096 + 5000 + 2048 + 3000 and
+		.memset_calls == 18 and .memset_bytes == 1000 + 2000 + 900 + 600 + 512 + 480 +
+			333 + 200 + 360 + 77 + 110 + 280 + 60 + 72 + 320 + 81 + 56 + 120' \
 		"$(out g-d)"
 }
 
@@ -343,9 +347,9 @@ need_mem_prog() {
 	[ ! -s "$BATS_TEST_TMPDIR/r.diff" ]
 	jq -e -s '[.[] | select(.row == "mem")] | last |
 		.alloc_calls == 5 and .alloc_failures == 5 and .pinned_alloc_failures == 2 and
-		.pinned_free_unknown == 1 and .free_unknown == 2 and .copy_h2d_bytes == 1200 + 120 + 512 + 64 + 48 and
-		.copy_d2h_bytes == 768 + 168 + 32 and .copy_d2d_bytes == 768 and .copy_default_bytes == 288 and
-		.copy_peer_bytes == 128 + 4096 + 5000 and .memset_bytes == 1000 + 2000 + 900 + 600 + 512 + 480' \
+		.pinned_free_unknown == 1 and .free_unknown == 2 and .copy_h2d_bytes == 1200 + 120 + 80 + 512 + 64 + 48 and
+		.copy_d2h_bytes == 768 + 168 + 24 + 32 + 40 and .copy_d2d_bytes == 768 and .copy_default_bytes == 288 and
+		.copy_peer_bytes == 128 + 144 + 4096 + 5000 and .memset_bytes == 1000 + 2000 + 900 + 600 + 512 + 480' \
 		"$(out g-r)"
 }
 
@@ -356,7 +360,7 @@ need_mem_prog() {
 	need_debian
 	mem_run v "$CUDA13" "$FIX/libcuda.so.1" -- "$(dirname "$CUDA13"):$FIX"
 	# CUDA_ERROR_NOT_INITIALIZED from every driver call, 35 from the runtime's
-	[ "$(jq -s '[.[] | select(.stem and (.api | startswith("cu")) and .rc == 3)] | length' "$(out v)")" -eq 25 ]
+	[ "$(jq -s '[.[] | select(.stem and (.api | startswith("cu")) and .rc == 3)] | length' "$(out v)")" -eq 36 ]
 	[ "$(wc -l < "$BATS_TEST_TMPDIR/v.cmp")" -eq 49 ]
 	[ ! -s "$BATS_TEST_TMPDIR/v.diff" ]
 	jq -e -s '[.[] | select(.row == "mem")] | last |
@@ -364,7 +368,25 @@ need_mem_prog() {
 		.vmm_reserve_failures == 2 and .vmm_unmap_unknown == 2 and .vmm_release_unknown == 2 and
 		.vmm_address_free_unknown == 1 and
 		.vmm_mapped_bytes == 0 and .pinned_alloc_failures == 4 and
-		.copy_peer_bytes == 128 + 4096 + 5000 + 2048 and .memset_calls == 10' "$(out g-v)"
+		.copy_peer_bytes == 128 + 144 + 4096 + 5000 + 2048 + 3000 and .memset_calls == 18' "$(out g-v)"
+}
+
+@test "--mem families built with the per-thread default stream: the _ptds and _ptsz exports of libcudart 13 and libcuda 535" {
+	need_root
+	need_cuda13
+	[ -x "$CUDA/mem_ptds" ] || skip "no nvcc: mem_ptds not built"
+	nm -D --undefined-only "$CUDA/mem_ptds" | grep -q 'cudaMemset2DAsync_ptsz@' || {
+		echo "mem_ptds calls no _ptsz export"; false; }
+	local ldp=$(dirname "$CUDA13") libs=("$CUDA13") n=33
+	if [ -e "$(fixture_dir)/libcuda.so.1" ]; then
+		ldp=$ldp:$(fixture_dir)
+		libs+=("$(fixture_dir)/libcuda.so.1")
+		n=69
+	fi
+	MEM_PROG=mem_ptds mem_run p "${libs[@]}" -- "$ldp"
+	[ "$(jq -s '[.[] | select(.stem)] | length' "$(out p)")" -eq "$n" ]
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/p.cmp")" -eq 49 ]
+	[ ! -s "$BATS_TEST_TMPDIR/p.diff" ]
 }
 
 @test "--mem table: pinned, VMM physical and mapped bytes outstanding, peer and memset bytes" {
@@ -376,10 +398,10 @@ need_mem_prog() {
 	stop_tool "$TOOL_PID"
 	cat "$(out g)"
 	grep -E '^ +PID COMM +ALLOCS +ALLOC\(B\) FAILS ALLOC_P99\(us\) +FREES OUTSTANDING\(B\) +PINNED\(B\) +VMM\(B\) +MAPPED\(B\) +H2D\(B\) +D2H\(B\) +D2D\(B\) +PEER\(B\) +MEMSET\(B\) +SYNCS +SYNC\(ms\)$' "$(out g)"
-	# allocations 7, 2319872 B, no failure, 2 frees, 2247168 B outstanding;
-	# pinned 40960, VMM 6291456 held, 2097152 mapped; copies 1944, 968, 768,
-	# peer 11272; memsets 6625; 3 syncs
-	grep -E '^ +[0-9]+ mem_shared +7 +2319872 +0 +[0-9.]+ +2 +2247168 +40960 +6291456 +2097152 +1944 +968 +768 +11272 +6625 +3 +[0-9.]+$' "$(out g)"
+	# allocations 8, 2582016 B, no failure, 3 frees, 2247168 B outstanding;
+	# pinned 40960, VMM 6291456 held, 2097152 mapped; copies 2024, 1032, 768,
+	# peer 14416; memsets 7561; 3 syncs
+	grep -E '^ +[0-9]+ mem_shared +8 +2582016 +0 +[0-9.]+ +3 +2247168 +40960 +6291456 +2097152 +2024 +1032 +768 +14416 +7561 +3 +[0-9.]+$' "$(out g)"
 }
 
 # ---- discovery ----

@@ -28,6 +28,7 @@
  */
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <type_traits>
 #include <dlfcn.h>
 #include <unistd.h>
@@ -120,6 +121,10 @@ static void runtime_calls(void)
 	      cudaMemcpy2DToArray(arr, 0, 0, hbuf, 512, 40, 3, cudaMemcpyHostToDevice));
 	truth("cudaMemcpy2DFromArray", "copy_d2h", 24 * 7,
 	      cudaMemcpy2DFromArray(hbuf, 512, arr, 0, 0, 24, 7, cudaMemcpyDeviceToHost));
+	truth("cudaMemcpy2DToArrayAsync", "copy_h2d", 16 * 5,
+	      cudaMemcpy2DToArrayAsync(arr, 0, 0, hbuf, 512, 16, 5, cudaMemcpyHostToDevice, s));
+	truth("cudaMemcpy2DFromArrayAsync", "copy_d2h", 8 * 3,
+	      cudaMemcpy2DFromArrayAsync(hbuf, 512, arr, 0, 0, 8, 3, cudaMemcpyDeviceToHost, s));
 	{
 		cudaMemcpy3DParms c = {};
 
@@ -139,6 +144,8 @@ static void runtime_calls(void)
 		c.dstPtr = make_cudaPitchedPtr((char *)buf + 131072, 512, 512, 64);
 		c.extent = make_cudaExtent(64, 2, 1);
 		truth("cudaMemcpy3DPeer", "copy_peer", 64 * 2, cudaMemcpy3DPeer(&c));
+		c.extent = make_cudaExtent(16, 3, 3);
+		truth("cudaMemcpy3DPeerAsync", "copy_peer", 16 * 3 * 3, cudaMemcpy3DPeerAsync(&c, s));
 	}
 	/* peer and symbol copies */
 	truth("cudaMemcpyPeer", "copy_peer", 4096,
@@ -149,6 +156,8 @@ static void runtime_calls(void)
 	truth("cudaMemcpyFromSymbol", "copy_d2h", 32, cudaMemcpyFromSymbol(hbuf, sym, 32, 16));
 	truth("cudaMemcpyToSymbolAsync", "copy_h2d", 48,
 	      cudaMemcpyToSymbolAsync(sym, hbuf, 48, 8, cudaMemcpyHostToDevice, s));
+	truth("cudaMemcpyFromSymbolAsync", "copy_d2h", 40,
+	      cudaMemcpyFromSymbolAsync(hbuf, sym, 40, 4, cudaMemcpyDeviceToHost, s));
 	cudaStreamSynchronize(s);
 	if (arr)
 		cudaFreeArray(arr);
@@ -157,11 +166,35 @@ static void runtime_calls(void)
 
 /* ---- the driver, if there is one ---- */
 
-#define DRV(name, type) ((decltype(&type))dlsym(drv, name))
+/* built with --default-stream per-thread (mem_ptds), the driver's stream
+ * calls are their _ptds and _ptsz exports, as cuda.h would name them */
+#ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
+#define PTDS "_ptds"
+#define PTSZ "_ptsz"
+#else
+#define PTDS ""
+#define PTSZ ""
+#endif
+
+/* the driver's function of this name with the type of that API; a name
+ * the library lacks ends the program (exit 3) */
+#define DRV(name, type) ((decltype(&type))drv_sym(drv, name))
+
+static void *drv_sym(void *drv, const char *name)
+{
+	void *f = dlsym(drv, name);
+
+	if (!f) {
+		fprintf(stderr, "mem: %s not in libcuda.so.1\n", name);
+		exit(3);
+	}
+	return f;
+}
 
 static void driver_calls(void *drv)
 {
-	CUdeviceptr buf = 0, pd = 0, va = 0, va2 = 0;
+	CUdeviceptr buf = 0, pd = 0, va = 0, va2 = 0, pa = 0;
+	CUmemoryPool pool;
 	CUmemGenericAllocationHandle h[4] = {};
 	const size_t gr[4] = { 1, 2, 1, 1 };	/* granules of each handle */
 	int okh[4], okm[4];
@@ -180,7 +213,7 @@ static void driver_calls(void *drv)
 		g = 2 << 20;
 	if (!get_ctx || get_ctx(&ctx))
 		ctx = nullptr;
-	rc = DRV("cuMemAlloc_v2", cuMemAlloc_v2)(&buf, 1 << 20);
+	rc = DRV("cuMemAlloc_v2", cuMemAlloc)(&buf, 1 << 20);
 	truth("cuMemAlloc_v2", "alloc", rc ? 0 : 1 << 20, rc);
 	if (rc)
 		buf = 0x7000;
@@ -188,12 +221,12 @@ static void driver_calls(void *drv)
 	rc = DRV("cuMemHostAlloc", cuMemHostAlloc)(&p1, 1 << 14, CU_MEMHOSTALLOC_PORTABLE);
 	ok = !rc;
 	truth("cuMemHostAlloc", "pinned_alloc", ok ? 1 << 14 : 0, rc);
-	rc = DRV("cuMemAllocHost_v2", cuMemAllocHost_v2)(&p2, 1 << 15);
+	rc = DRV("cuMemAllocHost_v2", cuMemAllocHost)(&p2, 1 << 15);
 	truth("cuMemAllocHost_v2", "pinned_alloc", rc ? 0 : 1 << 15, rc);
 	rc = DRV("cuMemFreeHost", cuMemFreeHost)(FREED(p1, ok));
 	truth_free("cuMemFreeHost", "pinned_free", ok ? 1 << 14 : 0, rc);
 	/* pitched, left allocated */
-	rc = DRV("cuMemAllocPitch_v2", cuMemAllocPitch_v2)(&pd, &pitch, 700, 11, 4);
+	rc = DRV("cuMemAllocPitch_v2", cuMemAllocPitch)(&pd, &pitch, 700, 11, 4);
 	truth("cuMemAllocPitch_v2", "alloc", rc ? 0 : pitch * 11, rc);
 	/* virtual memory: 8 granules reserved; handles of 1, 2, 1 and 1
 	 * granules mapped end to end; the first unmapped alone, the second
@@ -227,17 +260,45 @@ static void driver_calls(void *drv)
 		rc = DRV("cuMemRelease", cuMemRelease)(FREED(h[i], okh[i]));
 		truth_free("cuMemRelease", "vmm_release", okh[i] ? gr[i] * g : 0, rc);
 	}
-	/* memsets: elements of 1, 2 and 4 bytes */
-	truth("cuMemsetD8_v2", "memset", 333, DRV("cuMemsetD8_v2", cuMemsetD8_v2)(buf, 1, 333));
-	truth("cuMemsetD16_v2", "memset", 100 * 2,
-	      DRV("cuMemsetD16_v2", cuMemsetD16_v2)(buf, 1, 100));
-	truth("cuMemsetD32Async", "memset", 70 * 4,
-	      DRV("cuMemsetD32Async", cuMemsetD32Async)(buf, 1, 70, 0));
-	truth("cuMemsetD2D32_v2", "memset", 16 * 5 * 4,
-	      DRV("cuMemsetD2D32_v2", cuMemsetD2D32_v2)(buf, 512, 1, 16, 5));
-	/* a peer copy (one device: the same context on both sides) */
-	truth("cuMemcpyPeer", "copy_peer", 2048,
-	      DRV("cuMemcpyPeer", cuMemcpyPeer)(buf + 8192, ctx, buf, ctx, 2048));
+	/* stream-ordered, from the device's default pool (a sentinel without one) */
+	if (DRV("cuDeviceGetDefaultMemPool", cuDeviceGetDefaultMemPool)(&pool, 0))
+		pool = (CUmemoryPool)0x9002;
+	rc = DRV("cuMemAllocFromPoolAsync" PTSZ, cuMemAllocFromPoolAsync)(&pa, 1 << 18, pool, 0);
+	ok = !rc;
+	truth("cuMemAllocFromPoolAsync" PTSZ, "alloc", ok ? 1 << 18 : 0, rc);
+	rc = DRV("cuMemFreeAsync" PTSZ, cuMemFreeAsync)(ok ? pa : 0x5e11, 0);
+	truth_free("cuMemFreeAsync" PTSZ, "free", ok ? 1 << 18 : 0, rc);
+	/* memsets: elements of 1, 2 and 4 bytes, 1D and 2D, each also Async */
+	truth("cuMemsetD8_v2" PTDS, "memset", 333,
+	      DRV("cuMemsetD8_v2" PTDS, cuMemsetD8)(buf, 1, 333));
+	truth("cuMemsetD16_v2" PTDS, "memset", 100 * 2,
+	      DRV("cuMemsetD16_v2" PTDS, cuMemsetD16)(buf, 1, 100));
+	truth("cuMemsetD32_v2" PTDS, "memset", 90 * 4,
+	      DRV("cuMemsetD32_v2" PTDS, cuMemsetD32)(buf, 1, 90));
+	truth("cuMemsetD8Async" PTSZ, "memset", 77,
+	      DRV("cuMemsetD8Async" PTSZ, cuMemsetD8Async)(buf, 1, 77, 0));
+	truth("cuMemsetD16Async" PTSZ, "memset", 55 * 2,
+	      DRV("cuMemsetD16Async" PTSZ, cuMemsetD16Async)(buf, 1, 55, 0));
+	truth("cuMemsetD32Async" PTSZ, "memset", 70 * 4,
+	      DRV("cuMemsetD32Async" PTSZ, cuMemsetD32Async)(buf, 1, 70, 0));
+	truth("cuMemsetD2D8_v2" PTDS, "memset", 30 * 2,
+	      DRV("cuMemsetD2D8_v2" PTDS, cuMemsetD2D8)(buf, 512, 1, 30, 2));
+	truth("cuMemsetD2D16_v2" PTDS, "memset", 12 * 3 * 2,
+	      DRV("cuMemsetD2D16_v2" PTDS, cuMemsetD2D16)(buf, 512, 1, 12, 3));
+	truth("cuMemsetD2D32_v2" PTDS, "memset", 16 * 5 * 4,
+	      DRV("cuMemsetD2D32_v2" PTDS, cuMemsetD2D32)(buf, 512, 1, 16, 5));
+	truth("cuMemsetD2D8Async" PTSZ, "memset", 9 * 9,
+	      DRV("cuMemsetD2D8Async" PTSZ, cuMemsetD2D8Async)(buf, 512, 1, 9, 9, 0));
+	truth("cuMemsetD2D16Async" PTSZ, "memset", 7 * 4 * 2,
+	      DRV("cuMemsetD2D16Async" PTSZ, cuMemsetD2D16Async)(buf, 512, 1, 7, 4, 0));
+	truth("cuMemsetD2D32Async" PTSZ, "memset", 5 * 6 * 4,
+	      DRV("cuMemsetD2D32Async" PTSZ, cuMemsetD2D32Async)(buf, 512, 1, 5, 6, 0));
+	/* peer copies (one device: the same context on both sides) */
+	truth("cuMemcpyPeer" PTDS, "copy_peer", 2048,
+	      DRV("cuMemcpyPeer" PTDS, cuMemcpyPeer)(buf + 8192, ctx, buf, ctx, 2048));
+	truth("cuMemcpyPeerAsync" PTSZ, "copy_peer", 3000,
+	      DRV("cuMemcpyPeerAsync" PTSZ, cuMemcpyPeerAsync)(buf + 16384, ctx, buf, ctx, 3000,
+							     0));
 	DRV("cuCtxSynchronize", cuCtxSynchronize)();
 	fflush(stdout);
 }

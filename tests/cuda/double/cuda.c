@@ -218,39 +218,49 @@ CUresult cuMemUnmap(CUdeviceptr p, size_t size)
 	return p && size ? 0 : 1;
 }
 
-CUresult cuMemsetD8_v2(CUdeviceptr p, unsigned char v, size_t n)
-{
-	USE(p); USE(v); USE(n);
-	return 0;
+/* memsets: nothing to set; gpulaunch reads the arguments */
+#define MEMSET_FNS(bits, type)							\
+CUresult cuMemsetD##bits##_v2(CUdeviceptr p, type v, size_t n)		\
+{									\
+	USE(p); USE(v); USE(n);						\
+	return 0;							\
+}									\
+CUresult cuMemsetD##bits##Async(CUdeviceptr p, type v, size_t n, void *stream) \
+{									\
+	USE(stream);							\
+	return cuMemsetD##bits##_v2(p, v, n);				\
+}									\
+CUresult cuMemsetD2D##bits##_v2(CUdeviceptr p, size_t pitch, type v, size_t w, size_t h) \
+{									\
+	USE(p); USE(pitch); USE(v); USE(w); USE(h);			\
+	return 0;							\
+}									\
+CUresult cuMemsetD2D##bits##Async(CUdeviceptr p, size_t pitch, type v, size_t w, size_t h, \
+				  void *stream)				\
+{									\
+	USE(stream);							\
+	return cuMemsetD2D##bits##_v2(p, pitch, v, w, h);		\
 }
-
-CUresult cuMemsetD16_v2(CUdeviceptr p, unsigned short v, size_t n)
-{
-	USE(p); USE(v); USE(n);
-	return 0;
-}
-
-CUresult cuMemsetD32Async(CUdeviceptr p, unsigned int v, size_t n, void *stream)
-{
-	USE(p); USE(v); USE(n); USE(stream);
-	return 0;
-}
-
-CUresult cuMemsetD2D8_v2(CUdeviceptr p, size_t pitch, unsigned char v, size_t w, size_t h)
-{
-	USE(p); USE(pitch); USE(v); USE(w); USE(h);
-	return 0;
-}
-
-CUresult cuMemsetD2D32_v2(CUdeviceptr p, size_t pitch, unsigned int v, size_t w, size_t h)
-{
-	USE(p); USE(pitch); USE(v); USE(w); USE(h);
-	return 0;
-}
+MEMSET_FNS(8, unsigned char)
+MEMSET_FNS(16, unsigned short)
+MEMSET_FNS(32, unsigned int)
 
 CUresult cuMemcpyPeer(CUdeviceptr dst, void *dctx, CUdeviceptr src, void *sctx, size_t n)
 {
 	USE(dst); USE(dctx); USE(src); USE(sctx); USE(n);
+	return 0;
+}
+
+CUresult cuMemcpyPeerAsync(CUdeviceptr dst, void *dctx, CUdeviceptr src, void *sctx, size_t n,
+			   void *stream)
+{
+	USE(stream);
+	return cuMemcpyPeer(dst, dctx, src, sctx, n);
+}
+
+CUresult cuDeviceGetDefaultMemPool(void **pool, int dev)
+{
+	*pool = (void *)(uintptr_t)(0x9100 + dev);
 	return 0;
 }
 

@@ -286,7 +286,16 @@ RT_COPY(cudaMemcpy2DToArray(void *a, size_t wo, size_t ho, const void *s, size_t
 			    size_t h, int k), "r"(a), "r"(s), "r"(w + h + wo + ho + sp + k))
 RT_COPY(cudaMemcpy2DFromArray(void *d, size_t dp, const void *a, size_t wo, size_t ho, size_t w,
 			      size_t h, int k), "r"(a), "r"(d), "r"(w + h + wo + ho + dp + k))
+RT_COPY(cudaMemcpy2DToArrayAsync(void *a, size_t wo, size_t ho, const void *s, size_t sp,
+				 size_t w, size_t h, int k, void *st),
+	"r"(a), "r"(s), "r"(w + h + wo + ho + sp + k), "r"(st))
+RT_COPY(cudaMemcpy2DFromArrayAsync(void *d, size_t dp, const void *a, size_t wo, size_t ho,
+				   size_t w, size_t h, int k, void *st),
+	"r"(a), "r"(d), "r"(w + h + wo + ho + dp + k), "r"(st))
 RT_COPY(cudaMemcpy3D(const void *parms), "r"(parms))
+RT_COPY(cudaMemcpy3DPeerAsync(const void *parms, void *st), "r"(parms), "r"(st))
+RT_COPY(cudaMemcpyFromSymbolAsync(void *d, const void *sym, size_t n, size_t o, int k, void *st),
+	"r"(sym), "r"(d), "r"(n + o + k), "r"(st))
 RT_COPY(cudaMemcpy3DAsync(const void *parms, void *st), "r"(parms), "r"(st))
 RT_COPY(cudaMemcpy3DPeer(const void *parms), "r"(parms))
 RT_COPY(cudaMemcpyPeer(void *d, int dd, const void *s, int sd, size_t n), "r"(d), "r"(s),
