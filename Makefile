@@ -129,7 +129,7 @@ NVCC ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard /usr/local/c
 ifneq ($(NVCC),)
 ifeq ($(CROSS_COMPILE),)
 CUDA_BINS += $(O)/tests/cuda/kern_shared $(O)/tests/cuda/kern_static $(O)/tests/cuda/kern_stripped
-CUDA_BINS += $(O)/tests/cuda/mem_shared $(O)/tests/cuda/mem_ptds
+CUDA_BINS += $(O)/tests/cuda/mem_shared $(O)/tests/cuda/mem_ptds $(O)/tests/cuda/mem_static
 endif
 endif
 # test doubles of the CUDA runtime and driver (exact C ABI; calls succeed)
@@ -334,6 +334,11 @@ $(O)/tests/cuda/kern_static: tests/cuda/kern.cu | $(O)/tests/cuda
 $(O)/tests/cuda/mem_shared: tests/cuda/mem.cu | $(O)/tests/cuda
 	$(call msg,NVCC,$@)
 	$(Q)$(NVCC) -cudart shared -o $@ $< -ldl
+
+# the same with the static runtime inside the executable
+$(O)/tests/cuda/mem_static: tests/cuda/mem.cu | $(O)/tests/cuda
+	$(call msg,NVCC,$@)
+	$(Q)$(NVCC) -cudart static -o $@ $< -ldl
 
 # the same with the per-thread default stream: the _ptds and _ptsz exports
 $(O)/tests/cuda/mem_ptds: tests/cuda/mem.cu | $(O)/tests/cuda

@@ -9,12 +9,13 @@
 #    <<<>>> kernels on a stream) under `gpulaunch -j --latency --mem` and under
 #    `gpulaunch -e -j`, and compares launches, names, grid, block, shared
 #    memory, return codes, allocation and copy sizes with what it did;
-# 3. runs mem_shared and mem_ptds (tests/cuda/mem.cu, also built with the
-#    per-thread default stream: every --mem family: pinned host
-#    memory, pitched and 3D allocations, stream-ordered pools, the driver's
-#    virtual memory (cuMemCreate/AddressReserve/Map/Unmap/Release), memsets,
-#    2D/3D/peer/symbol copies) under `gpulaunch -j --mem` and compares the 49
-#    keys of its mem samples with the program's truth (tests/cuda/mem-check.jq);
+# 3. runs mem_shared, mem_ptds and mem_static (tests/cuda/mem.cu, also built
+#    with the per-thread default stream and with the static runtime: every
+#    --mem family: pinned host memory, pitched and 3D allocations,
+#    stream-ordered pools, the driver's virtual memory (cuMemCreate/
+#    AddressReserve/Map/Unmap/Release/AddressFree), memsets, 2D/3D/peer/symbol
+#    copies) under `gpulaunch -j --mem` and compares the 49 keys of its mem
+#    samples with the program's truth (tests/cuda/mem-check.jq);
 # 4. if PyTorch with CUDA is importable, a matmul loop under `gpulaunch -j`:
 #    which exports fire (runtime, driver, cuLaunchKernelEx ...), how many
 #    launches, which kernel names;
@@ -106,10 +107,10 @@ check "-e: $(jq -s '[.[] | select(.type == "event")] | length' "$out/ev.json") e
 say ""
 
 # ---- 2. every --mem family ----
-# mem_shared, and mem_ptds (the same, built with the per-thread default
-# stream: the _ptds and _ptsz exports)
+# mem_shared, mem_ptds (the same, built with the per-thread default stream:
+# the _ptds and _ptsz exports) and mem_static (the static runtime)
 say "## --mem families (tests/cuda/mem.cu)"
-for prog in mem_shared mem_ptds; do
+for prog in mem_shared mem_ptds mem_static; do
 	M=$top/build/tests/cuda/$prog
 	if [ ! -x "$M" ]; then
 		say "$prog not built: skipped."

@@ -389,6 +389,24 @@ need_mem_prog() {
 	[ ! -s "$BATS_TEST_TMPDIR/p.diff" ]
 }
 
+@test "--mem families with the static runtime inside an nvcc executable (no GPU): every key as the truth" {
+	need_root
+	[ -x "$CUDA/mem_static" ] || skip "no nvcc: mem_static not built"
+	# the executable's own cuda* functions are the probes; the driver is
+	# Debian's 535 when there (its calls fail with 3), else left out
+	local ldp=/nonexistent libs=("$CUDA/mem_static") n=33
+	if [ -e "$(fixture_dir)/libcuda.so.1" ]; then
+		ldp=$(fixture_dir)
+		libs+=("$(fixture_dir)/libcuda.so.1")
+		n=69
+	fi
+	MEM_PROG=mem_static mem_run s "${libs[@]}" -- "$ldp"
+	[ "$(jq -s '[.[] | select(.stem)] | length' "$(out s)")" -eq "$n" ]
+	[ "$(jq -s '[.[] | select(.stem and .rc == 0)] | length' "$(out s)")" -eq 0 ]
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/s.cmp")" -eq 49 ]
+	[ ! -s "$BATS_TEST_TMPDIR/s.diff" ]
+}
+
 @test "--mem table: pinned, VMM physical and mapped bytes outstanding, peer and memset bytes" {
 	need_root
 	need_mem_prog
