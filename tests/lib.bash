@@ -121,7 +121,8 @@ declared_metric_labels() {
 
 # check_own_metric_labels TOOL OWN...: --metric-label k=NAME with every name
 # of declared_metric_labels (which must hold the OWN labels the test knows
-# the tool's series have) is a usage error: exit 2, one line, the name
+# the tool's series have) is a usage error: exit 2, one line, the name; then a
+# run with --prometheus registers every family (exit 0)
 check_own_metric_labels() {
 	local tool=$1 name names
 	shift
@@ -135,6 +136,11 @@ check_own_metric_labels() {
 		  "$tool: invalid --metric-label 'k=$name': '$name' is a label of aiscope's own" ]
 	done
 	[ ! -e "$BATS_TEST_TMPDIR/p" ]
+	# and every family registers with its declared table (one that is not
+	# exits 1 at start)
+	run timeout 30 "$BIN/$tool" --prometheus "$BATS_TEST_TMPDIR/p" -i 200ms -n 1
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	grep -q "^aiscope_build_info{tool=\"$tool\"" "$BATS_TEST_TMPDIR/p"
 }
 
 # not_regular_files: a FIFO, a directory and a device, as arguments of

@@ -413,7 +413,7 @@ static struct {
 
 static void metrics_init(void)
 {
-	static const char *const none[] = { NULL };
+	AISCOPE_METRIC_LABELS(none, NULL);
 
 	if (!aiscope_metrics())
 		return;
