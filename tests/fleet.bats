@@ -1014,6 +1014,44 @@ gl_run() {
 	fi
 }
 
+@test "gpulaunch --prometheus: pinned, VMM held, mapped and reserved bytes, memsets and peer copies equal the JSON and the truth (tests/cuda/mem.cu, doubles)" {
+	need_root
+	[ -x "$GL_CUDA/mem_shared" ] || skip "no nvcc: mem_shared not built"
+	local D=$GL_DOUBLE f=$BATS_TEST_TMPDIR/m.prom t=$BATS_TEST_TMPDIR/m.cmp k want got n
+	start_tool m gpulaunch -j -i 400ms --mem --lib "$D/13/libcudart.so.13" --lib "$D/libcuda.so.1" \
+		--prometheus "$f"
+	# alive at the last interval: the gauges hold its bytes
+	LD_LIBRARY_PATH=$D/13:$D start_bg c "$GL_CUDA/mem_shared" done sleep:60000
+	wait_for "$BATS_TEST_TMPDIR/c.out" '^{"done":true}$' 30
+	sleep 1
+	stop_tool "$TOOL_PID"
+	kill "$BG_PID"
+	all_json "$BATS_TEST_TMPDIR/m.out"
+	jq -n -c --slurpfile truth "$BATS_TEST_TMPDIR/c.out" --slurpfile got "$BATS_TEST_TMPDIR/m.out" \
+		-f "$BATS_TEST_DIRNAME/cuda/mem-check.jq" > "$t"
+	jq -c 'select(.want != .got)' "$t"
+	jq -e -s 'length == 49 and all(.want == .got)' "$t"
+	for k in outstanding_bytes pinned_outstanding_bytes vmm_outstanding_bytes vmm_mapped_bytes \
+		vmm_reserved_bytes memset_calls:memsets memset_bytes:memset_bytes \
+		'copy_peer_calls:copies' 'copy_peer_bytes:copied_bytes'; do
+		want=$(jq --arg k "${k%%:*}" 'select(.key == $k) | .want' "$t")
+		case $k in
+		*:*) n=aiscope_gpulaunch_${k#*:}_total ;;
+		*) n=aiscope_gpulaunch_$k ;;
+		esac
+		case $k in
+		copy_peer_*) got=$(prom_sum "$f" "$n" 'direction="peer"') ;;
+		*) got=$(prom_sum "$f" "$n" .) ;;
+		esac
+		echo "$k: truth $want, $n $got"
+		[ "$want" -gt 0 ]
+		[ "$got" -eq "$want" ]
+	done
+	if command -v promtool > /dev/null; then
+		promtool check metrics < "$f"
+	fi
+}
+
 @test "gpulaunch --prometheus with libcudart 11.8 and libcuda 535 (Debian): failed launches, allocations, copies and syncs equal the JSON and the calls" {
 	need_root
 	need_debian

@@ -929,17 +929,17 @@ AISCOPE_METRIC_LABELS(layer_labels, AISCOPE_CGROUP_LABEL_NAMES, "layer", NULL);
 AISCOPE_METRIC_LABELS(dir_labels, AISCOPE_CGROUP_LABEL_NAMES, "direction", NULL);
 AISCOPE_METRIC_LABELS(no_labels, NULL);
 
-/* a cgroup's allocations outstanding, summed over its processes */
+/* a cgroup's allocations outstanding in each pool, summed over its processes */
 struct outstanding {
 	char *cgroup;
-	int64_t bytes;
+	int64_t bytes[GL_NPOOLS];
 	bool seen;
 };
 
 static struct {
 	struct prom_family *launches, *errors, *latency, *libs;
-	struct prom_family *allocs, *alloc_fails, *alloc_bytes, *outstanding;
-	struct prom_family *copies, *copy_bytes, *sync;
+	struct prom_family *allocs, *alloc_fails, *alloc_bytes, *held[GL_NPOOLS];
+	struct prom_family *copies, *copy_bytes, *memsets, *memset_bytes, *sync;
 	struct outstanding *og;
 	size_t nog;
 } P;
@@ -967,9 +967,25 @@ static void metrics_init(void)
 			aiscope_cgroup_labels);
 		P.alloc_bytes = aiscope_metric_counter("aiscope_gpulaunch_allocated_bytes_total",
 			"Bytes of the allocations that succeeded (JSON alloc_bytes).", aiscope_cgroup_labels);
-		P.outstanding = aiscope_metric_gauge("aiscope_gpulaunch_outstanding_bytes",
+		P.held[GL_POOL_DEVICE] = aiscope_metric_gauge("aiscope_gpulaunch_outstanding_bytes",
 			"Bytes allocated and not freed by the cgroup's processes at the last interval (JSON outstanding_bytes summed over the interval's mem samples).",
 			aiscope_cgroup_labels);
+		P.held[GL_POOL_PINNED] = aiscope_metric_gauge("aiscope_gpulaunch_pinned_outstanding_bytes",
+			"Pinned host memory allocated and not freed, as aiscope_gpulaunch_outstanding_bytes (JSON pinned_outstanding_bytes).",
+			aiscope_cgroup_labels);
+		P.held[GL_POOL_VMM_PHYS] = aiscope_metric_gauge("aiscope_gpulaunch_vmm_outstanding_bytes",
+			"Physical memory of the driver's virtual memory management created (cuMemCreate) and not released (JSON vmm_outstanding_bytes).",
+			aiscope_cgroup_labels);
+		P.held[GL_POOL_VMM_MAP] = aiscope_metric_gauge("aiscope_gpulaunch_vmm_mapped_bytes",
+			"Of it, bytes mapped (cuMemMap) and not unmapped (JSON vmm_mapped_bytes).",
+			aiscope_cgroup_labels);
+		P.held[GL_POOL_VMM_VA] = aiscope_metric_gauge("aiscope_gpulaunch_vmm_reserved_bytes",
+			"Address ranges reserved (cuMemAddressReserve) and not freed (JSON vmm_reserved_bytes).",
+			aiscope_cgroup_labels);
+		P.memsets = aiscope_metric_counter("aiscope_gpulaunch_memsets_total",
+			"memset calls (JSON memset_calls).", aiscope_cgroup_labels);
+		P.memset_bytes = aiscope_metric_counter("aiscope_gpulaunch_memset_bytes_total",
+			"Bytes set by memsets (JSON memset_bytes).", aiscope_cgroup_labels);
 		P.copies = aiscope_metric_counter("aiscope_gpulaunch_copies_total",
 			"memcpy calls (1D, 2D, 3D, peer and symbol copies) by direction h2h, h2d, d2h, d2d, default or peer (JSON copy_<direction>_calls).",
 			dir_labels);
@@ -1020,7 +1036,7 @@ static struct outstanding *outstanding_of(const char *cgroup)
 	o->cgroup = strdup(cgroup);
 	if (!o->cgroup)
 		return NULL;
-	o->bytes = 0;
+	memset(o->bytes, 0, sizeof(o->bytes));
 	P.nog++;
 	return o;
 }
@@ -1030,18 +1046,19 @@ static struct outstanding *outstanding_of(const char *cgroup)
 static void outstanding_begin(void)
 {
 	for (size_t i = 0; i < P.nog; i++) {
-		P.og[i].bytes = 0;
+		memset(P.og[i].bytes, 0, sizeof(P.og[i].bytes));
 		P.og[i].seen = false;
 	}
 }
 
-static void outstanding_add(const char *cgroup, int64_t bytes)
+static void outstanding_add(const char *cgroup, const struct gl_mem *cur)
 {
 	struct outstanding *o = outstanding_of(cgroup);
 
 	if (!o)
 		return;
-	o->bytes += bytes;
+	for (int p = 0; p < GL_NPOOLS; p++)
+		o->bytes[p] += cur->pool[p].outstanding;
 	o->seen = true;
 }
 
@@ -1051,11 +1068,12 @@ static void outstanding_end(void)
 	struct container_info ci;
 	size_t j = 0;
 
-	if (!P.outstanding)
+	if (!P.held[GL_POOL_DEVICE])
 		return;
 	for (size_t i = 0; i < P.nog; i++) {
 		aiscope_cgroup_path_values(P.og[i].cgroup[0] ? P.og[i].cgroup : NULL, vals, &ci);
-		prom_gauge_set(P.outstanding, vals, (double)P.og[i].bytes);
+		for (int p = 0; p < GL_NPOOLS; p++)
+			prom_gauge_set(P.held[p], vals, (double)P.og[i].bytes[p]);
 		if (!P.og[i].seen) {
 			free(P.og[i].cgroup);
 			continue;
@@ -1088,7 +1106,7 @@ static void metrics_mem(const struct gl_mem *d, const struct gl_mem *cur)
 	if (!P.allocs)
 		return;
 	aiscope_cgroup_values(&cur->ident, vals, &ci);
-	outstanding_add(vals[0], cur->pool[GL_POOL_DEVICE].outstanding);
+	outstanding_add(vals[0], cur);
 	prom_counter_add(P.allocs, vals, d->pool[GL_POOL_DEVICE].alloc_calls);
 	prom_counter_add(P.alloc_fails, vals, d->pool[GL_POOL_DEVICE].alloc_fail);
 	prom_counter_add(P.alloc_bytes, vals, d->pool[GL_POOL_DEVICE].alloc_bytes);
@@ -1096,6 +1114,8 @@ static void metrics_mem(const struct gl_mem *d, const struct gl_mem *cur)
 		sync_hist(d, &h);
 		prom_hist_add(P.sync, vals, &h);
 	}
+	prom_counter_add(P.memsets, vals, d->copy_calls[GL_MEMSET]);
+	prom_counter_add(P.memset_bytes, vals, d->copy_bytes[GL_MEMSET]);
 	/* memsets are not copies: no direction */
 	for (int k = 0; k < GL_NKINDS; k++) {
 		if (k == GL_MEMSET || (!d->copy_calls[k] && !d->copy_bytes[k]))

@@ -24,11 +24,13 @@
  * instead, which gpulaunch counts as unknown), of a copy or memset, what
  * it was asked to do.
  * The first line is {"pid":PID}.
- * Usage: mem_shared
+ * Usage: mem_shared [done] [sleep:MS]   (after the calls: print
+ * {"done":true}, then stay MS milliseconds, for a tool's last interval)
  */
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <type_traits>
 #include <dlfcn.h>
 #include <unistd.h>
@@ -303,9 +305,10 @@ static void driver_calls(void *drv)
 	fflush(stdout);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	void *drv;
+	long ms;
 
 	printf("{\"pid\":%d}\n", (int)getpid());
 	/* the runtime's context, current on this thread for the driver's calls */
@@ -317,5 +320,12 @@ int main(void)
 		driver_calls(drv);
 	else
 		printf("{\"driver\":null}\n");
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "done"))
+			printf("{\"done\":true}\n");
+		else if (sscanf(argv[i], "sleep:%ld", &ms) == 1)
+			usleep(ms * 1000);
+		fflush(stdout);
+	}
 	return 0;
 }
