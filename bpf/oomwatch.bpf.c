@@ -566,10 +566,11 @@ static __always_inline int alloc_event(__u32 sys, __u64 size, __u64 prot, __u64 
 	return 0;
 }
 
-/* One raw syscall tracepoint for the three calls, rather than a classic
- * tracepoint each: every syscall tracepoint already sends every syscall of
- * every task through the tracing path, and closing a classic tracepoint's
- * perf event waits for the kernel's tracepoint RCU, about 70 ms each. */
+/* Each call's own tracepoint first (syscalls/sys_enter_mmap, ...): the
+ * kernel tests the syscall's bit in its enabled set and runs nothing for
+ * any other syscall, where a program on the raw sys_enter/sys_exit runs
+ * for every syscall of every task. The raw ones, with the number tested
+ * here, where the per-syscall events are missing (no CONFIG_FTRACE_SYSCALLS). */
 #if defined(__TARGET_ARCH_x86)
 #define NR_MMAP		9
 #define NR_MREMAP	25
@@ -685,6 +686,39 @@ SEC("tracepoint/raw_syscalls/sys_exit")
 int sysexit_tp(struct trace_event_raw_sys_exit *ctx)
 {
 	return alloc_exit(ctx->id, ctx->ret);
+}
+
+/* The per-syscall records: the arguments after the syscall number, as in
+ * raw_syscalls/sys_enter; a program reads only the ones its syscall has
+ * (the kernel refuses to attach one that reads past its record). */
+SEC("tracepoint/syscalls/sys_enter_mmap")
+int mmap_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	__u64 a[5] = { ctx->args[0], ctx->args[1], ctx->args[2], ctx->args[3], ctx->args[4] };
+
+	return alloc_enter(NR_MMAP, a);
+}
+
+SEC("tracepoint/syscalls/sys_enter_mremap")
+int mremap_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	__u64 a[5] = { ctx->args[0], ctx->args[1], ctx->args[2], ctx->args[3], ctx->args[4] };
+
+	return alloc_enter(NR_MREMAP, a);
+}
+
+SEC("tracepoint/syscalls/sys_enter_brk")
+int brk_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	__u64 a[5] = { ctx->args[0] };
+
+	return alloc_enter(NR_BRK, a);
+}
+
+SEC("tracepoint/syscalls/sys_exit_brk")
+int brk_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	return alloc_exit(NR_BRK, ctx->ret);
 }
 
 char LICENSE[] SEC("license") = "GPL";

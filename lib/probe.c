@@ -199,6 +199,23 @@ void probe_exclude(struct probe_hook *h, const char *why)
 	h->chosen = -1;
 }
 
+bool probe_choose_set(struct probe_hook *set, int n, struct probe_hook *alt, int m)
+{
+	char why[PROBE_WHY_LEN];
+
+	for (int i = 0; i < n; i++) {
+		if (set[i].chosen >= 0)
+			continue;
+		snprintf(why, sizeof(why), "without %s: raw syscall hooks instead", set[i].name);
+		for (int j = 0; j < n; j++)
+			probe_exclude(&set[j], why);
+		return false;
+	}
+	for (int j = 0; j < m; j++)
+		probe_exclude(&alt[j], "per-syscall tracepoints chosen");
+	return true;
+}
+
 void probe_unload(struct bpf_object *obj, const struct probe_hook *hooks, int n)
 {
 	for (int i = 0; i < n; i++)

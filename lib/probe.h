@@ -152,6 +152,16 @@ void probe_drop(struct probe_hook *h, struct bpf_object *obj);
 /* The same for every usable candidate, shown as PS_EXCLUDED with why by
  * --list-probes (e.g. "function mode: accesses from page_accessed"). */
 void probe_exclude(struct probe_hook *h, const char *why);
+/*
+ * Hooks that stand in for others only together: per-syscall tracepoints
+ * (syscalls/sys_enter_mmap, ...), each fired by its own syscall, for the
+ * raw sys_enter/sys_exit hooks that run on every syscall of the host. When
+ * each of the n in set has a candidate, the m in alt are excluded ("per-
+ * syscall tracepoints chosen"); else the set is ("without NAME: raw
+ * syscall hooks instead", NAME the first set hook missing), and alt stays
+ * as resolved. Returns whether the set was chosen.
+ */
+bool probe_choose_set(struct probe_hook *set, int n, struct probe_hook *alt, int m);
 /* Hooks cut from the plan before resolving (hooks + n not passed to
  * aiscope_bpf): none of their candidates' programs is loaded. */
 void probe_unload(struct bpf_object *obj, const struct probe_hook *hooks, int n);

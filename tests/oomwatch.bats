@@ -95,6 +95,17 @@ dmesg_anon_kb() {
 	[ "$status" -eq 0 ]
 	echo "$output" | grep -E '^mark_victim +tp_btf +mark_victim +chosen'
 	echo "$output" | grep -E '^oom_kill_process +fentry'
+	# the allocation syscalls' own tracepoints, not a program on every syscall
+	echo "$output" | grep -E '^mmap +tracepoint +syscalls/sys_enter_mmap +chosen'
+	echo "$output" | grep -E '^mremap +tracepoint +syscalls/sys_enter_mremap +chosen'
+	echo "$output" | grep -E '^brk +tracepoint +syscalls/sys_enter_brk +chosen'
+	echo "$output" | grep -E '^brk_exit +tracepoint +syscalls/sys_exit_brk +chosen'
+	echo "$output" | grep -E '^sys_enter +tp_btf +sys_enter +excluded: per-syscall tracepoints chosen'
+	echo "$output" | grep -E '^sys_exit +tp_btf +sys_exit +excluded: per-syscall tracepoints chosen'
+	# without tracepoints: the raw pair, tp_btf first
+	run "$BIN/oomwatch" --list-probes --probe-mode tp_btf,raw_tp
+	[ "$status" -eq 0 ]
+	echo "$output" | grep -E '^mmap +tracepoint +syscalls/sys_enter_mmap +excluded: excluded by --probe-mode'
 	echo "$output" | grep -E '^sys_enter +tp_btf +sys_enter +chosen'
 	echo "$output" | grep -E '^sys_exit +tp_btf +sys_exit +chosen'
 	run "$BIN/oomwatch" --list-probes --probe-mode tracepoint -j
@@ -201,9 +212,16 @@ dmesg_anon_kb() {
 
 @test "oomwatch: mmap, mremap and brk growth of 600 MiB, through each mechanism" {
 	need_root
-	local mode sys n
-	for mode in tp_btf raw_tp tracepoint; do
-		start_tool "ow-$mode" oomwatch -j -i 10s --probe-mode "$mode"
+	local mode sys n probes
+	# default: the per-syscall tracepoints, the other hooks tp_btf
+	for mode in default tp_btf raw_tp tracepoint; do
+		if [ "$mode" = default ]; then
+			probes=mixed
+			start_tool "ow-$mode" oomwatch -j -i 10s
+		else
+			probes=$mode
+			start_tool "ow-$mode" oomwatch -j -i 10s --probe-mode "$mode"
+		fi
 		n=0
 		for sys in "mmap 614400" "mremap 102400 716800" "brk 614400"; do
 			n=$((n + 1))
@@ -222,7 +240,7 @@ dmesg_anon_kb() {
 			 [.pid, .syscall, .size_bytes, .comm]] ==
 			[[$a, "mmap", 629145600, "memhog"], [$b, "mremap", 629145600, "memhog"],
 			 [$c, "brk", 629145600, "memhog"]]' "$BATS_TEST_TMPDIR/ow-$mode.out"
-		tail -1 "$BATS_TEST_TMPDIR/ow-$mode.out" | jq -e --arg m "$mode" '.probes == $m'
+		tail -1 "$BATS_TEST_TMPDIR/ow-$mode.out" | jq -e --arg m "$probes" '.probes == $m'
 	done
 }
 

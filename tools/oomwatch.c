@@ -149,7 +149,12 @@ static const struct argp argp = AISCOPE_ARGP(opts, parse_arg, doc);
  * mechanism. oom_kill_process adds the OOM's context where a function hook
  * works. memcg reclaim is the earliest alert BPF has: a charge at the
  * limit reclaims before any memcg OOM. The allocation hooks come last so
- * that --alloc-min 0 drops them. */
+ * that --alloc-min 0 drops them: the calls' own tracepoints, or where one
+ * is missing the raw sys_enter/sys_exit (on_plan), which run for every
+ * syscall of the host. */
+#define SYSCALL_HOOK(hname, tp, prog) \
+	{ .name = hname, .optional = true, .cand = { { PM_TRACEPOINT, "syscalls/" tp, prog } } }
+
 static struct probe_hook hooks[] = {
 	{ .name = "mark_victim", .cand = {
 		PROBE_TRACEPOINT("oom", "mark_victim", "victim") } },
@@ -157,6 +162,10 @@ static struct probe_hook hooks[] = {
 		PROBE_FUNC("oom_kill_process", "oomkill") } },
 	{ .name = "memcg_reclaim", .optional = true, .cand = {
 		PROBE_TRACEPOINT("vmscan", "mm_vmscan_memcg_reclaim_begin", "reclaim") } },
+	SYSCALL_HOOK("mmap", "sys_enter_mmap", "mmap_enter"),
+	SYSCALL_HOOK("mremap", "sys_enter_mremap", "mremap_enter"),
+	SYSCALL_HOOK("brk", "sys_enter_brk", "brk_enter"),
+	SYSCALL_HOOK("brk_exit", "sys_exit_brk", "brk_exit"),
 	{ .name = "sys_enter", .optional = true, .cand = {
 		PROBE_TRACEPOINT("raw_syscalls", "sys_enter", "sysenter") } },
 	{ .name = "sys_exit", .optional = true, .cand = {
@@ -165,6 +174,7 @@ static struct probe_hook hooks[] = {
 #define NHOOKS_KILL 2
 #define HOOK_RECLAIM 2
 #define NHOOKS_ALERT 3
+#define NHOOKS_SYSCALL 4	/* the per-syscall ones, then the raw pair */
 
 static struct {
 	struct oomwatch_bpf *skel;
@@ -1512,6 +1522,14 @@ static void use_sysroot(void)
 			    S.sysroot);
 }
 
+/* the allocation syscalls' own tracepoints, all four, or the raw pair */
+static void on_plan(struct aiscope_bpf *b)
+{
+	if (b->nhooks > NHOOKS_ALERT)
+		probe_choose_set(b->hooks + NHOOKS_ALERT, NHOOKS_SYSCALL,
+				 b->hooks + NHOOKS_ALERT + NHOOKS_SYSCALL, 2);
+}
+
 int main(int argc, char **argv)
 {
 	int nhooks = ARRAY_SIZE(hooks), code;
@@ -1547,6 +1565,7 @@ int main(int argc, char **argv)
 	}
 	S.bpf = (struct aiscope_bpf){
 		.hooks = hooks, .nhooks = nhooks, .streaming = true, .on_event = on_event,
+		.on_plan = on_plan,
 	};
 	aiscope_bpf_prepare(&S.bpf, S.skel->obj, &S.skel->rodata->aiscope_cfg);
 	aiscope_bpf_load(&S.bpf, oomwatch_bpf__load(S.skel));

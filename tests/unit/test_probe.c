@@ -17,6 +17,7 @@ struct fake {
 	const char *fentry_why;		/* reason for the others */
 	const char *const *btf_tps;	/* tracepoints in kernel BTF; NULL: tp_btf missing */
 	bool tracefs;			/* classic tracepoints readable */
+	const char *const *no_events;	/* classic tracepoints tracefs lacks */
 	bool kprobes;
 	bool silent_raw_tp;		/* raw_tp fails without a reason */
 	int calls[PM_NR];
@@ -67,8 +68,12 @@ static int f_tracepoint(void *ctx, const char *cat_name, char *why, size_t len)
 	struct fake *k = ctx;
 
 	k->calls[PM_TRACEPOINT]++;
-	if (k->tracefs)
+	if (k->tracefs && !in_list(k->no_events, cat_name))
 		return 0;
+	if (k->tracefs) {
+		snprintf(why, len, "not in tracefs");
+		return -ENOENT;
+	}
 	snprintf(why, len, "tracefs not mounted");
 	return -ENOENT;
 }
@@ -570,6 +575,50 @@ static void test_exclude(void)
 		       "tracepoint:sched/sched_switch (tracefs not mounted)");
 }
 
+#define SYS_HOOK(tp) { .name = tp, .optional = true, .cand = { { PM_TRACEPOINT, "syscalls/" tp, tp } } }
+#define RAW_HOOK(tp) { .name = tp, .optional = true, .cand = { PROBE_TRACEPOINT("raw_syscalls", tp, tp) } }
+
+/* per-syscall tracepoints for the raw syscall hooks: all of them or none */
+static void test_choose_set(void)
+{
+	static const char *const raw_tps[] = { "sys_enter", "sys_exit", NULL };
+	static const char *const no_brk[] = { "syscalls/sys_exit_brk", NULL };
+	struct fake k = { .btf_tps = raw_tps, .tracefs = true };
+	struct feat_ops o = ops_for(&k);
+	struct probe_hook hs[] = {
+		SYS_HOOK("sys_enter_mmap"), SYS_HOOK("sys_exit_brk"),
+		RAW_HOOK("sys_enter"), RAW_HOOK("sys_exit"),
+	};
+
+	CHECK_EQ(probe_resolve(hs, 4, &o, PM_ALL), 0);
+	CHECK(probe_choose_set(hs, 2, hs + 2, 2));
+	CHECK_EQ(hs[0].chosen, 0);
+	CHECK_EQ(hs[1].chosen, 0);
+	CHECK_EQ(hs[2].chosen, -1);
+	CHECK_EQ(hs[3].status[1], PS_EXCLUDED);
+	CHECK_STR(hs[3].why[0], "per-syscall tracepoints chosen");
+	CHECK_STR(probe_summary(hs, 4), "tracepoint");
+
+	/* one event missing: the raw hooks, tp_btf first */
+	k.no_events = no_brk;
+	CHECK_EQ(probe_resolve(hs, 4, &o, PM_ALL), 0);
+	CHECK(!probe_choose_set(hs, 2, hs + 2, 2));
+	CHECK_EQ(hs[0].chosen, -1);
+	CHECK_EQ(hs[0].status[0], PS_EXCLUDED);
+	CHECK_STR(hs[0].why[0], "without sys_exit_brk: raw syscall hooks instead");
+	CHECK_EQ(hs[1].status[0], PS_UNAVAILABLE);
+	CHECK_STR(hs[1].why[0], "not in tracefs");
+	CHECK_EQ(hs[2].chosen, 0);
+	CHECK_EQ(hs[3].chosen, 0);
+	CHECK_STR(probe_summary(hs, 4), "tp_btf");
+
+	/* --probe-mode raw_tp leaves the tracepoints out */
+	k.no_events = NULL;
+	CHECK_EQ(probe_resolve(hs, 4, &o, PM_BIT(PM_RAW_TP)), 0);
+	CHECK(!probe_choose_set(hs, 2, hs + 2, 2));
+	CHECK_STR(probe_summary(hs, 4), "raw_tp");
+}
+
 /* Against a real object (opened, never loaded): the dropped program and
  * the unloaded hooks' programs are not loaded, the others are. */
 static void test_drop_unloads_programs(void)
@@ -666,6 +715,7 @@ int main(void)
 	RUN(test_chosen_by);
 	RUN(test_drop);
 	RUN(test_exclude);
+	RUN(test_choose_set);
 	RUN(test_drop_unloads_programs);
 	RUN(test_needs);
 	return t_done();
