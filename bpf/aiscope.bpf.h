@@ -56,6 +56,7 @@ struct {									\
 AISCOPE_MAP(aiscope_pids, BPF_MAP_TYPE_HASH, __u32, __u8, AISCOPE_MAX_IDS);
 AISCOPE_MAP(aiscope_tids, BPF_MAP_TYPE_HASH, __u32, __u8, AISCOPE_MAX_IDS);
 AISCOPE_MAP(aiscope_lost, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, __u64, AISCOPE_LOST_NR);
+AISCOPE_MAP(aiscope_cgset, BPF_MAP_TYPE_HASH, struct aiscope_cgset_key, __u8, AISCOPE_MAX_CGSET);
 
 /* Sized by user space from --buffer-size; a page when the tool streams nothing. */
 struct {
@@ -148,6 +149,38 @@ static __always_inline bool aiscope_cg_match(struct task_struct *t,
 	return aiscope_cgroup_ancestor_id(cg, f->level) == f->id;
 }
 
+/* The task's cgroup in hierarchy ssid, or one above it up to level
+ * AISCOPE_CGSET_DEPTH, is in the set: a container's cgroup covers the
+ * cgroups made below it (from the top, so a task deep inside still finds
+ * its container's). */
+static __always_inline bool aiscope_cgset_has(struct task_struct *t, __s32 ssid, __u32 v1)
+{
+	struct aiscope_cgset_key k = { .v1 = v1 };
+	struct cgroup *cg = aiscope_task_cgroup(t, ssid);
+	__u32 level;
+
+	if (!cg)
+		return false;
+	level = BPF_CORE_READ(cg, level);
+	for (__u32 l = 1; l <= AISCOPE_CGSET_DEPTH; l++) {
+		if (l > level)
+			break;
+		k.id = aiscope_cgroup_ancestor_id(cg, l);
+		if (bpf_map_lookup_elem(&aiscope_cgset, &k))
+			return true;
+	}
+	return false;
+}
+
+/* --pod, --namespace: the v2 cgroup, else (hybrid hosts) the v1
+ * attribution controller's */
+static __always_inline bool aiscope_cgset_pass(struct task_struct *t)
+{
+	if (aiscope_cgset_has(t, -1, 0))
+		return true;
+	return aiscope_cfg.attr_ssid >= 0 && aiscope_cgset_has(t, aiscope_cfg.attr_ssid, 1);
+}
+
 static __always_inline bool aiscope_comm_eq(const char *comm)
 {
 	for (int i = 0; i < AISCOPE_COMM_LEN; i++) {
@@ -186,6 +219,8 @@ static __always_inline bool aiscope_task_pass(struct task_struct *t)
 	if (aiscope_cfg.ncg > 0 && !aiscope_cg_match(t, &aiscope_cfg.cg[0]))
 		return false;
 	if (aiscope_cfg.ncg > 1 && !aiscope_cg_match(t, &aiscope_cfg.cg[1]))
+		return false;
+	if (aiscope_cfg.by_cgset && !aiscope_cgset_pass(t))
 		return false;
 	return true;
 }

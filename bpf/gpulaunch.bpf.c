@@ -82,7 +82,7 @@ static __always_inline __u32 cur_pid(void)
 static __always_inline bool pass(void)
 {
 	if (!aiscope_cfg.by_pid && !aiscope_cfg.by_tid && !aiscope_cfg.by_uid &&
-	    !aiscope_cfg.by_comm && !aiscope_cfg.ncg)
+	    !aiscope_cfg.by_comm && !aiscope_cfg.ncg && !aiscope_cfg.by_cgset)
 		return true;
 	return aiscope_task_pass((struct task_struct *)bpf_get_current_task());
 }

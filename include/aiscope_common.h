@@ -13,6 +13,10 @@
 #define AISCOPE_COMM_LEN	16
 #define AISCOPE_MAX_CG_FILTERS	2
 #define AISCOPE_MAX_IDS		1024	/* -p / -t list entries */
+/* --pod and --namespace: the containers' cgroups in the set (map
+ * aiscope_cgset), and how deep below a hierarchy's root one is looked for */
+#define AISCOPE_MAX_CGSET	4096
+#define AISCOPE_CGSET_DEPTH	16
 
 enum aiscope_lost_kind {
 	AISCOPE_LOST_RINGBUF,	/* bpf_ringbuf_reserve() failed: buffer full */
@@ -46,6 +50,15 @@ struct aiscope_cg_filter {
 	__u64 id;
 };
 
+/* A cgroup of the set: its id in the v2 hierarchy (v1 0) or in the v1
+ * attribution hierarchy (v1 1, aiscope_cfg.attr_ssid): kernfs ids are per
+ * hierarchy. */
+struct aiscope_cgset_key {
+	__u64 id;
+	__u32 v1;
+	__u32 pad;
+};
+
 /* Shared settings, one read-only global (aiscope_cfg) per BPF object,
  * filled by aiscope_bpf_prepare() before load: the filter, and when the
  * ring buffer wakes its reader. */
@@ -54,6 +67,8 @@ struct aiscope_cfg {
 	__u8 by_tid;		/* consult map aiscope_tids */
 	__u8 by_uid;
 	__u8 by_comm;
+	__u8 by_cgset;		/* the task's cgroup, or one above it, in map aiscope_cgset */
+	__u8 pad[3];
 	__u32 ncg;		/* entries of cg[] in use; all must match */
 	__u32 uid;
 	__s32 attr_ssid;	/* v1 controller for identity on hybrid hosts, -1: none */

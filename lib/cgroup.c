@@ -702,7 +702,7 @@ static struct {
 	int v1_hier;		/* /proc/cgroups hierarchy of the attribution controller */
 	uint64_t lost;
 	int ep;			/* epoll set of fd[]: readable once a cgroup is made */
-	void (*made)(const struct container_info *ci);
+	void (*made)(const struct container_info *ci, uint64_t id, bool v1);
 } mk = { .v1_hier = -1, .ep = -1 };
 
 static int mk_tp_id(void)
@@ -821,6 +821,8 @@ static void mk_record(const unsigned char *raw, uint32_t len, uint64_t now)
 		return;
 	memcpy(path, raw + off, plen);
 	path[plen] = 0;
+	bool v1 = root > 0;
+
 	if (root == 0 && cg.v2 >= 0)
 		cache_put(id, false, path, now);
 	else if (root > 0 && root == mk.v1_hier)
@@ -831,7 +833,7 @@ static void mk_record(const unsigned char *raw, uint32_t len, uint64_t now)
 		struct container_info ci;
 
 		if (cg_parse_container(path, &ci))
-			mk.made(&ci);
+			mk.made(&ci, id, v1);
 	}
 }
 
@@ -883,7 +885,7 @@ static void container_found(uint64_t id, bool v1, const char *path, uint64_t now
 		return;
 	cache_put(id, v1, path, now);
 	if (mk.made)
-		mk.made(&ci);
+		mk.made(&ci, id, v1);
 }
 
 /*
@@ -917,7 +919,7 @@ int cg_watch_fd(void)
 	return mk.n ? mk.ep : -1;
 }
 
-void cg_watch_on_made(void (*made)(const struct container_info *ci))
+void cg_watch_on_made(void (*made)(const struct container_info *ci, uint64_t id, bool v1))
 {
 	mk.made = made;
 }

@@ -69,11 +69,13 @@ size_t cg_watch_cpus(void);
 uint64_t cg_watch_lost(void);
 /* The watcher read as cgroups are made: an fd (an epoll set) readable
  * when records wait, -1 without a watcher; the drain of its records into
- * the cache, made() called for each cgroup of a container among them (its
- * names are read while it lives: lib/ctrmeta.h ctrmeta_expect). */
+ * the cache, made() called for each cgroup of a container among them, with
+ * its id and hierarchy (v1: the attribution controller's), once per
+ * hierarchy (its names are read while it lives: lib/ctrmeta.h
+ * ctrmeta_expect; --pod and --namespace: lib/cgset.h). */
 int cg_watch_fd(void);
 void cg_watch_drain(void);
-void cg_watch_on_made(void (*made)(const struct container_info *ci));
+void cg_watch_on_made(void (*made)(const struct container_info *ci, uint64_t id, bool v1));
 /* The containers' cgroups that exist now, from one walk: into the cache
  * and to made(), as if the watcher had seen them made. */
 void cg_watch_existing(void);

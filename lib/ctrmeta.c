@@ -683,7 +683,7 @@ static void check_id(struct find *f, const char *id, const char *runtime)
 	const struct ctr_meta *m = ctrmeta_lookup(id, runtime);
 
 	if (f->pod) {
-		if (m->found && !strcmp(m->pod_name, f->name) &&
+		if (m->found && (!f->name || !strcmp(m->pod_name, f->name)) &&
 		    (!f->ns || !strcmp(m->pod_namespace, f->ns))) {
 			if ((size_t)f->matches < f->max)
 				snprintf(f->ids[f->matches], sizeof(f->ids[0]), "%.128s", id);
@@ -734,8 +734,10 @@ int ctrmeta_find_pod(const char *pod, const char *ns, char (*ids)[129], size_t m
 {
 	struct find f = { .name = pod, .ns = ns, .pod = true, .ids = ids, .max = max };
 
-	if (!pod || !*pod)
+	if ((!pod || !*pod) && (!ns || !*ns))
 		return -EINVAL;
+	f.name = pod && *pod ? pod : NULL;
+	f.ns = ns && *ns ? ns : NULL;
 	scan_all(&f);
 	return f.matches;
 }

@@ -76,8 +76,9 @@ const struct ctr_meta *ctrmeta_lookup(const char *id, const char *runtime);
  * and runc names, and Kubernetes container names), into id[65]:
  * 0, -ENOENT none, -EEXIST several. */
 int ctrmeta_find_name(const char *name, char *id, size_t len);
-/* The ids (at most max into ids) of the containers of Kubernetes pod pod,
- * in namespace ns (NULL: any): how many there are, or -EINVAL. */
+/* The ids (at most max into ids) of the containers of Kubernetes pod pod
+ * (NULL: any pod), in namespace ns (NULL: any): how many there are, or
+ * -EINVAL (neither given). */
 int ctrmeta_find_pod(const char *pod, const char *ns, char (*ids)[129], size_t max);
 /* A container made now: read its state now, and keep reading it (by
  * ctrmeta_poll) while no runtime has it, for a few seconds. An id past

@@ -405,7 +405,7 @@ static void watch_forget(struct memcg_set *s, int wd)
 	s->nwatch--;
 }
 
-static bool in_prefix(const struct memcg_set *s, const char *path)
+static bool under_prefix(const struct memcg_set *s, const char *path)
 {
 	size_t n;
 
@@ -415,12 +415,18 @@ static bool in_prefix(const struct memcg_set *s, const char *path)
 	return !strncmp(path, s->prefix, n) && (path[n] == 0 || path[n] == '/');
 }
 
-/* Could a cgroup below path be in the prefix? (walk pruning) */
+static bool in_prefix(const struct memcg_set *s, const char *path)
+{
+	return under_prefix(s, path) && (!s->keep || s->keep(path));
+}
+
+/* Could a cgroup below path be in the prefix? (walk pruning; one keep
+ * refuses may have some below it that it keeps) */
 static bool toward_prefix(const struct memcg_set *s, const char *path)
 {
 	size_t n = strlen(path);
 
-	if (!s->prefix || in_prefix(s, path))
+	if (!s->prefix || under_prefix(s, path))
 		return true;
 	return !strncmp(s->prefix, path, n) && s->prefix[n] == '/';
 }
@@ -610,9 +616,10 @@ void memcg_set_drop(struct memcg_set *s, size_t i)
 }
 
 int memcg_set_init(struct memcg_set *s, const char *v1_root, const char *v2_root,
-		   const char *prefix, bool watch)
+		   const char *prefix, bool (*keep)(const char *path), bool watch)
 {
 	memset(s, 0, sizeof(*s));
+	s->keep = keep;
 	s->epoll_fd = -1;
 	snprintf(s->v1_root, sizeof(s->v1_root), "%s", v1_root ? v1_root : "");
 	snprintf(s->v2_root, sizeof(s->v2_root), "%s", v2_root ? v2_root : "");

@@ -105,6 +105,7 @@ struct memcg_set {
 	char v1_root[4096];	/* memory controller mount, "" none */
 	char v2_root[4096];	/* cgroup2 mount, "" none */
 	const char *prefix;	/* only cgroups whose path starts with it (or NULL) */
+	bool (*keep)(const char *path);	/* and, when set, that it keeps */
 	struct memcg **cg;	/* sorted by (v1, id) */
 	size_t n, cap;
 	size_t nsorted;		/* cg[0..nsorted) is sorted (during a rescan) */
@@ -135,9 +136,9 @@ bool memcg_parse_key(const char *buf, const char *key, uint64_t *v);
  * /proc/pressure/memory); -1 where absent */
 void memcg_parse_psi(const char *buf, double *some10, double *full10);
 
-/* v1_root, v2_root: mount points ("" or NULL: none); prefix: see above. */
+/* v1_root, v2_root: mount points ("" or NULL: none); prefix, keep: see above. */
 int memcg_set_init(struct memcg_set *s, const char *v1_root, const char *v2_root,
-		   const char *prefix, bool watch);
+		   const char *prefix, bool (*keep)(const char *path), bool watch);
 /* Walks the trees: opens new cgroups, closes removed ones. */
 void memcg_set_rescan(struct memcg_set *s);
 /* Opens the cgroups inotify saw made (removed ones fail their next read:

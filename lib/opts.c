@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
+#include "cgset.h"
 #include "complete.h"
 #include "ctrmeta.h"
 #include "kfeatures.h"
@@ -52,8 +53,8 @@ static const struct argp_option common_opts[] = {
 	AISCOPE_OPTION_TID("Only these threads", 10),
 	AISCOPE_OPTION_CGROUP("Only tasks in this cgroup directory or below it", 10),
 	AISCOPE_OPTION_CONTAINER(10),
-	AISCOPE_OPTION_POD("Only this Kubernetes pod's containers (by its pod cgroup)", 10),
-	AISCOPE_OPTION_NAMESPACE("With --pod: the pod's namespace", 10),
+	AISCOPE_OPTION_POD("Only this Kubernetes pod's containers, those started later too", 10),
+	AISCOPE_OPTION_NAMESPACE("Only this Kubernetes namespace's containers (with --pod: the pod's)", 10),
 	AISCOPE_OPTION_UID(10),
 	AISCOPE_OPTION_COMM(10),
 	{ NULL, 0, NULL, 0, "Output and lifetime:", 11 },
@@ -545,7 +546,7 @@ static void resolve_cgroup(const char *dir, const char *what)
 	int err;
 
 	if (env.ncg >= AISCOPE_MAX_CG_FILTERS)
-		usage_error("at most %d of --cgroup, --container and --pod", AISCOPE_MAX_CG_FILTERS);
+		usage_error("at most %d of --cgroup and --container", AISCOPE_MAX_CG_FILTERS);
 	err = cg_target_of_dir(dir, t);
 
 	switch (err) {
@@ -578,40 +579,46 @@ static bool container_name_ok(const char *s)
 	return true;
 }
 
-/* --pod: the pod cgroup its containers share (kubelet's pod<uid> directory
- * of the cgroupfs driver, or its kubepods-...-pod<uid>.slice), found from
- * the cgroup of each container the runtimes' state puts in the pod */
-static void resolve_pod(void)
+/* --pod, --namespace: at least one container of theirs runs now (else a
+ * usage error, as for --container); its cgroups are the set's first
+ * members, and those of the containers that start later join them
+ * (lib/cgset.h). A pod name of pods in several namespaces needs one. */
+static void resolve_names(void)
 {
-	static char ids[64][129];
-	char dir[4096], pod_dir[4096] = "", full[CONTAINER_ID_LEN + 1];
+	static char ids[1024][129];
 	const char *ns = env.namespace_arg, *pod = env.pod_arg;
-	int n = ctrmeta_find_pod(pod, ns, ids, 64), running = 0;
+	char what[600], dir[4096], full[CONTAINER_ID_LEN + 1], first_ns[256] = "";
+	int n = ctrmeta_find_pod(pod, ns, ids, 1024), running = 0;
 
+	if (pod)
+		snprintf(what, sizeof(what), "pod '%s'%s%s", pod, ns ? " in namespace " : "",
+			 ns ? ns : "");
+	else
+		snprintf(what, sizeof(what), "namespace '%s'", ns);
 	if (n <= 0)
-		usage_error("no such pod '%s'%s%s", pod, ns ? " in namespace " : "", ns ? ns : "");
-	for (int i = 0; i < n && i < 64; i++) {
+		usage_error("no such %s", what);
+	cgset_want(pod, ns);
+	for (int i = 0; i < n && i < 1024; i++) {
+		const struct ctr_meta *m;
 		struct container_info ci;
-		char *p, *end;
+		struct cg_target t;
 
 		if (!cg_container_prefix_ok(ids[i]) ||
-		    cg_find_container(ids[i], dir, sizeof(dir), full))
+		    cg_find_container(ids[i], dir, sizeof(dir), full) ||
+		    cg_target_of_dir(dir, &t))
 			continue;	/* not running */
 		running++;
-		if (!cg_parse_container(dir, &ci) || !ci.pod_uid[0] || !(p = strstr(dir, ci.pod_uid)))
-			usage_error("pod '%s': container %.12s has no pod cgroup", pod, ids[i]);
-		end = strchr(p, '/');
-		if (end)
-			*end = 0;
-		if (!pod_dir[0])
-			snprintf(pod_dir, sizeof(pod_dir), "%s", dir);
-		else if (strcmp(pod_dir, dir))
-			usage_error("pod name '%s' is in several pods%s: give --namespace", pod,
-				    ns ? " of that namespace" : "");
+		m = ctrmeta_lookup(ids[i], NULL);
+		if (!first_ns[0])
+			snprintf(first_ns, sizeof(first_ns), "%s", m->pod_namespace);
+		else if (!ns && strcmp(first_ns, m->pod_namespace))
+			usage_error("pod name '%s' is in several pods: give --namespace", pod);
+		cg_parse_container(dir, &ci);
+		if (t.ssid < 0 || t.ssid == cg_attr_ssid())
+			cgset_made(&ci, t.id, t.ssid >= 0);
 	}
 	if (!running)
-		usage_error("pod '%s' has no running container", pod);
-	resolve_cgroup(pod_dir, "pod cgroup");
+		usage_error("%s has no running container", what);
 }
 
 static void resolve_filters(void)
@@ -649,10 +656,8 @@ static void resolve_filters(void)
 			usage_error("no such container '%s'", env.container_arg);
 		resolve_cgroup(dir, "container cgroup");
 	}
-	if (env.namespace_arg && !env.pod_arg)
-		usage_error("--namespace needs --pod: a namespace's pods share no cgroup to filter by");
-	if (env.pod_arg)
-		resolve_pod();
+	if (env.pod_arg || env.namespace_arg)
+		resolve_names();
 }
 
 /* A verifier log line naming what this kernel's BPF does not have yet, and

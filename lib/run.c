@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
+#include "cgset.h"
 #include "ctrmeta.h"
 #include "kfeatures.h"
 #include "metrics.h"
@@ -71,6 +72,7 @@ static void configure_cfg(volatile struct aiscope_cfg *cfg)
 		cfg->cg[i].level = env.cg[i].level;
 		cfg->cg[i].id = env.cg[i].id;
 	}
+	cfg->by_cgset = cgset_active();
 	cfg->attr_ssid = cg_attr_ssid();
 	cfg->wakeup_bytes = env.buffer_size / 16;
 }
@@ -135,6 +137,13 @@ static void fill_ids(struct bpf_object *obj, const char *name, const uint32_t *i
 			aiscope_fail(EXIT_RUNTIME, "cannot fill BPF map %s: %s", name, strerror(errno));
 }
 
+static int cgset_map_add(const struct aiscope_cgset_key *k, void *map)
+{
+	__u8 one = 1;
+
+	return bpf_map__update_elem(map, k, sizeof(*k), &one, sizeof(one), BPF_ANY) ? -errno : 0;
+}
+
 void aiscope_bpf_load(struct aiscope_bpf *b, int err)
 {
 	/* tried, and refused as newer than this kernel: a helper (by its
@@ -151,6 +160,13 @@ void aiscope_bpf_load(struct aiscope_bpf *b, int err)
 			     strerror(-err));
 	fill_ids(b->obj, "aiscope_pids", env.pids, env.npids);
 	fill_ids(b->obj, "aiscope_tids", env.tids, env.ntids);
+	if (cgset_active()) {
+		struct bpf_map *m = bpf_object__find_map_by_name(b->obj, "aiscope_cgset");
+
+		if (!m)
+			aiscope_fail(EXIT_RUNTIME, "cannot fill BPF map aiscope_cgset: no such map");
+		cgset_attach(cgset_map_add, m);
+	}
 	if (b->streaming) {
 		struct bpf_map *m = bpf_object__find_map_by_name(b->obj, "aiscope_events");
 
@@ -401,6 +417,11 @@ static void report_losses(void)
 		fprintf(stderr, "%s: %llu new containers' names were not read at their start "
 			"(%d were waiting for their runtime's state): one gone by its first line "
 			"has no name\n", env.tool, (unsigned long long)dropped, CTRMETA_WAITING);
+	if (cgset_dropped())
+		fprintf(stderr, "%s: %llu containers' cgroups were left out of the --pod/--namespace "
+			"set (%d cgroups at most, %d containers waiting for their names): their tasks "
+			"were not traced\n", env.tool, (unsigned long long)cgset_dropped(),
+			AISCOPE_MAX_CGSET, CGSET_PENDING);
 }
 
 int aiscope_teardown(struct aiscope_bpf *b, const struct aiscope_loop *l)
@@ -425,9 +446,10 @@ static int add_fd(int ep, int fd, uint32_t events, uint64_t tag)
 
 /* A container's cgroup was just made: its names are read while it lives,
  * not at its first line, when podman run --rm may have removed them. */
-static void container_made(const struct container_info *ci)
+static void container_made(const struct container_info *ci, uint64_t id, bool v1)
 {
 	ctrmeta_expect(ci->id, ci->runtime);
+	cgset_made(ci, id, v1);
 }
 
 static void watch_containers(int ep)
@@ -505,7 +527,11 @@ int aiscope_loop_run(struct aiscope_loop *l)
 	while (l->exit == AISCOPE_RUNNING) {
 		struct epoll_event evs[8];
 		/* woken too when an expected container's state is due */
-		int n = epoll_wait(ep, evs, 8, ctrmeta_poll());
+		int timeout = ctrmeta_poll(), n;
+
+		/* --pod, --namespace: those whose names were read since */
+		cgset_poll();
+		n = epoll_wait(ep, evs, 8, timeout);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -738,4 +764,5 @@ void aiscope_summary_losses(struct jw *w)
 	jw_ku64(w, "container_meta_evicted", ctrmeta_evicted());
 	jw_ku64(w, "cgroup_events_lost", cg_watch_lost());
 	jw_ku64(w, "container_meta_dropped", ctrmeta_expect_dropped());
+	jw_ku64(w, "cgroup_set_dropped", cgset_dropped());
 }

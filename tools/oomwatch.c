@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "cgset.h"
 #include "kfeatures.h"
 #include "json.h"
 #include "memcg.h"
@@ -1284,7 +1285,9 @@ static void open_cgroups(bool watch)
 
 	raise_nofile();
 	S.memcg_v1 = cg_v1_mount("memory") != NULL;
-	memcg_set_init(&S.set, cg_v1_mount("memory"), cg_v2_mount(), prefix, watch);
+	/* --pod, --namespace: their containers' cgroups and pod cgroups */
+	memcg_set_init(&S.set, cg_v1_mount("memory"), cg_v2_mount(), prefix,
+		       cgset_active() ? cgset_path_wanted : NULL, watch);
 	/* the kernel's own signals; a fake tree (OOMWATCH_SYSROOT) has
 	 * plain files, which signal nothing: polled alone */
 	if (watch && !S.sysroot) {

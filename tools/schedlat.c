@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "cgset.h"
 #include "kfeatures.h"
 #include "hist.h"
 #include "json.h"
@@ -627,7 +628,8 @@ int main(int argc, char **argv)
 	by = cfg.by == BY_CONTAINER ? SCHEDLAT_BY_CGROUP : cfg.by;
 	S.skel->rodata->key_by = by;
 	S.skel->rodata->min_ns = cfg.min_ns;
-	S.skel->rodata->have_filter = env.npids || env.ntids || env.has_uid || env.comm[0] || env.ncg;
+	S.skel->rodata->have_filter = env.npids || env.ntids || env.has_uid || env.comm[0] || env.ncg ||
+				      cgset_active();
 
 	S.bpf = (struct aiscope_bpf){
 		.hooks = hooks, .nhooks = ARRAY_SIZE(hooks),

@@ -690,11 +690,16 @@ static void test_path_of_real_cgroupfs(void)
 
 static const char *made_want;	/* the test's container (others may run here) */
 static int made_calls;
+static uint64_t made_id;	/* and the cgroup it was given, */
+static bool made_v1;		/* of this hierarchy */
 
-static void on_made(const struct container_info *c)
+static void on_made(const struct container_info *c, uint64_t id, bool v1)
 {
-	if (made_want && !strcmp(c->id, made_want))
+	if (made_want && !strcmp(c->id, made_want)) {
 		made_calls++;
+		made_id = id;
+		made_v1 = v1;
+	}
 }
 
 static void test_watch_made_real(void)
@@ -723,6 +728,8 @@ static void test_watch_made_real(void)
 	made_calls = 0;
 	cg_watch_drain();
 	CHECK_EQ(made_calls, 1);	/* once, though the parent was made too */
+	CHECK_EQ(made_id, ino_at(sub));
+	CHECK(!made_v1);
 	/* read: the fd is quiet again */
 	CHECK_EQ(poll(&p, 1, 0), 0);
 	rmdir(sub);
@@ -757,6 +764,8 @@ static void test_watch_existing_real(void)
 	made_calls = 0;
 	cg_watch_existing();
 	CHECK_EQ(made_calls, 1);
+	CHECK_EQ(made_id, ino);
+	CHECK(!made_v1);
 	rmdir(sub);
 	rmdir(dir);
 	snprintf(want, sizeof(want), "/aiscope-unit-pre-%d/libpod-%s", (int)getpid(), id);

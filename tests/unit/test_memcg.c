@@ -156,6 +156,14 @@ static void v2_cgroup(const char *rel, const char *current, const char *max, con
 	put(p, "some avg10=1.50 avg60=0.00 avg300=0.00 total=1\nfull avg10=0.75 avg60=0.00 avg300=0.00 total=1\n");
 }
 
+/* keeps "job" cgroups only */
+static bool keep_job(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return b && !strcmp(b, "/job");
+}
+
 static void test_set_v2(void)
 {
 	struct memcg_set s;
@@ -170,7 +178,7 @@ static void test_set_v2(void)
 	put("a.slice/cgroup.controllers", "\n");
 	v2_cgroup("a.slice/job", "900\n", "1000\n", "100", "low 0\nhigh 0\nmax 4\noom 1\noom_kill 1\n");
 	v2_cgroup("b", "50\n", "max\n", "10", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n");
-	memcg_set_init(&s, NULL, root, NULL, false);
+	memcg_set_init(&s, NULL, root, NULL, NULL, false);
 	CHECK_EQ(s.n, 2);
 	a = by_path(&s, "/a.slice/job");
 	b = by_path(&s, "/b");
@@ -206,7 +214,17 @@ static void test_set_v2(void)
 	CHECK_EQ(s.n, 2);
 	memcg_set_free(&s);
 	/* a prefix keeps only that subtree */
-	memcg_set_init(&s, NULL, root, "/a.slice", false);
+	memcg_set_init(&s, NULL, root, "/a.slice", NULL, false);
+	CHECK_EQ(s.n, 1);
+	CHECK(by_path(&s, "/a.slice/job") != NULL);
+	memcg_set_free(&s);
+	/* keep (--pod, --namespace): only the cgroups it keeps, the one below
+	 * a cgroup it refuses too, with a prefix or without */
+	memcg_set_init(&s, NULL, root, NULL, keep_job, false);
+	CHECK_EQ(s.n, 1);
+	CHECK(by_path(&s, "/a.slice/job") != NULL);
+	memcg_set_free(&s);
+	memcg_set_init(&s, NULL, root, "/a.slice", keep_job, false);
 	CHECK_EQ(s.n, 1);
 	CHECK(by_path(&s, "/a.slice/job") != NULL);
 out:
@@ -227,7 +245,7 @@ static void test_set_v1(void)
 	put("job/memory.stat", "cache 0\ninactive_file 7\ntotal_inactive_file 1000000\n");
 	put("job/memory.failcnt", "12\n");
 	put("job/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n");
-	memcg_set_init(&s, root, NULL, NULL, false);
+	memcg_set_init(&s, root, NULL, NULL, NULL, false);
 	/* the root is the host, not a cgroup to watch */
 	CHECK_EQ(s.n, 1);
 	a = by_path(&s, "/job");
@@ -256,7 +274,7 @@ static void test_set_watch(void)
 	if (make_root())
 		SKIP("no temporary directory");
 	v2_cgroup("x", "10\n", "20\n", "5", "max 0\n");
-	memcg_set_init(&s, NULL, root, NULL, true);
+	memcg_set_init(&s, NULL, root, NULL, NULL, true);
 	CHECK_EQ(s.n, 1);
 	gen = s.scan_gen;
 	v2_cgroup("x/y", "1\n", "2\n", "0", "max 0\n");
@@ -288,7 +306,7 @@ static void test_stat_skipped(void)
 	if (make_root())
 		SKIP("no temporary directory");
 	v2_cgroup("x", "10\n", "20\n", "5", "max 0\n");
-	memcg_set_init(&s, NULL, root, NULL, false);
+	memcg_set_init(&s, NULL, root, NULL, NULL, false);
 	a = by_path(&s, "/x");
 	CHECK(a != NULL);
 	if (a) {
@@ -324,7 +342,7 @@ static struct memcg *v1_job_counters(struct memcg_set *s, int failcnt)
 	put("job/memory.stat", "total_inactive_file 0\n");
 	put("job/memory.failcnt", buf);
 	put("job/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n");
-	memcg_set_init(s, root, NULL, NULL, false);
+	memcg_set_init(s, root, NULL, NULL, NULL, false);
 	a = by_path(s, "/job");
 	CHECK(a != NULL);
 	if (a)
@@ -409,7 +427,7 @@ static void test_arm_counts_errors(void)
 	if (v1_job_tree())
 		SKIP("no temporary directory");
 	put("job/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n");
-	memcg_set_init(&s, root, NULL, NULL, true);
+	memcg_set_init(&s, root, NULL, NULL, NULL, true);
 	CHECK_EQ(memcg_set_arm(&s, &arm), 0);
 	CHECK(s.epoll_fd >= 0);
 	/* no cgroup.event_control: the two thresholds and oom_control */
