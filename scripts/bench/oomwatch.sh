@@ -88,24 +88,6 @@ if [ -x "$OOMKILL" ] && [ "$OK_STATUS" != attached ]; then
 	done
 fi
 
-# ---- syscall overhead of the allocation hooks ----
-# every syscall passes the raw syscall tracepoints while oomwatch runs
-# with them: getppid() in a loop is the worst case
-SYSCALL_LOOPS=${SYSCALL_LOOPS:-1000000}
-sys_ops() {
-	perf bench syscall basic -l "$SYSCALL_LOOPS" 2>/dev/null | awk '/ops\/sec/ { print $1 }'
-}
-HAVE_PERF=
-if command -v perf >/dev/null && [[ $(sys_ops) =~ ^[0-9]+$ ]]; then
-	HAVE_PERF=1
-	bench_mode ovh-all stderr "Tracing" "$OOMWATCH" -i 10s
-	bench_mode ovh-classic stderr "Tracing" "$OOMWATCH" -i 10s --probe-mode tp_btf,tracepoint
-	bench_mode ovh-kills stderr "Tracing" "$OOMWATCH" -i 10s --alloc-min 0
-	run_overhead "$REPS" sys_ops ovh-all ovh-classic ovh-kills
-else
-	bench_log "perf bench syscall is missing: syscall overhead not measured"
-fi
-
 # ---- peak RSS ----
 mkdir -p "$BENCH_TMP/rss"
 for ((r = 1; r <= 3; r++)); do
@@ -232,22 +214,8 @@ body=$BENCH_TMP/body.md
 		md_row "libbpf-tools oomkill" "\`$(rel "$OOMKILL")\`" "never (fails)" "$(fmt "$okx" 1)" "-"
 	fi
 	md_h3 "Syscall overhead of the allocation hooks"
-	if [ -n "$HAVE_PERF" ]; then
-		echo "\`perf bench syscall basic -l $SYSCALL_LOOPS\` (getppid() in a loop: every call passes the raw"
-		echo "syscall tracepoints and returns after the syscall-number test), bare then with oomwatch"
-		echo "attached, interleaved pairs; ratio = ops/s with / ops/s bare, median of REPS=$REPS. The"
-		echo "classic row forces \`raw_syscalls\` tracepoints for the allocation hooks."
-		echo
-		md_header run command "bare ops/s" "with oomwatch ops/s" ratio "ratio min-max"
-		md_row "default (tp_btf)" "\`$O -i 10s\`" "$(ovh_median ovh-all bare)" "$(ovh_median ovh-all tool)" \
-			"**$(fmt "$(ovh_median ovh-all ratio)" 3)**" "$(ovh_spread ovh-all ratio)"
-		md_row "classic tracepoints" "\`$O -i 10s --probe-mode tp_btf,tracepoint\`" "$(ovh_median ovh-classic bare)" \
-			"$(ovh_median ovh-classic tool)" "**$(fmt "$(ovh_median ovh-classic ratio)" 3)**" "$(ovh_spread ovh-classic ratio)"
-		md_row "kills only" "\`$O -i 10s --alloc-min 0\`" "$(ovh_median ovh-kills bare)" "$(ovh_median ovh-kills tool)" \
-			"**$(fmt "$(ovh_median ovh-kills ratio)" 3)**" "$(ovh_spread ovh-kills ratio)"
-	else
-		echo "Not measured: perf (linux-perf) with \`perf bench syscall\` is missing."
-	fi
+	echo "In [Syscall overhead](#syscall-overhead), beside ipcsnoop and socketsnoop and the floor of"
+	echo "each hook set (\`scripts/bench/syscall-overhead.sh\`)."
 	md_h3 "Peak RSS"
 	echo "getrusage's ru_maxrss, \`/usr/bin/time -f %M\`, median of 3. The pages of the ring buffer"
 	echo "(8 MiB by default, as in every aiscope tool) count in it; kills and allocations need far less."
