@@ -41,23 +41,43 @@ t=$BENCH_TMP
 cc -O2 -I"$libbpf/include" scripts/bench/empty-hooks.c "$libbpf/lib/libbpf.a" -lelf -lz \
 	-o "$t/empty-hooks" || bench_die "building empty-hooks"
 
+# attached MODE: the BPF links the running MODE holds, from its fdinfo
+# ("raw_tracepoint NAME" for tp_btf and raw_tp, "perf NAME" for a classic
+# tracepoint): what it attached, after any plan edit that --list-probes
+# does not show (ipcsnoop drops sys_enter when its sys_exit is tp_btf)
+attached() {
+	local f
+	bench_start "$1" || bench_die "$1 did not start"
+	for f in /proc/"$BENCH_PID"/fdinfo/*; do
+		awk '$1 == "link_type:" { t = $2 } $1 == "tp_name:" { n = $2 }
+			END { if (t != "" && n != "") print t, n }' "$f" 2>/dev/null
+	done
+	bench_stop
+}
+
 # floor_object NAME TOOL ARGS...: the BPF object of empty programs on the
-# hooks TOOL ARGS... chooses here, at $t/NAME.floor.o; prints their list
+# hooks that TOOL ARGS... (bench mode NAME) attaches here, each by the
+# mechanism and target its --list-probes -j names, at $t/NAME.floor.o;
+# prints their sections
 floor_object() {
-	local name=$1 tool=$2 src=$t/$1.floor.bpf.c i=0 mech target sec
+	local name=$1 tool=$2 src=$t/$1.floor.bpf.c i=0 kind tp sec
 	shift 2
+	"$BUILD/$tool" "$@" --list-probes -j | jq -r 'select(.status == "chosen") | "\(.mechanism) \(.target)"' \
+		>"$t/$name.plan"
+	attached "$name" >"$t/$name.links"
 	{
 		echo '#include "vmlinux.h"'
 		echo '#include <bpf/bpf_helpers.h>'
-		"$BUILD/$tool" "$@" --list-probes -j | jq -r 'select(.status == "chosen") | "\(.mechanism) \(.target)"' |
-			while read -r mech target; do
-				case $mech in
-				tracepoint|tp_btf|raw_tp|fentry|fexit|kprobe|kretprobe) sec=$mech/$target ;;
-				*) bench_die "$tool: no empty program for $mech" ;;
-				esac
-				printf 'SEC("%s") int hook%d(void *ctx) { return 0; }\n' "$sec" "$i"
-				i=$((i + 1))
-			done
+		while read -r kind tp; do
+			if [ "$kind" = perf ]; then
+				sec=$(awk -v n="$tp" '$1 == "tracepoint" && $2 ~ ("/" n "$") { print $1 "/" $2; exit }' "$t/$name.plan")
+			else
+				sec=$(awk -v n="$tp" '($1 == "tp_btf" || $1 == "raw_tp") && $2 == n { print $1 "/" $2; exit }' "$t/$name.plan")
+			fi
+			[ -n "$sec" ] || bench_die "$name: link $kind $tp is in no plan entry"
+			printf 'SEC("%s") int hook%d(void *ctx) { return 0; }\n' "$sec" "$i"
+			i=$((i + 1))
+		done <"$t/$name.links"
 		echo 'char LICENSE[] SEC("license") = "GPL";'
 	} >"$src"
 	clang -O2 -g -target bpf -I"bpf/vmlinux/$arch" -I"$libbpf/include" -c "$src" -o "$t/$name.floor.o" ||
@@ -129,7 +149,8 @@ body=$BENCH_TMP/body.md
 	echo "the hooks do (bare runs alone spread over 2x), so *cost* is the lowest run with the tool"
 	echo "less the lowest bare run; the median of the pairs' differences is beside it. *floor*:"
 	echo "empty programs (\`return 0\`, scripts/bench/empty-hooks.c) on exactly the hooks the tool"
-	echo "chose here (its \`--list-probes -j\`), paired the same way: what the hook mechanisms cost"
+	echo "attached here (its BPF links' fdinfo, each by the mechanism its \`--list-probes -j\` names),"
+	echo "paired the same way: what the hook mechanisms cost"
 	echo "before any program body. Tool / floor compares the two costs."
 	echo
 	md_header tool command "hooks on the syscall path (chosen here)" "lowest bare ns" "lowest with ns" \
