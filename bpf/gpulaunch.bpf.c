@@ -688,6 +688,38 @@ static __always_inline __u32 rt_kind(__u64 v)
 	return (__u32)v <= GL_DEFAULT ? (__u32)v : GL_DEFAULT;
 }
 
+/* CUmemorytype: host 1, device 2, array 3, unified 4 */
+static __always_inline __u32 drv_dir(__u32 src, __u32 dst)
+{
+	if (src < 1 || src > 3 || dst < 1 || dst > 3)
+		return GL_DEFAULT;
+	if (src == 1)
+		return dst == 1 ? GL_H2H : GL_H2D;
+	return dst == 1 ? GL_D2H : GL_D2D;
+}
+
+/* The driver's 2D and 3D copies describe themselves in a struct: the
+ * memory types say the direction, WidthInBytes x Height (x Depth) the
+ * bytes. CUDA_MEMCPY2D: srcMemoryType@16, dstMemoryType@72, WidthInBytes
+ * @112, Height@120; CUDA_MEMCPY3D and _PEER: @32, @120, @176, @184, Depth@192. */
+static __always_inline __u64 drv_copy(__u64 p, __u32 shape, __u32 *kind)
+{
+	__u64 ext[3] = { 0, 0, 1 };
+	__u32 mt[2] = {};
+
+	if (shape == GL_SH_COPY_DRV_2D) {
+		bpf_probe_read_user(&mt[0], 4, (void *)(p + 16));
+		bpf_probe_read_user(&mt[1], 4, (void *)(p + 72));
+		bpf_probe_read_user(ext, 16, (void *)(p + 112));
+	} else {
+		bpf_probe_read_user(&mt[0], 4, (void *)(p + 32));
+		bpf_probe_read_user(&mt[1], 4, (void *)(p + 120));
+		bpf_probe_read_user(ext, 24, (void *)(p + 176));
+	}
+	*kind = shape == GL_SH_COPY_DRV_3D_PEER ? GL_PEER : drv_dir(mt[0], mt[1]);
+	return ext[0] * ext[1] * ext[2];
+}
+
 /* The bytes and the direction of a copy or memset, from its arguments. */
 static __always_inline __u64 copy_args(struct pt_regs *ctx, __u64 cookie, __u32 *kind)
 {
@@ -747,6 +779,10 @@ static __always_inline __u64 copy_args(struct pt_regs *ctx, __u64 cookie, __u32 
 		h = uarg_int(ctx, &c);
 		*kind = GL_MEMSET;
 		return (w * h) << elt;
+	case GL_SH_COPY_DRV_2D:
+	case GL_SH_COPY_DRV_3D:
+	case GL_SH_COPY_DRV_3D_PEER:
+		return drv_copy(uarg_int(ctx, &c), GL_SHAPE(cookie), kind);
 	case GL_SH_MEMSET_3D:
 		uarg_struct(ctx, &c, pp, sizeof(pp));	/* cudaPitchedPtr */
 		uarg_int(ctx, &c);			/* value */

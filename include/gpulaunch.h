@@ -64,6 +64,9 @@ enum gl_shape {
 	GL_SH_MEMSET = 8,	/* (ptr, value, count[, stream]): count elements */
 	GL_SH_MEMSET_2D = 9,	/* (ptr, pitch, value, width, height[, stream]) */
 	GL_SH_MEMSET_3D = 10,	/* (cudaPitchedPtr, int value, cudaExtent[, stream]) */
+	GL_SH_COPY_DRV_2D = 11,	/* (const CUDA_MEMCPY2D *[, stream]) */
+	GL_SH_COPY_DRV_3D = 12,	/* (const CUDA_MEMCPY3D *[, stream]) */
+	GL_SH_COPY_DRV_3D_PEER = 13, /* (const CUDA_MEMCPY3D_PEER *[, stream]) */
 	/* names */
 	GL_SH_REGISTER = 0,	/* __cudaRegisterFunction(handle, hostFun, deviceFun, ...) */
 	GL_SH_GETKERNEL = 1,	/* __cudaGetKernel(cudaKernel_t *out, hostFun) */

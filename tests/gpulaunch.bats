@@ -102,7 +102,7 @@ sample_sum() {
 	run "$BIN/gpulaunch" --list-probes --lib "$DOUBLE/libcuda.so.1"
 	for s in cuMemCreate cuMemRelease cuMemMap cuMemUnmap cuMemAddressReserve cuMemAddressFree \
 		cuMemHostAlloc cuMemAllocHost_v2 cuMemFreeHost cuMemAllocPitch_v2 cuMemsetD2D32_v2 \
-		cuMemcpyPeer; do
+		cuMemcpyPeer cuMemcpy2D_v2 cuMemcpy2DAsync_v2 cuMemcpy3D_v2 cuMemcpy3DPeer; do
 		echo "$output" | grep -qE "^driver +uprobe +$DOUBLE/libcuda.so.1:$s available: needs --mem" ||
 			{ echo "$s not listed"; false; }
 	done
@@ -314,7 +314,7 @@ need_mem_prog() {
 	# the runtime double under libcudart.so.13, which calls the driver
 	# double (nesting: one call each); every call succeeds
 	mem_run d "$DOUBLE/13/libcudart.so.13" "$DOUBLE/libcuda.so.1" -- "$DOUBLE/13:$DOUBLE"
-	[ "$(jq -s '[.[] | select(.stem)] | length' "$(out d)")" -eq 69 ]
+	[ "$(jq -s '[.[] | select(.stem)] | length' "$(out d)")" -eq 75 ]
 	[ "$(jq -s '[.[] | select(.stem and .rc != 0)] | length' "$(out d)")" -eq 0 ]
 	[ "$(wc -l < "$BATS_TEST_TMPDIR/d.cmp")" -eq 49 ]
 	[ ! -s "$BATS_TEST_TMPDIR/d.diff" ]
@@ -329,7 +329,7 @@ need_mem_prog() {
 		.vmm_map_calls == 4 and .vmm_unmap_calls == 2 and .vmm_unmap_bytes == 8 * 1048576 and
 		.vmm_reserve_calls == 2 and .vmm_address_free_bytes == 4 * 1048576 and
 		.vmm_reserved_bytes == 16 * 1048576 and
-		.copy_peer_calls == 6 and .copy_peer_bytes == 128 + 144 + 4096 + 5000 + 2048 + 3000 and
+		.copy_peer_calls == 7 and .copy_peer_bytes == 128 + 144 + 4096 + 5000 + 144 + 2048 + 3000 and
 		.memset_calls == 18 and .memset_bytes == 1000 + 2000 + 900 + 600 + 512 + 480 +
 			333 + 200 + 360 + 77 + 110 + 280 + 60 + 72 + 320 + 81 + 56 + 120' \
 		"$(out g-d)"
@@ -360,7 +360,7 @@ need_mem_prog() {
 	need_debian
 	mem_run v "$CUDA13" "$FIX/libcuda.so.1" -- "$(dirname "$CUDA13"):$FIX"
 	# CUDA_ERROR_NOT_INITIALIZED from every driver call, 35 from the runtime's
-	[ "$(jq -s '[.[] | select(.stem and (.api | startswith("cu")) and .rc == 3)] | length' "$(out v)")" -eq 36 ]
+	[ "$(jq -s '[.[] | select(.stem and (.api | startswith("cu")) and .rc == 3)] | length' "$(out v)")" -eq 42 ]
 	[ "$(wc -l < "$BATS_TEST_TMPDIR/v.cmp")" -eq 49 ]
 	[ ! -s "$BATS_TEST_TMPDIR/v.diff" ]
 	jq -e -s '[.[] | select(.row == "mem")] | last |
@@ -368,7 +368,8 @@ need_mem_prog() {
 		.vmm_reserve_failures == 2 and .vmm_unmap_unknown == 2 and .vmm_release_unknown == 2 and
 		.vmm_address_free_unknown == 1 and
 		.vmm_mapped_bytes == 0 and .pinned_alloc_failures == 4 and
-		.copy_peer_bytes == 128 + 144 + 4096 + 5000 + 2048 + 3000 and .memset_calls == 18' "$(out g-v)"
+		.copy_peer_bytes == 128 + 144 + 4096 + 5000 + 144 + 2048 + 3000 and .memset_calls == 18 and
+		.copy_default_bytes == 288 + 80' "$(out g-v)"
 }
 
 @test "--mem families built with the per-thread default stream: the _ptds and _ptsz exports of libcudart 13 and libcuda 535" {
@@ -381,7 +382,7 @@ need_mem_prog() {
 	if [ -e "$(fixture_dir)/libcuda.so.1" ]; then
 		ldp=$ldp:$(fixture_dir)
 		libs+=("$(fixture_dir)/libcuda.so.1")
-		n=69
+		n=75
 	fi
 	MEM_PROG=mem_ptds mem_run p "${libs[@]}" -- "$ldp"
 	[ "$(jq -s '[.[] | select(.stem)] | length' "$(out p)")" -eq "$n" ]
@@ -398,7 +399,7 @@ need_mem_prog() {
 	if [ -e "$(fixture_dir)/libcuda.so.1" ]; then
 		ldp=$(fixture_dir)
 		libs+=("$(fixture_dir)/libcuda.so.1")
-		n=69
+		n=75
 	fi
 	MEM_PROG=mem_static mem_run s "${libs[@]}" -- "$ldp"
 	[ "$(jq -s '[.[] | select(.stem)] | length' "$(out s)")" -eq "$n" ]
@@ -417,9 +418,9 @@ need_mem_prog() {
 	cat "$(out g)"
 	grep -E '^ +PID COMM +ALLOCS +ALLOC\(B\) FAILS ALLOC_P99\(us\) +FREES OUTSTANDING\(B\) +PINNED\(B\) +VMM\(B\) +MAPPED\(B\) +H2D\(B\) +D2H\(B\) +D2D\(B\) +PEER\(B\) +MEMSET\(B\) +SYNCS +SYNC\(ms\)$' "$(out g)"
 	# allocations 8, 2582016 B, no failure, 3 frees, 2247168 B outstanding;
-	# pinned 40960, VMM 6291456 held, 2097152 mapped; copies 2024, 1032, 768,
-	# peer 14416; memsets 7561; 3 syncs
-	grep -E '^ +[0-9]+ mem_shared +8 +2582016 +0 +[0-9.]+ +3 +2247168 +40960 +6291456 +2097152 +2024 +1032 +768 +14416 +7561 +3 +[0-9.]+$' "$(out g)"
+	# pinned 40960, VMM 6291456 held, 2097152 mapped; copies 2708, 1452, 856,
+	# peer 14560; memsets 7561; 3 syncs
+	grep -E '^ +[0-9]+ mem_shared +8 +2582016 +0 +[0-9.]+ +3 +2247168 +40960 +6291456 +2097152 +2708 +1452 +856 +14560 +7561 +3 +[0-9.]+$' "$(out g)"
 }
 
 # ---- discovery ----

@@ -295,6 +295,73 @@ static void driver_calls(void *drv)
 	      DRV("cuMemsetD2D16Async" PTSZ, cuMemsetD2D16Async)(buf, 512, 1, 7, 4, 0));
 	truth("cuMemsetD2D32Async" PTSZ, "memset", 5 * 6 * 4,
 	      DRV("cuMemsetD2D32Async" PTSZ, cuMemsetD2D32Async)(buf, 512, 1, 5, 6, 0));
+	/* 2D and 3D copies that describe themselves: direction from the
+	 * memory types (unified: default) */
+	{
+		CUDA_MEMCPY2D c = {};
+		CUDA_MEMCPY3D d = {};
+		CUDA_MEMCPY3D_PEER e = {};
+
+		c.srcMemoryType = CU_MEMORYTYPE_HOST;
+		c.srcHost = hbuf;
+		c.srcPitch = 512;
+		c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+		c.dstDevice = buf;
+		c.dstPitch = 512;
+		c.WidthInBytes = 100;
+		c.Height = 3;
+		truth("cuMemcpy2D_v2" PTDS, "copy_h2d", 100 * 3,
+		      DRV("cuMemcpy2D_v2" PTDS, cuMemcpy2D)(&c));
+		c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+		c.srcDevice = buf;
+		c.dstMemoryType = CU_MEMORYTYPE_HOST;
+		c.dstHost = hbuf;
+		c.WidthInBytes = 60;
+		c.Height = 7;
+		truth("cuMemcpy2DAsync_v2" PTSZ, "copy_d2h", 60 * 7,
+		      DRV("cuMemcpy2DAsync_v2" PTSZ, cuMemcpy2DAsync)(&c, 0));
+		c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+		c.dstDevice = buf + 65536;
+		c.WidthInBytes = 44;
+		c.Height = 2;
+		truth("cuMemcpy2DUnaligned_v2" PTDS, "copy_d2d", 44 * 2,
+		      DRV("cuMemcpy2DUnaligned_v2" PTDS, cuMemcpy2DUnaligned)(&c));
+		d.srcMemoryType = CU_MEMORYTYPE_HOST;
+		d.srcHost = hbuf;
+		d.srcPitch = 512;
+		d.srcHeight = 8;
+		d.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+		d.dstDevice = buf;
+		d.dstPitch = 512;
+		d.dstHeight = 8;
+		d.WidthInBytes = 32;
+		d.Height = 4;
+		d.Depth = 3;
+		truth("cuMemcpy3D_v2" PTDS, "copy_h2d", 32 * 4 * 3,
+		      DRV("cuMemcpy3D_v2" PTDS, cuMemcpy3D)(&d));
+		d.srcMemoryType = CU_MEMORYTYPE_UNIFIED;
+		d.srcDevice = (CUdeviceptr)hbuf;
+		d.WidthInBytes = 20;
+		d.Height = 2;
+		d.Depth = 2;
+		truth("cuMemcpy3DAsync_v2" PTSZ, "copy_default", 20 * 2 * 2,
+		      DRV("cuMemcpy3DAsync_v2" PTSZ, cuMemcpy3DAsync)(&d, 0));
+		e.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+		e.srcDevice = buf;
+		e.srcPitch = 512;
+		e.srcHeight = 8;
+		e.srcContext = ctx;
+		e.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+		e.dstDevice = buf + 131072;
+		e.dstPitch = 512;
+		e.dstHeight = 8;
+		e.dstContext = ctx;
+		e.WidthInBytes = 24;
+		e.Height = 3;
+		e.Depth = 2;
+		truth("cuMemcpy3DPeer" PTDS, "copy_peer", 24 * 3 * 2,
+		      DRV("cuMemcpy3DPeer" PTDS, cuMemcpy3DPeer)(&e));
+	}
 	/* peer copies (one device: the same context on both sides) */
 	truth("cuMemcpyPeer" PTDS, "copy_peer", 2048,
 	      DRV("cuMemcpyPeer" PTDS, cuMemcpyPeer)(buf + 8192, ctx, buf, ctx, 2048));

@@ -258,6 +258,20 @@ CUresult cuMemcpyPeerAsync(CUdeviceptr dst, void *dctx, CUdeviceptr src, void *s
 	return cuMemcpyPeer(dst, dctx, src, sctx, n);
 }
 
+/* the 2D and 3D copies: their struct is what gpulaunch reads */
+#define STRUCT_COPY(name, ...)							\
+CUresult name(const void *p, ##__VA_ARGS__)				\
+{									\
+	USE(p);								\
+	return 0;							\
+}
+STRUCT_COPY(cuMemcpy2D_v2)
+STRUCT_COPY(cuMemcpy2DUnaligned_v2)
+STRUCT_COPY(cuMemcpy2DAsync_v2, void *stream)
+STRUCT_COPY(cuMemcpy3D_v2)
+STRUCT_COPY(cuMemcpy3DAsync_v2, void *stream)
+STRUCT_COPY(cuMemcpy3DPeer)
+
 CUresult cuDeviceGetDefaultMemPool(void **pool, int dev)
 {
 	*pool = (void *)(uintptr_t)(0x9100 + dev);
