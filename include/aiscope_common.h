@@ -27,6 +27,10 @@ enum aiscope_lost_kind {
 	 * running on that CPU, a hook hit from inside another BPF program or
 	 * a preempted run), each an event the tool never saw */
 	AISCOPE_LOST_SKIPPED = AISCOPE_LOST_NR,
+	/* user space's: cgroup_mkdir records lib/cgroup's watcher lost (its
+	 * perf buffer was full), each a cgroup that has no path if it is
+	 * removed before a lookup */
+	AISCOPE_LOST_CGROUP,
 	AISCOPE_LOST_ALL,
 };
 

@@ -210,11 +210,15 @@ static void shared_families(const char *tool)
 	prom_gauge_set(build, (const char *[]){ tool, AISCOPE_VERSION, u.release }, 1);
 	/* HELP must be the same in every tool: node_exporter merges the files */
 	M.lost = aiscope_metric_counter("aiscope_lost_events_total",
-		"Events the kernel side could not deliver: ring buffer full (ringbuf_full) or map full (map_full).",
+		"Events lost: ring buffer full (ringbuf_full), map full (map_full), runs of the programs the kernel skipped (recursion_misses), cgroup creation records the watcher lost (cgroup_events_lost).",
 		lost_labels);
+	/* its kinds are fixed, no label sets of cgroups: never at a test's
+	 * lowered cap (AISCOPE_TEST_CAP_METRIC_SERIES) */
+	prom_set_max_series(M.lost, PROM_DEFAULT_MAX_SERIES);
 	prom_counter_set(M.lost, (const char *[]){ tool, "ringbuf_full" }, 0);
 	prom_counter_set(M.lost, (const char *[]){ tool, "map_full" }, 0);
 	prom_counter_set(M.lost, (const char *[]){ tool, "recursion_misses" }, 0);
+	prom_counter_set(M.lost, (const char *[]){ tool, "cgroup_events_lost" }, 0);
 	M.folded = aiscope_metric_counter("aiscope_metric_overflow_total",
 		"Updates of a label set that found its metric family at its series cap, no series idle long enough to make room, and went to the family's overflow=\"true\" series.",
 		tool_labels);
@@ -286,6 +290,8 @@ void metrics_publish(const uint64_t *lost)
 				 lost[AISCOPE_LOST_MAP]);
 		prom_counter_set(M.lost, (const char *[]){ M.tool, "recursion_misses" },
 				 lost[AISCOPE_LOST_SKIPPED]);
+		prom_counter_set(M.lost, (const char *[]){ M.tool, "cgroup_events_lost" },
+				 lost[AISCOPE_LOST_CGROUP]);
 	}
 	folded_check();
 	text = prom_render(M.reg, &len);

@@ -245,6 +245,9 @@ static void read_lost(struct aiscope_bpf *b, uint64_t now[AISCOPE_LOST_ALL])
 	uint64_t vals[ncpu > 0 ? ncpu : 1];
 
 	memset(now, 0, sizeof(uint64_t) * AISCOPE_LOST_ALL);
+	/* read as the loop drains the watcher: counted in the interval it
+	 * was found in */
+	now[AISCOPE_LOST_CGROUP] = cg_watch_lost();
 	if (b->obj)
 		now[AISCOPE_LOST_SKIPPED] = read_skipped(b->obj);
 	if (!m || ncpu <= 0)
@@ -272,13 +275,15 @@ static const char *lost_advice(const uint64_t d[AISCOPE_LOST_ALL])
 		return "try a larger --buffer-size or a filter";
 	if (d[AISCOPE_LOST_MAP])
 		return "try a filter (-p, -c, --container)";
-	return "the kernel skipped the tool's programs: they were running already on that CPU";
+	if (d[AISCOPE_LOST_SKIPPED])
+		return "the kernel skipped the tool's programs: they were running already on that CPU";
+	return "cgroups were made faster than the watcher read them: one made and removed then has no path";
 }
 
 uint64_t aiscope_lost_check(struct aiscope_bpf *b)
 {
 	uint64_t now[AISCOPE_LOST_ALL], d[AISCOPE_LOST_ALL], total = 0;
-	char skipped[64] = "";
+	char skipped[64] = "", cgroups[64] = "";
 
 	if (!b)
 		return 0;
@@ -299,14 +304,18 @@ uint64_t aiscope_lost_check(struct aiscope_bpf *b)
 		jw_ku64(&w, "ringbuf_full", d[AISCOPE_LOST_RINGBUF]);
 		jw_ku64(&w, "map_full", d[AISCOPE_LOST_MAP]);
 		jw_ku64(&w, "recursion_misses", d[AISCOPE_LOST_SKIPPED]);
+		jw_ku64(&w, "cgroup_events_lost", d[AISCOPE_LOST_CGROUP]);
 		jw_record_end(&w);
 	}
 	if (d[AISCOPE_LOST_SKIPPED])
 		snprintf(skipped, sizeof(skipped), ", runs the kernel skipped: %llu",
 			 (unsigned long long)d[AISCOPE_LOST_SKIPPED]);
-	fprintf(stderr, "%s: lost %llu events (ring buffer full: %llu, map full: %llu%s): %s\n",
+	if (d[AISCOPE_LOST_CGROUP])
+		snprintf(cgroups, sizeof(cgroups), ", cgroup creation records: %llu",
+			 (unsigned long long)d[AISCOPE_LOST_CGROUP]);
+	fprintf(stderr, "%s: lost %llu events (ring buffer full: %llu, map full: %llu%s%s): %s\n",
 		env.tool, (unsigned long long)total, (unsigned long long)d[AISCOPE_LOST_RINGBUF],
-		(unsigned long long)d[AISCOPE_LOST_MAP], skipped, lost_advice(d));
+		(unsigned long long)d[AISCOPE_LOST_MAP], skipped, cgroups, lost_advice(d));
 	return total;
 }
 
@@ -402,17 +411,12 @@ int aiscope_run(struct aiscope_loop *l, void (*summary)(void))
 /* user space's own losses, on stderr at the end (the summary has them) */
 static void report_losses(void)
 {
-	uint64_t evicted = ctrmeta_evicted(), cg_lost = cg_watch_lost();
-	uint64_t dropped = ctrmeta_expect_dropped();
+	uint64_t evicted = ctrmeta_evicted(), dropped = ctrmeta_expect_dropped();
 
 	if (evicted)
 		fprintf(stderr, "%s: %llu containers' names left the cache of %d (a name whose "
 			"runtime state was gone by then could not be given again)\n",
 			env.tool, (unsigned long long)evicted, CTRMETA_CAP);
-	if (cg_lost)
-		fprintf(stderr, "%s: lost %llu cgroup creation records (the perf buffer was full): "
-			"a cgroup made and removed then has no path\n",
-			env.tool, (unsigned long long)cg_lost);
 	if (dropped)
 		fprintf(stderr, "%s: %llu new containers' names were not read at their start "
 			"(%d were waiting for their runtime's state): one gone by its first line "

@@ -396,7 +396,7 @@ check_cgroup_filter() {
 	all_json "$BATS_TEST_TMPDIR/s.out"
 	jq -e -s '.[-1].type == "summary" and .[-1].lost_events > 0' "$BATS_TEST_TMPDIR/s.out"
 	jq -e -s '([.[] | select(.type == "lost") | .lost_events] | add) == .[-1].lost_events' "$BATS_TEST_TMPDIR/s.out"
-	jq -e -s 'all(.[] | select(.type == "lost"); .lost_events == .ringbuf_full + .map_full + .recursion_misses)' \
+	jq -e -s 'all(.[] | select(.type == "lost"); .lost_events == .ringbuf_full + .map_full + .recursion_misses + .cgroup_events_lost)' \
 		"$BATS_TEST_TMPDIR/s.out"
 	grep -q 'lost .* events .*--buffer-size' "$BATS_TEST_TMPDIR/s.err"
 }
