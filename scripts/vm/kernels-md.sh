@@ -30,8 +30,8 @@ info() { sed -n "s/^$2=//p" "$dir/$1.info"; }
 
 {
 	for k in $names; do
-		printf 'K\t%s\t%s\t%s\t%s\t%s\n' "$k" "$(info "$k" package)" "$(info "$k" kver)" \
-			"$(info "$k" accel)" "$(info "$k" seconds)"
+		printf 'K\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$k" "$(info "$k" package)" "$(info "$k" kver)" \
+			"$(info "$k" accel)" "$(info "$k" seconds)" "$(info "$k" depth)" "$(info "$k" not_run)"
 		tap_of "$k" | awk -v k="$k" -F'\n' '
 			/^# kernel .* [0-9]+-byte pages/ { p = $0; sub(/-byte pages.*/, "", p); sub(/.* /, "", p); print "P\t" k "\t" p }
 			/^AISCOPE-PLAN / { split($0, f, " "); print "H\t" k "\t" f[2] "\t" f[3] "\t" f[4] "\t" f[5] "\t" f[6] }
@@ -44,7 +44,7 @@ info() { sed -n "s/^$2=//p" "$dir/$1.info"; }
 	# the tool a test is of: its first word ("gpulaunch:", "schedlat"); a
 	# test of none (the leftovers check) is "all tools"
 	function tool_of(t,  w) { w = t; sub(/[^a-z0-9_].*$/, "", w); return (w in plan) ? w : "all tools" }
-	$1 == "K" { pkg[$2] = $3; kver[$2] = $4; accel[$2] = $5; secs[$2] = $6 }
+	$1 == "K" { pkg[$2] = $3; kver[$2] = $4; accel[$2] = $5; secs[$2] = $6; depth[$2] = $7 ? $7 : "full"; notrun[$2] = $8 + 0 }
 	$1 == "P" { page[$2] = $3 }
 	$1 == "H" {
 		tool = $3; hook = $4; plan[tool] = 1; ran[$2, tool] = 1
@@ -65,15 +65,19 @@ info() { sed -n "s/^$2=//p" "$dir/$1.info"; }
 		print "The kernels are Debian'"'"'s own packages (scripts/vm/kernels), booted in qemu; each tool'"'"'s"
 		print "end-to-end subset is `tests/vm/TOOL.sh`. A hook'"'"'s cell is the mechanism and target its"
 		print "default plan (`--list-probes`) chose on that kernel, `-` when no candidate could attach"
-		print "(the hook is optional there, or the tool exits 77 saying why). The tests also force"
-		print "each other mechanism the kernel has (`--probe-mode`)."
+		print "(the hook is optional there, or the tool exits 77 saying why). At the full depth the"
+		print "tests also force each other mechanism the kernel has (`--probe-mode`); at the default"
+		print "depth (VM_DEPTH=default) a question asked through several mechanisms is asked through"
+		print "those up to the first that passes, the one this kernel gives the tool, and the rest"
+		print "are counted as not run."
 		print ""
-		print "| kernel | package | version | page size | qemu | passed | failed | skipped | boot+tests |"
-		print "|---|---|---|---|---|---|---|---|---|"
+		print "| kernel | package | version | page size | qemu | depth | passed | failed | skipped | not run | boot+tests |"
+		print "|---|---|---|---|---|---|---|---|---|---|---|"
 		for (i = 1; i <= nk; i++) {
 			k = ks[i]; split(pkg[k], pv, " ")
-			printf "| %s | `%s` | %s | %s | %s | %d | %d | %d | %s s |\n", k, pv[1], pv[2],
-				page[k] ? page[k] / 1024 " KiB" : "?", accel[k], tot[k, "pass"], tot[k, "fail"], tot[k, "skip"], secs[k]
+			printf "| %s | `%s` | %s | %s | %s | %s | %d | %d | %d | %d | %s s |\n", k, pv[1], pv[2],
+				page[k] ? page[k] / 1024 " KiB" : "?", accel[k], depth[k], tot[k, "pass"], tot[k, "fail"], tot[k, "skip"],
+				notrun[k], secs[k]
 		}
 		n = 0
 		for (t in tools) tl[++n] = t

@@ -30,7 +30,15 @@
 #    `make kernels-md` puts it in docs/).
 # Logs: build/vm/NAME.log (serial console), NAME.info (package, timings).
 #
-# Environment: KERNELS, VM_TOOLS (the tools whose tests/vm/TOOL.sh run;
+# Depth: every kernel runs every test of tests/vm/ (VM_DEPTH=full, the
+# default), or with VM_DEPTH=default, of each group of tests that asks one
+# question through each mechanism a tool has (run_in in tests/vm/lib.sh),
+# those up to the first that passes: the mechanism that kernel gives the
+# tool by default, as a user gets it. The kernels named in VM_FULL (names
+# of scripts/vm/kernels) run at the full depth either way (.ci/run: the
+# whole matrix at the default depth, the 6.1 pair at the full depth).
+#
+# Environment: KERNELS, VM_DEPTH (full), VM_FULL (none), VM_TOOLS (the tools whose tests/vm/TOOL.sh run;
 # default all, e.g. VM_TOOLS=socketsnoop while working on one), VM_JOBS (2), VM_TIMEOUT_x86 (1200 s), VM_TIMEOUT_arm64
 # (2400 s; the limits of one VM's boot and tests on a loaded machine), VM_MEM (1024 MiB), VM_SMP (2), VM_ACCEL (kvm or tcg: skips the
 # trial), and those of fetch.sh.
@@ -214,6 +222,13 @@ accel() {
 		[ -z "${VM_ACCEL:-}" ] && echo " (a KVM boot of $k did not reach /init within 30 s: $(($(date +%s) - t)) s tried)")"
 }
 
+# depth_of NAME: the depth kernel NAME runs its tests at
+depth_of() {
+	case " ${VM_FULL:-} " in *" $1 "*) echo full; return ;; esac
+	echo "${VM_DEPTH:-full}"
+}
+case ${VM_DEPTH:-full} in full|default) ;; *) echo "run-matrix.sh: VM_DEPTH must be full or default, not '$VM_DEPTH'" >&2; exit 2 ;; esac
+
 # run_vm NAME: boots it; results in $out/NAME.result ("ok|TEXT",
 # "not_ok|TEXT", "skip|TEXT|WHY", "diag|TEXT"), timings in $out/NAME.info
 run_vm() {
@@ -242,7 +257,7 @@ run_vm() {
 	eval "limit=\${VM_TIMEOUT_$arch:-}"
 	[ -n "$limit" ] || limit=$([ "$arch" = x86 ] && echo 1200 || echo 2400)
 	set -- -m "${VM_MEM:-1024}" -smp "${VM_SMP:-2}" -nographic -no-reboot -nic none \
-		-kernel "${KERNEL[$k]}" -initrd "$initrd" -append "console=$console quiet panic=-1"
+		-kernel "${KERNEL[$k]}" -initrd "$initrd" -append "console=$console quiet panic=-1 aiscope.depth=$(depth_of "$k")"
 	if [ "$arch" = arm64 ]; then
 		[ "${ACCEL[$arch]}" = kvm ] && set -- -accel kvm -M virt -cpu host "$@"
 		[ "${ACCEL[$arch]}" = kvm ] || set -- -accel tcg -M virt -cpu max,pauth-impdef=on "$@"
@@ -301,6 +316,8 @@ run_vm() {
 		echo "accel=${ACCEL[$arch]}"
 		echo "seconds=$((t2 - t1))"
 		echo "boots=$attempt"
+		echo "depth=$(depth_of "$k")"
+		echo "not_run=$(sed -n 's/^.*AISCOPE-DEPTH [a-z]* \([0-9]*\).*$/\1/p' "$log" | head -1)"
 	} > "$out/$k.info"
 }
 

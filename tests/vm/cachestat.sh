@@ -163,7 +163,7 @@ t_cs_function() {
 }
 
 run_test "cachestat --list-probes: function hooks chosen, one access mode" 120 t_cs_plan
-run_test "cachestat fentry: misses, hits, dirties of a file and its reader" 240 t_cs_function fentry
-run_test "cachestat kprobe: misses, hits, dirties of a file and its reader" 240 t_cs_function kprobe
-run_test "cachestat tp_btf: misses, dirties (hits where the access tracepoints exist)" 240 t_cs_file tp_btf
-run_test "cachestat tracepoint: misses, dirties (hits where the access tracepoints exist)" 240 t_cs_file tracepoint
+run_in cs-function "cachestat fentry: misses, hits, dirties of a file and its reader" 240 t_cs_function fentry
+run_in cs-function "cachestat kprobe: misses, hits, dirties of a file and its reader" 240 t_cs_function kprobe
+run_in cs-file "cachestat tp_btf: misses, dirties (hits where the access tracepoints exist)" 240 t_cs_file tp_btf
+run_in cs-file "cachestat tracepoint: misses, dirties (hits where the access tracepoints exist)" 240 t_cs_file tracepoint

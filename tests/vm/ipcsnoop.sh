@@ -132,5 +132,5 @@ t_ipc_fexit_plan() {
 run_test "ipcsnoop --list-probes: a plan with the syscall path" 120 t_ipc_plan
 run_test "ipcsnoop fexit hooks chosen where the kernel has them" 120 t_ipc_fexit_plan
 for m in fentry,tp_btf tp_btf raw_tp tracepoint; do
-	run_test "ipcsnoop $m: every mechanism exact (bytes, messages, writers, readers)" 240 t_ipc_exact $m
+	run_in ipc-exact "ipcsnoop $m: every mechanism exact (bytes, messages, writers, readers)" 240 t_ipc_exact $m
 done

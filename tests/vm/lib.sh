@@ -79,6 +79,34 @@ run_test() {
 	fi
 }
 
+# The depth of this run: aiscope.depth= on the kernel command line
+# (scripts/vm/run-matrix.sh: VM_DEPTH, VM_FULL). "full" runs every test;
+# "default" runs, of each group of run_in tests (the same question asked
+# through each mechanism the tool has for it, in the order of its plan),
+# those up to the first that passes: the mechanism this kernel gives the
+# tool by default. The rest are not run, counted in NOT_RUN and named in a
+# diagnostic line, never reported as passed or skipped.
+DEPTH=$(sed -n 's/.*aiscope\.depth=\([a-z]*\).*/\1/p' /proc/cmdline)
+DEPTH=${DEPTH:-full}
+NOT_RUN=0
+PASSED_GROUPS=" "
+
+# run_in GROUP NAME LIMIT FUNC [ARGS...]: run_test NAME ... as one of
+# GROUP's mechanisms
+run_in() {
+	_g=$1
+	shift
+	case "$DEPTH:$PASSED_GROUPS" in
+	"default:"*" $_g "*)
+		NOT_RUN=$((NOT_RUN + 1))
+		echo "# not run at the default depth (an earlier mechanism of $_g passed): $1"
+		return 0 ;;
+	esac
+	run_test "$@"
+	[ "$_rc" -eq 0 ] && PASSED_GROUPS="$PASSED_GROUPS$_g "
+	return 0
+}
+
 # json_out: the JSON lines the tools of test $N wrote into $T, gzipped and
 # in base64 on the console between markers with the archive's md5, for
 # scripts/vm/run-matrix.sh to check against docs/schema/ on the host (no

@@ -146,5 +146,5 @@ run_test "nclstat decodes every argument (registers, stack, the id by value)" 12
 run_test "nclstat: calls, bytes and sizes of four ranks exact" 180 t_ranks
 run_test "nclstat: rank skew, the lagging rank and a hung call" 180 t_skew
 for m in tp_btf raw_tp tracepoint fentry kprobe; do
-	run_test "nclstat $m exit hook: a rank killed in a call leaves nothing" 120 t_kill $m
+	run_in ncl-kill "nclstat $m exit hook: a rank killed in a call leaves nothing" 120 t_kill $m
 done

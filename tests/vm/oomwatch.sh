@@ -240,16 +240,16 @@ t_alloc() {
 
 run_test "oomwatch --list-probes" 60 t_list_probes
 for m in tp_btf raw_tp tracepoint; do
-	run_test "oomwatch $m: mmap, mremap and brk growth of 300 MiB" 120 t_alloc $m
+	run_in oom-alloc "oomwatch $m: mmap, mremap and brk growth of 300 MiB" 120 t_alloc $m
 done
 for m in tp_btf raw_tp tracepoint; do
-	run_test "oomwatch $m: memcg OOM kill in a v2 64 MiB cgroup, alert first" 180 t_kill $m
+	run_in oom-kill "oomwatch $m: memcg OOM kill in a v2 64 MiB cgroup, alert first" 180 t_kill $m
 	cleanup_memcgs
 done
 run_test "oomwatch tp_btf, BPF told of 1024 CPUs: the rss sum bounded by nr_cpu_ids, exact" 180 t_kill_sum1024 tp_btf
 cleanup_memcgs
 for m in fentry,kprobe kprobe; do
-	run_test "oomwatch $m + oom_kill_process: memcg OOM kill, its context" 180 t_kill "$m,tp_btf,raw_tp,tracepoint" 4096 20
+	run_in oom-context "oomwatch $m + oom_kill_process: memcg OOM kill, its context" 180 t_kill "$m,tp_btf,raw_tp,tracepoint" 4096 20
 	cleanup_memcgs
 done
 run_test "oomwatch: v2 kills at 10 MiB/s to full speed in 64 and 256 MiB cgroups, each after an alert" 240 t_rates

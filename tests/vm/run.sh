@@ -6,7 +6,7 @@
 # with "#" diagnostics. Exits 1 when a test failed.
 dir=$(dirname "$0")
 . "$dir/lib.sh"
-echo "# kernel $(uname -r) $(uname -m), $(nproc) CPUs, $(page_size)-byte pages; $(cat /proc/cmdline)"
+echo "# kernel $(uname -r) $(uname -m), $(nproc) CPUs, $(page_size)-byte pages, depth $DEPTH; $(cat /proc/cmdline)"
 # the preemption model (BPF programs run under migrate_disable only can be
 # preempted under full and lazy preemption: recursion misses, see ipcsnoop.sh)
 echo "# preemption: $(cat /sys/kernel/debug/sched/preempt 2>/dev/null || echo unknown) ($(grep -m1 -oE 'Dynamic Preempt: [a-z]+' /tmp/kmsg.boot 2>/dev/null || echo 'no Dynamic Preempt line'))"
@@ -60,5 +60,7 @@ t_nothing_attached() {
 	[ $left -eq 0 ] || fail "$left BPF objects or probe events left after the tools exited"
 }
 run_test "nothing attached after the tools exit (BPF fds, kprobe and uprobe events)" 60 t_nothing_attached
+echo "# depth $DEPTH: $N tests run, $NOT_RUN not run (mechanisms after the first that passed)"
+echo "AISCOPE-DEPTH $DEPTH $NOT_RUN"
 echo "1..$N"
 [ "$FAILED" -eq 0 ]

@@ -190,15 +190,15 @@ t_kret() {
 
 run_test "socketsnoop --list-probes: a mechanism for send, recv, state" 120 t_list_probes
 for m in tcp4 tcp6 udp4 udp6; do
-	run_test "socketsnoop function hooks $m: exact bytes, calls, peers" 120 t_func t_pair $m
+	run_in ss-$m "socketsnoop function hooks $m: exact bytes, calls, peers" 120 t_func t_pair $m
 done
-run_test "socketsnoop function hooks unconnected UDP: real peers" 120 t_func t_unconnected
-run_test "socketsnoop function hooks -e: connect, accept, close" 120 t_func t_events
+run_in ss-unconnected "socketsnoop function hooks unconnected UDP: real peers" 120 t_func t_unconnected
+run_in ss-events "socketsnoop function hooks -e: connect, accept, close" 120 t_func t_events
 for m in tcp4 udp6; do
-	run_test "socketsnoop kretprobe $m: exact bytes, calls, peers" 120 t_kret t_pair $m kprobe,tracepoint
+	run_in ss-$m "socketsnoop kretprobe $m: exact bytes, calls, peers" 120 t_kret t_pair $m kprobe,tracepoint
 done
-run_test "socketsnoop kretprobe unconnected UDP: real peers" 120 t_kret t_unconnected kprobe,tracepoint
-run_test "socketsnoop kretprobe -e: connect, accept, close" 120 t_kret t_events kprobe,tracepoint
+run_in ss-unconnected "socketsnoop kretprobe unconnected UDP: real peers" 120 t_kret t_unconnected kprobe,tracepoint
+run_in ss-events "socketsnoop kretprobe -e: connect, accept, close" 120 t_kret t_events kprobe,tracepoint
 run_test "socketsnoop tracepoint path (or exit 77 before 6.3)" 120 t_tracepoints
 t_events_default() {
 	no_send_path "$1"

@@ -69,5 +69,5 @@ t_topo_life() {
 
 run_test "topograph --list-probes: the lifecycle hooks" 120 t_topo_plan
 for m in tp_btf raw_tp tracepoint; do
-	run_test "topograph $m: the lifecycle helper's pids, parents, exit code and execs" 180 t_topo_life $m
+	run_in topo-life "topograph $m: the lifecycle helper's pids, parents, exit code and execs" 180 t_topo_life $m
 done
