@@ -42,13 +42,18 @@ static __always_inline struct file *aiscope_fd_file(struct task_struct *t, long 
  * step costs more than the rest of a hot path). */
 static __always_inline struct file *aiscope_fd_file_btf(long fd)
 {
-	struct task_struct *t = bpf_get_current_task_btf();
+	struct task_struct *t;
 	struct fdtable *fdt;
 	struct file *f = NULL;
 	unsigned long fds;
 
 	if (fd < 0)
 		return NULL;
+	/* bpf_get_current_task_btf() is 5.11: the verifier drops the branch
+	 * that a kernel without it does not take */
+	if (!bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_current_task_btf))
+		return aiscope_fd_file((struct task_struct *)bpf_get_current_task(), fd);
+	t = bpf_get_current_task_btf();
 	fdt = t->files->fdt;
 	if (!fdt || (unsigned long)fd >= fdt->max_fds)
 		return NULL;

@@ -150,6 +150,10 @@ struct name_src {
 	struct file *file;	/* FIFO path, mq name */
 	struct sock *sk;	/* unix: this socket's or its peer's address */
 	struct sock *peer;
+	/* the syscall path: its number and arguments, where an unconnected
+	 * send's address is (NULL elsewhere) */
+	const unsigned long *sys_a;
+	long sys_nr;
 };
 
 static __always_inline bool kind_on(__u32 kind)
@@ -159,64 +163,74 @@ static __always_inline bool kind_on(__u32 kind)
 
 /* ---- names ---- */
 
-struct walk {
-	struct dentry *d;
-	struct vfsmount *vm;
-	struct mount *m;
-	__u32 depth;
-	__u32 flags;
-};
+#define IPC_NAME_MOUNTS	8	/* mounts a path walk crosses between two components */
 
-/* one step up: a mount crossing, or one component into name_buf */
-static long walk_step(__u32 i, struct walk *w)
+/* Up out of every mount whose root *d is (stacked mounts, a mount at a
+ * mount point): false at the root of the mount namespace, or when more
+ * than IPC_NAME_MOUNTS are stacked there */
+static __always_inline bool cross_mounts(struct dentry **d, struct mount **m, bool *trunc)
 {
-	struct dentry *d = w->d, *root, *parent;
-	struct vfsmount *vm = w->vm;
-	struct mount *m = w->m, *mp;
-	struct ipc_name *n;
-	const unsigned char *s;
-	__u32 zero = 0;
+	struct vfsmount *vm;
+	struct mount *mp;
 
-	root = BPF_CORE_READ(vm, mnt_root);
-	if (d == root) {
-		mp = BPF_CORE_READ(m, mnt_parent);
-		if (mp == m)
-			return 1;
-		w->d = BPF_CORE_READ(m, mnt_mountpoint);
-		w->m = mp;
-		w->vm = &mp->mnt;
-		return 0;
+	/* unrolled, here and in name_path and hash_name, which are
+	 * subprograms so that their code is there once: a loop whose
+	 * back-edge clang lays out as a fall-through is refused by kernels
+	 * before 6.x ("back-edge from insn N to N+1") */
+#pragma unroll
+	for (int c = 0; c < IPC_NAME_MOUNTS; c++) {
+		vm = &(*m)->mnt;
+		if (*d != BPF_CORE_READ(vm, mnt_root))
+			return true;
+		mp = BPF_CORE_READ(*m, mnt_parent);
+		if (mp == *m)
+			return false;
+		*d = BPF_CORE_READ(*m, mnt_mountpoint);
+		*m = mp;
 	}
-	parent = BPF_CORE_READ(d, d_parent);
-	if (parent == d)
-		return 1;
-	if (w->depth >= IPC_NAME_DEPTH) {
-		w->flags |= IPC_NAME_TRUNC;
-		return 1;
-	}
-	n = bpf_map_lookup_elem(&name_buf, &zero);
-	if (!n)
-		return 1;
-	s = BPF_CORE_READ(d, d_name.name);
-	bpf_probe_read_kernel_str(n->comp[w->depth & (IPC_NAME_DEPTH - 1)], IPC_NAME_LEN, s);
-	w->depth++;
-	w->d = parent;
-	return 0;
+	vm = &(*m)->mnt;
+	if (*d != BPF_CORE_READ(vm, mnt_root))
+		return true;
+	*trunc = true;
+	return false;
 }
 
-/* Dentry names leaf first up to the root of the mount namespace, crossing
- * mount points (bpf_d_path() is not allowed in tracepoints). */
-static __always_inline void name_path(struct ipc_name *n, struct file *f)
+/*
+ * Dentry names leaf first up to the root of the mount namespace, crossing
+ * mount points (bpf_d_path() is not allowed in tracepoints). Bounded
+ * loops, not bpf_loop(): callbacks are 5.13+. One step per component with
+ * the depth as its counter and the mount crossings in steps of their own
+ * that leave no state behind, so that the verifier meets each depth once
+ * (a loop whose steps are either a component or a crossing takes it past
+ * a million instructions at 16 steps). Beyond IPC_NAME_DEPTH components
+ * the name is marked truncated.
+ */
+static __noinline int name_path(struct ipc_name *n, struct file *f)
 {
-	struct walk w = {
-		.d = BPF_CORE_READ(f, f_path.dentry),
-		.vm = BPF_CORE_READ(f, f_path.mnt),
-	};
+	struct dentry *d = BPF_CORE_READ(f, f_path.dentry), *parent;
+	struct vfsmount *vm = BPF_CORE_READ(f, f_path.mnt);
+	struct mount *m = container_of(vm, struct mount, mnt);
+	bool trunc = false;
+	__u32 depth;
 
-	w.m = container_of(w.vm, struct mount, mnt);
-	bpf_loop(IPC_NAME_DEPTH + 16, walk_step, &w, 0);
-	n->depth = w.depth;
-	n->flags = w.flags;
+#pragma unroll
+	for (depth = 0; depth < IPC_NAME_DEPTH; depth++) {
+		if (!cross_mounts(&d, &m, &trunc))
+			goto out;
+		parent = BPF_CORE_READ(d, d_parent);
+		if (parent == d)
+			goto out;
+		bpf_probe_read_kernel_str(n->comp[depth & (IPC_NAME_DEPTH - 1)], IPC_NAME_LEN,
+					  BPF_CORE_READ(d, d_name.name));
+		d = parent;
+	}
+	/* a component above the ones kept */
+	if (cross_mounts(&d, &m, &trunc) && BPF_CORE_READ(d, d_parent) != d)
+		trunc = true;
+out:
+	n->depth = depth;
+	n->flags = trunc ? IPC_NAME_TRUNC : 0;
+	return 0;
 }
 
 static __always_inline bool name_unix_addr(struct ipc_name *n, struct sock *sk)
@@ -345,7 +359,10 @@ static __always_inline void account(const struct ipc_key *ch, __u32 dir, __u64 b
 		}
 	}
 	__sync_fetch_and_add(&st->ops, 1);
-	__sync_fetch_and_add(&st->bytes, bytes);
+	/* (an add of a constant 0, where the caller passes one, clang turns
+	 * into an atomic or: an instruction of 5.12) */
+	if (bytes)
+		__sync_fetch_and_add(&st->bytes, bytes);
 	st->last_ts = now;
 	if (peer)
 		st->peer_pid = peer;
@@ -379,7 +396,7 @@ struct walk_hash {
 
 /* FNV-1a; a path ends at its first NUL, an abstract name (leading NUL)
  * has all its bytes */
-static long hash_step(__u32 i, struct walk_hash *w)
+static __always_inline long hash_step(__u32 i, struct walk_hash *w)
 {
 	char c;
 
@@ -395,25 +412,81 @@ static long hash_step(__u32 i, struct walk_hash *w)
 	return 0;
 }
 
-static __always_inline bool unix_dest(struct ipc_key *ch)
+/* one subprogram, unrolled: see cross_mounts */
+static __noinline int hash_name(struct walk_hash *w)
 {
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+#pragma unroll
+	for (__u32 i = 0; i < 108; i++)
+		if (hash_step(i, w))
+			break;
+	return 0;
+}
+
+/* The address an unconnected send names, from the syscall's arguments in
+ * the task's saved user registers (a user pointer). bpf_task_pt_regs() is
+ * 5.15: before it the verifier drops this branch, and a hook that has the
+ * kernel's msghdr uses that instead. */
+static __always_inline bool dest_from_regs(const void **addr, long *alen)
+{
 	struct user_msghdr um;
-	struct walk_hash w = { .h = 14695981039346656037ULL };
-	struct ipc_name *n;
-	const void *addr;
-	long nr = SYSCALL_NR(regs), alen;
-	__u32 zero = 0, len;
+	struct pt_regs *regs;
+	long nr;
+
+	if (!bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs) ||
+	    !bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_current_task_btf))
+		return false;
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	nr = SYSCALL_NR(regs);
+	if (nr == NR_sendto) {
+		*addr = (const void *)PT_REGS_PARM5_CORE_SYSCALL(regs);
+		*alen = SYSCALL_A6(regs);
+		return true;
+	}
+	if (nr != NR_sendmsg ||
+	    bpf_probe_read_user(&um, sizeof(um), (void *)PT_REGS_PARM2_CORE_SYSCALL(regs)))
+		return false;
+	*addr = um.msg_name;
+	*alen = um.msg_namelen;
+	return true;
+}
+
+/* the same from the arguments the syscall path already read */
+static __always_inline bool dest_from_args(long nr, const unsigned long *a, const void **addr,
+					   long *alen)
+{
+	struct user_msghdr um;
 
 	if (nr == NR_sendto) {
-		addr = (const void *)PT_REGS_PARM5_CORE_SYSCALL(regs);
-		alen = SYSCALL_A6(regs);
-	} else if (nr == NR_sendmsg) {
-		if (bpf_probe_read_user(&um, sizeof(um), (void *)PT_REGS_PARM2_CORE_SYSCALL(regs)))
+		*addr = (const void *)a[4];
+		*alen = a[5];
+		return true;
+	}
+	if (nr != NR_sendmsg || bpf_probe_read_user(&um, sizeof(um), (void *)a[1]))
+		return false;
+	*addr = um.msg_name;
+	*alen = um.msg_namelen;
+	return true;
+}
+
+/* kmsg: the sendmsg function's msghdr where the hook has it (fexit); its
+ * msg_name is the kernel's copy of the address (the syscall moved it
+ * there), good on every kernel with trampolines */
+static __always_inline bool unix_dest(struct ipc_key *ch, struct msghdr *kmsg,
+				      const struct name_src *src)
+{
+	struct walk_hash w = { .h = 14695981039346656037ULL };
+	struct ipc_name *n;
+	const void *addr = NULL;
+	long alen = 0, err;
+	__u32 zero = 0, len;
+
+	if (kmsg) {
+		addr = BPF_CORE_READ(kmsg, msg_name);
+		alen = BPF_CORE_READ(kmsg, msg_namelen);
+	} else if (src->sys_a) {
+		if (!dest_from_args(src->sys_nr, src->sys_a, &addr, &alen))
 			return false;
-		addr = um.msg_name;
-		alen = um.msg_namelen;
-	} else {
+	} else if (!dest_from_regs(&addr, &alen)) {
 		return false;
 	}
 	alen -= sizeof(unsigned short);		/* sun_family */
@@ -423,11 +496,15 @@ static __always_inline bool unix_dest(struct ipc_key *ch)
 	if (!n)
 		return false;
 	len = alen > 108 ? 108 : alen;
-	if (bpf_probe_read_user(n->raw, len & 127, addr + sizeof(unsigned short)))
+	if (kmsg)
+		err = bpf_probe_read_kernel(n->raw, len & 127, addr + sizeof(unsigned short));
+	else
+		err = bpf_probe_read_user(n->raw, len & 127, addr + sizeof(unsigned short));
+	if (err)
 		return false;
 	w.s = n->raw;
 	w.len = len;
-	bpf_loop(108, hash_step, &w, 0);
+	hash_name(&w);
 	ch->id = w.h | IPC_UNIX_ADDR_ID;
 	ch->id2 = 0;
 	n->depth = 0;
@@ -447,7 +524,7 @@ static __always_inline bool unix_dest(struct ipc_key *ch)
  * receiving inode: id is 0 then, and user space files those bytes under
  * the channel that the receiver's reads name (same id2). */
 static __always_inline void unix_key(struct sock *sk, bool send, struct ipc_key *ch,
-				     struct name_src *src)
+				     struct name_src *src, struct msghdr *kmsg)
 {
 	struct unix_sock *u = (void *)sk;
 	struct sock *peer = BPF_CORE_READ(u, peer);
@@ -461,18 +538,18 @@ static __always_inline void unix_key(struct sock *sk, bool send, struct ipc_key 
 	src->file = NULL;
 	src->sk = tx;
 	src->peer = rx;
-	if (send && !peer && unix_dest(ch))
+	if (send && !peer && unix_dest(ch, kmsg, src))
 		src->sk = NULL;		/* its name is made */
 }
 
-static __always_inline void unix_op(struct sock *sk, bool send, long ret)
+static __always_inline void unix_op(struct sock *sk, bool send, long ret, struct msghdr *kmsg)
 {
 	struct ipc_key ch;
-	struct name_src src;
+	struct name_src src = {};
 
 	if (ret <= 0)
 		return;
-	unix_key(sk, send, &ch, &src);
+	unix_key(sk, send, &ch, &src, kmsg);
 	account(&ch, send ? IPC_WRITE : IPC_READ, ret, aiscope_sk_peer_tgid(sk), &src, ret);
 }
 
@@ -489,7 +566,7 @@ AISCOPE_BTF_RAW(sock_send_length, sock_send, struct sock *sk, int ret, int flags
 {
 	if (!unix_pass(sk))
 		return 0;
-	unix_op(sk, true, ret);
+	unix_op(sk, true, ret, NULL);
 	return 0;
 }
 
@@ -497,7 +574,7 @@ AISCOPE_BTF_RAW(sock_recv_length, sock_recv, struct sock *sk, int ret, int flags
 {
 	if ((flags & MSG_PEEK) || !unix_pass(sk))
 		return 0;
-	unix_op(sk, false, ret);
+	unix_op(sk, false, ret, NULL);
 	return 0;
 }
 
@@ -521,7 +598,7 @@ int BPF_PROG(prog, struct socket *sock, args, int ret)				\
 										\
 	if (skip)								\
 		return 0;							\
-	unix_op(sk, send, ret);							\
+	unix_op(sk, send, ret, msg);						\
 	return 0;								\
 }
 #define UNIX_SEND_ARGS	struct msghdr *msg, size_t len
@@ -579,7 +656,7 @@ static __always_inline __u32 classify(struct file *f, __u32 dir, struct ipc_key 
 		sk = BPF_CORE_READ(sock, sk);
 		if (!sk || aiscope_sk_family(sk) != AISCOPE_AF_UNIX)
 			return IPC_NONE;
-		unix_key(sk, dir == IPC_WRITE, ch, src);
+		unix_key(sk, dir == IPC_WRITE, ch, src, NULL);
 		*peer = aiscope_sk_peer_tgid(sk);
 		kind = IPC_UNIX;
 	} else if (&eventfd_write && BPF_CORE_READ(f, f_op, write) == (void *)&eventfd_write) {
@@ -630,9 +707,11 @@ static __always_inline bool sys_wanted(long id)
 }
 
 /* Fills p for one fd that the syscall reads (dir IPC_READ) or writes. */
-static __always_inline bool op_fd(struct pending *p, long fd, __u32 dir, bool btf)
+static __always_inline bool op_fd(struct pending *p, long nr, const unsigned long *a, __u32 dir,
+				  bool btf)
 {
-	struct name_src src;
+	struct name_src src = { .sys_a = a, .sys_nr = nr };
+	long fd = a[0];
 
 	if (!classify_fd(fd, dir, &p->ch[0], &src, &p->peer_pid, btf))
 		return false;
@@ -646,7 +725,7 @@ static __always_inline bool op_fd(struct pending *p, long fd, __u32 dir, bool bt
 
 static __always_inline bool op_splice(struct pending *p, long fd_in, long fd_out, bool btf)
 {
-	struct name_src src;
+	struct name_src src = {};
 	__u32 peer;
 
 	p->op = OP_SPLICE;
@@ -748,14 +827,14 @@ static __always_inline bool sys_op(long id, const unsigned long *a, struct pendi
 	case NR_readv:
 	case NR_recvfrom:
 	case NR_recvmsg:
-		return op_fd(p, a[0], IPC_READ, btf);
+		return op_fd(p, id, a, IPC_READ, btf);
 	case NR_write:
 	case NR_writev:
 	case NR_sendto:
 	case NR_sendmsg:
 	case NR_vmsplice:
 		/* vmsplice into a pipe's write end */
-		return op_fd(p, a[0], IPC_WRITE, btf);
+		return op_fd(p, id, a, IPC_WRITE, btf);
 	case NR_splice:
 		return op_splice(p, a[0], a[2], btf);
 	case NR_tee:
@@ -876,6 +955,7 @@ static __always_inline int sys_exit_args(long id, const unsigned long *a, long r
 #define REGS_A3(r)	((r)->dx)
 #define REGS_A4(r)	((r)->r10)
 #define REGS_A5(r)	((r)->r8)
+#define REGS_A6(r)	((r)->r9)
 #else
 #define REGS_NR(r)	((r)->syscallno)
 #define REGS_A1(r)	((r)->orig_x0)
@@ -883,6 +963,7 @@ static __always_inline int sys_exit_args(long id, const unsigned long *a, long r
 #define REGS_A3(r)	((r)->regs[2])
 #define REGS_A4(r)	((r)->regs[3])
 #define REGS_A5(r)	((r)->regs[4])
+#define REGS_A6(r)	((r)->regs[5])
 #endif
 /* argument n with a plain load, for AISCOPE_SYS_ARGS */
 #define REGS_ARG(r, n)	REGS_A##n(r)
@@ -891,24 +972,26 @@ static __always_inline int sys_exit_args(long id, const unsigned long *a, long r
 SEC("tp_btf/sys_exit")
 int BPF_PROG(sys_exit_btf, struct pt_regs *regs, long ret)
 {
-	unsigned long a[5];
+	unsigned long a[6];	/* a[5]: sendto's addrlen */
 	long id = REGS_NR(regs);
 
 	if (!sys_wanted(id))
 		return 0;
 	AISCOPE_SYS_ARGS(a, REGS_ARG, regs);
+	a[5] = REGS_A6(regs);
 	return sys_exit_args(id, a, ret, true);
 }
 
 SEC("raw_tp/sys_exit")
 int BPF_PROG(sys_exit_raw, struct pt_regs *regs, long ret)
 {
-	unsigned long a[5];
+	unsigned long a[6];	/* a[5]: sendto's addrlen */
 	long id = SYSCALL_NR(regs);
 
 	if (!sys_wanted(id))
 		return 0;
 	AISCOPE_SYS_ARGS(a, AISCOPE_SYS_ARG_CORE, regs);
+	a[5] = SYSCALL_A6(regs);
 	return sys_exit_args(id, a, ret, false);
 }
 
@@ -938,12 +1021,13 @@ static __always_inline int sys_enter_args(long id, const unsigned long *a)
 SEC("tracepoint/raw_syscalls/sys_enter")
 int sys_enter_tp(struct trace_event_raw_sys_enter *ctx)
 {
-	unsigned long a[5];
+	unsigned long a[6];	/* a[5]: sendto's addrlen */
 	long id = ctx->id;
 
 	if (!sys_wanted(id))
 		return 0;
 	AISCOPE_SYS_ARGS(a, AISCOPE_SYS_ARG_TP, ctx);
+	a[5] = ctx->args[5];
 	return sys_enter_args(id, a);
 }
 
@@ -952,22 +1036,24 @@ int sys_enter_tp(struct trace_event_raw_sys_enter *ctx)
 SEC("tp_btf/sys_enter")
 int BPF_PROG(sys_enter_btf, struct pt_regs *regs, long id)
 {
-	unsigned long a[5];
+	unsigned long a[6];	/* a[5]: sendto's addrlen */
 
 	if (!sys_wanted(id))
 		return 0;
 	AISCOPE_SYS_ARGS(a, REGS_ARG, regs);
+	a[5] = REGS_A6(regs);
 	return sys_enter_args(id, a);
 }
 
 SEC("raw_tp/sys_enter")
 int BPF_PROG(sys_enter_raw, struct pt_regs *regs, long id)
 {
-	unsigned long a[5];
+	unsigned long a[6];	/* a[5]: sendto's addrlen */
 
 	if (!sys_wanted(id))
 		return 0;
 	AISCOPE_SYS_ARGS(a, AISCOPE_SYS_ARG_CORE, regs);
+	a[5] = SYSCALL_A6(regs);
 	return sys_enter_args(id, a);
 }
 

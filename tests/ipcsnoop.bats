@@ -287,6 +287,40 @@ run_every_mechanism() {
 		length == 2 and (map(.bytes) | sort) == [50, 100]' "$BATS_TEST_TMPDIR/s.out"
 }
 
+# A FIFO 17 components deep (the first is cut: "..." and the 16 below
+# it), one 16 deep (whole), one under 8 tmpfs mounts stacked on one
+# directory (whole: the walk crosses them) and one under 9 (cut there: the
+# FIFO's own name after "..."). All on tmpfs, whose inode numbers are not
+# reused: on ext4 a FIFO could get the inode of the one before it, and so
+# its channel.
+@test "ipcsnoop FIFO paths: 16 components whole, deeper ones and 9 stacked mounts start with ..." {
+	need_root
+	local top=/tmp/aiscope-ipcdeep-$$ d16 d17 m8=/tmp/aiscope-ipcm8-$$ m9=/tmp/aiscope-ipcm9-$$ i
+	d16=$top$(printf '/d%d' $(seq 2 14))
+	d17=$top$(printf '/d%d' $(seq 2 15))
+	mkdir -p "$top" "$m8" "$m9"
+	start_tool s ipcsnoop -j -i 60 --kind fifo
+	mount -t tmpfs aiscope-ipcdeep "$top"
+	for i in $(seq 8); do mount -t tmpfs aiscope-ipcm8 "$m8"; done
+	for i in $(seq 9); do mount -t tmpfs aiscope-ipcm9 "$m9"; done
+	mkdir -p "$d16" "$d17"
+	"$HELPERS/ipcload" fifo "$d16/f16" 1 2 100 > /dev/null
+	"$HELPERS/ipcload" fifo "$d17/f17" 1 2 200 > /dev/null
+	"$HELPERS/ipcload" fifo "$m8/f8" 1 2 300 > /dev/null
+	"$HELPERS/ipcload" fifo "$m9/f9" 1 2 400 > /dev/null
+	stop_tool "$TOOL_PID"
+	umount "$top"
+	for i in $(seq 8); do umount "$m8"; done
+	for i in $(seq 9); do umount "$m9"; done
+	rmdir "$top" "$m8" "$m9"
+	all_json "$BATS_TEST_TMPDIR/s.out"
+	jq -r -s '.[] | select(.type == "sample" and .kind == "fifo") | "\(.bytes) \(.channel)"' "$BATS_TEST_TMPDIR/s.out"
+	jq -e -s --arg c16 "$d16/f16" --arg c17 "...${d17#/tmp}/f17" --arg c8 "$m8/f8" --arg c9 ".../f9" '
+		def one($c; $b): [.[] | select(.type == "sample" and .kind == "fifo" and .channel == $c)] |
+			length == 1 and .[0].bytes == $b and .[0].read_bytes == $b;
+		one($c16; 200) and one($c17; 400) and one($c8; 600) and one($c9; 800)' "$BATS_TEST_TMPDIR/s.out"
+}
+
 @test "ipcsnoop table: a hostile comm and FIFO path sanitised, each row on its line" {
 	need_root
 	local fifo
