@@ -3,7 +3,7 @@ source (status dirname)/aiscope-tool.fish
 complete -c gpulaunch -f
 complete -c gpulaunch -s e -l events -d 'Stream one event per launch (with its return code)'
 complete -c gpulaunch -l latency -d 'Add return probes: errors and call latency'
-complete -c gpulaunch -l mem -d 'Allocations, copies by direction, synchronize waits'
+complete -c gpulaunch -l mem -d 'Allocations (device, pinned, virtual memory), copies by direction, memsets, synchronize waits'
 complete -c gpulaunch -l lib -x -a '(__fish_complete_path (__aiscope_value))' -d 'Probe this library or executable only (repeatable)'
 complete -c gpulaunch -l mangled -d 'Keep kernel names mangled'
 complete -c gpulaunch -l rescan -x -d 'Rescan all processes this often (default 5s, 0: never)'
