@@ -976,6 +976,61 @@ const char *cg_path_of(uint64_t id, bool v1)
 	return cg.tab[s].id ? cg.tab[s].path : NULL;
 }
 
+/* the cgroup of hierarchy h in a /proc/PID/cgroup file, as an id */
+static bool proc_cgroup_id(const char *file, int h, uint64_t *id, unsigned int *level)
+{
+	char line[PATH_MAX + 256], dir[2 * PATH_MAX];
+	const char *want = cg.hier[h].v2 ? "" : cg.hier[h].controllers;
+	bool found = false;
+	struct stat st;
+	FILE *f = fopen(file, "r");
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *ctrl = strchr(line, ':'), *path = ctrl ? strchr(ctrl + 1, ':') : NULL;
+
+		if (!path)
+			continue;
+		*ctrl = 0;	/* line: the hierarchy's number, ctrl + 1: its controllers */
+		*path++ = 0;
+		path[strcspn(path, "\n")] = 0;
+		if (strcmp(ctrl + 1, want) || (cg.hier[h].v2 && strcmp(line, "0")))
+			continue;
+		found = true;
+		*level = 0;
+		for (const char *p = path; *p; p++)
+			if (*p == '/' && p[1])
+				(*level)++;
+		snprintf(dir, sizeof(dir), "%s%s", cg.hier[h].mnt, path);
+		if (stat(dir, &st))
+			found = false;
+		else
+			*id = st.st_ino;
+	}
+	fclose(f);
+	return found;
+}
+
+bool cg_of_pid(uint32_t pid, uint64_t *id, bool *v1)
+{
+	char file[64];
+	unsigned int level = 0;
+
+	snprintf(file, sizeof(file), "/proc/%u/cgroup", pid);
+	/* as the BPF side names a task: v2, unless that is the root where an
+	 * attribution controller says more */
+	if (cg.v2 >= 0 && proc_cgroup_id(file, cg.v2, id, &level) && (level || cg.attr < 0)) {
+		*v1 = false;
+		return true;
+	}
+	if (cg.attr >= 0 && proc_cgroup_id(file, cg.attr, id, &level)) {
+		*v1 = true;
+		return true;
+	}
+	return false;
+}
+
 size_t cg_scan_count(void)
 {
 	return cg.scans;

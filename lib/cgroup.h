@@ -80,6 +80,11 @@ void cg_watch_on_made(void (*made)(const struct container_info *ci, uint64_t id,
  * and to made(), as if the watcher had seen them made. */
 void cg_watch_existing(void);
 
+/* The cgroup of process pid as the BPF side names a task's (the v2 one;
+ * on hybrid hosts, where that is the root, the attribution controller's):
+ * its id and hierarchy, from /proc/PID/cgroup; false when it is gone. */
+bool cg_of_pid(uint32_t pid, uint64_t *id, bool *v1);
+
 /* Pure: the container of a cgroup path (CONTRACT section 5). */
 bool cg_parse_container(const char *path, struct container_info *ci);
 

@@ -745,6 +745,40 @@ void aiscope_ident_json_as(struct jw *w, const char *pfx, const struct aiscope_i
 	aiscope_identity_json_as(w, pfx, &b);
 }
 
+void aiscope_pid_identity_json_as(struct jw *w, const char *pfx, uint32_t pid)
+{
+	char path[64], comm[64] = "", line[256];
+	struct aiscope_identity b = { .known = pid ? AISCOPE_ID_PID : 0, .pid = pid };
+	struct container_info ci;
+	bool v1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/comm", pid);
+	if (pid && (f = fopen(path, "r"))) {
+		if (fgets(comm, sizeof(comm), f)) {
+			comm[strcspn(comm, "\n")] = 0;
+			b.comm = comm;
+		}
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	if (pid && (f = fopen(path, "r"))) {
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "Uid: %u", &b.uid) == 1) {
+				b.known |= AISCOPE_ID_UID;
+				break;
+			}
+		fclose(f);
+	}
+	if (pid && cg_of_pid(pid, &b.cgroup_id, &v1)) {
+		b.known |= AISCOPE_ID_CGROUP_ID;
+		b.cgroup = cg_path_of(b.cgroup_id, v1);
+		cg_parse_container(b.cgroup ? b.cgroup : "", &ci);
+		b.ci = &ci;
+	}
+	aiscope_identity_json_as(w, pfx, &b);
+}
+
 void aiscope_ident_json(struct jw *w, const struct aiscope_ident *id, bool with_tid)
 {
 	aiscope_ident_json_as(w, "", id, with_tid);

@@ -184,6 +184,10 @@ void aiscope_ident_json(struct jw *w, const struct aiscope_ident *id, bool with_
  * all fourteen null. */
 void aiscope_ident_json_as(struct jw *w, const char *pfx, const struct aiscope_ident *id,
 			   bool with_tid);
+/* The block of process pid (0: none, all null) with pfx in front, from
+ * /proc now: for a peer the BPF side knows by its pid only. Its tid is
+ * null; what /proc no longer has (the process gone) is null too. */
+void aiscope_pid_identity_json_as(struct jw *w, const char *pfx, uint32_t pid);
 /* The cgroup path (NULL if unknown) and the container of an identity. */
 const char *aiscope_ident_cgroup(const struct aiscope_ident *id, struct container_info *ci);
 /* A container in tables: its name (lib/ctrmeta.h), else its 12-character

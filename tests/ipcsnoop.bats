@@ -455,6 +455,42 @@ pairs_in_cgroup() {
 		"$BATS_TEST_TMPDIR/s.out"
 }
 
+@test "ipcsnoop -e names each event's peer by its whole identity block, read from /proc while it lives" {
+	need_root
+	local hold=$BATS_TEST_TMPDIR/hold truth=$BATS_TEST_TMPDIR/truth pid ch path
+	make_docker_cgroup
+	start_tool s ipcsnoop -j -e --kind unix
+	# a socketpair's writer and reader, both in the made container's cgroup,
+	# held after their truth lines until the events are out
+	IPCLOAD_HOLD=$hold bash -c 'echo $$ > "$1/cgroup.procs"; exec "$2" unix-seqpacket 3 100' \
+		_ "$CG" "$HELPERS/ipcload" > "$truth" &
+	pid=$!
+	TEST_PIDS+=("$pid")
+	wait_for "$truth" ' read '
+	ch=$(awk '$4 == "read" {print $3}' "$truth")
+	sleep 0.5
+	path=$(sed -n 's/^0:://p' "/proc/$pid/cgroup")
+	touch "$hold"
+	wait "$pid"
+	stop_tool "$TOOL_PID"
+	all_json "$BATS_TEST_TMPDIR/s.out"
+	[ "$path" = "${CG#"$CG_ROOT"}" ]
+	jq -c --arg ch "$ch" 'select(.type == "event" and .channel == $ch) | [.event, .pid, .peer_pid, .peer_comm, .peer_cgroup, .peer_container_id]' \
+		"$BATS_TEST_TMPDIR/s.out"
+	# every event of the channel: its peer one of the two, named as /proc and
+	# the truth name it
+	jq -e -s --arg ch "$ch" --arg path "$path" --arg cid "$CID" --argjson cgid "$(stat -c %i "$CG")" \
+		--argjson t "$(awk '{print "{\"pid\":" $5 ",\"comm\":\"" $6 "\"}"}' "$truth" | jq -s .)" '
+		[.[] | select(.type == "event" and .channel == $ch)] | length == 6 and
+		([.[] | select(.event == "send")] | length) == 3 and all(
+		.peer_pid as $p | ($t | map(select(.pid == $p)) | length) == 1 and
+		.peer_comm == ($t | map(select(.pid == $p))[0].comm) and .peer_tid == null and
+		.peer_uid == 0 and .peer_cgroup_id == $cgid and .peer_cgroup == $path and
+		.peer_container_id == $cid and .peer_runtime == "docker" and .peer_pod_uid == null and
+		.peer_container_name == null and .peer_container_image == null and .peer_pod_name == null and
+		.peer_pod_namespace == null and .peer_k8s_container == null)' "$BATS_TEST_TMPDIR/s.out"
+}
+
 @test "ipcsnoop SIGTERM prints the summary and exits 0; a closed pipe exits 0" {
 	need_root
 	start_tool s ipcsnoop -j

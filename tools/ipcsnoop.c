@@ -1106,7 +1106,8 @@ static int on_event(void *ctx, void *data, size_t len)
 		json_channel(w, &e->ch);
 		jw_ku64(w, "bytes", e->ch.kind == IPC_SHM ? 0 : e->bytes);
 		aiscope_ident_json(w, &e->task, true);
-		jw_ku64_or_null(w, "peer_pid", e->peer_pid, e->peer_pid);
+		/* the peer by its pid only from the kernel: the rest from /proc */
+		aiscope_pid_identity_json_as(w, "peer_", e->peer_pid);
 		/* shm: where the segment was attached or detached */
 		jw_key(w, "addr");
 		if (e->ch.kind == IPC_SHM)

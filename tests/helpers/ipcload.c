@@ -38,6 +38,9 @@
  *	                                      socketpair (read/write); prints
  *	                                      "ops/sec N" (for benchmarks)
  *
+ * IPCLOAD_HOLD=FILE: pipe's and unix-seqpacket's writer and reader stay,
+ * after their truth lines, until FILE exists.
+ *
  * ADDR: a path, or @name for the abstract namespace. Processes are named
  * (comm) ipc-w, ipc-r, ipc-srv, ipc-cli1, ... so that tests can check them.
  */
@@ -175,6 +178,16 @@ static void inode_name(char ch[64], const char *kind, int fd)
  * Each reports its own truth line (KIND, channel ch) through the shared
  * stdout.
  */
+/* IPCLOAD_HOLD=FILE: stay until FILE exists (30 s at most), so that a
+ * tool can still read a side's /proc after its truth line */
+static void hold(void)
+{
+	const char *f = getenv("IPCLOAD_HOLD");
+
+	for (int i = 0; f && i < 3000 && access(f, F_OK); i++)
+		usleep(10000);
+}
+
 static int one_way(const char *kind, const char *ch, int rfd, int wfd, long n, long size,
 		   void (*put_one)(int fd, size_t n), long (*take_all)(int fd, long *calls))
 {
@@ -187,12 +200,15 @@ static int one_way(const char *kind, const char *ch, int rfd, int wfd, long n, l
 		for (long i = 0; i < n; i++)
 			put_one(wfd, size);
 		truth(kind, ch, "write", getpid(), "ipc-w", n, n * size);
+		close(wfd);	/* the reader's end of file, then hold */
+		hold();
 		_exit(0);
 	}
 	name("ipc-r");
 	close(wfd);
 	got = take_all(rfd, &calls);
 	truth(kind, ch, "read", getpid(), "ipc-r", calls, got);
+	hold();
 	return reap(w);
 }
 
