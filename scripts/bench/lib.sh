@@ -109,6 +109,20 @@ need() {
 
 need_time() { [ -x /usr/bin/time ] || bench_die "/usr/bin/time not found (apt-get install time)"; }
 
+# bench_libbpf: $arch (x86, arm64: the build's name for this machine) and
+# $libbpf, the libbpf the build pinned for it (BUILD's), for benchmarks that
+# build a BPF object of their own
+bench_libbpf() {
+	case $(uname -m) in
+	x86_64) arch=x86 ;;
+	aarch64) arch=arm64 ;;
+	*) bench_die "no build for $(uname -m)" ;;
+	esac
+	libbpf=$BUILD/libbpf/$arch
+	[ -e "$libbpf/lib/libbpf.a" ] || bench_die "$libbpf/lib/libbpf.a not built (make)"
+	need clang clang
+}
+
 # need_built PATH...: each one executable, as make builds it
 need_built() {
 	local p

@@ -26,14 +26,7 @@ TOOLS=${TOOLS:-oomwatch ipcsnoop socketsnoop}
 
 bench_init
 cd "$BENCH_ROOT" || exit 1
-case $(uname -m) in
-x86_64) arch=x86 ;;
-aarch64) arch=arm64 ;;
-*) bench_die "no build for $(uname -m)" ;;
-esac
-libbpf=$BUILD/libbpf/$arch
-[ -e "$libbpf/lib/libbpf.a" ] || bench_die "$libbpf/lib/libbpf.a not built (make)"
-need clang clang
+bench_libbpf
 need jq jq
 need perf linux-perf
 for t in $TOOLS; do need_built "$BUILD/$t"; done

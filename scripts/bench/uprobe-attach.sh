@@ -27,14 +27,7 @@ BUILD=${BUILD:-$BENCH_ROOT/build}
 
 bench_init
 cd "$BENCH_ROOT" || exit 1
-case $(uname -m) in
-x86_64) arch=x86 ;;
-aarch64) arch=arm64 ;;
-*) bench_die "no vmlinux.h for $(uname -m)" ;;
-esac
-libbpf=$BUILD/libbpf/$arch
-[ -e "$libbpf/lib/libbpf.a" ] || bench_die "$libbpf/lib/libbpf.a not built (make)"
-need clang clang
+bench_libbpf
 need bpftool bpftool
 
 # the target library and a caller for bpftrace's runs
