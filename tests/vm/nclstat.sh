@@ -94,6 +94,9 @@ t_skew() {
 	start_tool s $NS -j -i 500ms --hang 1s --lib "$DRV"
 	bg r env FAKE_NCCL_HANG=2:10 "$DRV" run -r 4 -i 4 -l 1:1 -b
 	wait_for "$T/s.out" '"event":"hang"' 60 || fail "no hang reported"
+	# the event streams when the call passes --hang; the communicator's
+	# row with it comes at the end of that interval
+	wait_for "$T/s.out" '"hung_calls":1' 60 || fail "no communicator row with the hung call"
 	main=$(awk '$1 == "id_hash" {print $2}' "$T/r.out")
 	p1=$(awk '$1 == "rank" && $2 == 1 {print $4}' "$T/r.out")
 	p2=$(awk '$1 == "rank" && $2 == 2 {print $4}' "$T/r.out")
