@@ -110,7 +110,7 @@ void cgset_made(const struct container_info *ci, uint64_t cgid, bool v1)
 		return;
 	}
 	S.wait[S.nwait++] = (struct pending){ .key = k, .ci = *ci,
-		.until_ns = clock_ns(CLOCK_MONOTONIC) + CGSET_WAIT_NS };
+		.until_ns = ctrmeta_now() + CGSET_WAIT_NS };
 }
 
 void cgset_poll(void)
@@ -119,7 +119,7 @@ void cgset_poll(void)
 
 	if (!S.nwait)
 		return;
-	now = clock_ns(CLOCK_MONOTONIC);
+	now = ctrmeta_now();
 	for (size_t i = 0; i < S.nwait;) {
 		struct pending *p = &S.wait[i];
 
@@ -131,6 +131,10 @@ void cgset_poll(void)
 		} else if (now < p->until_ns) {
 			i++;
 			continue;
+		} else {
+			/* its names never became readable: whether it
+			 * matches is unknown, and it is not traced */
+			S.dropped++;
 		}
 		*p = S.wait[--S.nwait];
 	}

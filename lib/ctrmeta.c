@@ -62,7 +62,7 @@ static const char *const containerd_states[] = {
 	"/var/run/docker/containerd/io.containerd.runtime.v2.task",
 };
 
-static uint64_t now_ns(void)
+uint64_t ctrmeta_now(void)
 {
 	struct timespec ts;
 
@@ -494,9 +494,9 @@ static struct entry *lookup_entry(const char *id, const char *runtime, bool forc
 	size_t h;
 
 	if (e) {
-		if (!e->meta.found && (force || now_ns() - e->miss_at >= RETRY_NS)) {
+		if (!e->meta.found && (force || ctrmeta_now() - e->miss_at >= RETRY_NS)) {
 			resolve(id, runtime, &e->meta);
-			e->miss_at = now_ns();
+			e->miss_at = ctrmeta_now();
 		}
 		return e;
 	}
@@ -516,7 +516,7 @@ static struct entry *lookup_entry(const char *id, const char *runtime, bool forc
 	h = hash(id);
 	snprintf(e->id, sizeof(e->id), "%s", id);
 	resolve(id, runtime, &e->meta);
-	e->miss_at = now_ns();
+	e->miss_at = ctrmeta_now();
 	e->used = true;
 	e->next = cm.bucket[h];
 	cm.bucket[h] = e;
@@ -617,7 +617,7 @@ void ctrmeta_expect(const char *id, const char *runtime)
 		cm.wait_dropped++;
 		return;
 	}
-	now = now_ns();
+	now = ctrmeta_now();
 	w = &cm.wait[cm.nwait++];
 	snprintf(w->id, sizeof(w->id), "%s", id);
 	w->runtime = runtime;
@@ -631,7 +631,7 @@ void ctrmeta_expect(const char *id, const char *runtime)
 
 int ctrmeta_poll(void)
 {
-	uint64_t now = now_ns(), next = UINT64_MAX;
+	uint64_t now = ctrmeta_now(), next = UINT64_MAX;
 
 	read_watches(now);
 	for (size_t i = 0; i < cm.nwait;) {

@@ -61,8 +61,10 @@ struct ctr_meta {
 /* A prefix for every path read (tests: a fixture tree; "" or NULL: the
  * host). Empties the cache. */
 void ctrmeta_set_root(const char *root);
-/* The cache's clock (tests; NULL: CLOCK_MONOTONIC). */
+/* The cache's clock (tests; NULL: CLOCK_MONOTONIC), and its time now:
+ * lib/cgset's waits run on it too. */
 void ctrmeta_set_clock(uint64_t (*clock)(void));
+uint64_t ctrmeta_now(void);
 /* The label or annotation keys (at most CTRMETA_LABELS; the strings are
  * kept) whose values ctr_meta.labels holds: docker's Config.Labels, the
  * OCI spec's annotations (containerd, CRI, podman --annotation), runc's

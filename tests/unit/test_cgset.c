@@ -16,6 +16,7 @@
 #define B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 #define C "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
 #define D "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd"
+#define E "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee"	/* never written */
 #define UA "0a1b2c3d-0000-4000-8000-00000000000a"
 #define UC "0a1b2c3d-0000-4000-8000-00000000000c"
 
@@ -161,6 +162,23 @@ static void test_names_later(void)
 	CHECK_EQ(ngot, 1);
 }
 
+/* a container whose names never become readable: after the wait it
+ * leaves the queue, untraced, and is counted */
+static void test_names_never(void)
+{
+	start(NULL, "ml");
+	cgset_attach(sink, NULL);
+	made(E, UA, 14, false);
+	cgset_poll();
+	CHECK_EQ(cgset_dropped(), 0);
+	fake_now += 7000000000ULL;
+	cgset_poll();
+	CHECK_EQ(ngot, 0);
+	CHECK_EQ(cgset_dropped(), 1);
+	cgset_poll();
+	CHECK_EQ(cgset_dropped(), 1);
+}
+
 /* oomwatch's memory cgroups: a matching container's, one below it, the pod
  * cgroup of a member; not another pod's, nor one of no container */
 static void test_paths(void)
@@ -191,6 +209,7 @@ int main(void)
 	RUN(test_pod);
 	RUN(test_attach_later);
 	RUN(test_names_later);
+	RUN(test_names_never);
 	RUN(test_paths);
 	ctrmeta_cleanup();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
