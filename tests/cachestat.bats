@@ -154,8 +154,11 @@ check_file() {
 	run_round USR1 read 1 "$mode"
 	r1=$(resident)
 	echo "after the cold read: $r1"
-	# (the machine is shared: reclaim may take back a few pages already)
-	within 5 "$(echo "$r1" | awk '{print $2}')" "$PAGES"
+	# the read loaded the file (a sanity check of the setup, not of the
+	# tool: DAMON reclaims cold pages within seconds here, 128 of 2048
+	# between the read and this look once, so it is not held to 5%); the
+	# misses below are every page read from disk, whatever was reclaimed
+	[ "$(echo "$r1" | awk '{print $2}')" -ge $((PAGES * 3 / 4)) ]
 	case $r1 in *"cachestat -1") ;; *) within 1 "$(echo "$r1" | awk '{print $4}')" "$(echo "$r1" | awk '{print $2}')" ;; esac
 	misses=$(sum "$BATS_TEST_TMPDIR/p1.out" ".row == \"pid\" and $me" misses)
 	hits=$(sum "$BATS_TEST_TMPDIR/p1.out" ".row == \"pid\" and $me" hits)

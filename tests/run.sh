@@ -63,19 +63,23 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "tests/run.sh: not root: the end-to-end tests will be skipped (run 'sudo make test')" >&2
 fi
 
-# run_suite LABEL CMD...: counts CMD's TAP lines; a suite that exits
-# non-zero without a failed test line (it crashed, or its runner did)
-# counts as one failure
+# run_suite LABEL CMD...: counts CMD's TAP lines as they come (a layer
+# stopped from outside, as .ci/run's timeout does, has shown what ran); a
+# suite that exits non-zero without a failed test line (it crashed, or its
+# runner did) counts as one failure. Each suite ends with its seconds.
+rc_file=$(mktemp)
+trap 'rm -f "$log" "$rc_file"; [ -z "$san_dir" ] || rm -rf "$san_dir"' EXIT
 run_suite() {
-	local label=$1 rc
+	local label=$1 rc t0=$SECONDS
 	shift
-	"$@" > "$log" 2>&1
-	rc=$?
-	count_tap "$label" < "$log"
-	if [ $rc -ne 0 ] && ! grep -q '^not ok' "$log"; then
-		echo "[$label] not ok - $1 exited $rc"
+	count_tap "$label" < <("$@" 2>&1 | tee "$log"; echo "${PIPESTATUS[0]}" > "$rc_file")
+	wait $! 2> /dev/null	# the process substitution (bash 5.1)
+	rc=$(cat "$rc_file")
+	if [ "${rc:-1}" -ne 0 ] && ! grep -q '^not ok' "$log"; then
+		echo "[$label] not ok - $1 exited ${rc:-with no status}"
 		failed=$((failed + 1))
 	fi
+	echo "[$label] # $((SECONDS - t0)) s"
 	san_check "$label"
 }
 
@@ -100,15 +104,15 @@ if [ -n "${AISCOPE_BATS:-}" ]; then
 			echo "[$name] not ok - AISCOPE_BATS names no tests/$name.bats"
 			failed=$((failed + 1))
 		elif [ "$sel" = "$name" ]; then
-			run_suite "$name" bats --tap "tests/$name.bats"
+			run_suite "$name" bats --tap -T "tests/$name.bats"
 		else
-			run_suite "$name" bats --tap -f "${sel#*:}" "tests/$name.bats"
+			run_suite "$name" bats --tap -T -f "${sel#*:}" "tests/$name.bats"
 		fi
 	done
 else
 	for f in tests/*.bats; do
 		[ -e "$f" ] || continue
-		run_suite "$(basename "$f" .bats)" bats --tap "$f"
+		run_suite "$(basename "$f" .bats)" bats --tap -T "$f"
 	done
 fi
 

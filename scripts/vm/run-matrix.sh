@@ -18,8 +18,8 @@
 #    (scripts/vm/mkinitramfs.sh) holding them and tests/vm/; each kernel's
 #    modules (tests/vm/*.modules with what they need) are a small archive
 #    appended to it;
-# 3. boots the kernels, VM_JOBS (default 2) at a time, longest first (the
-#    arm64 ones, emulated), each under `timeout`, with KVM for x86 guests
+# 3. boots the kernels, VM_JOBS (default 2) at a time, in the order named
+#    or else longest first (the arm64 ones, emulated), each under `timeout`, with KVM for x86 guests
 #    when qemu can use it here (tried: qemu -accel kvm) and software
 #    emulation otherwise, and reads the TAP lines back from the serial
 #    console. They are printed renumbered and labelled "[vm NAME]" as each
@@ -41,7 +41,7 @@
 # Environment: KERNELS, VM_DEPTH (full), VM_FULL (none), VM_TOOLS (the tools whose tests/vm/TOOL.sh run;
 # default all, e.g. VM_TOOLS=socketsnoop while working on one), VM_JOBS (2), VM_TIMEOUT_x86 (1200 s), VM_TIMEOUT_arm64
 # (2400 s; the limits of one VM's boot and tests on a loaded machine), VM_MEM (1024 MiB), VM_SMP (2), VM_ACCEL (kvm or tcg: skips the
-# trial), and those of fetch.sh.
+# trial), VM_DEADLINE (below, at the boots), and those of fetch.sh.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 1
@@ -78,10 +78,18 @@ for w in "$@"; do
 	done
 	[ -n "$hit" ] || { echo "run-matrix.sh: no kernel '$w' (names: $(echo $all); or x86, arm64, a version such as 6.12)" >&2; exit 2; }
 done
-# longest first: the emulated arm64 kernels, then x86
+# kernels named one by one boot in the order given (with VM_DEADLINE, the
+# first are the ones sure to run); otherwise longest first: the emulated
+# arm64 kernels, then x86
 order=
-for k in $all; do case " $picked " in *" $k "*) [ "${k%%-*}" = "$host_arch" ] || order="$order $k" ;; esac; done
-for k in $all; do case " $picked " in *" $k "*) [ "${k%%-*}" = "$host_arch" ] && order="$order $k" ;; esac; done
+named=1
+for w in "$@"; do case " $all " in *" $w "*) ;; *) named= ;; esac; done
+if [ -n "$named" ]; then
+	order=$picked
+else
+	for k in $all; do case " $picked " in *" $k "*) [ "${k%%-*}" = "$host_arch" ] || order="$order $k" ;; esac; done
+	for k in $all; do case " $picked " in *" $k "*) [ "${k%%-*}" = "$host_arch" ] && order="$order $k" ;; esac; done
+fi
 diag "vm matrix: $(echo $order)"
 
 # ---- 1. fetch ----
@@ -232,7 +240,7 @@ case ${VM_DEPTH:-full} in full|default) ;; *) echo "run-matrix.sh: VM_DEPTH must
 # run_vm NAME: boots it; results in $out/NAME.result ("ok|TEXT",
 # "not_ok|TEXT", "skip|TEXT|WHY", "diag|TEXT"), timings in $out/NAME.info
 run_vm() {
-	local k=$1 arch=${1%%-*} qemu console limit log res rc mods initrd t1 t2 attempt begin got plan line text
+	local k=$1 arch=${1%%-*} qemu console limit cut log res rc mods initrd t1 t2 attempt begin got plan line text
 	res=$out/$k.result
 	: > "$res"
 	case $arch in
@@ -256,6 +264,11 @@ run_vm() {
 	log=$out/$k.log
 	eval "limit=\${VM_TIMEOUT_$arch:-}"
 	[ -n "$limit" ] || limit=$([ "$arch" = x86 ] && echo 1200 || echo 2400)
+	cut=
+	if [ -n "${VM_DEADLINE:-}" ] && [ $((VM_DEADLINE + 60 - $(date +%s))) -lt "$limit" ]; then
+		limit=$((VM_DEADLINE + 60 - $(date +%s)))
+		cut=1
+	fi
 	set -- -m "${VM_MEM:-1024}" -smp "${VM_SMP:-2}" -nographic -no-reboot -nic none \
 		-kernel "${KERNEL[$k]}" -initrd "$initrd" -append "console=$console quiet panic=-1 aiscope.depth=$(depth_of "$k")"
 	if [ "$arch" = arm64 ]; then
@@ -276,6 +289,7 @@ run_vm() {
 		tr -d '\r' < "$log" > "$log.txt" && mv "$log.txt" "$log"
 		grep -q 'AISCOPE-VM-END' "$log" && break
 		[ $attempt = 1 ] || break
+		[ -n "$cut" ] && [ $rc -eq 124 ] && break	# no time for another boot
 		tail -5 "$log" | sed "s/^/diag|[vm $k] | /" >> "$res"
 		echo "diag|[vm $k] the VM did not finish (qemu exit $rc): booting it once more" >> "$res"
 		cp "$log" "$log.attempt1"
@@ -297,7 +311,10 @@ run_vm() {
 		esac
 	done < "$log.tap" >> "$res"
 	plan=$(sed -n 's/^1\.\.\([0-9]*\)$/\1/p' "$log.tap")
-	if [ -z "$begin" ]; then
+	if ! grep -q '^AISCOPE-VM-END' "$log.tap" && [ -n "$cut" ] && [ $rc -eq 124 ]; then
+		# stopped by the budget: what ran is counted above
+		echo "skip|[vm $k] the rest of its tests|stopped at the run's time budget (VM_DEADLINE, ${limit} s for this VM) after $got test(s)${plan:+ of $plan}" >> "$res"
+	elif [ -z "$begin" ]; then
 		tail -30 "$log" | sed "s/^/diag|[vm $k] | /" >> "$res"
 		echo "not_ok|[vm $k] the VM did not start the tests (qemu exit $rc; log $log)" >> "$res"
 	elif ! grep -q '^AISCOPE-VM-END' "$log.tap"; then
@@ -391,13 +408,40 @@ wait_one() {
 		[ "${PID_OF[$k]}" = "$p" ] || continue
 		unset "PID_OF[$k]"
 		running=$((running - 1))
+		TOOK[$k]=$(sed -n 's/^seconds=//p' "$out/$k.info" 2> /dev/null)
+		[ -n "${TOOK[$k]}" ] || unset "TOOK[$k]"
 		report "$k"
 		return
 	done
 }
+# VM_DEADLINE (seconds since the epoch; .ci/run sets it from its time
+# budget): a kernel is booted only if it can end before it, by the longest
+# a VM of its depth has taken so far in this run (VM_ESTIMATE_full, 500 s,
+# and VM_ESTIMATE_default, 400 s, before any has ended); one that cannot is
+# a skip line that says so, and a booted one's timeout ends at the deadline
+# (plus 60 s): a kernel left out for time is counted, never a silent gap.
+declare -A TOOK
+estimate_of() {
+	local d=$1 e=0 k
+	for k in "${!TOOK[@]}"; do
+		[ "$(depth_of "$k")" = "$d" ] && [ "${TOOK[$k]}" -gt "$e" ] && e=${TOOK[$k]}
+	done
+	if [ "$e" -eq 0 ]; then
+		case $d in full) e=${VM_ESTIMATE_full:-500} ;; *) e=${VM_ESTIMATE_default:-400} ;; esac
+	fi
+	echo "$e"
+}
 for k in $pending; do
 	while [ $running -ge "$jobs_max" ]; do wait_one; done
 	rm -f "$out/$k.info"
+	if [ -n "${VM_DEADLINE:-}" ]; then
+		left=$((VM_DEADLINE - $(date +%s)))
+		est=$(estimate_of "$(depth_of "$k")")
+		if [ "$left" -lt "$est" ]; then
+			tap skip "[vm $k] end-to-end" "not booted: the run's time budget (VM_DEADLINE) leaves $left s, a VM at the $(depth_of "$k") depth takes about $est s here"
+			continue
+		fi
+	fi
 	run_vm "$k" &
 	PID_OF[$k]=$!
 	running=$((running + 1))
