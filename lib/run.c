@@ -745,34 +745,94 @@ void aiscope_ident_json_as(struct jw *w, const char *pfx, const struct aiscope_i
 	aiscope_identity_json_as(w, pfx, &b);
 }
 
-void aiscope_pid_identity_json_as(struct jw *w, const char *pfx, uint32_t pid)
+/* Identities by pid read from /proc, kept a second: an event stream asks
+ * for the same few peers at every event (a busy socket pair: thousands a
+ * second), and three /proc reads each would be the tool's hot path. A pid
+ * reused within the second shows its predecessor's names: the price. */
+#define PID_ID_SLOTS	256
+#define PID_ID_TTL_NS	1000000000ULL
+
+struct pid_id_slot {
+	uint32_t pid;
+	uint64_t read_ns;	/* 0: empty */
+	bool gone;		/* no /proc/PID when it was read */
+	bool uid_known, cg_known, v1;
+	uint32_t uid;
+	uint64_t cgroup_id;
+	char comm[64];
+};
+
+static struct pid_id_slot pid_ids[PID_ID_SLOTS];
+static uint64_t pid_ids_unread;
+
+static void pid_id_read(struct pid_id_slot *s, uint32_t pid)
 {
-	char path[64], comm[64] = "", line[256];
-	struct aiscope_identity b = { .known = pid ? AISCOPE_ID_PID : 0, .pid = pid };
-	struct container_info ci;
-	bool v1;
+	char path[64], line[256];
 	FILE *f;
 
+	memset(s, 0, sizeof(*s));
+	s->pid = pid;
+	s->gone = true;
 	snprintf(path, sizeof(path), "/proc/%u/comm", pid);
-	if (pid && (f = fopen(path, "r"))) {
-		if (fgets(comm, sizeof(comm), f)) {
-			comm[strcspn(comm, "\n")] = 0;
-			b.comm = comm;
+	if ((f = fopen(path, "r"))) {
+		if (fgets(s->comm, sizeof(s->comm), f)) {
+			s->comm[strcspn(s->comm, "\n")] = 0;
+			s->gone = false;
 		}
 		fclose(f);
 	}
 	snprintf(path, sizeof(path), "/proc/%u/status", pid);
-	if (pid && (f = fopen(path, "r"))) {
+	if (!s->gone && (f = fopen(path, "r"))) {
 		while (fgets(line, sizeof(line), f))
-			if (sscanf(line, "Uid: %u", &b.uid) == 1) {
-				b.known |= AISCOPE_ID_UID;
+			if (sscanf(line, "Uid: %u", &s->uid) == 1) {
+				s->uid_known = true;
 				break;
 			}
 		fclose(f);
 	}
-	if (pid && cg_of_pid(pid, &b.cgroup_id, &v1)) {
+	s->cg_known = !s->gone && cg_of_pid(pid, &s->cgroup_id, &s->v1);
+}
+
+static const struct pid_id_slot *pid_id_get(uint32_t pid)
+{
+	struct pid_id_slot *s = &pid_ids[pid % PID_ID_SLOTS];
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+
+	if (s->pid != pid || !s->read_ns || now - s->read_ns >= PID_ID_TTL_NS) {
+		pid_id_read(s, pid);
+		s->read_ns = now;
+	}
+	if (s->gone)
+		pid_ids_unread++;
+	return s;
+}
+
+uint64_t aiscope_pid_identity_unread(void)
+{
+	return pid_ids_unread;
+}
+
+void aiscope_pid_identity_forget(void)
+{
+	memset(pid_ids, 0, sizeof(pid_ids));
+	pid_ids_unread = 0;
+}
+
+void aiscope_pid_identity_json_as(struct jw *w, const char *pfx, uint32_t pid)
+{
+	struct aiscope_identity b = { .known = pid ? AISCOPE_ID_PID : 0, .pid = pid };
+	const struct pid_id_slot *s = pid ? pid_id_get(pid) : NULL;
+	struct container_info ci;
+
+	if (s && !s->gone) {
+		b.comm = s->comm;
+		b.uid = s->uid;
+		b.known |= s->uid_known ? AISCOPE_ID_UID : 0;
+	}
+	if (s && s->cg_known) {
 		b.known |= AISCOPE_ID_CGROUP_ID;
-		b.cgroup = cg_path_of(b.cgroup_id, v1);
+		b.cgroup_id = s->cgroup_id;
+		b.cgroup = cg_path_of(s->cgroup_id, s->v1);
 		cg_parse_container(b.cgroup ? b.cgroup : "", &ci);
 		b.ci = &ci;
 	}

@@ -185,9 +185,14 @@ void aiscope_ident_json(struct jw *w, const struct aiscope_ident *id, bool with_
 void aiscope_ident_json_as(struct jw *w, const char *pfx, const struct aiscope_ident *id,
 			   bool with_tid);
 /* The block of process pid (0: none, all null) with pfx in front, from
- * /proc now: for a peer the BPF side knows by its pid only. Its tid is
- * null; what /proc no longer has (the process gone) is null too. */
+ * /proc (read once a second per pid, a cache of 256): for a peer the BPF
+ * side knows by its pid only. Its tid is null; what /proc no longer has
+ * (the process gone) is null too, and counted. */
 void aiscope_pid_identity_json_as(struct jw *w, const char *pfx, uint32_t pid);
+/* Events whose pid's identity could not be read (no /proc/PID: the process
+ * was gone); aiscope_pid_identity_forget() empties the cache and the count. */
+uint64_t aiscope_pid_identity_unread(void);
+void aiscope_pid_identity_forget(void);
 /* The cgroup path (NULL if unknown) and the container of an identity. */
 const char *aiscope_ident_cgroup(const struct aiscope_ident *id, struct container_info *ci);
 /* A container in tables: its name (lib/ctrmeta.h), else its 12-character

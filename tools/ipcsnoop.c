@@ -1225,6 +1225,7 @@ static void print_summary(void)
 		jw_ku64(&S.jw, "name_map_full", skel->bss->names_lost);
 		jw_ku64(&S.jw, "names_cached", names.n);
 		jw_ku64(&S.jw, "names_forgotten", S.names_forgotten);
+		jw_ku64(&S.jw, "peer_identity_unread", aiscope_pid_identity_unread());
 		jw_record_end(&S.jw);
 		report_caps();
 		return;
@@ -1232,8 +1233,9 @@ static void print_summary(void)
 	report_caps();
 	build_chans(&S.run);
 	if (cfg.events) {
-		fprintf(stderr, "%s: %llu operations, %llu lost\n", TOOL,
-			(unsigned long long)S.events, (unsigned long long)aiscope_lost_total(&S.bpf));
+		fprintf(stderr, "%s: %llu operations, %llu lost, %llu peers gone before their names were read\n",
+			TOOL, (unsigned long long)S.events, (unsigned long long)aiscope_lost_total(&S.bpf),
+			(unsigned long long)aiscope_pid_identity_unread());
 		return;
 	}
 	printf("# summary: %zu channels, %llu msgs, %llu bytes written, %llu lost events, %llu name map full, %llu rows and %llu names forgotten\n",

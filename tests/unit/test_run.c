@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include "t.h"
 #include "ctrmeta.h"
 #include "opts.h"
@@ -373,6 +375,54 @@ static void test_run_after_end(void)
 	CHECK_EQ(seen.calls, 1);	/* after --count: no final interval */
 }
 
+static const char *pid_identity(uint32_t pid)
+{
+	struct t_mem m;
+	struct jw w;
+
+	jw_init(&w, t_mem_open(&m));
+	jw_obj_begin(&w);
+	aiscope_pid_identity_json_as(&w, "peer_", pid);
+	jw_obj_end(&w);
+	return t_mem_str(&m);
+}
+
+/* a peer by its pid: its comm from /proc; a process gone before its
+ * identity was read gives nulls and is counted per event; the cache keeps
+ * a live one's names for its second (a renamed process shows its old
+ * comm until then), and forget() empties it */
+static void test_pid_identity_cache(void)
+{
+	char want[64];
+	pid_t child;
+	int st;
+
+	aiscope_pid_identity_forget();
+	snprintf(want, sizeof(want), "\"peer_pid\":%d,\"peer_tid\":null,\"peer_comm\":\"test_run\"", getpid());
+	CHECK(strstr(pid_identity(getpid()), want) != NULL);
+	CHECK_EQ(aiscope_pid_identity_unread(), 0);
+	/* a process gone: a child reaped, so its pid is free */
+	child = fork();
+	if (child == 0)
+		_exit(0);
+	waitpid(child, &st, 0);
+	snprintf(want, sizeof(want), "{\"peer_pid\":%d,\"peer_tid\":null,\"peer_comm\":null,", child);
+	CHECK(strncmp(pid_identity(child), want, strlen(want)) == 0);
+	CHECK(strncmp(pid_identity(child), want, strlen(want)) == 0);
+	CHECK_EQ(aiscope_pid_identity_unread(), 2);
+	/* cached: a rename within the second is not seen */
+	prctl(PR_SET_NAME, "renamed", 0, 0, 0);
+	CHECK(strstr(pid_identity(getpid()), "\"peer_comm\":\"test_run\"") != NULL);
+	aiscope_pid_identity_forget();
+	CHECK(strstr(pid_identity(getpid()), "\"peer_comm\":\"renamed\"") != NULL);
+	CHECK_EQ(aiscope_pid_identity_unread(), 0);
+	/* pid 0: no peer, no /proc read, not counted */
+	snprintf(want, sizeof(want), "{\"peer_pid\":null,\"peer_tid\":null,\"peer_comm\":null,");
+	CHECK(strncmp(pid_identity(0), want, strlen(want)) == 0);
+	CHECK_EQ(aiscope_pid_identity_unread(), 0);
+	prctl(PR_SET_NAME, "test_run", 0, 0, 0);
+}
+
 int main(void)
 {
 	RUN(test_exit_names);
@@ -387,5 +437,6 @@ int main(void)
 	RUN(test_identity_block);
 	RUN(test_identity_names);
 	RUN(test_identity_as);
+	RUN(test_pid_identity_cache);
 	return t_done();
 }
