@@ -336,6 +336,26 @@ static const char *status_name(enum probe_status s)
 	}
 }
 
+/* The last row of a hook none of whose candidates runs. A hook that a
+ * choice between sets left out (probe_choose_set: every candidate excluded
+ * for the same reason, the set that replaces it chosen) is not missing:
+ * another hook answers, and the row says which. */
+static const char *none_status(const struct probe_hook *h)
+{
+	static char buf[PROBE_WHY_LEN + 32];
+	int j;
+
+	for (j = 0; j < PROBE_MAX_CANDS && h->cand[j].target; j++)
+		if (h->status[j] != PS_EXCLUDED || strcmp(h->why[j], h->why[0]) ||
+		    !strcmp(h->why[j], "excluded by --probe-mode"))
+			break;
+	if (j && (j == PROBE_MAX_CANDS || !h->cand[j].target)) {
+		snprintf(buf, sizeof(buf), "none: not needed, %s", h->why[0]);
+		return buf;
+	}
+	return h->optional ? "none: optional, output without it" : "none: cannot run";
+}
+
 void probe_print_plan(FILE *f, const struct probe_hook *hooks, int n, struct jw *jw,
 		      const char *tool, unsigned long long realtime_ns)
 {
@@ -366,8 +386,7 @@ void probe_print_plan(FILE *f, const struct probe_hook *hooks, int n, struct jw 
 				h->symbol[j][0] ? " as " : "", h->symbol[j]);
 		}
 		if (!jw && h->chosen < 0)
-			fprintf(f, "%-22s %-11s %-34s %s\n", "", "-", "-",
-				h->optional ? "none: optional, output without it" : "none: cannot run");
+			fprintf(f, "%-22s %-11s %-34s %s\n", "", "-", "-", none_status(h));
 	}
 }
 

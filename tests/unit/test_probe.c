@@ -585,6 +585,8 @@ static void test_choose_set(void)
 	static const char *const no_brk[] = { "syscalls/sys_exit_brk", NULL };
 	struct fake k = { .btf_tps = raw_tps, .tracefs = true };
 	struct feat_ops o = ops_for(&k);
+	char buf[4096];
+	FILE *f;
 	struct probe_hook hs[] = {
 		SYS_HOOK("sys_enter_mmap"), SYS_HOOK("sys_exit_brk"),
 		RAW_HOOK("sys_enter"), RAW_HOOK("sys_exit"),
@@ -598,6 +600,12 @@ static void test_choose_set(void)
 	CHECK_EQ(hs[3].status[1], PS_EXCLUDED);
 	CHECK_STR(hs[3].why[0], "per-syscall tracepoints chosen");
 	CHECK_STR(probe_summary(hs, 4), "tracepoint");
+	/* the raw hooks are not missing: the set chosen answers */
+	f = fmemopen(buf, sizeof(buf), "w");
+	probe_print_plan(f, hs, 4, NULL, "t", 0);
+	fclose(f);
+	CHECK(strstr(buf, "none: not needed, per-syscall tracepoints chosen\n") != NULL);
+	CHECK(strstr(buf, "output without it") == NULL);
 
 	/* one event missing: the raw hooks, tp_btf first */
 	k.no_events = no_brk;
@@ -608,6 +616,12 @@ static void test_choose_set(void)
 	CHECK_STR(hs[0].why[0], "without sys_exit_brk: raw syscall hooks instead");
 	CHECK_EQ(hs[1].status[0], PS_UNAVAILABLE);
 	CHECK_STR(hs[1].why[0], "not in tracefs");
+	f = fmemopen(buf, sizeof(buf), "w");
+	probe_print_plan(f, hs, 4, NULL, "t", 0);
+	fclose(f);
+	CHECK(strstr(buf, "none: not needed, without sys_exit_brk: raw syscall hooks instead\n") != NULL);
+	/* sys_exit_brk itself is missing (not in tracefs), and optional */
+	CHECK(strstr(buf, "none: optional, output without it\n") != NULL);
 	CHECK_EQ(hs[2].chosen, 0);
 	CHECK_EQ(hs[3].chosen, 0);
 	CHECK_STR(probe_summary(hs, 4), "tp_btf");
