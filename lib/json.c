@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include "json.h"
 #include "util.h"
 
@@ -228,6 +230,31 @@ void jw_kts(struct jw *w, const char *k, uint64_t realtime_ns)
 	jw_kstr(w, k, buf);
 }
 
+static struct {
+	bool known;
+	char name[sizeof(((struct utsname *)0)->nodename)];
+} host;
+
+/* read once: a host's captures are joined by this name (topograph), so
+ * every line of a run names the same one */
+const char *jw_host(void)
+{
+	struct utsname u;
+
+	if (!host.known) {
+		host.known = true;
+		if (!uname(&u))
+			snprintf(host.name, sizeof(host.name), "%s", u.nodename);
+	}
+	return host.name[0] ? host.name : NULL;
+}
+
+void jw_host_set(const char *name)
+{
+	host.known = true;
+	snprintf(host.name, sizeof(host.name), "%s", name ? name : "");
+}
+
 void jw_record_begin(struct jw *w, const char *type, const char *tool, uint64_t realtime_ns)
 {
 	char ts[40];
@@ -241,6 +268,7 @@ void jw_record_begin(struct jw *w, const char *type, const char *tool, uint64_t 
 	fmt_rfc3339_ns(realtime_ns, ts, sizeof(ts));
 	jw_kstr(w, "ts", ts);
 	jw_ku64(w, "schema", AISCOPE_JSON_SCHEMA);
+	jw_kstr(w, "host", jw_host());
 }
 
 void jw_record_end(struct jw *w)

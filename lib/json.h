@@ -31,9 +31,16 @@ void jw_init(struct jw *w, FILE *f);
 #define AISCOPE_JSON_SCHEMA 1
 
 /* {"type":type,"tool":tool,"ts":"<RFC 3339 of realtime_ns>","schema":N,
- * the envelope every line of every tool starts with */
+ * "host":"<nodename>", the envelope every line of every tool starts with */
 void jw_record_begin(struct jw *w, const char *type, const char *tool, uint64_t realtime_ns);
 void jw_record_end(struct jw *w);
+/*
+ * The host every line names: uname's nodename (what hostname(1) shows, in
+ * the tool's UTS namespace), read at the first record; NULL when empty.
+ * jw_host_set() names it instead (tests; NULL: null).
+ */
+const char *jw_host(void);
+void jw_host_set(const char *name);
 
 void jw_key(struct jw *w, const char *key);
 void jw_obj_begin(struct jw *w);

@@ -89,7 +89,7 @@ static void test_accumulates_one_edge(void)
 	out = lines_of(t, NULL, NULL, &n);
 	CHECK_EQ(n, 1);
 	CHECK_STR(out,
-		  "{\"type\":\"edge\",\"tool\":\"test\",\"ts\":\"TS\",\"schema\":1,\"kind\":\"tcp\","
+		  "{\"type\":\"edge\",\"tool\":\"test\",\"ts\":\"TS\",\"schema\":1,\"host\":\"h\",\"kind\":\"tcp\","
 		  "\"channel\":\"127.0.0.1:41234->127.0.0.1:5000\","
 		  "\"src\":{\"pid\":4242,\"tid\":null,\"comm\":\"producer\",\"uid\":1000,"
 		  "\"cgroup_id\":0,\"cgroup\":null,\"container_id\":null,\"runtime\":null,"
@@ -136,7 +136,7 @@ static void test_endpoint_side(void)
 	struct aiscope_ident a = ident(77, "curl");
 	struct edge_side local = { &a, "10.0.0.5:41234" }, remote = { NULL, "10.0.0.9:443" };
 	struct edge_side remote2 = { NULL, "10.0.0.9:444" };
-	const char *head = "{\"type\":\"edge\",\"tool\":\"test\",\"ts\":\"TS\",\"schema\":1,\"kind\":\"tcp\","
+	const char *head = "{\"type\":\"edge\",\"tool\":\"test\",\"ts\":\"TS\",\"schema\":1,\"host\":\"h\",\"kind\":\"tcp\","
 			   "\"channel\":\"10.0.0.5:41234->10.0.0.9:443\",\"src\":{\"pid\":null,"
 			   "\"tid\":null,\"comm\":null,\"uid\":null,\"cgroup_id\":null,"
 			   "\"cgroup\":null,\"container_id\":null,\"runtime\":null,"
@@ -265,6 +265,8 @@ static void test_empty(void)
 
 int main(void)
 {
+	/* every line names its host: a fixed one, for exact lines */
+	jw_host_set("h");
 	RUN(test_accumulates_one_edge);
 	RUN(test_directions_and_sides);
 	RUN(test_endpoint_side);

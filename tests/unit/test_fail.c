@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include "t.h"
 #include "fail.h"
+#include "json.h"
 
 static char out[1024], err[1024];
 
@@ -81,7 +82,7 @@ static void test_fail_json_record(void)
 
 	CHECK_EQ(child(fail_json), 1);
 	CHECK(!strncmp(out, head, strlen(head)));
-	CHECK(strstr(out, "\",\"schema\":1,\"message\":\"cannot open \\\"a\\nb\\\"\",\"exit_code\":1}\n") != NULL);
+	CHECK(strstr(out, "\",\"schema\":1,\"host\":\"h\",\"message\":\"cannot open \\\"a\\nb\\\"\",\"exit_code\":1}\n") != NULL);
 	CHECK_STR(err, "t: cannot open \"a\nb\"\n");
 }
 
@@ -98,6 +99,8 @@ static void test_usage_error(void)
 
 int main(void)
 {
+	/* every line names its host: a fixed one, for exact lines */
+	jw_host_set("h");
 	RUN(test_fail_line_and_code);
 	RUN(test_fail_json_record);
 	RUN(test_usage_error);

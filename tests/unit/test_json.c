@@ -3,6 +3,7 @@
  * JSON-lines writer. */
 #include <math.h>
 #include <stdlib.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "t.h"
@@ -182,7 +183,7 @@ static void test_record_header(void)
 	jw_record_begin(&c.w, "event", "schedlat", 1764404251123456789ULL);
 	jw_record_end(&c.w);
 	CHECK_STR(cap_close(&c),
-		  "{\"type\":\"event\",\"tool\":\"schedlat\",\"ts\":\"2025-11-29T08:17:31.123456789Z\",\"schema\":1}\n");
+		  "{\"type\":\"event\",\"tool\":\"schedlat\",\"ts\":\"2025-11-29T08:17:31.123456789Z\",\"schema\":1,\"host\":\"h\"}\n");
 }
 
 static void test_full_record(void)
@@ -228,7 +229,7 @@ static void test_full_record(void)
 	jw_kstr(&c.w, "last", "");
 	jw_record_end(&c.w);
 	CHECK_STR(cap_close(&c),
-		  "{\"type\":\"sample\",\"tool\":\"socketsnoop\",\"ts\":\"1970-01-01T00:00:00.000000000Z\",\"schema\":1,"
+		  "{\"type\":\"sample\",\"tool\":\"socketsnoop\",\"ts\":\"1970-01-01T00:00:00.000000000Z\",\"schema\":1,\"host\":\"h\","
 		  "\"pid\":4242,\"comm\":\"py\\\"thon\\n\\u0001" FFFD "abcdef\","
 		  "\"container_id\":null,\"pod_uid\":null,\"ok\":true,\"bad\":false,"
 		  "\"delta_ns\":-5,\"hit_ratio\":0.500,\"nan_ratio\":null,\"inf_ratio\":null,"
@@ -275,8 +276,24 @@ static void test_records_in_a_row(void)
 	jw_ku64(&c.w, "n", 2);
 	jw_record_end(&c.w);
 	CHECK_STR(cap_close(&c),
-		  "{\"type\":\"event\",\"tool\":\"t\",\"ts\":\"1970-01-01T00:00:00.000000000Z\",\"schema\":1,\"n\":1}\n"
-		  "{\"type\":\"event\",\"tool\":\"t\",\"ts\":\"1970-01-01T00:00:00.000000001Z\",\"schema\":1,\"n\":2}\n");
+		  "{\"type\":\"event\",\"tool\":\"t\",\"ts\":\"1970-01-01T00:00:00.000000000Z\",\"schema\":1,\"host\":\"h\",\"n\":1}\n"
+		  "{\"type\":\"event\",\"tool\":\"t\",\"ts\":\"1970-01-01T00:00:00.000000001Z\",\"schema\":1,\"host\":\"h\",\"n\":2}\n");
+}
+
+/* the host is uname's nodename, read once; an empty one is null */
+static void test_host(void)
+{
+	struct utsname u;
+	struct cap c;
+
+	/* what a tool sees: read at the first call (before jw_host_set) */
+	CHECK(uname(&u) == 0);
+	CHECK(jw_host() != NULL && !strcmp(jw_host(), u.nodename));
+	jw_host_set(NULL);
+	cap_open(&c);
+	jw_record_begin(&c.w, "e", "t", 0);
+	jw_record_end(&c.w);
+	CHECK_STR(cap_close(&c), "{\"type\":\"e\",\"tool\":\"t\",\"ts\":\"1970-01-01T00:00:00.000000000Z\",\"schema\":1,\"host\":null}\n");
 }
 
 static void test_record_after_unbalanced(void)
@@ -301,7 +318,7 @@ static void test_record_after_unbalanced(void)
 	jw_ku64(&c.w, "n", 3);
 	jw_record_end(&c.w);
 	CHECK_STR(cap_close(&c),
-		  "{\"type\":\"b\",\"tool\":\"t\",\"ts\":\"1970-01-01T00:00:00.000000000Z\",\"schema\":1,\"n\":3}\n");
+		  "{\"type\":\"b\",\"tool\":\"t\",\"ts\":\"1970-01-01T00:00:00.000000000Z\",\"schema\":1,\"host\":\"h\",\"n\":3}\n");
 }
 
 /* ---- jq: the output of hostile strings parses and round-trips ---- */
@@ -408,6 +425,9 @@ static void test_jq_roundtrip(void)
 
 int main(void)
 {
+	RUN(test_host);
+	/* every line names its host: a fixed one, for exact lines */
+	jw_host_set("h");
 	RUN(test_escapes_ascii);
 	RUN(test_escapes_utf8);
 	RUN(test_nul_terminates);
