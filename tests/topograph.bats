@@ -14,6 +14,7 @@ NPM_DIR=${AISCOPE_NPM_DIR:-$TOP/build/npm}
 
 teardown() {
 	aiscope_teardown
+	xhost_teardown
 }
 
 # json FILE... -> $BATS_TEST_TMPDIR/g.json (topograph -j), checked by jq
@@ -164,7 +165,7 @@ bounded() {
 		"e1 fifo 100>101 1048576 256 1048576 /tmp/topo.fifo,e2 tcp 101>102 1048576 128 1048576 127.0.0.1:41000->127.0.0.1:5000,e3 unix 102>100 100 4 100 /tmp/topo.sock,e4 tcp 102>101 8 1 8 127.0.0.1:5000->127.0.0.1:41000" ]
 	# a side keeps the keys of docs/edges.md, flows their endpoints
 	[ "$(jg '[.[] | select(.id=="e2") | .src.endpoint, .dst.endpoint, (.src | keys | join(" "))] | join(",")')" = \
-		"127.0.0.1:41000,127.0.0.1:5000,cgroup cgroup_id comm container_id container_image container_name endpoint k8s_container pid pod_name pod_namespace pod_uid runtime tid uid" ]
+		"127.0.0.1:41000,127.0.0.1:5000,cgroup cgroup_id comm container_id container_image container_name endpoint host k8s_container pid pod_name pod_namespace pod_uid runtime tid uid" ]
 	[ "$(jg '.[] | select(.id=="e1") | .src.endpoint')" = null ]
 	# rate over the tools' 2 s capture; share; unread
 	[ "$(jg '.[] | select(.id=="e1") | "\(.rate_bytes_per_sec) \(.unread_bytes) \(.source) \(.src_id)>\(.dst_id)"')" = \
@@ -920,4 +921,140 @@ lifecycle_capture() {
 	[ "$(jg '.[] | select(.type=="summary") | "\(.processes_traced) \(.lost_events)"')" = "8192 327" ]
 	[ "$(jg '[.[] | select(.type=="lost") | "\(.lost_events) \(.map_full) \(.ringbuf_full)"] | join(",")')" = "327 327 0" ]
 	grep -F 'topograph: lost 327 events (ring buffer full: 0, map full: 327)' "$BATS_TEST_TMPDIR/topo.err"
+}
+
+# ---- the graph across hosts ----
+
+# two hosts whose processes share pids, a communicator of four ranks over
+# both (rank 1 on host b behind), a loopback flow on each that must stay
+# apart, and a flow from a to b seen by both
+xhost_fixture() {
+	local h pid
+	for h in a b; do
+		printf '{"type":"sample","tool":"nclstat","host":"h-%s","row":"communicator","communicator_id":"0xc0ffee","nranks":4,"ranks":[{"pid":100,"rank":%d,"op_seq":%d,"last_op":"allreduce"},{"pid":101,"rank":%d,"op_seq":%d,"last_op":"allreduce"}]}\n' \
+			"$h" "$([ $h = a ] && echo 0 || echo 2)" 40 "$([ $h = a ] && echo 3 || echo 1)" \
+			"$([ $h = a ] && echo 40 || echo 7)"
+		printf '{"type":"edge","tool":"socketsnoop","host":"h-%s","kind":"tcp","channel":"127.0.0.1:7000->127.0.0.1:7001","src":{"pid":100,"comm":"rank","endpoint":"127.0.0.1:7000"},"dst":{"pid":null,"endpoint":"127.0.0.1:7001"},"bytes":10,"msgs":1,"read_bytes":null}\n' "$h"
+		printf '{"type":"edge","tool":"socketsnoop","host":"h-%s","kind":"tcp","channel":"127.0.0.1:7000->127.0.0.1:7001","src":{"pid":null,"endpoint":"127.0.0.1:7000"},"dst":{"pid":101,"comm":"rank","endpoint":"127.0.0.1:7001"},"bytes":10,"msgs":1,"read_bytes":10}\n' "$h"
+	done > "$BATS_TEST_TMPDIR/x.jsonl"
+	cat >> "$BATS_TEST_TMPDIR/x.jsonl" <<'EOT'
+{"type":"edge","tool":"socketsnoop","host":"h-a","kind":"tcp","channel":"10.0.0.1:40000->10.0.0.2:29500","src":{"pid":101,"comm":"rank","endpoint":"10.0.0.1:40000"},"dst":{"pid":null,"endpoint":"10.0.0.2:29500"},"bytes":4096,"msgs":2,"read_bytes":null}
+{"type":"edge","tool":"socketsnoop","host":"h-b","kind":"tcp","channel":"10.0.0.1:40000->10.0.0.2:29500","src":{"pid":null,"endpoint":"10.0.0.1:40000"},"dst":{"pid":100,"comm":"rank","endpoint":"10.0.0.2:29500"},"bytes":4000,"msgs":3,"read_bytes":4000}
+EOT
+}
+
+@test "across hosts: pids of two hosts are two processes; a flow seen by both is one edge; loopback stays apart; the lagging rank named with its host" {
+	xhost_fixture
+	graph_json "$BATS_TEST_TMPDIR/x.jsonl"
+	[ "$(jg '[.[] | select(.type=="node") | "\(.id) \(.kind) \(.node_host) \(.pid // .endpoint)"] | join(",")')" = \
+		"n1 process h-a 100,n2 process h-a 101,n3 process h-b 100,n4 process h-b 101,n5 endpoint h-a 127.0.0.1:7000,n6 endpoint h-a 127.0.0.1:7001,n7 endpoint h-b 127.0.0.1:7000,n8 endpoint h-b 127.0.0.1:7001" ]
+	# the flow: the sender's bytes, the reader's reads, between the hosts
+	[ "$(jg '[.[] | select(.type=="edge") | "\(.src_id)>\(.dst_id) \(.src.host)>\(.dst.host) \(.bytes) \(.msgs) \(.read_bytes)"] | join(",")')" = \
+		"n2>n3 h-a>h-b 4096 2 4000,n1>n6 h-a>h-a 10 1 null,n3>n8 h-b>h-b 10 1 null,n5>n2 h-a>h-a 10 1 10,n7>n4 h-b>h-b 10 1 10" ]
+	[ "$(jg '.[] | select(.type=="summary") | "\(.hosts | join(" ")) \(.joined_flows) \(.unjoined_local_flows) \(.unjoined_ambiguous_flows)"')" = \
+		"h-a h-b 1 2 0" ]
+	grep -q '^topograph: 2 flows not joined across hosts: 2 of a loopback or link-local address, 0 matched on several hosts$' \
+		"$BATS_TEST_TMPDIR/g.err"
+	# rank 1 (pid 101 on h-b) of the communicator across both hosts
+	[ "$(jg '[.[] | select(.type=="bottleneck" and .rule=="nccl_lag") | .node] | join(",")')" = n4 ]
+	[ "$(jg '.[] | select(.rule=="nccl_lag") | .evidence')" = \
+		"rank 1 (101/rank@h-b) of communicator 0xc0ffee lags: op sequence 7 against 40 of rank 0 (100/rank@h-a); its last op allreduce" ]
+	# the table, DOT and Mermaid name the hosts
+	run "$BIN/topograph" "$BATS_TEST_TMPDIR/x.jsonl"
+	[[ "$output" == *"[host h-a]"*"[host h-b]"* ]]
+	[[ "$output" == *"101/rank@h-a"*"100/rank@h-b"* ]]
+	run "$BIN/topograph" --dot "$BATS_TEST_TMPDIR/x.jsonl"
+	[[ "$output" == *'n4 [label="101 rank\non h-b\nnccl rank 1/4"'* ]]
+	run "$BIN/topograph" --mermaid "$BATS_TEST_TMPDIR/x.jsonl"
+	[[ "$output" == *"on h-b"* ]]
+	# topograph's own lines read back give the same graph
+	"$BIN/topograph" -j "$BATS_TEST_TMPDIR/x.jsonl" 2>/dev/null | grep -v '"type":"summary"' |
+		jq -c 'del(.ts)' > "$BATS_TEST_TMPDIR/own1"
+	"$BIN/topograph" -j "$BATS_TEST_TMPDIR/x.jsonl" 2>/dev/null > "$BATS_TEST_TMPDIR/own.jsonl"
+	"$BIN/topograph" -j "$BATS_TEST_TMPDIR/own.jsonl" 2>/dev/null | grep -v '"type":"summary"' |
+		jq -c 'del(.ts)' > "$BATS_TEST_TMPDIR/own2"
+	diff "$BATS_TEST_TMPDIR/own1" "$BATS_TEST_TMPDIR/own2"
+}
+
+# three hosts: network namespaces, each with its own UTS name and cgroup,
+# joined by veth pairs on 10.231.0.0/24; removed by xhost_teardown
+XH=
+xhost_teardown() {
+	local h
+	[ -n "$XH" ] || return 0
+	for h in a b c; do
+		ip netns del "$XH$h" 2>/dev/null
+	done
+}
+
+# on HOST CMD...: CMD in HOST's cgroup, network namespace and UTS name
+on() {
+	local h=$1
+	shift
+	sh -c 'echo $$ > "$1/cgroup.procs"; n=$2 ns=$3; shift 3
+		exec nsenter --net="/run/netns/$ns" unshare --uts sh -c "hostname \$0; exec \"\$@\"" "$n" "$@"' \
+		sh "$XCG/$h" "xh-$h" "$XH$h" "$@"
+}
+
+xhost_link() {	# HOST1 ADDR1 HOST2 ADDR2 N
+	ip link add "${XH}v$5a" netns "$XH$1" type veth peer name "${XH}v$5b" netns "$XH$3"
+	ip -n "$XH$1" addr add "$2/30" dev "${XH}v$5a"
+	ip -n "$XH$1" link set "${XH}v$5a" up
+	ip -n "$XH$3" addr add "$4/30" dev "${XH}v$5b"
+	ip -n "$XH$3" link set "${XH}v$5b" up
+}
+
+@test "across hosts, end to end: three network namespaces' socketsnoop captures make one graph, exact per host" {
+	need_root
+	command -v ip nsenter unshare > /dev/null || skip "needs ip, nsenter and unshare"
+	local root h f
+	root=$(cgroup2_root) || skip "no cgroup2 mount"
+	XH=xh$$
+	XCG=$root/aiscope-$XH
+	make_cgroup "$XCG"
+	for h in a b c; do
+		ip netns add "$XH$h" || skip "cannot make network namespaces"
+		ip -n "$XH$h" link set lo up
+		make_cgroup "$XCG/$h"
+	done
+	xhost_link a 10.231.0.1 b 10.231.0.2 1
+	xhost_link b 10.231.0.5 c 10.231.0.6 2
+	xhost_link a 10.231.0.9 c 10.231.0.10 3
+	for h in a b c; do
+		start_bg "ss$h" on "$h" "$BIN/socketsnoop" -j -d 6 -c "$XCG/$h"
+	done
+	for h in a b c; do
+		wait_for "$BATS_TEST_TMPDIR/ss$h.err" Tracing 30
+	done
+	# b serves a and c, c serves a; each answers a hundredth of what came
+	start_bg srvb on b "$HELPERS/xhostnet" serve 5000 2
+	start_bg srvc on c "$HELPERS/xhostnet" serve 5001 1
+	wait_for "$BATS_TEST_TMPDIR/srvb.out" '^listening'
+	wait_for "$BATS_TEST_TMPDIR/srvc.out" '^listening'
+	on a "$HELPERS/xhostnet" send 10.231.0.2 5000 100000 > "$BATS_TEST_TMPDIR/a1"
+	on c "$HELPERS/xhostnet" send 10.231.0.5 5000 200000 > "$BATS_TEST_TMPDIR/c1"
+	on a "$HELPERS/xhostnet" send 10.231.0.10 5001 300000 > "$BATS_TEST_TMPDIR/a2"
+	for h in a b c; do
+		wait_for "$BATS_TEST_TMPDIR/ss$h.out" '"type":"summary"' 30
+		jq -e -s --arg h "xh-$h" 'all(.[]; .host == $h)' "$BATS_TEST_TMPDIR/ss$h.out"
+	done
+	cat "$BATS_TEST_TMPDIR"/a1 "$BATS_TEST_TMPDIR"/c1 "$BATS_TEST_TMPDIR"/a2 "$BATS_TEST_TMPDIR"/srv?.out
+	graph_json "$BATS_TEST_TMPDIR"/ssa.out "$BATS_TEST_TMPDIR"/ssb.out "$BATS_TEST_TMPDIR"/ssc.out
+	# the truth: each client's pid and ports, each server's
+	pid() { sed -n 's/.*pid=\([0-9]*\).*/\1/p' "$1" | head -1; }
+	local a1 a2 c1 sb sc
+	a1=$(pid "$BATS_TEST_TMPDIR/a1") a2=$(pid "$BATS_TEST_TMPDIR/a2") c1=$(pid "$BATS_TEST_TMPDIR/c1")
+	sb=$(pid "$BATS_TEST_TMPDIR/srvb.out") sc=$(pid "$BATS_TEST_TMPDIR/srvc.out")
+	# every node a process on its host, nothing left as an endpoint
+	[ "$(jg '[.[] | select(.type=="node") | "\(.node_host) \(.kind) \(.pid)"] | join(",")')" = \
+		"$(printf '%s\n' "xh-a process $a1" "xh-a process $a2" | sort -k3n | paste -sd,),xh-b process $sb,$(printf '%s\n' "xh-c process $sc" "xh-c process $c1" | sort -k3n | paste -sd,)" ]
+	# six edges, each a flow's one direction, exact bytes, read in full
+	ep() { sed -n "s/.*$2=\([^ ]*\).*/\1/p" "$BATS_TEST_TMPDIR/$1"; }
+	[ "$(jg '[.[] | select(.type=="edge") | "\(.kind) \(.src.host)/\(.src.pid)>\(.dst.host)/\(.dst.pid) \(.bytes) \(.read_bytes) \(.channel)"] | join(",")')" = \
+		"tcp xh-a/$a2>xh-c/$sc 300000 300000 $(ep a2 local)->$(ep a2 peer),tcp xh-c/$c1>xh-b/$sb 200000 200000 $(ep c1 local)->$(ep c1 peer),tcp xh-a/$a1>xh-b/$sb 100000 100000 $(ep a1 local)->$(ep a1 peer),tcp xh-c/$sc>xh-a/$a2 3000 3000 $(ep a2 peer)->$(ep a2 local),tcp xh-b/$sb>xh-c/$c1 2000 2000 $(ep c1 peer)->$(ep c1 local),tcp xh-b/$sb>xh-a/$a1 1000 1000 $(ep a1 peer)->$(ep a1 local)" ]
+	[ "$(jg '.[] | select(.type=="summary") | "\(.nodes) \(.edges) \(.bytes) \(.hosts | join(" ")) \(.joined_flows) \(.unjoined_local_flows)"')" = \
+		"5 6 606000 xh-a xh-b xh-c 6 0" ]
+	for f in a1 c1 a2; do
+		grep -q " rx=$(( $(ep $f tx) / 100 ))\$" "$BATS_TEST_TMPDIR/$f"
+	done
 }

@@ -51,9 +51,13 @@ const char *group_of(const struct node *n)
 static int cmp_nodes(const void *a, const void *b)
 {
 	const struct node *x = *(struct node *const *)a, *y = *(struct node *const *)b;
-	int c = strcmp(group_of(x), group_of(y));
+	int c;
 
-	if (c)
+	/* several hosts: each host's nodes together, in its name's order */
+	if (many_hosts() && (x->kind == N_ENDPOINT) == (y->kind == N_ENDPOINT) &&
+	    (c = strcmp(x->host ? x->host : "", y->host ? y->host : "")))
+		return c;
+	if ((c = strcmp(group_of(x), group_of(y))))
 		return c;
 	if (x->kind != y->kind)
 		return x->kind < y->kind ? -1 : 1;
@@ -207,6 +211,7 @@ static void lag_of_comm(const char *hash)
 {
 	struct node *lead = NULL, *low = NULL;
 	struct ncl_rank *lr = NULL, *wr = NULL;
+	char lw[192], ld[192];
 	struct bottleneck *b;
 	bool seq = true;
 	int ranks = 0;
@@ -236,12 +241,14 @@ static void lag_of_comm(const char *hash)
 	b->value = progress(lr, seq) - progress(wr, seq);
 	b->threshold = NCCL_LAG_CALLS;
 	b->unit = "calls";
+	/* "pid/comm", on several hosts "pid/comm@host" */
+	node_label(low, lw, sizeof(lw));
+	node_label(lead, ld, sizeof(ld));
 	b->evidence = xasprintf(
-		 "rank %lld (%u/%s) of communicator %s lags: %s %llu against %llu of rank %lld (%u/%s); its last op %s",
-		 (long long)wr->rank, low->pid, low->comm ? low->comm : "?", hash,
-		 seq ? "op sequence" : "calls", (unsigned long long)progress(wr, seq),
-		 (unsigned long long)progress(lr, seq), (long long)lr->rank, lead->pid,
-		 lead->comm ? lead->comm : "?", wr->last_op ? wr->last_op : "unknown");
+		 "rank %lld (%s) of communicator %s lags: %s %llu against %llu of rank %lld (%s); its last op %s",
+		 (long long)wr->rank, lw, hash, seq ? "op sequence" : "calls",
+		 (unsigned long long)progress(wr, seq), (unsigned long long)progress(lr, seq),
+		 (long long)lr->rank, ld, wr->last_op ? wr->last_op : "unknown");
 }
 
 static void rule_nccl(void)
@@ -372,7 +379,7 @@ static void tree_parents(void)
 
 		if (!n->has_life || !n->has_ppid || !n->ppid)
 			continue;
-		p = proc_node(n->ppid);
+		p = proc_node_on(n->host, n->ppid);
 		if (p->has_life || p->degree || p->tree_parent)
 			continue;
 		p->tree_parent = true;
@@ -395,7 +402,7 @@ static void spawn_links(void)
 	for (size_t i = 0; i < G.nshown; i++) {
 		struct node *n = G.shown[i], *p;
 
-		if (!n->has_ppid || !(p = node_find_pid(n->ppid)) || !p->id)
+		if (!n->has_ppid || !(p = node_find_pid(n->host, n->ppid)) || !p->id)
 			continue;
 		G.spawn = aiscope_grow(G.spawn, &G.spawn_cap, G.nspawn + 1, sizeof(*G.spawn));
 		G.spawn[G.nspawn++] = p;

@@ -82,15 +82,135 @@ static struct node *node_get(enum node_kind kind, const char *key)
 	return n;
 }
 
-struct node *proc_node(uint32_t pid)
+static char *node_key(const struct node *n);
+
+/* a process's key: its pid, on its host when the lines named one (pids
+ * of two hosts are two processes) */
+static void proc_key(const char *host, uint32_t pid, char *key, size_t len)
 {
-	char key[32];
+	if (host && many_hosts())
+		snprintf(key, len, "p:%u@%s", pid, host);
+	else
+		snprintf(key, len, "p:%u", pid);
+}
+
+struct node *proc_node_on(const char *host, uint32_t pid)
+{
+	char key[128];
 	struct node *n;
 
-	snprintf(key, sizeof(key), "p:%u", pid);
+	proc_key(host, pid, key, sizeof(key));
 	n = node_get(N_PROC, key);
 	n->pid = pid;
+	if (host)
+		n->host = host;	/* a line that named none leaves it */
 	return n;
+}
+
+struct node *proc_node(uint32_t pid)
+{
+	return proc_node_on(G.line_host, pid);
+}
+
+/* a node's key in G.nodes: a process's as proc_key, an endpoint's or an
+ * unseen reader's on its host once there are several */
+static char *node_key(const struct node *n)
+{
+	const char *h = many_hosts() ? n->host : NULL;
+	char key[128];
+
+	switch (n->kind) {
+	case N_PROC:
+		proc_key(n->host, n->pid, key, sizeof(key));
+		return xstrdup(key);
+	case N_ENDPOINT:
+		return h ? xasprintf("e:%s@%s", n->endpoint, h) : xasprintf("e:%s", n->endpoint);
+	default:
+		return h ? xasprintf("u:%s:%s@%s", n->ukind, n->endpoint, h) :
+			   xasprintf("u:%s:%s", n->ukind, n->endpoint);
+	}
+}
+
+static char *edge_key(const char *kind, const char *channel, const struct node *src,
+		      const struct node *dst)
+{
+	return xasprintf("%s\x1f%s\x1f%s\x1f%s", kind, channel, src->key, dst->key);
+}
+
+/* A second host: the keys so far named none (one host's graph keys its
+ * processes by pid alone), now each node's names its host, and the edges'
+ * keys follow their nodes'. Lines that named no host stay host-less. */
+static void rekey(void)
+{
+	memset(G.nodes, 0, sizeof(G.nodes));
+	memset(G.edges, 0, sizeof(G.edges));
+	for (size_t i = 0; i < G.nn; i++) {
+		struct node *n = G.nv[i];
+		uint32_t h;
+
+		free(n->key);
+		n->key = node_key(n);
+		h = hash_str(n->key);
+		n->hnext = G.nodes[h];
+		G.nodes[h] = n;
+	}
+	for (size_t i = 0; i < G.ne; i++) {
+		struct gedge *e = G.ev[i];
+		uint32_t h;
+
+		free(e->key);
+		e->key = edge_key(e->kind, e->channel, e->src, e->dst);
+		h = hash_str(e->key);
+		e->hnext = G.edges[h];
+		G.edges[h] = e;
+	}
+}
+
+/* The host of the line read now: its "host", kept once in G.hosts. A live
+ * capture is this host's alone, its nodes keyed as they always were. */
+void line_host(const char *host)
+{
+	size_t i;
+
+	G.line_host = NULL;
+	if (!host || !*host || cfg.live)
+		return;
+	for (i = 0; i < G.nhosts; i++)
+		if (!strcmp(G.hosts[i], host))
+			break;
+	if (i == G.nhosts) {
+		G.hosts = aiscope_grow(G.hosts, &G.hosts_cap, G.nhosts, sizeof(*G.hosts));
+		G.hosts[G.nhosts++] = xstrdup(host);
+		if (G.nhosts == 2)
+			rekey();
+	}
+	G.line_host = G.hosts[i];
+}
+
+/* the outputs name the hosts only when there are several: one host's
+ * graph reads as it always did */
+bool many_hosts(void)
+{
+	return G.nhosts > 1;
+}
+
+/*
+ * ADDR:PORT of an address that names a different thing on every host:
+ * loopback (127.0.0.0/8, ::1), link-local (169.254.0.0/16, fe80::/10),
+ * the wildcard, or no address ("*"). Never joined across hosts.
+ */
+bool addr_local(const char *ep)
+{
+	static const char *const local[] = { "127.", "[::1]", "169.254.", "[fe8", "[fe9", "[fea",
+					     "[feb", "[FE8", "[FE9", "[FEA", "[FEB", "0.0.0.0:",
+					     "[::]", "*" };
+
+	if (!ep)
+		return true;
+	for (size_t i = 0; i < ARRAY_SIZE(local); i++)
+		if (!strncmp(ep, local[i], strlen(local[i])))
+			return true;
+	return false;
 }
 
 /* identity fields of a record (an edge side, a schedlat row): the latest
@@ -133,17 +253,20 @@ struct node *side_node(const struct jv *o, const char *kind, const char *channel
 		node_ident(n, o);
 		return n;
 	}
-	if (ep && *ep) {
-		if (asprintf(&key, "e:%s", ep) < 0)
-			aiscope_fail(EXIT_RUNTIME, "out of memory");
-		n = node_get(N_ENDPOINT, key);
-		set_str(&n->endpoint, ep);
-	} else {
-		if (asprintf(&key, "u:%s:%s", kind, channel) < 0)
-			aiscope_fail(EXIT_RUNTIME, "out of memory");
-		n = node_get(N_UNSEEN, key);
-		set_str(&n->endpoint, channel);
-	}
+	/* a remote address is one node whichever host saw it; a loopback
+	 * one, or a reader never seen, is its host's */
+	struct node proto = { .kind = ep && *ep ? N_ENDPOINT : N_UNSEEN, .host = G.line_host,
+			      .endpoint = (char *)(ep && *ep ? ep : channel), .ukind = (char *)kind };
+
+	if (proto.kind == N_ENDPOINT && !addr_local(ep))
+		proto.host = NULL;
+	key = node_key(&proto);
+	n = node_get(proto.kind, key);
+	set_str(&n->endpoint, proto.endpoint);
+	if (proto.kind == N_UNSEEN)
+		set_str(&n->ukind, kind);
+	if (proto.host)
+		n->host = proto.host;
 	free(key);
 	return n;
 }
@@ -224,7 +347,7 @@ bool edge_passes(const struct node *a, const struct node *b)
  * when there was none. */
 struct gedge *edge_get(const char *kind, const char *channel, struct node *src, struct node *dst)
 {
-	char *key = xasprintf("%s\x1f%s\x1f%s\x1f%s", kind, channel, src->key, dst->key);
+	char *key = edge_key(kind, channel, src, dst);
 	uint32_t h = hash_str(key);
 	struct gedge *e;
 
@@ -257,12 +380,12 @@ void sat_add(uint64_t *sum, uint64_t v)
 	G.capped++;
 }
 
-struct node *node_find_pid(uint32_t pid)
+struct node *node_find_pid(const char *host, uint32_t pid)
 {
-	char key[32];
+	char key[128];
 	struct node *n;
 
-	snprintf(key, sizeof(key), "p:%u", pid);
+	proc_key(host, pid, key, sizeof(key));
 	for (n = G.nodes[hash_str(key)]; n; n = n->hnext)
 		if (!strcmp(n->key, key))
 			return n;

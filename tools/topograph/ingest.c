@@ -22,6 +22,20 @@ static void min_str(char **dst, const char *s, bool max)
 		set_str(dst, s);
 }
 
+/* A side of an edge line, on its host: topograph's own lines read back
+ * name each side's ("host" in the side), the tools' lines their own. */
+static struct node *side_node_of(const struct jv *v, const char *side, const char *kind,
+				 const char *channel)
+{
+	const char *host = jv_str(jv_get(jv_get(v, side), "host"));
+
+	/* topograph's own lines: the envelope's host is topograph's */
+	if (!host && strcmp(jv_str(jv_get(v, "tool")) ?: "", TOOL))
+		host = jv_str(jv_get(v, "host"));
+	line_host(host);
+	return side_node(jv_get(v, side), kind, channel);
+}
+
 /* An "edge" line (docs/edges.md); the same edge in several lines (several
  * captures read together) adds up. */
 static void add_edge(const struct jv *v, const char *tool)
@@ -38,8 +52,8 @@ static void add_edge(const struct jv *v, const char *tool)
 		return;
 	}
 	jv_u64(jv_get(v, "msgs"), &msgs);
-	src = side_node(jv_get(v, "src"), kind, channel);
-	dst = side_node(jv_get(v, "dst"), kind, channel);
+	src = side_node_of(v, "src", kind, channel);
+	dst = side_node_of(v, "dst", kind, channel);
 	if (!edge_passes(src, dst)) {
 		G.filtered++;
 		return;
@@ -253,6 +267,8 @@ static void add_own_node(const struct jv *v)
 
 	if (!jv_u64(jv_get(v, "pid"), &pid) || !pid || pid > UINT32_MAX)
 		return;
+	/* the node's host, not the one that wrote the graph */
+	line_host(jv_str(jv_get(v, "node_host")));
 	n = proc_node(pid);
 	node_ident(n, v);
 	own_life(n, v);
@@ -338,6 +354,7 @@ void ingest(const char *name, uint64_t lineno, const char *line, size_t len)
 		bad_line(name, lineno, "not an aiscope record (no \"type\" or \"tool\")");
 		return;
 	}
+	line_host(strcmp(tool, TOOL) ? jv_str(jv_get(v, "host")) : NULL);
 	s = source_of(tool);
 	s->lines++;
 	if (!strcmp(type, "edge")) {

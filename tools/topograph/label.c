@@ -12,10 +12,17 @@ void node_label(const struct node *n, char *buf, size_t len)
 {
 	switch (n->kind) {
 	case N_PROC:
-		snprintf(buf, len, "%u/%s", n->pid, n->comm ? n->comm : "?");
+		if (many_hosts() && n->host)
+			snprintf(buf, len, "%u/%s@%s", n->pid, n->comm ? n->comm : "?", n->host);
+		else
+			snprintf(buf, len, "%u/%s", n->pid, n->comm ? n->comm : "?");
 		break;
 	case N_ENDPOINT:
-		snprintf(buf, len, "%s", n->endpoint);
+		/* a loopback address of one of the hosts */
+		if (many_hosts() && n->host)
+			snprintf(buf, len, "%s@%s", n->endpoint, n->host);
+		else
+			snprintf(buf, len, "%s", n->endpoint);
 		break;
 	default:
 		snprintf(buf, len, "(unseen)");
@@ -104,6 +111,8 @@ int node_lines(const struct node *n, char lines[][128])
 		snprintf(lines[k++], 128, "%s", n->endpoint);
 	else
 		snprintf(lines[k++], 128, "reader not seen: %s", n->endpoint);
+	if (many_hosts() && n->host)
+		snprintf(lines[k++], 128, "on %s", n->host);
 	if (n->has_runq)
 		snprintf(lines[k++], 128, "runq p99 %.1f ms", n->runq_p99_ns / 1e6);
 	if (n->ncl)

@@ -249,6 +249,7 @@ int main(int argc, char **argv)
 	} else {
 		read_files();
 	}
+	join_hosts();
 	analyse();
 	switch (cfg.out) {
 	case OUT_JSON: print_json(); break;
@@ -262,6 +263,10 @@ int main(int argc, char **argv)
 	if (G.capped)
 		fprintf(stderr, TOOL ": %llu sums passed 2^64 - 1 and were held at 18446744073709551615: the input's counters are out of range\n",
 			(unsigned long long)G.capped);
+	if (G.unjoined_local || G.unjoined_ambiguous)
+		fprintf(stderr, TOOL ": %llu flows not joined across hosts: %llu of a loopback or link-local address, %llu matched on several hosts\n",
+			(unsigned long long)(G.unjoined_local + G.unjoined_ambiguous),
+			(unsigned long long)G.unjoined_local, (unsigned long long)G.unjoined_ambiguous);
 	ingest_done();
 	return 0;
 }

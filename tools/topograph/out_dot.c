@@ -21,7 +21,7 @@ static void dot_str(const char *s)
 
 static void dot_node(const struct node *n, const char *indent)
 {
-	char lines[6][128];
+	char lines[8][128];
 	int k = node_lines(n, lines);
 
 	printf("%sn%d [label=\"", indent, n->id);

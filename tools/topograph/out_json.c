@@ -31,7 +31,7 @@ static const struct ctr_meta *line_names(const struct node *n, struct ctr_meta *
 }
 
 /* the identity of a node, as edges.md writes a side; ep: its endpoint */
-static void json_ident(struct jw *w, const struct node *n, const char *ep)
+static void json_ident(struct jw *w, const struct node *n, const char *ep, bool side)
 {
 	bool p = n->kind == N_PROC;
 	struct container_info ci = { 0 };
@@ -55,6 +55,8 @@ static void json_ident(struct jw *w, const struct node *n, const char *ep)
 	}
 	aiscope_identity_json(w, &id);
 	jw_kstr(w, "endpoint", n->kind == N_ENDPOINT ? n->endpoint : ep);
+	/* a node line's own "host" is the envelope's: the host of topograph */
+	jw_kstr(w, side ? "host" : "node_host", n->host);
 }
 
 static void json_rules(struct jw *w, unsigned int flags)
@@ -70,7 +72,7 @@ static void json_rules(struct jw *w, unsigned int flags)
 /* what the lifecycle hooks saw (docs/edges.md: topograph's node lines) */
 static void json_life(struct jw *w, const struct node *n)
 {
-	const struct node *p = n->has_ppid ? node_find_pid(n->ppid) : NULL;
+	const struct node *p = n->has_ppid ? node_find_pid(n->host, n->ppid) : NULL;
 	char id[16];
 
 	jw_ku64_or_null(w, "ppid", n->has_ppid, n->ppid);
@@ -94,7 +96,7 @@ static void json_node(struct jw *w, const struct node *n, uint64_t now)
 	jw_record_begin(w, "node", TOOL, now);
 	jw_kstr(w, "id", id);
 	jw_kstr(w, "kind", node_kind_names[n->kind]);
-	json_ident(w, n, NULL);
+	json_ident(w, n, NULL, false);
 	jw_kstr(w, "channel", n->kind == N_UNSEEN ? n->endpoint : NULL);
 	jw_ku64(w, "tx_bytes", n->tx);
 	jw_ku64(w, "rx_bytes", n->rx);
@@ -136,11 +138,11 @@ static void json_edge(struct jw *w, const struct gedge *e, uint64_t now)
 	jw_kstr(w, "channel", e->channel);
 	jw_key(w, "src");
 	jw_obj_begin(w);
-	json_ident(w, e->src, e->src_ep);
+	json_ident(w, e->src, e->src_ep, true);
 	jw_obj_end(w);
 	jw_key(w, "dst");
 	jw_obj_begin(w);
-	json_ident(w, e->dst, e->dst_ep);
+	json_ident(w, e->dst, e->dst_ep, true);
 	jw_obj_end(w);
 	jw_ku64(w, "bytes", e->bytes);
 	jw_ku64(w, "msgs", e->msgs);
@@ -219,6 +221,14 @@ void print_json(void)
 	jw_ku64(&w, "lines", G.lines);
 	jw_ku64(&w, "bad_lines", G.bad_lines);
 	jw_ku64(&w, "filtered_edges", G.filtered);
+	jw_key(&w, "hosts");
+	jw_arr_begin(&w);
+	for (size_t i = 0; i < G.nhosts; i++)
+		jw_str(&w, G.hosts[i]);
+	jw_arr_end(&w);
+	jw_ku64(&w, "joined_flows", G.joined);
+	jw_ku64(&w, "unjoined_local_flows", G.unjoined_local);
+	jw_ku64(&w, "unjoined_ambiguous_flows", G.unjoined_ambiguous);
 	jw_ku64(&w, "lost_events", lost_total());
 	aiscope_summary_losses(&w);
 	jw_ku64_or_null(&w, "processes_traced", L.on, L.records);

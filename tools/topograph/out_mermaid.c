@@ -26,7 +26,7 @@ static void mm_str(const char *s)
 
 static void mm_node(const struct node *n, const char *indent)
 {
-	char lines[6][128];
+	char lines[8][128];
 	int k = node_lines(n, lines);
 
 	printf("%sn%d%s\"", indent, n->id, n->kind == N_PROC ? "[" : "([");

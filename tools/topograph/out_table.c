@@ -48,24 +48,26 @@ static void print_group_header(const struct node *n)
 {
 	char short_id[13];
 
+	/* several hosts: "[host NAME]", "[container ID on NAME]" */
+	const char *on = many_hosts() && n->host ? n->host : NULL;
+
 	if (n->kind == N_ENDPOINT) {
 		printf("[external]\n");
 		return;
 	}
 	if (!n->container_id) {
-		printf("[host]\n");
+		printf(on ? "[host %s]\n" : "[host]\n", on);
 		return;
 	}
-	if (env.wide) {
-		printf("[container %s]\n", n->container_id);
-		return;
+	if (env.wide)
+		printf("[container %s", n->container_id);
+	else if (n->ctr_name || n->k8s_container)
+		printf("[container %s", n->ctr_name ? n->ctr_name : n->k8s_container);
+	else {
+		snprintf(short_id, sizeof(short_id), "%s", n->container_id);
+		printf("[container %s", short_id);
 	}
-	if (n->ctr_name || n->k8s_container) {
-		printf("[container %s]\n", n->ctr_name ? n->ctr_name : n->k8s_container);
-		return;
-	}
-	snprintf(short_id, sizeof(short_id), "%s", n->container_id);
-	printf("[container %s]\n", short_id);
+	printf(on ? " on %s]\n" : "]\n", on);
 }
 
 static void table_node(struct table *t, const struct node *n)
@@ -112,15 +114,17 @@ static void table_node(struct table *t, const struct node *n)
 static void print_nodes(bool elide)
 {
 	struct table t;
-	const char *group = NULL;
+	const char *group = NULL, *host = NULL;
 
 	printf("NODES\n");
 	table_init(&t, stdout, node_cols, ARRAY_SIZE(node_cols), elide);
 	for (size_t i = 0; i < G.nshown; i++) {
 		const struct node *n = G.shown[i];
 
-		if (!group || strcmp(group, group_of(n))) {
+		if (!group || strcmp(group, group_of(n)) ||
+		    (n->kind != N_ENDPOINT && n->host != host)) {
 			group = group_of(n);
+			host = n->host;
 			print_group_header(n);
 			table_header(&t);
 		}

@@ -78,6 +78,10 @@ struct node {
 	uint32_t uid;
 	uint64_t cgroup_id;
 	char *endpoint;		/* N_ENDPOINT: ADDR:PORT; N_UNSEEN: the channel */
+	/* the host whose capture has it (its lines' "host"); NULL: unknown,
+	 * or an endpoint that names one address on every host; G.hosts' */
+	const char *host;
+	char *ukind;		/* N_UNSEEN: the channel's kind */
 	bool has_runq;
 	uint64_t runq_p99_ns, runq_wait_ns, runq_runs;
 	bool cuda;
@@ -147,6 +151,13 @@ struct graph {
 	uint64_t host_p99_ns;
 	uint64_t lines, bad_lines, filtered;
 	uint64_t capped;	/* sums held at 2^64 - 1 (sat_add) */
+	/* the hosts the lines named ("host"), first seen first */
+	char **hosts;
+	size_t nhosts, hosts_cap;
+	const char *line_host;	/* the host of the line read now */
+	uint64_t joined;	/* flows of two hosts made one edge (join_hosts) */
+	uint64_t unjoined_local;	/* ... left apart: loopback or link-local */
+	uint64_t unjoined_ambiguous;	/* ... left apart: several hosts matched */
 	/* analysis */
 	struct node **shown;	/* nodes in the graph, output order */
 	size_t nshown;
@@ -171,7 +182,12 @@ void set_str(char **dst, const char *s);
 void sat_add(uint64_t *sum, uint64_t v);
 
 struct node *proc_node(uint32_t pid);
-struct node *node_find_pid(uint32_t pid);
+struct node *proc_node_on(const char *host, uint32_t pid);
+struct node *node_find_pid(const char *host, uint32_t pid);
+void line_host(const char *host);
+bool many_hosts(void);
+bool addr_local(const char *endpoint);
+void join_hosts(void);
 void node_ident(struct node *n, const struct jv *o);
 struct node *side_node(const struct jv *o, const char *kind, const char *channel);
 struct gedge *edge_get(const char *kind, const char *channel, struct node *src, struct node *dst);

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The graph across hosts: a flow between two hosts is seen twice, once by
+ * each host's socketsnoop, each time as a process and the other end's
+ * endpoint. Host A's "a:p->b:q" (what A sent, process -> endpoint b:q) and
+ * host B's "a:p->b:q" (what B received, endpoint a:p -> process) are the
+ * same bytes: one edge from A's process to B's. An address that names a
+ * different thing on every host (loopback, link-local) is never joined.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "topo.h"
+
+static bool is_flow(const struct gedge *e)
+{
+	return !strcmp(e->kind, "tcp") || !strcmp(e->kind, "udp");
+}
+
+/* a host's process sending to an endpoint, or receiving from one */
+static bool sender(const struct gedge *e)
+{
+	return e->src->kind == N_PROC && e->dst->kind == N_ENDPOINT && e->src->host;
+}
+
+static bool receiver(const struct gedge *e)
+{
+	return e->src->kind == N_ENDPOINT && e->dst->kind == N_PROC && e->dst->host;
+}
+
+static int cmp_flow(const void *a, const void *b)
+{
+	const struct gedge *x = *(const struct gedge *const *)a, *y = *(const struct gedge *const *)b;
+	int c = strcmp(x->kind, y->kind);
+
+	return c ? c : strcmp(x->channel, y->channel);
+}
+
+static void min_ts(char **dst, const char *s, bool max)
+{
+	if (s && (!*dst || (max ? strcmp(s, *dst) > 0 : strcmp(s, *dst) < 0)))
+		set_str(dst, s);
+}
+
+/* s's bytes as its sender counted them, r's reads as its reader did */
+static void join(struct gedge *s, struct gedge *r)
+{
+	struct gedge *e = edge_get(s->kind, s->channel, s->src, r->dst);
+
+	if (!e->tool) {
+		e->tool = xstrdup(s->tool);
+		e->src_ep = xstrdup(s->src_ep);
+		e->dst_ep = xstrdup(r->dst_ep);
+	}
+	sat_add(&e->bytes, s->bytes);
+	sat_add(&e->msgs, s->msgs);
+	if (r->read_known) {
+		sat_add(&e->read_bytes, r->read_bytes);
+		e->read_known = true;
+	}
+	e->read_missing |= r->read_missing || !r->read_known;
+	if (r->readers > e->readers)
+		e->readers = r->readers;
+	min_ts(&e->first_ts, s->first_ts, false);
+	min_ts(&e->first_ts, r->first_ts, false);
+	min_ts(&e->last_ts, s->last_ts, true);
+	min_ts(&e->last_ts, r->last_ts, true);
+	s->id = r->id = -1;	/* replaced */
+	G.joined++;
+}
+
+/* One channel's edges, [i, j): each sender joins the one receiver of
+ * another host, if exactly one; several are counted, not guessed. */
+static void join_channel(struct gedge **v, size_t i, size_t j)
+{
+	for (size_t a = i; a < j; a++) {
+		struct gedge *s = v[a], *r = NULL;
+		int found = 0;
+
+		if (!sender(s))
+			continue;
+		for (size_t b = i; b < j; b++)
+			if (v[b]->id != -1 && receiver(v[b]) && v[b]->dst->host != s->src->host) {
+				r = v[b];
+				found++;
+			}
+		if (!found)
+			continue;
+		if (addr_local(s->src_ep) || addr_local(s->dst->endpoint)) {
+			G.unjoined_local++;
+			continue;
+		}
+		if (found > 1) {
+			G.unjoined_ambiguous++;
+			continue;
+		}
+		join(s, r);
+	}
+}
+
+void join_hosts(void)
+{
+	struct gedge **v;
+	size_t n = 0, i, j;
+
+	if (!many_hosts())
+		return;
+	v = xcalloc(G.ne, sizeof(*v));
+	for (i = 0; i < G.ne; i++)
+		if (is_flow(G.ev[i]) && (sender(G.ev[i]) || receiver(G.ev[i])))
+			v[n++] = G.ev[i];
+	qsort(v, n, sizeof(*v), cmp_flow);
+	for (i = 0; i < n; i = j) {
+		for (j = i + 1; j < n && !cmp_flow(&v[i], &v[j]); j++)
+			;
+		join_channel(v, i, j);
+	}
+	free(v);
+	/* the joined halves leave the graph (ids are given in analyse) */
+	for (i = j = 0; i < G.ne; i++)
+		if (G.ev[i]->id != -1)
+			G.ev[j++] = G.ev[i];
+	G.ne = j;
+}
