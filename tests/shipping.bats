@@ -274,16 +274,20 @@ ship_schedlat() {
 		# (the truth's lines are distinct, so its set is all of it)
 		[ "$(sort -u "$truth" | wc -l)" -eq "$n_total" ]
 		[ "$(lines "$OUT")" -ge "$n_total" ]
-		diff <(jq -c -S 'del(.host)' "$OUT" | sort -u) <(jq -c -S . "$truth" | sort -u)
+		diff <(jq -c -S 'del(.host)' "$OUT" | sort -u) <(jq -c -S 'del(.host)' "$truth" | sort -u)
 		diff <(unhost "$OUT" | sort -u) <(sort -u "$truth")
 		echo "sent twice: $(($(lines "$OUT") - n_total))"
 	else
 		[ "$(lines "$OUT")" -eq "$n_total" ]
-		# each record equal as JSON, and as bytes, with "host" the only key added
-		diff <(jq -c -S 'del(.host)' "$OUT" | sort) <(jq -c -S . "$truth" | sort)
+		# each record equal as JSON, and as bytes: the tool's "host" kept,
+		# none added
+		diff <(jq -c -S . "$OUT" | sort) <(jq -c -S . "$truth" | sort)
 		diff <(unhost "$OUT" | sort) <(sort "$truth")
 	fi
-	[ "$(jq -r .host "$OUT" | sort -u)" = "$HOST" ]
+	# the tool's own host (its nodename), not rsyslog's in front of it
+	[ "$(jq -r .host "$OUT" | sort -u)" = "$(uname -n)" ]
+	[ "$(grep -c '"host":' "$OUT")" -eq "$(lines "$OUT")" ]
+	[ "$(grep -c '"host":.*"host":' "$OUT")" -eq 0 ]
 	if cmp -s <(unhost "$OUT") "$truth"; then echo "order: kept"; else echo "order: changed"; fi
 }
 
@@ -299,17 +303,21 @@ ship_schedlat() {
 	ship_schedlat tcp
 }
 
-@test "rsyslog: a line that is not JSON arrives marked unparsed; integers above 2^63 and escapes arrive unchanged" {
-	local f rec
+@test "rsyslog: a line that is not JSON arrives marked unparsed; integers above 2^63 and escapes arrive unchanged; a record with its own host goes out as written" {
+	local f rec own
 	ship_configs
 	start_rsyslog collector
 	start_rsyslog agent
 	f=$LOGDIR/other.json
 	rec='{"type":"sample","tool":"t","ts":"2026-01-01T00:00:00.000000000Z","big":18446744073709551615,"f":0.1,"s":"caf\u00e9 \"x\"\t\/","n":null,"a":[1,{"b":true}]}'
-	printf 'oops: not json\n%s\n' "$rec" >> "$f"
-	wait_lines "$OUT" 2
+	# a record that names its host (every tool's, since the host key) goes
+	# out as written: one "host", the tool's
+	own='{"type":"sample","tool":"t","ts":"2026-01-01T00:00:00.000000000Z","schema":1,"host":"elsewhere","n":1}'
+	printf 'oops: not json\n%s\n%s\n' "$rec" "$own" >> "$f"
+	wait_lines "$OUT" 3
 	cat "$OUT"
-	[ "$(lines "$OUT")" -eq 2 ]
+	[ "$(lines "$OUT")" -eq 3 ]
+	[ "$(sed -n 3p "$OUT")" = "$own" ]
 	jq -e --arg h "$HOST" --arg f "$f" \
 		'. == {host: $h, type: "unparsed", file: $f, line: "oops: not json"}' < <(sed -n 1p "$OUT")
 	[ "$(unhost "$OUT" | sed -n 2p)" = "$rec" ]
