@@ -978,7 +978,7 @@ EOT
 
 # three hosts: network namespaces, each with its own UTS name and cgroup,
 # joined by veth pairs on 10.231.0.0/24; removed by xhost_teardown
-XH=
+XH= XCG=
 xhost_teardown() {
 	local h
 	[ -n "$XH" ] || return 0
@@ -993,7 +993,7 @@ on() {
 	shift
 	sh -c 'echo $$ > "$1/cgroup.procs"; n=$2 ns=$3; shift 3
 		exec nsenter --net="/run/netns/$ns" unshare --uts sh -c "hostname \$0; exec \"\$@\"" "$n" "$@"' \
-		sh "$XCG/$h" "xh-$h" "$XH$h" "$@"
+		sh "$XCG$h" "xh-$h" "$XH$h" "$@"
 }
 
 xhost_link() {	# HOST1 ADDR1 HOST2 ADDR2 N
@@ -1010,18 +1010,20 @@ xhost_link() {	# HOST1 ADDR1 HOST2 ADDR2 N
 	local root h f
 	root=$(cgroup2_root) || skip "no cgroup2 mount"
 	XH=xh$$
-	XCG=$root/aiscope-$XH
-	make_cgroup "$XCG"
+	# a cgroup of each host at the root: a parent of them could not be
+	# removed at once (the namespaces' sockets keep their cgroups dying
+	# for seconds after, and a dying child makes its parent busy)
+	XCG=$root/aiscope-$XH-
 	for h in a b c; do
 		ip netns add "$XH$h" || skip "cannot make network namespaces"
 		ip -n "$XH$h" link set lo up
-		make_cgroup "$XCG/$h"
+		make_cgroup "$XCG$h"
 	done
 	xhost_link a 10.231.0.1 b 10.231.0.2 1
 	xhost_link b 10.231.0.5 c 10.231.0.6 2
 	xhost_link a 10.231.0.9 c 10.231.0.10 3
 	for h in a b c; do
-		start_bg "ss$h" on "$h" "$BIN/socketsnoop" -j -d 6 -c "$XCG/$h"
+		start_bg "ss$h" on "$h" "$BIN/socketsnoop" -j -d 6 -c "$XCG$h"
 	done
 	for h in a b c; do
 		wait_for "$BATS_TEST_TMPDIR/ss$h.err" Tracing 30
