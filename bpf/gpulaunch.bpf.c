@@ -3,7 +3,9 @@
  * gpulaunch: CUDA kernel launches, allocations, copies and synchronization
  * per process, from uprobes on libcudart, libcuda.so.1 and executables with
  * a static runtime. User space attaches each program to every symbol of
- * its shape, with a cookie that names the API (bpf/gpulaunch.h).
+ * its shape, with a cookie that names the API (bpf/gpulaunch.h); where the
+ * kernel has no attach cookies or bpf_find_vma (5.10), the program finds
+ * the same cookie from the probed address (api_cookie, map api_offs).
  *
  * A runtime call that calls the driver (cudaLaunchKernel -> cuLaunchKernel,
  * __cudaLaunchKernel -> cudaLaunchKernel, cudaMalloc -> cuMemAlloc_v2) is
@@ -21,6 +23,11 @@
 const volatile bool with_ret;		/* launch return probes are attached */
 const volatile bool with_latency;	/* --latency */
 const volatile bool stream_events;	/* -e */
+/* the API from the probed address, not from bpf_get_attach_cookie(): the
+ * verifier drops the dead helper call, which a 5.10 kernel would reject */
+const volatile bool addr_map;
+
+__u64 unscanned_calls;			/* addr_map: calls not told, counted */
 
 __u8 epoch;				/* written by user space each interval */
 
@@ -50,6 +57,12 @@ AISCOPE_MAP(rt_text, BPF_MAP_TYPE_HASH, __u32, struct gl_text,
 AISCOPE_MAP(rt_inodes, BPF_MAP_TYPE_HASH, struct gl_inode, __u8,
 	    256);			/* files with runtime launch probes */
 
+AISCOPE_MAP(proc_maps, BPF_MAP_TYPE_HASH, __u32, struct gl_maps,
+	    4096);			/* addr_map: the probed files' code per process */
+
+AISCOPE_MAP(api_offs, BPF_MAP_TYPE_HASH, struct gl_off_key, __u64,
+	    8192);			/* addr_map: the cookie of each probed offset */
+
 static const struct gl_stats zero_stats;
 
 static __always_inline void hist_inc(__u32 *hist, __u64 v)
@@ -75,6 +88,48 @@ static __always_inline __u32 cur_tid(void)
 static __always_inline __u32 cur_pid(void)
 {
 	return bpf_get_current_pid_tgid() >> 32;
+}
+
+/* The cookie user space gave the probed symbol at addr in this process,
+ * false for a process (or a file in it) that user space has not scanned
+ * yet: that call is counted in unscanned_calls, not guessed. */
+static __always_inline bool addr_cookie(__u64 addr, __u64 *cookie)
+{
+	__u32 pid = cur_pid();
+	struct gl_maps *p = bpf_map_lookup_elem(&proc_maps, &pid);
+	struct gl_off_key k = {};
+	__u64 *c;
+
+	if (!p)
+		goto unscanned;
+	for (int i = 0; i < GL_MAPS_MAX; i++) {
+		if (i >= p->n)
+			break;
+		if (addr < p->m[i].start || addr >= p->m[i].end)
+			continue;
+		k.f = p->m[i].f;
+		k.off = addr - p->m[i].start + p->m[i].pgoff;
+		c = bpf_map_lookup_elem(&api_offs, &k);
+		if (!c)
+			break;
+		*cookie = *c;
+		return true;
+	}
+unscanned:
+	__sync_fetch_and_add(&unscanned_calls, 1);
+	return false;
+}
+
+/* An entry probe's cookie. In an entry probe the kernel has set the IP to
+ * the probed address before the handlers run (handle_swbp). am: the
+ * program variant without the cookie helper. */
+static __always_inline bool api_cookie(struct pt_regs *ctx, bool am, __u64 *cookie)
+{
+	if (!am && !addr_map) {
+		*cookie = bpf_get_attach_cookie(ctx);
+		return true;
+	}
+	return addr_cookie(PT_REGS_IP(ctx), cookie);
 }
 
 /* The shared filter; without any (the settings are read-only, so the
@@ -125,7 +180,10 @@ static long vma_is_runtime(struct task_struct *task, struct vm_area_struct *vma,
 	return 0;
 }
 
-static __always_inline bool in_runtime_text(__u32 pid, __u64 ret)
+/* am: the variant without bpf_find_vma (a callback: the program would not
+ * load on 5.10). There a process is scanned (addr_cookie found its API), and
+ * one without a runtime's code has no rt_text entry. */
+static __always_inline bool in_runtime_text(__u32 pid, __u64 ret, bool am)
 {
 	struct gl_text *t = bpf_map_lookup_elem(&rt_text, &pid);
 	bool found = false;
@@ -136,18 +194,21 @@ static __always_inline bool in_runtime_text(__u32 pid, __u64 ret)
 				return true;
 		return false;
 	}
+	if (am)
+		return false;
 	/* a process not scanned yet (it just started): ask its VMAs */
 	bpf_find_vma(bpf_get_current_task_btf(), ret, vma_is_runtime, &found, 0);
 	return found;
 }
 
-static __always_inline bool launch_nested_noret(struct pt_regs *ctx, __u64 cookie, __u64 id)
+static __always_inline bool launch_nested_noret(struct pt_regs *ctx, __u64 cookie, __u64 id,
+						bool am)
 {
 	__u32 tid = (__u32)id, api = GL_API(cookie);
 	struct gl_outer *o, n = {};
 
 	if (GL_LAYER(cookie) == GL_DRIVER)
-		return in_runtime_text(id >> 32, entry_ret_addr(ctx));
+		return in_runtime_text(id >> 32, entry_ret_addr(ctx), am);
 	if (cookie & GL_TAIL_SRC) {
 		n.sp = PT_REGS_SP(ctx);
 		n.ret = entry_ret_addr(ctx);
@@ -180,11 +241,12 @@ static __always_inline bool launch_nested_noret(struct pt_regs *ctx, __u64 cooki
  */
 #define GL_STALE_NS	(30ULL * 1000000000ULL)
 
-static __always_inline bool call_begin(struct pt_regs *ctx, __u32 cls, struct gl_entry *e)
+static __always_inline bool call_begin(struct pt_regs *ctx, __u32 cls, struct gl_entry *e,
+				       __u64 cookie)
 {
 	struct gl_entry_key k = { cur_tid(), cls };
 	struct gl_entry *o = bpf_map_lookup_elem(&entries, &k);
-	__u64 cookie = bpf_get_attach_cookie(ctx), now = aiscope_now();
+	__u64 now = aiscope_now();
 
 	e->api = GL_API(cookie);
 	if (o && o->depth && o->api != e->api && PT_REGS_SP(ctx) <= o->sp &&
@@ -426,17 +488,17 @@ static __always_inline void count_noret(struct pt_regs *ctx, __u32 shape, __u64 
 	__sync_fetch_and_add(&st->launches, 1);
 }
 
-static __always_inline int launch_entry(struct pt_regs *ctx, __u32 shape)
+static __always_inline int launch_entry(struct pt_regs *ctx, __u32 shape, bool am)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx);
 	struct gl_entry e = {};
+	__u64 cookie;
 
-	if (!pass())
+	if (!pass() || !api_cookie(ctx, am, &cookie))
 		return 0;
 	if (!with_ret) {
 		__u64 id = bpf_get_current_pid_tgid();
 
-		if (!launch_nested_noret(ctx, cookie, id))
+		if (!launch_nested_noret(ctx, cookie, id, am))
 			count_noret(ctx, shape, cookie, id >> 32);
 		return 0;
 	}
@@ -444,39 +506,33 @@ static __always_inline int launch_entry(struct pt_regs *ctx, __u32 shape)
 	e.api = GL_API(cookie);
 	e.layer = GL_LAYER(cookie);
 	e.shape = shape;
-	call_begin(ctx, GL_LAUNCH, &e);
+	call_begin(ctx, GL_LAUNCH, &e, cookie);
 	return 0;
 }
 
-SEC("uprobe")
-int BPF_KPROBE(launch_rt)
-{
-	return launch_entry(ctx, GL_SH_RT);
+/* Each launch shape twice: with bpf_find_vma for a process not scanned
+ * yet, and the _am variant (address map) without it. */
+#define LAUNCH_PROGS(name, shape)			\
+SEC("uprobe")						\
+int BPF_KPROBE(name)					\
+{							\
+	return launch_entry(ctx, shape, false);		\
+}							\
+SEC("uprobe")						\
+int BPF_KPROBE(name##_am)				\
+{							\
+	return launch_entry(ctx, shape, true);		\
 }
 
-SEC("uprobe")
-int BPF_KPROBE(launch_rt_ex)
-{
-	return launch_entry(ctx, GL_SH_RT_EX);
-}
+LAUNCH_PROGS(launch_rt, GL_SH_RT)
 
-SEC("uprobe")
-int BPF_KPROBE(launch_drv)
-{
-	return launch_entry(ctx, GL_SH_DRV);
-}
+LAUNCH_PROGS(launch_rt_ex, GL_SH_RT_EX)
 
-SEC("uprobe")
-int BPF_KPROBE(launch_drv_ex)
-{
-	return launch_entry(ctx, GL_SH_DRV_EX);
-}
+LAUNCH_PROGS(launch_drv, GL_SH_DRV)
 
-SEC("uprobe")
-int BPF_KPROBE(launch_graph)
-{
-	return launch_entry(ctx, GL_SH_GRAPH);
-}
+LAUNCH_PROGS(launch_drv_ex, GL_SH_DRV_EX)
+
+LAUNCH_PROGS(launch_graph, GL_SH_GRAPH)
 
 SEC("uretprobe")
 int BPF_KRETPROBE(launch_ret, long ret)
@@ -527,11 +583,11 @@ static __always_inline struct gl_pool_stats *pool_of(struct gl_mem *m, __u32 poo
 SEC("uprobe")
 int BPF_KPROBE(mem_alloc)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx), ext[3] = {};
+	__u64 cookie, ext[3] = {};
 	struct gl_entry e = {};
 	struct uarg c = {};
 
-	if (!pass())
+	if (!pass() || !api_cookie(ctx, false, &cookie))
 		return 0;
 	e.shape = GL_SHAPE(cookie);
 	e.kind = GL_KIND(cookie);
@@ -552,7 +608,7 @@ int BPF_KPROBE(mem_alloc)
 		e.aux = uarg_int(ctx, &c);		/* size */
 		break;
 	}
-	call_begin(ctx, GL_ALLOC, &e);
+	call_begin(ctx, GL_ALLOC, &e, cookie);
 	return 0;
 }
 
@@ -615,13 +671,15 @@ SEC("uprobe")
 int BPF_KPROBE(mem_free, __u64 ptr, __u64 size)
 {
 	struct gl_entry e = { .aux = ptr };
+	__u64 cookie;
 
-	e.kind = GL_KIND(bpf_get_attach_cookie(ctx));
+	if (!pass() || !api_cookie(ctx, false, &cookie))
+		return 0;
+	e.kind = GL_KIND(cookie);
 	/* cuMemUnmap(ptr, size): the range may span several mappings */
 	if (e.kind == GL_POOL_VMM_MAP)
 		e.stream = size;
-	if (pass())
-		call_begin(ctx, GL_FREE, &e);
+	call_begin(ctx, GL_FREE, &e, cookie);
 	return 0;
 }
 
@@ -796,15 +854,15 @@ static __always_inline __u64 copy_args(struct pt_regs *ctx, __u64 cookie, __u32 
 SEC("uprobe")
 int BPF_KPROBE(mem_copy)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx);
 	struct gl_entry e = {};
+	__u64 cookie;
 	__u32 kind;
 
-	if (!pass())
+	if (!pass() || !api_cookie(ctx, false, &cookie))
 		return 0;
 	e.aux = copy_args(ctx, cookie, &kind);
 	e.smem = kind < GL_NKINDS ? kind : GL_DEFAULT;
-	call_begin(ctx, GL_COPY, &e);
+	call_begin(ctx, GL_COPY, &e, cookie);
 	return 0;
 }
 
@@ -833,9 +891,11 @@ SEC("uprobe")
 int BPF_KPROBE(sync_entry)
 {
 	struct gl_entry e = {};
+	__u64 cookie;
 
-	if (pass())
-		call_begin(ctx, GL_SYNC, &e);
+	if (!pass() || !api_cookie(ctx, false, &cookie))
+		return 0;
+	call_begin(ctx, GL_SYNC, &e, cookie);
 	return 0;
 }
 
@@ -933,34 +993,69 @@ int BPF_KPROBE(name_register)
 SEC("uprobe")
 int BPF_KPROBE(name_lookup, __u64 out, __u64 x, __u64 name)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx);
-	__u32 shape = GL_SHAPE(cookie);
-	struct gl_entry_key k = { cur_tid(), NAME_CLS(shape & 3) };
+	struct gl_entry_key k = { cur_tid() };
 	struct gl_entry e = {};
+	__u64 cookie;
 
-	if (!pass())
+	if (!pass() || !api_cookie(ctx, false, &cookie))
 		return 0;
+	k.cls = NAME_CLS(GL_SHAPE(cookie) & 3);
+	e.sp = PT_REGS_SP(ctx);
 	e.func = out;
 	e.stream = x;
 	e.aux = name;
-	e.shape = shape;
+	e.shape = GL_SHAPE(cookie);
 	if (bpf_map_update_elem(&entries, &k, &e, BPF_ANY))
 		aiscope_count_lost(AISCOPE_LOST_MAP);
 	return 0;
 }
 
+/* The SP a return probe sees for a call whose entry saw sp: x86's ret
+ * popped the return address, arm64's was in the link register. */
+static __always_inline __u64 sp_after_ret(__u64 sp)
+{
+#if defined(__TARGET_ARCH_x86)
+	return sp + 8;
+#else
+	return sp;
+#endif
+}
+
+/* addr_map: a return probe's IP is not the function's. The open lookup
+ * whose entry stack pointer this return matches is the one returning (a
+ * lookup may call another: __cudaGetKernel -> cuLibraryGetKernel). */
+static __always_inline struct gl_entry *name_open(struct pt_regs *ctx,
+						  struct gl_entry_key *k)
+{
+	struct gl_entry *e;
+
+	for (__u32 s = 1; s < 4; s++) {
+		k->cls = NAME_CLS(s);
+		e = bpf_map_lookup_elem(&entries, k);
+		if (e && sp_after_ret(e->sp) == PT_REGS_SP(ctx))
+			return e;
+	}
+	return NULL;
+}
+
 SEC("uretprobe")
 int BPF_KRETPROBE(name_lookup_ret, long ret)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx);
-	__u32 shape = GL_SHAPE(cookie);
-	struct gl_entry_key k = { cur_tid(), NAME_CLS(shape & 3) };
-	struct gl_entry *e = bpf_map_lookup_elem(&entries, &k);
+	struct gl_entry_key k = { cur_tid() };
 	struct gl_name_ev *ev;
+	struct gl_entry *e;
 	__u64 handle = 0;
+	__u32 shape;
 
+	if (addr_map) {
+		e = name_open(ctx, &k);
+	} else {
+		k.cls = NAME_CLS(GL_SHAPE(bpf_get_attach_cookie(ctx)) & 3);
+		e = bpf_map_lookup_elem(&entries, &k);
+	}
 	if (!e)
 		return 0;
+	shape = e->shape;
 	if ((int)ret != 0)
 		goto out;
 	bpf_probe_read_user(&handle, sizeof(handle), (void *)e->func);
@@ -993,8 +1088,10 @@ static __always_inline int on_exit(__u32 tid, __u32 pid)
 	struct gl_entry_key k = { tid, 0 };
 
 	bpf_map_delete_elem(&outer, &tid);
-	if (tid == pid)
+	if (tid == pid) {
 		bpf_map_delete_elem(&rt_text, &pid);
+		bpf_map_delete_elem(&proc_maps, &pid);
+	}
 
 	bpf_map_delete_elem(&outer, &tid);
 	for (__u32 c = 0; c < GL_NCLASS; c++) {

@@ -192,6 +192,31 @@ struct gl_inode {
 	__u32 pad;
 };
 
+/*
+ * Without attach cookies or bpf_find_vma (5.10), a probe is told by its
+ * address: the entry probe's IP is the probed function's address in the
+ * process. User space fills, as it scans a process, where the probed files'
+ * code is mapped in it (map proc_maps), and per file the cookie of each
+ * probed offset (map api_offs).
+ */
+#define GL_MAPS_MAX 8
+struct gl_map {
+	__u64 start, end;	/* the mapping's addresses */
+	__u64 pgoff;		/* its file offset, bytes */
+	struct gl_inode f;
+};
+
+struct gl_maps {
+	__u32 n;
+	__u32 pad;
+	struct gl_map m[GL_MAPS_MAX];
+};
+
+struct gl_off_key {
+	struct gl_inode f;
+	__u64 off;		/* the probed symbol's file offset */
+};
+
 /* Entry-only mode: the outermost call of a class per thread, to tell a
  * runtime call's own driver call from a new one (nesting). */
 struct gl_outer {

@@ -596,6 +596,25 @@ static bool probe_uprobe_multi(void)
 	return link_fd < 0 && err == -EBADF;
 }
 
+/* A uprobe program (BPF_PROG_TYPE_KPROBE) may call both: a trial load of
+ * each, so that a backported helper counts and a missing one never reaches
+ * the verifier of the tool's own programs. */
+static bool probe_uprobe_helpers(void)
+{
+	return libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, NULL) == 1 &&
+	       libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_find_vma, NULL) == 1;
+}
+
+bool feat_uprobe_cookie(void)
+{
+	static int cached = -1;
+	const char *addr = getenv("AISCOPE_TEST_ADDR_MAP");
+
+	if (cached < 0)
+		cached = !(addr && !strcmp(addr, "1")) && probe_uprobe_helpers();
+	return cached;
+}
+
 bool feat_uprobe_multi(void)
 {
 	static int cached = -1;

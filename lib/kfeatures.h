@@ -31,6 +31,12 @@ bool feat_sleepable_uprobe(void);
  * one file; a trial attach. AISCOPE_TEST_SINGLE_UPROBES=1 (a hidden knob
  * for the tests of the fallback) says no. */
 bool feat_uprobe_multi(void);
+/* bpf_get_attach_cookie() (5.15+) and bpf_find_vma() (5.17+) in uprobe
+ * programs, trial loads: a tool that attaches one program to many symbols
+ * tells them by their cookie; without, by the probed address (gpulaunch's
+ * address map). AISCOPE_TEST_ADDR_MAP=1 (a hidden knob for the tests of
+ * the fallback) says no. */
+bool feat_uprobe_cookie(void);
 /* Index of parameter param of kernel function func in the kernel's BTF
  * (or --btf), -1 when unknown: kprobes read arguments by position, and
  * prototypes change (tcp_recvmsg's flags moved when 5.19 dropped nonblock). */

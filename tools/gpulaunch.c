@@ -381,6 +381,7 @@ static struct {
 	struct uprobe_scanner scanner;
 	struct elf_cache *elf;
 	bool with_ret;
+	bool addr_map;		/* APIs told by address: no attach cookies */
 	uint64_t last_rescan_mono;
 	struct row *rows;
 	size_t nrows, cap;
@@ -636,19 +637,30 @@ static bool api_wanted(const struct api *a)
 	return a->need == N_ALWAYS || cfg.mem;
 }
 
+/* A launch shape's two programs: with bpf_find_vma, and the address
+ * map's variant without it (_am). */
+static struct bpf_program **launch_progs(int shape)
+{
+	static struct bpf_program *p[2];
+	struct gpulaunch_bpf *k = S.skel;
+
+	switch (shape) {
+	case GL_SH_RT: p[0] = k->progs.launch_rt; p[1] = k->progs.launch_rt_am; break;
+	case GL_SH_RT_EX: p[0] = k->progs.launch_rt_ex; p[1] = k->progs.launch_rt_ex_am; break;
+	case GL_SH_DRV: p[0] = k->progs.launch_drv; p[1] = k->progs.launch_drv_am; break;
+	case GL_SH_DRV_EX: p[0] = k->progs.launch_drv_ex; p[1] = k->progs.launch_drv_ex_am; break;
+	default: p[0] = k->progs.launch_graph; p[1] = k->progs.launch_graph_am; break;
+	}
+	return p;
+}
+
 static struct bpf_program *entry_prog(const struct api *a)
 {
 	struct gpulaunch_bpf *k = S.skel;
 
 	switch (a->cls) {
 	case GL_LAUNCH:
-		switch (a->shape) {
-		case GL_SH_RT: return k->progs.launch_rt;
-		case GL_SH_RT_EX: return k->progs.launch_rt_ex;
-		case GL_SH_DRV: return k->progs.launch_drv;
-		case GL_SH_DRV_EX: return k->progs.launch_drv_ex;
-		default: return k->progs.launch_graph;
-		}
+		return S.addr_map ? launch_progs(a->shape)[1] : launch_progs(a->shape)[0];
 	case GL_ALLOC: return k->progs.mem_alloc;
 	case GL_FREE: return k->progs.mem_free;
 	case GL_COPY: return k->progs.mem_copy;
@@ -678,6 +690,26 @@ static struct bpf_program *ret_prog(const struct api *a)
 /* uprobe_lib.tool_flags */
 #define TF_RUNTIME	0x1	/* runtime launch probes attached */
 #define TF_RT_INODE	0x2	/* its inode in map rt_inodes */
+#define TF_OFFS		0x4	/* its probed offsets in map api_offs */
+
+static struct gl_inode lib_inode(const struct uprobe_lib *lib)
+{
+	return (struct gl_inode){ .ino = lib->ino, .dev = kernel_dev(lib->dev) };
+}
+
+/* the address map's entries of a library's probed offsets */
+static void offs_release(struct uprobe_lib *lib)
+{
+	struct gl_off_key k = { .f = lib_inode(lib) };
+	uint64_t off;
+
+	for (size_t i = 0; lib->syms && i < ARRAY_SIZE(apis); i++) {
+		if (elf_syms_offset(lib->syms, apis[i].sym, &off))
+			continue;
+		k.off = off;
+		bpf_map_delete_elem(bpf_map__fd(S.skel->maps.api_offs), &k);
+	}
+}
 
 /* A library leaves the set (no process maps it now): its rt_inodes entry
  * goes too, or a churn of CUDA runtimes (each job its own copy) would fill
@@ -691,12 +723,15 @@ static void release_lib(struct uprobe_lib *lib, void *ctx)
 
 	if (lib->tool_flags & TF_RT_INODE && S.skel)
 		bpf_map_delete_elem(bpf_map__fd(S.skel->maps.rt_inodes), &k);
+	if (lib->tool_flags & TF_OFFS && S.skel)
+		offs_release(lib);
 }
 
 /* the runtime code ranges of the process being scanned (map rt_text) */
 static struct {
 	struct gl_text t;
 	int n;
+	struct gl_maps maps;	/* addr_map: the probed files' code */
 } scan_text;
 
 static void scan_begin(pid_t pid, void *ctx)
@@ -709,7 +744,12 @@ static void scan_begin(pid_t pid, void *ctx)
 static void scan_map(pid_t pid, const struct proc_map *m, struct uprobe_lib *lib, void *ctx)
 {
 	uint64_t lo = m->pgoff, hi = m->pgoff + (m->end - m->start);
+	struct gl_maps *am = &scan_text.maps;
 
+	/* a ninth mapping of probed code: its calls count as unscanned */
+	if (lib->tool_flags & TF_OFFS && m->exec && am->n < GL_MAPS_MAX)
+		am->m[am->n++] = (struct gl_map){ .start = m->start, .end = m->end,
+						  .pgoff = m->pgoff, .f = lib_inode(lib) };
 	if (!(lib->tool_flags & TF_RUNTIME) || !m->exec || scan_text.n == GL_TEXT_MAX)
 		return;
 	if (lib->tool_range[1]) {
@@ -723,6 +763,19 @@ static void scan_map(pid_t pid, const struct proc_map *m, struct uprobe_lib *lib
 	scan_text.n++;
 }
 
+/* Where the probed files' code is in this process, for addr_cookie(); a
+ * failed update leaves its calls counted as unscanned. */
+static void proc_maps_put(pid_t pid)
+{
+	int fd = bpf_map__fd(S.skel->maps.proc_maps);
+	uint32_t key = pid;
+
+	if (!scan_text.maps.n)
+		bpf_map_delete_elem(fd, &key);
+	else if (bpf_map_update_elem(fd, &key, &scan_text.maps, BPF_ANY))
+		S.scanner.failed++;
+}
+
 static void scan_end(pid_t pid, int err, void *ctx)
 {
 	int fd = bpf_map__fd(S.skel->maps.rt_text);
@@ -730,12 +783,14 @@ static void scan_end(pid_t pid, int err, void *ctx)
 
 	if (err)
 		return;
-	if (!scan_text.n) {
+	if (!scan_text.n)
 		bpf_map_delete_elem(fd, &key);
-		return;
-	}
-	if (bpf_map_update_elem(fd, &key, &scan_text.t, BPF_ANY))
+	else if (bpf_map_update_elem(fd, &key, &scan_text.t, BPF_ANY))
 		S.scanner.failed++;
+	/* after rt_text: a process in proc_maps is one whose runtime code
+	 * ranges are known (in_runtime_text() trusts a missing entry) */
+	if (S.addr_map)
+		proc_maps_put(pid);
 }
 
 /*
@@ -769,6 +824,17 @@ static void flush_lib(struct uprobe_lib *lib)
 			strerror(-err));
 }
 
+/* addr_map: the cookie of the probe at this file offset */
+static int offs_put(struct uprobe_lib *lib, uint64_t off, uint64_t cookie)
+{
+	struct gl_off_key k = { .f = lib_inode(lib), .off = off };
+
+	if (bpf_map_update_elem(bpf_map__fd(S.skel->maps.api_offs), &k, &cookie, BPF_ANY))
+		return -errno;
+	lib->tool_flags |= TF_OFFS;
+	return 0;
+}
+
 static void attach_lib(struct uprobe_lib *lib, void *ctx)
 {
 	uint64_t offs[ARRAY_SIZE(apis)];
@@ -799,7 +865,12 @@ static void attach_lib(struct uprobe_lib *lib, void *ctx)
 		if (dup)
 			continue;
 		offs[noffs++] = off;
-		err = uprobe_lib_attach_cookie(lib, entry_prog(a), off, false, -1, cookie);
+		/* no cookie at all for the address map: libbpf refuses one where
+		 * the kernel cannot take it (5.10: no perf_event BPF links) */
+		err = uprobe_lib_attach_cookie(lib, entry_prog(a), off, false, -1,
+					       S.addr_map ? 0 : cookie);
+		if (!err && S.addr_map)
+			err = offs_put(lib, off, cookie);
 		if (!err && a->cls == GL_LAUNCH && a->layer == GL_RUNTIME &&
 		    !(lib->tool_flags & TF_RUNTIME)) {
 			struct gl_inode k = {
@@ -821,7 +892,8 @@ static void attach_lib(struct uprobe_lib *lib, void *ctx)
 		}
 		rp = err ? NULL : ret_prog(a);
 		if (!err && rp)
-			err = uprobe_lib_attach_cookie(lib, rp, off, true, -1, cookie);
+			err = uprobe_lib_attach_cookie(lib, rp, off, true, -1,
+						       S.addr_map ? 0 : cookie);
 		if (err) {
 			S.scanner.failed++;
 			if (env.verbose)
@@ -848,8 +920,8 @@ static void rescan(void)
 }
 
 /* --list-probes: the symbols of each file found, and the loader hook */
-static void plan_line(struct jw *w, uint64_t now, const char *hook, const char *target,
-		      const char *status, const char *why)
+static void plan_mech_line(struct jw *w, uint64_t now, const char *hook, const char *mech,
+			   const char *target, const char *status, const char *why)
 {
 	char safe[PATH_MAX + 64];
 
@@ -857,7 +929,7 @@ static void plan_line(struct jw *w, uint64_t now, const char *hook, const char *
 		jw_record_begin(w, "probe", TOOL, now);
 		jw_kstr(w, "hook", hook);
 		jw_kbool(w, "optional", true);
-		jw_kstr(w, "mechanism", "uprobe");
+		jw_kstr(w, "mechanism", mech);
 		jw_kstr(w, "target", target);
 		jw_kstr(w, "status", status);
 		jw_kstr(w, "reason", why);
@@ -866,8 +938,14 @@ static void plan_line(struct jw *w, uint64_t now, const char *hook, const char *
 		return;
 	}
 	/* a library path is any file name a process mapped */
-	printf("%-22s %-11s %-34s %s%s%s\n", hook, "uprobe", text_safe(safe, sizeof(safe), target),
+	printf("%-22s %-11s %-34s %s%s%s\n", hook, mech, text_safe(safe, sizeof(safe), target),
 	       status, why ? ": " : "", why ? why : "");
+}
+
+static void plan_line(struct jw *w, uint64_t now, const char *hook, const char *target,
+		      const char *status, const char *why)
+{
+	plan_mech_line(w, now, hook, "uprobe", target, status, why);
 }
 
 static void list_uprobes(struct jw *w)
@@ -876,6 +954,13 @@ static void list_uprobes(struct jw *w)
 	char ldso[256], target[PATH_MAX + 64];
 	int files = 0;
 
+	/* how a program shared by many symbols tells which API fired */
+	if (S.addr_map)
+		plan_mech_line(w, now, "api", "address-map", "proc_maps+api_offs", "chosen",
+			       "no bpf_get_attach_cookie or bpf_find_vma in uprobes here: "
+			       "the probed address says the API");
+	else
+		plan_mech_line(w, now, "api", "cookie", "bpf_get_attach_cookie", "chosen", NULL);
 	if (!cfg.nlibs && !uprobe_ldso_path(getpid(), ldso, sizeof(ldso))) {
 		snprintf(target, sizeof(target), "%s:_dl_debug_state", ldso);
 		plan_line(w, now, "dlopen", target, "chosen", NULL);
@@ -1672,6 +1757,13 @@ static int on_event(void *ctx, void *data, size_t len)
 
 /* ---- summary ---- */
 
+/* addr_map: calls whose API was unknown (a process or file not scanned
+ * yet), not counted */
+static uint64_t unscanned(void)
+{
+	return S.skel->bss->unscanned_calls;
+}
+
 static void print_summary(void)
 {
 	if (env.json) {
@@ -1681,14 +1773,19 @@ static void print_summary(void)
 		jw_ku64(&S.jw, "libraries", S.libs_seen);
 		jw_ku64(&S.jw, "uprobes", S.probes);
 		jw_ku64(&S.jw, "attach_failures", S.scanner.failed);
+		jw_ku64_or_null(&S.jw, "unscanned_calls", S.addr_map, unscanned());
 		jw_record_end(&S.jw);
 		return;
 	}
 	fprintf(stderr, "%s: %llu launches", TOOL, (unsigned long long)S.launches);
 	if (S.with_ret)
 		fprintf(stderr, ", %llu errors", (unsigned long long)S.errors);
-	fprintf(stderr, ", %d probes in %d files, %llu lost events\n", S.probes, S.libs_seen,
+	fprintf(stderr, ", %d probes in %d files, %llu lost events", S.probes, S.libs_seen,
 		(unsigned long long)aiscope_lost_total(&S.bpf));
+	if (S.addr_map)
+		fprintf(stderr, ", %llu calls of processes not scanned yet",
+			(unsigned long long)unscanned());
+	fputc('\n', stderr);
 }
 
 /* before any BPF work, as nclstat does: a --lib without a CUDA API would
@@ -1738,6 +1835,15 @@ static void setup_bpf(void)
 		.streaming = true, .on_event = on_event,
 	};
 	aiscope_bpf_prepare(&S.bpf, k->obj, &k->rodata->aiscope_cfg);
+	k->rodata->addr_map = S.addr_map;
+	for (int sh = GL_SH_RT; sh <= GL_SH_GRAPH; sh++) {
+		bpf_program__set_autoload(launch_progs(sh)[0], !S.addr_map);
+		bpf_program__set_autoload(launch_progs(sh)[1], S.addr_map);
+	}
+	if (!S.addr_map) {
+		aiscope_map_resize(k->obj, "proc_maps", 1);
+		aiscope_map_resize(k->obj, "api_offs", 1);
+	}
 	sleepable = feat_sleepable_uprobe();
 	bpf_program__set_autoload(k->progs.name_register_s, sleepable);
 	bpf_program__set_autoload(k->progs.name_register, !sleepable);
@@ -1798,6 +1904,8 @@ int main(int argc, char **argv)
 	S.scanner = (struct uprobe_scanner){ .set = &S.set, .classify = classify,
 					     .attach = noattach };
 	S.set.release = release_lib;
+	/* chosen by a trial load of each helper, not by the kernel's version */
+	S.addr_map = !feat_uprobe_cookie();
 	if (env.list_probes)
 		list_probes();
 

@@ -4,10 +4,11 @@
 # doubles of tests/cuda/double/ with the exact C ABI, linked in), so that
 # no shared library or dynamic loader is needed. The real CUDA libraries
 # are not carried: they need glibc's loader and libraries in the image, and
-# the hosts' tests cover them (tests/gpulaunch.bats). What this adds: the
-# Debian 6.1 kernels' uprobes and BPF (cookies, sleepable uprobes,
-# bpf_find_vma), and on arm64 the argument decoding of the AAPCS64 (dim3 in
-# two registers, the ninth argument of cuLaunchKernel on the stack).
+# the hosts' tests cover them (tests/gpulaunch.bats). What this adds: each
+# kernel's uprobes and BPF (6.1+: cookies, sleepable uprobes, bpf_find_vma;
+# 5.10: none of them, the API told by the probed address), and on arm64 the
+# argument decoding of the AAPCS64 (dim3 in two registers, the ninth
+# argument of cuLaunchKernel on the stack).
 # Sourced by tests/vm/run.sh (busybox sh; see lib.sh).
 
 GL=/opt/aiscope/bin/gpulaunch
@@ -43,6 +44,7 @@ t_list_probes() {
 	$GL --list-probes -p "$pid" > "$T/plan" 2>&1 || { cat "$T/plan"; fail "--list-probes exited $?"; }
 	cat "$T/plan"
 	grep -q "^exec .*chosen" "$T/plan" || fail "no mechanism for the exec hook"
+	grep -Eq "^api +(cookie|address-map) .*chosen" "$T/plan" || fail "no API identification"
 	for s in cudaLaunchKernel __cudaLaunchKernel cuLaunchKernel __cudaRegisterFunction; do
 		grep -q "^executable .*cudastatic:$s chosen" "$T/plan" || fail "$s not planned"
 	done
@@ -61,6 +63,9 @@ t_counts() {
 	[ "$r" -eq 1 ] || fail "reduceSum: $r launches, not 1"
 	[ "$d" -eq 1 ] || fail "direct driver launches: $d, not 1"
 	[ "$all" -eq 5 ] || fail "$all launches in all, not 5"
+	# scanned before its calls (-p): no call of unknown API
+	grep '"type":"summary"' "$T/g.out" | grep -Eq '"unscanned_calls":(0|null)[,}]' ||
+		fail "calls not scanned: $(grep '"type":"summary"' "$T/g.out")"
 	if [ "$1" = --latency ]; then
 		e=$(jsel "$T/g.out" '"type":"sample"' | jsum errors)
 		[ "$e" -eq 0 ] || fail "$e errors"
