@@ -605,22 +605,27 @@ static bool probe_uprobe_helpers(void)
 	       libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_find_vma, NULL) == 1;
 }
 
+/* A trial once per process; a test knob set to 1 answers "no" without it,
+ * to run the fallback on a kernel that has the feature. */
+static bool tried_once(int *cached, const char *knob, bool (*trial)(void))
+{
+	const char *v = getenv(knob);
+
+	if (*cached < 0)
+		*cached = !(v && !strcmp(v, "1")) && trial();
+	return *cached;
+}
+
 bool feat_uprobe_cookie(void)
 {
 	static int cached = -1;
-	const char *addr = getenv("AISCOPE_TEST_ADDR_MAP");
 
-	if (cached < 0)
-		cached = !(addr && !strcmp(addr, "1")) && probe_uprobe_helpers();
-	return cached;
+	return tried_once(&cached, "AISCOPE_TEST_ADDR_MAP", probe_uprobe_helpers);
 }
 
 bool feat_uprobe_multi(void)
 {
 	static int cached = -1;
-	const char *single = getenv("AISCOPE_TEST_SINGLE_UPROBES");
 
-	if (cached < 0)
-		cached = !(single && !strcmp(single, "1")) && probe_uprobe_multi();
-	return cached;
+	return tried_once(&cached, "AISCOPE_TEST_SINGLE_UPROBES", probe_uprobe_multi);
 }

@@ -25,6 +25,8 @@
 #include "uprobe.h"
 #include "aiscope_common.h"
 #include "uargs_lib.h"
+#include "kfeatures.h"
+#include "t_child.h"
 #include "uprobe_args.skel.h"
 
 static char lib_path[PATH_MAX + 16];
@@ -698,6 +700,47 @@ static int count_scan_attach(const struct proc_map *m, void *ctx)
 
 /* bpf/uprobe_discover.bpf.h: a dlopen of a new library reports us, the
  * scanner probes our ld.so */
+/* bpftool's own probe: how many of bpf_get_attach_cookie and bpf_find_vma
+ * a kprobe-type program (a uprobe's) may call on this kernel; -1 without
+ * bpftool */
+static int bpftool_uprobe_helpers(void)
+{
+	FILE *p = popen("command -v bpftool >/dev/null && bpftool feature probe kernel 2>/dev/null | "
+			"awk '/helpers supported for program type/ { k = /type kprobe:/ } "
+			"k && /- (bpf_get_attach_cookie|bpf_find_vma)$/ { n++ } END { print n + 0 }' || echo -1",
+			"r");
+	int n = -1;
+
+	if (!p)
+		return -1;
+	if (fscanf(p, "%d", &n) != 1)
+		n = -1;
+	pclose(p);
+	return n;
+}
+
+static void cookie_with_knob(const char *value)
+{
+	setenv("AISCOPE_TEST_ADDR_MAP", value, 1);
+	_exit(feat_uprobe_cookie() ? 1 : 0);
+}
+
+/* lib/kfeatures' trial loads agree with bpftool's; the test knob says no
+ * without trying (in a child each: the answer is kept per process) */
+static void test_feat_uprobe_cookie(void)
+{
+	int n = bpftool_uprobe_helpers();
+	char err[256];
+
+	NEED_BPF();
+	SKIP_IF(n < 0 ? "no bpftool" : NULL);
+	/* the children first: a fork after the parent's call would keep its answer */
+	CHECK_EQ(child_err(cookie_with_knob, "1", err, sizeof(err)), 0);
+	CHECK_EQ(child_err(cookie_with_knob, "0", err, sizeof(err)), n == 2);
+	CHECK_STR(err, "");
+	CHECK_EQ(feat_uprobe_cookie(), n == 2);
+}
+
 static void test_discover_dlopen(void)
 {
 	struct uprobe_set set = { 0 };
@@ -762,6 +805,7 @@ int main(void)
 	RUN(test_decode_stack_args);
 	RUN(test_decode_big_struct);
 	RUN(test_discover_dlopen);
+	RUN(test_feat_uprobe_cookie);
 	uprobe_set_free(&bset);
 	uprobe_args_bpf__destroy(skel);
 	return t_done();
