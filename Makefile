@@ -317,6 +317,7 @@ $(O)/tests/%.skel.h: $(O)/tests/bpf/%.bpf.o
 
 $(O)/tests/test_uprobe.o $(O)/tests/test_probe.o: $(O)/tests/uprobe_args.skel.h
 $(O)/tests/test_lost.o: $(O)/tests/recursion.skel.h
+$(O)/tests/test_mapdrain.o: $(O)/tests/epoch.skel.h
 
 $(O)/tests/cuda/%: tests/cuda/%.c | $(O)/tests/cuda
 	$(call msg,CC,$@)

@@ -29,7 +29,7 @@ const volatile bool addr_map;
 
 __u64 unscanned_calls;			/* addr_map: calls not told, counted */
 
-__u8 epoch;				/* written by user space each interval */
+__u32 epoch;				/* written by user space each interval */
 
 AISCOPE_MAP(stats, BPF_MAP_TYPE_HASH, struct gl_key, struct gl_stats,
 	    8192);			/* rows of two intervals, preallocated */

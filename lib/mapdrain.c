@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#define _GNU_SOURCE
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <bpf/bpf.h>
 #include "mapdrain.h"
 
@@ -100,4 +103,59 @@ int map_walk(int map_fd, size_t key_size, size_t value_size, map_walk_fn visit, 
 	}
 	free(scratch);
 	return n;
+}
+
+/* an array of maps of one slot, and the map it holds: updating the slot
+ * returns after an RCU grace period (kernel/bpf/syscall.c,
+ * maybe_wait_bpf_programs) */
+static struct {
+	int outer, inner;
+	bool tried;
+} grace = { -1, -1, false };
+
+static void grace_open(void)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, o);
+
+	grace.tried = true;
+	grace.inner = bpf_map_create(BPF_MAP_TYPE_ARRAY, "aiscope_grace_in", 4, 4, 1, NULL);
+	if (grace.inner < 0)
+		return;
+	o.inner_map_fd = grace.inner;
+	grace.outer = bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "aiscope_grace", 4, 4, 1, &o);
+	if (grace.outer < 0) {
+		close(grace.inner);
+		grace.inner = -1;
+	}
+}
+
+static bool grace_period(void)
+{
+	uint32_t slot = 0;
+
+	if (!grace.tried)
+		grace_open();
+	if (grace.outer < 0)
+		return false;
+	return !bpf_map_update_elem(grace.outer, &slot, &grace.inner, BPF_ANY);
+}
+
+uint32_t map_epoch_close(volatile uint32_t *epoch, bool *waited)
+{
+	static bool warned;
+	uint32_t closed = *epoch & 1;
+	bool ok;
+
+	*epoch = closed ^ 1;
+	__sync_synchronize();
+	ok = grace_period();
+	if (!ok && !warned) {
+		warned = true;
+		fprintf(stderr, "%s: the kernel refused a map of maps (%s): an interval's figures are "
+			"read without waiting for the programs still adding to them, which may be "
+			"lost at its end\n", program_invocation_short_name, strerror(errno));
+	}
+	if (waited)
+		*waited = ok;
+	return closed;
 }

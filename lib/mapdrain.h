@@ -22,6 +22,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* want(key, ctx): drain this key (NULL: every key) */
 typedef bool (*map_drain_want_fn)(const void *key, void *ctx);
@@ -45,5 +46,23 @@ int map_walk(int map_fd, size_t key_size, size_t value_size, map_walk_fn visit, 
  * (NULL when none); *oom when memory ran out before the walk's end. */
 void *map_keys(int map_fd, size_t key_size, map_drain_want_fn want, void *ctx, size_t *n,
 	       bool *oom);
+
+/*
+ * Closes the interval of a map that programs fill by epoch: *epoch (a
+ * variable of the BPF object's mmap'd .bss that its programs put in their
+ * keys) flips between 0 and 1, and the call returns the closed one once
+ * every program run that may have read the old value has ended. A drain of
+ * the closed epoch after it sees every update made in it; without the wait
+ * a run still adding to a row it looked up before the flip (a uprobe
+ * program preempted there, on 6.x+ kernels) adds after the drain, to a
+ * deleted element that a preallocated hash map hands at once to another
+ * key: lost from one row and added to another.
+ *
+ * The wait is an RCU grace period, taken by an update of a map of maps
+ * (the kernel waits for every running non-sleepable program before such
+ * an update returns). Returns the closed epoch; *waited, if given, false
+ * when the kernel refused the maps (said once on stderr).
+ */
+uint32_t map_epoch_close(volatile uint32_t *epoch, bool *waited);
 
 #endif

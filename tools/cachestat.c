@@ -498,9 +498,9 @@ static void take_row(const void *key, const void *value, void *ctx)
 /* Drain the keys of the interval that just closed. */
 static void collect_rows(void)
 {
-	uint32_t closed = S.skel->bss->epoch;
+	/* returns once no program still adds to the closed epoch's rows */
+	uint32_t closed = map_epoch_close(&S.skel->bss->epoch, NULL);
 
-	S.skel->bss->epoch = closed ^ 1;
 	F.nscanned = 0;
 	/* names of files seen long ago: forget them rather than grow */
 	if (F.n > FILE_NAMES_MAX) {
@@ -962,9 +962,8 @@ static void llc_take(const void *key, const void *value, void *ctx)
 
 static void llc_collect(void)
 {
-	uint32_t closed = S.skel->bss->epoch;
+	uint32_t closed = map_epoch_close(&S.skel->bss->epoch, NULL);
 
-	S.skel->bss->epoch = closed ^ 1;
 	L.n = 0;
 	map_drain(bpf_map__fd(S.skel->maps.llc), sizeof(struct cachestat_llc_key),
 		  sizeof(struct cachestat_llc), llc_in_epoch, llc_take, &closed);

@@ -1243,7 +1243,7 @@ static struct row *new_row(void)
 
 static bool in_epoch(const void *key, void *ctx)
 {
-	return ((const struct gl_key *)key)->epoch == *(uint8_t *)ctx;
+	return ((const struct gl_key *)key)->epoch == *(uint32_t *)ctx;
 }
 
 static void take_stats(const void *key, const void *value, void *ctx)
@@ -1269,9 +1269,9 @@ static void take_stats(const void *key, const void *value, void *ctx)
 
 static void collect(void)
 {
-	uint8_t closed = S.skel->bss->epoch;
+	/* returns once no call still adds to the closed epoch's rows */
+	uint32_t closed = map_epoch_close(&S.skel->bss->epoch, NULL);
 
-	S.skel->bss->epoch = closed ^ 1;
 	S.nrows = 0;
 	map_drain(bpf_map__fd(S.skel->maps.stats), sizeof(struct gl_key),
 		  sizeof(struct gl_stats), in_epoch, take_stats, &closed);

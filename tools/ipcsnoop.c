@@ -803,13 +803,11 @@ static void forget_names(void)
 
 static void collect(void)
 {
-	struct drained d = { .closed = skel->bss->epoch };
+	/* returns once no program still adds to the closed epoch's rows */
+	struct drained d = { .closed = map_epoch_close(&skel->bss->epoch, NULL) };
 	struct prow *batch;
 	size_t n;
 
-	skel->bss->epoch = d.closed ^ 1;
-	/* let programs that read the old epoch finish their update */
-	usleep(2000);
 	pt_clear(&S.interval);
 	map_drain(bpf_map__fd(skel->maps.stats), sizeof(struct ipc_stat_key),
 		  sizeof(struct ipc_stat), in_epoch, take_stat, &d);

@@ -481,9 +481,9 @@ static void take_stats(const void *key, const void *value, void *ctx)
 
 static void collect(void)
 {
-	uint32_t closed = S.skel->bss->epoch & 1;
+	/* returns once no call still adds to the closed epoch's rows */
+	uint32_t closed = map_epoch_close(&S.skel->bss->epoch, NULL);
 
-	S.skel->bss->epoch = closed ^ 1;
 	S.nrows = 0;
 	map_drain(bpf_map__fd(S.skel->maps.stats), sizeof(struct ncl_stats_key),
 		  sizeof(struct ncl_stats), in_epoch, take_stats, &closed);

@@ -249,9 +249,9 @@ static void take_stats(const void *key, const void *value, void *ctx)
 /* Drain the keys of the interval that just closed. */
 static void collect(void)
 {
-	uint32_t closed = S.skel->bss->epoch;
+	/* returns once no program still adds to the closed epoch's rows */
+	uint32_t closed = map_epoch_close(&S.skel->bss->epoch, NULL);
 
-	S.skel->bss->epoch = closed ^ 1;
 	for (size_t i = 0; i < S.nrows; i++)
 		free(S.rows[i].cgroup);
 	S.nrows = 0;

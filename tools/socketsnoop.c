@@ -537,13 +537,10 @@ static void take_flow(const void *key, const void *value, void *ctx)
 /* Drain the flows of the interval that just closed. */
 static void collect(void)
 {
-	uint32_t closed = S.skel->bss->epoch;
+	/* returns once no program still adds to the closed epoch's rows */
+	uint32_t closed = map_epoch_close(&S.skel->bss->epoch, NULL);
 
-	S.skel->bss->epoch = closed ^ 1;
 	S.nrows = 0;
-	/* a program that read the old epoch just before the flip is done
-	 * with it well within this */
-	usleep(1000);
 	map_drain(bpf_map__fd(S.skel->maps.flows), sizeof(struct ss_flow_key),
 		  sizeof(struct ss_flow), want_flow, take_flow, &closed);
 	/* peers once every flow of the interval is known */

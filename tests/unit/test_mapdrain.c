@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* lib/mapdrain.c on a real BPF hash map: every key, a filter, the deletes,
- * and what stays in the map for the next drain. */
+ * and what stays in the map for the next drain; map_epoch_close against a
+ * program still adding to the epoch it closes (tests/bpf/epoch.bpf.c). */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include "t.h"
+#include "t_bpf.h"
+#include "aiscope_common.h"
 #include "mapdrain.h"
+#include "epoch.skel.h"
 
 struct key {
 	uint32_t id;
@@ -186,11 +192,81 @@ static void test_keys_then_delete_only(void)
 	close(fd);
 }
 
+static void *run_slow_add(void *arg)
+{
+	struct epoch_bpf *skel = arg;
+	LIBBPF_OPTS(bpf_test_run_opts, o);
+
+	bpf_prog_test_run_opts(bpf_program__fd(skel->progs.slow_add), &o);
+	return NULL;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
+struct epoch_sum {
+	uint32_t closed;
+	uint64_t sum;
+};
+
+static bool epoch_key_is(const void *key, void *ctx)
+{
+	return ((const uint32_t *)key)[1] == ((struct epoch_sum *)ctx)->closed;
+}
+
+static void add_value(const void *key, const void *value, void *ctx)
+{
+	((struct epoch_sum *)ctx)->sum += *(const uint64_t *)value;
+}
+
+/* The closed epoch drained while a run that looked its row up before the
+ * flip is still spinning: map_epoch_close returns after that run, so the
+ * drain has its 1 (a plain flip drains 0 there, and the 1 is lost) */
+static void test_epoch_close_waits(void)
+{
+	struct epoch_bpf *skel;
+	pthread_t th;
+	struct epoch_sum e = { 0 };
+	uint64_t t0, waited_ns;
+	bool waited = false;
+	const char *why = t_bpf_begin();
+
+	SKIP_IF(why);
+	skel = epoch_bpf__open_and_load();
+	SKIP_IF(skel ? NULL : "cannot load tests/bpf/epoch.bpf.c (bpf_loop: 5.17)");
+	skel->bss->spins = 1 << 23;
+	CHECK_EQ(pthread_create(&th, NULL, run_slow_add, skel), 0);
+	while (!*(volatile uint32_t *)&skel->bss->started)
+		;
+	t0 = mono_ns();
+	e.closed = map_epoch_close(&skel->bss->epoch, &waited);
+	waited_ns = mono_ns() - t0;
+	CHECK_EQ(e.closed, 0);
+	CHECK_EQ(skel->bss->epoch, 1);
+	CHECK(waited);
+	CHECK_EQ(map_drain(bpf_map__fd(skel->maps.rows), 8, 8, epoch_key_is, add_value, &e), 1);
+	CHECK_EQ(e.sum, 1);
+	pthread_join(th, NULL);
+	printf("# the spin outlasted the flip by %.1f ms\n", waited_ns / 1e6);
+	/* the run ended within the wait: nothing added since, nothing left */
+	CHECK_EQ(map_walk(bpf_map__fd(skel->maps.rows), 8, 0, NULL, NULL), 0);
+	/* and the next close flips back */
+	CHECK_EQ(map_epoch_close(&skel->bss->epoch, NULL), 1);
+	CHECK_EQ(skel->bss->epoch, 0);
+	epoch_bpf__destroy(skel);
+}
+
 int main(void)
 {
 	RUN(test_drain_all);
 	RUN(test_drain_filter);
 	RUN(test_walk);
 	RUN(test_keys_then_delete_only);
+	RUN(test_epoch_close_waits);
 	return t_done();
 }
