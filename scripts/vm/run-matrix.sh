@@ -40,7 +40,8 @@
 #
 # Environment: KERNELS, VM_DEPTH (full), VM_FULL (none), VM_TOOLS (the tools whose tests/vm/TOOL.sh run;
 # default all, e.g. VM_TOOLS=socketsnoop while working on one), VM_JOBS (2), VM_TIMEOUT_x86 (1200 s), VM_TIMEOUT_arm64
-# (2400 s; the limits of one VM's boot and tests on a loaded machine), VM_MEM (1024 MiB), VM_SMP (2), VM_ACCEL (kvm or tcg: skips the
+# (2400 s; the limits of one VM's boot and tests on a loaded machine), VM_MEM (1024 MiB), VM_SMP (2), VM_APPEND (more kernel parameters,
+# e.g. preempt=none to see whether a failure needs a preemptible kernel), VM_ACCEL (kvm or tcg: skips the
 # trial), VM_DEADLINE (below, at the boots), and those of fetch.sh.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -270,7 +271,7 @@ run_vm() {
 		cut=1
 	fi
 	set -- -m "${VM_MEM:-1024}" -smp "${VM_SMP:-2}" -nographic -no-reboot -nic none \
-		-kernel "${KERNEL[$k]}" -initrd "$initrd" -append "console=$console quiet panic=-1 aiscope.depth=$(depth_of "$k")"
+		-kernel "${KERNEL[$k]}" -initrd "$initrd" -append "console=$console quiet panic=-1 aiscope.depth=$(depth_of "$k")${VM_APPEND:+ $VM_APPEND}"
 	if [ "$arch" = arm64 ]; then
 		[ "${ACCEL[$arch]}" = kvm ] && set -- -accel kvm -M virt -cpu host "$@"
 		[ "${ACCEL[$arch]}" = kvm ] || set -- -accel tcg -M virt -cpu max,pauth-impdef=on "$@"
