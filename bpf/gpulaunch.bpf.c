@@ -17,6 +17,7 @@
 #include "aiscope.bpf.h"
 #include "aiscope_hist.h"
 #include "uprobe_args.bpf.h"
+#include "uprobe_stack.bpf.h"
 #include "uprobe_discover.bpf.h"
 #include "gpulaunch.h"
 
@@ -493,6 +494,7 @@ static __always_inline int launch_entry(struct pt_regs *ctx, __u32 shape, bool a
 	struct gl_entry e = {};
 	__u64 cookie;
 
+	AISCOPE_OWN_STACK(ctx);
 	if (!pass() || !api_cookie(ctx, am, &cookie))
 		return 0;
 	if (!with_ret) {
@@ -539,6 +541,7 @@ int BPF_KRETPROBE(launch_ret, long ret)
 {
 	struct gl_entry *e = call_end(GL_LAUNCH);
 
+	AISCOPE_OWN_STACK(ctx);
 	if (!e)
 		return 0;
 	count_launch(e, true, (int)ret, aiscope_now());
@@ -587,6 +590,7 @@ int BPF_KPROBE(mem_alloc)
 	struct gl_entry e = {};
 	struct uarg c = {};
 
+	AISCOPE_OWN_STACK(ctx);
 	if (!pass() || !api_cookie(ctx, false, &cookie))
 		return 0;
 	e.shape = GL_SHAPE(cookie);
@@ -621,6 +625,7 @@ int BPF_KRETPROBE(mem_alloc_ret, long ret)
 	struct gl_mem *m;
 	__u64 ns, ptr = 0, pitch = 0, size;
 
+	AISCOPE_OWN_STACK(ctx);
 	if (!e)
 		return 0;
 	ns = aiscope_now() - e->ts;
@@ -673,6 +678,7 @@ int BPF_KPROBE(mem_free, __u64 ptr, __u64 size)
 	struct gl_entry e = { .aux = ptr };
 	__u64 cookie;
 
+	AISCOPE_OWN_STACK(ctx);
 	if (!pass() || !api_cookie(ctx, false, &cookie))
 		return 0;
 	e.kind = GL_KIND(cookie);
@@ -719,6 +725,7 @@ int BPF_KRETPROBE(mem_free_ret)
 	struct gl_pool_stats *p;
 	__u64 freed;
 
+	AISCOPE_OWN_STACK(ctx);
 	if (!e)
 		return 0;
 	/* cudaFree(NULL) is the idiom that creates a context: no free */
@@ -858,6 +865,7 @@ int BPF_KPROBE(mem_copy)
 	__u64 cookie;
 	__u32 kind;
 
+	AISCOPE_OWN_STACK(ctx);
 	if (!pass() || !api_cookie(ctx, false, &cookie))
 		return 0;
 	e.aux = copy_args(ctx, cookie, &kind);
@@ -873,6 +881,7 @@ int BPF_KRETPROBE(mem_copy_ret)
 	struct gl_mem *m;
 	__u32 kind;
 
+	AISCOPE_OWN_STACK(ctx);
 	if (!e)
 		return 0;
 	kind = e->smem;
@@ -893,6 +902,7 @@ int BPF_KPROBE(sync_entry)
 	struct gl_entry e = {};
 	__u64 cookie;
 
+	AISCOPE_OWN_STACK(ctx);
 	if (!pass() || !api_cookie(ctx, false, &cookie))
 		return 0;
 	call_begin(ctx, GL_SYNC, &e, cookie);
@@ -907,6 +917,7 @@ int BPF_KRETPROBE(sync_ret)
 	__u64 ns;
 	__u32 slot;
 
+	AISCOPE_OWN_STACK(ctx);
 	if (!e)
 		return 0;
 	ns = aiscope_now() - e->ts;
@@ -958,6 +969,9 @@ static __always_inline int do_register(struct pt_regs *ctx, bool sleepable)
 	__u64 host, dev;
 	char b;
 
+	/* a sleepable program can hold no program array: see below */
+	if (!sleepable)
+		AISCOPE_OWN_STACK(ctx);
 	if (!pass())
 		return 0;
 	uarg_int(ctx, &c);				/* fatCubinHandle */
@@ -997,6 +1011,7 @@ int BPF_KPROBE(name_lookup, __u64 out, __u64 x, __u64 name)
 	struct gl_entry e = {};
 	__u64 cookie;
 
+	AISCOPE_OWN_STACK(ctx);
 	if (!pass() || !api_cookie(ctx, false, &cookie))
 		return 0;
 	k.cls = NAME_CLS(GL_SHAPE(cookie) & 3);
@@ -1047,6 +1062,7 @@ int BPF_KRETPROBE(name_lookup_ret, long ret)
 	__u64 handle = 0;
 	__u32 shape;
 
+	AISCOPE_OWN_STACK(ctx);
 	if (addr_map) {
 		e = name_open(ctx, &k);
 	} else {

@@ -10,6 +10,7 @@
  */
 #include "aiscope.bpf.h"
 #include "uprobe_args.bpf.h"
+#include "uprobe_stack.bpf.h"
 #include "uprobe_discover.bpf.h"
 #include "nclstat.h"
 
@@ -25,7 +26,7 @@ AISCOPE_MAP(comms, BPF_MAP_TYPE_HASH, struct ncl_comm_key, struct ncl_comm, 4096
 
 AISCOPE_MAP(stats, BPF_MAP_TYPE_HASH, struct ncl_stats_key, struct ncl_stats, 2048);
 
-/* zeroed initial values (too large for the BPF stack) */
+/* zeroed initial values (too large for the BPF stack); never written */
 AISCOPE_MAP(stats_zero, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct ncl_stats, 1);
 
 static const struct ncl_comm comm_unknown = { .nranks = -1, .rank = -1, .color = -1 };
@@ -124,8 +125,13 @@ static __always_inline struct ncl_stats *stats_of(const struct ncl_call *c)
 	zero = bpf_map_lookup_elem(&stats_zero, &z);
 	if (!zero)
 		return NULL;
-	aiscope_task_ident((struct task_struct *)bpf_get_current_task(), &zero->ident);
 	s = aiscope_lookup_or_init(&stats, &k, zero);
+	/* The identity goes into the row, never into the per-CPU zero value:
+	 * uprobe programs are preemptible, and another task's program on this
+	 * CPU would write its own there between our write and our insert (a
+	 * row of one rank named after another, seen on x86 7.2). */
+	if (s && !s->ident.pid)
+		aiscope_task_ident((struct task_struct *)bpf_get_current_task(), &s->ident);
 	return s;
 }
 
@@ -253,6 +259,7 @@ static __always_inline int coll_redop(struct pt_regs *ctx, __u32 op)
 {
 	struct ncl_call c = { .op = op, .root_or_peer = -1 };
 
+	AISCOPE_OWN_STACK(ctx);
 	if (!pass())
 		return 0;
 	c.count = uarg_nth(ctx, 3);
@@ -268,6 +275,7 @@ static __always_inline int coll_plain(struct pt_regs *ctx, __u32 op)
 {
 	struct ncl_call c = { .op = op, .root_or_peer = -1 };
 
+	AISCOPE_OWN_STACK(ctx);
 	if (!pass())
 		return 0;
 	c.count = uarg_nth(ctx, 3);
@@ -282,6 +290,7 @@ static __always_inline int coll_root(struct pt_regs *ctx, __u32 op)
 {
 	struct ncl_call c = { .op = op };
 
+	AISCOPE_OWN_STACK(ctx);
 	if (!pass())
 		return 0;
 	c.count = uarg_nth(ctx, 3);
@@ -297,6 +306,7 @@ static __always_inline int p2p(struct pt_regs *ctx, __u32 op)
 {
 	struct ncl_call c = { .op = op };
 
+	AISCOPE_OWN_STACK(ctx);
 	if (!pass())
 		return 0;
 	c.count = uarg_nth(ctx, 2);
@@ -341,6 +351,7 @@ int BPF_KPROBE(reduce_enter)
 {
 	struct ncl_call c = { .op = NCL_OP_REDUCE };
 
+	AISCOPE_OWN_STACK(ctx);
 	if (!pass())
 		return 0;
 	c.count = uarg_nth(ctx, 3);
@@ -357,6 +368,7 @@ int BPF_KPROBE(group_end_enter)
 {
 	struct ncl_call c = { .op = NCL_OP_GROUP_END, .root_or_peer = -1 };
 
+	AISCOPE_OWN_STACK(ctx);
 	if (!pass())
 		return 0;
 	return enter(&c);
@@ -372,6 +384,7 @@ static __always_inline int init_rank(struct pt_regs *ctx, __u32 op)
 	__u8 id[NCL_UNIQUE_ID_BYTES];
 	struct uarg a = {};
 
+	AISCOPE_OWN_STACK(ctx);
 	if (!pass())
 		return 0;
 	c.out = uarg_int(ctx, &a);
@@ -394,6 +407,7 @@ int BPF_KPROBE(init_all_enter)
 {
 	struct ncl_call c = { .op = NCL_OP_INIT_ALL, .root_or_peer = -1 };
 
+	AISCOPE_OWN_STACK(ctx);
 	if (!pass())
 		return 0;
 	c.out = uarg_nth(ctx, 1);
@@ -407,6 +421,7 @@ int BPF_KPROBE(split_enter)
 {
 	struct ncl_call c = { .op = NCL_OP_SPLIT, .root_or_peer = -1 };
 
+	AISCOPE_OWN_STACK(ctx);
 	if (!pass())
 		return 0;
 	c.comm = uarg_nth(ctx, 1);
@@ -420,6 +435,7 @@ static __always_inline int comm_end(struct pt_regs *ctx, __u32 op)
 	struct ncl_call c = { .op = op, .root_or_peer = -1 };
 	struct ncl_comm *cm;
 
+	AISCOPE_OWN_STACK(ctx);
 	if (!pass())
 		return 0;
 	c.comm = uarg_nth(ctx, 1);
@@ -442,6 +458,7 @@ static __always_inline int query(struct pt_regs *ctx, __u32 op)
 {
 	struct ncl_call c = { .op = op, .root_or_peer = -1 };
 
+	AISCOPE_OWN_STACK(ctx);
 	if (!pass())
 		return 0;
 	c.comm = uarg_nth(ctx, 1);
@@ -548,6 +565,7 @@ static __always_inline int leave(struct pt_regs *ctx, __u32 class)
 	long rc = (int)PT_REGS_RC(ctx);
 	__u64 now, new_comm = 0;
 
+	AISCOPE_OWN_STACK(ctx);
 	if (!c)
 		return 0;
 	now = aiscope_now();

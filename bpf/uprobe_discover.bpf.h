@@ -16,6 +16,7 @@
 #define AISCOPE_UPROBE_DISCOVER_BPF_H
 
 #include "uprobe_discover.h"
+#include "uprobe_stack.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -60,6 +61,7 @@ int uprobe_disc_dlopen(struct pt_regs *ctx)
 {
 	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
 
+	AISCOPE_OWN_STACK(ctx);
 	if (!aiscope_task_pass(t))
 		return 0;
 	uprobe_discover_notify(bpf_get_current_pid_tgid() >> 32, UPROBE_DISC_DLOPEN);
