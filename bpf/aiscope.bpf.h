@@ -64,12 +64,15 @@ struct {
 	__uint(max_entries, 4096);
 } aiscope_events SEC(".maps");
 
+/* Atomic although per-CPU: programs are preemptible on preemptible kernels
+ * (uprobes, fentry, 6.13+'s syscall tracepoints), and another task's
+ * program on this CPU may add between our load and our store. */
 static __always_inline void aiscope_count_lost(__u32 kind)
 {
 	__u64 *cnt = bpf_map_lookup_elem(&aiscope_lost, &kind);
 
 	if (cnt)
-		(*cnt)++;
+		__sync_fetch_and_add(cnt, 1);
 }
 
 static __always_inline void *aiscope_reserve(__u64 size)

@@ -240,7 +240,7 @@ static __always_inline struct cachestat_row *row_of(struct task_struct *t,
 	return aiscope_lookup_or_init(&rows, &key, &init);
 }
 
-static __always_inline void add_counts(struct cachestat_counts *c, int what, __u64 n, bool atomic)
+static __always_inline void add_counts(struct cachestat_counts *c, int what, __u64 n)
 {
 	__u64 *p;
 
@@ -251,10 +251,7 @@ static __always_inline void add_counts(struct cachestat_counts *c, int what, __u
 	case C_WADD: p = &c->write_added; break;
 	default: p = &c->buf_dirtied; break;
 	}
-	if (atomic)
-		__sync_fetch_and_add(p, n);
-	else
-		*p += n;
+	__sync_fetch_and_add(p, n);
 }
 
 /* Counts n pages for the current task, which has passed the filters.
@@ -268,14 +265,15 @@ static __always_inline void count(struct task_struct *t, int what, __u64 n,
 
 	if (!n)
 		return;
+	/* atomic although per-CPU: see aiscope_count_lost() */
 	c = bpf_map_lookup_elem(&totals, &zero);
 	if (c)
-		add_counts(c, what, n, false);
+		add_counts(c, what, n);
 	if (key_by == CACHESTAT_BY_HOST)
 		return;
 	r = row_of(t, mapping, ino, dev);
 	if (r)
-		add_counts(&r->c, what, n, true);
+		add_counts(&r->c, what, n);
 }
 
 static __always_inline struct task_struct *current_passing(void)

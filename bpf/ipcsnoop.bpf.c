@@ -129,7 +129,14 @@ struct shm_key {
 
 AISCOPE_MAP(shm_addrs, BPF_MAP_TYPE_HASH, struct shm_key, struct ipc_key, 4096);
 
-AISCOPE_MAP(name_buf, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct ipc_name, 1);
+/* A name is built in a slot of its own thread's, inserted and deleted
+ * around the build, never in per-CPU memory: these programs are
+ * preemptible on preemptible kernels (fentry, and syscall tracepoints
+ * since 6.13), and another task's program on this CPU would build its
+ * name in the same place (the slots of threads preempted mid-build). */
+AISCOPE_MAP(name_buf, BPF_MAP_TYPE_HASH, __u32, struct ipc_name, 1024);
+
+static const struct ipc_name zero_name;
 
 static const struct ipc_stat zero_stat;
 
@@ -143,6 +150,16 @@ static __always_inline void put_name(const struct ipc_key *ch, const struct ipc_
 
 	if (err && err != -EEXIST)
 		__sync_fetch_and_add(&names_lost, 1);
+}
+
+/* this thread's slot to build a name in, zeroed; NULL (counted) if none */
+static __always_inline struct ipc_name *name_buf_take(__u32 tid)
+{
+	if (bpf_map_update_elem(&name_buf, &tid, &zero_name, BPF_ANY)) {
+		__sync_fetch_and_add(&names_lost, 1);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&name_buf, &tid);
 }
 
 /* Where a channel's name comes from, when it has one of its own. */
@@ -273,10 +290,32 @@ static __always_inline void name_unix_ino(struct ipc_name *n, const struct name_
 		n->ino = ino;
 }
 
+/* n: a zeroed slot; false: no name of its own (the key names it) */
+static __always_inline bool fill_name(struct ipc_name *n, const struct ipc_key *ch,
+				      const struct name_src *src)
+{
+	if (ch->kind == IPC_UNIX) {
+		/* the receiver's address (a server's path), else the sender's;
+		 * without either, the key's inode is the name: no entry */
+		if (!name_unix_addr(n, src->peer) && !name_unix_addr(n, src->sk))
+			return false;
+		name_unix_ino(n, src);
+	} else if (ch->kind == IPC_MQ) {
+		struct file *f = src->file;
+		const unsigned char *s = BPF_CORE_READ(f, f_path.dentry, d_name.name);
+
+		bpf_probe_read_kernel_str(n->comp[0], IPC_NAME_LEN, s);
+		n->depth = 1;
+	} else {
+		name_path(n, src->file);
+	}
+	return true;
+}
+
 static __always_inline void make_name(const struct ipc_key *ch, const struct name_src *src)
 {
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct ipc_name *n;
-	__u32 zero = 0;
 
 	if (!src || (ch->kind != IPC_FIFO && ch->kind != IPC_UNIX && ch->kind != IPC_MQ &&
 		     !(ch->kind == IPC_SHM && ch->id2)))
@@ -289,31 +328,14 @@ static __always_inline void make_name(const struct ipc_key *ch, const struct nam
 			name_unix_ino(n, src);
 		return;
 	}
-	n = bpf_map_lookup_elem(&name_buf, &zero);
+	n = name_buf_take(tid);
 	if (!n)
 		return;
-	n->depth = 0;
-	n->flags = 0;
-	n->len = 0;
-	n->ino = 0;
-	if (ch->kind == IPC_UNIX) {
-		/* the receiver's address (a server's path), else the sender's;
-		 * without either, the key's inode is the name: no entry */
-		if (!name_unix_addr(n, src->peer) && !name_unix_addr(n, src->sk))
-			return;
-		name_unix_ino(n, src);
-	} else if (ch->kind == IPC_MQ) {
-		struct file *f = src->file;
-		const unsigned char *s = BPF_CORE_READ(f, f_path.dentry, d_name.name);
-
-		bpf_probe_read_kernel_str(n->comp[0], IPC_NAME_LEN, s);
-		n->depth = 1;
-	} else {
-		name_path(n, src->file);
-	}
 	/* a failed insert loses no data: the next operation on the channel
 	 * tries again, and user space has a name from the key meanwhile */
-	put_name(ch, n);
+	if (fill_name(n, ch, src))
+		put_name(ch, n);
+	bpf_map_delete_elem(&name_buf, &tid);
 }
 
 /* ---- accounting ---- */
@@ -475,10 +497,11 @@ static __always_inline bool unix_dest(struct ipc_key *ch, struct msghdr *kmsg,
 				      const struct name_src *src)
 {
 	struct walk_hash w = { .h = 14695981039346656037ULL };
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), len;
 	struct ipc_name *n;
 	const void *addr = NULL;
+	char raw[128] = {};
 	long alen = 0, err;
-	__u32 zero = 0, len;
 
 	if (kmsg) {
 		addr = BPF_CORE_READ(kmsg, msg_name);
@@ -492,26 +515,29 @@ static __always_inline bool unix_dest(struct ipc_key *ch, struct msghdr *kmsg,
 	alen -= sizeof(unsigned short);		/* sun_family */
 	if (!addr || alen <= 0)
 		return false;
-	n = bpf_map_lookup_elem(&name_buf, &zero);
-	if (!n)
-		return false;
 	len = alen > 108 ? 108 : alen;
+	/* on the stack: the channel's id is this address's hash, and this
+	 * task's own stack is the one place no other program writes */
 	if (kmsg)
-		err = bpf_probe_read_kernel(n->raw, len & 127, addr + sizeof(unsigned short));
+		err = bpf_probe_read_kernel(raw, len & 127, addr + sizeof(unsigned short));
 	else
-		err = bpf_probe_read_user(n->raw, len & 127, addr + sizeof(unsigned short));
+		err = bpf_probe_read_user(raw, len & 127, addr + sizeof(unsigned short));
 	if (err)
 		return false;
-	w.s = n->raw;
+	w.s = raw;
 	w.len = len;
 	hash_name(&w);
 	ch->id = w.h | IPC_UNIX_ADDR_ID;
 	ch->id2 = 0;
-	n->depth = 0;
-	n->flags = 0;
+	if (bpf_map_lookup_elem(&names, ch))
+		return true;
+	n = name_buf_take(tid);
+	if (!n)
+		return true;
+	__builtin_memcpy(n->raw, raw, sizeof(raw));
 	n->len = w.i;
-	n->ino = 0;
 	put_name(ch, n);
+	bpf_map_delete_elem(&name_buf, &tid);
 	return true;
 }
 
