@@ -27,6 +27,7 @@ const volatile bool stream_events;	/* -e */
 /* the API from the probed address, not from bpf_get_attach_cookie(): the
  * verifier drops the dead helper call, which a 5.10 kernel would reject */
 const volatile bool addr_map;
+const volatile __u32 page_shift = 12;	/* the kernel's page size, set by user space */
 
 __u64 unscanned_calls;			/* addr_map: calls not told, counted */
 
@@ -91,9 +92,55 @@ static __always_inline __u32 cur_pid(void)
 	return bpf_get_current_pid_tgid() >> 32;
 }
 
+/* Linux 5.10 (the maple tree replaced it in 6.1): the task's cache of
+ * its last VMAs, which the uprobe handler's find_vma() filled with the
+ * probed address's VMA just before this program ran. */
+struct vmacache___old {
+	__u64 seqnum;
+	struct vm_area_struct *vmas[4];
+} __attribute__((preserve_access_index));
+
+struct task_struct___old {
+	struct vmacache___old vmacache;
+} __attribute__((preserve_access_index));
+
+/* The probed file and offset of addr, from that cache: what a call made
+ * before user space scanned its process needs. Checked against the task's
+ * mm and the VMA's bounds (a slot may hold a VMA of before). */
+static __always_inline bool vmacache_off(__u64 addr, struct gl_off_key *k)
+{
+	struct task_struct___old *t = (void *)bpf_get_current_task();
+	struct mm_struct *mm;
+
+	if (!bpf_core_field_exists(t->vmacache))
+		return false;
+	mm = BPF_CORE_READ((struct task_struct *)t, mm);
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		struct vm_area_struct *v = BPF_CORE_READ(t, vmacache.vmas[i]);
+		struct inode *ino;
+		__u64 start;
+
+		if (!v || BPF_CORE_READ(v, vm_mm) != mm)
+			continue;
+		start = BPF_CORE_READ(v, vm_start);
+		if (addr < start || addr >= BPF_CORE_READ(v, vm_end))
+			continue;
+		ino = BPF_CORE_READ(v, vm_file, f_inode);
+		if (!ino)
+			return false;
+		k->f.ino = BPF_CORE_READ(ino, i_ino);
+		k->f.dev = BPF_CORE_READ(ino, i_sb, s_dev);
+		k->off = addr - start + (BPF_CORE_READ(v, vm_pgoff) << page_shift);
+		return true;
+	}
+	return false;
+}
+
 /* The cookie user space gave the probed symbol at addr in this process,
- * false for a process (or a file in it) that user space has not scanned
- * yet: that call is counted in unscanned_calls, not guessed. */
+ * from the process's scanned address map, else (5.10) from the VMA cache;
+ * false when neither knows it: that call is counted in unscanned_calls,
+ * not guessed. */
 static __always_inline bool addr_cookie(__u64 addr, __u64 *cookie)
 {
 	__u32 pid = cur_pid();
@@ -102,7 +149,7 @@ static __always_inline bool addr_cookie(__u64 addr, __u64 *cookie)
 	__u64 *c;
 
 	if (!p)
-		goto unscanned;
+		goto vmacache;
 	for (int i = 0; i < GL_MAPS_MAX; i++) {
 		if (i >= p->n)
 			break;
@@ -116,7 +163,14 @@ static __always_inline bool addr_cookie(__u64 addr, __u64 *cookie)
 		*cookie = *c;
 		return true;
 	}
-unscanned:
+vmacache:
+	if (vmacache_off(addr, &k)) {
+		c = bpf_map_lookup_elem(&api_offs, &k);
+		if (c) {
+			*cookie = *c;
+			return true;
+		}
+	}
 	__sync_fetch_and_add(&unscanned_calls, 1);
 	return false;
 }

@@ -1836,6 +1836,7 @@ static void setup_bpf(void)
 	};
 	aiscope_bpf_prepare(&S.bpf, k->obj, &k->rodata->aiscope_cfg);
 	k->rodata->addr_map = S.addr_map;
+	k->rodata->page_shift = __builtin_ctzl(sysconf(_SC_PAGESIZE));
 	for (int sh = GL_SH_RT; sh <= GL_SH_GRAPH; sh++) {
 		bpf_program__set_autoload(launch_progs(sh)[0], !S.addr_map);
 		bpf_program__set_autoload(launch_progs(sh)[1], S.addr_map);

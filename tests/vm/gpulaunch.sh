@@ -99,8 +99,25 @@ t_mem() {
 	[ "$w" -ge 100000000 ] || fail "sync wait $w ns < 100 ms"
 }
 
+# a process that starts after the tool and launches at once, before user
+# space has scanned it: every launch told by its API all the same (5.10:
+# from the task's VMA cache, not guessed; elsewhere attach cookies)
+t_late() {
+	start_tool l $GL -j -i 10 --lib "$CS"
+	"$CS" launch launch cu_launch launch13 > "$T/cs.out" 2>&1 || fail "cudastatic failed: $(cat "$T/cs.out")"
+	sleep 0.5
+	stop_tool "$TOOL_PID" || fail "gpulaunch exited $?: $(cat "$T/l.err")"
+	json_ok "$T/l.out"
+	all=$(jsel "$T/l.out" '"type":"sample"' | jsum launches)
+	sum=$(grep '"type":"summary"' "$T/l.out")
+	echo "launches $all; $(echo "$sum" | grep -o '"unscanned_calls":[0-9a-z]*')"
+	[ "$all" -eq 4 ] || fail "$all launches, not 4"
+	echo "$sum" | grep -Eq '"unscanned_calls":(0|null)[,}]' || fail "calls not told: $sum"
+}
+
 run_test "gpulaunch --list-probes finds a static runtime in an executable" 120 t_list_probes
 run_test "gpulaunch: launches counted once, names (entry probes)" 180 t_counts ""
 run_test "gpulaunch --latency: launches counted once, no errors" 180 t_counts --latency
 run_test "gpulaunch -e: each launch decoded as passed" 180 t_events
 run_test "gpulaunch --mem: allocations, frees, copies, syncs" 180 t_mem
+run_test "gpulaunch: a process that launches before its scan, every launch told" 180 t_late
