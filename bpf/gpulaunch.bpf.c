@@ -1023,9 +1023,7 @@ static __always_inline int do_register(struct pt_regs *ctx, bool sleepable)
 	__u64 host, dev;
 	char b;
 
-	/* a sleepable program can hold no program array: see below */
-	if (!sleepable)
-		AISCOPE_OWN_STACK(ctx);
+	AISCOPE_OWN_STACK(ctx);
 	if (!pass())
 		return 0;
 	uarg_int(ctx, &c);				/* fatCubinHandle */

@@ -10,7 +10,7 @@
  * A program that holds a tail call never gets a private stack
  * (bpf/aiscope.bpf.h AISCOPE_OWN_STACK does that for the tools).
  *
- *	privstack [-g] [-p PROCS] [-n CALLS] [-l LOOPS]
+ *	privstack [-g] [-s] [-p PROCS] [-n CALLS] [-l LOOPS]
  *	runs N corrupt N
  *
  * The program (raw instructions: no libbpf, static for the VM images) is a
@@ -18,7 +18,9 @@
  * the calling thread's id, spins LOOPS iterations, reads the stack back and
  * counts the run in slot 1 of an array if any of it changed, else in slot
  * 0. PROCS processes pinned to CPU 0 call the function CALLS times each.
- * -g adds a tail call the verifier knows is never taken (the guard).
+ * -g adds a tail call the verifier knows is never taken (the guard). -s
+ * loads it sleepable, and before the spin it reads a byte of a page the
+ * caller never touched, so that the program faults and may sleep there.
  * Exit 0 with the counts, 77 where uprobes cannot be used, 1 on error.
  */
 #define _GNU_SOURCE
@@ -31,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,11 +45,18 @@ static long sys_bpf(int cmd, union bpf_attr *a)
 	return syscall(__NR_bpf, cmd, a, sizeof(*a));
 }
 
-__attribute__((noinline)) int privstack_target(int i)
+__attribute__((noinline)) int privstack_target(const char *page, int i)
 {
-	asm volatile("" ::: "memory");
+	asm volatile("" : : "r"(page) : "memory");
 	return i + 1;
 }
+
+/* the first argument's place in the pt_regs a uprobe program gets */
+#if defined(__x86_64__)
+#define ARG1_OFF	112	/* di */
+#elif defined(__aarch64__)
+#define ARG1_OFF	0	/* regs[0] */
+#endif
 
 static int map_create(__u32 type, __u32 value_size, __u32 entries)
 {
@@ -80,7 +90,7 @@ static int map_create(__u32 type, __u32 value_size, __u32 entries)
 	(p)[(n)++] = INSN(0, 0, 0, 0, 0); \
 } while (0)
 
-static int prog_load(int counts, int tails, int loops, char *log, size_t log_size)
+static int prog_load(int counts, int guard, int loops, int sleepable, char *log, size_t log_size)
 {
 	struct bpf_insn p[128];
 	union bpf_attr a;
@@ -91,6 +101,14 @@ static int prog_load(int counts, int tails, int loops, char *log, size_t log_siz
 	p[n++] = MOV64_REG(BPF_REG_7, BPF_REG_0);
 	for (int i = 1; i <= STACK_WORDS; i++)
 		p[n++] = STX_DW(BPF_REG_10, BPF_REG_7, -8 * i);
+	if (sleepable) {
+		/* one byte of the caller's untouched page: a fault */
+		p[n++] = MOV64_REG(BPF_REG_1, BPF_REG_10);
+		p[n++] = ADD64_IMM(BPF_REG_1, -8 * STACK_WORDS - 16);
+		p[n++] = MOV64_IMM(BPF_REG_2, 1);
+		p[n++] = LDX_DW(BPF_REG_3, BPF_REG_6, ARG1_OFF);
+		p[n++] = CALL(BPF_FUNC_copy_from_user);
+	}
 	/* the spin: a bounded loop, long enough for a tick to land in it */
 	p[n++] = MOV64_IMM(BPF_REG_8, 0);
 	p[n++] = ADD64_IMM(BPF_REG_8, 1);
@@ -113,12 +131,14 @@ static int prog_load(int counts, int tails, int loops, char *log, size_t log_siz
 	p[n++] = JEQ_IMM(BPF_REG_0, 0, 2);
 	p[n++] = MOV64_IMM(BPF_REG_1, 1);
 	p[n++] = XADD_DW(BPF_REG_0, BPF_REG_1, 0);
-	if (tails >= 0) {
-		/* never taken, and the verifier knows it: r4 is 0 */
+	if (guard) {
+		/* never taken, and the verifier knows it (r4 is 0), so neither
+		 * is the map argument checked: none is needed (a sleepable
+		 * program may hold no program array) */
 		p[n++] = MOV64_IMM(BPF_REG_4, 0);
-		p[n++] = JEQ_IMM(BPF_REG_4, 0, 5);
+		p[n++] = JEQ_IMM(BPF_REG_4, 0, 4);
 		p[n++] = MOV64_REG(BPF_REG_1, BPF_REG_6);
-		LD_MAP(p, n, BPF_REG_2, tails);
+		p[n++] = MOV64_IMM(BPF_REG_2, 0);
 		p[n++] = MOV64_IMM(BPF_REG_3, 0);
 		p[n++] = CALL(BPF_FUNC_tail_call);
 	}
@@ -127,6 +147,7 @@ static int prog_load(int counts, int tails, int loops, char *log, size_t log_siz
 
 	memset(&a, 0, sizeof(a));
 	a.prog_type = BPF_PROG_TYPE_KPROBE;
+	a.prog_flags = sleepable ? BPF_F_SLEEPABLE : 0;
 	a.insns = (__u64)(unsigned long)p;
 	a.insn_cnt = n;
 	a.license = (__u64)(unsigned long)"GPL";
@@ -222,19 +243,20 @@ static int count_of(int map, __u32 key, __u64 *v)
 
 int main(int argc, char **argv)
 {
-	int procs = 2, calls = 200, loops = 200000, guard = 0, opt, counts, tails = -1, prog, ev;
+	int procs = 2, calls = 200, loops = 200000, guard = 0, sleepable = 0, opt, counts, prog, ev;
 	static char log[1 << 16];
 	__u64 good = 0, bad = 0;
 	long off;
 
-	while ((opt = getopt(argc, argv, "gp:n:l:")) != -1) {
+	while ((opt = getopt(argc, argv, "gsp:n:l:")) != -1) {
 		switch (opt) {
 		case 'g': guard = 1; break;
+		case 's': sleepable = 1; break;
 		case 'p': procs = atoi(optarg); break;
 		case 'n': calls = atoi(optarg); break;
 		case 'l': loops = atoi(optarg); break;
 		default:
-			fprintf(stderr, "usage: privstack [-g] [-p PROCS] [-n CALLS] [-l LOOPS]\n");
+			fprintf(stderr, "usage: privstack [-g] [-s] [-p PROCS] [-n CALLS] [-l LOOPS]\n");
 			return 2;
 		}
 	}
@@ -243,13 +265,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	counts = map_create(BPF_MAP_TYPE_ARRAY, 8, 2);
-	if (guard)
-		tails = map_create(BPF_MAP_TYPE_PROG_ARRAY, 4, 1);
-	if (counts < 0 || (guard && tails < 0)) {
+	if (counts < 0) {
 		perror("privstack: map");
 		return 1;
 	}
-	prog = prog_load(counts, tails, loops, log, sizeof(log));
+	prog = prog_load(counts, guard, loops, sleepable, log, sizeof(log));
 	if (prog < 0) {
 		fprintf(stderr, "privstack: load: %s\n%s", strerror(errno), log);
 		return 1;
@@ -276,12 +296,14 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		if (c == 0) {
+			long pg = sysconf(_SC_PAGESIZE);
+			char *pages = mmap(NULL, calls * pg, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 			int s = 0;
 
-			if (pin_cpu0())
+			if (pages == MAP_FAILED || pin_cpu0())
 				_exit(3);
 			for (int i = 0; i < calls; i++)
-				s = privstack_target(s);
+				s = privstack_target(pages + i * pg, s);
 			_exit(s == calls ? 0 : 4);
 		}
 	}
