@@ -47,8 +47,10 @@ t_topo_life() {
 	bg ex "$H/lifecycle" execs 4
 	wait_for "$T/lc.out" '^pipe ' || fail "lifecycle pipe"
 	wait_for "$T/ex.out" '^execs ' || fail "lifecycle execs"
+	$H/bpfprogs > "$T/progs"
 	stop_tool "$TOOL_PID" || fail "topograph exited $?: $(cat "$T/g.err")"
 	json_ok "$T/g.out"
+	skipped_runs_retry "$T/progs" "$(jsel "$T/g.out" '"type":"summary"')"
 	read -r _ parent grand child _ _ got status < "$T/lc.out"
 	read -r _ eparent echild n < "$T/ex.out"
 	echo "truth: pipe parent $parent (of $grand) child $child read $got status $status; execs $eparent -> $echild x$n"
