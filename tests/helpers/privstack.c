@@ -21,7 +21,8 @@
  * -g adds a tail call the verifier knows is never taken (the guard). -s
  * loads it sleepable, and before the spin it reads a byte of a page the
  * caller never touched, so that the program faults and may sleep there.
- * Exit 0 with the counts, 77 where uprobes cannot be used, 1 on error.
+ * Exit 0 with the counts, 77 where uprobes (or, with -s, sleepable uprobe
+ * programs) cannot be used, 1 on error.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -270,6 +271,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	prog = prog_load(counts, guard, loops, sleepable, log, sizeof(log));
+	if (prog < 0 && sleepable && errno == EINVAL && strstr(log, "sleepable")) {
+		/* before 6.0 only trampoline and LSM programs may sleep */
+		fprintf(stderr, "privstack: no sleepable uprobe programs here\n");
+		return 77;
+	}
 	if (prog < 0) {
 		fprintf(stderr, "privstack: load: %s\n%s", strerror(errno), log);
 		return 1;

@@ -153,8 +153,12 @@ t_kill() {
 # stack and preempts them (x86 7.x).
 t_privstack() {
 	for f in "" -s -g "-s -g"; do
-		"$H/privstack" $f -p 3 -n 100 -l 100000 > "$T/ps" 2>&1 || { cat "$T/ps"; fail "privstack $f exited $?"; }
+		"$H/privstack" $f -p 3 -n 100 -l 100000 > "$T/ps" 2>&1
+		rc=$?
 		echo "privstack $f: $(cat "$T/ps")"
+		# no sleepable uprobes before 6.0: those variants say so
+		case "$rc:$f" in 77:*-s*) continue ;; esac
+		[ $rc -eq 0 ] || fail "privstack $f exited $rc"
 		case $f in
 		*-g*) [ "$(cat "$T/ps")" = "runs 300 corrupt 0" ] ||
 			fail "guarded ($f): $(cat "$T/ps"), want runs 300 corrupt 0" ;;
