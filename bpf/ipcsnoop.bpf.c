@@ -162,6 +162,11 @@ static __always_inline struct ipc_name *name_buf_take(__u32 tid)
 	return bpf_map_lookup_elem(&name_buf, &tid);
 }
 
+static __always_inline void name_buf_drop(__u32 tid)
+{
+	bpf_map_delete_elem(&name_buf, &tid);
+}
+
 /* Where a channel's name comes from, when it has one of its own. */
 struct name_src {
 	struct file *file;	/* FIFO path, mq name */
@@ -335,7 +340,7 @@ static __always_inline void make_name(const struct ipc_key *ch, const struct nam
 	 * tries again, and user space has a name from the key meanwhile */
 	if (fill_name(n, ch, src))
 		put_name(ch, n);
-	bpf_map_delete_elem(&name_buf, &tid);
+	name_buf_drop(tid);
 }
 
 /* ---- accounting ---- */
@@ -537,7 +542,7 @@ static __always_inline bool unix_dest(struct ipc_key *ch, struct msghdr *kmsg,
 	__builtin_memcpy(n->raw, raw, sizeof(raw));
 	n->len = w.i;
 	put_name(ch, n);
-	bpf_map_delete_elem(&name_buf, &tid);
+	name_buf_drop(tid);
 	return true;
 }
 

@@ -25,3 +25,26 @@ TOP=$(cd "$(dirname "$BATS_TEST_FILENAME")/.." && pwd)
 		[ -z "$out" ] || { echo "$f: $out"; false; }
 	done
 }
+
+# bpf/uprobe_stack.bpf.h: a uprobe program without the guard may be given a
+# per-CPU private stack, which preempted tasks then share. The guard is a
+# tail call (helper 12); each uprobe program of the built objects holds one.
+@test "every uprobe program holds the stack guard (a tail call)" {
+	command -v llvm-objdump > /dev/null || skip "llvm-objdump is not installed"
+	local o sec missing="" n=0
+	for o in "${AISCOPE_BUILD:-$TOP/build}"/bpf/*.bpf.o; do
+		for sec in uprobe uretprobe uprobe.s uprobe.multi uretprobe.multi; do
+			out=$(llvm-objdump -d --no-show-raw-insn --section="$sec" "$o" 2> /dev/null |
+				awk -v o="${o##*/}" '/^[0-9a-f]+ <[a-z_0-9]+>:$/ && $2 !~ /^<LBB/ {
+					if (name != "") { print (t ? "ok " : "missing ") o ":" name }
+					name = $2; t = 0 }
+				/call 12$/ { t = 1 }
+				END { if (name != "") print (t ? "ok " : "missing ") o ":" name }')
+			n=$((n + $(echo "$out" | grep -c '^ok ' || true)))
+			missing="$missing$(echo "$out" | grep '^missing ' || true)"
+		done
+	done
+	echo "$n guarded"
+	[ -z "$missing" ] || { echo "$missing"; false; }
+	[ "$n" -ge 30 ]
+}

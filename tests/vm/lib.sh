@@ -99,13 +99,15 @@ run_once() {
 # kernel skip runs of a program (bpf_prog_info.recursion_misses in PROGS,
 # $H/bpfprogs's lines taken before the tool ended: its run on this CPU was
 # preempted, and another task's was not run), the tool must have counted
-# exactly those in its lost events; then the run is retried (exit 75),
-# else the count is wrong and the test fails. No skipped run: returns.
+# them in its lost events (at least those: PROGS is read before the tool
+# ends, so runs skipped after it count too); then the run is retried (exit
+# 75), else a loss went unreported and the test fails. No skipped run:
+# returns.
 skipped_runs_retry() {
 	_k=$(awk '{ s += $8 } END { print s + 0 }' "$1")
 	[ "$_k" -gt 0 ] || return 0
 	_l=$(echo "$2" | sed -n 's/.*"lost_events":\([0-9]*\).*/\1/p')
-	[ "${_l:-0}" -eq "$_k" ] ||
+	[ "${_l:-0}" -ge "$_k" ] ||
 		fail "the kernel skipped $_k runs, the tool reported ${_l:-no} lost events: $2"
 	echo "the kernel skipped $_k runs (recursion_misses), reported as $_l lost events" > "$T/retry"
 	exit 75
