@@ -344,6 +344,49 @@ int btfscan_func_param(const struct btfscan *b, const char *func, const char *pa
 	return -1;
 }
 
+/* member of the struct or union at id, searched through its anonymous
+ * members to depth levels; its byte offset, or -1 */
+static long member_in(const struct btfscan *b, uint32_t id, const char *member, int depth)
+{
+	const struct type *t;
+	const uint32_t *m;
+
+	if (!id || id >= b->ntypes || depth < 0)
+		return -1;
+	t = type_at(b, id);
+	if (kind_of(t) != K_STRUCT && kind_of(t) != K_UNION)
+		return -1;
+	m = (const uint32_t *)(t + 1);
+	for (int i = 0; i < vlen_of(t); i++) {
+		const uint32_t *e = m + 3 * i;
+		/* with kind_flag, the low 24 bits are the bit offset */
+		long bits = (t->info >> 31) ? (e[2] & 0xffffff) : e[2];
+		long inner;
+
+		if (e[0] && !strcmp(name_at(b, e[0]), member))
+			return bits / 8;
+		if (e[0])
+			continue;
+		inner = member_in(b, e[1], member, depth - 1);
+		if (inner >= 0)
+			return bits / 8 + inner;
+	}
+	return -1;
+}
+
+long btfscan_member_offset(const struct btfscan *b, const char *strct, const char *member)
+{
+	for (uint32_t id = 1; id < b->ntypes; id++) {
+		const struct type *t = type_at(b, id);
+
+		if ((kind_of(t) != K_STRUCT && kind_of(t) != K_UNION) || !vlen_of(t) ||
+		    strcmp(name_at(b, t->name_off), strct))
+			continue;
+		return member_in(b, id, member, 4);
+	}
+	return -1;
+}
+
 void btfscan_free(struct btfscan *b)
 {
 	if (!b)

@@ -13,6 +13,7 @@
 
 #define BTFSCAN_TYPEDEF	8
 #define BTFSCAN_FUNC	12
+#define BTFSCAN_VAR	14
 
 struct btfscan;
 
@@ -28,6 +29,9 @@ bool btfscan_enum_value(const struct btfscan *b, const char *enum_name, const ch
 /* Index (from 0) of the parameter named param of function func, -1 when
  * func is not there or has no such parameter. */
 int btfscan_func_param(const struct btfscan *b, const char *func, const char *param);
+/* Byte offset of member (through anonymous structs and unions) in the
+ * first struct or union named strct that has members, -1 when none. */
+long btfscan_member_offset(const struct btfscan *b, const char *strct, const char *member);
 void btfscan_free(struct btfscan *b);
 
 #endif

@@ -532,6 +532,174 @@ static int op_kprobe(void *ctx, const char *func, char *why, size_t len)
 	return 0;
 }
 
+/*
+ * Where the running task's preemption count lives, for the trial below:
+ * x86's per-CPU __preempt_count (or pcpu_hot.preempt_count, 6.2 to 6.14),
+ * else thread_info.preempt_count in the task (arm64 and most others).
+ */
+struct preempt_loc {
+	int percpu_var;		/* BTF id of the per-CPU variable, 0: in the task */
+	long off;		/* of the count in that variable, or in task_struct */
+};
+
+static bool find_preempt_count(const struct btfscan *b, struct preempt_loc *loc)
+{
+	long ti, pc;
+
+	loc->percpu_var = btfscan_find(b, "__preempt_count", BTFSCAN_VAR);
+	loc->off = 0;
+	if (loc->percpu_var > 0)
+		return true;
+	loc->percpu_var = btfscan_find(b, "pcpu_hot", BTFSCAN_VAR);
+	loc->off = btfscan_member_offset(b, "pcpu_hot", "preempt_count");
+	if (loc->percpu_var > 0 && loc->off >= 0)
+		return true;
+	loc->percpu_var = 0;
+	ti = btfscan_member_offset(b, "task_struct", "thread_info");
+	pc = btfscan_member_offset(b, "thread_info", "preempt_count");
+	loc->off = ti + pc;
+	return ti >= 0 && pc >= 0;
+}
+
+#define INSN(c, d, s, o, i) \
+	((struct bpf_insn){ .code = (c), .dst_reg = (d), .src_reg = (s), .off = (o), .imm = (i) })
+#define CALL(fn)		INSN(BPF_JMP | BPF_CALL, 0, 0, 0, fn)
+#define MOV_IMM(d, i)		INSN(BPF_ALU64 | BPF_MOV | BPF_K, d, 0, 0, i)
+#define MOV_REG(d, s)		INSN(BPF_ALU64 | BPF_MOV | BPF_X, d, s, 0, 0)
+#define ALU_IMM(op, d, i)	INSN(BPF_ALU64 | (op) | BPF_K, d, 0, 0, i)
+#define LD_IMM64(d, s, i)	INSN(BPF_LD | BPF_DW | BPF_IMM, d, s, 0, i), INSN(0, 0, 0, 0, 0)
+
+/*
+ * A raw_tp program that, for this thread only, stores the preemption count
+ * it runs with in slot key of the map, plus 1 << 32 to tell "ran" from "did
+ * not": 36 instructions at most. Jumps go to the exit at the end (fixed
+ * below).
+ */
+static int preempt_prog(struct bpf_insn *p, const struct preempt_loc *loc, int tid, int map_fd,
+			int key)
+{
+	int n = 0, jumps[2], nj = 0;
+
+	p[n++] = CALL(BPF_FUNC_get_current_pid_tgid);
+	p[n++] = ALU_IMM(BPF_LSH, BPF_REG_0, 32);
+	p[n++] = ALU_IMM(BPF_RSH, BPF_REG_0, 32);
+	jumps[nj++] = n;
+	p[n++] = INSN(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_0, 0, 0, tid);
+	if (loc->percpu_var) {
+		struct bpf_insn ld[2] = { LD_IMM64(BPF_REG_1, BPF_PSEUDO_BTF_ID, loc->percpu_var) };
+
+		p[n++] = ld[0];
+		p[n++] = ld[1];
+		p[n++] = CALL(BPF_FUNC_this_cpu_ptr);
+	} else {
+		p[n++] = CALL(BPF_FUNC_get_current_task);
+	}
+	p[n++] = MOV_REG(BPF_REG_3, BPF_REG_0);
+	p[n++] = ALU_IMM(BPF_ADD, BPF_REG_3, loc->off);
+	p[n++] = INSN(BPF_ST | BPF_MEM | BPF_DW, BPF_REG_10, 0, -8, 0);
+	p[n++] = MOV_REG(BPF_REG_1, BPF_REG_10);
+	p[n++] = ALU_IMM(BPF_ADD, BPF_REG_1, -8);
+	p[n++] = MOV_IMM(BPF_REG_2, 4);
+	p[n++] = CALL(BPF_FUNC_probe_read_kernel);
+	jumps[nj++] = n;
+	p[n++] = INSN(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_0, 0, 0, 0);
+	p[n++] = INSN(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_1, BPF_REG_10, -8, 0);
+	p[n++] = MOV_IMM(BPF_REG_2, 1);
+	p[n++] = ALU_IMM(BPF_LSH, BPF_REG_2, 32);
+	p[n++] = INSN(BPF_ALU64 | BPF_OR | BPF_X, BPF_REG_1, BPF_REG_2, 0, 0);
+	p[n++] = INSN(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_10, BPF_REG_1, -16, 0);
+	p[n++] = INSN(BPF_ST | BPF_MEM | BPF_W, BPF_REG_10, 0, -20, key);
+	{
+		struct bpf_insn ld[2] = { LD_IMM64(BPF_REG_1, BPF_PSEUDO_MAP_FD, map_fd) };
+
+		p[n++] = ld[0];
+		p[n++] = ld[1];
+	}
+	p[n++] = MOV_REG(BPF_REG_2, BPF_REG_10);
+	p[n++] = ALU_IMM(BPF_ADD, BPF_REG_2, -20);
+	p[n++] = MOV_REG(BPF_REG_3, BPF_REG_10);
+	p[n++] = ALU_IMM(BPF_ADD, BPF_REG_3, -16);
+	p[n++] = MOV_IMM(BPF_REG_4, BPF_ANY);
+	p[n++] = CALL(BPF_FUNC_map_update_elem);
+	for (int i = 0; i < nj; i++)
+		p[jumps[i]].off = n - jumps[i] - 1;
+	p[n++] = MOV_IMM(BPF_REG_0, 0);
+	p[n++] = INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
+	return n;
+}
+
+/* the trial's map (a slot per program) and its programs: 0 on sys_enter,
+ * 1 on sched_switch; -1 where not loaded or attached */
+struct preempt_trial {
+	int map_fd;
+	int prog_fd[2];
+	int link_fd[2];
+};
+
+static void preempt_attach(struct preempt_trial *t, const struct preempt_loc *loc, int key,
+			   const char *tp)
+{
+	struct bpf_insn insns[40];
+	int n = preempt_prog(insns, loc, (int)syscall(SYS_gettid), t->map_fd, key);
+
+	t->prog_fd[key] = bpf_prog_load(BPF_PROG_TYPE_RAW_TRACEPOINT, NULL, "GPL", insns, n, NULL);
+	t->link_fd[key] = t->prog_fd[key] >= 0 ? bpf_raw_tracepoint_open(tp, t->prog_fd[key]) : -1;
+}
+
+/*
+ * Do tp_btf and raw_tp programs run with preemption on? Asked by trying: a
+ * raw_tp program on sys_enter reads the preemption count it runs with, for
+ * one syscall of this thread, and the same program on sched_switch, which
+ * always runs with preemption off, for one sleep of it. Preemptible: 0 in
+ * the syscall (the need-resched bit aside) where the switch read more. A
+ * kernel without a preemption count (no CONFIG_PREEMPT_COUNT, and so no
+ * preemption in the kernel) reads 0 in both: no. Anything that fails
+ * answers no: no kernel BTF, a verifier that refuses, or on x86 a kernel
+ * without per-CPU symbols in kallsyms (no CONFIG_KALLSYMS_ALL), where the
+ * typed ksym cannot resolve.
+ */
+static bool trial_tp_preemptible(void)
+{
+	struct preempt_trial t = { .prog_fd = { -1, -1 }, .link_fd = { -1, -1 } };
+	unsigned long long v[2] = { 0, 0 };
+	struct preempt_loc loc;
+
+	if (!F.kernel.scan || !find_preempt_count(F.kernel.scan, &loc))
+		return false;
+	t.map_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "aiscope_preempt", 4, 8, 2, NULL);
+	if (t.map_fd < 0)
+		return false;
+	preempt_attach(&t, &loc, 0, "sys_enter");
+	preempt_attach(&t, &loc, 1, "sched_switch");
+	if (t.link_fd[0] >= 0 && t.link_fd[1] >= 0) {
+		syscall(SYS_getppid);
+		usleep(1000);
+	}
+	for (int key = 0; key < 2; key++) {
+		if (t.link_fd[key] >= 0)
+			close(t.link_fd[key]);
+		if (t.prog_fd[key] >= 0)
+			close(t.prog_fd[key]);
+	}
+	for (int key = 0; key < 2; key++)
+		bpf_map_lookup_elem(t.map_fd, &key, &v[key]);
+	close(t.map_fd);
+	return (v[0] >> 32) && (v[1] >> 32) && !(v[0] & 0x7fffffff) && (v[1] & 0x7fffffff);
+}
+
+static bool op_tp_preemptible(void *ctx)
+{
+	static int cached = -1;
+	const char *v = getenv("AISCOPE_TEST_TP_PREEMPTIBLE");
+
+	/* a hidden knob for the tests: 1 or 0 answers without the trial */
+	if (v && (!strcmp(v, "1") || !strcmp(v, "0")))
+		return *v == '1';
+	if (cached < 0)
+		cached = trial_tp_preemptible();
+	return cached;
+}
+
 static const struct feat_ops real_ops = {
 	.fentry = op_fentry,
 	.tp_btf = op_tp_btf,
@@ -540,6 +708,7 @@ static const struct feat_ops real_ops = {
 	.kprobe = op_kprobe,
 	.kprobe_symbol = kprobe_symbol,
 	.needs = op_needs,
+	.tp_preemptible = op_tp_preemptible,
 };
 
 const struct feat_ops *features_ops(void)

@@ -80,47 +80,107 @@ static int check(const struct feat_ops *ops, const struct probe_cand *c, char *w
 	return ops->needs(ops->ctx, c->mech, c->target, c->needs, why, len);
 }
 
+/* A tp_btf or raw_tp candidate that a hook in a preemptible place leaves
+ * until after its classic tracepoint, on a kernel whose tracepoint programs
+ * run preemptibly (7.x): the kernel skips a run when another task enters
+ * the program on a CPU where a run is preempted (recursion_misses), and
+ * the classic tracepoint runs its programs with preemption off. */
+static bool deferred(const struct probe_hook *h, const struct probe_cand *c,
+		     const struct feat_ops *ops, int *preemptible)
+{
+	bool has_tp = false;
+
+	if (!h->preemptible || (c->mech != PM_TP_BTF && c->mech != PM_RAW_TP))
+		return false;
+	for (int j = 0; j < PROBE_MAX_CANDS && h->cand[j].target; j++)
+		has_tp |= h->cand[j].mech == PM_TRACEPOINT;
+	if (!has_tp || !ops->tp_preemptible)
+		return false;
+	if (*preemptible < 0)
+		*preemptible = ops->tp_preemptible(ops->ctx);
+	return *preemptible;
+}
+
+/* The order a hook's candidates are tried in: as listed, but deferred ones
+ * (above) right after the classic tracepoint. */
+static int try_order(const struct probe_hook *h, const struct feat_ops *ops, int *preemptible,
+		     int order[PROBE_MAX_CANDS])
+{
+	int n = 0, ncand = 0, late[PROBE_MAX_CANDS], nlate = 0;
+
+	while (ncand < PROBE_MAX_CANDS && h->cand[ncand].target)
+		ncand++;
+	for (int j = 0; j < ncand; j++) {
+		if (deferred(h, &h->cand[j], ops, preemptible)) {
+			late[nlate++] = j;
+			continue;
+		}
+		order[n++] = j;
+		if (h->cand[j].mech != PM_TRACEPOINT)
+			continue;
+		for (int k = 0; k < nlate; k++)
+			order[n++] = late[k];
+		nlate = 0;
+	}
+	for (int k = 0; k < nlate; k++)
+		order[n++] = late[k];
+	return n;
+}
+
+static void try_cand(struct probe_hook *h, int j, const struct feat_ops *ops,
+		     unsigned int allowed, bool late)
+{
+	const struct probe_cand *c = &h->cand[j];
+
+	h->why[j][0] = 0;
+	h->symbol[j][0] = 0;
+	if (!(allowed & PM_BIT(c->mech))) {
+		h->status[j] = PS_EXCLUDED;
+		snprintf(h->why[j], PROBE_WHY_LEN, "excluded by --probe-mode");
+		return;
+	}
+	if (check(ops, c, h->why[j], PROBE_WHY_LEN)) {
+		h->status[j] = PS_UNAVAILABLE;
+		if (!h->why[j][0])
+			snprintf(h->why[j], PROBE_WHY_LEN, "not supported");
+		return;
+	}
+	if ((c->mech == PM_KPROBE || c->mech == PM_KRETPROBE) && ops->kprobe_symbol) {
+		const char *sym = ops->kprobe_symbol(ops->ctx, c->target);
+
+		if (sym && strcmp(sym, c->target))
+			snprintf(h->symbol[j], PROBE_SYM_LEN, "%s", sym);
+	}
+	if (h->chosen < 0) {
+		h->chosen = j;
+		h->status[j] = PS_CHOSEN;
+		return;
+	}
+	h->status[j] = PS_AVAILABLE;
+	if (late)
+		snprintf(h->why[j], PROBE_WHY_LEN, "preemptible here, so the kernel can skip runs");
+}
+
 static int resolve(struct probe_hook *hooks, int n, const struct feat_ops *ops,
 		   unsigned int allowed, bool all)
 {
-	int missing = 0;
+	int missing = 0, preemptible = -1, order[PROBE_MAX_CANDS];
 
 	for (int i = 0; i < n; i++) {
 		struct probe_hook *h = &hooks[i];
+		int ntry = try_order(h, ops, &preemptible, order);
 
 		h->chosen = -1;
-		for (int j = 0; j < PROBE_MAX_CANDS && h->cand[j].target; j++) {
-			const struct probe_cand *c = &h->cand[j];
+		for (int k = 0; k < ntry; k++) {
+			int j = order[k];
 
-			h->why[j][0] = 0;
-			h->symbol[j][0] = 0;
 			if (!all && h->chosen >= 0) {
+				h->why[j][0] = 0;
+				h->symbol[j][0] = 0;
 				h->status[j] = PS_UNTRIED;
 				continue;
 			}
-			if (!(allowed & PM_BIT(c->mech))) {
-				h->status[j] = PS_EXCLUDED;
-				snprintf(h->why[j], PROBE_WHY_LEN, "excluded by --probe-mode");
-				continue;
-			}
-			if (check(ops, c, h->why[j], PROBE_WHY_LEN)) {
-				h->status[j] = PS_UNAVAILABLE;
-				if (!h->why[j][0])
-					snprintf(h->why[j], PROBE_WHY_LEN, "not supported");
-				continue;
-			}
-			if ((c->mech == PM_KPROBE || c->mech == PM_KRETPROBE) && ops->kprobe_symbol) {
-				const char *sym = ops->kprobe_symbol(ops->ctx, c->target);
-
-				if (sym && strcmp(sym, c->target))
-					snprintf(h->symbol[j], PROBE_SYM_LEN, "%s", sym);
-			}
-			if (h->chosen < 0) {
-				h->chosen = j;
-				h->status[j] = PS_CHOSEN;
-			} else {
-				h->status[j] = PS_AVAILABLE;
-			}
+			try_cand(h, j, ops, allowed, deferred(h, &h->cand[j], ops, &preemptible));
 		}
 		if (h->chosen < 0 && !h->optional)
 			missing++;
@@ -366,7 +426,9 @@ void probe_print_plan(FILE *f, const struct probe_hook *hooks, int n, struct jw 
 
 		for (int j = 0; j < PROBE_MAX_CANDS && h->cand[j].target; j++) {
 			const struct probe_cand *c = &h->cand[j];
-			bool why = h->status[j] == PS_UNAVAILABLE || h->status[j] == PS_EXCLUDED;
+			/* an available or chosen one may say why it is not
+			 * first (runs preemptibly here) */
+			bool why = h->why[j][0] && h->status[j] != PS_UNTRIED;
 
 			if (jw) {
 				jw_record_begin(jw, "probe", tool, realtime_ns);

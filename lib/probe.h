@@ -75,7 +75,7 @@ struct probe_cand {
  * do_exit where no tracepoint mechanism works (programs exit_btf,
  * exit_raw, exit_tp, exit_fentry, exit_kprobe) */
 #define PROBE_HOOK_TASK_EXIT							\
-	{ .name = "sched_process_exit", .cand = {				\
+	{ .name = "sched_process_exit", .preemptible = true, .cand = {		\
 		PROBE_TRACEPOINT("sched", "sched_process_exit", "exit"),	\
 		PROBE_FUNC("do_exit", "exit") } }
 
@@ -84,6 +84,11 @@ enum probe_status { PS_UNTRIED, PS_CHOSEN, PS_AVAILABLE, PS_UNAVAILABLE, PS_EXCL
 struct probe_hook {
 	const char *name;
 	bool optional;		/* the tool runs without it, with less output */
+	/* it fires where the task can be preempted (a syscall, the task's
+	 * own fork, exec or exit, a socket or page-cache call): where
+	 * tp_btf and raw_tp programs run preemptibly, its classic
+	 * tracepoint is tried before them (see feat_ops.tp_preemptible) */
+	bool preemptible;
 	struct probe_cand cand[PROBE_MAX_CANDS];
 	/* filled by probe_resolve() */
 	int chosen;		/* index into cand, -1: none */
@@ -110,6 +115,12 @@ struct feat_ops {
 	 * what needs (PROBE_NEEDS_*) asks for; NULL: always */
 	int (*needs)(void *ctx, enum probe_mech m, const char *target, unsigned int needs,
 		     char *why, size_t len);
+	/* optional: tp_btf and raw_tp programs run with preemption on
+	 * (7.x): a task preempted in one and another entering it on that
+	 * CPU make the kernel skip the second run (recursion_misses); the
+	 * classic tracepoint runs its programs with preemption off. NULL:
+	 * never. Asked once per resolve, only for a preemptible hook. */
+	bool (*tp_preemptible)(void *ctx);
 };
 
 const char *probe_mech_name(enum probe_mech m);

@@ -272,7 +272,7 @@ struct ring_buffer *uprobe_discover_open(struct bpf_object *obj, struct uprobe_s
 
 /* The exec hook of bpf/uprobe_discover.bpf.h, for a tool's hook table. */
 #define UPROBE_DISCOVER_HOOK {							\
-	.name = "exec", .optional = true, .cand = {				\
+	.name = "exec", .optional = true, .preemptible = true, .cand = {	\
 		{ PM_TP_BTF, "sched_process_exec", "uprobe_disc_exec_btf" },	\
 		{ PM_RAW_TP, "sched_process_exec", "uprobe_disc_exec_raw" },	\
 		{ PM_TRACEPOINT, "sched/sched_process_exec", "uprobe_disc_exec_tp" }, \

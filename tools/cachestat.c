@@ -122,11 +122,11 @@ static struct probe_hook hooks[] = {
 		{ PM_FENTRY, "mark_page_accessed", "page_accessed_fentry" },
 		{ PM_KPROBE, "folio_mark_accessed", "accessed_kprobe" },
 		{ PM_KPROBE, "mark_page_accessed", "page_accessed_kprobe" } } },
-	[H_READ] = { .name = "read_pages", .optional = true, .cand = {
+	[H_READ] = { .name = "read_pages", .optional = true, .preemptible = true, .cand = {
 		PROBE_TRACEPOINT("filemap", "mm_filemap_get_pages", "read") } },
-	[H_MAP] = { .name = "map_pages", .optional = true, .cand = {
+	[H_MAP] = { .name = "map_pages", .optional = true, .preemptible = true, .cand = {
 		PROBE_TRACEPOINT("filemap", "mm_filemap_map_pages", "map") } },
-	[H_FAULT] = { .name = "fault", .optional = true, .cand = {
+	[H_FAULT] = { .name = "fault", .optional = true, .preemptible = true, .cand = {
 		PROBE_TRACEPOINT("filemap", "mm_filemap_fault", "fault") } },
 	[H_ADD] = { .name = "page_added", .cand = {
 		{ PM_FENTRY, "filemap_add_folio", "add_fentry" },

@@ -136,7 +136,7 @@ static const struct argp argp = AISCOPE_ARGP(opts, parse_arg, doc);
 
 static struct probe_hook hooks[] = {
 	UPROBE_DISCOVER_HOOK,
-	{ .name = "sched_process_exit", .optional = true, .cand = {
+	{ .name = "sched_process_exit", .optional = true, .preemptible = true, .cand = {
 		PROBE_TRACEPOINT("sched", "sched_process_exit", "exit") } },
 };
 

@@ -119,9 +119,9 @@ enum {
 };
 
 static struct probe_hook hooks[H_NR] = {
-	[H_SYS_ENTER] = { .name = "sys_enter", .cand = {
+	[H_SYS_ENTER] = { .name = "sys_enter", .preemptible = true, .cand = {
 		PROBE_TRACEPOINT("raw_syscalls", "sys_enter", "sys_enter") } },
-	[H_SYS_EXIT] = { .name = "sys_exit", .cand = {
+	[H_SYS_EXIT] = { .name = "sys_exit", .preemptible = true, .cand = {
 		PROBE_TRACEPOINT("raw_syscalls", "sys_exit", "sys_exit") } },
 	[H_UNIX_SEND] = { .name = "unix_send", .optional = true, .cand = {
 		{ PM_FEXIT, "unix_stream_sendmsg", "unix_stream_send_fexit" },

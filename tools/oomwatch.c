@@ -157,19 +157,19 @@ static const struct argp argp = AISCOPE_ARGP(opts, parse_arg, doc);
 	{ .name = hname, .optional = true, .cand = { { PM_TRACEPOINT, "syscalls/" tp, prog } } }
 
 static struct probe_hook hooks[] = {
-	{ .name = "mark_victim", .cand = {
+	{ .name = "mark_victim", .preemptible = true, .cand = {
 		PROBE_TRACEPOINT("oom", "mark_victim", "victim") } },
 	{ .name = "oom_kill_process", .optional = true, .cand = {
 		PROBE_FUNC("oom_kill_process", "oomkill") } },
-	{ .name = "memcg_reclaim", .optional = true, .cand = {
+	{ .name = "memcg_reclaim", .optional = true, .preemptible = true, .cand = {
 		PROBE_TRACEPOINT("vmscan", "mm_vmscan_memcg_reclaim_begin", "reclaim") } },
 	SYSCALL_HOOK("mmap", "sys_enter_mmap", "mmap_enter"),
 	SYSCALL_HOOK("mremap", "sys_enter_mremap", "mremap_enter"),
 	SYSCALL_HOOK("brk", "sys_enter_brk", "brk_enter"),
 	SYSCALL_HOOK("brk_exit", "sys_exit_brk", "brk_exit"),
-	{ .name = "sys_enter", .optional = true, .cand = {
+	{ .name = "sys_enter", .optional = true, .preemptible = true, .cand = {
 		PROBE_TRACEPOINT("raw_syscalls", "sys_enter", "sysenter") } },
-	{ .name = "sys_exit", .optional = true, .cand = {
+	{ .name = "sys_exit", .optional = true, .preemptible = true, .cand = {
 		PROBE_TRACEPOINT("raw_syscalls", "sys_exit", "sysexit") } },
 };
 #define NHOOKS_KILL 2

@@ -187,9 +187,9 @@ static struct probe_hook hooks[H_NR] = {
 		PROBE_FUNC_RET("udp_recvmsg", "udp_recv", FUNC_RET) } },
 	[H_UDP6_RECV] = { .name = "udp6_recv", .optional = true, .cand = {
 		PROBE_FUNC_RET("udpv6_recvmsg", "udp6_recv", FUNC_RET) } },
-	[H_STATE] = { .name = "inet_sock_set_state", .optional = true, .cand = {
+	[H_STATE] = { .name = "inet_sock_set_state", .optional = true, .preemptible = true, .cand = {
 		PROBE_TRACEPOINT("sock", "inet_sock_set_state", "state") } },
-	[H_DESTROY] = { .name = "tcp_destroy_sock", .optional = true, .cand = {
+	[H_DESTROY] = { .name = "tcp_destroy_sock", .optional = true, .preemptible = true, .cand = {
 		PROBE_TRACEPOINT("tcp", "tcp_destroy_sock", "destroy") } },
 	[H_ACCEPT] = { .name = "accept", .optional = true, .cand = {
 		PROBE_FUNC_RET("inet_csk_accept", "accept", FUNC_RET),

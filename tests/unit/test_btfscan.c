@@ -320,6 +320,65 @@ out:
 	btf__free(ref);
 }
 
+/* libbpf's answer: byte offset of member in the struct or union at id,
+ * through anonymous members, -1 if none */
+static long ref_member_in(const struct btf *ref, int id, const char *member)
+{
+	const struct btf_type *t = btf__type_by_id(ref, id);
+
+	if (!t || (!btf_is_struct(t) && !btf_is_union(t)))
+		return -1;
+	for (int i = 0; i < btf_vlen(t); i++) {
+		const struct btf_member *m = btf_members(t) + i;
+		const char *name = btf__name_by_offset(ref, m->name_off);
+		long inner;
+
+		if (*name) {
+			if (!strcmp(name, member))
+				return btf_member_bit_offset(t, i) / 8;
+			continue;
+		}
+		inner = ref_member_in(ref, btf__resolve_type(ref, m->type), member);
+		if (inner >= 0)
+			return btf_member_bit_offset(t, i) / 8 + inner;
+	}
+	return -1;
+}
+
+/* member offsets, anonymous unions and bitfield structs (kind_flag) among
+ * them, as libbpf finds them */
+static void test_member_offset_on_kernel(void)
+{
+	static const char *const q[][2] = {
+		{ "task_struct", "pid" }, { "task_struct", "thread_info" }, { "sk_buff", "sk" },
+		{ "sk_buff", "len" }, { "sk_buff", "tstamp" }, { "sock", "sk_state" },
+		{ "thread_info", "preempt_count" }, { "pcpu_hot", "preempt_count" },
+		{ "no_such_struct_here", "x" }, { "task_struct", "no_such_member" },
+	};
+	struct btfscan *b;
+	struct btf *ref;
+	int rq;
+
+	if (open_kernel_btf(&b, &ref))
+		goto out;
+	for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
+		int id = btf__find_by_name_kind(ref, q[i][0], BTF_KIND_STRUCT);
+		long want = id > 0 ? ref_member_in(ref, id, q[i][1]) : -1;
+
+		CHECK_EQ(btfscan_member_offset(b, q[i][0], q[i][1]), want);
+	}
+	CHECK(btfscan_member_offset(b, "task_struct", "pid") > 0);
+	CHECK(btfscan_member_offset(b, "sk_buff", "len") > 0);
+	CHECK_EQ(btfscan_member_offset(b, "task_struct", "no_such_member"), -1);
+	/* a per-CPU variable (the kernel's BTF holds those) */
+	rq = btf__find_by_name_kind(ref, "runqueues", BTF_KIND_VAR);
+	CHECK(rq > 0);
+	CHECK_EQ(btfscan_find(b, "runqueues", BTFSCAN_VAR), rq);
+out:
+	btfscan_free(b);
+	btf__free(ref);
+}
+
 static void test_func_param_blob(void)
 {
 	uint8_t buf[512];
@@ -342,5 +401,6 @@ int main(void)
 	RUN(test_matches_libbpf_on_kernel);
 	RUN(test_func_param_on_kernel);
 	RUN(test_func_param_blob);
+	RUN(test_member_offset_on_kernel);
 	return t_done();
 }

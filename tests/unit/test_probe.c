@@ -20,6 +20,8 @@ struct fake {
 	const char *const *no_events;	/* classic tracepoints tracefs lacks */
 	bool kprobes;
 	bool silent_raw_tp;		/* raw_tp fails without a reason */
+	bool tp_preemptible;		/* tp_btf and raw_tp run preemptibly */
+	int preempt_asked;
 	int calls[PM_NR];
 };
 
@@ -89,11 +91,19 @@ static int f_kprobe(void *ctx, const char *func, char *why, size_t len)
 	return -EOPNOTSUPP;
 }
 
+static bool f_tp_preemptible(void *ctx)
+{
+	struct fake *k = ctx;
+
+	k->preempt_asked++;
+	return k->tp_preemptible;
+}
+
 static struct feat_ops ops_for(struct fake *k)
 {
 	struct feat_ops o = {
 		.ctx = k, .fentry = f_fentry, .tp_btf = f_tp_btf, .raw_tp = f_raw_tp,
-		.tracepoint = f_tracepoint, .kprobe = f_kprobe,
+		.tracepoint = f_tracepoint, .kprobe = f_kprobe, .tp_preemptible = f_tp_preemptible,
 	};
 
 	return o;
@@ -703,6 +713,67 @@ static void test_needs(void)
 	CHECK_STR(hooks[0].why[0], "not permitted");
 }
 
+/*
+ * Where tp_btf and raw_tp programs run preemptibly, a preemptible hook
+ * tries its classic tracepoint first; a hook in a non-preemptible place
+ * (sched_switch) keeps tp_btf; the kernel is asked once per resolve and
+ * only for a preemptible hook; --probe-mode still rules.
+ */
+static void test_preemptible_hooks_prefer_tracepoint(void)
+{
+	struct fake k = test_host();
+	struct feat_ops o = ops_for(&k);
+	struct probe_hook h[3] = { sched_hook(), sched_hook(), { .name = "sched_process_exit",
+		.preemptible = true, .cand = { PROBE_TRACEPOINT("sched", "sched_process_exit", "exit"),
+					       PROBE_FUNC("do_exit", "exit") } } };
+
+	h[1].preemptible = true;
+	k.tracefs = true;
+	k.kprobes = true;
+	/* not preemptible: the order as listed */
+	CHECK_EQ(probe_resolve(h, 3, &o, PM_ALL), 0);
+	CHECK_EQ(k.preempt_asked, 1);
+	CHECK_EQ(h[1].chosen, 0);
+	CHECK_EQ(h[2].chosen, 1);	/* exit: raw_tp (tp_btf not in the fake BTF) */
+	CHECK_STR(h[1].why[0], "");
+	k.tp_preemptible = true;
+	k.preempt_asked = 0;
+	k.btf_tps = (const char *const[]){ "sched_switch", "sched_process_exit", NULL };
+	CHECK_EQ(probe_resolve(h, 3, &o, PM_ALL), 0);
+	CHECK_EQ(k.preempt_asked, 1);
+	CHECK_EQ(h[0].chosen, 0);	/* sched_switch: not a preemptible place */
+	CHECK_STR(h[0].why[0], "");
+	CHECK_EQ(h[1].chosen, 2);
+	CHECK_EQ(h[1].status[0], PS_AVAILABLE);
+	CHECK_EQ(h[1].status[1], PS_AVAILABLE);
+	CHECK_STR(h[1].why[0], "preemptible here, so the kernel can skip runs");
+	CHECK_EQ(h[2].chosen, 2);
+	CHECK_EQ(h[2].status[4], PS_AVAILABLE);	/* kprobe do_exit after them */
+	/* without the tracepoint, tp_btf after all */
+	k.tracefs = false;
+	CHECK_EQ(probe_resolve(h, 3, &o, PM_ALL), 0);
+	CHECK_EQ(h[1].chosen, 0);
+	CHECK_STR(h[1].why[0], "");
+	CHECK_STR(h[1].why[1], "preemptible here, so the kernel can skip runs");
+	CHECK_EQ(h[1].status[2], PS_UNAVAILABLE);
+	/* --probe-mode tp_btf: tp_btf, as asked */
+	k.tracefs = true;
+	CHECK_EQ(probe_resolve(h, 3, &o, PM_BIT(PM_TP_BTF)), 0);
+	CHECK_EQ(h[1].chosen, 0);
+	CHECK_EQ(h[1].status[2], PS_EXCLUDED);
+	/* resolve_first: the tracepoint, and tp_btf and raw_tp untried */
+	CHECK_EQ(probe_resolve_first(h, 3, &o, PM_ALL), 0);
+	CHECK_EQ(h[1].chosen, 2);
+	CHECK_EQ(h[1].status[0], PS_UNTRIED);
+	CHECK_EQ(h[1].status[1], PS_UNTRIED);
+	/* a hook without a classic tracepoint keeps its order */
+	struct probe_hook send = { .name = "send", .preemptible = true,
+				   .cand = { PROBE_BTF_RAW("sched_switch", "send") } };
+	CHECK_EQ(probe_resolve(&send, 1, &o, PM_ALL), 0);
+	CHECK_EQ(send.chosen, 0);
+	CHECK_STR(send.why[0], "");
+}
+
 int main(void)
 {
 	RUN(test_first_supported_chosen);
@@ -732,5 +803,6 @@ int main(void)
 	RUN(test_choose_set);
 	RUN(test_drop_unloads_programs);
 	RUN(test_needs);
+	RUN(test_preemptible_hooks_prefer_tracepoint);
 	return t_done();
 }

@@ -43,7 +43,7 @@ t_list_probes() {
 	pid=$(awk '/^ready/ {print $2}' "$T/cs.out")
 	$GL --list-probes -p "$pid" > "$T/plan" 2>&1 || { cat "$T/plan"; fail "--list-probes exited $?"; }
 	cat "$T/plan"
-	grep -q "^exec .*chosen" "$T/plan" || fail "no mechanism for the exec hook"
+	[ -n "$(plan_chosen exec "$T/plan")" ] || fail "no mechanism for the exec hook"
 	grep -Eq "^api +(cookie|address-map) .*chosen" "$T/plan" || fail "no API identification"
 	for s in cudaLaunchKernel __cudaLaunchKernel cuLaunchKernel __cudaRegisterFunction; do
 		grep -q "^executable .*cudastatic:$s chosen" "$T/plan" || fail "$s not planned"

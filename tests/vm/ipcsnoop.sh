@@ -12,7 +12,20 @@ IS=/opt/aiscope/bin/ipcsnoop
 t_ipc_plan() {
 	$IS --list-probes > "$T/plan" 2>&1 || { cat "$T/plan"; fail "--list-probes exited $?"; }
 	cat "$T/plan"
-	grep -Eq '^sys_exit +(tp_btf|raw_tp|tracepoint) .*chosen' "$T/plan" || fail "no sys_exit hook"
+	case $(plan_chosen sys_exit "$T/plan") in
+	tp_btf|raw_tp|tracepoint) ;;
+	*) fail "no sys_exit hook" ;;
+	esac
+	# where tp_btf and raw_tp programs run preemptibly (the trial of
+	# lib/kfeatures.c), the syscall hooks take the classic tracepoint
+	if grep -q 'preemptible here' "$T/plan"; then
+		echo "tp_btf and raw_tp run preemptibly here: the classic tracepoints chosen"
+		for h in sys_enter sys_exit; do
+			[ "$(plan_chosen $h "$T/plan")" = tracepoint ] || fail "$h: not the classic tracepoint"
+		done
+	else
+		echo "tp_btf and raw_tp do not run preemptibly here"
+	fi
 	$IS --list-probes -j > "$T/plan.j" || fail "--list-probes -j exited $?"
 	json_ok "$T/plan.j"
 	[ "$(jsel "$T/plan.j" '"type":"probe"' '"tool":"ipcsnoop"' | wc -l)" -eq 28 ] || fail "not 28 probe records"
@@ -110,6 +123,8 @@ t_ipc_exact() {
 	last=$(tail -1 "$T/s.out")
 	echo "summary: $last"
 	jsel "$T/s.out" '"type":"lost"'
+	$IS --list-probes > "$T/plan" 2>&1
+	skipped_where_preemptible "$T/progs" "$last" "$T/plan"
 	skipped_runs_retry "$T/progs" "$last"
 	case $last in *'"type":"summary"'*'"lost_events":0,'*) ;; *) fail "summary: $last" ;; esac
 	$IS --list-probes --probe-mode "$mode" | grep chosen

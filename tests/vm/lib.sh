@@ -95,6 +95,27 @@ run_once() {
 	fi
 }
 
+# plan_chosen HOOK FILE: the mechanism chosen for HOOK in a --list-probes
+# plan, on whichever of its rows
+plan_chosen() {
+	awk -v h="$1" '/^[^ ]/ {cur = $1; m = $2} /^ / {m = $1} cur == h && / chosen( as |$)/ {print m}' "$2"
+}
+
+# skipped_where_preemptible PROGS SUMMARY_LINE PLAN: where the kernel
+# skipped runs (PROGS as below) of a mechanism that --probe-mode forced and
+# that the tool's own plan (PLAN, its --list-probes without --probe-mode)
+# passes over because its programs run preemptibly here, the loss must be
+# counted; exactness cannot be judged on any run of it, so the test is a
+# skip that says so. Else it returns (skipped_runs_retry next).
+skipped_where_preemptible() {
+	_k=$(awk '{ s += $8 } END { print s + 0 }' "$1")
+	[ "$_k" -gt 0 ] && grep -q 'preemptible here' "$3" || return 0
+	_l=$(echo "$2" | sed -n 's/.*"lost_events":\([0-9]*\).*/\1/p')
+	[ "${_l:-0}" -ge "$_k" ] ||
+		fail "the kernel skipped $_k runs, the tool reported ${_l:-no} lost events: $2"
+	skip_test "its programs run preemptibly here: the kernel skipped $_k runs, reported as $_l lost events; without --probe-mode the classic tracepoint is chosen"
+}
+
 # skipped_runs_retry PROGS SUMMARY_LINE: where a preemptible hook made the
 # kernel skip runs of a program (bpf_prog_info.recursion_misses in PROGS,
 # $H/bpfprogs's lines taken before the tool ended: its run on this CPU was

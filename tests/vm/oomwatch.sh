@@ -49,7 +49,10 @@ start_hog() {
 t_list_probes() {
 	$OW --list-probes > "$T/plan" 2>&1 || { cat "$T/plan"; fail "--list-probes exited $?"; }
 	cat "$T/plan"
-	grep -qE '^mark_victim +(tp_btf|raw_tp|tracepoint) .*chosen' "$T/plan" || fail "no victim hook"
+	case $(plan_chosen mark_victim "$T/plan") in
+	tp_btf|raw_tp|tracepoint) ;;
+	*) fail "no victim hook" ;;
+	esac
 	# the layout this kernel's mark_victim has (6.1.y backports changed it)
 	grep -q total_vm /sys/kernel/tracing/events/oom/mark_victim/format 2>/dev/null &&
 		echo "mark_victim: task layout (comm, total_vm, rss, oom_score_adj)" ||
@@ -188,7 +191,7 @@ t_rates() {
 	cleanup_memcgs
 	[ "$bad" -eq 0 ] || fail "$bad kills without an alert before them"
 	# the reclaim hook, where one was chosen, saw the limits reached
-	if grep -qE '^memcg_reclaim +(tp_btf|raw_tp|tracepoint) .*chosen' "$T/plan"; then
+	if [ -n "$(plan_chosen memcg_reclaim "$T/plan")" ]; then
 		r=$(tail -1 "$T/o.out" | jval memcg_reclaims)
 		echo "memcg reclaim events: $r"
 		[ "${r:-0}" -gt 0 ] || fail "no memcg reclaim event"

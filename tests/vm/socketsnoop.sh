@@ -19,10 +19,6 @@ kv() {
 		n = index($i, "="); if (substr($i, 1, n - 1) == k) print substr($i, n + 1) } }' "$1"
 }
 
-# chosen HOOK FILE: the mechanism chosen for HOOK in a --list-probes plan
-chosen() {
-	awk -v h="$1" '/^[^ ]/ {cur = $1; m = $2} /^ / {m = $1} cur == h && / chosen$/ {print m}' "$2"
-}
 
 # no_send_path [PROBE_MODE]: on a kernel with neither trampolines nor
 # sock_send_length nor kprobes socketsnoop cannot see sends: it must exit
@@ -30,7 +26,7 @@ chosen() {
 no_send_path() {
 	set -- ${1:+--probe-mode "$1"}
 	$SS --list-probes "$@" > "$T/plan0" 2>&1
-	[ -z "$(chosen send "$T/plan0")" ] || return 0
+	[ -z "$(plan_chosen send "$T/plan0")" ] || return 0
 	cat "$T/plan0"
 	exits_77 "$T/o0" "no send hook" $SS "$@" -d 1
 	grep -q "no way to attach send on this kernel: tried fexit:tcp_sendmsg (.*), tp_btf:sock_send_length (.*), raw_tp:sock_send_length (.*), kretprobe:tcp_sendmsg (.*)" "$T/o0" ||
@@ -43,7 +39,7 @@ t_list_probes() {
 	$SS --list-probes > "$T/plan" 2>&1 || { cat "$T/plan"; fail "--list-probes exited $?"; }
 	cat "$T/plan"
 	for h in send recv inet_sock_set_state; do
-		m=$(chosen $h "$T/plan")
+		m=$(plan_chosen $h "$T/plan")
 		echo "$h: $m"
 		[ -n "$m" ] || fail "hook $h: nothing chosen"
 	done
@@ -131,7 +127,7 @@ t_events() {
 # where it has not (before 6.3), forcing it exits 77 naming the candidates
 t_tracepoints() {
 	$SS --list-probes --probe-mode tp_btf,raw_tp,tracepoint > "$T/plan" 2>&1
-	if [ -n "$(chosen send "$T/plan")" ]; then
+	if [ -n "$(plan_chosen send "$T/plan")" ]; then
 		t_pair tcp4 tp_btf,raw_tp,tracepoint
 		return
 	fi
@@ -142,7 +138,7 @@ t_tracepoints() {
 	grep -q "no way to attach send on this kernel: tried fexit:tcp_sendmsg (excluded by --probe-mode), tp_btf:sock_send_length (.*), raw_tp:sock_send_length (.*)" "$T/o" ||
 		fail "the message does not name the candidates"
 	# the lifecycle tracepoints are there all the same
-	[ -n "$(chosen inet_sock_set_state "$T/plan")" ] || fail "no inet_sock_set_state"
+	[ -n "$(plan_chosen inet_sock_set_state "$T/plan")" ] || fail "no inet_sock_set_state"
 	echo "no sock_send_length on this kernel: exit 77 as it should"
 }
 
@@ -153,10 +149,10 @@ t_tracepoints() {
 func_mode() {
 	FUNC_MODE=fentry,tracepoint
 	$SS --list-probes --probe-mode $FUNC_MODE > "$T/plan" 2>&1
-	[ "$(chosen send "$T/plan")" = fexit ] && [ "$(chosen recv "$T/plan")" = fexit ] && return
+	[ "$(plan_chosen send "$T/plan")" = fexit ] && [ "$(plan_chosen recv "$T/plan")" = fexit ] && return
 	FUNC_MODE=kprobe,tracepoint
 	$SS --list-probes --probe-mode $FUNC_MODE > "$T/plan" 2>&1
-	[ "$(chosen send "$T/plan")" = kretprobe ] && return
+	[ "$(plan_chosen send "$T/plan")" = kretprobe ] && return
 	cat "$T/plan"
 	$SS --probe-mode fentry,kprobe,tracepoint -d 1 > "$T/o" 2>&1
 	[ $? -eq 77 ] || fail "no function hook, yet no exit 77"
@@ -175,7 +171,7 @@ t_func() {
 # the kretprobe path, where kprobes work (else it must exit 77 naming them)
 t_kret() {
 	$SS --list-probes --probe-mode kprobe,tracepoint > "$T/plan" 2>&1
-	if [ "$(chosen send "$T/plan")" != kretprobe ]; then
+	if [ "$(plan_chosen send "$T/plan")" != kretprobe ]; then
 		cat "$T/plan"
 		exits_77 "$T/o" "no kretprobe" $SS --probe-mode kprobe,tracepoint -d 1
 		grep -q "no way to attach send on this kernel: .*kretprobe:tcp_sendmsg (" "$T/o" ||
@@ -183,7 +179,7 @@ t_kret() {
 		skip_test "no kprobes on this kernel"
 	fi
 	for h in recv send_entry recv_entry; do
-		[ -n "$(chosen $h "$T/plan")" ] || { cat "$T/plan"; fail "kprobe plan: nothing chosen for $h"; }
+		[ -n "$(plan_chosen $h "$T/plan")" ] || { cat "$T/plan"; fail "kprobe plan: nothing chosen for $h"; }
 	done
 	"$@"
 }

@@ -13,8 +13,10 @@ t_topo_plan() {
 	$TG --list-probes > "$T/plan" 2>&1 || { cat "$T/plan"; fail "--list-probes exited $?"; }
 	cat "$T/plan"
 	for h in fork exec exit; do
-		grep -Eq "^sched_process_$h +(tp_btf|raw_tp|tracepoint) .*chosen" "$T/plan" ||
-			fail "no sched_process_$h hook"
+		case $(plan_chosen sched_process_$h "$T/plan") in
+		tp_btf|raw_tp|tracepoint) ;;
+		*) fail "no sched_process_$h hook" ;;
+		esac
 	done
 	$TG --list-probes -j > "$T/plan.j" || fail "--list-probes -j exited $?"
 	json_ok "$T/plan.j"
@@ -50,6 +52,8 @@ t_topo_life() {
 	$H/bpfprogs > "$T/progs"
 	stop_tool "$TOOL_PID" || fail "topograph exited $?: $(cat "$T/g.err")"
 	json_ok "$T/g.out"
+	$TG --list-probes > "$T/plan.all" 2>&1
+	skipped_where_preemptible "$T/progs" "$(jsel "$T/g.out" '"type":"summary"')" "$T/plan.all"
 	skipped_runs_retry "$T/progs" "$(jsel "$T/g.out" '"type":"summary"')"
 	read -r _ parent grand child _ _ got status < "$T/lc.out"
 	read -r _ eparent echild n < "$T/ex.out"

@@ -19,11 +19,11 @@
 /* Tracepoints only: their arguments are a stable ABI, and each is one
  * place in the kernel (a function hook would need several). */
 static struct probe_hook hooks[] = {
-	{ .name = "sched_process_fork",
+	{ .name = "sched_process_fork", .preemptible = true,
 	  .cand = { PROBE_TRACEPOINT("sched", "sched_process_fork", "fork") } },
-	{ .name = "sched_process_exec",
+	{ .name = "sched_process_exec", .preemptible = true,
 	  .cand = { PROBE_TRACEPOINT("sched", "sched_process_exec", "exec") } },
-	{ .name = "sched_process_exit",
+	{ .name = "sched_process_exit", .preemptible = true,
 	  .cand = { PROBE_TRACEPOINT("sched", "sched_process_exit", "exit") } },
 };
 
