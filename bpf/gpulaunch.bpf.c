@@ -56,7 +56,7 @@ AISCOPE_MAP(seen, BPF_MAP_TYPE_LRU_HASH, struct gl_key, __u8,
 AISCOPE_MAP(rt_text, BPF_MAP_TYPE_HASH, __u32, struct gl_text,
 	    4096);			/* processes with a probed runtime */
 
-AISCOPE_MAP(rt_inodes, BPF_MAP_TYPE_HASH, struct gl_inode, __u8,
+AISCOPE_MAP(rt_inodes, BPF_MAP_TYPE_HASH, struct gl_inode, struct gl_span,
 	    256);			/* files with runtime launch probes */
 
 AISCOPE_MAP(proc_maps, BPF_MAP_TYPE_HASH, __u32, struct gl_maps,
@@ -222,26 +222,47 @@ static __always_inline __u64 entry_ret_addr(struct pt_regs *ctx)
 #endif
 }
 
+/* file offset off of file f lies in a runtime's code */
+static __always_inline bool runtime_code(const struct gl_inode *f, __u64 off)
+{
+	struct gl_span *s = bpf_map_lookup_elem(&rt_inodes, f);
+
+	return s && off >= s->lo && off < s->hi;
+}
+
+struct vma_ask {
+	__u64 addr;
+	bool found;
+};
+
 static long vma_is_runtime(struct task_struct *task, struct vm_area_struct *vma, void *data)
 {
+	struct vma_ask *q = data;
 	struct gl_inode k = {};
 	struct file *f = BPF_CORE_READ(vma, vm_file);
+	__u64 off;
 
 	if (!f)
 		return 0;
 	k.ino = BPF_CORE_READ(f, f_inode, i_ino);
 	k.dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
-	*(bool *)data = bpf_map_lookup_elem(&rt_inodes, &k) != NULL;
+	off = q->addr - BPF_CORE_READ(vma, vm_start) + (BPF_CORE_READ(vma, vm_pgoff) << page_shift);
+	q->found = runtime_code(&k, off);
 	return 0;
 }
 
 /* am: the variant without bpf_find_vma (a callback: the program would not
- * load on 5.10). There a process is scanned (addr_cookie found its API), and
- * one without a runtime's code has no rt_text entry. */
+ * load on 5.10). A process not scanned yet is asked by its VMAs: their
+ * file and offset of ret, in a runtime's code (the whole of a runtime
+ * library, a static runtime's part of an executable): with bpf_find_vma,
+ * or on 5.10 from the task's VMA cache (the uprobe handler looked up the
+ * runtime's VMA when its launch began); one it does not hold is not told
+ * nested. */
 static __always_inline bool in_runtime_text(__u32 pid, __u64 ret, bool am)
 {
 	struct gl_text *t = bpf_map_lookup_elem(&rt_text, &pid);
-	bool found = false;
+	struct vma_ask q = { .addr = ret };
+	struct gl_off_key k = {};
 
 	if (t) {
 		for (int i = 0; i < GL_TEXT_MAX; i++)
@@ -250,10 +271,9 @@ static __always_inline bool in_runtime_text(__u32 pid, __u64 ret, bool am)
 		return false;
 	}
 	if (am)
-		return false;
-	/* a process not scanned yet (it just started): ask its VMAs */
-	bpf_find_vma(bpf_get_current_task_btf(), ret, vma_is_runtime, &found, 0);
-	return found;
+		return vmacache_off(ret, &k) && runtime_code(&k.f, k.off);
+	bpf_find_vma(bpf_get_current_task_btf(), ret, vma_is_runtime, &q, 0);
+	return q.found;
 }
 
 static __always_inline bool launch_nested_noret(struct pt_regs *ctx, __u64 cookie, __u64 id,

@@ -192,6 +192,13 @@ struct gl_inode {
 	__u32 pad;
 };
 
+/* A file's runtime code, in file offsets (map rt_inodes): all of a CUDA
+ * runtime library (0 to ~0), a static runtime's part of an executable */
+struct gl_span {
+	__u64 lo;
+	__u64 hi;
+};
+
 /*
  * Without attach cookies or bpf_find_vma (5.10), a probe is told by its
  * address: the entry probe's IP is the probed function's address in the

@@ -682,3 +682,24 @@ bpf_gone() {
 	jq -e -s '[.[] | select(.type == "summary")] | .[0].launches == 2 and
 		.[0].unscanned_calls == null' "$(out h)"
 }
+
+# cudastatic (tests/helpers): a static runtime in an executable, its
+# launches calling the driver inside it. Never scanned (the hidden knob,
+# no rescan): what tells its launches apart is the BPF side alone, the
+# caller's file offset inside the runtime's part of the executable by
+# bpf_find_vma
+@test "a process never scanned: each launch once, the static runtime's driver calls nested" {
+	need_root
+	local cs=$AISCOPE_BUILD/tests/helpers/cudastatic
+	export AISCOPE_TEST_NO_EXEC_SCAN=1
+	start_tool g gpulaunch -j -i 10 --rescan 0 --lib "$cs"
+	"$cs" launch launch cu_launch launch13 > "$BATS_TEST_TMPDIR/cs.out"
+	stop_tool "$TOOL_PID"
+	all_json "$(out g)"
+	jq -c 'select(.type == "sample") | {api, layer, launches}' "$(out g)"
+	# three runtime launches (one through __cudaLaunchKernel's tail call)
+	# and one direct driver launch: the runtime's driver calls not again
+	jq -e -s '[.[] | select(.type == "sample" and .layer == "runtime") | .launches] | add == 3' "$(out g)"
+	jq -e -s '[.[] | select(.type == "sample") | .launches] | add == 4' "$(out g)"
+	jq -e -s '[.[] | select(.type == "summary")] | length == 1 and .[0].unscanned_calls == null' "$(out g)"
+}

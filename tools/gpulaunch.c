@@ -877,17 +877,21 @@ static void attach_lib(struct uprobe_lib *lib, void *ctx)
 				.ino = lib->ino,
 				.dev = kernel_dev(lib->dev),
 			};
-			uint8_t one = 1;
+			struct gl_span span = { 0, ~0ULL };
 
 			lib->tool_flags |= TF_RUNTIME;
 			runtime_span(lib);
-			/* full (256 runtimes mapped at once): its driver
-			 * launches would not be told nested; counted */
-			if (!lib->tool_range[1] &&
-			    bpf_map_update_elem(bpf_map__fd(S.skel->maps.rt_inodes), &k, &one,
+			if (lib->tool_range[1]) {
+				span.lo = lib->tool_range[0];
+				span.hi = lib->tool_range[1];
+			}
+			/* full (256 runtimes mapped at once): a driver launch
+			 * of a process not scanned yet would not be told
+			 * nested; counted */
+			if (bpf_map_update_elem(bpf_map__fd(S.skel->maps.rt_inodes), &k, &span,
 						BPF_ANY))
 				S.scanner.failed++;
-			else if (!lib->tool_range[1])
+			else
 				lib->tool_flags |= TF_RT_INODE;
 		}
 		rp = err ? NULL : ret_prog(a);
