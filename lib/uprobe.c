@@ -1303,12 +1303,14 @@ struct locate_ctx {
 	pid_t pid;
 	uint64_t addr;
 	struct addr_loc *loc;
+	bool any;		/* a file mapping was seen */
 };
 
 static int locate_cb(const struct proc_map *m, void *ctx)
 {
 	struct locate_ctx *c = ctx;
 
+	c->any = true;
 	if (c->addr < m->start || c->addr >= m->end)
 		return 0;
 	c->loc->dev = m->dev;
@@ -1319,11 +1321,16 @@ static int locate_cb(const struct proc_map *m, void *ctx)
 	return 1;
 }
 
+/* A live process maps at least its executable: no file mapping at all, or
+ * no maps file, is a process gone (reaped, or a zombie whose memory is
+ * released): -ESRCH, which a caller can count apart from -ENOENT. */
 int uprobe_addr_locate(pid_t pid, uint64_t addr, struct addr_loc *loc)
 {
-	struct locate_ctx c = { pid, addr, loc };
+	struct locate_ctx c = { pid, addr, loc, false };
 	int ret = proc_maps_foreach(pid, locate_cb, &c);
 
+	if (ret == -ENOENT || ret == -ESRCH || (!ret && !c.any))
+		return -ESRCH;
 	if (ret < 0)
 		return ret;
 	return ret ? 0 : -ENOENT;

@@ -295,7 +295,8 @@ const struct elf_syms *elf_cache_get(struct elf_cache *c, uint64_t dev, uint64_t
 				     const char *path);
 
 /* Where addr of process pid is: the mapping's file inode, file offset and
- * base name. Returns 0, -ENOENT (no file mapping there) or -errno. */
+ * base name. Returns 0, -ENOENT (no file mapping there), -ESRCH (the
+ * process is gone: no maps file, or no file mapping left) or -errno. */
 struct addr_loc {
 	uint64_t dev, ino, off;
 	char module[64];
@@ -305,8 +306,9 @@ int uprobe_addr_locate(pid_t pid, uint64_t addr, struct addr_loc *loc);
 
 /* The function at addr of pid: its symbol name (raw, mangled) when the
  * file's symbols say, else "module+0xOFF" (stable across runs of a build).
- * Returns 1 for a symbol name, 0 for the fallback, -errno when addr is in
- * no file mapping. */
+ * Returns 1 for a symbol name, 0 for the fallback, -ENOENT when addr is in
+ * no file mapping, -ESRCH when the process is gone (no maps to read: reaped,
+ * or a zombie), other -errno when its maps cannot be read. */
 int uprobe_addr_name(struct elf_cache *c, pid_t pid, uint64_t addr, char *buf, size_t len);
 
 #endif

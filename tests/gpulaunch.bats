@@ -633,10 +633,12 @@ bpf_gone() {
 	export AISCOPE_TEST_ADDR_MAP=1
 	run "$BIN/gpulaunch" --list-probes --lib "$DOUBLE/libcuda.so.1"
 	echo "$output" | grep -E "^api +address-map +proc_maps\+api_offs +chosen: no bpf_get_attach_cookie"
-	# scanned before its first call: it waits until the tool is tracing
+	# scanned before its first call: it waits until the tool is tracing;
+	# it stays 300 ms after its calls, for vecAdd's name from its ELF
+	# symbols (a process gone first: the next test)
 	LD_LIBRARY_PATH=$DOUBLE start_bg c "$CUDA/cudacall" --rt "$DOUBLE/libcudart.so.12" \
 		--drv "$DOUBLE/libcuda.so.1" --wait reg getkernel launch launch13 cu_launch \
-		malloc:4096 malloc:8192 free memcpy:1:100 memcpy:2:50 sync_us:1000
+		malloc:4096 malloc:8192 free memcpy:1:100 memcpy:2:50 sync_us:1000 sleep:300
 	cpid=$BG_PID
 	wait_for "$(out c)" '^ready'
 	start_tool g gpulaunch -j -i 10 --mem --lib "$DOUBLE/libcudart.so.12" --lib "$DOUBLE/libcuda.so.1"
@@ -646,6 +648,8 @@ bpf_gone() {
 	stop_tool "$TOOL_PID"
 	all_json "$(out g)"
 	cat "$(out c)"
+	jq -c 'select(.type == "sample" and .row != "mem") | {api, kernel, layer, launches}' "$(out g)"
+	jq -c 'select(.type == "summary") | {launches, unscanned_calls, attach_failures}' "$(out g)"
 	# launch13 is __cudaLaunchKernel tail-calling cudaLaunchKernel: one
 	# launch; the registered and the __cudaGetKernel handle's names
 	jq -e -s '[.[] | select(.type == "sample" and .row != "mem")] |
@@ -658,7 +662,30 @@ bpf_gone() {
 		.free_bytes == 8192 and .outstanding_bytes == 4096 and .copy_h2d_bytes == 100 and
 		.copy_d2h_bytes == 50 and .sync_calls == 1' "$(out g)"
 	jq -e -s '[.[] | select(.type == "summary")] | length == 1 and .[0].launches == 4 and
-		.[0].unscanned_calls == 0 and .[0].attach_failures == 0' "$(out g)"
+		.[0].unscanned_calls == 0 and .[0].attach_failures == 0 and
+		.[0].names_unread == 0' "$(out g)"
+}
+
+# A name from ELF symbols is read from the process's maps when its first
+# launch is reported: a stopped gpulaunch reads it after the process is
+# reaped (what a starved one does with a process that exits at once)
+@test "a kernel only ELF symbols name, its process gone before gpulaunch reads them: [unknown], counted in names_unread" {
+	need_root
+	start_tool g gpulaunch -j -i 10 --lib "$DOUBLE/libcudart.so.12"
+	kill -STOP "$TOOL_PID"
+	LD_LIBRARY_PATH=$DOUBLE calls c --rt "$DOUBLE/libcudart.so.12" launch launch
+	kill -CONT "$TOOL_PID"
+	sleep 0.3
+	stop_tool "$TOOL_PID"
+	all_json "$(out g)"
+	jq -c 'select(.type == "sample") | {api, kernel, layer, launches}' "$(out g)"
+	jq -c 'select(.type == "summary") | {launches, names_unread}' "$(out g)"
+	jq -e -s '[.[] | select(.type == "sample" and .layer == "runtime")] | length == 1 and
+		.[0].kernel == "[unknown]" and .[0].launches == 2' "$(out g)"
+	jq -e -s '[.[] | select(.type == "summary")] | length == 1 and .[0].launches == 2 and
+		.[0].names_unread == 1' "$(out g)"
+	grep -F '1 kernels [unknown]: their process exited before its maps were read' \
+		"$BATS_TEST_TMPDIR/g.err"
 }
 
 @test "address map: a process's calls before its scan are counted in unscanned_calls, none lost silently" {

@@ -391,6 +391,9 @@ static struct {
 	size_t nnames;
 	/* totals */
 	uint64_t launches, errors, returns, events;
+	/* kernels named by ELF symbols whose process was gone before its
+	 * maps were read: "[unknown]", counted once each */
+	uint64_t names_unread;
 	int probes, libs_seen;
 } S;
 
@@ -570,6 +573,12 @@ static const char *kernel_name(uint32_t pid, uint8_t layer, uint32_t api, uint64
 			r = uprobe_addr_name(S.elf, pid, host, buf, sizeof(buf));
 			if (r == 1 || r == 0)
 				raw = buf;
+			/* the process exited before its first launch of this
+			 * kernel was read: the name is lost, said once */
+			if (r == -ESRCH) {
+				S.names_unread++;
+				name_put(pid, cache_src, func, 0, "[unknown]");
+			}
 		}
 	} else {
 		struct name_ent *k = name_find(pid, GL_SRC_KFUNC, func);
@@ -1778,7 +1787,11 @@ static void print_summary(void)
 		jw_ku64(&S.jw, "uprobes", S.probes);
 		jw_ku64(&S.jw, "attach_failures", S.scanner.failed);
 		jw_ku64_or_null(&S.jw, "unscanned_calls", S.addr_map, unscanned());
+		jw_ku64(&S.jw, "names_unread", S.names_unread);
 		jw_record_end(&S.jw);
+		if (S.names_unread)
+			fprintf(stderr, "%s: %llu kernels [unknown]: their process exited before its maps were read\n",
+				TOOL, (unsigned long long)S.names_unread);
 		return;
 	}
 	fprintf(stderr, "%s: %llu launches", TOOL, (unsigned long long)S.launches);
@@ -1789,6 +1802,9 @@ static void print_summary(void)
 	if (S.addr_map)
 		fprintf(stderr, ", %llu calls of processes not scanned yet",
 			(unsigned long long)unscanned());
+	if (S.names_unread)
+		fprintf(stderr, ", %llu kernels [unknown]: their process exited before its maps were read",
+			(unsigned long long)S.names_unread);
 	fputc('\n', stderr);
 }
 

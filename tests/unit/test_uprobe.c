@@ -190,6 +190,23 @@ static void test_maps_and_names(void)
 	CHECK_STR(buf, mf);
 	CHECK_EQ(uprobe_addr_name(cache, getpid(), 16, buf, sizeof(buf)), -ENOENT);
 	CHECK_EQ(proc_maps_foreach(INT_MAX, find_cb, &c), -ENOENT);
+	/* a process gone, reaped or a zombie (its memory released, its maps
+	 * empty), is told apart from an address in no file: -ESRCH */
+	CHECK_EQ(uprobe_addr_name(cache, INT_MAX, (uint64_t)(uintptr_t)a, buf, sizeof(buf)), -ESRCH);
+	{
+		pid_t child = fork();
+		siginfo_t si;
+
+		if (child == 0)
+			_exit(0);
+		CHECK(child > 0);
+		CHECK_EQ(waitid(P_PID, child, &si, WEXITED | WNOWAIT), 0);
+		CHECK_EQ(uprobe_addr_name(cache, child, (uint64_t)(uintptr_t)a, buf, sizeof(buf)),
+			 -ESRCH);
+		CHECK_EQ(waitpid(child, NULL, 0), child);
+		CHECK_EQ(uprobe_addr_name(cache, child, (uint64_t)(uintptr_t)a, buf, sizeof(buf)),
+			 -ESRCH);
+	}
 	CHECK_STR(uprobe_basename("/x/libcudart.so.13 (deleted)", buf, sizeof(buf)),
 		  "libcudart.so.13");
 	elf_cache_free(cache);
