@@ -574,7 +574,9 @@ static const char *kernel_name(uint32_t pid, uint8_t layer, uint32_t api, uint64
 			if (r == 1 || r == 0)
 				raw = buf;
 			/* the process exited before its first launch of this
-			 * kernel was read: the name is lost, said once */
+			 * kernel was read: the name is lost, counted once (the
+			 * [unknown] kept answers the next lookups; with the
+			 * table full each lookup counts, never none) */
 			if (r == -ESRCH) {
 				S.names_unread++;
 				name_put(pid, cache_src, func, 0, "[unknown]");
@@ -1777,6 +1779,8 @@ static uint64_t unscanned(void)
 	return S.skel->bss->unscanned_calls;
 }
 
+#define NAMES_UNREAD_TEXT " kernels [unknown]: their process exited before its maps were read"
+
 static void print_summary(void)
 {
 	if (env.json) {
@@ -1790,8 +1794,8 @@ static void print_summary(void)
 		jw_ku64(&S.jw, "names_unread", S.names_unread);
 		jw_record_end(&S.jw);
 		if (S.names_unread)
-			fprintf(stderr, "%s: %llu kernels [unknown]: their process exited before its maps were read\n",
-				TOOL, (unsigned long long)S.names_unread);
+			fprintf(stderr, "%s: %llu" NAMES_UNREAD_TEXT "\n", TOOL,
+				(unsigned long long)S.names_unread);
 		return;
 	}
 	fprintf(stderr, "%s: %llu launches", TOOL, (unsigned long long)S.launches);
@@ -1803,8 +1807,7 @@ static void print_summary(void)
 		fprintf(stderr, ", %llu calls of processes not scanned yet",
 			(unsigned long long)unscanned());
 	if (S.names_unread)
-		fprintf(stderr, ", %llu kernels [unknown]: their process exited before its maps were read",
-			(unsigned long long)S.names_unread);
+		fprintf(stderr, ", %llu" NAMES_UNREAD_TEXT, (unsigned long long)S.names_unread);
 	fputc('\n', stderr);
 }
 
