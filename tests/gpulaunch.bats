@@ -663,7 +663,29 @@ bpf_gone() {
 		.copy_d2h_bytes == 50 and .sync_calls == 1' "$(out g)"
 	jq -e -s '[.[] | select(.type == "summary")] | length == 1 and .[0].launches == 4 and
 		.[0].unscanned_calls == 0 and .[0].attach_failures == 0 and
-		.[0].names_unread == 0' "$(out g)"
+		.[0].names_unread == 0 and .[0].names_dropped == 0' "$(out g)"
+}
+
+# The name table's cap (262144) set to 2 for the test: the registration
+# and the handle link are kept, the driver lookup's name is not: its
+# launch is counted under [unnamed CUfunction], the loss in names_dropped
+@test "a full name table: names not kept are counted in names_dropped, their launches still counted" {
+	need_root
+	export AISCOPE_TEST_MAX_NAMES=2
+	start_tool g gpulaunch -j -i 10 --lib "$DOUBLE/libcudart.so.12" --lib "$DOUBLE/libcuda.so.1"
+	LD_LIBRARY_PATH=$DOUBLE calls c --rt "$DOUBLE/libcudart.so.12" --drv "$DOUBLE/libcuda.so.1" \
+		reg getkernel getkernel cu_getfunc sleep:200
+	stop_tool "$TOOL_PID"
+	all_json "$(out g)"
+	jq -c 'select(.type == "sample") | {api, kernel, layer, launches}' "$(out g)"
+	jq -c 'select(.type == "summary") | {launches, names_dropped}' "$(out g)"
+	jq -e -s '[.[] | select(.type == "sample" and .kernel == "reduceSum(float*, int)")] |
+		length > 0 and all(.layer == "runtime") and (map(.launches) | add) == 2' "$(out g)"
+	jq -e -s '[.[] | select(.type == "sample" and .layer == "driver")] |
+		length == 1 and .[0].kernel == "[unnamed CUfunction]" and .[0].launches == 1' "$(out g)"
+	jq -e -s '[.[] | select(.type == "summary")] | length == 1 and .[0].launches == 3 and
+		.[0].names_dropped == 1 and .[0].names_unread == 0' "$(out g)"
+	grep -F '1 kernel names not kept: the name table was full' "$BATS_TEST_TMPDIR/g.err"
 }
 
 # A name from ELF symbols is read from the process's maps when its first

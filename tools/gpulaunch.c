@@ -347,13 +347,18 @@ static const struct {
 
 /* ---- state ---- */
 
+/* a kernel's name where the name table is full: demangled names of
+ * templates run to hundreds of bytes */
+#define KNAME_SPILL 1024
+
 struct row {
 	struct gl_key key;
 	struct gl_stats st;
 	struct gl_lat lat;
 	bool has_lat;
 	struct hist h;
-	const char *name;	/* from the name cache */
+	const char *name;	/* from the name cache, else name_buf */
+	char name_buf[KNAME_SPILL];	/* the name while the cache is full */
 	struct container_info ci;
 };
 
@@ -394,6 +399,10 @@ static struct {
 	/* kernels named by ELF symbols whose process was gone before its
 	 * maps were read: "[unknown]", counted once each */
 	uint64_t names_unread;
+	/* registration and lookup names (and handle aliases) not kept: the
+	 * table was full */
+	uint64_t names_dropped;
+	size_t max_names;
 	int probes, libs_seen;
 } S;
 
@@ -422,10 +431,20 @@ static struct name_ent *name_find(uint32_t pid, uint32_t src, uint64_t addr)
 #define ELF_CACHE_BYTES (32U << 20)
 
 /* At most this many names are kept; past it, names of processes that
- * exited go first (prune at rescan), then new names are dropped. */
+ * exited go first (prune at rescan), then new names are dropped (counted
+ * in names_dropped where they were data; kernel_name's own cache entries
+ * only cost a lookup again). AISCOPE_TEST_MAX_NAMES sets it for tests. */
 #define MAX_NAMES 262144
 
-static void name_put(uint32_t pid, uint32_t src, uint64_t addr, uint64_t alias, const char *name)
+static void names_cap_init(void)
+{
+	const char *v = getenv("AISCOPE_TEST_MAX_NAMES");
+
+	S.max_names = v && *v ? strtoul(v, NULL, 10) : MAX_NAMES;
+}
+
+/* false: not kept, the table being full (or no memory) */
+static bool name_put(uint32_t pid, uint32_t src, uint64_t addr, uint64_t alias, const char *name)
 {
 	struct name_ent *e = name_find(pid, src, addr);
 	unsigned int b;
@@ -436,13 +455,13 @@ static void name_put(uint32_t pid, uint32_t src, uint64_t addr, uint64_t alias, 
 			free(e->name);
 			e->name = strdup(name);
 		}
-		return;
+		return true;
 	}
-	if (S.nnames >= MAX_NAMES)
-		return;
+	if (S.nnames >= S.max_names)
+		return false;
 	e = calloc(1, sizeof(*e));
 	if (!e)
-		return;
+		return false;
 	e->pid = pid;
 	e->src = src;
 	e->addr = addr;
@@ -452,6 +471,7 @@ static void name_put(uint32_t pid, uint32_t src, uint64_t addr, uint64_t alias, 
 	e->next = S.names[b];
 	S.names[b] = e;
 	S.nnames++;
+	return true;
 }
 
 static bool pid_alive(uint32_t pid)
@@ -526,13 +546,13 @@ static void on_name(const struct gl_name_ev *ev)
 	switch (ev->src) {
 	case GL_SRC_REGISTER:
 	case GL_SRC_GETFUNC:
-		if (name)
-			name_put(ev->pid, ev->src == GL_SRC_REGISTER ? GL_SRC_REGISTER : GL_SRC_GETFUNC,
-				 ev->addr, 0, name);
+		if (name && !name_put(ev->pid, ev->src, ev->addr, 0, name))
+			S.names_dropped++;
 		break;
 	case GL_SRC_GETKERNEL:
 	case GL_SRC_KFUNC:
-		name_put(ev->pid, ev->src, ev->addr, ev->alias, NULL);
+		if (!name_put(ev->pid, ev->src, ev->addr, ev->alias, NULL))
+			S.names_dropped++;
 		break;
 	}
 }
@@ -548,10 +568,12 @@ static const char *named(uint32_t pid, uint32_t src, uint64_t addr)
  * The kernel's name, in preference order: registration (runtime hostFun,
  * through CUDA 13's handle map), driver lookups (CUfunction, through
  * cuKernelGetFunction), ELF symbols of the address, module+offset. The
- * result is cached as a name entry of source 0 so that it survives the
- * process.
+ * result is cached as a name entry of source 100 + layer so that it
+ * survives the process; while the table is full it is copied to spill
+ * (KNAME_SPILL bytes), which the caller keeps as long as the name.
  */
-static const char *kernel_name(uint32_t pid, uint8_t layer, uint32_t api, uint64_t func)
+static const char *kernel_name(uint32_t pid, uint8_t layer, uint32_t api, uint64_t func,
+			       char *spill)
 {
 	uint32_t cache_src = 100 + layer;
 	const char *raw = NULL;
@@ -592,10 +614,16 @@ static const char *kernel_name(uint32_t pid, uint8_t layer, uint32_t api, uint64
 	if (!raw)
 		return layer == GL_RUNTIME ? "[unknown]" : "[unnamed CUfunction]";
 	dm = cfg.mangled ? NULL : demangle(raw);
-	name_put(pid, cache_src, func, 0, dm ? dm : raw);
+	if (!name_put(pid, cache_src, func, 0, dm ? dm : raw)) {
+		/* a longer (demangled) name is cut there */
+		size_t n = strnlen(dm ? dm : raw, KNAME_SPILL - 1);
+
+		memcpy(spill, dm ? dm : raw, n);
+		spill[n] = 0;
+	}
 	free(dm);
 	e = name_find(pid, cache_src, func);
-	return e && e->name ? e->name : "[unknown]";
+	return e && e->name ? e->name : spill;
 }
 
 /* ---- discovery and attaching ---- */
@@ -1274,7 +1302,7 @@ static void take_stats(const void *key, const void *value, void *ctx)
 		r->has_lat = true;
 		hist_add_counts(&r->h, r->lat.hist, r->lat.sum, r->lat.max);
 	}
-	r->name = kernel_name(r->key.pid, r->key.layer, r->st.api, r->key.func);
+	r->name = kernel_name(r->key.pid, r->key.layer, r->st.api, r->key.func, r->name_buf);
 	aiscope_ident_cgroup(&r->st.ident, &r->ci);
 	metrics_launch(r);
 	S.launches += r->st.launches;
@@ -1688,7 +1716,8 @@ static const struct tcol cols_event[] = {
 static void print_launch_event(const struct gl_launch_ev *e)
 {
 	uint64_t rt = aiscope_realtime(e->ts);
-	const char *name = kernel_name(e->ident.pid, e->layer, e->api, e->func);
+	char spill[KNAME_SPILL];
+	const char *name = kernel_name(e->ident.pid, e->layer, e->api, e->func, spill);
 	char hms[16], g[40], b[40], s[24];
 	struct table t;
 
@@ -1754,8 +1783,10 @@ static int on_event(void *ctx, void *data, size_t len)
 	if (e->type == GL_EV_SEEN) {
 		const struct gl_seen_ev *s = data;
 
+		char spill[KNAME_SPILL];
+
 		if (len >= sizeof(*s) && s->api < ARRAY_SIZE(apis))
-			kernel_name(s->pid, s->layer, s->api, s->func);
+			kernel_name(s->pid, s->layer, s->api, s->func, spill);
 		return 0;
 	}
 	if (e->type != GL_EV_LAUNCH || len < sizeof(*e) || e->api >= ARRAY_SIZE(apis))
@@ -1780,6 +1811,7 @@ static uint64_t unscanned(void)
 }
 
 #define NAMES_UNREAD_TEXT " kernels [unknown]: their process exited before its maps were read"
+#define NAMES_DROPPED_TEXT " kernel names not kept: the name table was full"
 
 static void print_summary(void)
 {
@@ -1792,10 +1824,14 @@ static void print_summary(void)
 		jw_ku64(&S.jw, "attach_failures", S.scanner.failed);
 		jw_ku64_or_null(&S.jw, "unscanned_calls", S.addr_map, unscanned());
 		jw_ku64(&S.jw, "names_unread", S.names_unread);
+		jw_ku64(&S.jw, "names_dropped", S.names_dropped);
 		jw_record_end(&S.jw);
 		if (S.names_unread)
 			fprintf(stderr, "%s: %llu" NAMES_UNREAD_TEXT "\n", TOOL,
 				(unsigned long long)S.names_unread);
+		if (S.names_dropped)
+			fprintf(stderr, "%s: %llu" NAMES_DROPPED_TEXT "\n", TOOL,
+				(unsigned long long)S.names_dropped);
 		return;
 	}
 	fprintf(stderr, "%s: %llu launches", TOOL, (unsigned long long)S.launches);
@@ -1808,6 +1844,8 @@ static void print_summary(void)
 			(unsigned long long)unscanned());
 	if (S.names_unread)
 		fprintf(stderr, ", %llu" NAMES_UNREAD_TEXT, (unsigned long long)S.names_unread);
+	if (S.names_dropped)
+		fprintf(stderr, ", %llu" NAMES_DROPPED_TEXT, (unsigned long long)S.names_dropped);
 	fputc('\n', stderr);
 }
 
@@ -1925,6 +1963,7 @@ int main(int argc, char **argv)
 	/* kernel names from the symbols of the files they are in: a large
 	 * library (libtorch_cuda) alone is tens of MiB of symbol tables */
 	S.elf = elf_cache_new(64, ELF_CACHE_BYTES);
+	names_cap_init();
 	S.scanner = (struct uprobe_scanner){ .set = &S.set, .classify = classify,
 					     .attach = noattach };
 	S.set.release = release_lib;
