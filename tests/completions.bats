@@ -89,6 +89,10 @@ same() {
 # bash_complete TOOL BASH_COMPLETION_FILE|"" WORD...: what the completion
 # function offers for the last WORD, one per line. Words are given as
 # readline splits them (COMP_WORDBREAKS), e.g. "--by" "=" "c" for --by=c.
+# With no WORD, each line of stdin is one such query (its words separated
+# by tabs) and each answer is one line, ">" and its replies separated by
+# tabs: one bash for them all (sourcing bash-completion is most of the time
+# of a query).
 bash_complete() {
 	local tool=$1 bc=$2
 	shift 2
@@ -101,18 +105,28 @@ bash_complete() {
 		. "$bin/completions/bash/$tool" || exit 1
 		[ "$(complete -p "$tool")" = "complete -F _$tool $tool" ] ||
 			{ echo "no complete -F _$tool $tool" >&2; exit 1; }
-		COMP_WORDS=("$@")
-		COMP_CWORD=$(($# - 1))
-		COMP_LINE=$(printf "%s " "$@")
-		COMP_LINE=${COMP_LINE% }
-		COMP_LINE=${COMP_LINE// = /=}
-		COMP_LINE=${COMP_LINE% =}
-		[[ ${COMP_WORDS[COMP_CWORD]} == = ]] && COMP_LINE+="="
-		COMP_POINT=${#COMP_LINE}
-		COMP_TYPE=9 COMP_KEY=9
-		COMPREPLY=()
-		"_$tool" "$tool" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
-		printf "%s\n" "${COMPREPLY[@]}"
+		query() {
+			COMP_WORDS=("$@")
+			COMP_CWORD=$(($# - 1))
+			COMP_LINE=$(printf "%s " "$@")
+			COMP_LINE=${COMP_LINE% }
+			COMP_LINE=${COMP_LINE// = /=}
+			COMP_LINE=${COMP_LINE% =}
+			[[ ${COMP_WORDS[COMP_CWORD]} == = ]] && COMP_LINE+="="
+			COMP_POINT=${#COMP_LINE}
+			COMP_TYPE=9 COMP_KEY=9
+			COMPREPLY=()
+			"_$tool" "$tool" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+		}
+		if [ $# -gt 0 ]; then
+			query "$@"
+			printf "%s\n" "${COMPREPLY[@]}"
+			exit 0
+		fi
+		while IFS=$'"'"'\t'"'"' read -r -a words; do
+			query "${words[@]}"
+			(IFS=$'"'"'\t'"'"'; printf ">%s\n" "${COMPREPLY[*]}")
+		done
 	' bash "$tool" "$bc" "$BIN" "$@"
 }
 
@@ -131,12 +145,23 @@ bash_opts() {
 # bash_arg_opts TOOL BC: the options after which "-" completes a value
 # rather than options (run where no file name starts with "-")
 bash_arg_opts() {
-	local o out
-	help_opts "$1" | while IFS= read -r o; do
-		out=$(bash_complete "$1" "$2" "$1" "$o" -) || exit 1
-		printf '%s\n' "$out" | grep -q -- '^-' || printf '%s\n' "$o"
-	done | LC_ALL=C sort -u
-	[ "${PIPESTATUS[0]}${PIPESTATUS[1]}" = 00 ]
+	local opts answers
+	opts=$(help_opts "$1") || return 1
+	answers=$(printf '%s\n' "$opts" | while IFS= read -r o; do
+		printf '%s\t%s\t-\n' "$1" "$o"
+	done | bash_complete "$1" "$2") || return 1
+	[ "$(printf '%s\n' "$opts" | wc -l)" = "$(printf '%s\n' "$answers" | wc -l)" ] || {
+		echo "bash: $1: $(printf '%s\n' "$answers" | wc -l) answers to" \
+			"$(printf '%s\n' "$opts" | wc -l) queries" >&2
+		return 1
+	}
+	# an answer is ">" and the replies, tab-separated
+	paste <(printf '%s\n' "$opts") <(printf '%s\n' "$answers") | awk -F '\t' '
+		$2 !~ /^>/ { exit 1 }
+		{ sub(/^>/, "", $2); arg = 1
+		  for (i = 2; i <= NF; i++) if ($i ~ /^-/) arg = 0
+		  if (arg) print $1 }' | LC_ALL=C sort -u
+	[ "${PIPESTATUS[1]}" = 0 ]
 }
 
 check_bash() {
