@@ -445,10 +445,17 @@ hostile_capture() {
 }
 
 @test "a closed pipe ends topograph quietly with 0" {
-	local i
-	for i in $(seq 1 3000); do
-		sed "s/\"pid\":100,/\"pid\":$((i + 1000)),/g" "$FIX/pipeline.jsonl" | grep '"type":"edge"' | head -1
-	done > "$BATS_TEST_TMPDIR/big.jsonl"
+	# 3000 edges, the fixture's first with its source pid 101 made 1001..4000:
+	# thousands of output lines, of which head reads one
+	EDGE=$(grep -m 1 '"type":"edge"' "$FIX/pipeline.jsonl") awk 'BEGIN {
+		for (i = 1; i <= 3000; i++) {
+			l = ENVIRON["EDGE"]
+			sub(/"pid":101,/, "\"pid\":" (i + 1000) ",", l)
+			print l
+		}
+	}' > "$BATS_TEST_TMPDIR/big.jsonl"
+	[ "$(grep -c '"pid":1001,' "$BATS_TEST_TMPDIR/big.jsonl")" -eq 1 ]
+	[ "$(sort -u "$BATS_TEST_TMPDIR/big.jsonl" | wc -l)" -eq 3000 ]
 	run bash -o pipefail -c "'$BIN/topograph' -j '$BATS_TEST_TMPDIR/big.jsonl' | head -1 > /dev/null"
 	[ "$status" -eq 0 ]
 	[ -z "$output" ]
