@@ -416,17 +416,35 @@ wait_one() {
 	done
 }
 # VM_DEADLINE (seconds since the epoch; .ci/run sets it from its time
-# budget): a kernel is booted only if it can end before it, by the longest
-# a VM of its depth has taken so far in this run (VM_ESTIMATE_full, 500 s,
-# and VM_ESTIMATE_default, 400 s, before any has ended); one that cannot is
-# a skip line that says so, and a booted one's timeout ends at the deadline
-# (plus 60 s): a kernel left out for time is counted, never a silent gap.
-declare -A TOOK
+# budget): a kernel is booted only if it can end before it. Its estimate:
+# its boot+tests time in docs/KERNELS.md (the last matrix that landed) at
+# the same depth, times the largest ratio of this run's time to that one
+# of the VMs that have ended (how much slower this machine is now, never
+# taken below 1); a kernel the file has no time for at that depth takes the
+# longest a VM of its depth has taken so far in this run (VM_ESTIMATE_full,
+# 500 s, and VM_ESTIMATE_default, 400 s, before any has ended). One that
+# cannot end is a skip line that says so, and a booted one's timeout ends
+# at the deadline (plus 60 s): a kernel left out for time is counted,
+# never a silent gap.
+declare -A TOOK REF
+while IFS='|' read -r _ k _ _ _ _ d _ _ _ _ t _; do
+	k=${k// /} d=${d// /} t=${t//[ s]/}
+	[[ $t =~ ^[0-9]+$ ]] && [ "$t" -gt 0 ] && REF[$k@$d]=$t
+done < <(grep -E '^\| (x86|arm64)-' "$top/docs/KERNELS.md" 2> /dev/null)
 estimate_of() {
-	local d=$1 e=0 k
-	for k in "${!TOOK[@]}"; do
-		[ "$(depth_of "$k")" = "$d" ] && [ "${TOOK[$k]}" -gt "$e" ] && e=${TOOK[$k]}
+	local k=$1 d e=0 r n ratio=100
+	d=$(depth_of "$k")
+	for n in "${!TOOK[@]}"; do
+		[ "$(depth_of "$n")" = "$d" ] || continue
+		[ "${TOOK[$n]}" -gt "$e" ] && e=${TOOK[$n]}
+		r=${REF[$n@$d]:-}
+		[ -n "$r" ] && [ $((TOOK[$n] * 100 / r)) -gt $ratio ] && ratio=$((TOOK[$n] * 100 / r))
 	done
+	r=${REF[$k@$d]:-}
+	if [ -n "$r" ]; then
+		echo $((r * ratio / 100))
+		return
+	fi
 	if [ "$e" -eq 0 ]; then
 		case $d in full) e=${VM_ESTIMATE_full:-500} ;; *) e=${VM_ESTIMATE_default:-400} ;; esac
 	fi
@@ -437,9 +455,9 @@ for k in $pending; do
 	rm -f "$out/$k.info"
 	if [ -n "${VM_DEADLINE:-}" ]; then
 		left=$((VM_DEADLINE - $(date +%s)))
-		est=$(estimate_of "$(depth_of "$k")")
+		est=$(estimate_of "$k")
 		if [ "$left" -lt "$est" ]; then
-			tap skip "[vm $k] end-to-end" "not booted: the run's time budget (VM_DEADLINE) leaves $left s, a VM at the $(depth_of "$k") depth takes about $est s here"
+			tap skip "[vm $k] end-to-end" "not booted: the run's time budget (VM_DEADLINE) leaves $left s, its VM at the $(depth_of "$k") depth would take about $est s here"
 			continue
 		fi
 	fi
