@@ -65,9 +65,9 @@ tap() {	# tap ok|not_ok|skip TEXT [REASON]
 diag() { printf '# %s\n' "$*"; }
 
 # ---- which kernels ----
-all=$(awk '!/^#/ && NF {print $1}' "$list")
+all=$(awk '!/^#/ && NF {print $1}' "$list" | xargs)	# one line: " $all " is matched below
 [ $# -gt 0 ] || set -- ${KERNELS:-}
-[ $# -gt 0 ] || set -- $all
+[ $# -gt 0 ] || set -- all
 picked=
 for w in "$@"; do
 	hit=
