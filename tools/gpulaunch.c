@@ -357,7 +357,7 @@ struct row {
 	struct gl_lat lat;
 	bool has_lat;
 	struct hist h;
-	const char *name;	/* from the name cache, else name_buf */
+	const char *name;	/* from the name cache; NULL: name_buf */
 	char name_buf[KNAME_SPILL];	/* the name while the cache is full */
 	struct container_info ci;
 };
@@ -1284,6 +1284,11 @@ static struct row *new_row(void)
 	return &S.rows[S.nrows++];
 }
 
+static const char *row_name(const struct row *r)
+{
+	return r->name ? r->name : r->name_buf;
+}
+
 static bool in_epoch(const void *key, void *ctx)
 {
 	return ((const struct gl_key *)key)->epoch == *(uint32_t *)ctx;
@@ -1303,6 +1308,9 @@ static void take_stats(const void *key, const void *value, void *ctx)
 		hist_add_counts(&r->h, r->lat.hist, r->lat.sum, r->lat.max);
 	}
 	r->name = kernel_name(r->key.pid, r->key.layer, r->st.api, r->key.func, r->name_buf);
+	/* the rows move as they grow: a pointer into one is not kept */
+	if (r->name == r->name_buf)
+		r->name = NULL;
 	aiscope_ident_cgroup(&r->st.ident, &r->ci);
 	metrics_launch(r);
 	S.launches += r->st.launches;
@@ -1335,7 +1343,7 @@ static int cmp_rows(const void *a, const void *b)
 	const struct row *x = a, *y = b;
 	uint64_t va = sort_value(x), vb = sort_value(y);
 
-	return cmp_u64(vb, va) ?: cmp_u64(x->key.pid, y->key.pid) ?: strcmp(x->name, y->name);
+	return cmp_u64(vb, va) ?: cmp_u64(x->key.pid, y->key.pid) ?: strcmp(row_name(x), row_name(y));
 }
 
 static void json_dim3(struct jw *w, const char *key, const uint32_t *d)
@@ -1364,7 +1372,7 @@ static void json_launch_row(const struct row *r, uint64_t now, uint64_t interval
 	jw_kstr(w, "row", "launch");
 	id.pid = r->key.pid;
 	aiscope_ident_json(w, &id, false);
-	jw_kstr(w, "kernel", r->name);
+	jw_kstr(w, "kernel", row_name(r));
 	jw_kstr(w, "api", apis[r->st.api].sym);
 	jw_kstr(w, "layer", r->key.layer == GL_RUNTIME ? "runtime" : "driver");
 	jw_ku64(w, "launches", r->st.launches);
@@ -1404,7 +1412,7 @@ static void table_launch_row(struct table *t, const struct row *r, const char *h
 		table_str(t, hms);
 	table_u64(t, r->key.pid);
 	table_str(t, r->st.ident.comm);
-	table_str(t, r->name);
+	table_str(t, row_name(r));
 	table_fixed(t, per_sec(r->st.launches, interval), 1);
 	fmt_dim3(r->st.grid, g, sizeof(g));
 	fmt_dim3(r->st.block, b, sizeof(b));
