@@ -152,7 +152,8 @@ lead_by_signal() {
 
 # The kernel's v2 signals (memory.events, PSI, memcg reclaim) before the kill: memhog at
 # 10 MiB/s, 100 MiB/s, 1 GiB/s and full speed in 64 and 256 MiB cgroups,
-# each made after oomwatch (default settings) started; every kill must
+# each made after oomwatch (default settings) started (at the default
+# depth 10 MiB/s into 64 MiB only); every kill must
 # have an alert naming its cgroup before its line. Prints each run's
 # first alert (its signal says which raised it).
 t_rates() {
@@ -162,6 +163,13 @@ t_rates() {
 	n=0
 	for lim in 67108864 268435456; do
 		for rate in 10 100 1024 0; do
+			# 26 s of the test's 46: the slowest rate into the larger
+			# cgroup, whose alert has the longest lead, is the full
+			# depth's
+			if [ "$DEPTH" = default ] && [ $rate = 10 ] && [ $lim = 268435456 ]; then
+				echo "not run at the default depth: 10 MiB/s into 256 MiB"
+				continue
+			fi
 			n=$((n + 1))
 			v2_memcg_lim "r$rate-$lim" "$lim"
 			start_hog "h$n" rate "$rate" 1024
