@@ -357,8 +357,8 @@ struct row {
 	struct gl_lat lat;
 	bool has_lat;
 	struct hist h;
-	const char *name;	/* from the name cache; NULL: name_buf */
-	char name_buf[KNAME_SPILL];	/* the name while the cache is full */
+	const char *name;	/* from the name cache, or own_name */
+	char *own_name;		/* the name while the cache is full (rare) */
 	struct container_info ci;
 };
 
@@ -1284,9 +1284,12 @@ static struct row *new_row(void)
 	return &S.rows[S.nrows++];
 }
 
-static const char *row_name(const struct row *r)
+/* rows are reused each interval: names they own go with them */
+static void rows_reset(void)
 {
-	return r->name ? r->name : r->name_buf;
+	for (size_t i = 0; i < S.nrows; i++)
+		free(S.rows[i].own_name);
+	S.nrows = 0;
 }
 
 static bool in_epoch(const void *key, void *ctx)
@@ -1298,6 +1301,7 @@ static void take_stats(const void *key, const void *value, void *ctx)
 {
 	int lfd = bpf_map__fd(S.skel->maps.lat);
 	struct row *r = new_row();
+	char spill[KNAME_SPILL];
 
 	r->key = *(const struct gl_key *)key;
 	r->st = *(const struct gl_stats *)value;
@@ -1307,10 +1311,14 @@ static void take_stats(const void *key, const void *value, void *ctx)
 		r->has_lat = true;
 		hist_add_counts(&r->h, r->lat.hist, r->lat.sum, r->lat.max);
 	}
-	r->name = kernel_name(r->key.pid, r->key.layer, r->st.api, r->key.func, r->name_buf);
-	/* the rows move as they grow: a pointer into one is not kept */
-	if (r->name == r->name_buf)
-		r->name = NULL;
+	r->name = kernel_name(r->key.pid, r->key.layer, r->st.api, r->key.func, spill);
+	/* not in the cache (full): the row keeps its own copy */
+	if (r->name == spill) {
+		r->own_name = strdup(spill);
+		r->name = r->own_name ? r->own_name : "[unknown]";
+		if (!r->own_name)
+			S.names_dropped++;
+	}
 	aiscope_ident_cgroup(&r->st.ident, &r->ci);
 	metrics_launch(r);
 	S.launches += r->st.launches;
@@ -1323,7 +1331,7 @@ static void collect(void)
 	/* returns once no call still adds to the closed epoch's rows */
 	uint32_t closed = map_epoch_close(&S.skel->bss->epoch, NULL);
 
-	S.nrows = 0;
+	rows_reset();
 	map_drain(bpf_map__fd(S.skel->maps.stats), sizeof(struct gl_key),
 		  sizeof(struct gl_stats), in_epoch, take_stats, &closed);
 }
@@ -1343,7 +1351,7 @@ static int cmp_rows(const void *a, const void *b)
 	const struct row *x = a, *y = b;
 	uint64_t va = sort_value(x), vb = sort_value(y);
 
-	return cmp_u64(vb, va) ?: cmp_u64(x->key.pid, y->key.pid) ?: strcmp(row_name(x), row_name(y));
+	return cmp_u64(vb, va) ?: cmp_u64(x->key.pid, y->key.pid) ?: strcmp(x->name, y->name);
 }
 
 static void json_dim3(struct jw *w, const char *key, const uint32_t *d)
@@ -1372,7 +1380,7 @@ static void json_launch_row(const struct row *r, uint64_t now, uint64_t interval
 	jw_kstr(w, "row", "launch");
 	id.pid = r->key.pid;
 	aiscope_ident_json(w, &id, false);
-	jw_kstr(w, "kernel", row_name(r));
+	jw_kstr(w, "kernel", r->name);
 	jw_kstr(w, "api", apis[r->st.api].sym);
 	jw_kstr(w, "layer", r->key.layer == GL_RUNTIME ? "runtime" : "driver");
 	jw_ku64(w, "launches", r->st.launches);
@@ -1412,7 +1420,7 @@ static void table_launch_row(struct table *t, const struct row *r, const char *h
 		table_str(t, hms);
 	table_u64(t, r->key.pid);
 	table_str(t, r->st.ident.comm);
-	table_str(t, row_name(r));
+	table_str(t, r->name);
 	table_fixed(t, per_sec(r->st.launches, interval), 1);
 	fmt_dim3(r->st.grid, g, sizeof(g));
 	fmt_dim3(r->st.block, b, sizeof(b));
@@ -2004,6 +2012,7 @@ int main(int argc, char **argv)
 	elf_cache_free(S.elf);
 	names_free();
 	metrics_free();
+	rows_reset();
 	free(S.rows);
 	free(S.mem);
 	return code;
