@@ -547,6 +547,8 @@ static void created(struct memcg_set *s, const struct inotify_event *ev)
 	/* visit() appends: find() must see them all sorted */
 	s->nsorted = s->n;
 	visit(s, fd, abs, path, strlen(path), w->v1, depth_of(path));
+	for (size_t i = s->nsorted; i < s->n; i++)
+		s->cg[i]->born = true;
 	sort_array(s->cg, s->n, sizeof(*s->cg), cmp_memcg);
 	s->nsorted = s->n;
 }

@@ -72,6 +72,10 @@ struct memcg {
 	int fd_usage, fd_limit, fd_stat, fd_events, fd_oomctl, fd_psi;
 	struct memcg_reading cur, prev;
 	bool have_prev;
+	/* made while the set watched its parent (inotify saw the mkdir): its
+	 * counters were 0 at birth, so what its first reading finds happened
+	 * while watched (a cgroup first found by a rescan may be older) */
+	bool born;
 	uint64_t reads;		/* successful reads so far */
 	/* reads still to come that must read the counters (v1 oom_control,
 	 * v2 memory.events) though their signal is armed: set when a signal
@@ -88,6 +92,7 @@ struct memcg {
 	bool limit_changed;	/* inotify saw the limit file written */
 	/* for the caller */
 	uint64_t seen_hits, seen_ooms, seen_kills;	/* counters as of the last alert check */
+	bool seen;					/* an alert check has run */
 	uint64_t proj_usage, proj_ns;			/* the last tick's usage, for the growth rate */
 	bool proj_alerted;
 	uint64_t reclaim_ns;	/* the last memcg reclaim event, and its working set (%) */

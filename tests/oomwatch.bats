@@ -462,6 +462,33 @@ dmesg_anon_kb() {
 		length == 0' "$out"
 }
 
+@test "oomwatch: a cgroup made and OOM-killed while oomwatch could not look has an alert before its kill, its counters counted from its birth" {
+	need_memcg_v1
+	start_tool ow oomwatch -j
+	local out=$BATS_TEST_TMPDIR/ow.out rc=0
+	# stopped, oomwatch reads nothing: the cgroup's first reading comes
+	# after its kill, with the kill already in its counters
+	kill -STOP "$TOOL_PID"
+	make_memcg born 67108864
+	hog_in hog "$CG" rate 0 1024
+	wait "$HOG_PID" || rc=$?
+	[ "$rc" -eq 137 ]
+	kill -CONT "$TOOL_PID"
+	sleep 1.5
+	stop_tool "$TOOL_PID"
+	all_json "$out"
+	grep -F "\"$CG_REL\"" "$out"
+	# the kill, and before it one alert for the cgroup that has the kill
+	# in its deltas (counted from 0, not taken as the base); none after
+	jq -e -s --arg cg "$CG_REL" --argjson p "$HOG_PID" '
+		(map(.event == "oom_kill" and .pid == $p) | index(true)) as $k |
+		[.[] | select(.event == "alert" and .cgroup == $cg and .oom_kills > 0)] as $all |
+		[.[0:$k][] | select(.event == "alert" and .cgroup == $cg)] as $a |
+		$k != null and ($a | length) >= 1 and ($all | length) == 1 and
+		$a[-1].oom_kills == 1 and $a[-1].level == "crit" and
+		($a[-1].reason | split(",") | index("oom_kill")) != null' "$out"
+}
+
 # probe_chosen HOOK: oomwatch --list-probes has HOOK chosen here
 probe_chosen() {
 	"$BIN/oomwatch" --list-probes 2>/dev/null |

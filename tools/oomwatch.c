@@ -620,6 +620,7 @@ static void kill_table(const struct oomwatch_kill *e, const struct aiscope_ident
 }
 
 static void on_sig(struct memcg_sig *sig, void *ctx);
+static int poll_one(struct memcg *m, size_t idx);
 
 static int on_kill(const struct oomwatch_kill *e)
 {
@@ -630,10 +631,15 @@ static int on_kill(const struct oomwatch_kill *e)
 	memcg_set_serve(&S.set, on_sig, NULL);
 	kill_view(e, &victim, &v);
 	S.kills++;
-	/* its kill counter moved: the next read of the cgroup reads it */
 	if (v.memcg->id) {
 		struct memcg *m = memcg_set_find(&S.set, v.memcg->id, S.memcg_v1);
 
+		/* a cgroup made while we watched whose counters we have not
+		 * checked yet (made and filled faster than we looked): what
+		 * they saw since its birth comes before its kill */
+		if (m && m->born && !m->seen)
+			poll_one(m, 0);
+		/* its kill counter moved: the next read of the cgroup reads it */
 		if (m)
 			m->counters_due = 1;
 	}
@@ -915,12 +921,17 @@ static void alert_emit(const struct memcg *m, const struct alert *a)
 
 /* The kernel's counters against those last checked: limit hits (unless
  * with_hits is false: a signal-driven check leaves them to the poll, once
- * an interval), OOMs and kills. The first reading only sets the base. */
+ * an interval), OOMs and kills. The first reading of a cgroup that was
+ * there before us only sets the base; one made while we watched counts
+ * from 0, its value at birth (a cgroup made and OOM-killed before we
+ * read it has had its kill). */
 static void counter_alerts(struct memcg *m, struct alert *a, bool with_hits)
 {
 	const struct memcg_reading *r = &m->cur;
+	bool base = !m->seen && !m->born;
 
-	if (!m->have_prev) {
+	m->seen = true;
+	if (base) {
 		m->seen_hits = r->limit_hits;
 		m->seen_ooms = r->ooms;
 		m->seen_kills = r->oom_kills;

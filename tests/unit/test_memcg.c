@@ -284,11 +284,22 @@ static void test_set_watch(void)
 	CHECK_EQ(s.n, 3);
 	CHECK(by_path(&s, "/x/y") != NULL);
 	CHECK(by_path(&s, "/z") != NULL);
+	/* made while watched: born (their counters count from 0); the one
+	 * of the first scan, and one first found by a rescan, are not */
+	CHECK(!by_path(&s, "/x")->born);
+	CHECK(by_path(&s, "/x/y")->born);
+	CHECK(by_path(&s, "/z")->born);
+	s.dirty = true;
+	v2_cgroup("w", "1\n", "2\n", "0", "max 0\n");
+	memcg_set_rescan(&s);
+	CHECK_EQ(s.n, 4);
+	CHECK(!by_path(&s, "/w")->born);
+	CHECK(by_path(&s, "/z")->born);
 	/* dropped by the caller when its read fails */
 	for (size_t i = 0; i < s.n; i++)
 		if (!strcmp(s.cg[i]->path, "/z"))
 			memcg_set_drop(&s, i);
-	CHECK_EQ(s.n, 2);
+	CHECK_EQ(s.n, 3);
 	CHECK(by_path(&s, "/z") == NULL);
 	set_done(&s);
 }
