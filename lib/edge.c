@@ -2,7 +2,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include "edge.h"
+#include "metrics.h"
 #include "run.h"
 #include "util.h"
 
@@ -338,4 +340,116 @@ uint32_t edges_json(struct edge_table *t, struct jw *w, const char *tool,
 
 	edges_each(t, edge_json, &c);
 	return c.lines;
+}
+
+/* ---- Prometheus: the run's top edges by bytes ---- */
+
+enum { EL_HOST, EL_KIND, EL_CHANNEL, EL_SRC, EL_DST = EL_SRC + 4, EL_N = EL_DST + 4 };
+
+AISCOPE_METRIC_LABELS(edge_labels, "host", "kind", "channel",
+		      "src_pid", "src_comm", "src_container", "src_endpoint",
+		      "dst_pid", "dst_comm", "dst_container", "dst_endpoint", NULL);
+AISCOPE_METRIC_LABELS(edge_no_labels, NULL);
+
+static struct prom_family *edge_family(const char *tool, const char *what, bool counter,
+				       const char *help, const char *const *labels)
+{
+	char name[128];
+
+	snprintf(name, sizeof(name), "aiscope_%s_%s", tool, what);
+	return counter ? aiscope_metric_counter(name, help, labels)
+		       : aiscope_metric_gauge(name, help, labels);
+}
+
+void edge_metrics_init(struct edge_metrics *m, const char *tool)
+{
+	memset(m, 0, sizeof(*m));
+	if (!aiscope_metrics())
+		return;
+	m->top = aiscope_test_cap("EDGE_METRICS_TOP", EDGE_METRICS_TOP);
+	m->bytes = edge_family(tool, "edge_bytes_total", true,
+		"Bytes the source process sent or wrote towards the destination during the run, per edge of the run's graph (the JSON edge line's bytes); the edges with the most bytes only.",
+		edge_labels);
+	m->msgs = edge_family(tool, "edge_messages_total", true,
+		"Calls that carried an edge's bytes during the run (the edge line's msgs).",
+		edge_labels);
+	m->read_bytes = edge_family(tool, "edge_read_bytes_total", true,
+		"Bytes the destination process read of an edge during the run (the edge line's read_bytes), where they are known.",
+		edge_labels);
+	m->edges = edge_family(tool, "edges", false,
+		"Edges of the run's graph now, exported or not.", edge_no_labels);
+	m->omitted = edge_family(tool, "edges_omitted", false,
+		"Edges of the run left out of the edge series: past the edges with the most bytes, or not kept by the edge table.",
+		edge_no_labels);
+}
+
+bool edge_metrics_on(const struct edge_metrics *m)
+{
+	return m->bytes != NULL;
+}
+
+struct edge_series {
+	struct edge_metrics *m;
+	uint32_t i;
+	const char *host;
+};
+
+/* pid, comm, container, endpoint of a side; "" for what it has not */
+static void side_values(const char **v, bool proc, const struct aiscope_ident *id,
+			const char *endpoint, char *pid, size_t pidlen, char *ctr, size_t ctrlen)
+{
+	const char *cv[AISCOPE_CGROUP_NLABELS];
+	struct container_info ci;
+
+	*pid = *ctr = 0;
+	v[0] = v[1] = v[2] = "";
+	v[3] = endpoint ? endpoint : "";
+	if (!proc)
+		return;
+	snprintf(pid, pidlen, "%u", id->pid);
+	v[0] = pid;
+	v[1] = id->comm;
+	/* the container's name, as the cgroup labels have it: copied, the
+	 * next lookup reuses its strings */
+	aiscope_cgroup_values(id, cv, &ci);
+	snprintf(ctr, ctrlen, "%s", cv[5] ? cv[5] : "");
+	v[2] = ctr;
+}
+
+static void edge_series_set(struct edge *e, void *ctx)
+{
+	struct edge_series *c = ctx;
+	const char *v[EL_N];
+	char spid[16], dpid[16], sctr[256], dctr[256];
+
+	if (c->i++ >= c->m->top)
+		return;
+	v[EL_HOST] = c->host;
+	v[EL_KIND] = e->kind;
+	v[EL_CHANNEL] = e->channel;
+	side_values(v + EL_SRC, e->src_proc, &e->src_id, e->src_endpoint, spid, sizeof(spid),
+		    sctr, sizeof(sctr));
+	side_values(v + EL_DST, e->dst_proc, &e->dst_id, e->dst_endpoint, dpid, sizeof(dpid),
+		    dctr, sizeof(dctr));
+	prom_counter_set(c->m->bytes, v, e->bytes);
+	prom_counter_set(c->m->msgs, v, e->msgs);
+	if (e->read_known)
+		prom_counter_set(c->m->read_bytes, v, e->read_bytes);
+}
+
+void edge_metrics_set(struct edge_metrics *m, struct edge_table *t)
+{
+	struct edge_series c = { .m = m, .host = jw_host() ? jw_host() : "" };
+	uint64_t all = edges_count(t) + edges_dropped(t);
+
+	if (!edge_metrics_on(m))
+		return;
+	/* the series are this interval's top: an edge that left it (or the
+	 * run's table) is no longer exported */
+	prom_family_clear(m->bytes);
+	prom_family_clear(m->msgs);
+	prom_family_clear(m->read_bytes);
+	edges_each(t, edge_series_set, &c);
+	prom_gauge_set(m->edges, edge_no_labels, all);
+	prom_gauge_set(m->omitted, edge_no_labels, all - (c.i < m->top ? c.i : m->top));
 }

@@ -87,4 +87,33 @@ uint32_t edges_json(struct edge_table *t, struct jw *w, const char *tool,
 void edge_side_json(struct jw *w, bool proc, const struct aiscope_ident *id,
 		    const char *endpoint);
 
+/*
+ * Prometheus series of a tool's edges (docs/fleet.md "Edges"): each
+ * interval the run's EDGE_METRICS_TOP edges with the most bytes, one series
+ * each in aiscope_<tool>_edge_bytes_total, _edge_messages_total and
+ * _edge_read_bytes_total (when the reads are known), labelled with the host,
+ * kind, channel and each side's pid, comm, container and endpoint ("" for
+ * what a side has not); aiscope_<tool>_edges counts the run's edges and
+ * aiscope_<tool>_edges_omitted those left out of the series (past the top,
+ * or not kept by the table). The values are the run's totals: an edge that
+ * leaves the top and comes back keeps counting from where it was.
+ *
+ *	struct edge_metrics em;
+ *	edge_metrics_init(&em, "socketsnoop");	// nothing without --prometheus/--listen
+ *	... each interval, the run's edges in t:
+ *	edge_metrics_set(&em, t);
+ */
+#define EDGE_METRICS_TOP	100
+
+struct prom_family;
+
+struct edge_metrics {
+	struct prom_family *bytes, *msgs, *read_bytes, *edges, *omitted;
+	uint32_t top;		/* EDGE_METRICS_TOP, or a test's AISCOPE_TEST_CAP_EDGE_METRICS_TOP */
+};
+
+void edge_metrics_init(struct edge_metrics *m, const char *tool);
+bool edge_metrics_on(const struct edge_metrics *m);
+void edge_metrics_set(struct edge_metrics *m, struct edge_table *t);
+
 #endif

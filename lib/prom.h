@@ -8,7 +8,8 @@
  * Values accumulate for the whole run: counters and histograms add each
  * interval's deltas, gauges are set. Names follow
  * aiscope_<tool>_<thing>_<base unit> (_total for counters). Labels carry
- * cgroup, container and kind, never pid or comm: each family keeps at most
+ * cgroup, container and kind, never pid or comm (but for lib/edge's series
+ * of a run's top edges, bounded by their number): each family keeps at most
  * max_series label sets; past that a series idle for longer than the
  * registry's idle time makes room, and otherwise the values go to one
  * overflow series (every label empty, overflow="true").

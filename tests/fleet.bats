@@ -631,6 +631,71 @@ prom_sum() {
 	[ "$status" -eq 2 ]
 }
 
+# ---- edges (socketsnoop, ipcsnoop) ----
+
+# edge_series FILE N: the series the first N edge lines of FILE (most bytes
+# first, as the tool prints them) must be, one "name{labels} value" a line
+edge_series() {
+	jq -r -s --argjson n "$2" '
+		def side(s; p): "\(p)_pid=\"\(s.pid // "")\",\(p)_comm=\"\(s.comm // "")\"," +
+			"\(p)_container=\"\(s.k8s_container // s.container_name // "")\",\(p)_endpoint=\"\(s.endpoint // "")\"";
+		[.[] | select(.type == "edge")][0:$n][] |
+		"{host=\"\(.host)\",kind=\"\(.kind)\",channel=\"\(.channel)\",\(side(.src; "src")),\(side(.dst; "dst"))}" as $l |
+		"aiscope_\(.tool)_edge_bytes_total\($l) \(.bytes)",
+		"aiscope_\(.tool)_edge_messages_total\($l) \(.msgs)",
+		if .read_bytes != null then "aiscope_\(.tool)_edge_read_bytes_total\($l) \(.read_bytes)" else empty end' \
+		"$1" | LC_ALL=C sort
+}
+
+@test "socketsnoop --prometheus: the run's top edges by bytes are series equal to its edge lines and what netpair moved; the rest counted" {
+	need_root
+	local f=$BATS_TEST_TMPDIR/ss.prom np=$BATS_TEST_TMPDIR/np.out cli srv n=1000000 k=4096 nedges
+	make_test_cgroup aiscope-edges
+	# the series keep the 3 edges with the most bytes
+	AISCOPE_TEST_CAP_EDGE_METRICS_TOP=3 start_tool s socketsnoop -j -r 0 -c "$CG" --prometheus "$f"
+	# in the cgroup: one connection, n bytes in 100 calls one way and k in 2
+	# back (2 edges), then 5 connections of 10 bytes each way (10 edges)
+	sh -c "echo \$\$ > '$CG/cgroup.procs' && '$HELPERS/netpair' tcp4 -n $n -m 100 -k $k -l 2 &&
+		exec '$HELPERS/netpair' many4 -x 5" > "$np"
+	sleep 0.5
+	stop_tool "$TOOL_PID"
+	all_json "$BATS_TEST_TMPDIR/s.out"
+	cat "$np"
+	cli=$(sed -n 's/^client pid=\([0-9]*\).*/\1/p' "$np" | head -n 1)
+	srv=$(sed -n 's/^server pid=\([0-9]*\).*/\1/p' "$np" | head -n 1)
+	nedges=$(grep -c '"type":"edge"' "$BATS_TEST_TMPDIR/s.out")
+	[ "$nedges" -eq 12 ]
+	# the series are the first 3 edge lines, exactly
+	diff <(grep '^aiscope_socketsnoop_edge_[a-z_]*_total{' "$f" | LC_ALL=C sort) <(edge_series "$BATS_TEST_TMPDIR/s.out" 3)
+	[ "$(prom_value "$f" aiscope_socketsnoop_edges)" -eq 12 ]
+	[ "$(prom_value "$f" aiscope_socketsnoop_edges_omitted)" -eq 9 ]
+	# the biggest two: what netpair moved, between its two processes
+	grep -E "^aiscope_socketsnoop_edge_bytes_total\{.*src_pid=\"$cli\",src_comm=\"ss-client\",.*dst_pid=\"$srv\",dst_comm=\"ss-server\",.*\} $n\$" "$f"
+	grep -E "^aiscope_socketsnoop_edge_messages_total\{.*src_pid=\"$cli\",.*dst_pid=\"$srv\",.*\} 100\$" "$f"
+	grep -E "^aiscope_socketsnoop_edge_read_bytes_total\{.*src_pid=\"$cli\",.*dst_pid=\"$srv\",.*\} $n\$" "$f"
+	grep -E "^aiscope_socketsnoop_edge_bytes_total\{.*src_pid=\"$srv\",.*dst_pid=\"$cli\",.*\} $k\$" "$f"
+	[ "$(grep -c '^aiscope_socketsnoop_edge_bytes_total{' "$f")" -eq 3 ]
+	! command -v promtool > /dev/null || promtool check metrics < "$f"
+}
+
+@test "ipcsnoop --prometheus: a pipe's edge is a series equal to its edge line and the pipe's true size" {
+	need_root
+	local f=$BATS_TEST_TMPDIR/ipc.prom n=3000000
+	make_test_cgroup aiscope-edges
+	start_tool s ipcsnoop -j -r 0 -c "$CG" --prometheus "$f"
+	sh -c "echo \$\$ > '$CG/cgroup.procs' && head -c $n /dev/zero | cat > /dev/null"
+	sleep 0.5
+	stop_tool "$TOOL_PID"
+	all_json "$BATS_TEST_TMPDIR/s.out"
+	[ "$(grep -c '"type":"edge"' "$BATS_TEST_TMPDIR/s.out")" -eq 1 ]
+	diff <(grep '^aiscope_ipcsnoop_edge_[a-z_]*_total{' "$f" | LC_ALL=C sort) <(edge_series "$BATS_TEST_TMPDIR/s.out" 100)
+	grep -E "^aiscope_ipcsnoop_edge_bytes_total\{.*kind=\"pipe\",.*src_comm=\"head\",.*dst_comm=\"cat\",.*\} $n\$" "$f"
+	grep -E "^aiscope_ipcsnoop_edge_read_bytes_total\{.*kind=\"pipe\",.*\} $n\$" "$f"
+	[ "$(prom_value "$f" aiscope_ipcsnoop_edges)" -eq 1 ]
+	[ "$(prom_value "$f" aiscope_ipcsnoop_edges_omitted)" -eq 0 ]
+	! command -v promtool > /dev/null || promtool check metrics < "$f"
+}
+
 # ---- oomwatch ----
 
 MEMCG_ROOT=/sys/fs/cgroup/memory

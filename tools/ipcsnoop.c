@@ -670,7 +670,10 @@ static void settle_addressed(struct prow *batch, size_t n)
 static struct {
 	struct prom_family *sent_bytes, *sent_msgs, *recv_bytes, *recv_msgs;
 	struct prom_family *attaches, *detaches;
+	struct edge_metrics edges;	/* the run's top edges */
 } P;
+
+static void metrics_edges(void);
 
 static void metrics_init(void)
 {
@@ -692,6 +695,7 @@ static void metrics_init(void)
 		"Shared-memory attaches (kind shm).", lbl);
 	P.detaches = aiscope_metric_counter("aiscope_ipcsnoop_shm_detaches_total",
 		"Shared-memory detaches (kind shm).", lbl);
+	edge_metrics_init(&P.edges, TOOL);
 }
 
 static void metrics_add(const struct prow *r)
@@ -1060,6 +1064,7 @@ static int on_tick(void *ctx)
 	collect();
 	if (!cfg.events)
 		print_interval(interval);
+	metrics_edges();
 	if (!cfg.events && env.count && S.loop.ticks >= env.count)
 		return AISCOPE_STOP;
 	return 0;
@@ -1150,7 +1155,7 @@ static void edge_extra(struct jw *w, const struct edge *e, void *ctx)
  * "readers" when there are several). With several writers the reads
  * cannot be told apart: each edge gets the channel's reads in proportion
  * to what its writer wrote, exact once the channel is drained. */
-static void print_edges(void)
+static struct edge_table *run_edges(void)
 {
 	struct edge_table *t = edges_new(0);
 
@@ -1186,6 +1191,25 @@ static void print_edges(void)
 			(uint64_t)((double)c->read_bytes * r->bytes / c->bytes + 0.5) : c->read_bytes;
 		edge_add_read(t, kind, name, &src, &dst, rd, aiscope_realtime(c->reader->last_ts));
 	}
+	return t;
+}
+
+/* the edge series: the run's graph as of this interval */
+static void metrics_edges(void)
+{
+	struct edge_table *t;
+
+	if (!edge_metrics_on(&P.edges))
+		return;
+	t = run_edges();
+	edge_metrics_set(&P.edges, t);
+	edges_free(t);
+}
+
+static void print_edges(void)
+{
+	struct edge_table *t = run_edges();
+
 	edges_json(t, &S.jw, TOOL, edge_extra, NULL);
 	edges_free(t);
 }

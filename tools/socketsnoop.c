@@ -452,7 +452,10 @@ static struct row *new_row(void)
 
 static struct {
 	struct prom_family *bytes, *calls;
+	struct edge_metrics edges;	/* the run's top edges */
 } P;
+
+static void metrics_edges(void);
 
 static void metrics_init(void)
 {
@@ -466,6 +469,7 @@ static void metrics_init(void)
 	P.calls = aiscope_metric_counter("aiscope_socketsnoop_calls_total",
 		"Send (direction tx, JSON tx_calls) or receive (rx, JSON rx_calls) calls that moved at least one byte.",
 		lbl);
+	edge_metrics_init(&P.edges, TOOL);
 }
 
 static void metrics_add(const struct ss_flow_key *k, const struct ss_flow *v)
@@ -839,6 +843,7 @@ static int on_tick(void *ctx)
 	collect();
 	if (cfg.events)
 		sweep_idle();
+	metrics_edges();
 	if (S.streaming)
 		return 0;
 	print_interval(interval);
@@ -855,6 +860,7 @@ static int on_final(void *ctx)
 	if (!S.streaming)
 		return on_tick(ctx);
 	collect();
+	metrics_edges();
 	return 0;
 }
 
@@ -909,13 +915,32 @@ static void add_edges(struct edge_table *et)
 }
 
 /* two edges a flow at most: what it sent, what it received */
-static void print_edges(void)
+static struct edge_table *run_edges(void)
 {
 	struct edge_table *et = edges_new(2 * R.max);
 
 	if (!et)
 		aiscope_fail(EXIT_RUNTIME, "out of memory");
 	add_edges(et);
+	return et;
+}
+
+/* the edge series: the run's graph as of this interval */
+static void metrics_edges(void)
+{
+	struct edge_table *et;
+
+	if (!edge_metrics_on(&P.edges))
+		return;
+	et = run_edges();
+	edge_metrics_set(&P.edges, et);
+	edges_free(et);
+}
+
+static void print_edges(void)
+{
+	struct edge_table *et = run_edges();
+
 	edges_json(et, &S.jw, TOOL, NULL, NULL);
 	if (edges_dropped(et))
 		fprintf(stderr, "%s: %llu edges left out of the edge lines (table full)\n",

@@ -5,6 +5,8 @@
 #include "t.h"
 #include "edge.h"
 #include "json.h"
+#include "metrics.h"
+#include "prom.h"
 
 #define T0 1795000000000000000ULL	/* 2026-11-18T11:06:40Z, realtime ns */
 
@@ -263,6 +265,60 @@ static void test_empty(void)
 	edges_free(NULL);
 }
 
+/* The series of the top edges: exact lines, the rest counted; a second
+ * interval's set replaces the first's. */
+static void test_metrics_top(void)
+{
+	struct edge_table *t = edges_new(0), *t2 = edges_new(0);
+	struct aiscope_ident a = ident(1, "a\"q"), b = ident(2, "b");
+	struct edge_side sa = { &a, "10.0.0.1:5" }, sb = { &b, "10.0.0.2:6" }, far = { NULL, "10.9.9.9:7" };
+	struct edge_side pa = { &a, NULL }, pb = { &b, NULL };
+	struct edge_metrics em;
+	char *text;
+	size_t len;
+
+	setenv("AISCOPE_TEST_CAP_EDGE_METRICS_TOP", "2", 1);
+	metrics_setup("test", "/dev/null", NULL);
+	edge_metrics_init(&em, "test");
+	unsetenv("AISCOPE_TEST_CAP_EDGE_METRICS_TOP");
+	CHECK(edge_metrics_on(&em));
+	CHECK_EQ(em.top, 2);
+	edge_add(t, "tcp", "10.0.0.1:5->10.0.0.2:6", &sa, &sb, 1000, 3, T0);
+	edge_add_read(t, "tcp", "10.0.0.1:5->10.0.0.2:6", &sa, &sb, 900, T0);
+	edge_add(t, "tcp", "10.9.9.9:7->10.0.0.1:5", &far, &sa, 500, 1, T0);
+	edge_add(t, "pipe", "pipe:[9]", &pa, &pb, 10, 1, T0);
+	edge_metrics_set(&em, t);
+	text = prom_render(aiscope_metrics(), &len);
+	CHECK(strstr(text, "\naiscope_test_edge_bytes_total{host=\"h\",kind=\"tcp\",channel=\"10.0.0.1:5->10.0.0.2:6\","
+			   "src_pid=\"1\",src_comm=\"a\\\"q\",src_container=\"\",src_endpoint=\"10.0.0.1:5\","
+			   "dst_pid=\"2\",dst_comm=\"b\",dst_container=\"\",dst_endpoint=\"10.0.0.2:6\"} 1000\n"));
+	CHECK(strstr(text, "\naiscope_test_edge_messages_total{host=\"h\",kind=\"tcp\",channel=\"10.0.0.1:5->10.0.0.2:6\","));
+	CHECK(strstr(text, "\",dst_endpoint=\"10.0.0.2:6\"} 900\n"));
+	/* a remote side: no pid, comm or container */
+	CHECK(strstr(text, "\naiscope_test_edge_bytes_total{host=\"h\",kind=\"tcp\",channel=\"10.9.9.9:7->10.0.0.1:5\","
+			   "src_pid=\"\",src_comm=\"\",src_container=\"\",src_endpoint=\"10.9.9.9:7\","
+			   "dst_pid=\"1\",dst_comm=\"a\\\"q\",dst_container=\"\",dst_endpoint=\"10.0.0.1:5\"} 500\n"));
+	/* its reads are not known: no read series */
+	CHECK(!strstr(text, "channel=\"10.9.9.9:7->10.0.0.1:5\",src_pid=\"\",src_comm=\"\",src_container=\"\",src_endpoint=\"10.9.9.9:7\",dst_pid=\"1\",dst_comm=\"a\\\"q\",dst_container=\"\",dst_endpoint=\"10.0.0.1:5\"} 0"));
+	/* the third edge is counted, not a series */
+	CHECK(!strstr(text, "pipe:[9]"));
+	CHECK(strstr(text, "\naiscope_test_edges 3\n"));
+	CHECK(strstr(text, "\naiscope_test_edges_omitted 1\n"));
+	free(text);
+	/* the next interval's top replaces this one's */
+	edge_add(t2, "pipe", "pipe:[9]", &pa, &pb, 20, 2, T0);
+	edge_metrics_set(&em, t2);
+	text = prom_render(aiscope_metrics(), &len);
+	CHECK(!strstr(text, "10.0.0.2:6"));
+	CHECK(strstr(text, "kind=\"pipe\",channel=\"pipe:[9]\",src_pid=\"1\",src_comm=\"a\\\"q\",src_container=\"\",src_endpoint=\"\","
+			   "dst_pid=\"2\",dst_comm=\"b\",dst_container=\"\",dst_endpoint=\"\"} 20\n"));
+	CHECK(strstr(text, "\naiscope_test_edges 1\n"));
+	CHECK(strstr(text, "\naiscope_test_edges_omitted 0\n"));
+	free(text);
+	edges_free(t);
+	edges_free(t2);
+}
+
 int main(void)
 {
 	/* every line names its host: a fixed one, for exact lines */
@@ -275,5 +331,6 @@ int main(void)
 	RUN(test_many_edges);
 	RUN(test_limit);
 	RUN(test_empty);
+	RUN(test_metrics_top);
 	return t_done();
 }
