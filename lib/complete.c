@@ -99,12 +99,14 @@ static const struct opt_value *value_of(const char *name, enum group group)
 }
 
 /* the group of an option of argp in GROUP: a tool's value for one of lib's
- * options would differ from the shared file's */
-static enum group group_of(const char *name, enum group group)
+ * options would differ from the shared file's (SHARED: the shared file
+ * itself, made from lib's options alone, whatever the tool's are: a tool's
+ * own option may have the name of one of lib's it does not take) */
+static enum group group_of(const char *name, enum group group, bool shared)
 {
 	if (group == G_OWN || in(tool_valued, name))
 		return G_OWN;
-	if (find_value(aiscope_opt_values, name))
+	if (!shared && find_value(aiscope_opt_values, name))
 		aiscope_fail(EXIT_RUNTIME, "--complete: --%s is lib's, completed alike in every tool", name);
 	return group;
 }
@@ -127,7 +129,7 @@ static void collect(const struct argp *argp, enum group group, bool shared)
 		if ((o->flags | prev->flags) & OPTION_HIDDEN)
 			continue;
 		name = o->name ? o->name : prev->name;
-		g = group_of(name, group);
+		g = group_of(name, group, shared);
 		if (shared && g == G_OWN)
 			continue;
 		if (ncopts == MAX_OPTS)

@@ -30,11 +30,6 @@ metrics_tools() {
 	done
 }
 
-# metrics_url ERRFILE: the URL the tool said it serves
-metrics_url() {
-	sed -n 's|^.*: serving metrics at \(http://[^ ]*\)$|\1|p' "$1" | head -1
-}
-
 # prom_value FILE SERIES: the value of one sample line ("name{labels}")
 prom_value() {
 	awk -v k="$2" 'substr($0, 1, length(k) + 1) == k " " { print $NF; f = 1 } END { exit !f }' "$1"
@@ -50,45 +45,6 @@ sec_to_ns() {
 	echo $((10#$int * 1000000000 + 10#${frac:0:9}))
 }
 
-# wait_http URL [SECONDS [PID]]: until URL answers 200; fails at once when
-# PID (the server) has exited
-wait_http() {
-	local i
-	for i in $(seq $((${2:-30} * 10))); do
-		curl -sf -o /dev/null -m 2 "$1" && return 0
-		if [ -n "${3:-}" ] && proc_gone "$3"; then
-			echo "no answer from $1: the server (PID $3) exited" >&2
-			return 1
-		fi
-		sleep 0.1
-	done
-	echo "no answer from $1" >&2
-	return 1
-}
-
-# start_server NAME PATH SECONDS CMD...: starts a server (start_bg NAME) on
-# a free port, {PORT} in CMD's arguments replaced by it, and waits until
-# http://127.0.0.1:PORT/PATH answers; sets SERVER_PORT. A server that exits
-# before it answers (another process took the port after free_port found it
-# free) is tried again on another port, twice at most; its stderr is shown.
-start_server() {
-	local name=$1 path=$2 limit=$3 try a mark='{PORT}'
-	local -a cmd
-	shift 3
-	for try in 1 2 3; do
-		SERVER_PORT=$(free_port)
-		cmd=()
-		for a in "$@"; do
-			cmd+=("${a//"$mark"/$SERVER_PORT}")
-		done
-		start_bg "$name" "${cmd[@]}"
-		wait_http "http://127.0.0.1:$SERVER_PORT/$path" "$limit" "$BG_PID" && return 0
-		echo "$name (try $try, port $SERVER_PORT), its stderr:" >&2
-		cat "$BATS_TEST_TMPDIR/$name.err" >&2
-		proc_gone "$BG_PID" || return 1
-	done
-	return 1
-}
 
 # a fake docker container on the cgroup2 hierarchy with a contending
 # process (4 threads on CPU 0) in it: sets CID, CG and CONTEND_PID

@@ -35,7 +35,7 @@ jg() {
 	run "$BIN/topograph" --help
 	[ "$status" -eq 0 ]
 	for opt in --pid --tid --cgroup --container --uid --comm --json --dot --mermaid --duration \
-		--with --tree --wide --verbose --hot --runq --backlog --list-probes --probe-mode \
+		--with --tree --wide --verbose --hot --runq --backlog --list-probes --probe-mode --prometheus --range \
 		--usage --version; do
 		[[ "$output" == *"$opt"* ]] || { echo "missing $opt"; false; }
 	done
@@ -61,6 +61,12 @@ jg() {
 		"$f /nonexistent/file" "-t 1 $f" "-c /tmp $f" "-d 1 $f" "--with schedlat $f" "/tmp"
 		"-p 999999999 -d 1" "-c /nonexistent -d 1" "--probe-mode foo" "--probe-mode tp_btf $f"
 		"--list-probes $f" "--container abcd -d 1"
+		"--prometheus" "--prometheus=" "--prometheus localhost:9090" "--prometheus https://p:9090"
+		"--prometheus http://" "--prometheus http://:9090" "--prometheus http://p:0" "--prometheus http://p:70000"
+		"--prometheus http://p:9x" "--prometheus http://[::1" "--prometheus http://p/a?b"
+		"--prometheus http://p $f" "--prometheus http://p -d 1" "--prometheus http://p --with schedlat"
+		"--prometheus http://p --list-probes" "--prometheus http://p --range 0" "--prometheus http://p --range x"
+		"--range 1h $f"
 	)
 	check_usage_errors topograph "${bad[@]}"
 }
@@ -1013,15 +1019,16 @@ xhost_link() {	# HOST1 ADDR1 HOST2 ADDR2 N
 	ip -n "$XH$3" link set "${XH}v$5b" up
 }
 
-@test "across hosts, end to end: three network namespaces' socketsnoop captures make one graph, exact per host" {
+# xhost_setup: three hosts a, b, c as network namespaces joined by veth
+# links, each with a cgroup at the root (a parent of them could not be
+# removed at once: the namespaces' sockets keep their cgroups dying for
+# seconds after, and a dying child makes its parent busy)
+xhost_setup() {
 	need_root
 	command -v ip nsenter unshare > /dev/null || skip "needs ip, nsenter and unshare"
-	local root h f
+	local root h
 	root=$(cgroup2_root) || skip "no cgroup2 mount"
 	XH=xh$$
-	# a cgroup of each host at the root: a parent of them could not be
-	# removed at once (the namespaces' sockets keep their cgroups dying
-	# for seconds after, and a dying child makes its parent busy)
 	XCG=$root/aiscope-$XH-
 	for h in a b c; do
 		ip netns add "$XH$h" || skip "cannot make network namespaces"
@@ -1031,13 +1038,11 @@ xhost_link() {	# HOST1 ADDR1 HOST2 ADDR2 N
 	xhost_link a 10.231.0.1 b 10.231.0.2 1
 	xhost_link b 10.231.0.5 c 10.231.0.6 2
 	xhost_link a 10.231.0.9 c 10.231.0.10 3
-	for h in a b c; do
-		start_bg "ss$h" on "$h" "$BIN/socketsnoop" -j -d 6 -c "$XCG$h"
-	done
-	for h in a b c; do
-		wait_for "$BATS_TEST_TMPDIR/ss$h.err" Tracing 30
-	done
-	# b serves a and c, c serves a; each answers a hundredth of what came
+}
+
+# xhost_traffic: b serves a and c, c serves a; each answers a hundredth of
+# what came
+xhost_traffic() {
 	start_bg srvb on b "$HELPERS/xhostnet" serve 5000 2
 	start_bg srvc on c "$HELPERS/xhostnet" serve 5001 1
 	wait_for "$BATS_TEST_TMPDIR/srvb.out" '^listening'
@@ -1045,17 +1050,17 @@ xhost_link() {	# HOST1 ADDR1 HOST2 ADDR2 N
 	on a "$HELPERS/xhostnet" send 10.231.0.2 5000 100000 > "$BATS_TEST_TMPDIR/a1"
 	on c "$HELPERS/xhostnet" send 10.231.0.5 5000 200000 > "$BATS_TEST_TMPDIR/c1"
 	on a "$HELPERS/xhostnet" send 10.231.0.10 5001 300000 > "$BATS_TEST_TMPDIR/a2"
-	for h in a b c; do
-		wait_for "$BATS_TEST_TMPDIR/ss$h.out" '"type":"summary"' 30
-		jq -e -s --arg h "xh-$h" 'all(.[]; .host == $h)' "$BATS_TEST_TMPDIR/ss$h.out"
-	done
+}
+
+# xhost_check: g.json is the graph of xhost_traffic, exact per host
+xhost_check() {
 	cat "$BATS_TEST_TMPDIR"/a1 "$BATS_TEST_TMPDIR"/c1 "$BATS_TEST_TMPDIR"/a2 "$BATS_TEST_TMPDIR"/srv?.out
-	graph_json "$BATS_TEST_TMPDIR"/ssa.out "$BATS_TEST_TMPDIR"/ssb.out "$BATS_TEST_TMPDIR"/ssc.out
 	# the truth: each client's pid and ports, each server's
 	pid() { sed -n 's/.*pid=\([0-9]*\).*/\1/p' "$1" | head -1; }
-	local a1 a2 c1 sb sc
+	local a1 a2 c1 sb sc f
 	a1=$(pid "$BATS_TEST_TMPDIR/a1") a2=$(pid "$BATS_TEST_TMPDIR/a2") c1=$(pid "$BATS_TEST_TMPDIR/c1")
 	sb=$(pid "$BATS_TEST_TMPDIR/srvb.out") sc=$(pid "$BATS_TEST_TMPDIR/srvc.out")
+	jg '.[] | select(.type=="node" or .type=="edge") | "\(.type) \(.node_host // "") \(.kind) \(.pid // "") \(.src.host // "")/\(.src.pid // "")>\(.dst.host // "")/\(.dst.pid // "") \(.bytes // "") \(.read_bytes) \(.channel // .endpoint // "")"'
 	# every node a process on its host, nothing left as an endpoint
 	[ "$(jg '[.[] | select(.type=="node") | "\(.node_host) \(.kind) \(.pid)"] | join(",")')" = \
 		"$(printf '%s\n' "xh-a process $a1" "xh-a process $a2" | sort -k3n | paste -sd,),xh-b process $sb,$(printf '%s\n' "xh-c process $sc" "xh-c process $c1" | sort -k3n | paste -sd,)" ]
@@ -1063,9 +1068,72 @@ xhost_link() {	# HOST1 ADDR1 HOST2 ADDR2 N
 	ep() { sed -n "s/.*$2=\([^ ]*\).*/\1/p" "$BATS_TEST_TMPDIR/$1"; }
 	[ "$(jg '[.[] | select(.type=="edge") | "\(.kind) \(.src.host)/\(.src.pid)>\(.dst.host)/\(.dst.pid) \(.bytes) \(.read_bytes) \(.channel)"] | join(",")')" = \
 		"tcp xh-a/$a2>xh-c/$sc 300000 300000 $(ep a2 local)->$(ep a2 peer),tcp xh-c/$c1>xh-b/$sb 200000 200000 $(ep c1 local)->$(ep c1 peer),tcp xh-a/$a1>xh-b/$sb 100000 100000 $(ep a1 local)->$(ep a1 peer),tcp xh-c/$sc>xh-a/$a2 3000 3000 $(ep a2 peer)->$(ep a2 local),tcp xh-b/$sb>xh-c/$c1 2000 2000 $(ep c1 peer)->$(ep c1 local),tcp xh-b/$sb>xh-a/$a1 1000 1000 $(ep a1 peer)->$(ep a1 local)" ]
+	jg '.[] | select(.type=="summary")'
 	[ "$(jg '.[] | select(.type=="summary") | "\(.nodes) \(.edges) \(.bytes) \(.hosts | join(" ")) \(.joined_flows) \(.unjoined_local_flows)"')" = \
 		"5 6 606000 xh-a xh-b xh-c 6 0" ]
 	for f in a1 c1 a2; do
 		grep -q " rx=$(( $(ep $f tx) / 100 ))\$" "$BATS_TEST_TMPDIR/$f"
 	done
+}
+
+@test "across hosts, end to end: three network namespaces' socketsnoop captures make one graph, exact per host" {
+	local h
+	xhost_setup
+	for h in a b c; do
+		start_bg "ss$h" on "$h" "$BIN/socketsnoop" -j -d 6 -c "$XCG$h"
+	done
+	for h in a b c; do
+		wait_for "$BATS_TEST_TMPDIR/ss$h.err" Tracing 30
+	done
+	xhost_traffic
+	for h in a b c; do
+		wait_for "$BATS_TEST_TMPDIR/ss$h.out" '"type":"summary"' 30
+		jq -e -s --arg h "xh-$h" 'all(.[]; .host == $h)' "$BATS_TEST_TMPDIR/ss$h.out"
+	done
+	graph_json "$BATS_TEST_TMPDIR"/ssa.out "$BATS_TEST_TMPDIR"/ssb.out "$BATS_TEST_TMPDIR"/ssc.out
+	xhost_check
+}
+
+@test "across hosts from Prometheus: each host's socketsnoop --listen, scraped by a real Prometheus, makes the same graph with --prometheus" {
+	command -v prometheus > /dev/null || skip "prometheus is not installed"
+	local h url targets= i
+	xhost_setup
+	# each host's socketsnoop under its host name, serving its metrics on
+	# this host's loopback (outside the host's cgroup: the scrapes are not
+	# the host's traffic)
+	for h in a b c; do
+		start_bg "ss$h" unshare --uts sh -c 'hostname "$0"; exec "$@"' "xh-$h" \
+			"$BIN/socketsnoop" -c "$XCG$h" --listen 127.0.0.1:0
+	done
+	for h in a b c; do
+		wait_for "$BATS_TEST_TMPDIR/ss$h.err" 'serving metrics at' 30
+		url=$(metrics_url "$BATS_TEST_TMPDIR/ss$h.err")
+		url=${url#http://}
+		targets+="${targets:+, }'${url%/metrics}'"
+	done
+	cat > "$BATS_TEST_TMPDIR/prometheus.yml" <<-EOF
+	global:
+	  scrape_interval: 1s
+	scrape_configs:
+	  - job_name: aiscope
+	    static_configs:
+	      - targets: [$targets]
+	EOF
+	start_server prom -/ready 60 prometheus --config.file="$BATS_TEST_TMPDIR/prometheus.yml" \
+		--storage.tsdb.path="$BATS_TEST_TMPDIR/tsdb" --web.listen-address="127.0.0.1:{PORT}" \
+		--log.level=warn
+	xhost_traffic
+	# until a scrape of each host has its flows' last figures
+	for i in $(seq 60); do
+		graph_json --prometheus "http://127.0.0.1:$SERVER_PORT" --range 10m
+		[ "$(jg '.[] | select(.type=="summary") | "\(.edges) \(.bytes) \(.joined_flows)"')" = "6 606000 6" ] && break
+		sleep 0.5
+	done
+	cat "$BATS_TEST_TMPDIR/g.err"
+	xhost_check
+	# a URL it cannot use, a server that does not answer: one line each
+	run "$BIN/topograph" --prometheus "https://127.0.0.1:$SERVER_PORT"
+	[ "$status" -eq 2 ] && [[ "$output" == *"https is not supported"* ]]
+	run "$BIN/topograph" --prometheus "http://127.0.0.1:$(free_port)"
+	[ "$status" -eq 1 ] && [[ "$output" == *"cannot query Prometheus"* ]]
 }

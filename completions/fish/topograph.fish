@@ -16,6 +16,8 @@ complete -c topograph -l with -x -a '(__fish_complete_list , "printf \'%s\n\' sc
 complete -c topograph -l wide -d 'Never truncate strings in tables'
 complete -c topograph -l tree -d 'Also every process forked, exec\'d or exited in the capture, and parent->child spawn links'
 complete -c topograph -s v -l verbose -d 'Commands run and every line the tools print on stderr'
+complete -c topograph -l prometheus -x -d 'Every host\'s graph from the Prometheus server at URL (http://HOST[:PORT][/PATH]): the edges their socketsnoop and ipcsnoop export'
+complete -c topograph -l range -x -d 'With --prometheus: the edges scraped in the last DUR (default 1h), with their run totals as last scraped'
 complete -c topograph -l hot -x -d 'An edge with at least PCT% of all bytes is hot (default 25)'
 complete -c topograph -l runq -x -d 'Run-queue p99 that is high on a busy edge (default 10ms)'
 complete -c topograph -l backlog -x -d 'Bytes written but not read that mark a reader behind (default 1M)'

@@ -34,7 +34,9 @@ static const char doc[] =
 "(NCCL ranks) and gpulaunch (CUDA launches). Its own BPF programs trace\n"
 "process fork, exec and exit meanwhile: parents, lifetimes, exit status.\n"
 "With FILEs ('-': stdin), or when stdin is not a terminal and -d is not\n"
-"given, reads their --json lines instead. Bottlenecks: edges carrying a\n"
+"given, reads their --json lines instead; with --prometheus, the edges that\n"
+"the hosts' socketsnoop and ipcsnoop export, from a Prometheus server, as\n"
+"one graph across hosts. Bottlenecks: edges carrying a\n"
 "large share of the bytes, processes with a high run-queue p99 on a busy\n"
 "edge, NCCL ranks lagging their communicator, readers falling behind (bytes\n"
 "written minus read growing), processes that exited in error or restarted.\n"
@@ -49,6 +51,7 @@ static const char doc[] =
 "  topograph s.jsonl i.jsonl --mermaid     # the same capture, later\n"
 "  topograph --container 3f2a -d 30s -j | jq 'select(.type==\"bottleneck\")'\n"
 "  topograph < capture.jsonl -j | jq -r 'select(.type==\"edge\") | [.kind,.channel,.bytes] | @tsv'\n"
+"  topograph --prometheus http://prom:9090 --range 2h   # the cluster's graph\n"
 "\n"
 "Exit status: 0 done, 1 runtime error, 2 usage error, 77 cannot run here.";
 
@@ -60,6 +63,8 @@ enum {
 	OPT_RUNQ,
 	OPT_BACKLOG,
 	OPT_TREE,
+	OPT_PROMETHEUS,
+	OPT_RANGE,
 };
 
 /* The shared options that make sense here: the filters (passed to the
@@ -84,15 +89,18 @@ static const struct argp_option opts[] = {
 	AISCOPE_OPTION_WIDE(11),
 	{ "tree", OPT_TREE, NULL, 0, "Also every process forked, exec'd or exited in the capture, and parent->child spawn links", 11 },
 	{ "verbose", 'v', NULL, 0, "Commands run and every line the tools print on stderr", 11 },
-	{ NULL, 0, NULL, 0, "Bottleneck thresholds:", 12 },
-	{ "hot", OPT_HOT, "PCT", 0, "An edge with at least PCT% of all bytes is hot (default 25)", 12 },
-	{ "runq", OPT_RUNQ, "DUR", 0, "Run-queue p99 that is high on a busy edge (default 10ms)", 12 },
-	{ "backlog", OPT_BACKLOG, "SIZE", 0, "Bytes written but not read that mark a reader behind (default 1M)", 12 },
-	{ NULL, 0, NULL, 0, "Kernel side (the process lifecycle hooks of a live capture):", 13 },
-	AISCOPE_OPTION_LIST_PROBES(13),
+	{ NULL, 0, NULL, 0, "Input from Prometheus (instead of a capture or FILEs):", 12 },
+	{ "prometheus", OPT_PROMETHEUS, "URL", 0, "Every host's graph from the Prometheus server at URL (http://HOST[:PORT][/PATH]): the edges their socketsnoop and ipcsnoop export", 12 },
+	{ "range", OPT_RANGE, "DUR", 0, "With --prometheus: the edges scraped in the last DUR (default 1h), with their run totals as last scraped", 12 },
+	{ NULL, 0, NULL, 0, "Bottleneck thresholds:", 13 },
+	{ "hot", OPT_HOT, "PCT", 0, "An edge with at least PCT% of all bytes is hot (default 25)", 13 },
+	{ "runq", OPT_RUNQ, "DUR", 0, "Run-queue p99 that is high on a busy edge (default 10ms)", 13 },
+	{ "backlog", OPT_BACKLOG, "SIZE", 0, "Bytes written but not read that mark a reader behind (default 1M)", 13 },
+	{ NULL, 0, NULL, 0, "Kernel side (the process lifecycle hooks of a live capture):", 14 },
+	AISCOPE_OPTION_LIST_PROBES(14),
 	/* every mechanism, as in the other tools: one without a candidate
 	 * here leaves the hooks unattachable (exit 77) */
-	AISCOPE_OPTION_PROBE_MODE(13),
+	AISCOPE_OPTION_PROBE_MODE(14),
 	AISCOPE_OPTIONS_HELP,
 	{},
 };
@@ -100,6 +108,8 @@ static const struct argp_option opts[] = {
 /* what the shell completions offer after its options (lib/complete.h) */
 const struct opt_value aiscope_opt_values[] = {
 	{ .name = "with", .kind = OV_LIST, .words = extra_tools },
+	/* a URL, not the metrics FILE of the other tools' --prometheus */
+	{ .name = "prometheus", .kind = OV_FREE },
 	{},
 };
 
@@ -172,6 +182,15 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	case OPT_TREE:
 		cfg.tree = true;
 		break;
+	case OPT_PROMETHEUS:
+		prom_url_parse(arg);
+		cfg.prom_url = arg;
+		break;
+	case OPT_RANGE:
+		if (parse_duration(arg, &cfg.prom_range_ns) || cfg.prom_range_ns < NSEC_PER_MSEC)
+			usage_error("invalid --range '%s': expected a duration of 1ms or more, such as 30m or 2h", arg);
+		cfg.range_arg = arg;
+		break;
 	case OPT_HOT:
 	case OPT_RUNQ:
 	case OPT_BACKLOG:
@@ -197,6 +216,22 @@ static const struct argp argp = {
 
 /* ---- main ------------------------------------------------------------ */
 
+/* --prometheus is the input: not with FILEs or a live capture's options */
+static void check_prometheus_args(void)
+{
+	if (!cfg.prom_url) {
+		if (cfg.range_arg)
+			usage_error("--range is for --prometheus");
+		return;
+	}
+	if (cfg.nfiles)
+		usage_error("--prometheus and FILEs exclude each other: the graph comes from one input");
+	if (env.list_probes)
+		usage_error("--list-probes shows the hooks of a live capture: not with --prometheus");
+	if (!cfg.prom_range_ns)
+		cfg.prom_range_ns = 3600ULL * NSEC_PER_SEC;
+}
+
 static void check_output(void)
 {
 	if (fflush(stdout) || ferror(stdout)) {
@@ -215,15 +250,16 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	signal(SIGPIPE, SIG_IGN);
 	cfg.tty = isatty(STDOUT_FILENO);
+	check_prometheus_args();
 	/* no FILE: live unless stdin is a file or a pipe and -d is not given */
-	cfg.live = !cfg.nfiles && (cfg.duration_arg || isatty(STDIN_FILENO));
+	cfg.live = !cfg.nfiles && !cfg.prom_url && (cfg.duration_arg || isatty(STDIN_FILENO));
 	if (env.list_probes) {
 		if (cfg.nfiles)
 			usage_error("--list-probes shows the hooks of a live capture: not with FILEs");
 		aiscope_setup(TOOL);
 		lifecycle_open();	/* prints the plan and exits */
 	}
-	if (!cfg.nfiles && !cfg.live) {
+	if (!cfg.nfiles && !cfg.live && !cfg.prom_url) {
 		static char *dash[] = { "-" };
 
 		cfg.files = dash;
@@ -235,17 +271,20 @@ int main(int argc, char **argv)
 				    cfg.tid_arg ? "--tid" : "--cgroup",
 				    cfg.tid_arg ? "thread id" : "cgroup directory");
 		if (cfg.duration_arg)
-			usage_error("--duration is for a live capture: not with FILEs");
+			usage_error("--duration is for a live capture: not with FILEs or --prometheus");
 		if (env.probe_mask != PM_ALL)
-			usage_error("--probe-mode is for a live capture: not with FILEs");
+			usage_error("--probe-mode is for a live capture: not with FILEs or --prometheus");
 		if (cfg.with)
-			usage_error("--with is for a live capture: with FILEs, give the tools' lines");
-		check_files();
+			usage_error("--with is for a live capture: not with FILEs or --prometheus");
+		if (!cfg.prom_url)
+			check_files();
 	}
 	ingest_init();
 	if (cfg.live) {
 		capture();
 		lifecycle_collect();
+	} else if (cfg.prom_url) {
+		read_prometheus();
 	} else {
 		read_files();
 	}

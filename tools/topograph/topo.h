@@ -2,7 +2,8 @@
 /*
  * topograph's parts (tools/topograph/): main.c (options), graph.c (the
  * model), ingest.c (JSON lines into it), capture.c (the tools run as
- * children), lifecycle.c (its BPF side), analyse.c (order, window,
+ * children), promsrc.c (the edges from a Prometheus server's API),
+ * lifecycle.c (its BPF side), analyse.c (order, window,
  * bottlenecks), label.c (text several writers share) and one file per
  * writer: out_table.c, out_json.c, out_dot.c, out_mermaid.c.
  */
@@ -44,6 +45,9 @@ struct topo_cfg {
 	size_t files_cap;
 	bool live;		/* running the tools, not reading lines */
 	bool tty;
+	const char *prom_url;	/* --prometheus: the graph from a server's API */
+	uint64_t prom_range_ns;	/* --range: edges seen in this window, ending now */
+	const char *range_arg;
 };
 extern struct topo_cfg cfg;
 
@@ -202,6 +206,11 @@ void ingest_init(void);
 void ingest_done(void);
 void check_files(void);
 void read_files(void);
+
+/* ---- input: a Prometheus server's API (promsrc.c) ---- */
+
+void prom_url_parse(const char *url);
+void read_prometheus(void);
 
 /* ---- live capture (capture.c, lifecycle.c) ---- */
 
