@@ -268,6 +268,14 @@ check_args() {
 	sleep 0.7
 	grep -x 'aiscope_nclstat_hung_calls 1' "$prom"
 	grep -x 'aiscope_nclstat_rank_skew_ops 15' "$prom"
+	# each local rank's progress in the job's communicator, as the JSON's
+	# ranks have it: rank 1 behind at 5, the hung rank 2 at 8
+	local r seq
+	for r in 0:20 1:5 2:8 3:20; do
+		seq=${r#*:} r=${r%:*}
+		grep -x "aiscope_nclstat_rank_op_seq{host=\"$(uname -n)\",communicator_id=\"$main\",rank=\"$r\",nranks=\"4\",pid=\"${RANK_PID[r]}\",comm=\"ncclrank\"} $seq" "$prom"
+		grep -E "^aiscope_nclstat_rank_last_enqueue_timestamp_seconds\{host=\"[^\"]*\",communicator_id=\"$main\",rank=\"$r\",.*\} 1[0-9]{9}(\.[0-9]+)?\$" "$prom"
+	done
 	# release the hung call and the lagging rank, then every rank
 	kill -USR2 "${RANK_PID[2]}"
 	kill -USR1 "${RANK_PID[1]}"

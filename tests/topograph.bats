@@ -1137,3 +1137,74 @@ xhost_check() {
 	run "$BIN/topograph" --prometheus "http://127.0.0.1:$(free_port)"
 	[ "$status" -eq 1 ] && [[ "$output" == *"cannot query Prometheus"* ]]
 }
+
+@test "across hosts from Prometheus: a communicator's ranks on two hosts are joined, the lagging rank named with its host" {
+	need_root
+	command -v prometheus > /dev/null || skip "prometheus is not installed"
+	local nccl=$BIN/tests/nccl root h r url targets= i p ev
+	[ -x "$BIN/nclstat" ] && [ -x "$nccl/ncclrank" ] && [ -e "$nccl/libnccl.so.2" ] ||
+		skip "needs nclstat and its NCCL test double (tests/nccl) in $BIN"
+	root=$(cgroup2_root) || skip "no cgroup2 mount"
+	XCG=$root/aiscope-xn$$-
+	for h in a b; do
+		make_cgroup "$XCG$h"
+	done
+	# each host's nclstat under its host name, for its host's cgroup
+	for h in a b; do
+		start_bg "ncl$h" unshare --uts sh -c 'hostname "$0"; exec "$@"' "xh-$h" \
+			"$BIN/nclstat" -i 300ms -c "$XCG$h" --lib "$nccl/libnccl.so.2" --listen 127.0.0.1:0
+	done
+	for h in a b; do
+		wait_for "$BATS_TEST_TMPDIR/ncl$h.err" 'serving metrics at' 30
+		url=$(metrics_url "$BATS_TEST_TMPDIR/ncl$h.err")
+		url=${url#http://}
+		targets+="${targets:+, }'${url%/metrics}'"
+	done
+	cat > "$BATS_TEST_TMPDIR/prometheus.yml" <<-EOT
+	global:
+	  scrape_interval: 1s
+	scrape_configs:
+	  - job_name: aiscope
+	    static_configs:
+	      - targets: [$targets]
+	EOT
+	start_server prom -/ready 60 prometheus --config.file="$BATS_TEST_TMPDIR/prometheus.yml" \
+		--storage.tsdb.path="$BATS_TEST_TMPDIR/tsdb" --web.listen-address="127.0.0.1:{PORT}" \
+		--log.level=warn
+	# four ranks of one job, waiting before their first call: 0 and 1 on
+	# host a, 2 and 3 on host b; rank 2 stops before its second iteration,
+	# the others run their four and hold
+	start_bg ranks env LD_LIBRARY_PATH="$nccl" "$nccl/ncclrank" run -r 4 -i 4 -l 2:1 -w -b
+	for r in 0 1 2 3; do
+		wait_for "$BATS_TEST_TMPDIR/ranks.out" "^rank $r pid " 30
+		p[r]=$(awk -v r="$r" '$1 == "rank" && $2 == r { print $4; exit }' "$BATS_TEST_TMPDIR/ranks.out")
+		TEST_PIDS+=("${p[r]}")
+		move_to_cgroup "$XCG$([ "$r" -lt 2 ] && echo a || echo b)" "${p[r]}"
+	done
+	kill -USR1 "${p[@]}"
+	wait_for "$BATS_TEST_TMPDIR/ranks.out" '^lagging 2 ' 30
+	for r in 0 1 3; do
+		wait_for "$BATS_TEST_TMPDIR/ranks.out" "^holding $r " 30
+	done
+	# until a scrape of each host has its ranks where they stopped
+	for i in $(seq 60); do
+		graph_json --prometheus "http://127.0.0.1:$SERVER_PORT" --range 10m
+		[ "$(jg '[.[] | select(.type=="bottleneck" and .rule=="nccl_lag")] | length')" = 1 ] &&
+			[ "$(jg '[.[] | select(.type=="node") | .nccl[]? | select(.nranks == 4)] | length')" = 4 ] && break
+		sleep 0.5
+	done
+	cat "$BATS_TEST_TMPDIR/g.err" "$BATS_TEST_TMPDIR"/ncl?.err "$BATS_TEST_TMPDIR/ranks.out"
+	jg '.[] | select(.type=="node" or .type=="bottleneck")' | head -c 4000
+	# each rank a node on its host, in the job's communicator of four
+	[ "$(jg '[.[] | select(.type=="node") | "\(.node_host) \(.pid) \(.nccl | map(select(.nranks == 4))[0].rank)"] | join(",")')" = \
+		"xh-a ${p[0]} 0,xh-a ${p[1]} 1,xh-b ${p[2]} 2,xh-b ${p[3]} 3" ]
+	# rank 2 is the one, with its host, against a rank ahead of it
+	ev=$(jg '.[] | select(.type=="bottleneck" and .rule=="nccl_lag") | .node')
+	[ "$(jg ".[] | select(.type==\"node\" and .id==\"$ev\") | \"\(.node_host) \(.pid)\"")" = "xh-b ${p[2]}" ]
+	ev=$(jg '.[] | select(.rule=="nccl_lag") | .evidence')
+	echo "$ev"
+	[[ "$ev" =~ ^rank\ 2\ \(${p[2]}/ncclrank@xh-b\)\ of\ communicator\ 0x[0-9a-f]+\ lags:\ op\ sequence\ ([0-9]+)\ against\ ([0-9]+)\ of\ rank\ [013]\ \([0-9]+/ncclrank@xh-a?b?\) ]]
+	# the sequence numbers: rank 2 stopped after its first iteration (5
+	# collectives on the job's communicator), the others ran all four
+	[ "${BASH_REMATCH[1]}" -eq 5 ] && [ "${BASH_REMATCH[2]}" -eq 20 ]
+}

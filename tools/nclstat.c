@@ -406,9 +406,13 @@ static void read_hangs(void)
 /* ---- Prometheus metrics: by cgroup and op; hangs and skew host-wide ---- */
 
 AISCOPE_METRIC_LABELS(op_labels, AISCOPE_CGROUP_LABEL_NAMES, "op", NULL);
+/* each local rank's progress in its communicator: what joins a job's
+ * ranks across hosts (topograph --prometheus) */
+AISCOPE_METRIC_LABELS(rank_labels, "host", "communicator_id", "rank", "nranks", "pid", "comm", NULL);
 
 static struct {
 	struct prom_family *calls, *bytes, *errors, *latency, *hung, *skew, *libs;
+	struct prom_family *rank_seq, *rank_last;
 } P;
 
 static void metrics_init(void)
@@ -433,6 +437,12 @@ static void metrics_init(void)
 		none);
 	P.libs = aiscope_metric_gauge("aiscope_nclstat_libraries",
 		"Files probed for the NCCL API.", none);
+	P.rank_seq = aiscope_metric_gauge("aiscope_nclstat_rank_op_seq",
+		"Collective calls a local rank entered in its communicator since nclstat started (the JSON communicator row's ranks[].op_seq), by host, communicator (the unique id's hash), rank, nranks, pid and comm.",
+		rank_labels);
+	P.rank_last = aiscope_metric_gauge("aiscope_nclstat_rank_last_enqueue_timestamp_seconds",
+		"When a local rank last entered a collective in its communicator (Unix time).",
+		rank_labels);
 }
 
 static void metrics_add(const struct ncl_stats_key *k, const struct ncl_stats *st)
@@ -1109,6 +1119,35 @@ static void print_interval(uint64_t interval)
 	report_new_hangs();
 }
 
+/* every local rank of a known communicator, as it is now: a communicator
+ * gone from the registry is no longer exported */
+static void metrics_ranks(void)
+{
+	prom_family_clear(P.rank_seq);
+	prom_family_clear(P.rank_last);
+	for (size_t i = 0; i < S.ncomms; i++) {
+		const struct comm_ent *c = &S.comms[i];
+		char id[24], rank[16], nranks[16], pid[16];
+		struct aiscope_ident who;
+		const char *v[] = { jw_host() ?: "", id, rank, nranks, pid, who.comm };
+
+		if (!c->v.id_hash || c->v.rank < 0)
+			continue;
+		snprintf(id, sizeof(id), "0x%llx", (unsigned long long)c->v.id_hash);
+		snprintf(rank, sizeof(rank), "%d", c->v.rank);
+		if (c->v.nranks > 0)
+			snprintf(nranks, sizeof(nranks), "%d", c->v.nranks);
+		else
+			nranks[0] = 0;
+		snprintf(pid, sizeof(pid), "%u", c->k.pid);
+		/* the thread of its last collective, as its samples name it */
+		ident_of(c->k.pid, c->v.tid ? c->v.tid : c->k.pid, &who);
+		prom_gauge_set(P.rank_seq, v, c->v.seq);
+		if (c->v.last_ts)
+			prom_gauge_set(P.rank_last, v, aiscope_realtime(c->v.last_ts) / 1e9);
+	}
+}
+
 static void metrics_gauges(void)
 {
 	static const char *const none[] = { NULL };
@@ -1124,6 +1163,7 @@ static void metrics_gauges(void)
 	prom_gauge_set(P.hung, none, S.nhangs);
 	prom_gauge_set(P.skew, none, skew);
 	prom_gauge_set(P.libs, none, S.libs);
+	metrics_ranks();
 }
 
 static void rescan(bool force)

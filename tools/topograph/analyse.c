@@ -390,9 +390,12 @@ static void tree_parents(void)
 	}
 }
 
+/* a node with an edge, an NCCL rank (a job whose ranks talk over RDMA,
+ * which no socket sees, still shows its ranks and their lag), or with
+ * --tree a life in the capture */
 static bool shown(const struct node *n)
 {
-	if (n->degree)
+	if (n->degree || n->ncl)
 		return true;
 	return cfg.tree && (n->has_life || n->tree_parent) && !is_self(n);
 }

@@ -144,11 +144,13 @@ static struct ncl_rank *ncl_rank_of(struct node *n, const char *hash)
 }
 
 /* nclstat's "communicator" row (schema 0: "comm"): per local rank its pid,
- * rank and op sequence number (the latest row wins) */
+ * rank and op sequence number (the latest row wins), and its comm where
+ * the row has it (topograph --prometheus: the series' comm label) */
 static void add_ncl_comm(const struct jv *v, const char *hash)
 {
 	const struct jv *a = jv_get(v, "ranks");
 	int64_t nranks = -1;
+	struct node *n;
 
 	jv_i64(jv_get(v, "nranks"), &nranks);
 	for (a = a && a->type == JV_ARR ? a->child : NULL; a; a = a->next) {
@@ -157,7 +159,10 @@ static void add_ncl_comm(const struct jv *v, const char *hash)
 
 		if (!jv_u64(jv_get(a, "pid"), &pid) || !pid || pid > UINT32_MAX)
 			continue;
-		r = ncl_rank_of(proc_node(pid), hash);
+		n = proc_node(pid);
+		if (!n->comm)
+			set_str(&n->comm, jv_str(jv_get(a, "comm")));
+		r = ncl_rank_of(n, hash);
 		if (jv_i64(jv_get(a, "rank"), &r->rank))
 			r->has_rank = true;
 		if (nranks >= 0) {

@@ -7,7 +7,9 @@
  * last_over_time(FAMILY[RANGE]) gives every edge seen in the range, its
  * run totals as last scraped. The series of one edge (bytes, messages,
  * reads) become one edge line, which ingest() takes as it takes a
- * capture's: hosts are joined as with FILEs.
+ * capture's: hosts are joined as with FILEs. nclstat's ranks
+ * (aiscope_nclstat_rank_op_seq) become its "communicator" rows, one per
+ * host and communicator: ranks are joined across hosts by communicator.
  *
  * Plain HTTP only (the API of a server on the host or behind a proxy that
  * terminates TLS); one connection per query, HTTP/1.0, so that the body
@@ -50,12 +52,21 @@ struct pedge {
 	bool have[F_N];
 };
 
+/* a local rank of a communicator on its host */
+struct prank {
+	char *host, *comm_id, *comm;
+	int64_t rank, nranks;	/* nranks -1: unknown */
+	uint64_t pid, op_seq;
+};
+
 static struct {
 	char host[256], port[16], prefix[1024];
 	struct pedge *e;
 	size_t n, cap;
 	uint32_t *slot;		/* open addressing: index + 1 into e, 0 free */
 	size_t nslots;		/* a power of two, at least twice n */
+	struct prank *r;
+	size_t nr, rcap;
 	uint64_t queries, series;
 } P;
 
@@ -340,7 +351,7 @@ static bool sample_value(const struct jv *value, uint64_t *out)
 	return true;
 }
 
-static void take_result(const char *tool, int fam, const struct jv *result)
+static void take_edges(const struct jv *result, const char *tool, int fam)
 {
 	for (const struct jv *r = result ? result->child : NULL; r; r = r->next) {
 		const struct jv *metric = jv_get(r, "metric");
@@ -358,7 +369,10 @@ static void take_result(const char *tool, int fam, const struct jv *result)
 	}
 }
 
-static void query(const char *tool, int fam, uint64_t range_ms)
+/* the instant query last_over_time(SERIES[range]); take(result) */
+static void query(const char *series, uint64_t range_ms,
+		  void (*take)(const struct jv *result, const char *tool, int fam),
+		  const char *tool, int fam)
 {
 	char q[256], enc[768], *path, *body;
 	const struct jv *v;
@@ -366,8 +380,7 @@ static void query(const char *tool, int fam, uint64_t range_ms)
 	size_t blen;
 	int status;
 
-	snprintf(q, sizeof(q), "last_over_time(aiscope_%s_%s[%llums])", tool, prom_families[fam],
-		 (unsigned long long)range_ms);
+	snprintf(q, sizeof(q), "last_over_time(%s[%llums])", series, (unsigned long long)range_ms);
 	urlencode(q, enc, sizeof(enc));
 	if (asprintf(&path, "%s/api/v1/query?query=%s", P.prefix, enc) < 0)
 		aiscope_fail(EXIT_RUNTIME, "out of memory");
@@ -382,7 +395,7 @@ static void query(const char *tool, int fam, uint64_t range_ms)
 		aiscope_fail(EXIT_RUNTIME, "Prometheus at %s:%s refused the query %s: HTTP %d, %s",
 			     P.host, P.port, q, status,
 			     jv_str(jv_get(v, "error")) ?: "no error message");
-	take_result(tool, fam, jv_get(jv_get(v, "data"), "result"));
+	take(jv_get(jv_get(v, "data"), "result"), tool, fam);
 	jp_free(&p);
 	free(body);
 }
@@ -440,6 +453,126 @@ static void ingest_pedge(const struct pedge *e, uint64_t lineno)
 	free(buf);
 }
 
+/* ---- nclstat's ranks ---- */
+
+static bool label_i64(const struct jv *metric, const char *name, int64_t *out)
+{
+	const char *s = label_of(metric, name);
+	char *end;
+
+	if (!s || !*s)
+		return false;
+	errno = 0;
+	*out = strtoll(s, &end, 10);
+	return !errno && !*end;
+}
+
+static void take_ranks(const struct jv *result, const char *tool, int fam)
+{
+	for (const struct jv *r = result ? result->child : NULL; r; r = r->next) {
+		const struct jv *metric = jv_get(r, "metric");
+		const char *host = label_of(metric, "host"), *id = label_of(metric, "communicator_id");
+		struct prank *k;
+		int64_t rank, pid;
+		uint64_t seq;
+
+		if (!host || !*host)
+			host = label_of(metric, "instance");
+		if (!host || !id || !*id || !label_i64(metric, "rank", &rank) ||
+		    !label_i64(metric, "pid", &pid) || pid <= 0 || pid > UINT32_MAX ||
+		    !sample_value(jv_get(r, "value"), &seq)) {
+			G.bad_lines++;
+			continue;
+		}
+		P.r = aiscope_grow(P.r, &P.rcap, P.nr, sizeof(*P.r));
+		k = &P.r[P.nr++];
+		k->host = xstrdup(host);
+		k->comm_id = xstrdup(id);
+		k->comm = xstrdup(label_of(metric, "comm") ?: "");
+		k->rank = rank;
+		if (!label_i64(metric, "nranks", &k->nranks))
+			k->nranks = -1;
+		k->pid = pid;
+		k->op_seq = seq;
+		P.series++;
+	}
+}
+
+static int cmp_prank(const void *a, const void *b)
+{
+	const struct prank *x = a, *y = b;
+	int c = strcmp(x->host, y->host);
+
+	if (!c)
+		c = strcmp(x->comm_id, y->comm_id);
+	if (!c)
+		c = (x->rank > y->rank) - (x->rank < y->rank);
+	return c;
+}
+
+/* ranks[first, first + n) (one host, one communicator) as nclstat's
+ * communicator row */
+static void ingest_ranks(size_t first, size_t n, uint64_t lineno)
+{
+	const struct prank *k = &P.r[first];
+	int64_t nranks = -1;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct jw w;
+
+	if (!f)
+		aiscope_fail(EXIT_RUNTIME, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		if (k[i].nranks > nranks)
+			nranks = k[i].nranks;
+	jw_init(&w, f);
+	jw_obj_begin(&w);
+	jw_kstr(&w, "type", "sample");
+	jw_kstr(&w, "tool", "nclstat");
+	jw_kstr(&w, "host", k->host);
+	jw_kstr(&w, "row", "communicator");
+	jw_kstr(&w, "communicator_id", k->comm_id);
+	jw_ki64_or_null(&w, "nranks", nranks >= 0, nranks);
+	jw_key(&w, "ranks");
+	jw_arr_begin(&w);
+	for (size_t i = 0; i < n; i++) {
+		jw_obj_begin(&w);
+		jw_ki64(&w, "rank", k[i].rank);
+		jw_ku64(&w, "pid", k[i].pid);
+		jw_ku64(&w, "op_seq", k[i].op_seq);
+		if (*k[i].comm)
+			jw_kstr(&w, "comm", k[i].comm);
+		jw_obj_end(&w);
+	}
+	jw_arr_end(&w);
+	jw_obj_end(&w);
+	fclose(f);
+	ingest("prometheus", lineno, buf, len);
+	free(buf);
+}
+
+static void read_ranks(uint64_t range_ms)
+{
+	size_t i = 0, n;
+
+	query("aiscope_nclstat_rank_op_seq", range_ms, take_ranks, "nclstat", 0);
+	if (P.nr)
+		qsort(P.r, P.nr, sizeof(*P.r), cmp_prank);
+	for (; i < P.nr; i += n) {
+		for (n = 1; i + n < P.nr && !strcmp(P.r[i].host, P.r[i + n].host) &&
+			    !strcmp(P.r[i].comm_id, P.r[i + n].comm_id); n++)
+			;
+		ingest_ranks(i, n, P.n + i + 1);
+	}
+	for (i = 0; i < P.nr; i++) {
+		free(P.r[i].host);
+		free(P.r[i].comm_id);
+		free(P.r[i].comm);
+	}
+	free(P.r);
+}
+
 /* by host, then the other labels: the same graph, nodes and hosts in the
  * same order, whatever order the server gave the series in */
 static int cmp_pedge(const void *a, const void *b)
@@ -458,9 +591,16 @@ void read_prometheus(void)
 	uint64_t range_ms = cfg.prom_range_ns / 1000000;
 
 	G.exit_reason = "input";
+	if (!range_ms)
+		range_ms = 1;
 	for (size_t t = 0; t < ARRAY_SIZE(prom_tools); t++)
-		for (int fam = 0; fam < F_N; fam++)
-			query(prom_tools[t], fam, range_ms ? range_ms : 1);
+		for (int fam = 0; fam < F_N; fam++) {
+			char series[128];
+
+			snprintf(series, sizeof(series), "aiscope_%s_%s", prom_tools[t],
+				 prom_families[fam]);
+			query(series, range_ms, take_edges, prom_tools[t], fam);
+		}
 	if (P.n)
 		qsort(P.e, P.n, sizeof(*P.e), cmp_pedge);
 	for (size_t i = 0; i < P.n; i++) {
@@ -473,10 +613,11 @@ void read_prometheus(void)
 		for (size_t j = 0; j < NLABELS; j++)
 			free(P.e[i].lv[j]);
 	}
+	read_ranks(range_ms);
 	if (cfg.verbose)
-		fprintf(stderr, TOOL ": %llu queries to Prometheus at %s:%s gave %llu series, %zu edges\n",
+		fprintf(stderr, TOOL ": %llu queries to Prometheus at %s:%s gave %llu series: %zu edges, %zu NCCL ranks\n",
 			(unsigned long long)P.queries, P.host, P.port, (unsigned long long)P.series,
-			P.n);
+			P.n, P.nr);
 	free(P.e);
 	free(P.slot);
 }
