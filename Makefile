@@ -455,6 +455,17 @@ uninstall:
 # the toolchain of make deps ARCH=arm64
 DEB_ARCH := $(subst x86,amd64,$(ARCH))
 DEB_DIR := build/deb
+
+# make grafana: deploy/grafana/dashboards/UID.json from deploy/grafana/spec.json
+# (dashboards.jq), one per dashboard; GRAFANA_OUT writes them elsewhere
+GRAFANA_OUT ?= deploy/grafana/dashboards
+.PHONY: grafana
+grafana:
+	$(Q)mkdir -p $(GRAFANA_OUT) && cd deploy/grafana && \
+	for u in $$(jq -r '.dashboards[].uid' spec.json); do \
+		jq --arg uid "$$u" -f dashboards.jq spec.json > $(abspath $(GRAFANA_OUT))/$$u.json.tmp && \
+		mv $(abspath $(GRAFANA_OUT))/$$u.json.tmp $(abspath $(GRAFANA_OUT))/$$u.json || exit 1; \
+	done
 deb:
 	$(Q)rm -rf $(DEB_DIR)/aiscope-$(VERSION) && mkdir -p $(DEB_DIR)/aiscope-$(VERSION)
 	$(Q)git ls-files -z --cached --others --exclude-standard | \

@@ -195,6 +195,15 @@ struct prom_family *aiscope_metric_latency(const char *name, const char *help,
 	return check(prom_histogram(M.reg, name, help, declared(labels, name), b, n, 9), name);
 }
 
+struct prom_family *aiscope_metric_bytes(const char *name, const char *help,
+					 const char *const *labels)
+{
+	uint64_t b[PROM_MAX_BOUNDS];
+	int n = prom_log2_bounds(b, PROM_MAX_BOUNDS, 6, 36);
+
+	return check(prom_histogram(M.reg, name, help, declared(labels, name), b, n, 0), name);
+}
+
 static void shared_families(const char *tool)
 {
 	AISCOPE_METRIC_LABELS(build_labels, "tool", "version", "kernel", NULL);

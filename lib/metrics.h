@@ -85,6 +85,10 @@ struct prom_family *aiscope_metric_gauge(const char *name, const char *help,
 struct prom_family *aiscope_metric_latency(const char *name, const char *help,
 					   const char *const *labels);
 
+/* A size histogram in bytes: power-of-two buckets from 2^6 - 1 (63 bytes)
+ * to 2^36 - 1 (64 GiB), then +Inf. */
+struct prom_family *aiscope_metric_bytes(const char *name, const char *help,
+					 const char *const *labels);
 /* Updates that went to an overflow series so far (every family at its
  * series cap): the summary's metrics_overflow, aiscope_metric_overflow_total. */
 uint64_t metrics_folded(void);

@@ -1323,3 +1323,147 @@ yaml_json() {
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"SUCCESS: 1 rule files found"* ]]
 }
+
+# ---- Grafana ----
+
+@test "deploy/grafana: the dashboards are make grafana's from spec.json; panels well formed, provisioning files valid YAML" {
+	local d f
+	d=$BATS_TEST_TMPDIR/dash
+	make -s -C "$TOP" grafana GRAFANA_OUT="$d" > /dev/null
+	for f in "$TOP"/deploy/grafana/dashboards/*.json; do
+		diff "$f" "$d/${f##*/}" || { echo "${f##*/}: not what make grafana writes"; false; }
+	done
+	[ "$(ls "$d" | wc -l)" -eq "$(ls "$TOP"/deploy/grafana/dashboards | wc -l)" ]
+	[ "$(jq '.dashboards | length' "$TOP/deploy/grafana/spec.json")" -eq "$(ls "$d" | wc -l)" ]
+	for f in "$TOP"/deploy/grafana/dashboards/*.json; do
+		# unique uid and panel ids; every panel on the datasource variable,
+		# inside the 24-column grid, with a unit and a query per target
+		jq -e --arg f "${f##*/}" '
+			(.uid | startswith("aiscope-")) and ($f == .uid + ".json") and .schemaVersion >= 36 and
+			([.panels[].id] | length == (unique | length)) and
+			([.templating.list[].name] == ["datasource", "instance"]) and
+			all(.panels[]; .datasource.uid == "${datasource}" and .gridPos.x + .gridPos.w <= 24 and
+				(.fieldConfig.defaults.unit | type == "string") and (.targets | length > 0) and
+				all(.targets[]; (.expr | length > 0) and .datasource.uid == "${datasource}"))' "$f"
+	done
+	[ "$(cat "$TOP"/deploy/grafana/dashboards/*.json | jq -s '[.[].uid] | unique | length')" -eq "$(ls "$d" | wc -l)" ]
+	for f in "$TOP"/deploy/grafana/provisioning/*/*.yaml; do
+		python3 -c 'import sys, yaml; d = yaml.safe_load(open(sys.argv[1])); assert d["apiVersion"] == 1' "$f"
+	done
+}
+
+# grafana_expr EXPR: a panel's query as Grafana sends it here: every host,
+# a one-minute rate window
+grafana_expr() {
+	local e=$1
+	e=${e//'$__rate_interval'/1m}
+	e=${e//'$instance'/.*}
+	printf '%s' "$e"
+}
+
+@test "deploy/grafana: every panel's query returns data, in its panel's unit, from a real Prometheus scraping every tool under a workload" {
+	need_root
+	command -v prometheus > /dev/null || skip "prometheus is not installed"
+	[ -e "$MEMCG_ROOT/memory.limit_in_bytes" ] || skip "no v1 memory controller"
+	local nccl=$AISCOPE_BUILD/tests/nccl D=$GL_DOUBLE t url targets= f i n=0 skipped=0 p e q unit got names
+	local mem needs
+	[ -x "$nccl/ncclrank" ] && [ -x "$GL_CUDA/cudacall" ] || skip "needs the NCCL and CUDA test doubles"
+	disk_dir
+	"$HELPERS/pagecache" create "$DISK_DIR/f" 256 > /dev/null
+	# a memory cgroup with a limit, half full, for oomwatch's gauges
+	CG=$MEMCG_ROOT/aiscope-graf-$$
+	make_cgroup "$CG"
+	echo 67108864 > "$CG/memory.limit_in_bytes"
+	# every tool, serving its metrics
+	start_tool schedlat schedlat -i 1s --listen 127.0.0.1:0
+	start_tool cachestat cachestat -i 1s --listen 127.0.0.1:0
+	start_tool socketsnoop socketsnoop -i 1s --listen 127.0.0.1:0
+	start_tool ipcsnoop ipcsnoop -i 1s --listen 127.0.0.1:0
+	start_tool oomwatch oomwatch -i 1s --alloc-min 1M --listen 127.0.0.1:0
+	start_tool nclstat nclstat -i 1s --lib "$nccl/libnccl.so.2" --listen 127.0.0.1:0
+	# with nvcc, the program of pinned memory, the virtual-memory API and
+	# memsets too (tests/cuda/mem.cu)
+	mem=
+	[ -x "$GL_CUDA/mem_shared" ] && mem=1
+	start_tool gpulaunch gpulaunch -i 1s --mem --latency --lib "$D/libcudart.so.12" --lib "$D/libcuda.so.1" \
+		${mem:+--lib "$D/13/libcudart.so.13"} --listen 127.0.0.1:0
+	for t in schedlat cachestat socketsnoop ipcsnoop oomwatch nclstat gpulaunch; do
+		url=$(metrics_url "$BATS_TEST_TMPDIR/$t.err")
+		[ -n "$url" ]
+		url=${url#http://}
+		targets+="${targets:+, }'${url%/metrics}'"
+	done
+	cat > "$BATS_TEST_TMPDIR/prometheus.yml" <<-EOT
+	global:
+	  scrape_interval: 1s
+	scrape_configs:
+	  - job_name: aiscope
+	    static_configs:
+	      - targets: [$targets]
+	EOT
+	start_server prom -/ready 60 prometheus --config.file="$BATS_TEST_TMPDIR/prometheus.yml" \
+		--storage.tsdb.path="$BATS_TEST_TMPDIR/tsdb" --web.listen-address="127.0.0.1:{PORT}" \
+		--log.level=warn
+	# the workload: 32 MiB held in the cgroup; NCCL and CUDA calls; then
+	# flows, pipes and page-cache reads, misses and writes, for 8 s
+	hog_in_cg hog rate 0 32
+	start_bg ranks env LD_LIBRARY_PATH="$nccl" "$nccl/ncclrank" run -r 2 -i 400 -s 20000 -b
+	# the ranks hold at their end (their communicators stay): ended in teardown
+	for i in 0 1; do
+		wait_for "$BATS_TEST_TMPDIR/ranks.out" "^rank $i pid " 30
+		TEST_PIDS+=("$(awk -v r="$i" '$1 == "rank" && $2 == r { print $4; exit }' "$BATS_TEST_TMPDIR/ranks.out")")
+	done
+	start_bg cuda env LD_LIBRARY_PATH="$D" "$GL_CUDA/cudacall" --rt "$D/libcudart.so.12" --drv "$D/libcuda.so.1" \
+		sync_us:20000 rate:200:4 sync_us:3000 rate:200:4 sync_us:5000
+	if [ -n "$mem" ]; then
+		LD_LIBRARY_PATH=$D/13:$D start_bg mem "$GL_CUDA/mem_shared" done sleep:60000
+	fi
+	for i in $(seq 8); do
+		"$HELPERS/netpair" tcp4 -n 100000 -m 10 -k 1000 -l 1 > /dev/null
+		head -c 200000 /dev/zero | cat > /dev/null
+		"$HELPERS/ipcload" shm 65536 > /dev/null
+		"$HELPERS/pagecache" drop "$DISK_DIR/f" > /dev/null
+		cat "$DISK_DIR/f" "$DISK_DIR/f" > /dev/null
+		dd if=/dev/zero of="$DISK_DIR/w" bs=64k count=4 conv=fsync 2> /dev/null
+		sleep 1
+	done
+	sleep 2
+	api=http://127.0.0.1:$SERVER_PORT/api/v1
+	# every target of every panel, but those whose data this host cannot have
+	for f in "$TOP"/deploy/grafana/dashboards/*.json; do
+		while IFS=$'\t' read -r p unit e; do
+			needs=$(jq -r --arg t "$p" '.dashboards[].panels[] | select(.title == $t) | .needs // ""' \
+				"$TOP/deploy/grafana/spec.json")
+			if [ -n "$needs" ] && ! { [ -n "$mem" ] && [[ $needs == *mem.cu* ]]; }; then
+				echo "not checked here: ${f##*/} '$p': $e (needs $(jq -r --arg t "$p" '.dashboards[].panels[] | select(.title == $t) | .needs' "$TOP/deploy/grafana/spec.json"))"
+				skipped=$((skipped + 1))
+				continue
+			fi
+			q=$(grafana_expr "$e")
+			got=$(curl -sf "$api/query" --data-urlencode "query=$q") || { echo "${f##*/} '$p': the query failed: $q"; false; }
+			# data: at least one series with a number
+			jq -e '.status == "success" and ([.data.result[] | .value[1] | select(. != "NaN")] | length > 0)' <<< "$got" > /dev/null ||
+				{ echo "${f##*/} '$p': no data for $q"; echo "$got" | head -c 600; false; }
+			# the unit: seconds from _seconds series, bytes from _bytes
+			# ones, rates from rate(), a ratio between 0 and 1
+			names=$(grep -o 'aiscope_[a-z0-9_]*' <<< "$e" | sort -u)
+			case $unit in
+			s) ! grep -v seconds <<< "$names" | grep -q . || { echo "'$p': $unit from $names"; false; } ;;
+			bytes) ! grep -v bytes <<< "$names" | grep -q . || { echo "'$p': $unit from $names"; false; } ;;
+			Bps) ! grep -v bytes <<< "$names" | grep -q . && [[ $e == *'rate('* ]] || { echo "'$p': $unit"; false; } ;;
+			ops) [[ $e == *'rate('* ]] || { echo "'$p': ops without rate()"; false; } ;;
+			percentunit) jq -e '[.data.result[] | .value[1] | select(. != "NaN") | tonumber] | all(. >= 0 and . <= 1.5)' <<< "$got" > /dev/null ||
+				{ echo "'$p': not a ratio: $got"; false; } ;;
+			short) ;;
+			*) echo "'$p': unit $unit not checked by this test"; false ;;
+			esac
+			n=$((n + 1))
+		done < <(jq -r '.panels[] | .title as $t | .fieldConfig.defaults.unit as $u | .targets[] | [$t, $u, .expr] | @tsv' "$f")
+	done
+	echo "$n queries returned data; $skipped not checked here"
+	# the queries left out are those of the panels the spec says need what
+	# is not here
+	[ "$skipped" -eq "$(jq --arg mem "$mem" '[.dashboards[].panels[] | select(.needs) |
+		select($mem == "" or (.needs | contains("mem.cu") | not)) | .targets[]] | length' "$TOP/deploy/grafana/spec.json")" ]
+	[ "$((n + skipped))" -eq "$(jq '[.dashboards[].panels[].targets[]] | length' "$TOP/deploy/grafana/spec.json")" ]
+}

@@ -297,6 +297,12 @@ check_args() {
 	grep -E '^aiscope_nclstat_issued_bytes_total\{.*op="allreduce"\} 129280$' "$prom"
 	grep -E '^aiscope_nclstat_issued_bytes_total\{.*op="reducescatter"\} 32768$' "$prom"
 	grep -E '^aiscope_nclstat_enqueue_latency_seconds_count\{.*op="groupend"\} 16$' "$prom"
+	# allreduce's message sizes: 16 of 32 bytes (the split communicator's
+	# float16 x 16), 8 of 4096 (float32 x 1024) and 8 of 12000 (x 3000)
+	for b in 63:16 4095:16 8191:24 16383:32 '\+Inf:32'; do
+		grep -E "^aiscope_nclstat_message_size_bytes_bucket\{.*op=\"allreduce\",le=\"${b%:*}\"\} ${b#*:}\$" "$prom"
+	done
+	grep -E '^aiscope_nclstat_message_size_bytes_sum\{.*op="allreduce"\} 129280$' "$prom"
 	if command -v promtool > /dev/null; then promtool check metrics < "$prom"; fi
 }
 

@@ -411,7 +411,7 @@ AISCOPE_METRIC_LABELS(op_labels, AISCOPE_CGROUP_LABEL_NAMES, "op", NULL);
 AISCOPE_METRIC_LABELS(rank_labels, "host", "communicator_id", "rank", "nranks", "pid", "comm", NULL);
 
 static struct {
-	struct prom_family *calls, *bytes, *errors, *latency, *hung, *skew, *libs;
+	struct prom_family *calls, *bytes, *errors, *latency, *sizes, *hung, *skew, *libs;
 	struct prom_family *rank_seq, *rank_last;
 } P;
 
@@ -430,6 +430,9 @@ static void metrics_init(void)
 		"NCCL calls that returned an error (not success, not in progress).", op_labels);
 	P.latency = aiscope_metric_latency("aiscope_nclstat_enqueue_latency_seconds",
 		"Time from entry to return of NCCL calls (the CPU side; not the GPU's).", op_labels);
+	P.sizes = aiscope_metric_bytes("aiscope_nclstat_message_size_bytes",
+		"Bytes of each collective and point-to-point call issued (count x datatype size): the distribution of message sizes.",
+		op_labels);
 	P.hung = aiscope_metric_gauge("aiscope_nclstat_hung_calls",
 		"NCCL calls entered and not returned after --hang, now.", none);
 	P.skew = aiscope_metric_gauge("aiscope_nclstat_rank_skew_ops",
@@ -458,6 +461,11 @@ static void metrics_add(const struct ncl_stats_key *k, const struct ncl_stats *s
 	prom_counter_add(P.calls, vals, st->calls);
 	if (is_collective(k->op))
 		prom_counter_add(P.bytes, vals, st->bytes);
+	if (is_collective(k->op) && st->calls) {
+		hist_reset(&h);
+		hist_add_counts(&h, st->size_hist, st->bytes, st->size_max);
+		prom_hist_add(P.sizes, vals, &h);
+	}
 	prom_counter_add(P.errors, vals, st->errors);
 	if (st->lat_n) {
 		hist_reset(&h);
