@@ -453,3 +453,14 @@ void edge_metrics_set(struct edge_metrics *m, struct edge_table *t)
 	prom_gauge_set(m->edges, edge_no_labels, all);
 	prom_gauge_set(m->omitted, edge_no_labels, all - (c.i < m->top ? c.i : m->top));
 }
+
+void edge_metrics_of(struct edge_metrics *m, struct edge_table *(*build)(void))
+{
+	struct edge_table *t;
+
+	if (!edge_metrics_on(m))
+		return;
+	t = build();
+	edge_metrics_set(m, t);
+	edges_free(t);
+}

@@ -115,5 +115,8 @@ struct edge_metrics {
 void edge_metrics_init(struct edge_metrics *m, const char *tool);
 bool edge_metrics_on(const struct edge_metrics *m);
 void edge_metrics_set(struct edge_metrics *m, struct edge_table *t);
+/* The same from the table build() makes (and this frees): nothing is
+ * built without --prometheus/--listen. */
+void edge_metrics_of(struct edge_metrics *m, struct edge_table *(*build)(void));
 
 #endif

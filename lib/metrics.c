@@ -9,6 +9,7 @@
 #include <time.h>
 #include "ctrmeta.h"
 #include "fail.h"
+#include "json.h"
 #include "metrics.h"
 #include "util.h"
 
@@ -206,17 +207,20 @@ struct prom_family *aiscope_metric_bytes(const char *name, const char *help,
 
 static void shared_families(const char *tool)
 {
-	AISCOPE_METRIC_LABELS(build_labels, "tool", "version", "kernel", NULL);
+	AISCOPE_METRIC_LABELS(build_labels, "tool", "version", "kernel", "host", NULL);
 	AISCOPE_METRIC_LABELS(lost_labels, "tool", "kind", NULL);
 	AISCOPE_METRIC_LABELS(tool_labels, "tool", NULL);
 	struct prom_family *build;
 	struct utsname u;
 
+	/* host: what the JSON lines name, so that a server's series of one
+	 * host's tools (each its own instance) are joined by it */
 	build = aiscope_metric_gauge("aiscope_build_info",
-		"aiscope tool, version and the kernel it runs on; always 1.", build_labels);
+		"aiscope tool, version, the kernel it runs on and the host (uname's nodename, the JSON lines' host); always 1.",
+		build_labels);
 	if (uname(&u))
 		snprintf(u.release, sizeof(u.release), "unknown");
-	prom_gauge_set(build, (const char *[]){ tool, AISCOPE_VERSION, u.release }, 1);
+	prom_gauge_set(build, (const char *[]){ tool, AISCOPE_VERSION, u.release, jw_host() ?: "" }, 1);
 	/* HELP must be the same in every tool: node_exporter merges the files */
 	M.lost = aiscope_metric_counter("aiscope_lost_events_total",
 		"Events lost: ring buffer full (ringbuf_full), map full (map_full), runs of the programs the kernel skipped (recursion_misses), cgroup creation records the watcher lost (cgroup_events_lost).",

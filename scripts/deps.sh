@@ -25,11 +25,13 @@ DEB_PKGS="debhelper dpkg-dev fakeroot lintian"
 # tests and benchmarks: bats, jq, setpriv/runuser (util-linux), ps/pgrep (procps),
 # file (build checks), and the peers the benchmarks compare against
 # graphviz: topograph's DOT output is checked with dot -Tsvg
+# python3-yaml: the Grafana provisioning files are parsed; chromium-headless-shell:
+# topograph --html's page is opened, drawn and screenshot in a real browser
 # rsyslog, rsyslog-relp, logrotate: tests/shipping.bats ships --json through two
 # private rsyslogd (imfile -> omrelp -> imrelp, and omfwd -> imtcp) across a rotation
 # podman, containerd, runc: tests/containers.bats runs real containers (a
 # local root filesystem, no registry; its own containerd, stopped after)
-TEST_PKGS="bats jq util-linux procps file libbpf-tools bpftrace linux-perf bsdutils zsh fish bash-completion groff-base man-db time curl iproute2 prometheus prometheus-node-exporter python3-yaml graphviz rsyslog rsyslog-relp logrotate podman containerd runc"
+TEST_PKGS="bats jq util-linux procps file libbpf-tools bpftrace linux-perf bsdutils zsh fish bash-completion groff-base man-db time curl iproute2 prometheus prometheus-node-exporter python3-yaml chromium-headless-shell graphviz rsyslog rsyslog-relp logrotate podman containerd runc"
 # cross build for arm64 (libelf-dev and zlib1g-dev are Multi-Arch: same;
 # libbpf is built from source with the cross compiler; libstdc++6:arm64:
 # dpkg-shlibdeps reads its symbols for make deb ARCH=arm64)

@@ -228,7 +228,7 @@ normalize() {
 	start_container_workload
 	start_tool s schedlat -j --by cgroup --container "${CID:0:12}" --prometheus "$f"
 	# complete from the start: build info and zero lost counters
-	grep -q '^aiscope_build_info{tool="schedlat",version="[0-9.]*",kernel="'"$(uname -r)"'"} 1$' "$f"
+	grep -q '^aiscope_build_info{tool="schedlat",version="[0-9.]*",kernel="'"$(uname -r)"'",host="'"$(uname -n)"'"} 1$' "$f"
 	[ "$(prom_value "$f" 'aiscope_lost_events_total{tool="schedlat",kind="ringbuf_full"}')" = 0 ]
 	[ "$(prom_value "$f" 'aiscope_lost_events_total{tool="schedlat",kind="recursion_misses"}')" = 0 ]
 	contend_measured w
@@ -386,27 +386,11 @@ normalize() {
 @test "a Prometheus server scrapes schedlat and its API returns the workload's figures" {
 	need_root
 	command -v prometheus > /dev/null || skip "prometheus is not installed"
-	local url target pport api i want got pre wait
+	local api i want got pre wait
 	start_container_workload
 	start_tool s schedlat -j --by cgroup --container "${CID:0:12}" --listen 127.0.0.1:0
-	url=$(metrics_url "$BATS_TEST_TMPDIR/s.err")
-	target=${url#http://}
-	target=${target%/metrics}
-	cat > "$BATS_TEST_TMPDIR/prometheus.yml" <<-EOF
-	global:
-	  scrape_interval: 1s
-	  evaluation_interval: 1s
-	scrape_configs:
-	  - job_name: aiscope
-	    static_configs:
-	      - targets: ['$target']
-	EOF
-	promtool check config "$BATS_TEST_TMPDIR/prometheus.yml"
-	start_server prom -/ready 60 prometheus --config.file="$BATS_TEST_TMPDIR/prometheus.yml" \
-		--storage.tsdb.path="$BATS_TEST_TMPDIR/tsdb" --web.listen-address="127.0.0.1:{PORT}" \
-		--log.level=warn
-	pport=$SERVER_PORT
-	api=http://127.0.0.1:$pport/api/v1
+	start_prometheus s
+	api=$PROM_API
 	contend_measured w
 	# the workload is idle now: wait for an interval to close, then for a
 	# scrape that has it; the JSON's totals are final
@@ -1139,21 +1123,8 @@ gl_run() {
 # k8s_validator: installs deploy/validate's locked npm packages once under
 # the build directory (again when the lock file changes); sets NODE_PATH
 k8s_validator() {
-	local d=$AISCOPE_BUILD/npm/k8s-validate
-	command -v node > /dev/null && command -v npm > /dev/null ||
-		skip "node and npm are not installed (scripts/deps.sh installs them)"
-	if ! cmp -s "$TOP/deploy/validate/package-lock.json" "$d/package-lock.json" ||
-		[ ! -d "$d/node_modules/kubernetes-models" ]; then
-		rm -rf "$d"
-		mkdir -p "$d"
-		cp "$TOP/deploy/validate/package.json" "$TOP/deploy/validate/package-lock.json" "$d/"
-		(cd "$d" && timeout 600 npm ci --no-audit --no-fund --loglevel=error) || {
-			rm -rf "$d"
-			echo "npm ci failed: the npm registry is needed once to install deploy/validate's packages" >&2
-			return 1
-		}
-	fi
-	export NODE_PATH=$d/node_modules
+	npm_locked deploy/validate k8s-validate kubernetes-models || return 1
+	export NODE_PATH=$NPM_MODULES
 }
 
 # yaml_json FILE: the documents of FILE as JSON, one per line
@@ -1352,6 +1323,22 @@ yaml_json() {
 	done
 }
 
+@test "deploy/grafana: every dashboard type-checks against Grafana's own Dashboard type (@grafana/schema, tsc); a wrong one does not" {
+	local f
+	npm_locked deploy/grafana/validate grafana-validate .bin/tsc
+	"$TOP/deploy/grafana/validate/check.sh" "$NPM_MODULES" "$TOP"/deploy/grafana/dashboards/*.json
+	# the check fails where Grafana's type says no: a tooltip mode that is
+	# no number, a panel without its grid position's width, a field unknown
+	jq '.graphTooltip = "shared"' "$TOP/deploy/grafana/dashboards/aiscope-overview.json" > "$BATS_TEST_TMPDIR/a.json"
+	jq 'del(.panels[0].gridPos.w)' "$TOP/deploy/grafana/dashboards/aiscope-overview.json" > "$BATS_TEST_TMPDIR/b.json"
+	jq '.refreshh = "30s"' "$TOP/deploy/grafana/dashboards/aiscope-overview.json" > "$BATS_TEST_TMPDIR/c.json"
+	for f in a b c; do
+		run "$TOP/deploy/grafana/validate/check.sh" "$NPM_MODULES" "$BATS_TEST_TMPDIR/$f.json"
+		echo "$output"
+		[ "$status" -ne 0 ] && [[ "$output" == *"error TS"* ]]
+	done
+}
+
 # grafana_expr EXPR: a panel's query as Grafana sends it here: every host,
 # a one-minute rate window
 grafana_expr() {
@@ -1365,7 +1352,7 @@ grafana_expr() {
 	need_root
 	command -v prometheus > /dev/null || skip "prometheus is not installed"
 	[ -e "$MEMCG_ROOT/memory.limit_in_bytes" ] || skip "no v1 memory controller"
-	local nccl=$AISCOPE_BUILD/tests/nccl D=$GL_DOUBLE t url targets= f i n=0 skipped=0 p e q unit got names
+	local nccl=$AISCOPE_BUILD/tests/nccl D=$GL_DOUBLE f i n=0 skipped=0 p e q unit got names
 	local mem needs
 	[ -x "$nccl/ncclrank" ] && [ -x "$GL_CUDA/cudacall" ] || skip "needs the NCCL and CUDA test doubles"
 	disk_dir
@@ -1387,23 +1374,7 @@ grafana_expr() {
 	[ -x "$GL_CUDA/mem_shared" ] && mem=1
 	start_tool gpulaunch gpulaunch -i 1s --mem --latency --lib "$D/libcudart.so.12" --lib "$D/libcuda.so.1" \
 		${mem:+--lib "$D/13/libcudart.so.13"} --listen 127.0.0.1:0
-	for t in schedlat cachestat socketsnoop ipcsnoop oomwatch nclstat gpulaunch; do
-		url=$(metrics_url "$BATS_TEST_TMPDIR/$t.err")
-		[ -n "$url" ]
-		url=${url#http://}
-		targets+="${targets:+, }'${url%/metrics}'"
-	done
-	cat > "$BATS_TEST_TMPDIR/prometheus.yml" <<-EOT
-	global:
-	  scrape_interval: 1s
-	scrape_configs:
-	  - job_name: aiscope
-	    static_configs:
-	      - targets: [$targets]
-	EOT
-	start_server prom -/ready 60 prometheus --config.file="$BATS_TEST_TMPDIR/prometheus.yml" \
-		--storage.tsdb.path="$BATS_TEST_TMPDIR/tsdb" --web.listen-address="127.0.0.1:{PORT}" \
-		--log.level=warn
+	start_prometheus schedlat cachestat socketsnoop ipcsnoop oomwatch nclstat gpulaunch
 	# the workload: 32 MiB held in the cgroup; NCCL and CUDA calls; then
 	# flows, pipes and page-cache reads, misses and writes, for 8 s
 	hog_in_cg hog rate 0 32
@@ -1428,7 +1399,7 @@ grafana_expr() {
 		sleep 1
 	done
 	sleep 2
-	api=http://127.0.0.1:$SERVER_PORT/api/v1
+	api=$PROM_API
 	# every target of every panel, but those whose data this host cannot have
 	for f in "$TOP"/deploy/grafana/dashboards/*.json; do
 		while IFS=$'\t' read -r p unit e; do

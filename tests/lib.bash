@@ -277,6 +277,57 @@ start_server() {
 	return 1
 }
 
+# start_prometheus NAME...: a Prometheus server (start_server prom) that
+# scrapes every second what each tool started as NAME (start_bg, start_tool)
+# serves: the URL its "serving metrics at" line on NAME.err gives; sets
+# SERVER_PORT and PROM_API (its HTTP API's base URL)
+start_prometheus() {
+	local name url targets=
+	command -v prometheus > /dev/null || skip "prometheus is not installed"
+	for name; do
+		wait_for "$BATS_TEST_TMPDIR/$name.err" 'serving metrics at' 30
+		url=$(metrics_url "$BATS_TEST_TMPDIR/$name.err")
+		[ -n "$url" ] || return 1
+		url=${url#http://}
+		targets+="${targets:+, }'${url%/metrics}'"
+	done
+	cat > "$BATS_TEST_TMPDIR/prometheus.yml" <<-EOF
+	global:
+	  scrape_interval: 1s
+	  evaluation_interval: 1s
+	scrape_configs:
+	  - job_name: aiscope
+	    static_configs:
+	      - targets: [$targets]
+	EOF
+	! command -v promtool > /dev/null || promtool check config "$BATS_TEST_TMPDIR/prometheus.yml" > /dev/null
+	start_server prom -/ready 60 prometheus --config.file="$BATS_TEST_TMPDIR/prometheus.yml" \
+		--storage.tsdb.path="$BATS_TEST_TMPDIR/tsdb" --web.listen-address="127.0.0.1:{PORT}" \
+		--log.level=warn || return 1
+	PROM_API=http://127.0.0.1:$SERVER_PORT/api/v1
+}
+
+# npm_locked SRC NAME MARK: the npm packages of SRC (a folder of the tree with
+# package.json and its package-lock.json) under $AISCOPE_BUILD/npm/NAME,
+# installed once with npm ci (again when the lock changes; MARK, a path
+# below node_modules, says they are there); sets NPM_MODULES
+npm_locked() {
+	local src=$BATS_TEST_DIRNAME/../$1 d=$AISCOPE_BUILD/npm/$2
+	command -v node > /dev/null && command -v npm > /dev/null ||
+		skip "node and npm are not installed (scripts/deps.sh installs them)"
+	if ! cmp -s "$src/package-lock.json" "$d/package-lock.json" || [ ! -e "$d/node_modules/$3" ]; then
+		rm -rf "$d"
+		mkdir -p "$d"
+		cp "$src/package.json" "$src/package-lock.json" "$d/"
+		(cd "$d" && timeout 600 npm ci --no-audit --no-fund --loglevel=error) || {
+			rm -rf "$d"
+			echo "npm ci failed: the npm registry is needed once to install $1's packages" >&2
+			return 1
+		}
+	fi
+	NPM_MODULES=$d/node_modules
+}
+
 # free_port: a TCP port nothing listens on now
 free_port() {
 	local p i

@@ -35,7 +35,7 @@ jg() {
 	run "$BIN/topograph" --help
 	[ "$status" -eq 0 ]
 	for opt in --pid --tid --cgroup --container --uid --comm --json --dot --mermaid --duration \
-		--with --tree --wide --verbose --hot --runq --backlog --list-probes --probe-mode --prometheus --range \
+		--with --tree --wide --verbose --hot --runq --backlog --list-probes --probe-mode --prometheus --range --html \
 		--usage --version; do
 		[[ "$output" == *"$opt"* ]] || { echo "missing $opt"; false; }
 	done
@@ -66,7 +66,7 @@ jg() {
 		"--prometheus http://p:9x" "--prometheus http://[::1" "--prometheus http://p/a?b"
 		"--prometheus http://p $f" "--prometheus http://p -d 1" "--prometheus http://p --with schedlat"
 		"--prometheus http://p --list-probes" "--prometheus http://p --range 0" "--prometheus http://p --range x"
-		"--range 1h $f"
+		"--range 1h $f" "--html" "--html= $f" "--html /nonexistent/dir/g.html $f"
 	)
 	check_usage_errors topograph "${bad[@]}"
 }
@@ -448,6 +448,58 @@ hostile_capture() {
 	command -v dot > /dev/null || skip "graphviz (dot) is not installed"
 	"$BIN/topograph" --dot "$BATS_TEST_TMPDIR/hostile.jsonl" | dot -Tsvg > /dev/null 2> "$BATS_TEST_TMPDIR/dot.err"
 	[ ! -s "$BATS_TEST_TMPDIR/dot.err" ] || { cat "$BATS_TEST_TMPDIR/dot.err"; false; }
+}
+
+# html_check PAGE: what the page holds (helpers/html-check.py) against the
+# graph of g.json: every node and edge, by id, with its pid, ends, kind,
+# channel and bytes; no script, nothing loaded from elsewhere
+html_check() {
+	python3 "$BATS_TEST_DIRNAME/helpers/html-check.py" "$1" > "$BATS_TEST_TMPDIR/h.json"
+	jq -e -s '.[0] as $h | .[1:] as $g |
+		$h.scripts == 0 and $h.external == [] and
+		([$h.nodes[] | {id, pid}] | sort) ==
+			([$g[] | select(.type == "node") | {id, pid: (if .kind == "process" then .pid else null end)}] | sort) and
+		([$h.edges[] | {src, dst, kind, bytes, channel}] | sort) ==
+			([$g[] | select(.type == "edge") | {src: .src_id, dst: .dst_id, kind, bytes, channel}] | sort) and
+		all($h.nodes[]; .title | length > 0) and all($h.edges[]; .title | length > 0)' \
+		"$BATS_TEST_TMPDIR/h.json" "$BATS_TEST_TMPDIR/g.json" ||
+		{ jq -c . "$BATS_TEST_TMPDIR/h.json" | head -c 3000; false; }
+}
+
+@test "--html FILE: one self-contained page, every node and edge of the graph, hostile names inert; headless Chromium draws it" {
+	command -v python3 > /dev/null || skip "python3 is not installed"
+	local page=$BATS_TEST_TMPDIR/g.html f chrome=
+	hostile_capture > "$BATS_TEST_TMPDIR/hostile.jsonl"
+	for f in "$FIX/pipeline.jsonl" "$FIX/mixed.jsonl" "$BATS_TEST_TMPDIR/hostile.jsonl"; do
+		graph_json --html "$page" "$f"
+		html_check "$page"
+		# the names are text: no element but the page's own
+		jq -e '.elements | keys - ["body", "defs", "g", "h1", "h2", "head", "html", "li", "marker",
+			"meta", "p", "path", "rect", "style", "svg", "table", "td", "text", "th", "title", "tr",
+			"ul", "b"] == []' "$BATS_TEST_TMPDIR/h.json"
+	done
+	# the page's title and summary give the graph's size
+	graph_json --html "$page" "$FIX/pipeline.jsonl"
+	grep -F "<title>topograph: $(jg '.[] | select(.type=="summary") | "\(.nodes) nodes, \(.edges) edges"')</title>" "$page"
+	for f in chromium-headless-shell chromium; do
+		command -v "$f" > /dev/null && { chrome=$f; break; }
+	done
+	[ -n "$chrome" ] || skip "no headless Chromium (chromium-headless-shell)"
+	# the DOM Chromium builds from the page: the same nodes and edges
+	timeout 60 "$chrome" --headless --no-sandbox --disable-gpu --dump-dom "file://$page" \
+		> "$BATS_TEST_TMPDIR/dom.html" 2> "$BATS_TEST_TMPDIR/chrome.err" ||
+		{ cat "$BATS_TEST_TMPDIR/chrome.err"; false; }
+	html_check "$BATS_TEST_TMPDIR/dom.html"
+	# drawn: its screenshot holds far more than an empty page's
+	printf '<!DOCTYPE html><html><body></body></html>\n' > "$BATS_TEST_TMPDIR/blank.html"
+	for f in g blank; do
+		timeout 60 "$chrome" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1200,800 \
+			--screenshot="$BATS_TEST_TMPDIR/$f.png" "file://$BATS_TEST_TMPDIR/$f.html" 2> "$BATS_TEST_TMPDIR/chrome.err" ||
+			{ cat "$BATS_TEST_TMPDIR/chrome.err"; false; }
+		[ -s "$BATS_TEST_TMPDIR/$f.png" ]
+	done
+	echo "screenshots: graph $(stat -c %s "$BATS_TEST_TMPDIR/g.png") bytes, empty page $(stat -c %s "$BATS_TEST_TMPDIR/blank.png")"
+	[ "$(stat -c %s "$BATS_TEST_TMPDIR/g.png")" -gt $((4 * $(stat -c %s "$BATS_TEST_TMPDIR/blank.png"))) ]
 }
 
 @test "a closed pipe ends topograph quietly with 0" {
@@ -974,6 +1026,21 @@ EOT
 	[ "$(jg '[.[] | select(.type=="bottleneck" and .rule=="nccl_lag") | .node] | join(",")')" = n4 ]
 	[ "$(jg '.[] | select(.rule=="nccl_lag") | .evidence')" = \
 		"rank 1 (101/rank@h-b) of communicator 0xc0ffee lags: op sequence 7 against 40 of rank 0 (100/rank@h-a); its last op allreduce" ]
+	# with schedlat's and cachestat's rows of the hosts, the evidence of
+	# the lagging rank's own host (not those of pid 101 on h-a)
+	{
+		cat "$BATS_TEST_TMPDIR/x.jsonl"
+		for h in a:1000000:7 b:12000000:500; do
+			IFS=: read -r h p99 miss <<< "$h"
+			printf '{"type":"sample","tool":"schedlat","host":"h-%s","row":"pid","pid":101,"comm":"rank","p99_ns":%s,"wait_ns":5,"runs":9}\n' "$h" "$p99"
+			printf '{"type":"sample","tool":"cachestat","host":"h-%s","row":"pid","pid":101,"comm":"rank","misses":%s,"hits":20}\n' "$h" "$miss"
+			printf '{"type":"sample","tool":"cachestat","host":"h-%s","row":"pid","pid":101,"comm":"rank","misses":1,"hits":null}\n' "$h"
+		done
+	} > "$BATS_TEST_TMPDIR/xe.jsonl"
+	graph_json "$BATS_TEST_TMPDIR/xe.jsonl"
+	[ "$(jg '.[] | select(.rule=="nccl_lag") | .evidence')" = \
+		"rank 1 (101/rank@h-b) of communicator 0xc0ffee lags: op sequence 7 against 40 of rank 0 (100/rank@h-a); its last op allreduce; on h-b: run-queue p99 12.0 ms, page-cache misses 501, hits 20" ]
+	graph_json "$BATS_TEST_TMPDIR/x.jsonl"
 	# the table, DOT and Mermaid name the hosts
 	run "$BIN/topograph" "$BATS_TEST_TMPDIR/x.jsonl"
 	[[ "$output" == *"[host h-a]"*"[host h-b]"* ]]
@@ -1096,7 +1163,7 @@ xhost_check() {
 
 @test "across hosts from Prometheus: each host's socketsnoop --listen, scraped by a real Prometheus, makes the same graph with --prometheus" {
 	command -v prometheus > /dev/null || skip "prometheus is not installed"
-	local h url targets= i
+	local h i
 	xhost_setup
 	# each host's socketsnoop under its host name, serving its metrics on
 	# this host's loopback (outside the host's cgroup: the scrapes are not
@@ -1105,23 +1172,7 @@ xhost_check() {
 		start_bg "ss$h" unshare --uts sh -c 'hostname "$0"; exec "$@"' "xh-$h" \
 			"$BIN/socketsnoop" -c "$XCG$h" --listen 127.0.0.1:0
 	done
-	for h in a b c; do
-		wait_for "$BATS_TEST_TMPDIR/ss$h.err" 'serving metrics at' 30
-		url=$(metrics_url "$BATS_TEST_TMPDIR/ss$h.err")
-		url=${url#http://}
-		targets+="${targets:+, }'${url%/metrics}'"
-	done
-	cat > "$BATS_TEST_TMPDIR/prometheus.yml" <<-EOF
-	global:
-	  scrape_interval: 1s
-	scrape_configs:
-	  - job_name: aiscope
-	    static_configs:
-	      - targets: [$targets]
-	EOF
-	start_server prom -/ready 60 prometheus --config.file="$BATS_TEST_TMPDIR/prometheus.yml" \
-		--storage.tsdb.path="$BATS_TEST_TMPDIR/tsdb" --web.listen-address="127.0.0.1:{PORT}" \
-		--log.level=warn
+	start_prometheus ssa ssb ssc
 	xhost_traffic
 	# until a scrape of each host has its flows' last figures
 	for i in $(seq 60); do
@@ -1138,10 +1189,10 @@ xhost_check() {
 	[ "$status" -eq 1 ] && [[ "$output" == *"cannot query Prometheus"* ]]
 }
 
-@test "across hosts from Prometheus: a communicator's ranks on two hosts are joined, the lagging rank named with its host" {
+@test "across hosts from Prometheus: a communicator's ranks on two hosts are joined, the lagging rank named with its host and what its host's schedlat and cachestat say" {
 	need_root
 	command -v prometheus > /dev/null || skip "prometheus is not installed"
-	local nccl=$BIN/tests/nccl root h r url targets= i p ev
+	local nccl=$BIN/tests/nccl root h r i p ev t misses hits
 	[ -x "$BIN/nclstat" ] && [ -x "$nccl/ncclrank" ] && [ -e "$nccl/libnccl.so.2" ] ||
 		skip "needs nclstat and its NCCL test double (tests/nccl) in $BIN"
 	root=$(cgroup2_root) || skip "no cgroup2 mount"
@@ -1149,28 +1200,22 @@ xhost_check() {
 	for h in a b; do
 		make_cgroup "$XCG$h"
 	done
-	# each host's nclstat under its host name, for its host's cgroup
+	disk_dir
+	"$HELPERS/pagecache" create "$DISK_DIR/f" 200 > /dev/null
+	# each host's nclstat, schedlat and cachestat under its host name, for
+	# its host's cgroup
 	for h in a b; do
 		start_bg "ncl$h" unshare --uts sh -c 'hostname "$0"; exec "$@"' "xh-$h" \
 			"$BIN/nclstat" -i 300ms -c "$XCG$h" --lib "$nccl/libnccl.so.2" --listen 127.0.0.1:0
+		start_bg "sl$h" unshare --uts sh -c 'hostname "$0"; exec "$@"' "xh-$h" \
+			"$BIN/schedlat" -i 300ms -c "$XCG$h" --listen 127.0.0.1:0
+		start_bg "cs$h" unshare --uts sh -c 'hostname "$0"; exec "$@"' "xh-$h" \
+			"$BIN/cachestat" -j -i 300ms -c "$XCG$h" --listen 127.0.0.1:0
 	done
-	for h in a b; do
-		wait_for "$BATS_TEST_TMPDIR/ncl$h.err" 'serving metrics at' 30
-		url=$(metrics_url "$BATS_TEST_TMPDIR/ncl$h.err")
-		url=${url#http://}
-		targets+="${targets:+, }'${url%/metrics}'"
+	for t in ncla sla csa nclb slb csb; do
+		wait_for "$BATS_TEST_TMPDIR/$t.err" 'Tracing' 30
 	done
-	cat > "$BATS_TEST_TMPDIR/prometheus.yml" <<-EOT
-	global:
-	  scrape_interval: 1s
-	scrape_configs:
-	  - job_name: aiscope
-	    static_configs:
-	      - targets: [$targets]
-	EOT
-	start_server prom -/ready 60 prometheus --config.file="$BATS_TEST_TMPDIR/prometheus.yml" \
-		--storage.tsdb.path="$BATS_TEST_TMPDIR/tsdb" --web.listen-address="127.0.0.1:{PORT}" \
-		--log.level=warn
+	start_prometheus ncla sla csa nclb slb csb
 	# four ranks of one job, waiting before their first call: 0 and 1 on
 	# host a, 2 and 3 on host b; rank 2 stops before its second iteration,
 	# the others run their four and hold
@@ -1182,11 +1227,15 @@ xhost_check() {
 		move_to_cgroup "$XCG$([ "$r" -lt 2 ] && echo a || echo b)" "${p[r]}"
 	done
 	kill -USR1 "${p[@]}"
+	# host b also reads a file not in the page cache: 200 pages missed
+	sh -c "echo \$\$ > '${XCG}b/cgroup.procs'; '$HELPERS/pagecache' drop '$DISK_DIR/f' > /dev/null; cat '$DISK_DIR/f' > /dev/null"
 	wait_for "$BATS_TEST_TMPDIR/ranks.out" '^lagging 2 ' 30
 	for r in 0 1 3; do
 		wait_for "$BATS_TEST_TMPDIR/ranks.out" "^holding $r " 30
 	done
-	# until a scrape of each host has its ranks where they stopped
+	# until a scrape of each host has its ranks where they stopped, and
+	# host b's cachestat the misses of its intervals so far
+	sleep 1
 	for i in $(seq 60); do
 		graph_json --prometheus "http://127.0.0.1:$SERVER_PORT" --range 10m
 		[ "$(jg '[.[] | select(.type=="bottleneck" and .rule=="nccl_lag")] | length')" = 1 ] &&
@@ -1203,8 +1252,15 @@ xhost_check() {
 	[ "$(jg ".[] | select(.type==\"node\" and .id==\"$ev\") | \"\(.node_host) \(.pid)\"")" = "xh-b ${p[2]}" ]
 	ev=$(jg '.[] | select(.rule=="nccl_lag") | .evidence')
 	echo "$ev"
-	[[ "$ev" =~ ^rank\ 2\ \(${p[2]}/ncclrank@xh-b\)\ of\ communicator\ 0x[0-9a-f]+\ lags:\ op\ sequence\ ([0-9]+)\ against\ ([0-9]+)\ of\ rank\ [013]\ \([0-9]+/ncclrank@xh-a?b?\) ]]
+	[[ "$ev" =~ ^rank\ 2\ \(${p[2]}/ncclrank@xh-b\)\ of\ communicator\ 0x[0-9a-f]+\ lags:\ op\ sequence\ ([0-9]+)\ against\ ([0-9]+)\ of\ rank\ [013]\ \([0-9]+/ncclrank@xh-a?b?\)\;\ its\ last\ op\ unknown\;\ on\ xh-b:\ run-queue\ p99\ [0-9]+\.[0-9]\ ms\ \(host-wide\),\ page-cache\ misses\ ([0-9]+),\ hits\ ([0-9]+)\ \(host-wide\)$ ]]
 	# the sequence numbers: rank 2 stopped after its first iteration (5
 	# collectives on the job's communicator), the others ran all four
 	[ "${BASH_REMATCH[1]}" -eq 5 ] && [ "${BASH_REMATCH[2]}" -eq 20 ]
+	# host b's page cache: what its cachestat's lines counted (its file's
+	# 200 pages missed at least), not host a's
+	misses=${BASH_REMATCH[3]} hits=${BASH_REMATCH[4]}
+	echo "host b: misses $misses, hits $hits; cachestat's lines: $(jq -s -c '[[.[] | select(.type == "sample") | .misses] | add, [.[] | select(.type == "sample") | .hits] | add]' "$BATS_TEST_TMPDIR/csb.out")"
+	[ "$misses" -ge 200 ]
+	[ "$misses" -eq "$(jq -s '[.[] | select(.type == "sample") | .misses] | add' "$BATS_TEST_TMPDIR/csb.out")" ]
+	[ "$hits" -eq "$(jq -s '[.[] | select(.type == "sample") | .hits // 0] | add' "$BATS_TEST_TMPDIR/csb.out")" ]
 }

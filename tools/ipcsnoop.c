@@ -673,7 +673,7 @@ static struct {
 	struct edge_metrics edges;	/* the run's top edges */
 } P;
 
-static void metrics_edges(void);
+static struct edge_table *run_edges(void);
 
 static void metrics_init(void)
 {
@@ -1064,7 +1064,7 @@ static int on_tick(void *ctx)
 	collect();
 	if (!cfg.events)
 		print_interval(interval);
-	metrics_edges();
+	edge_metrics_of(&P.edges, run_edges);
 	if (!cfg.events && env.count && S.loop.ticks >= env.count)
 		return AISCOPE_STOP;
 	return 0;
@@ -1192,18 +1192,6 @@ static struct edge_table *run_edges(void)
 		edge_add_read(t, kind, name, &src, &dst, rd, aiscope_realtime(c->reader->last_ts));
 	}
 	return t;
-}
-
-/* the edge series: the run's graph as of this interval */
-static void metrics_edges(void)
-{
-	struct edge_table *t;
-
-	if (!edge_metrics_on(&P.edges))
-		return;
-	t = run_edges();
-	edge_metrics_set(&P.edges, t);
-	edges_free(t);
 }
 
 static void print_edges(void)

@@ -455,7 +455,7 @@ static struct {
 	struct edge_metrics edges;	/* the run's top edges */
 } P;
 
-static void metrics_edges(void);
+static struct edge_table *run_edges(void);
 
 static void metrics_init(void)
 {
@@ -843,7 +843,7 @@ static int on_tick(void *ctx)
 	collect();
 	if (cfg.events)
 		sweep_idle();
-	metrics_edges();
+	edge_metrics_of(&P.edges, run_edges);
 	if (S.streaming)
 		return 0;
 	print_interval(interval);
@@ -860,7 +860,7 @@ static int on_final(void *ctx)
 	if (!S.streaming)
 		return on_tick(ctx);
 	collect();
-	metrics_edges();
+	edge_metrics_of(&P.edges, run_edges);
 	return 0;
 }
 
@@ -923,18 +923,6 @@ static struct edge_table *run_edges(void)
 		aiscope_fail(EXIT_RUNTIME, "out of memory");
 	add_edges(et);
 	return et;
-}
-
-/* the edge series: the run's graph as of this interval */
-static void metrics_edges(void)
-{
-	struct edge_table *et;
-
-	if (!edge_metrics_on(&P.edges))
-		return;
-	et = run_edges();
-	edge_metrics_set(&P.edges, et);
-	edges_free(et);
 }
 
 static void print_edges(void)

@@ -11,6 +11,7 @@ complete -c topograph -l comm -x -a '(cat /proc/*/comm 2>/dev/null | sort -u)' -
 complete -c topograph -s j -l json -d 'JSON lines on stdout: nodes, edges, bottlenecks, summary'
 complete -c topograph -l dot -d 'Graphviz DOT on stdout (edge width by bytes, colour by kind)'
 complete -c topograph -l mermaid -d 'Mermaid flowchart on stdout'
+complete -c topograph -l html -x -d 'Also write the graph as one self-contained HTML page (SVG, no script) to FILE'
 complete -c topograph -s d -l duration -x -d 'Capture for DUR (500ms, 10, 10s, 2m); default: until Ctrl-C'
 complete -c topograph -l with -x -a '(__fish_complete_list , "printf \'%s\n\' schedlat nclstat gpulaunch")' -d 'Also run schedlat, nclstat, gpulaunch (live capture)'
 complete -c topograph -l wide -d 'Never truncate strings in tables'

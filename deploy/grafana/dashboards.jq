@@ -73,14 +73,14 @@ def panels:
   "time": {"from": "now-1h", "to": "now"},
   "timepicker": {},
   "timezone": "browser",
-  "links": [{"title": "aiscope", "type": "dashboards", "tags": ["aiscope"], "asDropdown": true}],
+  "links": [{"title": "aiscope", "type": "dashboards", "tags": ["aiscope"], "asDropdown": true, "icon": "external link",
+             "tooltip": "", "includeVars": true, "keepTime": true, "targetBlank": false}],
   "annotations": {"list": []},
   "templating": {"list": [
-    {"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus", "current": {}, "hide": 0, "refresh": 1},
+    {"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus", "hide": 0, "refresh": 1},
     {"name": "instance", "label": "Host", "type": "query", "datasource": ds,
      "query": {"query": "label_values(aiscope_build_info, instance)", "refId": "instance"},
-     "definition": "label_values(aiscope_build_info, instance)",
-     "includeAll": true, "multi": true, "allValue": ".*", "current": {}, "refresh": 2, "sort": 1, "hide": 0}
+     "includeAll": true, "multi": true, "allValue": ".*", "refresh": 2, "sort": 1, "hide": 0}
   ]},
   "panels": (.panels | panels)
 }

@@ -207,6 +207,37 @@ static uint64_t progress(const struct ncl_rank *r, bool seq)
 	return seq ? r->op_seq : r->calls;
 }
 
+/* what the lagging rank's own host says of it: schedlat's and cachestat's
+ * rows of its pid there, else those of the whole host (marked host-wide):
+ * "; on HOST: run-queue p99 ..., page-cache misses ...", or "" */
+static const char *host_evidence(const struct node *n)
+{
+	const struct host_ctx *h = host_ctx_find(n->host);
+	bool hrunq = !n->has_runq && h && h->has_runq, hcache = !n->has_cache && h && h->has_cache;
+	static char buf[256];
+	size_t k;
+
+	buf[0] = 0;
+	if (!n->has_runq && !n->has_cache && !hrunq && !hcache)
+		return buf;
+	k = snprintf(buf, sizeof(buf), "; on %s:", n->host ? n->host : "its host");
+	if (n->has_runq || hrunq)
+		k += snprintf(buf + k, sizeof(buf) - k, " run-queue p99 %.1f ms%s,",
+			      (hrunq ? h->runq_p99_ns : n->runq_p99_ns) / 1e6, hrunq ? " (host-wide)" : "");
+	if (n->has_cache || hcache) {
+		uint64_t misses = hcache ? h->misses : n->cache_misses;
+		uint64_t hits = hcache ? h->hits : n->cache_hits;
+
+		k += snprintf(buf + k, sizeof(buf) - k, " page-cache misses %llu", (unsigned long long)misses);
+		if (hcache ? h->hits_known : n->cache_hits_known)
+			k += snprintf(buf + k, sizeof(buf) - k, ", hits %llu", (unsigned long long)hits);
+		k += snprintf(buf + k, sizeof(buf) - k, "%s,", hcache ? " (host-wide)" : "");
+	}
+	if (k < sizeof(buf))
+		buf[k - 1] = 0;		/* the last comma */
+	return buf;
+}
+
 static void lag_of_comm(const char *hash)
 {
 	struct node *lead = NULL, *low = NULL;
@@ -245,10 +276,10 @@ static void lag_of_comm(const char *hash)
 	node_label(low, lw, sizeof(lw));
 	node_label(lead, ld, sizeof(ld));
 	b->evidence = xasprintf(
-		 "rank %lld (%s) of communicator %s lags: %s %llu against %llu of rank %lld (%s); its last op %s",
+		 "rank %lld (%s) of communicator %s lags: %s %llu against %llu of rank %lld (%s); its last op %s%s",
 		 (long long)wr->rank, lw, hash, seq ? "op sequence" : "calls",
 		 (unsigned long long)progress(wr, seq), (unsigned long long)progress(lr, seq),
-		 (long long)lr->rank, ld, wr->last_op ? wr->last_op : "unknown");
+		 (long long)lr->rank, ld, wr->last_op ? wr->last_op : "unknown", host_evidence(low));
 }
 
 static void rule_nccl(void)

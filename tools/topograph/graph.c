@@ -416,3 +416,26 @@ bool rfc3339_ns(const char *s, uint64_t *ns)
 	*ns = (uint64_t)t * NSEC_PER_SEC + frac;
 	return true;
 }
+
+/* ---- what a host's rows say of the host ---- */
+
+const struct host_ctx *host_ctx_find(const char *host)
+{
+	for (size_t i = 0; i < G.nhctx; i++)
+		if (!strcmp(G.hctx[i].host, host ? host : ""))
+			return &G.hctx[i];
+	return NULL;
+}
+
+struct host_ctx *host_ctx_of(const char *host)
+{
+	struct host_ctx *h = (struct host_ctx *)host_ctx_find(host);
+
+	if (h)
+		return h;
+	G.hctx = aiscope_grow(G.hctx, &G.hctx_cap, G.nhctx, sizeof(*G.hctx));
+	h = &G.hctx[G.nhctx++];
+	memset(h, 0, sizeof(*h));
+	h->host = xstrdup(host ? host : "");
+	return h;
+}

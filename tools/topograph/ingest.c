@@ -115,8 +115,15 @@ static void add_schedlat(const struct jv *v)
 	struct node *n;
 
 	if (by && !strcmp(by, "host")) {
-		if (jv_u64(jv_get(v, "p99_ns"), &p99) && p99 > G.host_p99_ns)
-			G.host_p99_ns = p99;
+		struct host_ctx *h = host_ctx_of(G.line_host);
+
+		if (jv_u64(jv_get(v, "p99_ns"), &p99)) {
+			if (p99 > G.host_p99_ns)
+				G.host_p99_ns = p99;
+			if (p99 > h->runq_p99_ns)
+				h->runq_p99_ns = p99;
+			h->has_runq = true;
+		}
 		G.has_host_p99 = true;
 		return;
 	}
@@ -141,6 +148,39 @@ static struct ncl_rank *ncl_rank_of(struct node *n, const char *hash)
 	r->next = n->ncl;
 	n->ncl = r;
 	return r;
+}
+
+/* cachestat's rows by pid (--by pid): the process's page-cache misses and
+ * hits, summed over the intervals; its host rows: the host's */
+static void add_cachestat(const struct jv *v)
+{
+	const char *row = jv_str(jv_get(v, "row"));
+	uint64_t pid, x;
+	struct node *n;
+
+	if (row && !strcmp(row, "host") && jv_u64(jv_get(v, "misses"), &x)) {
+		struct host_ctx *h = host_ctx_of(G.line_host);
+
+		h->has_cache = true;
+		sat_add(&h->misses, x);
+		if (jv_u64(jv_get(v, "hits"), &x)) {
+			sat_add(&h->hits, x);
+			h->hits_known = true;
+		}
+		return;
+	}
+	if (!row || strcmp(row, "pid") || !jv_u64(jv_get(v, "pid"), &pid) || !pid || pid > UINT32_MAX ||
+	    !jv_u64(jv_get(v, "misses"), &x))
+		return;
+	n = proc_node(pid);
+	if (!n->comm)
+		node_ident(n, v);
+	n->has_cache = true;
+	sat_add(&n->cache_misses, x);
+	if (jv_u64(jv_get(v, "hits"), &x)) {
+		sat_add(&n->cache_hits, x);
+		n->cache_hits_known = true;
+	}
 }
 
 /* nclstat's "communicator" row (schema 0: "comm"): per local rank its pid,
@@ -372,6 +412,8 @@ void ingest(const char *name, uint64_t lineno, const char *line, size_t len)
 		}
 	} else if (!strcmp(tool, "schedlat") && !strcmp(type, "sample")) {
 		add_schedlat(v);
+	} else if (!strcmp(tool, "cachestat") && !strcmp(type, "sample")) {
+		add_cachestat(v);
 	} else if (!strcmp(tool, "nclstat")) {
 		add_nclstat(v, type);
 	} else if (!strcmp(tool, "gpulaunch")) {

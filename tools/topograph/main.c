@@ -65,6 +65,7 @@ enum {
 	OPT_TREE,
 	OPT_PROMETHEUS,
 	OPT_RANGE,
+	OPT_HTML,
 };
 
 /* The shared options that make sense here: the filters (passed to the
@@ -84,6 +85,7 @@ static const struct argp_option opts[] = {
 	{ "json", 'j', NULL, 0, "JSON lines on stdout: nodes, edges, bottlenecks, summary", 11 },
 	{ "dot", OPT_DOT, NULL, 0, "Graphviz DOT on stdout (edge width by bytes, colour by kind)", 11 },
 	{ "mermaid", OPT_MERMAID, NULL, 0, "Mermaid flowchart on stdout", 11 },
+	{ "html", OPT_HTML, "FILE", 0, "Also write the graph as one self-contained HTML page (SVG, no script) to FILE", 11 },
 	{ "duration", 'd', "DUR", 0, "Capture for DUR (500ms, 10, 10s, 2m); default: until Ctrl-C", 11 },
 	{ "with", OPT_WITH, "TOOL[,TOOL...]", 0, "Also run schedlat, nclstat, gpulaunch (live capture)", 11 },
 	AISCOPE_OPTION_WIDE(11),
@@ -170,6 +172,11 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	case OPT_MERMAID:
 		set_out(OUT_MERMAID);
 		break;
+	case OPT_HTML:
+		if (!*arg)
+			usage_error("invalid --html '': expected a file name");
+		cfg.html_path = arg;
+		break;
 	case 'd':
 		cfg.duration_arg = arg;
 		return aiscope_parse_shared(key, arg, state);
@@ -251,6 +258,9 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	cfg.tty = isatty(STDOUT_FILENO);
 	check_prometheus_args();
+	/* before any output: a page that cannot be written is a usage error */
+	if (cfg.html_path && !(cfg.html = fopen(cfg.html_path, "w")))
+		usage_error("cannot write '%s': %s", cfg.html_path, strerror(errno));
 	/* no FILE: live unless stdin is a file or a pipe and -d is not given */
 	cfg.live = !cfg.nfiles && !cfg.prom_url && (cfg.duration_arg || isatty(STDIN_FILENO));
 	if (env.list_probes) {
@@ -290,6 +300,8 @@ int main(int argc, char **argv)
 	}
 	join_hosts();
 	analyse();
+	if (cfg.html)
+		write_html(cfg.html, cfg.html_path);
 	switch (cfg.out) {
 	case OUT_JSON: print_json(); break;
 	case OUT_DOT: print_dot(); break;

@@ -369,18 +369,16 @@ static void take_edges(const struct jv *result, const char *tool, int fam)
 	}
 }
 
-/* the instant query last_over_time(SERIES[range]); take(result) */
-static void query(const char *series, uint64_t range_ms,
-		  void (*take)(const struct jv *result, const char *tool, int fam),
-		  const char *tool, int fam)
+/* the instant query q; take(result) */
+static void query_expr(const char *q, void (*take)(const struct jv *result, const char *tool, int fam),
+		       const char *tool, int fam)
 {
-	char q[256], enc[768], *path, *body;
+	char enc[1536], *path, *body;
 	const struct jv *v;
 	struct jp p;
 	size_t blen;
 	int status;
 
-	snprintf(q, sizeof(q), "last_over_time(%s[%llums])", series, (unsigned long long)range_ms);
 	urlencode(q, enc, sizeof(enc));
 	if (asprintf(&path, "%s/api/v1/query?query=%s", P.prefix, enc) < 0)
 		aiscope_fail(EXIT_RUNTIME, "out of memory");
@@ -398,6 +396,17 @@ static void query(const char *series, uint64_t range_ms,
 	take(jv_get(jv_get(v, "data"), "result"), tool, fam);
 	jp_free(&p);
 	free(body);
+}
+
+/* the instant query last_over_time(SERIES[range]) */
+static void query(const char *series, uint64_t range_ms,
+		  void (*take)(const struct jv *result, const char *tool, int fam),
+		  const char *tool, int fam)
+{
+	char q[256];
+
+	snprintf(q, sizeof(q), "last_over_time(%s[%llums])", series, (unsigned long long)range_ms);
+	query_expr(q, take, tool, fam);
 }
 
 /* one side of an edge line: a process (with a pid) or an endpoint */
@@ -422,35 +431,56 @@ static void side_json(struct jw *w, const char *key, char *const *lv)
 	jw_obj_end(w);
 }
 
+/* A line as a tool would have written it, for ingest(): begun with its
+ * type, tool and host, its other keys added with w, then ingested. */
+struct made_line {
+	char *buf;
+	size_t len;
+	FILE *f;
+	struct jw w;
+};
+
+static void line_begin(struct made_line *l, const char *type, const char *tool, const char *host)
+{
+	l->buf = NULL;
+	l->len = 0;
+	l->f = open_memstream(&l->buf, &l->len);
+	if (!l->f)
+		aiscope_fail(EXIT_RUNTIME, "out of memory");
+	jw_init(&l->w, l->f);
+	jw_obj_begin(&l->w);
+	jw_kstr(&l->w, "type", type);
+	jw_kstr(&l->w, "tool", tool);
+	jw_kstr(&l->w, "host", host);
+}
+
+static void line_ingest(struct made_line *l, uint64_t lineno)
+{
+	jw_obj_end(&l->w);
+	if (fclose(l->f))
+		aiscope_fail(EXIT_RUNTIME, "out of memory");
+	ingest("prometheus", lineno, l->buf, l->len);
+	free(l->buf);
+}
+
 /* The edge as the tool's own edge line would have it (docs/edges.md). */
 static void ingest_pedge(const struct pedge *e, uint64_t lineno)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	struct jw w;
+	struct made_line l;
+	struct jw *w = &l.w;
 
-	if (!f)
-		aiscope_fail(EXIT_RUNTIME, "out of memory");
-	jw_init(&w, f);
-	jw_obj_begin(&w);
-	jw_kstr(&w, "type", "edge");
-	jw_kstr(&w, "tool", e->tool);
-	jw_kstr(&w, "host", e->lv[0]);
-	jw_kstr(&w, "kind", e->lv[1]);
-	jw_kstr(&w, "channel", e->lv[2]);
-	side_json(&w, "src", &e->lv[3]);
-	side_json(&w, "dst", &e->lv[7]);
-	jw_ku64(&w, "bytes", e->v[F_BYTES]);
-	jw_ku64(&w, "msgs", e->v[F_MSGS]);
+	line_begin(&l, "edge", e->tool, e->lv[0]);
+	jw_kstr(w, "kind", e->lv[1]);
+	jw_kstr(w, "channel", e->lv[2]);
+	side_json(w, "src", &e->lv[3]);
+	side_json(w, "dst", &e->lv[7]);
+	jw_ku64(w, "bytes", e->v[F_BYTES]);
+	jw_ku64(w, "msgs", e->v[F_MSGS]);
 	if (e->have[F_READ])
-		jw_ku64(&w, "read_bytes", e->v[F_READ]);
+		jw_ku64(w, "read_bytes", e->v[F_READ]);
 	else
-		jw_knull(&w, "read_bytes");
-	jw_obj_end(&w);
-	fclose(f);
-	ingest("prometheus", lineno, buf, len);
-	free(buf);
+		jw_knull(w, "read_bytes");
+	line_ingest(&l, lineno);
 }
 
 /* ---- nclstat's ranks ---- */
@@ -515,41 +545,30 @@ static int cmp_prank(const void *a, const void *b)
 static void ingest_ranks(size_t first, size_t n, uint64_t lineno)
 {
 	const struct prank *k = &P.r[first];
+	struct made_line l;
+	struct jw *w = &l.w;
 	int64_t nranks = -1;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	struct jw w;
 
-	if (!f)
-		aiscope_fail(EXIT_RUNTIME, "out of memory");
 	for (size_t i = 0; i < n; i++)
 		if (k[i].nranks > nranks)
 			nranks = k[i].nranks;
-	jw_init(&w, f);
-	jw_obj_begin(&w);
-	jw_kstr(&w, "type", "sample");
-	jw_kstr(&w, "tool", "nclstat");
-	jw_kstr(&w, "host", k->host);
-	jw_kstr(&w, "row", "communicator");
-	jw_kstr(&w, "communicator_id", k->comm_id);
-	jw_ki64_or_null(&w, "nranks", nranks >= 0, nranks);
-	jw_key(&w, "ranks");
-	jw_arr_begin(&w);
+	line_begin(&l, "sample", "nclstat", k->host);
+	jw_kstr(w, "row", "communicator");
+	jw_kstr(w, "communicator_id", k->comm_id);
+	jw_ki64_or_null(w, "nranks", nranks >= 0, nranks);
+	jw_key(w, "ranks");
+	jw_arr_begin(w);
 	for (size_t i = 0; i < n; i++) {
-		jw_obj_begin(&w);
-		jw_ki64(&w, "rank", k[i].rank);
-		jw_ku64(&w, "pid", k[i].pid);
-		jw_ku64(&w, "op_seq", k[i].op_seq);
+		jw_obj_begin(w);
+		jw_ki64(w, "rank", k[i].rank);
+		jw_ku64(w, "pid", k[i].pid);
+		jw_ku64(w, "op_seq", k[i].op_seq);
 		if (*k[i].comm)
-			jw_kstr(&w, "comm", k[i].comm);
-		jw_obj_end(&w);
+			jw_kstr(w, "comm", k[i].comm);
+		jw_obj_end(w);
 	}
-	jw_arr_end(&w);
-	jw_obj_end(&w);
-	fclose(f);
-	ingest("prometheus", lineno, buf, len);
-	free(buf);
+	jw_arr_end(w);
+	line_ingest(&l, lineno);
 }
 
 static void read_ranks(uint64_t range_ms)
@@ -571,6 +590,109 @@ static void read_ranks(uint64_t range_ms)
 		free(P.r[i].comm);
 	}
 	free(P.r);
+}
+
+/* ---- what each host's schedlat and cachestat say of the host ---- */
+
+/* instance -> host, from every tool's aiscope_build_info */
+struct inst {
+	char *instance, *host;
+};
+static struct {
+	struct inst *v;
+	size_t n, cap;
+} I;
+
+static const char *host_of_instance(const char *instance)
+{
+	for (size_t i = 0; instance && i < I.n; i++)
+		if (!strcmp(I.v[i].instance, instance))
+			return I.v[i].host;
+	return NULL;
+}
+
+static void take_instances(const struct jv *result, const char *tool, int fam)
+{
+	for (const struct jv *r = result ? result->child : NULL; r; r = r->next) {
+		const struct jv *metric = jv_get(r, "metric");
+		const char *inst = label_of(metric, "instance"), *host = label_of(metric, "host");
+
+		if (!inst || !host || !*host || host_of_instance(inst))
+			continue;
+		I.v = aiscope_grow(I.v, &I.cap, I.n, sizeof(*I.v));
+		I.v[I.n].instance = xstrdup(inst);
+		I.v[I.n++].host = xstrdup(host);
+	}
+}
+
+/* a sample's value as a number (NaN and infinities: false) */
+static bool sample_double(const struct jv *value, double *out)
+{
+	const char *s = jv_str(value && value->child ? value->child->next : NULL);
+	char *end;
+
+	if (!s)
+		return false;
+	*out = strtod(s, &end);
+	return end != s && !*end && *out == *out && *out < 1e300 && *out > -1e300;
+}
+
+enum { H_RUNQ, H_MISSES, H_HITS };
+
+static void take_host_figure(const struct jv *result, const char *tool, int what)
+{
+	for (const struct jv *r = result ? result->child : NULL; r; r = r->next) {
+		const char *host = host_of_instance(label_of(jv_get(r, "metric"), "instance"));
+		struct host_ctx *h;
+		double x;
+
+		if (!host || !sample_double(jv_get(r, "value"), &x) || x < 0)
+			continue;
+		h = host_ctx_of(host);
+		switch (what) {
+		case H_RUNQ:
+			if (x * 1e9 > h->runq_p99_ns)
+				h->runq_p99_ns = x * 1e9 + 0.5;
+			h->has_runq = true;
+			break;
+		case H_MISSES:
+			h->misses += x + 0.5;
+			h->has_cache = true;
+			break;
+		case H_HITS:
+			h->hits += x + 0.5;
+			h->hits_known = true;
+			break;
+		}
+	}
+}
+
+/* each host's run-queue wait p99 (schedlat) and page-cache misses and hits
+ * (cachestat) over the tools' runs, as last scraped in the range (the run
+ * totals, as the edges'), for the evidence of a process there */
+static void read_host_context(uint64_t range_ms)
+{
+	char q[512];
+
+	snprintf(q, sizeof(q), "last_over_time(aiscope_build_info[%llums])", (unsigned long long)range_ms);
+	query_expr(q, take_instances, NULL, 0);
+	if (!I.n)
+		return;
+	snprintf(q, sizeof(q),
+		 "histogram_quantile(0.99, sum by (instance, le) (last_over_time(aiscope_schedlat_wait_seconds_bucket[%llums])))",
+		 (unsigned long long)range_ms);
+	query_expr(q, take_host_figure, NULL, H_RUNQ);
+	snprintf(q, sizeof(q), "sum by (instance) (last_over_time(aiscope_cachestat_pages_total{kind=\"miss\"}[%llums]))",
+		 (unsigned long long)range_ms);
+	query_expr(q, take_host_figure, NULL, H_MISSES);
+	snprintf(q, sizeof(q), "sum by (instance) (last_over_time(aiscope_cachestat_pages_total{kind=\"hit\"}[%llums]))",
+		 (unsigned long long)range_ms);
+	query_expr(q, take_host_figure, NULL, H_HITS);
+	for (size_t i = 0; i < I.n; i++) {
+		free(I.v[i].instance);
+		free(I.v[i].host);
+	}
+	free(I.v);
 }
 
 /* by host, then the other labels: the same graph, nodes and hosts in the
@@ -614,6 +736,7 @@ void read_prometheus(void)
 			free(P.e[i].lv[j]);
 	}
 	read_ranks(range_ms);
+	read_host_context(range_ms);
 	if (cfg.verbose)
 		fprintf(stderr, TOOL ": %llu queries to Prometheus at %s:%s gave %llu series: %zu edges, %zu NCCL ranks\n",
 			(unsigned long long)P.queries, P.host, P.port, (unsigned long long)P.series,

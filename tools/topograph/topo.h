@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "jsonp.h"
 #include "opts.h"
 #include "run.h"
@@ -45,6 +46,8 @@ struct topo_cfg {
 	size_t files_cap;
 	bool live;		/* running the tools, not reading lines */
 	bool tty;
+	const char *html_path;	/* --html: the page, opened at the start */
+	FILE *html;
 	const char *prom_url;	/* --prometheus: the graph from a server's API */
 	uint64_t prom_range_ns;	/* --range: edges seen in this window, ending now */
 	const char *range_arg;
@@ -88,6 +91,8 @@ struct node {
 	char *ukind;		/* N_UNSEEN: the channel's kind */
 	bool has_runq;
 	uint64_t runq_p99_ns, runq_wait_ns, runq_runs;
+	bool has_cache, cache_hits_known;	/* cachestat --by pid rows */
+	uint64_t cache_misses, cache_hits;
 	bool cuda;
 	uint64_t cuda_launches;
 	struct ncl_rank *ncl;
@@ -129,6 +134,15 @@ struct bottleneck {
 	double value, threshold;
 	char *unit;
 	char *evidence;
+};
+
+/* what a host's own rows say of the whole host (schedlat's and cachestat's
+ * "host" rows; with --prometheus their series): context for the evidence
+ * of a process that has no rows of its own */
+struct host_ctx {
+	char *host;		/* "" one host's lines that name none */
+	bool has_runq, has_cache, hits_known;
+	uint64_t runq_p99_ns, misses, hits;
 };
 
 /* what each tool contributed */
@@ -173,6 +187,8 @@ struct graph {
 	const char *exit_reason;
 	struct node **spawn;	/* parent, child pairs of shown nodes */
 	size_t nspawn, spawn_cap;
+	struct host_ctx *hctx;
+	size_t nhctx, hctx_cap;
 };
 extern struct graph G;
 extern const char *const node_kind_names[];
@@ -198,6 +214,9 @@ struct gedge *edge_get(const char *kind, const char *channel, struct node *src, 
 struct source *source_of(const char *tool);
 bool edge_passes(const struct node *a, const struct node *b);
 bool rfc3339_ns(const char *s, uint64_t *ns);
+/* the context of host (NULL: the lines' that name none), made when new */
+struct host_ctx *host_ctx_of(const char *host);
+const struct host_ctx *host_ctx_find(const char *host);
 
 /* ---- input (ingest.c) ---- */
 
@@ -264,5 +283,6 @@ void print_table(void);
 void print_json(void);
 void print_dot(void);
 void print_mermaid(void);
+void write_html(FILE *f, const char *path);
 
 #endif
