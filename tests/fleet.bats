@@ -1432,6 +1432,15 @@ grafana_expr() {
 		done < <(jq -r '.panels[] | .title as $t | .fieldConfig.defaults.unit as $u | .targets[] | [$t, $u, .expr] | @tsv' "$f")
 	done
 	echo "$n queries returned data; $skipped not checked here"
+	# every family the seven tools export has a panel (histograms by their
+	# _bucket, _sum or _count)
+	curl -sf "$api/label/__name__/values" | jq -r '.data[] | select(startswith("aiscope_"))' |
+		sed -E 's/_(bucket|sum|count)$//' | sort -u > "$BATS_TEST_TMPDIR/families"
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/families")" -ge 50 ]
+	jq -r '.dashboards[].panels[].targets[].expr' "$TOP/deploy/grafana/spec.json" |
+		grep -o 'aiscope_[a-z0-9_]*' | sed -E 's/_(bucket|sum|count)$//' | sort -u > "$BATS_TEST_TMPDIR/shown"
+	comm -23 "$BATS_TEST_TMPDIR/families" "$BATS_TEST_TMPDIR/shown" > "$BATS_TEST_TMPDIR/unshown"
+	[ ! -s "$BATS_TEST_TMPDIR/unshown" ] || { echo "families without a panel:"; cat "$BATS_TEST_TMPDIR/unshown"; false; }
 	# the queries left out are those of the panels the spec says need what
 	# is not here
 	[ "$skipped" -eq "$(jq --arg mem "$mem" '[.dashboards[].panels[] | select(.needs) |
