@@ -1119,7 +1119,8 @@ xhost_traffic() {
 	on a "$HELPERS/xhostnet" send 10.231.0.10 5001 300000 > "$BATS_TEST_TMPDIR/a2"
 }
 
-# xhost_check: g.json is the graph of xhost_traffic, exact per host
+# xhost_check [HOST:PID...]: g.json is the graph of xhost_traffic, exact per
+# host, with the processes HOST:PID as nodes besides (NCCL ranks)
 xhost_check() {
 	cat "$BATS_TEST_TMPDIR"/a1 "$BATS_TEST_TMPDIR"/c1 "$BATS_TEST_TMPDIR"/a2 "$BATS_TEST_TMPDIR"/srv?.out
 	# the truth: each client's pid and ports, each server's
@@ -1127,17 +1128,18 @@ xhost_check() {
 	local a1 a2 c1 sb sc f
 	a1=$(pid "$BATS_TEST_TMPDIR/a1") a2=$(pid "$BATS_TEST_TMPDIR/a2") c1=$(pid "$BATS_TEST_TMPDIR/c1")
 	sb=$(pid "$BATS_TEST_TMPDIR/srvb.out") sc=$(pid "$BATS_TEST_TMPDIR/srvc.out")
+	set -- "a:$a1" "a:$a2" "b:$sb" "c:$sc" "c:$c1" "$@"
 	jg '.[] | select(.type=="node" or .type=="edge") | "\(.type) \(.node_host // "") \(.kind) \(.pid // "") \(.src.host // "")/\(.src.pid // "")>\(.dst.host // "")/\(.dst.pid // "") \(.bytes // "") \(.read_bytes) \(.channel // .endpoint // "")"'
 	# every node a process on its host, nothing left as an endpoint
 	[ "$(jg '[.[] | select(.type=="node") | "\(.node_host) \(.kind) \(.pid)"] | join(",")')" = \
-		"$(printf '%s\n' "xh-a process $a1" "xh-a process $a2" | sort -k3n | paste -sd,),xh-b process $sb,$(printf '%s\n' "xh-c process $sc" "xh-c process $c1" | sort -k3n | paste -sd,)" ]
+		"$(printf '%s\n' "$@" | sort -t: -k1,1 -k2,2n | sed 's/^\(.\):/xh-\1 process /' | paste -sd,)" ]
 	# six edges, each a flow's one direction, exact bytes, read in full
 	ep() { sed -n "s/.*$2=\([^ ]*\).*/\1/p" "$BATS_TEST_TMPDIR/$1"; }
 	[ "$(jg '[.[] | select(.type=="edge") | "\(.kind) \(.src.host)/\(.src.pid)>\(.dst.host)/\(.dst.pid) \(.bytes) \(.read_bytes) \(.channel)"] | join(",")')" = \
 		"tcp xh-a/$a2>xh-c/$sc 300000 300000 $(ep a2 local)->$(ep a2 peer),tcp xh-c/$c1>xh-b/$sb 200000 200000 $(ep c1 local)->$(ep c1 peer),tcp xh-a/$a1>xh-b/$sb 100000 100000 $(ep a1 local)->$(ep a1 peer),tcp xh-c/$sc>xh-a/$a2 3000 3000 $(ep a2 peer)->$(ep a2 local),tcp xh-b/$sb>xh-c/$c1 2000 2000 $(ep c1 peer)->$(ep c1 local),tcp xh-b/$sb>xh-a/$a1 1000 1000 $(ep a1 peer)->$(ep a1 local)" ]
 	jg '.[] | select(.type=="summary")'
 	[ "$(jg '.[] | select(.type=="summary") | "\(.nodes) \(.edges) \(.bytes) \(.hosts | join(" ")) \(.joined_flows) \(.unjoined_local_flows)"')" = \
-		"5 6 606000 xh-a xh-b xh-c 6 0" ]
+		"$# 6 606000 xh-a xh-b xh-c 6 0" ]
 	for f in a1 c1 a2; do
 		grep -q " rx=$(( $(ep $f tx) / 100 ))\$" "$BATS_TEST_TMPDIR/$f"
 	done
@@ -1161,106 +1163,85 @@ xhost_check() {
 	xhost_check
 }
 
-@test "across hosts from Prometheus: each host's socketsnoop --listen, scraped by a real Prometheus, makes the same graph with --prometheus" {
+@test "across hosts from Prometheus: three hosts' flows and a job's ranks, scraped by a real Prometheus: the graph exact, the lagging rank named with its host and what its host's schedlat and cachestat say" {
+	local nccl=$BIN/tests/nccl h r i p ev t misses hits host
 	command -v prometheus > /dev/null || skip "prometheus is not installed"
-	local h i
-	xhost_setup
-	# each host's socketsnoop under its host name, serving its metrics on
-	# this host's loopback (outside the host's cgroup: the scrapes are not
-	# the host's traffic)
-	for h in a b c; do
-		start_bg "ss$h" unshare --uts sh -c 'hostname "$0"; exec "$@"' "xh-$h" \
-			"$BIN/socketsnoop" -c "$XCG$h" --listen 127.0.0.1:0
-	done
-	start_prometheus ssa ssb ssc
-	xhost_traffic
-	# until a scrape of each host has its flows' last figures
-	for i in $(seq 60); do
-		graph_json --prometheus "http://127.0.0.1:$SERVER_PORT" --range 10m
-		[ "$(jg '.[] | select(.type=="summary") | "\(.edges) \(.bytes) \(.joined_flows)"')" = "6 606000 6" ] && break
-		sleep 0.5
-	done
-	cat "$BATS_TEST_TMPDIR/g.err"
-	xhost_check
-	# a URL it cannot use, a server that does not answer: one line each
-	run "$BIN/topograph" --prometheus "https://127.0.0.1:$SERVER_PORT"
-	[ "$status" -eq 2 ] && [[ "$output" == *"https is not supported"* ]]
-	run "$BIN/topograph" --prometheus "http://127.0.0.1:$(free_port)"
-	[ "$status" -eq 1 ] && [[ "$output" == *"cannot query Prometheus"* ]]
-}
-
-@test "across hosts from Prometheus: a communicator's ranks on two hosts are joined, the lagging rank named with its host and what its host's schedlat and cachestat say" {
-	need_root
-	command -v prometheus > /dev/null || skip "prometheus is not installed"
-	local nccl=$BIN/tests/nccl root h r i p ev t misses hits
 	[ -x "$BIN/nclstat" ] && [ -x "$nccl/ncclrank" ] && [ -e "$nccl/libnccl.so.2" ] ||
 		skip "needs nclstat and its NCCL test double (tests/nccl) in $BIN"
-	root=$(cgroup2_root) || skip "no cgroup2 mount"
-	XCG=$root/aiscope-xn$$-
-	for h in a b; do
-		make_cgroup "$XCG$h"
-	done
+	xhost_setup
 	disk_dir
 	"$HELPERS/pagecache" create "$DISK_DIR/f" 200 > /dev/null
-	# each host's nclstat, schedlat and cachestat under its host name, for
-	# its host's cgroup
-	for h in a b; do
-		start_bg "ncl$h" unshare --uts sh -c 'hostname "$0"; exec "$@"' "xh-$h" \
-			"$BIN/nclstat" -i 300ms -c "$XCG$h" --lib "$nccl/libnccl.so.2" --listen 127.0.0.1:0
-		start_bg "sl$h" unshare --uts sh -c 'hostname "$0"; exec "$@"' "xh-$h" \
-			"$BIN/schedlat" -i 300ms -c "$XCG$h" --listen 127.0.0.1:0
-		start_bg "cs$h" unshare --uts sh -c 'hostname "$0"; exec "$@"' "xh-$h" \
-			"$BIN/cachestat" -j -i 300ms -c "$XCG$h" --listen 127.0.0.1:0
+	# each host's socketsnoop and nclstat under its host name, for its
+	# host's cgroup; host b's schedlat and cachestat too
+	for h in a b c; do
+		for t in socketsnoop nclstat; do
+			start_bg "$t$h" unshare --uts sh -c 'hostname "$0"; exec "$@"' "xh-$h" \
+				"$BIN/$t" -i 300ms -c "$XCG$h" --listen 127.0.0.1:0 \
+				$([ "$t" = nclstat ] && echo --lib "$nccl/libnccl.so.2")
+		done
 	done
-	for t in ncla sla csa nclb slb csb; do
+	for t in schedlat cachestat; do
+		start_bg "${t}b" unshare --uts sh -c 'hostname "$0"; exec "$@"' xh-b \
+			"$BIN/$t" -j -i 300ms -c "${XCG}b" --listen 127.0.0.1:0
+	done
+	for t in socketsnoopa nclstata socketsnoopb nclstatb schedlatb cachestatb socketsnoopc nclstatc; do
 		wait_for "$BATS_TEST_TMPDIR/$t.err" 'Tracing' 30
 	done
-	start_prometheus ncla sla csa nclb slb csb
-	# four ranks of one job, waiting before their first call: 0 and 1 on
-	# host a, 2 and 3 on host b; rank 2 stops before its second iteration,
-	# the others run their four and hold
+	start_prometheus socketsnoopa nclstata socketsnoopb nclstatb schedlatb cachestatb socketsnoopc nclstatc
+	# a job of four ranks, waiting before their first call: 0 on host a,
+	# 2 on host b, 1 and 3 on host c; rank 2 stops before its second
+	# iteration, the others run their four and hold
 	start_bg ranks env LD_LIBRARY_PATH="$nccl" "$nccl/ncclrank" run -r 4 -i 4 -l 2:1 -w -b
 	for r in 0 1 2 3; do
 		wait_for "$BATS_TEST_TMPDIR/ranks.out" "^rank $r pid " 30
 		p[r]=$(awk -v r="$r" '$1 == "rank" && $2 == r { print $4; exit }' "$BATS_TEST_TMPDIR/ranks.out")
 		TEST_PIDS+=("${p[r]}")
-		move_to_cgroup "$XCG$([ "$r" -lt 2 ] && echo a || echo b)" "${p[r]}"
+		host[r]=$(echo a c b c | cut -d' ' -f$((r + 1)))
+		move_to_cgroup "$XCG${host[r]}" "${p[r]}"
 	done
 	kill -USR1 "${p[@]}"
 	# host b also reads a file not in the page cache: 200 pages missed
 	sh -c "echo \$\$ > '${XCG}b/cgroup.procs'; '$HELPERS/pagecache' drop '$DISK_DIR/f' > /dev/null; cat '$DISK_DIR/f' > /dev/null"
+	# and the flows between the hosts, of known bytes
+	xhost_traffic
 	wait_for "$BATS_TEST_TMPDIR/ranks.out" '^lagging 2 ' 30
 	for r in 0 1 3; do
 		wait_for "$BATS_TEST_TMPDIR/ranks.out" "^holding $r " 30
 	done
-	# until a scrape of each host has its ranks where they stopped, and
-	# host b's cachestat the misses of its intervals so far
+	# until a scrape of each host has its flows' and its ranks' last figures
 	sleep 1
 	for i in $(seq 60); do
 		graph_json --prometheus "http://127.0.0.1:$SERVER_PORT" --range 10m
-		[ "$(jg '[.[] | select(.type=="bottleneck" and .rule=="nccl_lag")] | length')" = 1 ] &&
+		[ "$(jg '.[] | select(.type=="summary") | "\(.edges) \(.bytes) \(.joined_flows)"')" = "6 606000 6" ] &&
+			[ "$(jg '[.[] | select(.type=="bottleneck" and .rule=="nccl_lag")] | length')" = 1 ] &&
 			[ "$(jg '[.[] | select(.type=="node") | .nccl[]? | select(.nranks == 4)] | length')" = 4 ] && break
 		sleep 0.5
 	done
-	cat "$BATS_TEST_TMPDIR/g.err" "$BATS_TEST_TMPDIR"/ncl?.err "$BATS_TEST_TMPDIR/ranks.out"
-	jg '.[] | select(.type=="node" or .type=="bottleneck")' | head -c 4000
-	# each rank a node on its host, in the job's communicator of four
-	[ "$(jg '[.[] | select(.type=="node") | "\(.node_host) \(.pid) \(.nccl | map(select(.nranks == 4))[0].rank)"] | join(",")')" = \
-		"xh-a ${p[0]} 0,xh-a ${p[1]} 1,xh-b ${p[2]} 2,xh-b ${p[3]} 3" ]
+	cat "$BATS_TEST_TMPDIR/g.err" "$BATS_TEST_TMPDIR/ranks.out"
+	# the flows exact between the hosts' processes; the ranks nodes too
+	xhost_check "${host[0]}:${p[0]}" "${host[1]}:${p[1]}" "${host[2]}:${p[2]}" "${host[3]}:${p[3]}"
+	# each rank on its host, in the job's communicator of four
+	[ "$(jg '[.[] | select(.type=="node" and .nccl != null) | "\(.node_host) \(.pid) \(.nccl | map(select(.nranks == 4))[0].rank)"] | sort | join(",")')" = \
+		"$(for r in 0 1 2 3; do echo "xh-${host[r]} ${p[r]} $r"; done | sort | paste -sd,)" ]
 	# rank 2 is the one, with its host, against a rank ahead of it
 	ev=$(jg '.[] | select(.type=="bottleneck" and .rule=="nccl_lag") | .node')
 	[ "$(jg ".[] | select(.type==\"node\" and .id==\"$ev\") | \"\(.node_host) \(.pid)\"")" = "xh-b ${p[2]}" ]
 	ev=$(jg '.[] | select(.rule=="nccl_lag") | .evidence')
 	echo "$ev"
-	[[ "$ev" =~ ^rank\ 2\ \(${p[2]}/ncclrank@xh-b\)\ of\ communicator\ 0x[0-9a-f]+\ lags:\ op\ sequence\ ([0-9]+)\ against\ ([0-9]+)\ of\ rank\ [013]\ \([0-9]+/ncclrank@xh-a?b?\)\;\ its\ last\ op\ unknown\;\ on\ xh-b:\ run-queue\ p99\ [0-9]+\.[0-9]\ ms\ \(host-wide\),\ page-cache\ misses\ ([0-9]+),\ hits\ ([0-9]+)\ \(host-wide\)$ ]]
+	[[ "$ev" =~ ^rank\ 2\ \(${p[2]}/ncclrank@xh-b\)\ of\ communicator\ 0x[0-9a-f]+\ lags:\ op\ sequence\ ([0-9]+)\ against\ ([0-9]+)\ of\ rank\ [013]\ \([0-9]+/ncclrank@xh-[ac]\)\;\ its\ last\ op\ unknown\;\ on\ xh-b:\ run-queue\ p99\ [0-9]+\.[0-9]\ ms\ \(host-wide\),\ page-cache\ misses\ ([0-9]+),\ hits\ ([0-9]+)\ \(host-wide\)$ ]]
 	# the sequence numbers: rank 2 stopped after its first iteration (5
 	# collectives on the job's communicator), the others ran all four
 	[ "${BASH_REMATCH[1]}" -eq 5 ] && [ "${BASH_REMATCH[2]}" -eq 20 ]
 	# host b's page cache: what its cachestat's lines counted (its file's
-	# 200 pages missed at least), not host a's
+	# 200 pages missed at least)
 	misses=${BASH_REMATCH[3]} hits=${BASH_REMATCH[4]}
-	echo "host b: misses $misses, hits $hits; cachestat's lines: $(jq -s -c '[[.[] | select(.type == "sample") | .misses] | add, [.[] | select(.type == "sample") | .hits] | add]' "$BATS_TEST_TMPDIR/csb.out")"
+	echo "host b: misses $misses, hits $hits; cachestat's lines: $(jq -s -c '[[.[] | select(.type == "sample") | .misses] | add, [.[] | select(.type == "sample") | .hits] | add]' "$BATS_TEST_TMPDIR/cachestatb.out")"
 	[ "$misses" -ge 200 ]
-	[ "$misses" -eq "$(jq -s '[.[] | select(.type == "sample") | .misses] | add' "$BATS_TEST_TMPDIR/csb.out")" ]
-	[ "$hits" -eq "$(jq -s '[.[] | select(.type == "sample") | .hits // 0] | add' "$BATS_TEST_TMPDIR/csb.out")" ]
+	[ "$misses" -eq "$(jq -s '[.[] | select(.type == "sample") | .misses] | add' "$BATS_TEST_TMPDIR/cachestatb.out")" ]
+	[ "$hits" -eq "$(jq -s '[.[] | select(.type == "sample") | .hits // 0] | add' "$BATS_TEST_TMPDIR/cachestatb.out")" ]
+	# a URL it cannot use, a server that does not answer: one line each
+	run "$BIN/topograph" --prometheus "https://127.0.0.1:$SERVER_PORT"
+	[ "$status" -eq 2 ] && [[ "$output" == *"https is not supported"* ]]
+	run "$BIN/topograph" --prometheus "http://127.0.0.1:$(free_port)"
+	[ "$status" -eq 1 ] && [[ "$output" == *"cannot query Prometheus"* ]]
 }
