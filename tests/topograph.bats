@@ -35,7 +35,7 @@ jg() {
 	run "$BIN/topograph" --help
 	[ "$status" -eq 0 ]
 	for opt in --pid --tid --cgroup --container --uid --comm --json --dot --mermaid --duration \
-		--with --tree --wide --verbose --hot --runq --backlog --list-probes --probe-mode --prometheus --range --html \
+		--with --tree --wide --verbose --hot --runq --backlog --list-probes --probe-mode --prometheus --range --html --max-skew \
 		--usage --version; do
 		[[ "$output" == *"$opt"* ]] || { echo "missing $opt"; false; }
 	done
@@ -66,7 +66,7 @@ jg() {
 		"--prometheus http://p:9x" "--prometheus http://[::1" "--prometheus http://p/a?b"
 		"--prometheus http://p $f" "--prometheus http://p -d 1" "--prometheus http://p --with schedlat"
 		"--prometheus http://p --list-probes" "--prometheus http://p --range 0" "--prometheus http://p --range x"
-		"--range 1h $f" "--html" "--html= $f" "--html /nonexistent/dir/g.html $f"
+		"--range 1h $f" "--html" "--html= $f" "--html /nonexistent/dir/g.html $f" "--max-skew x $f" "--max-skew=" 
 	)
 	check_usage_errors topograph "${bad[@]}"
 }
@@ -638,6 +638,61 @@ make_stubs() {
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"topograph: ipcsnoop: no such container 'abcd'"* ]]
 	echo "$output" | grep '^{' | tail -1 | jq -e '.type == "error" and .exit_code == 2'
+}
+
+@test "across hosts: two halves of a flow seen further apart in time than --max-skew are never joined; the graph is marked partial" {
+	local out
+	# one flow a->b, its halves at given times on each host
+	half() {	# HOST FIRST LAST
+		if [ "$1" = a ]; then
+			printf '{"type":"edge","tool":"socketsnoop","host":"h-a","kind":"tcp","channel":"10.0.0.1:40000->10.0.0.2:29500","src":{"pid":101,"comm":"rank","endpoint":"10.0.0.1:40000"},"dst":{"pid":null,"endpoint":"10.0.0.2:29500"},"bytes":4096,"msgs":2,"read_bytes":null,"first_ts":"%s","last_ts":"%s"}\n' "$2" "$3"
+		else
+			printf '{"type":"edge","tool":"socketsnoop","host":"h-b","kind":"tcp","channel":"10.0.0.1:40000->10.0.0.2:29500","src":{"pid":null,"endpoint":"10.0.0.1:40000"},"dst":{"pid":100,"comm":"rank","endpoint":"10.0.0.2:29500"},"bytes":4096,"msgs":3,"read_bytes":4096,"first_ts":"%s","last_ts":"%s"}\n' "$2" "$3"
+		fi
+	}
+	# b's clock 3 s ahead: one flow, joined
+	{ half a 2026-12-01T10:00:00Z 2026-12-01T10:00:01Z; half b 2026-12-01T10:00:03Z 2026-12-01T10:00:04Z; } > "$BATS_TEST_TMPDIR/skew.jsonl"
+	graph_json "$BATS_TEST_TMPDIR/skew.jsonl"
+	[ "$(jg '.[] | select(.type=="summary") | "\(.edges) \(.joined_flows) \(.unjoined_time_flows) \(.partial)"')" = "1 1 0 false" ]
+	# captures an hour apart (the port used again): two halves, not one edge
+	{ half a 2026-12-01T10:00:00Z 2026-12-01T10:00:01Z; half b 2026-12-01T11:00:00Z 2026-12-01T11:00:01Z; } > "$BATS_TEST_TMPDIR/apart.jsonl"
+	graph_json "$BATS_TEST_TMPDIR/apart.jsonl"
+	[ "$(jg '.[] | select(.type=="summary") | "\(.edges) \(.joined_flows) \(.unjoined_time_flows) \(.partial)"')" = "2 0 1 true" ]
+	[ "$(jg '[.[] | select(.type=="edge") | "\(.src.host)/\(.src.pid // .src.endpoint)>\(.dst.host)/\(.dst.pid // .dst.endpoint)"] | join(",")')" = \
+		"h-a/101>null/10.0.0.2:29500,null/10.0.0.1:40000>h-b/100" ]
+	grep -Fx 'topograph: a partial graph: 1 flows not joined across hosts, their two hosts saw them more than 10s apart (captures of different moments, or clocks further apart than --max-skew)' "$BATS_TEST_TMPDIR/g.err"
+	# the clocks said to differ by up to 2 h: joined again; 1 s: b's 3 s ahead is too far
+	graph_json --max-skew 2h "$BATS_TEST_TMPDIR/apart.jsonl"
+	[ "$(jg '.[] | select(.type=="summary") | "\(.edges) \(.joined_flows) \(.partial)"')" = "1 1 false" ]
+	graph_json --max-skew 1s "$BATS_TEST_TMPDIR/skew.jsonl"
+	[ "$(jg '.[] | select(.type=="summary") | "\(.edges) \(.joined_flows) \(.unjoined_time_flows)"')" = "2 0 1" ]
+	grep -F 'more than 1s apart' "$BATS_TEST_TMPDIR/g.err"
+	run "$BIN/topograph" --max-skew x "$BATS_TEST_TMPDIR/skew.jsonl"
+	[ "$status" -eq 2 ] && [ "$output" = "topograph: invalid --max-skew 'x': expected a duration such as 500ms or 10s" ]
+}
+
+@test "--prometheus: a server that answers garbage, an HTTP error or the API's own error: one line each, exit 1, no graph" {
+	command -v python3 > /dev/null || skip "python3 is not installed"
+	local d=$BATS_TEST_TMPDIR/www
+	mkdir -p "$d/ok/api/v1" "$d/err/api/v1" "$d/bad/api/v1"
+	# a web server's files: /PREFIX/api/v1/query answers what the file holds
+	printf 'not json at all\n' > "$d/bad/api/v1/query"
+	printf '{"status":"error","errorType":"bad_data","error":"parse error at char 5: unexpected end of input"}\n' > "$d/err/api/v1/query"
+	start_server www / 30 python3 -m http.server --bind 127.0.0.1 --directory "$d" '{PORT}'
+	run --separate-stderr "$BIN/topograph" -j --prometheus "http://127.0.0.1:$SERVER_PORT/bad"
+	echo "$output $stderr"
+	[ "$status" -eq 1 ] && [ "${#stderr_lines[@]}" -eq 1 ]
+	[[ "$stderr" == "topograph: Prometheus at 127.0.0.1:$SERVER_PORT answered HTTP 200, not its API's JSON: "* ]]
+	# with -j, the error record alone on stdout
+	[ "$(jq -r '"\(.type) \(.exit_code)"' <<< "$output")" = "error 1" ]
+	run "$BIN/topograph" --prometheus "http://127.0.0.1:$SERVER_PORT/err"
+	echo "$output"
+	[ "$status" -eq 1 ] && [ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == "topograph: Prometheus at 127.0.0.1:$SERVER_PORT refused the query last_over_time("*"): HTTP 200, parse error at char 5: unexpected end of input" ]]
+	# no such path: the server's 404 page is no API answer either
+	run "$BIN/topograph" --prometheus "http://127.0.0.1:$SERVER_PORT/none"
+	echo "$output"
+	[ "$status" -eq 1 ] && [[ "$output" == *"answered HTTP 404, not its API's JSON"* ]]
 }
 
 # ---- end to end: nclstat's own records of a lagging rank ----
@@ -1214,7 +1269,8 @@ xhost_check() {
 		graph_json --prometheus "http://127.0.0.1:$SERVER_PORT" --range 10m
 		[ "$(jg '.[] | select(.type=="summary") | "\(.edges) \(.bytes) \(.joined_flows)"')" = "6 606000 6" ] &&
 			[ "$(jg '[.[] | select(.type=="bottleneck" and .rule=="nccl_lag")] | length')" = 1 ] &&
-			[ "$(jg '[.[] | select(.type=="node") | .nccl[]? | select(.nranks == 4)] | length')" = 4 ] && break
+			[ "$(jg '[.[] | select(.type=="node") | .nccl[]? | select(.nranks == 4)] | length')" = 4 ] &&
+			[[ "$(jg '.[] | select(.rule=="nccl_lag") | .evidence')" == *"run-queue p99"*"page-cache misses"* ]] && break
 		sleep 0.5
 	done
 	cat "$BATS_TEST_TMPDIR/g.err" "$BATS_TEST_TMPDIR/ranks.out"

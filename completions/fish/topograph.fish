@@ -22,6 +22,7 @@ complete -c topograph -l range -x -d 'With --prometheus: the edges scraped in th
 complete -c topograph -l hot -x -d 'An edge with at least PCT% of all bytes is hot (default 25)'
 complete -c topograph -l runq -x -d 'Run-queue p99 that is high on a busy edge (default 10ms)'
 complete -c topograph -l backlog -x -d 'Bytes written but not read that mark a reader behind (default 1M)'
+complete -c topograph -l max-skew -x -d 'Hosts\' clocks differ by at most DUR: the two halves of a flow seen further apart are not joined (default 10s)'
 complete -c topograph -l list-probes -d 'Print the attach plan and exit'
 complete -c topograph -l probe-mode -x -a '(__fish_complete_list , "printf \'%s\n\' fentry kprobe tp_btf raw_tp tracepoint")' -d 'Use only these mechanisms: fentry, kprobe, tp_btf, raw_tp, tracepoint'
 complete -c topograph -s h -l help -d 'Give this help list'

@@ -5,7 +5,9 @@
  * endpoint. Host A's "a:p->b:q" (what A sent, process -> endpoint b:q) and
  * host B's "a:p->b:q" (what B received, endpoint a:p -> process) are the
  * same bytes: one edge from A's process to B's. An address that names a
- * different thing on every host (loopback, link-local) is never joined.
+ * different thing on every host (loopback, link-local) is never joined, nor
+ * two halves seen at times further apart than the clocks' skew allows
+ * (--max-skew): captures of different moments, whose ports were reused.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -68,23 +70,44 @@ static void join(struct gedge *s, struct gedge *r)
 	G.joined++;
 }
 
+/* Could s and r be the two halves of one flow in time: their transfers
+ * [first_ts, last_ts] overlap, give or take --max-skew (the hosts' clocks
+ * differ)? Unknown times do not keep them apart. */
+static bool same_time(const struct gedge *s, const struct gedge *r)
+{
+	uint64_t s0, s1, r0, r1, skew = cfg.max_skew_ns;
+
+	if (!rfc3339_ns(s->first_ts, &s0) || !rfc3339_ns(s->last_ts, &s1) ||
+	    !rfc3339_ns(r->first_ts, &r0) || !rfc3339_ns(r->last_ts, &r1))
+		return true;
+	return s0 <= r1 + skew && r0 <= s1 + skew;
+}
+
 /* One channel's edges, [i, j): each sender joins the one receiver of
- * another host, if exactly one; several are counted, not guessed. */
+ * another host at the same time, if exactly one; several are counted, not
+ * guessed, and so are halves of other times. */
 static void join_channel(struct gedge **v, size_t i, size_t j)
 {
 	for (size_t a = i; a < j; a++) {
 		struct gedge *s = v[a], *r = NULL;
-		int found = 0;
+		int found = 0, other_time = 0;
 
 		if (!sender(s))
 			continue;
-		for (size_t b = i; b < j; b++)
-			if (v[b]->id != -1 && receiver(v[b]) && v[b]->dst->host != s->src->host) {
-				r = v[b];
-				found++;
+		for (size_t b = i; b < j; b++) {
+			if (v[b]->id == -1 || !receiver(v[b]) || v[b]->dst->host == s->src->host)
+				continue;
+			if (!same_time(s, v[b])) {
+				other_time++;
+				continue;
 			}
-		if (!found)
+			r = v[b];
+			found++;
+		}
+		if (!found) {
+			G.unjoined_time += other_time > 0;
 			continue;
+		}
 		if (addr_local(s->src_ep) || addr_local(s->dst->endpoint)) {
 			G.unjoined_local++;
 			continue;

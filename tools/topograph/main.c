@@ -66,6 +66,7 @@ enum {
 	OPT_PROMETHEUS,
 	OPT_RANGE,
 	OPT_HTML,
+	OPT_MAX_SKEW,
 };
 
 /* The shared options that make sense here: the filters (passed to the
@@ -98,6 +99,7 @@ static const struct argp_option opts[] = {
 	{ "hot", OPT_HOT, "PCT", 0, "An edge with at least PCT% of all bytes is hot (default 25)", 13 },
 	{ "runq", OPT_RUNQ, "DUR", 0, "Run-queue p99 that is high on a busy edge (default 10ms)", 13 },
 	{ "backlog", OPT_BACKLOG, "SIZE", 0, "Bytes written but not read that mark a reader behind (default 1M)", 13 },
+	{ "max-skew", OPT_MAX_SKEW, "DUR", 0, "Hosts' clocks differ by at most DUR: the two halves of a flow seen further apart are not joined (default 10s)", 13 },
 	{ NULL, 0, NULL, 0, "Kernel side (the process lifecycle hooks of a live capture):", 14 },
 	AISCOPE_OPTION_LIST_PROBES(14),
 	/* every mechanism, as in the other tools: one without a candidate
@@ -115,7 +117,8 @@ const struct opt_value aiscope_opt_values[] = {
 	{},
 };
 
-struct topo_cfg cfg = { .hot_pct = 25.0, .runq_ns = 10 * NSEC_PER_MSEC, .backlog_bytes = 1 << 20 };
+struct topo_cfg cfg = { .hot_pct = 25.0, .runq_ns = 10 * NSEC_PER_MSEC, .backlog_bytes = 1 << 20,
+			 .max_skew_ns = 10 * NSEC_PER_SEC };
 
 static void set_out(enum out_fmt f)
 {
@@ -143,6 +146,11 @@ static void parse_threshold(int key, const char *arg)
 	case OPT_BACKLOG:
 		if (parse_size(arg, &cfg.backlog_bytes) || !cfg.backlog_bytes)
 			usage_error("invalid --backlog '%s': expected a size such as 64K or 1M", arg);
+		break;
+	case OPT_MAX_SKEW:
+		if (parse_duration(arg, &cfg.max_skew_ns))
+			usage_error("invalid --max-skew '%s': expected a duration such as 500ms or 10s", arg);
+		cfg.skew_arg = arg;
 		break;
 	}
 }
@@ -201,6 +209,7 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	case OPT_HOT:
 	case OPT_RUNQ:
 	case OPT_BACKLOG:
+	case OPT_MAX_SKEW:
 		parse_threshold(key, arg);
 		break;
 	case ARGP_KEY_ARG:
@@ -318,6 +327,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, TOOL ": %llu flows not joined across hosts: %llu of a loopback or link-local address, %llu matched on several hosts\n",
 			(unsigned long long)(G.unjoined_local + G.unjoined_ambiguous),
 			(unsigned long long)G.unjoined_local, (unsigned long long)G.unjoined_ambiguous);
+	if (G.unjoined_time)
+		fprintf(stderr, TOOL ": a partial graph: %llu flows not joined across hosts, their two hosts saw them more than %s apart (captures of different moments, or clocks further apart than --max-skew)\n",
+			(unsigned long long)G.unjoined_time, cfg.skew_arg ? cfg.skew_arg : "10s");
 	ingest_done();
 	return 0;
 }

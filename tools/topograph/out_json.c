@@ -229,6 +229,10 @@ void print_json(void)
 	jw_ku64(&w, "joined_flows", G.joined);
 	jw_ku64(&w, "unjoined_local_flows", G.unjoined_local);
 	jw_ku64(&w, "unjoined_ambiguous_flows", G.unjoined_ambiguous);
+	jw_ku64(&w, "unjoined_time_flows", G.unjoined_time);
+	/* a flow two hosts saw at different times: captures of different
+	 * moments, or clocks further apart than --max-skew */
+	jw_kbool(&w, "partial", G.unjoined_time > 0);
 	jw_ku64(&w, "lost_events", lost_total());
 	aiscope_summary_losses(&w);
 	jw_ku64_or_null(&w, "processes_traced", L.on, L.records);

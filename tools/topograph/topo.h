@@ -41,6 +41,8 @@ struct topo_cfg {
 	double hot_pct;
 	uint64_t runq_ns;
 	uint64_t backlog_bytes;
+	uint64_t max_skew_ns;	/* two halves of a flow seen further apart are not one */
+	const char *skew_arg;
 	char **files;
 	int nfiles;
 	size_t files_cap;
@@ -176,6 +178,7 @@ struct graph {
 	uint64_t joined;	/* flows of two hosts made one edge (join_hosts) */
 	uint64_t unjoined_local;	/* ... left apart: loopback or link-local */
 	uint64_t unjoined_ambiguous;	/* ... left apart: several hosts matched */
+	uint64_t unjoined_time;	/* ... left apart: seen at times further apart than --max-skew */
 	/* analysis */
 	struct node **shown;	/* nodes in the graph, output order */
 	size_t nshown;
