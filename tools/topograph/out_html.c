@@ -63,17 +63,32 @@ static void h_str(FILE *f, const char *s)
 	}
 }
 
-/* the columns: breadth first from the nodes nothing feeds */
+/* the columns: breadth first from the nodes nothing feeds; each node's
+ * out-edges found through an index by source (counting sort, in the
+ * graph's order), not a walk of every edge per node */
 static void place_columns(struct place *p)
 {
 	size_t n = G.nshown, head = 0, tail = 0;
 	struct node **queue = xcalloc(n ? n : 1, sizeof(*queue));
 	bool *seen = xcalloc(n ? n : 1, sizeof(*seen));
 	bool *fed = xcalloc(n ? n : 1, sizeof(*fed));
+	size_t *first = xcalloc(n + 1, sizeof(*first));
+	size_t *pos = xcalloc(n ? n : 1, sizeof(*pos));
+	const struct gedge **out = xcalloc(G.ne ? G.ne : 1, sizeof(*out));
 
-	for (size_t i = 0; i < G.ne; i++)
+	for (size_t i = 0; i < G.ne; i++) {
 		if (G.ev[i]->src != G.ev[i]->dst)
 			fed[G.ev[i]->dst->id - 1] = true;
+		first[G.ev[i]->src->id]++;
+	}
+	/* first[k]: the edges from ids up to k; node id's out-edges are
+	 * out[first[id - 1] .. first[id]) */
+	for (size_t i = 1; i <= n; i++)
+		first[i] += first[i - 1];
+	for (size_t i = 0; i < n; i++)
+		pos[i] = first[i];
+	for (size_t i = 0; i < G.ne; i++)
+		out[pos[G.ev[i]->src->id - 1]++] = G.ev[i];
 	/* the sources first; then whatever a cycle left, in order */
 	for (int pass = 0; pass < 2; pass++) {
 		for (size_t i = 0; i < n; i++) {
@@ -85,19 +100,21 @@ static void place_columns(struct place *p)
 			while (head < tail) {
 				const struct node *u = queue[head++];
 
-				for (size_t k = 0; k < G.ne; k++) {
-					const struct gedge *e = G.ev[k];
-					int d = e->dst->id - 1;
+				for (size_t k = first[u->id - 1]; k < first[u->id]; k++) {
+					int d = out[k]->dst->id - 1;
 
-					if (e->src != u || seen[d])
+					if (seen[d])
 						continue;
 					seen[d] = true;
 					p[d].col = p[u->id - 1].col + 1;
-					queue[tail++] = e->dst;
+					queue[tail++] = out[k]->dst;
 				}
 			}
 		}
 	}
+	free(out);
+	free(pos);
+	free(first);
 	free(queue);
 	free(seen);
 	free(fed);
