@@ -198,8 +198,6 @@ int memcg_read(struct memcg *m, unsigned int what,
 	char buf[READ_BUF];
 	int err;
 
-	m->prev = m->cur;
-	m->have_prev = m->reads > 0;
 	r->inactive_file = MEMCG_UNKNOWN;
 	r->at_ns = clock_ns(CLOCK_MONOTONIC);
 	if (all || (what & MEMCG_LIMIT) || !m->reads) {

@@ -70,8 +70,7 @@ struct memcg {
 	bool v1;
 	char *path;		/* relative to its hierarchy, "/a/b" */
 	int fd_usage, fd_limit, fd_stat, fd_events, fd_oomctl, fd_psi;
-	struct memcg_reading cur, prev;
-	bool have_prev;
+	struct memcg_reading cur;	/* the last reading */
 	/* made while the set watched its parent (inotify saw the mkdir): its
 	 * counters were 0 at birth, so what its first reading finds happened
 	 * while watched (a cgroup first found by a rescan may be older) */
@@ -154,7 +153,7 @@ void memcg_set_drop(struct memcg_set *s, size_t i);
 /* The watched cgroup of that id (its directory's inode number), or NULL:
  * a cgroup made a moment ago is here as soon as inotify reported it. */
 struct memcg *memcg_set_find(struct memcg_set *s, uint64_t id, bool v1);
-/* Reads one cgroup (prev <- cur). A poll reads what can change the
+/* Reads one cgroup into cur. A poll reads what can change the
  * verdict: the limit at the first read and with MEMCG_LIMIT (it rarely
  * changes), the usage only of limited cgroups, memory.stat and v1's
  * memory.failcnt only when hot(reading) says the usage is near the limit
