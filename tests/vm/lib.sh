@@ -84,7 +84,11 @@ run_once() {
 	for _p in $(cat "$T/pids"); do kill -TERM "$_p" 2>/dev/null; done
 	sleep 0.2
 	for _p in $(cat "$T/pids"); do kill -KILL "$_p" 2>/dev/null; done
-	sed -n '1,80s/^/#   /p' "$T/log"
+	# its log: the first 40 lines and the last 40 (a failure is said at
+	# the end), what is between counted
+	awk 'NR <= 40 {print "#   " $0; next} {tail[NR % 40] = $0}
+	     END {if (NR > 80) print "#   (" NR - 80 " lines of its log left out)"
+		  for (i = (NR > 80 ? NR - 39 : 41); i <= NR; i++) print "#   " tail[i % 40]}' "$T/log"
 	# the JSON of the run that counts (retried runs' numbers would clash)
 	[ $_rc -eq 75 ] || json_out $((N + 1))
 	kmsg_take "$T/kmsg"
