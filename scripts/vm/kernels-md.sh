@@ -38,6 +38,7 @@ info() { sed -n "s/^$2=//p" "$dir/$1.info"; }
 			/^not ok [0-9]+ - / { t = $0; sub(/^not ok [0-9]+ - /, "", t); sub(/ \(exit .*/, "", t); print "T\t" k "\tfail\t" t "\t" }
 			/^ok [0-9]+ - / { t = $0; sub(/^ok [0-9]+ - /, "", t)
 				if (t ~ / # skip /) { r = t; sub(/.* # skip /, "", r); sub(/ # skip .*/, "", t); print "T\t" k "\tskip\t" t "\t" r }
+				else if (t ~ /; passed on a second run/) { r = t; sub(/.*; passed on a second run, /, "passed on a second run: ", r); sub(/\)$/, "", r); sub(/ \([0-9]+ s; passed on a second run.*/, "", t); print "T\t" k "\tpass\t" t "\t" r }
 				else { sub(/ \([0-9]+ s\)$/, "", t); print "T\t" k "\tpass\t" t "\t" } }'
 	done
 } | awk -F'\t' -v names="$names" '
@@ -54,7 +55,7 @@ info() { sed -n "s/^$2=//p" "$dir/$1.info"; }
 	$1 == "T" {
 		tool = tool_of($4); tools[tool] = 1
 		res[$2, tool, $3]++; tot[$2, $3]++
-		if ($3 != "pass") { nbad++; bad[nbad] = "| " $2 " | " $3 " | " $4 " | " $5 " |" }
+		if ($3 != "pass" || $5 != "") { nbad++; bad[nbad] = "| " $2 " | " $3 " | " $4 " | " $5 " |" }
 	}
 	END {
 		nk = split(names, ks, " ")
@@ -107,7 +108,7 @@ info() { sed -n "s/^$2=//p" "$dir/$1.info"; }
 			print row
 		}
 		print ""
-		print "## Tests that did not pass"
+		print "## Tests that did not pass, or passed only when run again"
 		print ""
 		if (!nbad) { print "None."; exit }
 		print "| kernel | result | test | reason |"

@@ -42,7 +42,8 @@
 # default all, e.g. VM_TOOLS=socketsnoop while working on one), VM_JOBS (2), VM_TIMEOUT_x86 (1200 s), VM_TIMEOUT_arm64
 # (2400 s; the limits of one VM's boot and tests on a loaded machine), VM_MEM (1024 MiB), VM_SMP (2), VM_APPEND (more kernel parameters,
 # e.g. preempt=none to see whether a failure needs a preemptible kernel), VM_ACCEL (kvm or tcg: skips the
-# trial), VM_BOOTS (3: boots of a VM that hangs or crashes before the end of its tests), VM_DEADLINE (below, at the boots), and those of fetch.sh.
+# trial), VM_BOOTS (3: boots of a VM that hangs or crashes before the end of its tests), VM_RERUN (1: a failed test is run once
+# more in its VM, and one that then passes is counted and named at the end; 0: never), VM_DEADLINE (below, at the boots), and those of fetch.sh.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 1
@@ -271,7 +272,7 @@ run_vm() {
 		cut=1
 	fi
 	set -- -m "${VM_MEM:-1024}" -smp "${VM_SMP:-2}" -nographic -no-reboot -nic none \
-		-kernel "${KERNEL[$k]}" -initrd "$initrd" -append "console=$console quiet panic=-1 aiscope.depth=$(depth_of "$k")${VM_APPEND:+ $VM_APPEND}"
+		-kernel "${KERNEL[$k]}" -initrd "$initrd" -append "console=$console quiet panic=-1 aiscope.depth=$(depth_of "$k") aiscope.rerun=${VM_RERUN:-1}${VM_APPEND:+ $VM_APPEND}"
 	if [ "$arch" = arm64 ]; then
 		[ "${ACCEL[$arch]}" = kvm ] && set -- -accel kvm -M virt -cpu host "$@"
 		[ "${ACCEL[$arch]}" = kvm ] || set -- -accel tcg -M virt -cpu max,pauth-impdef=on "$@"
@@ -479,10 +480,19 @@ for k in $pending; do
 	fi
 	run_vm "$k" &
 	PID_OF[$k]=$!
+	booted="${booted:-} $k"
 	running=$((running + 1))
 done
 while [ $running -gt 0 ]; do wait_one; done
 diag "vm matrix: VMs $(($(date +%s) - t0)) s, $jobs_max at a time"
+# the tests that failed once and passed when run again (tests/vm/lib.sh
+# run_test): passes, and named here, so that a flaky test is seen
+reran=$(for k in ${booted:-}; do cat "$out/$k.result"; done |
+	grep '^ok|.*passed on a second run' | cut -d'|' -f2-)
+if [ -n "$reran" ]; then
+	diag "vm matrix: $(echo "$reran" | wc -l) test(s) failed once and passed when run again:"
+	echo "$reran" | sed 's/^/#   /'
+fi
 
 # ---- 4. docs/KERNELS.md's data ----
 if [ -n "$runnable" ] && [ -x scripts/vm/kernels-md.sh ]; then
