@@ -27,7 +27,14 @@
 #endif
 
 #define MAX_HIER 24
-#define TOMBSTONE_NS (60 * NSEC_PER_SEC)
+/* entries not confirmed for this long are asked for by handle again */
+#define CHECK_NS (30 * NSEC_PER_SEC)
+/* Removed cgroups stay named for the rest of the run: a line written at
+ * exit names a container gone an hour before. Only a cache of more than
+ * this many entries forgets the ones removed longest ago, down to three
+ * quarters of it, each counted (cg_paths_evicted); live ones are never
+ * forgotten (AISCOPE_TEST_CAP_CGROUP_PATHS lowers it for the tests). */
+#define CACHE_MAX 32768
 #define FILEID_KERNFS 0xfe	/* include/linux/exportfs.h: a kernfs node's u64 id */
 
 struct hier {
@@ -43,6 +50,7 @@ struct hier {
 struct cg_entry {
 	uint64_t id;		/* 0: free slot */
 	bool v1;
+	bool gone;		/* removed: a scan or its handle said so */
 	uint64_t seen_ns;	/* last scan that found it */
 	char *path;
 };
@@ -58,8 +66,10 @@ static struct {
 	uint64_t last_scan_ns;
 	uint64_t last_check_ns;	/* last revalidation of the cache by handle */
 	size_t scans;		/* walks of the hierarchies, for the tests */
+	size_t max;		/* entries before removed ones are forgotten */
+	uint64_t evicted;	/* removed cgroups forgotten at that cap */
 	cg_clock_fn clock;	/* NULL: CLOCK_MONOTONIC */
-} cg = { .v2 = -1, .attr = -1 };
+} cg = { .v2 = -1, .attr = -1, .max = CACHE_MAX };
 
 static uint64_t cg_now(void)
 {
@@ -141,6 +151,7 @@ int cg_init(const char *root, cg_ssid_fn ssid_of)
 	FILE *f;
 
 	cg_cleanup();
+	cg.max = aiscope_test_cap("CGROUP_PATHS", CACHE_MAX);
 	snprintf(path, sizeof(path), "%s/proc/self/mountinfo", root ? root : "");
 	f = fopen(path, "r");
 	if (!f)
@@ -420,6 +431,7 @@ static size_t slot_for(uint64_t id, bool v1)
 }
 
 static void cache_put(uint64_t id, bool v1, const char *path, uint64_t now);
+static void cache_trim(void);
 
 static int cache_grow(void)
 {
@@ -464,6 +476,7 @@ static void cache_put(uint64_t id, bool v1, const char *path, uint64_t now)
 			}
 		}
 		cg.tab[s].seen_ns = now;
+		cg.tab[s].gone = false;
 		return;
 	}
 	cg.tab[s].path = strdup(path);
@@ -471,8 +484,11 @@ static void cache_put(uint64_t id, bool v1, const char *path, uint64_t now)
 		return;
 	cg.tab[s].id = id;
 	cg.tab[s].v1 = v1;
+	cg.tab[s].gone = false;
 	cg.tab[s].seen_ns = now;
 	cg.used++;
+	if (cg.used > cg.max)
+		cache_trim();
 }
 
 static void container_found(uint64_t id, bool v1, const char *path, uint64_t now);
@@ -555,16 +571,47 @@ static void cache_del(size_t i)
 	}
 }
 
-/* Forgets cgroups gone for longer than the tombstone time. A deletion can
- * move a later entry into slot i, so slot i is looked at again. */
-static void cache_forget(uint64_t now)
+static int by_u64(const void *a, const void *b)
 {
+	return cmp_u64(*(const uint64_t *)a, *(const uint64_t *)b);
+}
+
+/* Over the cap: the removed cgroups last seen longest ago are forgotten
+ * until three quarters of it are left (or no removed one is), each counted.
+ * A deletion can move a later entry into slot i, so slot i is looked at
+ * again. */
+static void cache_trim(void)
+{
+	size_t ngone = 0, want, n = 0;
+	uint64_t *seen, cut;
+
+	for (size_t i = 0; i < cg.cap; i++)
+		ngone += cg.tab[i].id && cg.tab[i].gone;
+	want = cg.used - cg.max * 3 / 4;
+	if (!ngone || !(seen = malloc(ngone * sizeof(*seen))))
+		return;
+	for (size_t i = 0; i < cg.cap; i++)
+		if (cg.tab[i].id && cg.tab[i].gone)
+			seen[n++] = cg.tab[i].seen_ns;
+	qsort(seen, n, sizeof(*seen), by_u64);
+	cut = seen[(want < n ? want : n) - 1];
+	free(seen);
 	for (size_t i = 0; i < cg.cap;) {
-		if (cg.tab[i].id && now - cg.tab[i].seen_ns > TOMBSTONE_NS)
+		if (cg.tab[i].id && cg.tab[i].gone && cg.tab[i].seen_ns <= cut) {
 			cache_del(i);
-		else
+			cg.evicted++;
+		} else {
 			i++;
+		}
 	}
+}
+
+/* after a whole walk: what it did not find is gone */
+static void cache_mark_gone(uint64_t now)
+{
+	for (size_t i = 0; i < cg.cap; i++)
+		if (cg.tab[i].id && cg.tab[i].seen_ns != now)
+			cg.tab[i].gone = true;
 }
 
 static void rescan(void)
@@ -577,7 +624,7 @@ static void rescan(void)
 		scan_hier(cg.v2, false, now, false);
 	if (cg.attr >= 0)
 		scan_hier(cg.attr, true, now, false);
-	cache_forget(now);
+	cache_mark_gone(now);
 }
 
 /*
@@ -651,35 +698,30 @@ static struct hier *hier_of_ids(bool v1)
 
 /*
  * Without walks no scan refreshes seen_ns, so the entries not confirmed for
- * half the tombstone time are asked for by handle, at most that often:
- * alive, confirmed; gone, kept until the tombstone time has passed since
- * they were last confirmed (between 30 s and 90 s after removal), then
- * forgotten, so the cache holds what exists plus the last minute's dead.
+ * CHECK_NS are asked for by handle, at most that often: alive, confirmed;
+ * gone, marked so (and never asked for again: cgroup ids are not reused),
+ * kept named for the rest of the run, and among the first forgotten when
+ * the cache is over its cap (cache_trim).
  */
 static void cache_check(uint64_t now)
 {
 	char path[PATH_MAX];
 
-	if (now - cg.last_check_ns < TOMBSTONE_NS / 2)
+	if (now - cg.last_check_ns < CHECK_NS)
 		return;
 	cg.last_check_ns = now;
-	for (size_t i = 0; i < cg.cap;) {
+	for (size_t i = 0; i < cg.cap; i++) {
 		struct cg_entry *e = &cg.tab[i];
-		struct hier *h = e->id ? hier_of_ids(e->v1) : NULL;
+		struct hier *h = e->id && !e->gone ? hier_of_ids(e->v1) : NULL;
 		int err;
 
-		if (!h || h->handles <= 0 || now - e->seen_ns < TOMBSTONE_NS / 2) {
-			i++;
+		if (!h || h->handles <= 0 || now - e->seen_ns < CHECK_NS)
 			continue;
-		}
 		err = path_by_handle(h, e->id, path, sizeof(path));
 		if (!err)
 			e->seen_ns = now;
-		if (err != -ESTALE || now - e->seen_ns <= TOMBSTONE_NS) {
-			i++;
-			continue;
-		}
-		cache_del(i);	/* may move a later entry into slot i */
+		else if (err == -ESTALE)
+			e->gone = true;
 	}
 }
 
@@ -1132,10 +1174,21 @@ void cg_cleanup(void)
 	memset(&cg, 0, sizeof(cg));
 	cg.v2 = -1;
 	cg.attr = -1;
+	cg.max = CACHE_MAX;
 	cg.clock = clock;
 }
 
 size_t cg_cache_size(void)
 {
 	return cg.used;
+}
+
+uint64_t cg_paths_evicted(void)
+{
+	return cg.evicted;
+}
+
+void cg_set_cache_max(size_t max)
+{
+	cg.max = max;
 }

@@ -426,6 +426,10 @@ static void report_losses(void)
 			"set (%d cgroups at most, %d containers waiting for their names): their tasks "
 			"were not traced\n", env.tool, (unsigned long long)cgset_dropped(),
 			AISCOPE_MAX_CGSET, CGSET_PENDING);
+	if (cg_paths_evicted())
+		fprintf(stderr, "%s: %llu removed cgroups were forgotten at the cache's cap: a line "
+			"about one of them has no cgroup path or container\n", env.tool,
+			(unsigned long long)cg_paths_evicted());
 }
 
 int aiscope_teardown(struct aiscope_bpf *b, const struct aiscope_loop *l)
@@ -863,4 +867,5 @@ void aiscope_summary_losses(struct jw *w)
 	jw_ku64(w, "cgroup_events_lost", cg_watch_lost());
 	jw_ku64(w, "container_meta_dropped", ctrmeta_expect_dropped());
 	jw_ku64(w, "cgroup_set_dropped", cgset_dropped());
+	jw_ku64(w, "cgroup_paths_evicted", cg_paths_evicted());
 }

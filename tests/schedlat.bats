@@ -267,7 +267,7 @@ check_cgroup_filter() {
 	jq -e -s '[.[] | select(.type == "sample" and .row == "host") | .seq] == [1, 2]' "$BATS_TEST_TMPDIR/o"
 	jq -e -s '.[-1] | .type == "summary" and .exit_reason == "count" and .intervals == 2 and
 		has("duration_ns") and has("events") and has("lost_events") and .lost_events == 0 and
-		.container_meta_evicted == 0 and .cgroup_events_lost == 0' "$BATS_TEST_TMPDIR/o"
+		.container_meta_evicted == 0 and .cgroup_events_lost == 0 and .cgroup_paths_evicted == 0' "$BATS_TEST_TMPDIR/o"
 	# the timestamps are now, not boot-relative
 	jq -e -s --argjson now "$(date +%s)" '.[0].ts | sub("\\.[0-9]+Z$"; "Z") | fromdate | . > $now - 60 and . < $now + 60' "$BATS_TEST_TMPDIR/o"
 }

@@ -507,13 +507,20 @@ static void churn_make(int from, int to)
 	}
 }
 
+/* "removed": moved out of the hierarchy, not rmdir()ed, because a plain
+ * file system hands a removed directory's inode number to the next one made
+ * (the fake tree's ids), while the kernel never gives a cgroup id again */
 static void churn_remove(int from, int to)
 {
-	char p[512];
+	char p[512], out[512];
 
+	snprintf(out, sizeof(out), "%s/removed", root);
+	if (mkdir(out, 0755) && errno != EEXIST)
+		CHECK(0);
 	for (int i = from; i < to; i++) {
 		snprintf(p, sizeof(p), "%s/" CHURN_DIR "/c%d", root, i);
-		CHECK_EQ(rmdir(p), 0);
+		snprintf(out, sizeof(out), "%s/removed/c%d", root, i);
+		CHECK_EQ(rename(p, out), 0);
 	}
 }
 
@@ -543,19 +550,25 @@ static int churn_kept(int r)
 }
 
 /*
- * Each round makes 1500 cgroups, removes 1200 of them, lets their
- * tombstones expire (a fake clock, not 65 s of sleep) and rescans: the
- * forgetting compacts a dense table. Before, a moved entry's old slot kept
- * its path pointer, so two slots shared one string: a freed name returned
- * for a live cgroup, and cg_cleanup() freed it twice (ASan: double-free).
+ * Each round makes 1500 cgroups and removes 1200 of them, which stay named
+ * past a minute (a line at exit names what was removed long before). The
+ * cache's cap is 2000 here: the next round's walk goes over it, and the
+ * removed ones last seen longest ago are forgotten, each counted, while the
+ * rest still resolve; the forgetting compacts a dense table. Before, a
+ * moved entry's old slot kept its path pointer, so two slots shared one
+ * string: a freed name returned for a live cgroup, and cg_cleanup() freed
+ * it twice (ASan: double-free).
  */
 static void test_path_cache_churn(void)
 {
+	const int gone = CHURN_MADE - CHURN_KEPT;
+
 	cg_set_clock(fake_clock);
 	CHECK_EQ(make_root(TMPFS UNIFIED), 0);
 	CHECK_EQ(mkdirs(CHURN_DIR), 0);
 	CHECK_EQ(cg_init(root, fake_ssid), 0);
 	CHECK_EQ(cg_mode(), CG_MODE_V2);
+	cg_set_cache_max(2000);
 	for (int r = 0; r < CHURN_ROUNDS; r++) {
 		int base = r * CHURN_MADE;
 		size_t before = 2 + (size_t)r * CHURN_KEPT;	/* "/", churn, kept */
@@ -563,23 +576,24 @@ static void test_path_cache_churn(void)
 		churn_make(base, base + CHURN_MADE);
 		fake_ns += 2 * NSEC_PER_SEC;			/* the first miss rescans */
 		CHECK_EQ(churn_named(base, base + CHURN_MADE), CHURN_MADE);
+		/* the walk went over the cap: the last round's removed ones
+		 * are forgotten and counted, nothing else */
 		CHECK_EQ(cg_cache_size(), before + CHURN_MADE);
+		CHECK_EQ(cg_paths_evicted(), (uint64_t)r * gone);
+		if (r)
+			CHECK_EQ(churn_named(base - gone, base), 0);
 		churn_remove(base + CHURN_KEPT, base + CHURN_MADE);
-		/* a rescan within the minute keeps the removed ones */
-		fake_ns += 30 * NSEC_PER_SEC;
+		/* a minute on, a rescan finds them gone: still named */
+		fake_ns += 65 * NSEC_PER_SEC;
 		CHECK(cg_path_of(1, false) == NULL);
 		CHECK_EQ(cg_cache_size(), before + CHURN_MADE);
-		/* past it they are forgotten, and the rest still resolve */
-		fake_ns += 35 * NSEC_PER_SEC;
-		CHECK(cg_path_of(1, false) == NULL);
-		CHECK_EQ(cg_cache_size(), before + CHURN_KEPT);
+		CHECK_EQ(churn_named(base + CHURN_KEPT, base + CHURN_MADE), gone);
 		CHECK_EQ(churn_kept(r + 1), (r + 1) * CHURN_KEPT);
 		CHECK_STR(cg_path_of(ino_of(CHURN_DIR), false), "/churn");
-		for (int i = base + CHURN_KEPT; i < base + CHURN_MADE; i++)
-			CHECK(cg_path_of(churn_ino[i], false) == NULL);
 	}
 	cg_cleanup();			/* each path freed once */
 	CHECK_EQ(cg_cache_size(), 0);
+	CHECK_EQ(cg_paths_evicted(), 0);
 	cg_set_clock(NULL);
 	rm_root();
 }
@@ -611,7 +625,7 @@ static uint64_t real_cg(const char *dir, const char *name, bool gone)
 static void real_hier(const char *mnt, bool v1)
 {
 	char dir[PATH_MAX], want[PATH_MAX + 8];
-	uint64_t a, b, c;
+	uint64_t a, b, c, d;
 	size_t scans, kept;
 
 	snprintf(dir, sizeof(dir), "%s/aiscope-unit-%d", mnt, (int)getpid());
@@ -638,7 +652,8 @@ static void real_hier(const char *mnt, bool v1)
 	}
 	CHECK_EQ(cg_scan_count(), scans);	/* not one walk */
 
-	/* b removed: named for the tombstone time, then forgotten; a stays */
+	/* b removed: its handle says so after half a minute, and it stays
+	 * named for the rest of the run; a stays */
 	snprintf(want, sizeof(want), "%s/a/b", dir);
 	CHECK_EQ(rmdir(want), 0);
 	kept = cg_cache_size();
@@ -646,11 +661,28 @@ static void real_hier(const char *mnt, bool v1)
 	CHECK(cg_path_of(b, v1) != NULL);
 	fake_ns += 31 * NSEC_PER_SEC;
 	CHECK(cg_path_of(a, v1) != NULL);
-	CHECK_EQ(cg_cache_size(), kept - (cg_watch_cpus() ? 2 : 1));	/* b (and c) */
-	CHECK(cg_path_of(b, v1) == NULL);
-	CHECK(cg_path_of(c, v1) == NULL);
+	fake_ns += 3600 * NSEC_PER_SEC;
+	CHECK(cg_path_of(a, v1) != NULL);
+	CHECK_EQ(cg_cache_size(), kept);
+	snprintf(want, sizeof(want), "/aiscope-unit-%d/a/b", (int)getpid());
+	CHECK_STR(cg_path_of(b, v1), want);
 	CHECK_EQ(cg_scan_count(), scans);
 
+	/* over the cache's cap the removed ones (b, and c where the watcher
+	 * named it) are forgotten, counted; the live ones and a new one stay */
+	cg_set_cache_max(cg_cache_size());
+	d = real_cg(dir, "/d", false);
+	snprintf(want, sizeof(want), "/aiscope-unit-%d/d", (int)getpid());
+	CHECK_STR(cg_path_of(d, v1), want);
+	CHECK_EQ(cg_paths_evicted(), cg_watch_cpus() ? 2 : 1);
+	CHECK_EQ(cg_cache_size(), kept + 1 - (cg_watch_cpus() ? 2 : 1));
+	CHECK(cg_path_of(b, v1) == NULL);
+	CHECK(cg_path_of(c, v1) == NULL);
+	CHECK(cg_path_of(a, v1) != NULL);
+	CHECK_EQ(cg_scan_count(), scans);
+
+	snprintf(want, sizeof(want), "%s/d", dir);
+	rmdir(want);
 	snprintf(want, sizeof(want), "%s/a", dir);
 	rmdir(want);
 	rmdir(dir);
