@@ -54,6 +54,7 @@ static struct {
 	bool inotify_open;
 	size_t nwatch;		/* watches whose IN_IGNORED is not read yet */
 	uint64_t wait_dropped;
+	const char *warned[16];	/* the kinds of state file warned about */
 } cm;
 
 static const char *const containerd_states[] = {
@@ -94,6 +95,7 @@ void ctrmeta_cleanup(void)
 	while (cm.nwait)
 		unwait(0);
 	cm.wait_dropped = 0;
+	memset(cm.warned, 0, sizeof(cm.warned));
 }
 
 void ctrmeta_set_labels(const char *const *keys, size_t n)
@@ -140,16 +142,16 @@ size_t ctrmeta_waiting(void)
 /* A runtime's state that exists but cannot be read (permissions, a file
  * too big or not a file, bad JSON) leaves its containers with ids only:
  * said once per kind of file (fmt), not per container. */
+/* once per kind of state file (its format string) and run */
 static void warn_once(const char *fmt, const char *path, const char *why)
 {
-	static const char *warned[16];
 	size_t i;
 
-	for (i = 0; i < ARRAY_SIZE(warned) && warned[i]; i++)
-		if (warned[i] == fmt)
+	for (i = 0; i < ARRAY_SIZE(cm.warned) && cm.warned[i]; i++)
+		if (cm.warned[i] == fmt)
 			return;
-	if (i < ARRAY_SIZE(warned))
-		warned[i] = fmt;
+	if (i < ARRAY_SIZE(cm.warned))
+		cm.warned[i] = fmt;
 	fprintf(stderr, "%s: cannot read %s: %s; its containers are shown by id only\n",
 		program_invocation_short_name, path, why);
 }
@@ -172,7 +174,7 @@ static char *read_file(const char *fmt, const char *a, const char *b, size_t *le
 	int fd;
 
 	state_path(path, fmt, a, b);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0) {
 		/* absent: not this runtime's container, or not yet */
 		if (errno != ENOENT && errno != ENOTDIR)

@@ -319,6 +319,34 @@ static void test_unreadable_state_warns_once(void)
 	nftw(broken, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* a FIFO where a runtime keeps its state (a writer that never comes): the
+ * lookup must not wait in open() for one; it warns as for any file that is
+ * not a regular one, and SIGALRM ends the test if it blocks */
+static void test_fifo_state_never_blocks(void)
+{
+	char dir[] = "/tmp/ctrmeta-fifo-XXXXXX", p[4096], err[4096];
+
+	if (!mkdtemp(dir))
+		abort();
+	snprintf(p, sizeof(p), "mkdir -p %s/var/lib/containers/storage/overlay-containers "
+		 "%s/run/runc/" RUNC, dir, dir);
+	if (system(p))
+		abort();
+	snprintf(p, sizeof(p), "%s/var/lib/containers/storage/overlay-containers/containers.json", dir);
+	CHECK_EQ(mkfifo(p, 0600), 0);
+	snprintf(p, sizeof(p), "%s/run/runc/" RUNC "/state.json", dir);
+	CHECK_EQ(mkfifo(p, 0600), 0);
+	ctrmeta_set_root(dir);
+	alarm(10);
+	capture_stderr(lookups_in_broken_state, err, sizeof(err));
+	alarm(0);
+	CHECK_EQ(count(err, "overlay-containers/containers.json: not a regular file"), 1);
+	CHECK_EQ(count(err, "/run/runc/" RUNC "/state.json: not a regular file"), 1);
+	CHECK_EQ(count(err, "\n"), 2);
+	ctrmeta_set_root(root);
+	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 #define EARLY  "8888888888888888888888888888888888888888888888888888888888888888"
 #define RUNC_Q "9999999999999999999999999999999999999999999999999999999999999999"
 #define MS 1000000ULL
@@ -432,6 +460,7 @@ int main(void)
 	RUN(test_find_pod);
 	RUN(test_chosen_labels);
 	RUN(test_unreadable_state_warns_once);
+	RUN(test_fifo_state_never_blocks);
 	RUN(test_expect_retries_fast);
 	RUN(test_expect_runc_rename_wakes);
 	RUN(test_expect_queue_bounded);
