@@ -221,6 +221,53 @@ by_container() {
 		[ "$(podman inspect -f '{{.State.ExitCode}}' "$name")" = 137 ]
 }
 
+@test "containers: runc, three processes OOM-killed as the container starts: every kill carries its cgroup, id and name" {
+	need_runc
+	[ -e /sys/fs/cgroup/memory/memory.limit_in_bytes ] || skip "no v1 memory controller"
+	local id b=$BATS_TEST_TMPDIR/bundle out=$BATS_TEST_TMPDIR/ow.out c_ms kills ms ts
+	id=$(hex_id)
+	# memhog forks 3 children at once, each touching 64 MiB as fast as it
+	# can; the limit is 32 MiB: each child is killed, memhog itself lives
+	runc_bundle "$b" "$id" '.linux.resources.memory = {"limit": 33554432, "swap": 33554432} |
+		.annotations = {"io.kubernetes.pod.name": "loader-0", "io.kubernetes.pod.namespace": "train",
+			"io.kubernetes.container.name": "hog"}' \
+		/memhog forks 3 64
+	start_tool ow oomwatch -j -i 100ms
+	# its stdout (runc -d passes ours on): when memhog's program began
+	runc run -d --bundle "$b" "$id" < /dev/null > "$BATS_TEST_TMPDIR/hog" 2>&1
+	TEST_RUNC+=("$id")
+	wait_for "$BATS_TEST_TMPDIR/hog" '^start ' 10
+	c_ms=$(($(sed -n 's/^start //p' "$BATS_TEST_TMPDIR/hog") / 1000000))
+	wait_for "$out" '"event":"oom_kill"' 10
+	for _ in $(seq 50); do
+		[ "$(grep -c '"event":"oom_kill"' "$out")" -ge 3 ] && break
+		sleep 0.1
+	done
+	sleep 0.3
+	stop_tool "$TOOL_PID"
+	all_json "$out"
+	# the memory cgroup's own count and memhog's: three kills
+	grep -q '^oom_kill 3$' "/sys/fs/cgroup/memory/$id/memory.oom_control"
+	[ "$(grep -c '^child [0-9]* killed 9$' "$BATS_TEST_TMPDIR/hog")" -eq 3 ]
+	kills=$(jq -c --arg id "$id" 'select(.event == "oom_kill" and .container_id == $id)' "$out")
+	echo "$kills"
+	[ "$(echo "$kills" | wc -l)" -eq 3 ]
+	[ "$(jq -c 'select(.event == "oom_kill")' "$out" | grep -c "\"cgroup\":\"/$id\"")" -eq 3 ]
+	[ "$(echo "$kills" | jq -r .pid | sort -u | wc -l)" -eq 3 ]
+	echo "$kills" | jq -e -s --arg id "$id" 'all(.comm == "memhog" and .cgroup == "/" + $id and
+		.memcg == "/" + $id and .container_id == $id and .runtime == "runc" and
+		.container_name == $id and .pod_name == "loader-0" and .pod_namespace == "train" and
+		.k8s_container == "hog" and .limit_bytes == 33554432)'
+	# each in the container's first moments: within a second of the start
+	# of its program (on a quiet 2-CPU machine the three come 40 to 200 ms
+	# after it; two emulated VMs beside them push the last to 1 to 2 s)
+	for ts in $(echo "$kills" | jq -r .ts); do
+		ms=$(($(date -d "$ts" +%s%3N) - c_ms))
+		echo "kill ${ms} ms after the container's program started"
+		[ "$ms" -ge 0 ] && [ "$ms" -lt 1000 ]
+	done
+}
+
 @test "containers: containerd through ctr, names and Kubernetes keys from the task bundle's annotations" {
 	need_ctr
 	local id out=$BATS_TEST_TMPDIR/s.json row pid
@@ -783,4 +830,46 @@ loader>loader 777" ]
 		length == 1 and all(.writer_container_name == $c.Name and .writer_runtime == "podman" and
 		.reader_container_id == null and .reader_container_name == null and .reader_runtime == null and
 		.reader_cgroup != null and .bytes == $n and .read_bytes == $n)' "$out"
+}
+
+@test "containers: ipcsnoop -e names each event's peer in a podman container as podman inspect does, read while it lives" {
+	need_podman
+	local name=aiscope-ct-ipce-$$-$RANDOM out=$BATS_TEST_TMPDIR/e.out d=$BATS_TEST_TMPDIR/hold ch pid
+	mkdir -p "$d"
+	start_tool e ipcsnoop -j -e --kind unix
+	# a socketpair's writer and reader in the container, held after their
+	# truth lines (until the test makes /hold/go) so that /proc has them
+	"${PODMAN[@]}" run --name "$name" "${ULIMITS[@]}" -e IPCLOAD_HOLD=/hold/go -v "$d:/hold" \
+		-v "$HELPERS/ipcload:/ipcload:ro" "$IMAGE" /ipcload unix-seqpacket 3 100 \
+		> "$BATS_TEST_TMPDIR/truth" &
+	pid=$!
+	TEST_PIDS+=("$pid")
+	TEST_PODMAN+=("$name")
+	wait_for "$BATS_TEST_TMPDIR/truth" ' read ' 30
+	sleep 0.5
+	podman inspect "$name" > "$BATS_TEST_TMPDIR/inspect.json"
+	touch "$d/go"
+	wait "$pid"
+	stop_tool "$TOOL_PID"
+	all_json "$out"
+	cat "$BATS_TEST_TMPDIR/truth"
+	ch=$(awk '$4 == "read" {print $3}' "$BATS_TEST_TMPDIR/truth")
+	jq -c --arg ch "$ch" 'select(.type == "event" and .channel == $ch) |
+		[.event, .pid, .comm, .peer_pid, .peer_comm, .peer_container_name]' "$out"
+	# every event of the channel: 3 sends, 3 receives; its peer one of the
+	# two ends (the socketpair's credentials are its maker's, the reader's:
+	# the kernel's peer of both), by the truth's comms (not its pids: the
+	# container has its own pid namespace), named as podman inspect names it
+	jq -e -s --slurpfile i "$BATS_TEST_TMPDIR/inspect.json" --arg ch "$ch" \
+		--argjson comms "$(awk '{print $6}' "$BATS_TEST_TMPDIR/truth" | sort -u | jq -R . | jq -s .)" '
+		($i[0][0]) as $c |
+		[.[] | select(.type == "event" and .channel == $ch)] | length == 6 and
+		([.[] | select(.event == "send")] | length) == 3 and
+		([.[].pid] | unique) as $pids | ($pids | length) == 2 and all(
+		(.peer_pid as $p | $pids | index($p)) != null and
+		(.peer_comm as $p | $comms | index($p)) != null and
+		.container_id == $c.Id and .peer_container_id == $c.Id and
+		.peer_runtime == "podman" and .peer_container_name == $c.Name and
+		.peer_container_image == $c.ImageName and
+		.peer_cgroup == "/libpod_parent/libpod-\($c.Id)" and .peer_pod_name == null)' "$out"
 }

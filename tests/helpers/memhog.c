@@ -22,6 +22,13 @@
  *   memhog brk SIZE_KIB
  *	moves the program break up by SIZE_KIB (untouched); prints
  *	"brk KIB".
+ *   memhog forks N MAX_MIB
+ *	prints "start NS" (CLOCK_REALTIME: the moment its program began) and
+ *	at once, no signal awaited (a container's first milliseconds), N
+ *	children each touch MAX_MIB as fast as they can; it waits for them
+ *	and prints "child PID killed SIG" or "child PID exited CODE" for
+ *	each, then "reaped N", and waits for a signal (a memory limit below
+ *	MAX_MIB OOM-kills each child, not it: it uses next to nothing).
  */
 #define _GNU_SOURCE
 #include <limits.h>
@@ -32,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -167,6 +175,33 @@ static int grow_brk(long kib)
 	hold("brk", kib);
 }
 
+static int forks(long n, long max_mib)
+{
+	struct timespec ts;
+	int status;
+	pid_t pid;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	printf("start %lld%09ld\n", (long long)ts.tv_sec, ts.tv_nsec);
+	fflush(stdout);
+	for (long i = 0; i < n; i++) {
+		pid = fork();
+		if (pid < 0) {
+			perror("fork");
+			return 1;
+		}
+		if (!pid)
+			_exit(rate(0, max_mib));
+	}
+	while ((pid = wait(&status)) > 0) {
+		if (WIFSIGNALED(status))
+			printf("child %d killed %d\n", (int)pid, WTERMSIG(status));
+		else
+			printf("child %d exited %d\n", (int)pid, WEXITSTATUS(status));
+	}
+	hold("reaped", n);
+}
+
 /* argv is the command cmd with min to max words: then the test's go
  * (SIGUSR1, once it has attached) is awaited */
 static bool go_with(int argc, char **argv, const char *cmd, int min, int max)
@@ -193,7 +228,9 @@ int main(int argc, char **argv)
 		return remap(atol(argv[2]), atol(argv[3]));
 	if (go_with(argc, argv, "brk", 3, 3))
 		return grow_brk(atol(argv[2]));
+	if (argc == 4 && !strcmp(argv[1], "forks"))
+		return forks(atol(argv[2]), atol(argv[3]));
 	fprintf(stderr, "usage: memhog grow STEP_KIB EVERY_MS [MAX_KIB] | mmap SIZE_KIB |"
-		" rate MIB_PER_S MAX_MIB | mremap FROM_KIB TO_KIB | brk SIZE_KIB\n");
+		" rate MIB_PER_S MAX_MIB | mremap FROM_KIB TO_KIB | brk SIZE_KIB | forks N MAX_MIB\n");
 	return 2;
 }
