@@ -286,48 +286,95 @@ static void annotations(struct ctr_meta *m, const struct jv *obj)
 
 /* ---- runtimes ---- */
 
-static bool podman_meta(const char *id, struct ctr_meta *m)
+#define STORAGE "/var/lib/containers/storage/overlay-containers"
+
+/* storage's record of a container: its names and image */
+static void storage_names(const struct jv *c, struct ctr_meta *m)
 {
+	const struct jv *names = jv_get(c, "names");
+	const char *s = jv_str(jv_get(c, "metadata"));
+	const struct jv *md;
+	struct jp q;
+
+	if (names && names->type == JV_ARR)
+		PUT(name, jv_str(names->child));
+	if (!s)
+		return;
+	/* metadata is a JSON object in a string */
+	jp_init(&q);
+	if (!jp_parse(&q, s, strlen(s), &md)) {
+		PUT(name, jv_str(jv_get(md, "name")));
+		PUT(image, jv_str(jv_get(md, "image-name")));
+	}
+	jp_free(&q);
+}
+
+/* id's entry in storage's containers.json; false when it has none */
+static bool storage_record(const char *id, struct ctr_meta *m)
+{
+	const struct jv *v, *c = NULL;
 	struct jp p;
-	const struct jv *v, *spec;
-	bool found = false;
 
 	jp_init(&p);
-	if (!parse_file(&p, &v, "/var/lib/containers/storage/overlay-containers/containers.json",
-			"", "") && v->type == JV_ARR) {
-		for (const struct jv *c = v->child; c; c = c->next) {
-			const struct jv *names;
+	if (!parse_file(&p, &v, STORAGE "/containers.json", "", "") && v->type == JV_ARR)
+		for (c = v->child; c; c = c->next)
+			if (jv_str(jv_get(c, "id")) && !strcmp(jv_str(jv_get(c, "id")), id))
+				break;
+	if (c)
+		storage_names(c, m);
+	jp_free(&p);
+	return c != NULL;
+}
 
-			if (!jv_str(jv_get(c, "id")) || strcmp(jv_str(jv_get(c, "id")), id))
-				continue;
-			found = true;
-			names = jv_get(c, "names");
-			if (names && names->type == JV_ARR)
-				PUT(name, jv_str(names->child));
-			if (jv_str(jv_get(c, "metadata"))) {
-				/* metadata is a JSON object in a string */
-				struct jp q;
-				const struct jv *md;
-				const char *s = jv_str(jv_get(c, "metadata"));
+/*
+ * CRI-O keeps its containers in podman's containers/storage layout; the
+ * spec says which made one. Each names itself in io.container.manager
+ * (CRI-O "cri-o" since 1.16, podman "libpod" since 1.6, both in 2019).
+ * Without it, keys only CRI-O writes: podman writes CRI-O's SandboxID on
+ * pod containers, and up to 4.3 its ContainerType and TTY, not these.
+ */
+static bool made_by_crio(const struct jv *ann)
+{
+	static const char *const own[] = {
+		"io.kubernetes.cri-o.Name", "io.kubernetes.cri-o.SandboxName",
+		"io.kubernetes.cri-o.ImageName", "io.kubernetes.cri-o.Labels",
+		"io.kubernetes.cri-o.Metadata",
+	};
+	const char *manager = jv_str(jv_get(ann, "io.container.manager"));
 
-				jp_init(&q);
-				if (!jp_parse(&q, s, strlen(s), &md)) {
-					PUT(name, jv_str(jv_get(md, "name")));
-					PUT(image, jv_str(jv_get(md, "image-name")));
-				}
-				jp_free(&q);
-			}
-			break;
-		}
-	}
-	if (!parse_file(&p, &spec, "/var/lib/containers/storage/overlay-containers/%s/userdata/config.json%s",
-			id, "")) {
-		found = true;
-		annotations(m, jv_get(spec, "annotations"));
-	}
+	if (manager)
+		return !strcmp(manager, "cri-o");
+	for (size_t i = 0; i < ARRAY_SIZE(own); i++)
+		if (jv_get(ann, own[i]))
+			return true;
+	return false;
+}
+
+/*
+ * podman's and CRI-O's containers. CRI-O's spec goes first: storage's
+ * image-name is the image as kubelet asked for it (often by id), the
+ * spec's io.kubernetes.cri-o.ImageName its name. podman's record goes
+ * first: the rest of its spec's annotations are --annotation's.
+ */
+static bool storage_meta(const char *id, struct ctr_meta *m)
+{
+	const struct jv *spec, *ann = NULL;
+	bool has_spec, crio, found;
+	struct jp p;
+
+	jp_init(&p);
+	has_spec = !parse_file(&p, &spec, STORAGE "/%s/userdata/config.json%s", id, "");
+	if (has_spec)
+		ann = jv_get(spec, "annotations");
+	crio = made_by_crio(ann);
+	if (crio)
+		annotations(m, ann);
+	found = storage_record(id, m) || has_spec;
+	if (!crio)
+		annotations(m, ann);
 	jp_free(&p);
 	if (found)
-		m->runtime = "podman";
+		m->runtime = crio ? "crio" : "podman";
 	return found;
 }
 
@@ -434,14 +481,14 @@ static void resolve(const char *id, const char *runtime, struct ctr_meta *m)
 {
 	typedef bool (*fn)(const char *, struct ctr_meta *);
 	static const struct { const char *runtime; fn f; } rt[] = {
-		{ "podman", podman_meta }, { "containerd", containerd_meta },
+		{ "podman", storage_meta }, { "containerd", containerd_meta },
 		{ "docker", docker_meta }, { "runc", runc_meta },
 	};
 
 	memset(m, 0, sizeof(*m));
 	cm.reads++;
 	/* the runtime the cgroup named first, then the others (a cgroupfs
-	 * driver path names none; crio's state is not read here) */
+	 * driver path names none; crio's state is podman's layout) */
 	for (size_t i = 0; i < sizeof(rt) / sizeof(rt[0]); i++)
 		if (runtime && !strcmp(runtime, rt[i].runtime) && rt[i].f(id, m))
 			break;
@@ -752,7 +799,7 @@ static bool scan_containerd_ns(const char *nsdir, void *ctx)
 
 static void scan_all(struct find *f)
 {
-	scan_dir(f, "/var/lib/containers/storage/overlay-containers", "podman");
+	scan_dir(f, STORAGE, "podman");
 	scan_dir(f, "/var/lib/docker/containers", "docker");
 	scan_dir(f, "/run/runc", "runc");
 	containerd_ns_foreach(scan_containerd_ns, f);

@@ -8,6 +8,10 @@
  *  podman:     /var/lib/containers/storage/overlay-containers/containers.json
  *              (names, metadata's image-name) and <id>/userdata/config.json
  *              (the OCI spec's annotations);
+ *  crio:       the same files: a spec whose io.container.manager is "cri-o"
+ *              (or, without one, that has CRI-O's own keys such as
+ *              io.kubernetes.cri-o.Name) is CRI-O's, its image
+ *              io.kubernetes.cri-o.ImageName;
  *  containerd: the task bundle /run/containerd/io.containerd.runtime.v2.task/
  *              <namespace>/<id>/config.json (also under /run/k3s/containerd),
  *              its annotations: CRI's io.kubernetes.cri.container-name,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* lib/ctrmeta.c: container names from a fixture tree laid out as podman,
- * containerd (CRI and plain ctr), runc and docker leave their state. */
+ * CRI-O, containerd (CRI and plain ctr), runc and docker leave their state. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <ftw.h>
@@ -20,6 +20,19 @@
 #define DOCKER "5555555555555555555555555555555555555555555555555555555555555555"
 #define CRIO   "6666666666666666666666666666666666666666666666666666666666666666"
 #define NONE   "7777777777777777777777777777777777777777777777777777777777777777"
+#define CRIO_OLD "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define POD_CTR  "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+#define POD_OLD  "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
+#define MIMIC    "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd"
+/* CRI-O's: a pod's uid, its sandbox's id, the image's and the layer's */
+#define UID      "5f3c0d2e-8a41-4c6b-9e7d-1b2a3c4d5e6f"
+#define SANDBOX  "0a1b2c3d0a1b2c3d0a1b2c3d0a1b2c3d0a1b2c3d0a1b2c3d0a1b2c3d0a1b2c3d"
+#define IMG      "9c1d0e2f9c1d0e2f9c1d0e2f9c1d0e2f9c1d0e2f9c1d0e2f9c1d0e2f9c1d0e2f"
+#define LAYER    "4e5f6a7b4e5f6a7b4e5f6a7b4e5f6a7b4e5f6a7b4e5f6a7b4e5f6a7b4e5f6a7b"
+#define CRIO_NAME "k8s_api_api-7_prod_" UID "_0"
+/* a quote in a JSON string in the JSON (metadata, CRI-O's Labels) */
+#define IQ "\\\""
+#define ISTR(k, v) IQ k IQ ":" IQ v IQ
 
 static char root[] = "/tmp/ctrmeta-XXXXXX";
 static uint64_t fake_now;
@@ -45,15 +58,104 @@ static void mkfile(const char *rel, const char *text)
 	fclose(f);
 }
 
+#define STORAGE "/var/lib/containers/storage/overlay-containers"
+
+/*
+ * containers/storage's records, podman's and CRI-O's, as they write them:
+ * names, and metadata as a JSON string (CRI-O's image-name is the image
+ * as kubelet asked for it, here by id)
+ */
+static const char storage_records[] =
+	"[{\"id\":\"" NONE "0\",\"names\":[\"other\"]},"
+	"{\"id\":\"" PODMAN "\",\"names\":[\"web-1\"],\"image\":\"abc\","
+	"\"metadata\":\"{\\\"image-name\\\":\\\"localhost/web:1\\\",\\\"name\\\":\\\"web-1\\\"}\"},"
+	"{\"id\":\"" CRIO "\",\"names\":[\"" CRIO_NAME "\"],\"image\":\"" IMG "\","
+	"\"layer\":\"" LAYER "\",\"metadata\":\"{" ISTR("pod-name", "k8s_api-7_prod_" UID "_0") ","
+	ISTR("pod-id", SANDBOX) "," ISTR("image-name", IMG) "," ISTR("image-id", IMG) ","
+	ISTR("name", CRIO_NAME) "," ISTR("metadata-name", "api") "," IQ "created-at" IQ ":1717171717}\","
+	"\"created\":\"2024-05-31T16:08:37.123456789Z\",\"flags\":{\"MountLabel\":\"\"}},"
+	"{\"id\":\"" CRIO_OLD "\",\"names\":[\"k8s_worker_batch-2_jobs_" UID "_0\"],"
+	"\"metadata\":\"{" ISTR("image-name", IMG) "," ISTR("name", "k8s_worker_batch-2_jobs_" UID "_0")
+	"}\"},"
+	"{\"id\":\"" POD_CTR "\",\"names\":[\"shop-app\"],\"image\":\"" IMG "\",\"layer\":\"" LAYER "\","
+	"\"metadata\":\"{" ISTR("image-name", "docker.io/library/nginx:1.25") "," ISTR("image-id", IMG) ","
+	ISTR("name", "shop-app") "," IQ "created-at" IQ ":1717171717}\"},"
+	"{\"id\":\"" POD_OLD "\",\"names\":[\"legacy\"],"
+	"\"metadata\":\"{" ISTR("image-name", "localhost/legacy:1") "," ISTR("name", "legacy") "}\"},"
+	"{\"id\":\"" MIMIC "\",\"names\":[\"mimic\"],"
+	"\"metadata\":\"{" ISTR("image-name", "localhost/mimic:1") "," ISTR("name", "mimic") "}\"}]";
+
+/* CRI-O's spec of a container (internal/factory/container): its own keys,
+ * kubelet's labels both as one JSON string and one by one, kubelet's
+ * annotations */
+static const char crio_spec[] =
+	"{\"ociVersion\":\"1.0.2-dev\",\"annotations\":{"
+	"\"io.container.manager\":\"cri-o\","
+	"\"io.kubernetes.container.hash\":\"8b7d4f2a\","
+	"\"io.kubernetes.container.name\":\"api\","
+	"\"io.kubernetes.container.restartCount\":\"0\","
+	"\"io.kubernetes.cri-o.Annotations\":\"{" ISTR("io.kubernetes.container.hash", "8b7d4f2a") ","
+	ISTR("io.kubernetes.container.restartCount", "0") "}\","
+	"\"io.kubernetes.cri-o.ContainerID\":\"" CRIO "\","
+	"\"io.kubernetes.cri-o.ContainerType\":\"container\","
+	"\"io.kubernetes.cri-o.Created\":\"2024-05-31T16:08:37.123456789Z\","
+	"\"io.kubernetes.cri-o.Image\":\"" IMG "\","
+	"\"io.kubernetes.cri-o.ImageName\":\"quay.io/acme/api:3\","
+	"\"io.kubernetes.cri-o.ImageRef\":\"" IMG "\","
+	"\"io.kubernetes.cri-o.Labels\":\"{" ISTR("io.kubernetes.container.name", "api") ","
+	ISTR("io.kubernetes.pod.name", "api-7") "," ISTR("io.kubernetes.pod.namespace", "prod") ","
+	ISTR("io.kubernetes.pod.uid", UID) "}\","
+	"\"io.kubernetes.cri-o.LogPath\":\"/var/log/pods/prod_api-7_" UID "/api/0.log\","
+	"\"io.kubernetes.cri-o.Metadata\":\"{" ISTR("name", "api") "}\","
+	"\"io.kubernetes.cri-o.MountPoint\":\"/var/lib/containers/storage/overlay/" LAYER "/merged\","
+	"\"io.kubernetes.cri-o.Name\":\"" CRIO_NAME "\","
+	"\"io.kubernetes.cri-o.SandboxID\":\"" SANDBOX "\","
+	"\"io.kubernetes.cri-o.SandboxName\":\"k8s_api-7_prod_" UID "_0\","
+	"\"io.kubernetes.cri-o.TTY\":\"false\","
+	"\"io.kubernetes.pod.name\":\"api-7\","
+	"\"io.kubernetes.pod.namespace\":\"prod\","
+	"\"io.kubernetes.pod.uid\":\"" UID "\"}}";
+
+static void storage_fixture(void)
+{
+	mkfile(STORAGE "/containers.json", storage_records);
+	/* podman: the spec of podman run */
+	mkfile(STORAGE "/" PODMAN "/userdata/config.json",
+	       "{\"annotations\":{\"io.container.manager\":\"libpod\"}}");
+	mkfile(STORAGE "/" CRIO "/userdata/config.json", crio_spec);
+	/* CRI-O before 1.16: no io.container.manager; kubelet's labels left
+	 * in its Labels string alone, so that the string is what is read */
+	mkfile(STORAGE "/" CRIO_OLD "/userdata/config.json",
+	       "{\"annotations\":{\"io.kubernetes.cri-o.ContainerType\":\"container\","
+	       "\"io.kubernetes.cri-o.ImageName\":\"quay.io/acme/worker:1\","
+	       "\"io.kubernetes.cri-o.Labels\":\"{" ISTR("io.kubernetes.container.name", "worker") ","
+	       ISTR("io.kubernetes.pod.name", "batch-2") ","
+	       ISTR("io.kubernetes.pod.namespace", "jobs") "}\","
+	       "\"io.kubernetes.cri-o.Name\":\"k8s_worker_batch-2_jobs_" UID "_0\"}}");
+	/* podman run --pod (podman 2 to 4.3): CRI-O's SandboxID, ContainerType
+	 * and TTY, written for kata */
+	mkfile(STORAGE "/" POD_CTR "/userdata/config.json",
+	       "{\"annotations\":{\"io.container.manager\":\"libpod\","
+	       "\"io.kubernetes.cri-o.ContainerType\":\"container\","
+	       "\"io.kubernetes.cri-o.SandboxID\":\"" SANDBOX "\","
+	       "\"io.kubernetes.cri-o.TTY\":\"false\","
+	       "\"org.opencontainers.image.stopSignal\":\"3\"}}");
+	/* the same without io.container.manager (podman before 1.6 wrote
+	 * none): CRI-O's keys that podman writes too are not CRI-O's mark */
+	mkfile(STORAGE "/" POD_OLD "/userdata/config.json",
+	       "{\"annotations\":{\"io.kubernetes.cri-o.ContainerType\":\"container\","
+	       "\"io.kubernetes.cri-o.SandboxID\":\"" SANDBOX "\","
+	       "\"io.kubernetes.cri-o.TTY\":\"false\"}}");
+	/* podman run --annotation with CRI-O's keys: io.container.manager decides */
+	mkfile(STORAGE "/" MIMIC "/userdata/config.json",
+	       "{\"annotations\":{\"io.container.manager\":\"libpod\","
+	       "\"io.kubernetes.cri-o.Name\":\"k8s_x_y_z_0\","
+	       "\"io.kubernetes.cri-o.ImageName\":\"quay.io/x:1\"}}");
+}
+
 static void fixture(void)
 {
-	/* podman: storage's record (names, metadata as a string) and the spec */
-	mkfile("/var/lib/containers/storage/overlay-containers/containers.json",
-	       "[{\"id\":\"" NONE "0\",\"names\":[\"other\"]},"
-	       "{\"id\":\"" PODMAN "\",\"names\":[\"web-1\"],\"image\":\"abc\","
-	       "\"metadata\":\"{\\\"image-name\\\":\\\"localhost/web:1\\\",\\\"name\\\":\\\"web-1\\\"}\"}]");
-	mkfile("/var/lib/containers/storage/overlay-containers/" PODMAN "/userdata/config.json",
-	       "{\"annotations\":{\"io.container.manager\":\"libpod\"}}");
+	storage_fixture();
 	/* containerd, CRI: the bundle's annotations */
 	mkfile("/run/containerd/io.containerd.runtime.v2.task/k8s.io/" CRI "/config.json",
 	       "{\"annotations\":{\"io.kubernetes.cri.container-type\":\"container\","
@@ -72,11 +174,6 @@ static void fixture(void)
 	       "{\"Name\":\"/db\",\"Config\":{\"Image\":\"postgres:16\",\"Labels\":"
 	       "{\"io.kubernetes.container.name\":\"pg\",\"io.kubernetes.pod.name\":\"db-0\","
 	       "\"ai.model.name\":\"llama-3\",\"ai.version\":\"7\"}}}");
-	/* CRI-O's labels as a JSON string, read through the containerd path? no:
-	 * it is in a spec the podman layout holds here, to test the nested parse */
-	mkfile("/var/lib/containers/storage/overlay-containers/" CRIO "/userdata/config.json",
-	       "{\"annotations\":{\"io.kubernetes.cri-o.Labels\":"
-	       "\"{\\\"io.kubernetes.pod.name\\\":\\\"api-7\\\",\\\"io.kubernetes.pod.namespace\\\":\\\"prod\\\"}\"}}");
 }
 
 static int rm_one(const char *p, const struct stat *s, int f, struct FTW *w)
@@ -109,10 +206,16 @@ static void test_lookups(void)
 		/* containerd under CRI, then plain ctr */
 		{ CRI, NULL, "containerd", "", "registry.example/train:2", "trainer", "job-0", "ml" },
 		{ CTR, "containerd", "containerd", "batch", NULL, NULL, NULL, NULL },
-		/* runc alone, docker, CRI-O */
+		/* runc alone, docker */
 		{ RUNC, NULL, "runc", RUNC, NULL, NULL, "p", "ns" },
 		{ DOCKER, "docker", "docker", "db", "postgres:16", "pg", "db-0", NULL },
-		{ CRIO, NULL, NULL, NULL, NULL, NULL, "api-7", "prod" },
+		/* CRI-O in podman's layout, its image the spec's, not storage's id */
+		{ CRIO, NULL, "crio", CRIO_NAME, "quay.io/acme/api:3", "api", "api-7", "prod" },
+		{ CRIO_OLD, NULL, "crio", NULL, "quay.io/acme/worker:1", "worker", "batch-2", "jobs" },
+		/* podman's pod containers carry CRI-O's SandboxID and ContainerType */
+		{ POD_CTR, NULL, "podman", "shop-app", "docker.io/library/nginx:1.25", "", "", "" },
+		{ POD_OLD, NULL, "podman", "legacy", "localhost/legacy:1", NULL, NULL, NULL },
+		{ MIMIC, NULL, "podman", "mimic", "localhost/mimic:1", NULL, NULL, NULL },
 	};
 
 	for (size_t i = 0; i < T_ROWS(c); i++) {
@@ -226,6 +329,8 @@ static void test_find_pod(void)
 	CHECK_EQ(ctrmeta_find_pod("job-0", "other", ids, 4), 0);
 	CHECK_EQ(ctrmeta_find_pod("db-0", NULL, ids, 4), 1);
 	CHECK_STR(ids[0], DOCKER);
+	CHECK_EQ(ctrmeta_find_pod("api-7", "prod", ids, 4), 1);
+	CHECK_STR(ids[0], CRIO);
 	CHECK_EQ(ctrmeta_find_pod("nosuch", NULL, ids, 4), 0);
 	CHECK_EQ(ctrmeta_find_pod("", NULL, ids, 4), -EINVAL);
 }
