@@ -416,11 +416,11 @@ need_mem_prog() {
 	sleep 0.2
 	stop_tool "$TOOL_PID"
 	cat "$(out g)"
-	grep -E '^ +PID COMM +ALLOCS +ALLOC\(B\) FAILS ALLOC_P99\(us\) +FREES OUTSTANDING\(B\) +PINNED\(B\) +VMM\(B\) +MAPPED\(B\) +H2D\(B\) +D2H\(B\) +D2D\(B\) +PEER\(B\) +MEMSET\(B\) +SYNCS +SYNC\(ms\)$' "$(out g)"
+	grep -E '^ +PID COMM +CONTAINER +ALLOCS +ALLOC\(B\) FAILS ALLOC_P99\(us\) +FREES OUTSTANDING\(B\) +PINNED\(B\) +VMM\(B\) +MAPPED\(B\) +H2D\(B\) +D2H\(B\) +D2D\(B\) +PEER\(B\) +MEMSET\(B\) +SYNCS +SYNC\(ms\)$' "$(out g)"
 	# allocations 8, 2582016 B, no failure, 3 frees, 2247168 B outstanding;
 	# pinned 40960, VMM 6291456 held, 2097152 mapped; copies 2708, 1452, 856,
 	# peer 14560; memsets 7561; 3 syncs
-	grep -E '^ +[0-9]+ mem_shared +8 +2582016 +0 +[0-9.]+ +3 +2247168 +40960 +6291456 +2097152 +2708 +1452 +856 +14560 +7561 +3 +[0-9.]+$' "$(out g)"
+	grep -E '^ +[0-9]+ mem_shared +- +8 +2582016 +0 +[0-9.]+ +3 +2247168 +40960 +6291456 +2097152 +2708 +1452 +856 +14560 +7561 +3 +[0-9.]+$' "$(out g)"
 }
 
 # ---- discovery ----
@@ -509,9 +509,9 @@ need_mem_prog() {
 		launch launch cu_launch sleep:200
 	stop_tool "$TOOL_PID"
 	cat "$(out g)"
-	grep -E '^ +PID COMM +KERNEL +LAUNCHES/s GRID +BLOCK +SMEM\(B\) ERRORS$' "$(out g)"
-	grep -E '^ +[0-9]+ cudacall +vecAdd\(float\*, float\*, float\*, int\) +[0-9.]+ 4,2,1 +256,1,1 +1024 +-$' "$(out g)"
-	grep -E '^ +[0-9]+ cudacall +\[unnamed CUfunction\] +[0-9.]+ 4,2,1 +256,1,1 +1024 +-$' "$(out g)"
+	grep -E '^ +PID COMM +CONTAINER +KERNEL +LAUNCHES/s GRID +BLOCK +SMEM\(B\) ERRORS$' "$(out g)"
+	grep -E '^ +[0-9]+ cudacall +- +vecAdd\(float\*, float\*, float\*, int\) +[0-9.]+ 4,2,1 +256,1,1 +1024 +-$' "$(out g)"
+	grep -E '^ +[0-9]+ cudacall +- +\[unnamed CUfunction\] +[0-9.]+ 4,2,1 +256,1,1 +1024 +-$' "$(out g)"
 	grep -E '^# 20[0-9-]+T[0-9:.]+Z interval=' "$(out g)"
 }
 
@@ -528,7 +528,7 @@ need_mem_prog() {
 	stop_tool "$TOOL_PID"
 	cat -v "$(out g)" "$(out e)"
 	check_sanitised "$(out g)"
-	grep -qE '^ +[0-9]+ h\?x\?\[31m\?\?z +vecAdd' "$(out g)"
+	grep -qE '^ +[0-9]+ h\?x\?\[31m\?\?z +- +vecAdd' "$(out g)"
 	check_sanitised "$(out e)"
 	grep -qE '^ +[0-9]+ +[0-9]+ h\?x\?\[31m\?\?z +cudaLaunchKernel ' "$(out e)"
 }

@@ -441,7 +441,7 @@ check_args() {
 	grep -E '^COMM_HASH +NRANKS +LOCAL +SEQ_MIN +SEQ_MAX +SKEW +LAG_RANK' "$BATS_TEST_TMPDIR/s.out"
 	grep -E "^$(awk '$1 == "id_hash" {h = substr($2, 3); while (length(h) < 16) h = "0" h; print h}' \
 		"$BATS_TEST_TMPDIR/r.out") +4 +4 +10 +10 +0 " "$BATS_TEST_TMPDIR/s.out"
-	grep -E 'PID +COMM +COMM_HASH +RANK +OP +CALLS/s .*BUSBW_EST\(MiB/s\)' "$BATS_TEST_TMPDIR/s.out"
+	grep -E 'PID +COMM +CONTAINER +COMM_HASH +RANK +OP +CALLS/s .*BUSBW_EST\(MiB/s\)' "$BATS_TEST_TMPDIR/s.out"
 	grep -E '^# summary: 88 calls, 132480 bytes issued, 0 errors, 0 hangs' "$BATS_TEST_TMPDIR/s.out"
 }
 

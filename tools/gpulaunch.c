@@ -1400,7 +1400,7 @@ static void json_launch_row(const struct row *r, uint64_t now, uint64_t interval
 }
 
 static const struct tcol cols_launch[] = {
-	{ "TIME", 8, TC_LEFT }, { "PID", 7, 0 }, { "COMM", 15, TC_LEFT },
+	{ "TIME", 8, TC_LEFT }, { "PID", 7, 0 }, { "COMM", 15, TC_LEFT }, { "CONTAINER", 12, TC_LEFT },
 	{ "KERNEL", 40, TC_LEFT }, { "LAUNCHES/s", 10, 0 }, { "GRID", 14, TC_LEFT },
 	{ "BLOCK", 12, TC_LEFT }, { "SMEM(B)", 8, 0 }, { "ERRORS", 6, 0 },
 	{ "P50(us)", 8, 0 }, { "P99(us)", 8, 0 },
@@ -1414,12 +1414,13 @@ static void fmt_dim3(const uint32_t *d, char *buf, size_t len)
 static void table_launch_row(struct table *t, const struct row *r, const char *hms,
 			     uint64_t interval)
 {
-	char g[40], b[40];
+	char g[40], b[40], ctr[16];
 
 	if (env.timestamp)
 		table_str(t, hms);
 	table_u64(t, r->key.pid);
 	table_str(t, r->st.ident.comm);
+	table_str(t, aiscope_container_short(&r->ci, ctr));
 	table_str(t, r->name);
 	table_fixed(t, per_sec(r->st.launches, interval), 1);
 	fmt_dim3(r->st.grid, g, sizeof(g));
@@ -1544,7 +1545,8 @@ static void json_mem_row(const struct mem_row *r, uint64_t now, uint64_t interva
 }
 
 static const struct tcol cols_mem[] = {
-	{ "TIME", 8, TC_LEFT }, { "PID", 7, 0 }, { "COMM", 15, TC_LEFT }, { "ALLOCS", 7, 0 },
+	{ "TIME", 8, TC_LEFT }, { "PID", 7, 0 }, { "COMM", 15, TC_LEFT }, { "CONTAINER", 12, TC_LEFT },
+	{ "ALLOCS", 7, 0 },
 	{ "ALLOC(B)", 12, 0 }, { "FAILS", 5, 0 }, { "ALLOC_P99(us)", 13, 0 }, { "FREES", 6, 0 },
 	{ "OUTSTANDING(B)", 14, 0 }, { "PINNED(B)", 12, 0 }, { "VMM(B)", 12, 0 },
 	{ "MAPPED(B)", 12, 0 }, { "H2D(B)", 12, 0 }, { "D2H(B)", 12, 0 },
@@ -1560,11 +1562,15 @@ static void table_bytes_held(struct table *t, int64_t v)
 static void table_mem_row(struct table *t, const struct mem_row *r, const char *hms)
 {
 	const struct gl_pool_stats *dev = &r->d.pool[GL_POOL_DEVICE];
+	struct container_info ci;
+	char ctr[16];
 
 	if (env.timestamp)
 		table_str(t, hms);
 	table_u64(t, r->pid);
 	table_str(t, r->cur.ident.comm);
+	aiscope_ident_cgroup(&r->cur.ident, &ci);
+	table_str(t, aiscope_container_short(&ci, ctr));
 	table_u64(t, dev->alloc_calls);
 	table_u64(t, dev->alloc_bytes);
 	table_u64(t, dev->alloc_fail);

@@ -954,8 +954,8 @@ static void table_groups(void)
 }
 
 static const struct tcol cols_ops[] = {
-	{ "PID", 7, 0 }, { "COMM", 15, TC_LEFT }, { "COMM_HASH", 16, TC_LEFT }, { "RANK", 4, 0 },
-	{ "OP", 13, TC_LEFT }, { "CALLS/s", 9, 0 }, { "MiB/s", 9, 0 }, { "AVG(KiB)", 9, 0 },
+	{ "PID", 7, 0 }, { "COMM", 15, TC_LEFT }, { "CONTAINER", 12, TC_LEFT },
+	{ "COMM_HASH", 16, TC_LEFT }, { "RANK", 4, 0 }, { "OP", 13, TC_LEFT }, { "CALLS/s", 9, 0 }, { "MiB/s", 9, 0 }, { "AVG(KiB)", 9, 0 },
 	{ "SD(KiB)", 8, 0 }, { "P50(KiB)", 9, 0 }, { "P99(KiB)", 9, 0 }, { "DTYPES", 10, TC_LEFT },
 	{ "ERR", 4, 0 }, { "LAT(us)", 8, 0 }, { "P99LAT(us)", 10, 0 }, { "BUSBW_EST(MiB/s)", 16, 0 },
 };
@@ -976,6 +976,7 @@ static void table_ops(uint64_t interval, size_t shown)
 {
 	struct tcol cols[ARRAY_SIZE(cols_ops) + 1];
 	int ncols = 0;
+	struct container_info ci;
 	struct table t;
 	char buf[64], hms[16];
 	struct hist h;
@@ -996,6 +997,8 @@ static void table_ops(uint64_t interval, size_t shown)
 			table_str(&t, hms);
 		table_u64(&t, r->k.pid);
 		table_str(&t, s->ident.comm);
+		aiscope_ident_cgroup(&s->ident, &ci);
+		table_str(&t, aiscope_container_short(&ci, buf));
 		fmt_hash(r->c ? r->c->v.id_hash : 0, buf, sizeof(buf));
 		table_str(&t, buf);
 		table_u64_or_dash(&t, r->c && r->c->v.rank >= 0, r->c ? r->c->v.rank : 0);
