@@ -32,7 +32,7 @@ setup_file() {
 	ROOTFS=$BATS_FILE_TMPDIR/rootfs
 	export ROOTFS
 	mkdir -p "$ROOTFS"
-	cp "$HELPERS/contend" "$HELPERS/memhog" "$HELPERS/netpair" "$ROOTFS/"
+	cp "$HELPERS/contend" "$HELPERS/memhog" "$HELPERS/netpair" "$HELPERS/pagecache" "$ROOTFS/"
 	for c in "${LEFT_CGROUPS[@]}"; do
 		for d in /sys/fs/cgroup/*/$c /sys/fs/cgroup/$c; do
 			[ -d "$d" ] && echo "$d"
@@ -498,6 +498,34 @@ ss-server 4096 77777 $name $IMAGE podman" ]
 ss-server 1000 123456 $id null runc" ]
 	jq -e -s --arg id "$id" '[.[] | select(.type == "sample" and .container_id == $id)] |
 		all(.pod_name == "burst-1" and .pod_namespace == "perf" and .k8s_container == "sender")' "$out"
+}
+
+@test "containers: cachestat, a runc container that writes 1024 pages and exits within its interval: its dirtied pages (within 5%, as the host tests), named after it is gone" {
+	need_runc
+	local id b=$BATS_TEST_TMPDIR/bundle out=$BATS_TEST_TMPDIR/c.out d=$BATS_TEST_TMPDIR/data row
+	id=$(hex_id)
+	mkdir -p "$d"
+	# pagecache create: 1024 pages written and fsync()ed, each dirtied once,
+	# into our directory (bind-mounted at /data)
+	runc_bundle "$b" "$id" '.mounts += [{"destination": "/data", "type": "bind",
+		"source": "'"$d"'", "options": ["rbind", "rw"]}] |
+		.annotations = {"io.kubernetes.pod.name": "writer-0", "io.kubernetes.pod.namespace": "etl",
+			"io.kubernetes.container.name": "dump"}' \
+		/pagecache create /data/f 1024
+	start_tool c cachestat -j -i 5s -n 1 --by container
+	runc run --bundle "$b" "$id" < /dev/null > "$BATS_TEST_TMPDIR/pc" 2>&1
+	TEST_RUNC+=("$id")
+	cat "$BATS_TEST_TMPDIR/pc"
+	[ ! -e "/run/runc/$id" ]
+	[ "$(stat -c %s "$d/f")" -eq $((1024 * 4096)) ]
+	wait "$TOOL_PID"
+	all_json "$out"
+	row=$(jq -c --arg id "$id" 'select(.type == "sample" and .container_id == $id)' "$out")
+	echo "$row"
+	[ "$(echo "$row" | wc -l)" -eq 1 ]
+	within 5 "$(echo "$row" | jq .dirties)" 1024
+	echo "$row" | jq -e --arg id "$id" '.runtime == "runc" and .container_name == $id and
+		.pod_name == "writer-0" and .pod_namespace == "etl" and .k8s_container == "dump"'
 }
 
 @test "containers: ctr run --rm of a container that sends N bytes and exits: named from its task bundle, removed by then" {
