@@ -32,7 +32,7 @@ setup_file() {
 	ROOTFS=$BATS_FILE_TMPDIR/rootfs
 	export ROOTFS
 	mkdir -p "$ROOTFS"
-	cp "$HELPERS/contend" "$HELPERS/memhog" "$HELPERS/netpair" "$HELPERS/pagecache" "$ROOTFS/"
+	cp "$HELPERS/contend" "$HELPERS/memhog" "$HELPERS/netpair" "$HELPERS/pagecache" "$HELPERS/cudastatic" "$ROOTFS/"
 	for c in "${LEFT_CGROUPS[@]}"; do
 		for d in /sys/fs/cgroup/*/$c /sys/fs/cgroup/$c; do
 			[ -d "$d" ] && echo "$d"
@@ -526,6 +526,40 @@ ss-server 1000 123456 $id null runc" ]
 	within 5 "$(echo "$row" | jq .dirties)" 1024
 	echo "$row" | jq -e --arg id "$id" '.runtime == "runc" and .container_name == $id and
 		.pod_name == "writer-0" and .pod_namespace == "etl" and .k8s_container == "dump"'
+}
+
+@test "containers: gpulaunch finds a static CUDA runtime in a runc container's executable; its launches exact, named as runc names the container" {
+	need_runc
+	local id b=$BATS_TEST_TMPDIR/bundle out=$BATS_TEST_TMPDIR/g.out
+	id=$(hex_id)
+	# cudastatic: the test doubles linked in as nvcc links a static
+	# runtime; --wait: "ready PID", then SIGUSR1 (runc kill) starts its
+	# three runtime launches and one driver launch
+	runc_bundle "$b" "$id" '.annotations = {"io.kubernetes.pod.name": "infer-0",
+		"io.kubernetes.pod.namespace": "serve", "io.kubernetes.container.name": "model"}' \
+		/cudastatic --wait launch launch cu_launch launch13
+	start_tool g gpulaunch -j -i 10 -v
+	runc run -d --bundle "$b" "$id" < /dev/null > "$BATS_TEST_TMPDIR/cs" 2>&1
+	TEST_RUNC+=("$id")
+	wait_for "$BATS_TEST_TMPDIR/cs" '^ready' 10
+	# attached to the executable it found at exec, inside the container
+	wait_for "$BATS_TEST_TMPDIR/g.err" 'cudastatic' 30
+	runc kill "$id" USR1
+	for _ in $(seq 100); do
+		[ "$(grep -c '"rc"' "$BATS_TEST_TMPDIR/cs")" -ge 4 ] && break
+		sleep 0.1
+	done
+	cat "$BATS_TEST_TMPDIR/cs"
+	sleep 0.3
+	stop_tool "$TOOL_PID"
+	all_json "$out"
+	jq -c 'select(.type == "sample") | [.pid, .comm, .api, .layer, .launches, .container_name]' "$out"
+	jq -e -s --arg id "$id" '[.[] | select(.type == "sample")] | length > 0 and
+		(map(.launches) | add) == 4 and
+		([.[] | select(.layer == "runtime") | .launches] | add) == 3 and
+		all(.container_id == $id and .runtime == "runc" and .container_name == $id and
+		.cgroup == "/" + $id and .pod_name == "infer-0" and .pod_namespace == "serve" and
+		.k8s_container == "model")' "$out"
 }
 
 @test "containers: ctr run --rm of a container that sends N bytes and exits: named from its task bundle, removed by then" {
