@@ -258,13 +258,13 @@ by_container() {
 		.memcg == "/" + $id and .container_id == $id and .runtime == "runc" and
 		.container_name == $id and .pod_name == "loader-0" and .pod_namespace == "train" and
 		.k8s_container == "hog" and .limit_bytes == 33554432)'
-	# each in the container's first moments: within a second of the start
-	# of its program (on a quiet 2-CPU machine the three come 40 to 200 ms
-	# after it; two emulated VMs beside them push the last to 1 to 2 s)
+	# each in the container's first moments, within 3 s of the start of its
+	# program (measured here with two emulated VMs loading both CPUs: the
+	# first kill 200 to 410 ms after it, the last 440 to 980 ms, once 2.1 s)
 	for ts in $(echo "$kills" | jq -r .ts); do
 		ms=$(($(date -d "$ts" +%s%3N) - c_ms))
 		echo "kill ${ms} ms after the container's program started"
-		[ "$ms" -ge 0 ] && [ "$ms" -lt 1000 ]
+		[ "$ms" -ge 0 ] && [ "$ms" -lt 3000 ]
 	done
 }
 
