@@ -32,7 +32,8 @@ setup_file() {
 	ROOTFS=$BATS_FILE_TMPDIR/rootfs
 	export ROOTFS
 	mkdir -p "$ROOTFS"
-	cp "$HELPERS/contend" "$HELPERS/memhog" "$HELPERS/netpair" "$HELPERS/pagecache" "$HELPERS/cudastatic" "$ROOTFS/"
+	cp "$HELPERS/contend" "$HELPERS/memhog" "$HELPERS/netpair" "$HELPERS/pagecache" "$HELPERS/cudastatic" \
+		"$HELPERS/ncclstatic" "$ROOTFS/"
 	for c in "${LEFT_CGROUPS[@]}"; do
 		for d in /sys/fs/cgroup/*/$c /sys/fs/cgroup/$c; do
 			[ -d "$d" ] && echo "$d"
@@ -560,6 +561,41 @@ ss-server 1000 123456 $id null runc" ]
 		all(.container_id == $id and .runtime == "runc" and .container_name == $id and
 		.cgroup == "/" + $id and .pod_name == "infer-0" and .pod_namespace == "serve" and
 		.k8s_container == "model")' "$out"
+}
+
+@test "containers: nclstat finds NCCL linked into a runc container's executable: every rank's calls and bytes exact, named as runc names the container" {
+	need_runc
+	[ -e "/sys/fs/cgroup/memory/cgroup.procs" ] || skip "no v1 memory hierarchy to list the container's processes"
+	local id b=$BATS_TEST_TMPDIR/bundle out=$BATS_TEST_TMPDIR/s.out p ns
+	id=$(hex_id)
+	# ncclstatic: the libnccl test double linked in; 4 ranks, 3 iterations,
+	# each rank waiting for SIGUSR1 before its first call (-w)
+	runc_bundle "$b" "$id" '.annotations = {"io.kubernetes.pod.name": "train-0",
+		"io.kubernetes.pod.namespace": "ml", "io.kubernetes.container.name": "trainer"}' \
+		/ncclstatic run -r 4 -i 3 -w
+	start_tool s nclstat -j -i 60s
+	runc run -d --bundle "$b" "$id" < /dev/null > "$BATS_TEST_TMPDIR/r.out" 2>&1
+	TEST_RUNC+=("$id")
+	wait_for "$BATS_TEST_TMPDIR/r.out" '^ready' 10
+	wait_for "$BATS_TEST_TMPDIR/s.err" 'probing 19 NCCL functions in .*ncclstatic$' 20
+	# the truth's pids are the container's own: each of its processes'
+	# host pid from its NSpid line (host pid first, the container's last)
+	for p in $(cat "/sys/fs/cgroup/memory/$id/cgroup.procs"); do
+		ns=$(awk '$1 == "NSpid:" {print $NF}' "/proc/$p/status")
+		echo "s/ pid $ns\$/ pid $p/; s/ pid=$ns / pid=$p /"
+	done > "$BATS_TEST_TMPDIR/pids.sed"
+	cat "$BATS_TEST_TMPDIR/pids.sed"
+	runc kill --all "$id" USR1
+	wait_for "$BATS_TEST_TMPDIR/r.out" '^all done, 0 failed' 30
+	stop_tool "$TOOL_PID"
+	all_json "$out"
+	sed -f "$BATS_TEST_TMPDIR/pids.sed" "$BATS_TEST_TMPDIR/r.out" > "$BATS_TEST_TMPDIR/host.out"
+	grep '^rank ' "$BATS_TEST_TMPDIR/host.out"
+	ncl_check_truth "$BATS_TEST_TMPDIR/host.out" "$out"
+	jq -e -s --arg id "$id" '[.[] | select(.type == "sample" and .row == "op")] | length > 0 and
+		all(.container_id == $id and .runtime == "runc" and .container_name == $id and
+		.cgroup == "/" + $id and .pod_name == "train-0" and .pod_namespace == "ml" and
+		.k8s_container == "trainer")' "$out"
 }
 
 @test "containers: ctr run --rm of a container that sends N bytes and exits: named from its task bundle, removed by then" {

@@ -810,3 +810,31 @@ fake_v2_cg() {
 	printf 'some avg10=%s avg60=0.00 avg300=0.00 total=0\nfull avg10=%s avg60=0.00 avg300=0.00 total=0\n' \
 		"$psi" "$psi" > "$d/memory.pressure"
 }
+
+# ncl_truth_json DRVOUT: ncclrank's truth lines as JSON objects, each with
+# the communicator_id the tool must report for it
+ncl_truth_json() {
+	awk '
+	$1 == "id_hash" { main = $2 }
+	$1 == "split_hash" { sh[$2] = $3 }
+	$1 == "truth" {
+		for (i = 2; i <= NF; i++) { n = index($i, "="); v[substr($i, 1, n - 1)] = substr($i, n + 1) }
+		h = v["comm"] == "main" ? main : sh[v["rank"] % 2]
+		printf "{\"rank\":%d,\"pid\":%d,\"comm\":\"%s\",\"op\":\"%s\",\"calls\":%d,\"bytes\":%d,\"hash\":\"%s\"}\n",
+			v["rank"], v["pid"], v["comm"], v["op"], v["calls"], v["bytes"], h
+	}' "$1"
+}
+
+# ncl_check_truth DRVOUT TOOLOUT: for every (rank, communicator, op) the
+# driver did, the tool's calls and bytes summed over its intervals are
+# exactly the driver's
+ncl_check_truth() {
+	ncl_truth_json "$1" > "$BATS_TEST_TMPDIR/truth.json"
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/truth.json")" -eq 32 ]
+	jq -n -e --slurpfile t "$BATS_TEST_TMPDIR/truth.json" --slurpfile o "$2" '
+		[$o[] | select(.type == "sample" and .row == "op")] as $rows |
+		all($t[]; . as $x |
+			[$rows[] | select(.pid == $x.pid and .nccl_op == $x.op and .communicator_id == $x.hash)] as $m |
+			(($m | map(.calls) | add) == $x.calls and ($m | map(.bytes) | add) == $x.bytes) or
+			(("mismatch: " + ($x | tojson) + " tool: " + ($m | map({calls, bytes}) | tojson)) | debug | false))'
+}

@@ -42,34 +42,6 @@ start_ranks() {
 	done
 }
 
-# truth_json DRVOUT: the driver's truth lines as JSON objects, each with
-# the communicator_id the tool must report for it
-truth_json() {
-	awk '
-	$1 == "id_hash" { main = $2 }
-	$1 == "split_hash" { sh[$2] = $3 }
-	$1 == "truth" {
-		for (i = 2; i <= NF; i++) { n = index($i, "="); v[substr($i, 1, n - 1)] = substr($i, n + 1) }
-		h = v["comm"] == "main" ? main : sh[v["rank"] % 2]
-		printf "{\"rank\":%d,\"pid\":%d,\"comm\":\"%s\",\"op\":\"%s\",\"calls\":%d,\"bytes\":%d,\"hash\":\"%s\"}\n",
-			v["rank"], v["pid"], v["comm"], v["op"], v["calls"], v["bytes"], h
-	}' "$1"
-}
-
-# check_truth DRVOUT TOOLOUT: for every (rank, communicator, op) the
-# driver did, the tool's calls and bytes summed over its intervals are
-# exactly the driver's
-check_truth() {
-	truth_json "$1" > "$BATS_TEST_TMPDIR/truth.json"
-	[ "$(wc -l < "$BATS_TEST_TMPDIR/truth.json")" -eq 32 ]
-	jq -n -e --slurpfile t "$BATS_TEST_TMPDIR/truth.json" --slurpfile o "$2" '
-		[$o[] | select(.type == "sample" and .row == "op")] as $rows |
-		all($t[]; . as $x |
-			[$rows[] | select(.pid == $x.pid and .nccl_op == $x.op and .communicator_id == $x.hash)] as $m |
-			(($m | map(.calls) | add) == $x.calls and ($m | map(.bytes) | add) == $x.bytes) or
-			(("mismatch: " + ($x | tojson) + " tool: " + ($m | map({calls, bytes}) | tojson)) | debug | false))'
-}
-
 # ---- contract ----
 
 @test "nclstat --help lists the shared options and ends with examples" {
@@ -198,7 +170,7 @@ check_args() {
 	wait_for "$BATS_TEST_TMPDIR/r.out" '^all done, 0 failed' 30
 	stop_tool "$TOOL_PID"
 	all_json "$out"
-	check_truth "$BATS_TEST_TMPDIR/r.out" "$out"
+	ncl_check_truth "$BATS_TEST_TMPDIR/r.out" "$out"
 	main=$(awk '$1 == "id_hash" {print $2}' "$BATS_TEST_TMPDIR/r.out")
 	# AllReduce: 1024 and 3000 float32 alternating: sizes 4096, 12000, 4096, 12000
 	jq -e -s --arg h "$main" '[.[] | select(.row == "op" and .nccl_op == "allreduce" and .communicator_id == $h)] |
@@ -287,7 +259,7 @@ check_args() {
 	stop_tool "$TOOL_PID"
 	all_json "$out"
 	# the hung call counted once, when it returned; nothing lost
-	check_truth "$BATS_TEST_TMPDIR/r.out" "$out"
+	ncl_check_truth "$BATS_TEST_TMPDIR/r.out" "$out"
 	jq -e -s '.[-1].type == "summary" and .[-1].hangs == 1 and .[-1].calls == 160' "$out"
 	# after the hang ended, no interval reports it
 	jq -e -s '[.[] | select(.row == "communicator")] | last | .hung_calls == 0' "$out"
@@ -348,7 +320,7 @@ check_args() {
 	start_ranks r -r 4 -i 3
 	wait_for "$BATS_TEST_TMPDIR/r.out" '^all done, 0 failed' 30
 	stop_tool "$TOOL_PID"
-	check_truth "$BATS_TEST_TMPDIR/r.out" "$out"
+	ncl_check_truth "$BATS_TEST_TMPDIR/r.out" "$out"
 	jq -e -s '[.[] | select(.row == "op" and .nccl_op == "allreduce")] | length == 8 and
 		all(.latency_avg_ns == null and .errors == null)' "$out"
 	# communicators still come from the init return probes
@@ -365,7 +337,7 @@ check_args() {
 	kill -USR1 "${RANK_PID[@]}"
 	wait_for "$BATS_TEST_TMPDIR/r.out" '^all done, 0 failed' 30
 	stop_tool "$TOOL_PID"
-	check_truth "$BATS_TEST_TMPDIR/r.out" "$out"
+	ncl_check_truth "$BATS_TEST_TMPDIR/r.out" "$out"
 }
 
 @test "nclstat -p keeps only the chosen rank" {
@@ -389,7 +361,7 @@ check_args() {
 	wait_for "$BATS_TEST_TMPDIR/r.out" '^all done, 0 failed' 30
 	stop_tool "$TOOL_PID"
 	all_json "$out"
-	check_truth "$BATS_TEST_TMPDIR/r.out" "$out"
+	ncl_check_truth "$BATS_TEST_TMPDIR/r.out" "$out"
 }
 
 @test "nclstat finds an executable with NCCL linked in, started after it" {
@@ -404,7 +376,7 @@ check_args() {
 	done
 	wait_for "$BATS_TEST_TMPDIR/r.out" '^all done, 0 failed' 30
 	stop_tool "$TOOL_PID"
-	check_truth "$BATS_TEST_TMPDIR/r.out" "$out"
+	ncl_check_truth "$BATS_TEST_TMPDIR/r.out" "$out"
 }
 
 @test "nclstat -e table: one line per call with the decoded arguments" {
