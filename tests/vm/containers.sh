@@ -43,6 +43,7 @@ hex_id() {
 runc_bundle() {
 	_b=$1 _id=$2 _mem=$3 _ann=$4
 	shift 4
+	rm -rf "$_b"
 	mkdir -p "$_b/rootfs" || fail "mkdir $_b"
 	cp "$H/netpair" "$H/memhog" "$_b/rootfs/"
 	(cd "$_b" && runc spec) || fail "runc spec failed"
