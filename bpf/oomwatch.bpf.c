@@ -322,16 +322,39 @@ static __always_inline int victim_task(void *ctx, struct task_struct *t, __u32 u
 	return 0;
 }
 
+/*
+ * The victim task oom_kill_process chose, by the context it left for this
+ * thread, when it is PID's: mark_victim runs inside that call, which holds
+ * a reference on it. Else NULL.
+ */
+static __always_inline struct task_struct *chosen_task(__u32 pid)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct oomwatch_ctx *c = bpf_map_lookup_elem(&oom_ctx, &tid);
+	struct task_struct *t;
+
+	if (!c || !c->chosen || aiscope_now() - c->ts > CTX_MAX_AGE_NS)
+		return NULL;
+	t = (struct task_struct *)c->chosen;
+	return (__u32)BPF_CORE_READ(t, pid) == pid ? t : NULL;
+}
+
 /* The old layout (5.10, and 6.1 before the backport): a pid, nothing
  * else. The OOM's trigger is most often its victim too (a memcg OOM kills
  * the task charging): then its task is at hand, for its cgroups, uid and
- * mm, as under the new layout. */
+ * mm, as under the new layout; else oom_kill_process's choice is, where
+ * that hook runs (one child of a container's killed for another's charge:
+ * /proc would be read after it is gone). */
 static __always_inline int victim_pid(void *ctx, __u32 pid)
 {
 	struct oomwatch_kill *e;
+	struct task_struct *t;
 
 	if (pid == (__u32)bpf_get_current_pid_tgid())
 		return victim_task(ctx, (struct task_struct *)bpf_get_current_task(), 0, false);
+	t = chosen_task(pid);
+	if (t)
+		return victim_task(ctx, t, 0, false);
 	if (!aiscope_ids_pass(pid, pid))
 		return 0;
 	e = aiscope_reserve(sizeof(*e));
@@ -372,11 +395,17 @@ int victim_tp(struct trace_event_raw_mark_victim *tp)
 {
 	struct oomwatch_kill *e;
 	__u32 pid = BPF_CORE_READ(tp, pid);
+	struct task_struct *t;
 
-	/* the trigger is often the victim itself: then its task is at hand */
+	/* the trigger is often the victim itself: then its task is at hand;
+	 * else oom_kill_process's choice, where that hook runs */
 	if (pid == (__u32)bpf_get_current_pid_tgid())
-		return victim_task(tp, (struct task_struct *)bpf_get_current_task(),
-				   victim_has_task() ? BPF_CORE_READ(tp, uid) : 0, victim_has_task());
+		t = (struct task_struct *)bpf_get_current_task();
+	else
+		t = chosen_task(pid);
+	if (t)
+		return victim_task(tp, t, victim_has_task() ? BPF_CORE_READ(tp, uid) : 0,
+				   victim_has_task());
 	if (!aiscope_ids_pass(pid, pid))
 		return 0;
 	if (aiscope_cfg.by_uid && victim_has_task() && BPF_CORE_READ(tp, uid) != aiscope_cfg.uid)
@@ -422,6 +451,7 @@ static __always_inline int on_oom_kill(struct oom_control *oc)
 	c.points = BPF_CORE_READ(oc, chosen_points);
 	c.order = BPF_CORE_READ(oc, order);
 	c.scope = m ? OOMWATCH_SCOPE_MEMCG : OOMWATCH_SCOPE_GLOBAL;
+	c.chosen = (__u64)BPF_CORE_READ(oc, chosen);
 	if (m)
 		memcg_read(m, &c.memcg);
 	if (bpf_map_update_elem(&oom_ctx, &tid, &c, BPF_ANY))

@@ -117,6 +117,7 @@ struct oomwatch_ctx {
 	__s32 order;
 	__u8 scope;
 	__u8 pad[3];
+	__u64 chosen;		/* oc->chosen: the victim's task_struct */
 };
 
 #endif

@@ -10,6 +10,10 @@
 #   /opt/aiscope/helpers/     the static test helpers in HELPERS_DIR
 #   /opt/aiscope/tests/       tests/vm/*.sh (the runner and one file per tool)
 #   /dev/console              so that /init has a console before devtmpfs
+#   /usr/sbin/runc            $RUNC, with the shared libraries and the
+#                             dynamic loader ldd names at their paths, where
+#                             a test file packed says "# vm-runc" (else
+#                             /opt/aiscope/runc.missing holds $RUNC_WHY)
 #
 # That one is the same for every kernel of an architecture. The modules of
 # one kernel are a second archive, appended to it (the kernel unpacks
@@ -24,7 +28,9 @@
 #
 # The archives are written by this script (no cpio or root needed), all
 # files owned by root. TOOLS (default: every tool named in tests/vm/*.sh
-# that exists in TOOLS_DIR) may be set to a list of names.
+# that exists in TOOLS_DIR) may be set to a list of names. A test file that
+# is no tool's (tests/vm/containers.sh) names the tools it runs on a line
+# "# vm-tools: NAME..."; they are packed with it, their own tests not.
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 me=vm/mkinitramfs.sh
@@ -45,6 +51,26 @@ modules() {
 		*) die "not a kernel module: $f" ;;
 		esac || die "cannot unpack $f"
 		echo "$m" >> "$stage/opt/aiscope/modules/order"
+	done
+}
+
+# runc_in: $RUNC at /usr/sbin/runc with what ldd says it loads (the
+# libraries and the loader, at the paths it names; nothing for a static
+# one), or why there is none
+# in /opt/aiscope/runc.missing (the container tests' skip reason)
+runc_in() {
+	if [ -z "${RUNC:-}" ]; then
+		echo "${RUNC_WHY:-no runc given to scripts/vm/mkinitramfs.sh (RUNC)}" > "$stage/opt/aiscope/runc.missing"
+		return
+	fi
+	[ -x "$RUNC" ] || die "RUNC=$RUNC is not an executable"
+	# (a static runc: ldd fails, nothing more to pack)
+	libs=$(ldd "$RUNC" 2>/dev/null) || libs=
+	mkdir -p "$stage/usr/sbin"
+	cp "$RUNC" "$stage/usr/sbin/runc"
+	for l in $(echo "$libs" | sed -n -e 's/.*=> \(\/[^ ]*\) .*/\1/p' -e 's/^[[:space:]]*\(\/[^ ]*\) .*/\1/p'); do
+		mkdir -p "$stage${l%/*}"
+		cp -L "$l" "$stage$l" || die "cannot copy $l (of $RUNC)"
 	done
 }
 
@@ -83,14 +109,21 @@ else
 		TOOLS=$(cd "$top/tests/vm" && ls *.sh | sed 's/\.sh$//' | grep -vx -e run -e lib || true)
 	fi
 	n=0
+	want_runc=
 	for t in $TOOLS; do
-		[ -x "$tools/$t" ] || die "tool $t not built in $tools"
-		[ -f "$top/tests/vm/$t.sh" ] || die "no tests/vm/$t.sh"
-		cp "$tools/$t" "$stage/opt/aiscope/bin/"
-		cp "$top/tests/vm/$t.sh" "$stage/opt/aiscope/tests/"
+		f=$top/tests/vm/$t.sh
+		[ -f "$f" ] || die "no tests/vm/$t.sh"
+		uses=$(sed -n 's/^# vm-tools://p' "$f")
+		for u in ${uses:-$t}; do
+			[ -x "$tools/$u" ] || die "tool $u not built in $tools"
+			cp "$tools/$u" "$stage/opt/aiscope/bin/"
+		done
+		! grep -q '^# vm-runc' "$f" || want_runc=1
+		cp "$f" "$stage/opt/aiscope/tests/"
 		n=$((n + 1))
 	done
 	[ $n -gt 0 ] || die "no tools to test"
+	[ -z "$want_runc" ] || runc_in
 fi
 
 # ---- cpio newc writer ----

@@ -134,7 +134,15 @@ build_arch() {	# build_arch ARCH BUSYBOX: sets INITRD[ARCH], or why not on stdou
 		echo "fail:build (make $mk tools test helpers; log $out/$arch-build.log)"
 		return 1
 	fi
-	if ! TOOLS=${VM_TOOLS:-} scripts/vm/mkinitramfs.sh "$out/$arch-initramfs.cpio.gz" "$2" "$bdir" "$bdir/tests/helpers" > "$out/$arch-initramfs.log" 2>&1; then
+	# runc for tests/vm/containers.sh: the host's, for its own
+	# architecture (with its libraries); none for the other
+	local runc= runc_why=
+	if [ "$arch" != "$host_arch" ]; then
+		runc_why="no runc for $arch: the host's runc is $host_arch's, and apt-get install runc:$arch would remove it and containerd (runc is not Multi-Arch: same)"
+	elif ! runc=$(command -v runc); then
+		runc_why="no runc on the host that builds the initramfs (Debian's package runc)"
+	fi
+	if ! RUNC=$runc RUNC_WHY=$runc_why TOOLS=${VM_TOOLS:-} scripts/vm/mkinitramfs.sh "$out/$arch-initramfs.cpio.gz" "$2" "$bdir" "$bdir/tests/helpers" > "$out/$arch-initramfs.log" 2>&1; then
 		sed "s/^/# [vm $arch] /" "$out/$arch-initramfs.log"
 		echo "fail:initramfs (log $out/$arch-initramfs.log)"
 		return 1
