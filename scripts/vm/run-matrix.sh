@@ -293,8 +293,8 @@ run_vm() {
 	# emulated kernel, in its own text patching under TCG (soft lockups
 	# in kprobe patching on x86 5.10; on x86 6.12 an "Oops: int3" in
 	# __schedule, in the first boot of both CI runs of 2026-12-06): boot
-	# again, VM_BOOTS (3) in all, and say so. A test that fails is never
-	# retried.
+	# again, VM_BOOTS (3) in all, and say so. (A test that fails is run
+	# once more inside its VM: tests/vm/lib.sh run_test, VM_RERUN.)
 	boots=${VM_BOOTS:-3}
 	for attempt in $(seq 1 "$boots"); do
 		timeout -k 10 "$limit" "$qemu" "$@" < /dev/null > "$log" 2>&1
