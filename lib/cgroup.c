@@ -27,8 +27,6 @@
 #endif
 
 #define MAX_HIER 24
-/* entries not confirmed for this long are asked for by handle again */
-#define CHECK_NS (30 * NSEC_PER_SEC)
 /* Removed cgroups stay named for the rest of the run: a line written at
  * exit names a container gone an hour before. Only a cache of more than
  * this many entries forgets the ones removed longest ago, down to three
@@ -64,12 +62,13 @@ static struct {
 	struct cg_entry *tab;
 	size_t cap, used;
 	uint64_t last_scan_ns;
-	uint64_t last_check_ns;	/* last revalidation of the cache by handle */
 	size_t scans;		/* walks of the hierarchies, for the tests */
 	size_t max;		/* entries before removed ones are forgotten */
+	size_t trim_at;		/* entries at which to try again (max, or more
+				 * when the last try found too few removed) */
 	uint64_t evicted;	/* removed cgroups forgotten at that cap */
 	cg_clock_fn clock;	/* NULL: CLOCK_MONOTONIC */
-} cg = { .v2 = -1, .attr = -1, .max = CACHE_MAX };
+} cg = { .v2 = -1, .attr = -1, .max = CACHE_MAX, .trim_at = CACHE_MAX };
 
 static uint64_t cg_now(void)
 {
@@ -151,7 +150,7 @@ int cg_init(const char *root, cg_ssid_fn ssid_of)
 	FILE *f;
 
 	cg_cleanup();
-	cg.max = aiscope_test_cap("CGROUP_PATHS", CACHE_MAX);
+	cg.max = cg.trim_at = aiscope_test_cap("CGROUP_PATHS", CACHE_MAX);
 	snprintf(path, sizeof(path), "%s/proc/self/mountinfo", root ? root : "");
 	f = fopen(path, "r");
 	if (!f)
@@ -432,6 +431,7 @@ static size_t slot_for(uint64_t id, bool v1)
 
 static void cache_put(uint64_t id, bool v1, const char *path, uint64_t now);
 static void cache_trim(void);
+static void cache_find_gone(void);
 
 static int cache_grow(void)
 {
@@ -487,7 +487,7 @@ static void cache_put(uint64_t id, bool v1, const char *path, uint64_t now)
 	cg.tab[s].gone = false;
 	cg.tab[s].seen_ns = now;
 	cg.used++;
-	if (cg.used > cg.max)
+	if (cg.used > cg.trim_at)
 		cache_trim();
 }
 
@@ -577,14 +577,17 @@ static int by_u64(const void *a, const void *b)
 }
 
 /* Over the cap: the removed cgroups last seen longest ago are forgotten
- * until three quarters of it are left (or no removed one is), each counted.
- * A deletion can move a later entry into slot i, so slot i is looked at
- * again. */
+ * until three quarters of it are left (or no removed one is), each counted;
+ * a cache of more live ones than that tries again a quarter of the cap
+ * later, not at each new entry. A deletion can move a later entry into
+ * slot i, so slot i is looked at again. */
 static void cache_trim(void)
 {
 	size_t ngone = 0, want, n = 0;
 	uint64_t *seen, cut;
 
+	cache_find_gone();
+	cg.trim_at = cg.used + cg.max / 4;
 	for (size_t i = 0; i < cg.cap; i++)
 		ngone += cg.tab[i].id && cg.tab[i].gone;
 	want = cg.used - cg.max * 3 / 4;
@@ -604,6 +607,7 @@ static void cache_trim(void)
 			i++;
 		}
 	}
+	cg.trim_at = cg.used + cg.max / 4 > cg.max ? cg.used + cg.max / 4 : cg.max;
 }
 
 /* after a whole walk: what it did not find is gone */
@@ -697,30 +701,20 @@ static struct hier *hier_of_ids(bool v1)
 }
 
 /*
- * Without walks no scan refreshes seen_ns, so the entries not confirmed for
- * CHECK_NS are asked for by handle, at most that often: alive, confirmed;
- * gone, marked so (and never asked for again: cgroup ids are not reused),
- * kept named for the rest of the run, and among the first forgotten when
- * the cache is over its cap (cache_trim).
+ * Which cached cgroups are gone, where ids open by file handle (no walks:
+ * rescan() marks them otherwise): asked only when the cache is over its
+ * cap, never on a lookup. Gone ones stay named; cgroup ids are not reused,
+ * so one found gone is not asked for again.
  */
-static void cache_check(uint64_t now)
+static void cache_find_gone(void)
 {
 	char path[PATH_MAX];
 
-	if (now - cg.last_check_ns < CHECK_NS)
-		return;
-	cg.last_check_ns = now;
 	for (size_t i = 0; i < cg.cap; i++) {
 		struct cg_entry *e = &cg.tab[i];
 		struct hier *h = e->id && !e->gone ? hier_of_ids(e->v1) : NULL;
-		int err;
 
-		if (!h || h->handles <= 0 || now - e->seen_ns < CHECK_NS)
-			continue;
-		err = path_by_handle(h, e->id, path, sizeof(path));
-		if (!err)
-			e->seen_ns = now;
-		else if (err == -ESTALE)
+		if (h && h->handles > 0 && path_by_handle(h, e->id, path, sizeof(path)) == -ESTALE)
 			e->gone = true;
 	}
 }
@@ -991,8 +985,6 @@ const char *cg_path_of(uint64_t id, bool v1)
 	if (!cg.cap && cache_grow())
 		return NULL;
 	now = cg_now();
-	if (h && h->handles > 0)
-		cache_check(now);
 	s = slot_for(id, v1);
 	if (cg.tab[s].id)
 		return cg.tab[s].path;
@@ -1174,7 +1166,7 @@ void cg_cleanup(void)
 	memset(&cg, 0, sizeof(cg));
 	cg.v2 = -1;
 	cg.attr = -1;
-	cg.max = CACHE_MAX;
+	cg.max = cg.trim_at = CACHE_MAX;
 	cg.clock = clock;
 }
 
@@ -1190,5 +1182,5 @@ uint64_t cg_paths_evicted(void)
 
 void cg_set_cache_max(size_t max)
 {
-	cg.max = max;
+	cg.max = cg.trim_at = max;
 }

@@ -663,6 +663,16 @@ const char *aiscope_container_short(const struct container_info *ci, char *buf)
 	return buf;
 }
 
+const char *aiscope_ident_container_short(const struct aiscope_ident *id, char *buf, size_t len)
+{
+	struct container_info ci;
+	char short_id[16];
+
+	aiscope_ident_cgroup(id, &ci);
+	snprintf(buf, len, "%s", aiscope_container_short(&ci, short_id));
+	return buf;
+}
+
 const char *aiscope_container_runtime(const struct container_info *ci)
 {
 	const struct ctr_meta *m;

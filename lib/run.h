@@ -198,6 +198,9 @@ const char *aiscope_ident_cgroup(const struct aiscope_ident *id, struct containe
 /* A container in tables: its name (lib/ctrmeta.h), else its 12-character
  * id; with --wide its full id; "-" for none. buf: 13 bytes or more. */
 const char *aiscope_container_short(const struct container_info *ci, char *buf);
+/* The same for an identity's container (its cgroup resolved first),
+ * copied into buf: CONTAINER_ID_LEN + 1 bytes hold --wide's whole id */
+const char *aiscope_ident_container_short(const struct aiscope_ident *id, char *buf, size_t len);
 /* Its runtime as the cgroup path or, failing that, its state names it; "-" */
 const char *aiscope_container_runtime(const struct container_info *ci);
 /* Its pod in tables: "namespace/name" where known (not with --wide), else

@@ -986,9 +986,8 @@ static int on_llc_tick(void *ctx)
 	uint64_t interval = aiscope_loop_interval(&S.loop);
 	uint64_t rt = aiscope_now_realtime();
 	size_t shown;
-	struct container_info ci;
 	struct table t;
-	char buf[16];
+	char ctr[CONTAINER_ID_LEN + 1];
 
 	llc_collect();
 	sort_array(L.v, L.n, sizeof(*L.v), cmp_llc);
@@ -1014,10 +1013,9 @@ static int on_llc_tick(void *ctx)
 			jw_record_end(&S.jw);
 			continue;
 		}
-		aiscope_ident_cgroup(&r->ident, &ci);
 		table_u64(&t, r->ident.pid);
 		table_str(&t, r->ident.comm);
-		table_str(&t, aiscope_container_short(&ci, buf));
+		table_str(&t, aiscope_ident_container_short(&r->ident, ctr, sizeof(ctr)));
 		table_u64(&t, r->refs);
 		table_u64(&t, r->misses);
 		table_fixed_or_dash(&t, r->refs && r->misses <= r->refs, hit, 2);

@@ -1562,15 +1562,13 @@ static void table_bytes_held(struct table *t, int64_t v)
 static void table_mem_row(struct table *t, const struct mem_row *r, const char *hms)
 {
 	const struct gl_pool_stats *dev = &r->d.pool[GL_POOL_DEVICE];
-	struct container_info ci;
-	char ctr[16];
+	char ctr[CONTAINER_ID_LEN + 1];
 
 	if (env.timestamp)
 		table_str(t, hms);
 	table_u64(t, r->pid);
 	table_str(t, r->cur.ident.comm);
-	aiscope_ident_cgroup(&r->cur.ident, &ci);
-	table_str(t, aiscope_container_short(&ci, ctr));
+	table_str(t, aiscope_ident_container_short(&r->cur.ident, ctr, sizeof(ctr)));
 	table_u64(t, dev->alloc_calls);
 	table_u64(t, dev->alloc_bytes);
 	table_u64(t, dev->alloc_fail);

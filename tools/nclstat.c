@@ -976,9 +976,8 @@ static void table_ops(uint64_t interval, size_t shown)
 {
 	struct tcol cols[ARRAY_SIZE(cols_ops) + 1];
 	int ncols = 0;
-	struct container_info ci;
+	char buf[64], hms[16], ctr[CONTAINER_ID_LEN + 1];
 	struct table t;
-	char buf[64], hms[16];
 	struct hist h;
 
 	if (env.timestamp)
@@ -997,8 +996,7 @@ static void table_ops(uint64_t interval, size_t shown)
 			table_str(&t, hms);
 		table_u64(&t, r->k.pid);
 		table_str(&t, s->ident.comm);
-		aiscope_ident_cgroup(&s->ident, &ci);
-		table_str(&t, aiscope_container_short(&ci, buf));
+		table_str(&t, aiscope_ident_container_short(&s->ident, ctr, sizeof(ctr)));
 		fmt_hash(r->c ? r->c->v.id_hash : 0, buf, sizeof(buf));
 		table_str(&t, buf);
 		table_u64_or_dash(&t, r->c && r->c->v.rank >= 0, r->c ? r->c->v.rank : 0);

@@ -708,14 +708,12 @@ static int on_alloc(const struct oomwatch_alloc *e)
 		jw_kbool_or_null(w, "exceeds_headroom", headroom != MEMCG_UNKNOWN, exceeds);
 		jw_record_end(w);
 	} else {
-		struct container_info ci;
-		char detail[256], buf[16];
+		char detail[256], ctr[CONTAINER_ID_LEN + 1];
 
-		aiscope_ident_cgroup(&e->task, &ci);
 		event_begin(rt, "alloc", exceeds ? "crit" : "warn");
 		table_u64(&S.t, e->task.pid);
 		table_str(&S.t, e->task.comm);
-		table_str(&S.t, aiscope_container_short(&ci, buf));
+		table_str(&S.t, aiscope_ident_container_short(&e->task, ctr, sizeof(ctr)));
 		table_str(&S.t, short_path(memcg));
 		table_mib(&S.t, usage);
 		table_mib(&S.t, limit == MEMCG_NO_LIMIT ? MEMCG_UNKNOWN : limit);

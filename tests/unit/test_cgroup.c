@@ -652,8 +652,8 @@ static void real_hier(const char *mnt, bool v1)
 	}
 	CHECK_EQ(cg_scan_count(), scans);	/* not one walk */
 
-	/* b removed: its handle says so after half a minute, and it stays
-	 * named for the rest of the run; a stays */
+	/* b removed: it stays named for the rest of the run (no lookup asks
+	 * its handle again); a stays */
 	snprintf(want, sizeof(want), "%s/a/b", dir);
 	CHECK_EQ(rmdir(want), 0);
 	kept = cg_cache_size();
@@ -669,7 +669,8 @@ static void real_hier(const char *mnt, bool v1)
 	CHECK_EQ(cg_scan_count(), scans);
 
 	/* over the cache's cap the removed ones (b, and c where the watcher
-	 * named it) are forgotten, counted; the live ones and a new one stay */
+	 * named it), found gone by their handles then, are forgotten, counted;
+	 * the live ones and a new one stay */
 	cg_set_cache_max(cg_cache_size());
 	d = real_cg(dir, "/d", false);
 	snprintf(want, sizeof(want), "/aiscope-unit-%d/d", (int)getpid());
