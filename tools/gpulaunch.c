@@ -252,6 +252,24 @@ static const struct api apis[] = {
 	CPS("cudaMemcpy3DPeer_ptds", RT, GL_SH_COPY_3D_PEER, 0),
 	CPS("cudaMemcpy3DPeerAsync", RT, GL_SH_COPY_3D_PEER, 0),
 	CPS("cudaMemcpy3DPeerAsync_ptsz", RT, GL_SH_COPY_3D_PEER, 0),
+	/* between arrays, and batches (CUDA 12.8+; the driver's v1 exports
+	 * take a failIdx after the arguments read) */
+	CPS("cudaMemcpyArrayToArray", RT, GL_SH_COPY_A2A, 0),
+	CPS("cudaMemcpyArrayToArray_ptds", RT, GL_SH_COPY_A2A, 0),
+	CPS("cudaMemcpy2DArrayToArray", RT, GL_SH_COPY_A2A, GL_A2A_2D),
+	CPS("cudaMemcpy2DArrayToArray_ptds", RT, GL_SH_COPY_A2A, GL_A2A_2D),
+	CPS("cudaMemcpyBatchAsync", RT, GL_SH_COPY_BATCH, 0),
+	CPS("cudaMemcpyBatchAsync_ptsz", RT, GL_SH_COPY_BATCH, 0),
+	CPS("cudaMemcpy3DBatchAsync", RT, GL_SH_COPY_BATCH, GL_BATCH_3D),
+	CPS("cudaMemcpy3DBatchAsync_ptsz", RT, GL_SH_COPY_BATCH, GL_BATCH_3D),
+	CPS("cuMemcpyBatchAsync", DRV, GL_SH_COPY_BATCH, 0),
+	CPS("cuMemcpyBatchAsync_ptsz", DRV, GL_SH_COPY_BATCH, 0),
+	CPS("cuMemcpyBatchAsync_v2", DRV, GL_SH_COPY_BATCH, 0),
+	CPS("cuMemcpyBatchAsync_v2_ptsz", DRV, GL_SH_COPY_BATCH, 0),
+	CPS("cuMemcpy3DBatchAsync", DRV, GL_SH_COPY_BATCH, GL_BATCH_3D),
+	CPS("cuMemcpy3DBatchAsync_ptsz", DRV, GL_SH_COPY_BATCH, GL_BATCH_3D),
+	CPS("cuMemcpy3DBatchAsync_v2", DRV, GL_SH_COPY_BATCH, GL_BATCH_3D),
+	CPS("cuMemcpy3DBatchAsync_v2_ptsz", DRV, GL_SH_COPY_BATCH, GL_BATCH_3D),
 	CPS("cudaMemcpyPeer", RT, GL_SH_COPY_PEER, 0),
 	CPS("cudaMemcpyPeerAsync", RT, GL_SH_COPY_PEER, 0),
 	CPS("cuMemcpyPeer", DRV, GL_SH_COPY_PEER, 0), CPS("cuMemcpyPeer_ptds", DRV, GL_SH_COPY_PEER, 0),
@@ -1830,6 +1848,16 @@ static uint64_t unscanned(void)
 	return S.skel->bss->unscanned_calls;
 }
 
+/* copies of batch calls whose sizes were not read (mem_copy) */
+static uint64_t batch_unread(void)
+{
+	return S.skel->bss->batch_copies_unread;
+}
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define BATCH_UNREAD_TEXT \
+	" copies of batch calls not counted in bytes: past " STR(GL_BATCH_MAX) " in one call, or unreadable"
 #define NAMES_UNREAD_TEXT " kernels [unknown]: their process exited before its maps were read"
 #define NAMES_DROPPED_TEXT " kernel names not kept: the name table was full"
 
@@ -1845,7 +1873,11 @@ static void print_summary(void)
 		jw_ku64_or_null(&S.jw, "unscanned_calls", S.addr_map, unscanned());
 		jw_ku64(&S.jw, "names_unread", S.names_unread);
 		jw_ku64(&S.jw, "names_dropped", S.names_dropped);
+		jw_ku64(&S.jw, "batch_copies_unread", batch_unread());
 		jw_record_end(&S.jw);
+		if (batch_unread())
+			fprintf(stderr, "%s: %llu" BATCH_UNREAD_TEXT "\n", TOOL,
+				(unsigned long long)batch_unread());
 		if (S.names_unread)
 			fprintf(stderr, "%s: %llu" NAMES_UNREAD_TEXT "\n", TOOL,
 				(unsigned long long)S.names_unread);
@@ -1866,6 +1898,8 @@ static void print_summary(void)
 		fprintf(stderr, ", %llu" NAMES_UNREAD_TEXT, (unsigned long long)S.names_unread);
 	if (S.names_dropped)
 		fprintf(stderr, ", %llu" NAMES_DROPPED_TEXT, (unsigned long long)S.names_dropped);
+	if (batch_unread())
+		fprintf(stderr, ", %llu" BATCH_UNREAD_TEXT, (unsigned long long)batch_unread());
 	fputc('\n', stderr);
 }
 

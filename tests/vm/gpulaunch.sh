@@ -13,7 +13,7 @@
 
 GL=/opt/aiscope/bin/gpulaunch
 CS=$H/cudastatic
-OPS="launch launch cu_launch reg getkernel launch13 malloc:4096 malloc:8192 free memcpy:1:100 memcpy:2:50 sync_us:100000"
+OPS="launch launch cu_launch reg getkernel launch13 malloc:4096 malloc:8192 free memcpy:1:100 memcpy:2:50 a2a:12:5 batch:3 sync_us:100000"
 
 # run_static NAME ARGS...: cudastatic waits, gpulaunch ARGS starts and finds
 # it in /proc, cudastatic makes its calls; the tool's JSON in $T/NAME.out
@@ -90,7 +90,8 @@ t_mem() {
 	echo "$line"
 	[ -n "$line" ] || fail "no mem record with 2 allocations"
 	for kv in '"alloc_bytes":12288' '"alloc_failures":0' '"free_calls":1' '"free_bytes":8192' \
-		'"copy_h2d_bytes":100' '"copy_d2h_bytes":50' '"sync_calls":1'; do
+		'"copy_h2d_bytes":100' '"copy_d2h_bytes":50' '"copy_d2d_calls":1' '"copy_d2d_bytes":60' \
+		'"copy_default_calls":1' '"copy_default_bytes":30' '"sync_calls":1'; do
 		echo "$line" | grep -q "$kv" || fail "mem: no $kv"
 	done
 	out=$(jsel "$T/m.out" '"row":"mem"' | tail -n 1 | jval outstanding_bytes)
