@@ -87,14 +87,16 @@ sample_sum() {
 	[ "$status" -eq 0 ]
 	echo "$output" > "$BATS_TEST_TMPDIR/plan"
 	all_json "$BATS_TEST_TMPDIR/plan"
-	# the double exports 38 of the probed runtime symbols, all chosen with
-	# --mem: 8 launch, name, allocation, copy and sync calls, and 30 of the
-	# other --mem families (pinned, pitched, pools, memsets, 2D/3D/peer/symbol)
+	# the double exports 42 of the probed runtime symbols, all chosen with
+	# --mem: 8 launch, name, allocation, copy and sync calls, and 34 of the
+	# other --mem families (pinned, pitched, pools, memsets, 2D/3D/peer/symbol,
+	# array-to-array and batch copies)
 	[ "$(jq -s '[.[] | select(.mechanism == "uprobe" and .status == "chosen")] | length' \
-		"$BATS_TEST_TMPDIR/plan")" -eq 38 ]
+		"$BATS_TEST_TMPDIR/plan")" -eq 42 ]
 	for s in cudaMallocHost cudaHostAlloc cudaFreeHost cudaMallocPitch cudaMalloc3D \
 		cudaMallocFromPoolAsync cudaFreeAsync cudaMemset3D cudaMemcpy2DToArray \
-		cudaMemcpy3DPeer cudaMemcpyPeerAsync cudaMemcpyFromSymbol; do
+		cudaMemcpy3DPeer cudaMemcpyPeerAsync cudaMemcpyFromSymbol cudaMemcpyArrayToArray \
+		cudaMemcpy2DArrayToArray cudaMemcpyBatchAsync cudaMemcpy3DBatchAsync; do
 		jq -e -s --arg t "$DOUBLE/libcudart.so.12:$s" \
 			'[.[] | select(.target == $t and .status == "chosen")] | length == 1' \
 			"$BATS_TEST_TMPDIR/plan" > /dev/null || { echo "$s not chosen"; false; }
@@ -201,6 +203,41 @@ sample_sum() {
 				.[0].last_rc == $w.rc' "$(out "g-$prog")" || { echo "$prog: $k differs from $want"; false; }
 		done < <(jq -c 'select(.kernel)' "$(out k)")
 	done
+}
+
+@test "--hold: new executables with a static runtime, launching at once, lose no launch; each stopped and continued within milliseconds" {
+	need_root
+	local i cs=$AISCOPE_BUILD/tests/helpers/cudastatic
+	# three copies: three inodes, none probed before its process runs, each
+	# a static executable whose main launches at once (without --hold the
+	# first launches of each are gone before the exec's scan attaches)
+	for i in 1 2 3; do
+		mkdir -p "$BATS_TEST_TMPDIR/bin$i"
+		cp "$cs" "$BATS_TEST_TMPDIR/bin$i/cudastatic"
+	done
+	start_tool g gpulaunch -j -i 10 --hold --comm cudastatic
+	for i in 1 2 3; do
+		# a process left stopped would hang here: the timeout fails it
+		timeout 20 "$BATS_TEST_TMPDIR/bin$i/cudastatic" launch launch cu_launch > "$(out "c$i")"
+	done
+	sleep 0.3
+	stop_tool "$TOOL_PID"
+	all_json "$(out g)"
+	jq -c 'select(.type == "sample") | {pid, kernel, layer, launches}' "$(out g)"
+	tail -1 "$(out g)"
+	# every launch of every process: two runtime and one driver launch each
+	jq -e -s '[.[] | select(.type == "sample" and .layer == "runtime") | .launches] | add == 6' "$(out g)"
+	jq -e -s '[.[] | select(.type == "sample" and .layer == "driver") | .launches] | add == 3' "$(out g)"
+	jq -e -s '[.[] | select(.type == "sample") | .pid] | unique | length == 3' "$(out g)"
+	# each stopped at its exec (a static executable: no loader), all
+	# continued (they finished), the longest hold under a second
+	jq -e -s '.[-1] | .type == "summary" and .held == 3 and .hold_max_ns > 0 and
+		.hold_max_ns < 1000000000' "$(out g)"
+	# without --hold nobody is stopped
+	start_tool n gpulaunch -j -i 10 --comm cudastatic
+	"$BATS_TEST_TMPDIR/bin1/cudastatic" launch > /dev/null
+	stop_tool "$TOOL_PID"
+	jq -e -s '.[-1] | .held == 0 and .hold_max_ns == 0' "$(out n)"
 }
 
 # ---- nesting, names and memory, through the doubles ----
