@@ -185,7 +185,7 @@ by_container() {
 	echo "$output" | grep -E "^$PM_ID +podman "
 }
 
-@test "containers: podman, an OOM kill in the container's first second carries its cgroup, id and name" {
+@test "containers: podman, an OOM kill in the container's first seconds carries its cgroup, id and name" {
 	need_podman
 	[ -e /sys/fs/cgroup/memory/memory.limit_in_bytes ] || skip "no v1 memory controller"
 	local name=aiscope-ct-oom-$$-$RANDOM out=$BATS_TEST_TMPDIR/ow.out id pid kill started ms
@@ -206,12 +206,13 @@ by_container() {
 	kill=$(jq -c --argjson p "$pid" 'select(.event == "oom_kill" and .pid == $p)' "$out")
 	echo "$kill"
 	[ "$(echo "$kill" | wc -l)" -eq 1 ]
-	# it was in the container's first second: from podman's start of it
+	# it was in the container's first seconds (under 3 s, as the runc test: a
+	# loaded 2-CPU host took 1001 ms once): from podman's start of it
 	# to the kill's own timestamp
 	started=$(podman inspect -f '{{.State.StartedAt.UnixNano}}' "$name")
 	ms=$((($(date -d "$(echo "$kill" | jq -r .ts)" +%s%N) - started) / 1000000))
 	echo "kill ${ms} ms after the start"
-	[ "$ms" -ge 0 ] && [ "$ms" -lt 1000 ]
+	[ "$ms" -ge 0 ] && [ "$ms" -lt 3000 ]
 	podman inspect "$name" > "$BATS_TEST_TMPDIR/inspect.json"
 	echo "$kill" | jq -e --slurpfile i "$BATS_TEST_TMPDIR/inspect.json" --arg cg "/libpod_parent/libpod-$id" '
 		($i[0][0]) as $c |
