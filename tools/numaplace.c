@@ -529,6 +529,22 @@ static void flush_cpus(void)
 	}
 }
 
+static void skip_stats(const void *key, const void *value, void *ctx)
+{
+}
+
+/* What ran between the attach and the first interval's start is no
+ * interval's: charged now, and dropped. */
+static void start_clean(void)
+{
+	uint32_t closed;
+
+	flush_cpus();
+	closed = map_epoch_close(&S.skel->bss->epoch, NULL);
+	map_drain(bpf_map__fd(S.skel->maps.stats), sizeof(struct numaplace_key),
+		  sizeof(struct numaplace_stats), in_epoch, skip_stats, &closed);
+}
+
 static void collect(void)
 {
 	uint32_t closed;
@@ -597,7 +613,7 @@ static void json_nodes(const char *key, const uint64_t *per_node, uint64_t total
 		jw_obj_begin(w);
 		jw_ku64(w, "node", S.nodes[i]);
 		jw_ku64(w, vkey, per_node[S.nodes[i]]);
-		jw_kdouble_or_null(w, "pct", total, share(per_node, total, S.nodes[i]), 1);
+		jw_kdouble_or_null(w, "ratio", total, share(per_node, total, S.nodes[i]) / 100, 4);
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
@@ -618,10 +634,10 @@ static void json_devs(const struct row *r)
 		jw_kstr(w, "name", d->name);
 		jw_kstr(w, "pci", d->pci[0] ? d->pci : NULL);
 		jw_ki64_or_null(w, "node", d->node >= 0, d->node);
-		jw_kdouble_or_null(w, "cpu_local_pct", node && r->cpu_total,
-				   node ? share(r->cpu_ns, r->cpu_total, d->node) : 0, 1);
-		jw_kdouble_or_null(w, "mem_local_pct", node && r->mem_known && r->mem_total,
-				   node ? share(r->mem, r->mem_total, d->node) : 0, 1);
+		jw_kdouble_or_null(w, "cpu_local_ratio", node && r->cpu_total,
+				   node ? share(r->cpu_ns, r->cpu_total, d->node) / 100 : 0, 4);
+		jw_kdouble_or_null(w, "mem_local_ratio", node && r->mem_known && r->mem_total,
+				   node ? share(r->mem, r->mem_total, d->node) / 100 : 0, 4);
 		jw_kbool(w, "remote", dev_remote(r, d));
 		jw_obj_end(w);
 	}
@@ -918,6 +934,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: this host has one NUMA node (node%u): every CPU and page is on it; devices and placement are still shown\n",
 			TOOL, S.nodes[0]);
 	build_columns();
+	start_clean();
 	aiscope_tracing("NUMA placement (%s)", probe_summary(hooks, ARRAY_SIZE(hooks)));
 
 	S.loop = (struct aiscope_loop){
