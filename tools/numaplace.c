@@ -386,7 +386,7 @@ static void metrics_init(void)
 
 	if (!aiscope_metrics())
 		return;
-	P.cpu = aiscope_metric_counter("aiscope_numaplace_cpu_nanoseconds_total",
+	P.cpu = aiscope_metric_seconds("aiscope_numaplace_cpu_seconds_total",
 		"CPU time of the cgroup's tasks on the CPUs of each NUMA node.", node_lbl);
 	P.migrated = aiscope_metric_counter("aiscope_numaplace_pages_migrated_total",
 		"Pages moved between nodes in the context of the cgroup's tasks (migrate_pages, move_pages, mbind, NUMA balancing).",
