@@ -2,7 +2,7 @@
 /*
  * numabind: a process placed on known NUMA nodes, for numaplace's tests.
  *
- *	numabind CPU_NODE MEM_NODE MIB
+ *	numabind CPU_NODE MEM_NODE MIB [touch]
  *
  * Pins itself to the CPUs of node CPU_NODE (sysfs cpulist), maps MIB MiB
  * of anonymous memory bound to node MEM_NODE (mbind MPOL_BIND), touches
@@ -10,6 +10,9 @@
  * Each SIGUSR1 moves its pages from MEM_NODE to CPU_NODE with
  * migrate_pages(2) (what migratepages(8) does, here in its own context)
  * and prints "migrated N" with the pages not moved the call returned.
+ * With "touch" it drops the binding once its pages are placed and keeps
+ * writing every page instead of spinning: NUMA balancing (when on) then
+ * moves them to CPU_NODE on its hinting faults, in its context.
  * SIGTERM ends it. Raw system calls: no libnuma, so it links statically.
  */
 #define _GNU_SOURCE
@@ -70,12 +73,13 @@ int main(int argc, char **argv)
 {
 	unsigned long from[MAXNODE / 64] = {}, to[MAXNODE / 64] = {};
 	long page = sysconf(_SC_PAGESIZE);
-	int cpu_node, mem_node;
+	int cpu_node, mem_node, touch;
 	size_t len;
 	char *mem;
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: numabind CPU_NODE MEM_NODE MIB\n");
+	touch = argc == 5 && !strcmp(argv[4], "touch");
+	if (argc != 4 && !touch) {
+		fprintf(stderr, "usage: numabind CPU_NODE MEM_NODE MIB [touch]\n");
 		return 2;
 	}
 	cpu_node = atoi(argv[1]);
@@ -95,12 +99,16 @@ int main(int argc, char **argv)
 		die("mbind");
 	for (size_t off = 0; off < len; off += page)
 		mem[off] = 1;
+	if (touch && syscall(SYS_mbind, mem, len, 0, NULL, 0, 0))
+		die("mbind default");
 	signal(SIGUSR1, on_usr1);
 	printf("ready %d %ld\n", getpid(), page);
 	fflush(stdout);
 	for (;;) {
 		long left;
 
+		for (size_t off = 0; touch && off < len; off += page)
+			mem[off]++;
 		if (!go)
 			continue;
 		go = 0;

@@ -114,6 +114,48 @@ t_np_migrate() {
 	[ "$m0" -ge $((NP_MIB << 20)) ] || fail "node 0 memory after the move: $m0"
 }
 
+# NUMA balancing: pages placed on node 1, then unbound, written over and
+# over from node 0: the kernel's hinting faults move them to node 0 in the
+# helper's context. The rows' pages migrated add up to the host's
+# numa_pages_migrated (the helper's nearly all of them: at least the pages
+# that left node 1), and the hinting faults it reports from /proc/vmstat
+# are there.
+t_np_balance() {
+	np_two_nodes
+	bal=$(cat /proc/sys/kernel/numa_balancing 2>/dev/null)
+	[ -n "$bal" ] || skip_test "no /proc/sys/kernel/numa_balancing (CONFIG_NUMA_BALANCING off)"
+	echo 1 > /proc/sys/kernel/numa_balancing
+	start_tool b $NP -j -i 1
+	start_ready nb numabind 0 1 $NP_MIB touch
+	pid=$READY_PID
+	page=$(awk '/^ready/ {print $3}' "$T/nb.out")
+	b1=$(np_truth "$pid" 1)
+	i=0
+	while [ $i -lt 60 ] && [ "$(np_truth "$pid" 1)" -gt $((b1 / 2)) ]; do
+		sleep 1
+		i=$((i + 1))
+	done
+	a1=$(np_truth "$pid" 1)
+	kill -STOP "$pid"
+	sleep 1.2
+	stop_tool "$TOOL_PID" || fail "numaplace exited $?: $(cat "$T/b.err")"
+	kill -CONT "$pid"
+	echo "$bal" > /proc/sys/kernel/numa_balancing
+	json_ok "$T/b.out"
+	tool=$(jsel "$T/b.out" '"type":"sample"' '"row":"pid"' "\"pid\":$pid," | jsum pages_migrated)
+	others=$(jsel "$T/b.out" '"type":"sample"' '"row":"pid"' | grep -v "\"pid\":$pid," | jsum pages_migrated)
+	vm=$(jsel "$T/b.out" '"type":"sample"' '"row":"host"' | jsum numa_pages_migrated)
+	faults=$(jsel "$T/b.out" '"type":"sample"' '"row":"host"' | jsum numa_hint_faults)
+	moves=$(jsel "$T/b.out" '"type":"sample"' '"row":"pid"' "\"pid\":$pid," | jsum numa_moves)
+	echo "numa_maps node1: $b1 -> $a1 bytes after $i s (pages of $page bytes)"
+	echo "tool: helper $tool pages migrated (other rows $others), $moves task moves; vmstat numa_pages_migrated +$vm, numa_hint_faults +$faults"
+	[ "$a1" -le $((b1 / 2)) ] || skip_test "NUMA balancing moved less than half the pages in 60 s ($b1 -> $a1 bytes on node 1)"
+	[ "$tool" -ge $(((b1 - a1) / page)) ] || fail "the tool counts fewer pages ($tool) than left node 1 ($(((b1 - a1) / page)))"
+	[ "$((tool + others))" -eq "$vm" ] || fail "the rows' pages_migrated ($tool + $others) is not vmstat's numa_pages_migrated ($vm)"
+	[ "$faults" -gt 0 ] || fail "no NUMA hinting faults in the host rows"
+}
+
 run_test "numaplace --list-probes on a two-node guest" 60 t_np_plan
 run_test "numaplace: CPU time on the pinned node vs sum_exec_runtime, memory per node vs numa_maps" 120 t_np_place
 run_test "numaplace: pages moved by migrate_pages(2) vs numa_maps and /proc/vmstat" 120 t_np_migrate
+run_test "numaplace: pages NUMA balancing moved vs /proc/vmstat numa_pages_migrated" 150 t_np_balance
