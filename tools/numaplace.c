@@ -395,7 +395,7 @@ static void metrics_init(void)
 		"NUMA balancing's placements of the cgroup's tasks: kind move, swap or stick (a move that failed).",
 		kind_lbl);
 	P.remote = aiscope_metric_counter("aiscope_numaplace_remote_intervals_total",
-		"Intervals in which a process of the cgroup was flagged REMOTE (CPU time or memory mostly off its GPU's or NIC's node).",
+		"Intervals in which a process of the cgroup was flagged REMOTE (CPU time or memory mostly off its GPU's or NIC's node); of the rows shown (-r).",
 		aiscope_cgroup_labels);
 }
 
@@ -591,8 +591,10 @@ static size_t place_rows(void)
 	if (!(cfg.sort[0] == 'm' && cfg.sort[1] == 'e'))
 		for (size_t i = 0; i < shown; i++)
 			place(&S.rows[i]);
-	for (size_t i = 0; i < shown; i++)
-		metrics_add(&S.rows[i]);
+	/* every row's CPU time and counts; REMOTE is known for those read */
+	for (size_t i = 0; i < S.nrows; i++)
+		if (!S.rows[i].from_proc)
+			metrics_add(&S.rows[i]);
 	return shown;
 }
 
