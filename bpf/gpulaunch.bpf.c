@@ -30,6 +30,7 @@ const volatile bool addr_map;
 const volatile __u32 page_shift = 12;	/* the kernel's page size, set by user space */
 
 __u64 unscanned_calls;			/* addr_map: calls not told, counted */
+__u64 batch_copies_unread;		/* copies of batch calls past GL_BATCH_MAX or unreadable */
 
 __u32 epoch;				/* written by user space each interval */
 
@@ -859,6 +860,63 @@ static __always_inline __u64 drv_copy(__u64 p, __u32 shape, __u32 *kind)
 	return ext[0] * ext[1] * ext[2];
 }
 
+/* cudaMemcpyBatchAsync, cuMemcpyBatchAsync (all versions: the first four
+ * arguments are the same): the sum of sizes[0..count), read 16 at a time,
+ * then what is left (the array may end at a page's end); copies past
+ * GL_BATCH_MAX, or whose sizes cannot be read, are counted in
+ * batch_copies_unread. The loop's index stays exact in every state the
+ * verifier walks: it walks each round once. */
+static __always_inline __u64 batch_bytes(__u64 sizes, __u64 count)
+{
+	__u64 chunk[16], sum = 0, sz;
+	__u32 n = count < GL_BATCH_MAX ? count : GL_BATCH_MAX, i, j, done;
+
+	for (i = 0; i < GL_BATCH_MAX / 16; i++) {
+		if (i >= n / 16)
+			break;
+		if (bpf_probe_read_user(chunk, sizeof(chunk), (void *)(sizes + i * sizeof(chunk))))
+			break;
+		for (j = 0; j < 16; j++)
+			sum += chunk[j];
+	}
+	done = i * 16;
+	sz = (n - done) * 8;
+	asm volatile("" : "+r"(sz));
+	if (done == (n & ~15U) && sz && sz < sizeof(chunk)) {
+		/* zeroed, then summed whole: no branch per element */
+		__builtin_memset(chunk, 0, sizeof(chunk));
+		if (!bpf_probe_read_user(chunk, sz, (void *)(sizes + done * 8))) {
+			for (j = 0; j < 16; j++)
+				sum += chunk[j];
+			done = n;
+		}
+	}
+	if (count > done)
+		__sync_fetch_and_add(&batch_copies_unread, count - done);
+	return sum;
+}
+
+/* cudaMemcpy3DBatchAsync, cuMemcpy3DBatchAsync (all versions): the sum of
+ * each op's extent, width x height x depth (width in elements where a side
+ * is an array, as for cudaMemcpy3D) */
+static __always_inline __u64 batch3d_bytes(__u64 ops, __u64 count)
+{
+	__u64 ext[3], sum = 0;
+	__u32 n = count < GL_BATCH_MAX ? count : GL_BATCH_MAX, i;
+
+	for (i = 0; i < GL_BATCH_MAX; i++) {
+		if (i >= n)
+			break;
+		if (bpf_probe_read_user(ext, sizeof(ext),
+					(void *)(ops + i * GL_BATCH_OP_SIZE + GL_BATCH_OP_EXTENT)))
+			break;
+		sum += ext[0] * ext[1] * ext[2];
+	}
+	if (count > i)
+		__sync_fetch_and_add(&batch_copies_unread, count - i);
+	return sum;
+}
+
 /* The bytes and the direction of a copy or memset, from its arguments. */
 static __always_inline __u64 copy_args(struct pt_regs *ctx, __u64 cookie, __u32 *kind)
 {
@@ -922,6 +980,22 @@ static __always_inline __u64 copy_args(struct pt_regs *ctx, __u64 cookie, __u32 
 	case GL_SH_COPY_DRV_3D:
 	case GL_SH_COPY_DRV_3D_PEER:
 		return drv_copy(uarg_int(ctx, &c), GL_SHAPE(cookie), kind);
+	case GL_SH_COPY_A2A:
+		uarg_skip(ctx, &c, 6);			/* dst, offsets, src, offsets */
+		w = uarg_int(ctx, &c);
+		h = elt == GL_A2A_2D ? uarg_int(ctx, &c) : 1;
+		*kind = rt_kind(uarg_int(ctx, &c));
+		return w * h;
+	case GL_SH_COPY_BATCH:
+		/* the runtime infers each copy's direction from its pointers */
+		*kind = GL_DEFAULT;
+		if (elt == GL_BATCH_3D) {
+			w = uarg_int(ctx, &c);		/* numOps */
+			return batch3d_bytes(uarg_int(ctx, &c), w);
+		}
+		uarg_skip(ctx, &c, 2);			/* dsts, srcs */
+		w = uarg_int(ctx, &c);			/* sizes */
+		return batch_bytes(w, uarg_int(ctx, &c));
 	case GL_SH_MEMSET_3D:
 		uarg_struct(ctx, &c, pp, sizeof(pp));	/* cudaPitchedPtr */
 		uarg_int(ctx, &c);			/* value */

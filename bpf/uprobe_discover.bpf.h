@@ -23,6 +23,17 @@ struct {
 	__uint(max_entries, 64 * 1024);
 } uprobe_discover_rb SEC(".maps");
 
+/* --hold: a new program, or a process whose loader just mapped libraries,
+ * is stopped (SIGSTOP, as it returns to user space: before its first
+ * instruction, or before the new libraries' constructors run) until user
+ * space has scanned it and attached, then continued (lib/uprobe.c). Only
+ * when its event is in the ring buffer: a stop nobody would undo is never
+ * sent. */
+const volatile bool uprobe_hold;
+__u64 uprobe_held;			/* stops sent */
+
+#define UPROBE_SIGSTOP 19		/* the same on x86 and arm64 */
+
 static __always_inline void uprobe_discover_notify(__u32 pid, __u32 why)
 {
 	struct uprobe_discover_ev *ev;
@@ -34,6 +45,11 @@ static __always_inline void uprobe_discover_notify(__u32 pid, __u32 why)
 	}
 	ev->pid = pid;
 	ev->why = why;
+	ev->held_ns = 0;
+	if (uprobe_hold && !bpf_send_signal(UPROBE_SIGSTOP)) {
+		ev->held_ns = bpf_ktime_get_ns();
+		__sync_fetch_and_add(&uprobe_held, 1);
+	}
 	bpf_ringbuf_submit(ev, 0);
 }
 

@@ -67,12 +67,29 @@ enum gl_shape {
 	GL_SH_COPY_DRV_2D = 11,	/* (const CUDA_MEMCPY2D *[, stream]) */
 	GL_SH_COPY_DRV_3D = 12,	/* (const CUDA_MEMCPY3D *[, stream]) */
 	GL_SH_COPY_DRV_3D_PEER = 13, /* (const CUDA_MEMCPY3D_PEER *[, stream]) */
+	GL_SH_COPY_A2A = 14,	/* between arrays: (dst, 2 offsets, src, 2 offsets,
+				 * count, kind) or, kind field GL_A2A_2D, (...,
+				 * width, height, kind) */
+	GL_SH_COPY_BATCH = 15,	/* (dsts, srcs, const size_t *sizes, count, ...) or,
+				 * kind field GL_BATCH_3D, (numOps, opList, ...) */
 	/* names */
 	GL_SH_REGISTER = 0,	/* __cudaRegisterFunction(handle, hostFun, deviceFun, ...) */
 	GL_SH_GETKERNEL = 1,	/* __cudaGetKernel(cudaKernel_t *out, hostFun) */
 	GL_SH_GETFUNC = 2,	/* cuModuleGetFunction/cuLibraryGetKernel(out, mod, name) */
 	GL_SH_KFUNC = 3,	/* cuKernelGetFunction(CUfunction *out, CUkernel) */
 };
+
+/* the kind field of the shapes that do not take their direction from it */
+#define GL_A2A_2D	1
+#define GL_BATCH_3D	1
+/* the copies of one batch call whose sizes are read; more are counted in
+ * batch_copies_unread, their bytes unknown */
+#define GL_BATCH_MAX	1024
+/* struct cudaMemcpy3DBatchOp and CUDA_MEMCPY3D_BATCH_OP (CUDA 12.8+, the
+ * same layout): two 40-byte operands, then the extent (width, height,
+ * depth as size_t) */
+#define GL_BATCH_OP_SIZE	112
+#define GL_BATCH_OP_EXTENT	80
 
 /* cudaMemcpyKind (driver copies map to the same values), then peer copies
  * (between devices) and memsets: the slots of gl_mem's copy counters */

@@ -15,6 +15,7 @@ enum uprobe_discover_why {
 struct uprobe_discover_ev {
 	__u32 pid;		/* thread-group id */
 	__u32 why;
+	__u64 held_ns;		/* --hold: when it was stopped (CLOCK_MONOTONIC), else 0 */
 };
 
 #endif

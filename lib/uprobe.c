@@ -7,11 +7,13 @@
 #include <libelf.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "kfeatures.h"
@@ -1086,9 +1088,27 @@ struct uprobe_lib *uprobe_scan_add_path(struct uprobe_scanner *s, const char *pa
 /* AISCOPE_TEST_NO_EXEC_SCAN=1, a hidden knob for the tests: an exec is
  * not scanned, so that a new process stays unscanned (until a rescan) and
  * the BPF side's paths for such a process are the ones that run */
+/* --hold: the process BPF stopped continues, scanned and attached. A
+ * process that exited meanwhile, or whose pid now names another process
+ * (it would have to exit and the pid be reused within the scan), is
+ * counted apart; a SIGCONT to a process nobody stopped does nothing. */
+static void hold_release(struct uprobe_scanner *s, const struct uprobe_discover_ev *ev)
+{
+	uint64_t held = clock_ns(CLOCK_MONOTONIC) - ev->held_ns;
+
+	if (kill((pid_t)ev->pid, SIGCONT)) {
+		s->hold_gone++;
+		return;
+	}
+	s->hold_released++;
+	if (held > s->hold_max_ns)
+		s->hold_max_ns = held;
+}
+
 static int discover_event(void *ctx, void *data, size_t len)
 {
 	const struct uprobe_discover_ev *ev = data;
+	struct uprobe_scanner *s = ctx;
 	static int no_scan = -1;
 
 	if (no_scan < 0) {
@@ -1096,9 +1116,23 @@ static int discover_event(void *ctx, void *data, size_t len)
 
 		no_scan = v && !strcmp(v, "1");
 	}
-	if (len >= sizeof(*ev) && !no_scan)
-		uprobe_scan_pid(ctx, (pid_t)ev->pid);
+	if (len < sizeof(*ev))
+		return 0;
+	if (!no_scan && !s->closing)
+		uprobe_scan_pid(s, (pid_t)ev->pid);
+	if (ev->held_ns)
+		hold_release(s, ev);
 	return 0;
+}
+
+void uprobe_discover_close(struct ring_buffer *rb, struct uprobe_scanner *s)
+{
+	if (!rb)
+		return;
+	/* the programs are gone: what is left only needs continuing */
+	s->closing = true;
+	ring_buffer__consume(rb);
+	ring_buffer__free(rb);
 }
 
 struct ring_buffer *uprobe_discover_open(struct bpf_object *obj, struct uprobe_scanner *s)

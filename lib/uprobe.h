@@ -242,6 +242,10 @@ struct uprobe_scanner {
 	/* counters */
 	uint64_t scans;		/* processes scanned */
 	uint64_t failed;	/* files that could not be read or attached */
+	/* --hold (bpf/uprobe_discover.bpf.h): stopped processes continued
+	 * after their scan, gone before it, the longest hold */
+	uint64_t hold_released, hold_gone, hold_max_ns;
+	bool closing;		/* uprobe_discover_close: continue, scan nothing */
 };
 
 /* Scans one process. 0, or -errno when its maps cannot be read. */
@@ -269,6 +273,17 @@ int uprobe_ldcache_foreach(const char *file, int (*cb)(const char *soname, const
  * of its process (hand it to struct aiscope_loop's aux_rb). NULL with
  * errno when obj has no such map. */
 struct ring_buffer *uprobe_discover_open(struct bpf_object *obj, struct uprobe_scanner *s);
+/* After the hooks are detached (aiscope_run's teardown, uprobe_set_free
+ * for the loader's): continues the processes stopped for --hold whose
+ * events are still unread, then frees rb. */
+void uprobe_discover_close(struct ring_buffer *rb, struct uprobe_scanner *s);
+
+/* --hold, the same in every tool that discovers (bpf/uprobe_discover.bpf.h
+ * uprobe_hold; opt-in: a stopped process is visible to its parent) */
+#define UPROBE_HOLD_OPTION(key)							\
+	{ "hold", key, NULL, 0,							\
+	  "Stop each new program and each library load of a process (within the "	\
+	  "filters) until its probes are attached, then continue it", 1 }
 
 /* The exec hook of bpf/uprobe_discover.bpf.h, for a tool's hook table. */
 #define UPROBE_DISCOVER_HOOK {							\

@@ -87,14 +87,16 @@ sample_sum() {
 	[ "$status" -eq 0 ]
 	echo "$output" > "$BATS_TEST_TMPDIR/plan"
 	all_json "$BATS_TEST_TMPDIR/plan"
-	# the double exports 38 of the probed runtime symbols, all chosen with
-	# --mem: 8 launch, name, allocation, copy and sync calls, and 30 of the
-	# other --mem families (pinned, pitched, pools, memsets, 2D/3D/peer/symbol)
+	# the double exports 42 of the probed runtime symbols, all chosen with
+	# --mem: 8 launch, name, allocation, copy and sync calls, and 34 of the
+	# other --mem families (pinned, pitched, pools, memsets, 2D/3D/peer/symbol,
+	# array-to-array and batch copies)
 	[ "$(jq -s '[.[] | select(.mechanism == "uprobe" and .status == "chosen")] | length' \
-		"$BATS_TEST_TMPDIR/plan")" -eq 38 ]
+		"$BATS_TEST_TMPDIR/plan")" -eq 42 ]
 	for s in cudaMallocHost cudaHostAlloc cudaFreeHost cudaMallocPitch cudaMalloc3D \
 		cudaMallocFromPoolAsync cudaFreeAsync cudaMemset3D cudaMemcpy2DToArray \
-		cudaMemcpy3DPeer cudaMemcpyPeerAsync cudaMemcpyFromSymbol; do
+		cudaMemcpy3DPeer cudaMemcpyPeerAsync cudaMemcpyFromSymbol cudaMemcpyArrayToArray \
+		cudaMemcpy2DArrayToArray cudaMemcpyBatchAsync cudaMemcpy3DBatchAsync; do
 		jq -e -s --arg t "$DOUBLE/libcudart.so.12:$s" \
 			'[.[] | select(.target == $t and .status == "chosen")] | length == 1' \
 			"$BATS_TEST_TMPDIR/plan" > /dev/null || { echo "$s not chosen"; false; }
@@ -201,6 +203,41 @@ sample_sum() {
 				.[0].last_rc == $w.rc' "$(out "g-$prog")" || { echo "$prog: $k differs from $want"; false; }
 		done < <(jq -c 'select(.kernel)' "$(out k)")
 	done
+}
+
+@test "--hold: new executables with a static runtime, launching at once, lose no launch; each stopped and continued within milliseconds" {
+	need_root
+	local i cs=$AISCOPE_BUILD/tests/helpers/cudastatic
+	# three copies: three inodes, none probed before its process runs, each
+	# a static executable whose main launches at once (without --hold the
+	# first launches of each are gone before the exec's scan attaches)
+	for i in 1 2 3; do
+		mkdir -p "$BATS_TEST_TMPDIR/bin$i"
+		cp "$cs" "$BATS_TEST_TMPDIR/bin$i/cudastatic"
+	done
+	start_tool g gpulaunch -j -i 10 --hold --comm cudastatic
+	for i in 1 2 3; do
+		# a process left stopped would hang here: the timeout fails it
+		timeout 20 "$BATS_TEST_TMPDIR/bin$i/cudastatic" launch launch cu_launch > "$(out "c$i")"
+	done
+	sleep 0.3
+	stop_tool "$TOOL_PID"
+	all_json "$(out g)"
+	jq -c 'select(.type == "sample") | {pid, kernel, layer, launches}' "$(out g)"
+	tail -1 "$(out g)"
+	# every launch of every process: two runtime and one driver launch each
+	jq -e -s '[.[] | select(.type == "sample" and .layer == "runtime") | .launches] | add == 6' "$(out g)"
+	jq -e -s '[.[] | select(.type == "sample" and .layer == "driver") | .launches] | add == 3' "$(out g)"
+	jq -e -s '[.[] | select(.type == "sample") | .pid] | unique | length == 3' "$(out g)"
+	# each stopped at its exec (a static executable: no loader), all
+	# continued (they finished), the longest hold under a second
+	jq -e -s '.[-1] | .type == "summary" and .held == 3 and .hold_max_ns > 0 and
+		.hold_max_ns < 1000000000' "$(out g)"
+	# without --hold nobody is stopped
+	start_tool n gpulaunch -j -i 10 --comm cudastatic
+	"$BATS_TEST_TMPDIR/bin1/cudastatic" launch > /dev/null
+	stop_tool "$TOOL_PID"
+	jq -e -s '.[-1] | .held == 0 and .hold_max_ns == 0' "$(out n)"
 }
 
 # ---- nesting, names and memory, through the doubles ----
@@ -314,7 +351,7 @@ need_mem_prog() {
 	# the runtime double under libcudart.so.13, which calls the driver
 	# double (nesting: one call each); every call succeeds
 	mem_run d "$DOUBLE/13/libcudart.so.13" "$DOUBLE/libcuda.so.1" -- "$DOUBLE/13:$DOUBLE"
-	[ "$(jq -s '[.[] | select(.stem)] | length' "$(out d)")" -eq 75 ]
+	[ "$(jq -s '[.[] | select(.stem)] | length' "$(out d)")" -eq 81 ]
 	[ "$(jq -s '[.[] | select(.stem and .rc != 0)] | length' "$(out d)")" -eq 0 ]
 	[ "$(wc -l < "$BATS_TEST_TMPDIR/d.cmp")" -eq 49 ]
 	[ ! -s "$BATS_TEST_TMPDIR/d.diff" ]
@@ -330,9 +367,34 @@ need_mem_prog() {
 		.vmm_reserve_calls == 2 and .vmm_address_free_bytes == 4 * 1048576 and
 		.vmm_reserved_bytes == 16 * 1048576 and
 		.copy_peer_calls == 7 and .copy_peer_bytes == 128 + 144 + 4096 + 5000 + 144 + 2048 + 3000 and
+		.copy_d2d_calls == 4 and .copy_d2d_bytes == 768 + 100 + 48 + 44 * 2 and
+		.copy_default_calls == 6 and .copy_default_bytes == 288 + 600 + 67 + 80 + 1024 + 128 and
 		.memset_calls == 18 and .memset_bytes == 1000 + 2000 + 900 + 600 + 512 + 480 +
 			333 + 200 + 360 + 77 + 110 + 280 + 60 + 72 + 320 + 81 + 56 + 120' \
 		"$(out g-d)"
+}
+
+@test "--mem batch copies: sizes read up to 1024 copies a call, the rest counted in batch_copies_unread, never silent" {
+	need_root
+	need_mem_prog
+	local n unread
+	for n in 1024 1100 3; do
+		start_tool "g$n" gpulaunch -j -i 10 --mem --lib "$DOUBLE/13/libcudart.so.13"
+		LD_LIBRARY_PATH=$DOUBLE/13:$DOUBLE "$CUDA/mem_shared" "batch:$n" > "$(out "b$n")"
+		sleep 0.2
+		stop_tool "$TOOL_PID"
+		all_json "$(out "g$n")"
+		# the program's truth: n copies of 10 bytes in one call
+		jq -e -s --argjson n "$n" '.[1].bytes == 10 * $n' "$(out "b$n")"
+		unread=$((n > 1024 ? n - 1024 : 0))
+		jq -e -s --argjson n "$n" --argjson u "$unread" '
+			([.[] | select(.row == "mem")] | (map(.copy_default_calls) | add) == 1 and
+				(map(.copy_default_bytes) | add) == 10 * ($n - $u)) and
+			(.[-1].type == "summary" and .[-1].batch_copies_unread == $u)' "$(out "g$n")"
+	done
+	# said on stderr too
+	grep -q '^gpulaunch: 76 copies of batch calls not counted in bytes: past 1024 in one call, or unreadable$' "$BATS_TEST_TMPDIR/g1100.err"
+	[ "$(grep -c 'batch calls' "$BATS_TEST_TMPDIR/g1024.err")" -eq 0 ]
 }
 
 @test "--mem families with libcudart 13 (no GPU): failures counted, memsets and copies by direction from the sentinels" {
@@ -348,7 +410,8 @@ need_mem_prog() {
 	jq -e -s '[.[] | select(.row == "mem")] | last |
 		.alloc_calls == 5 and .alloc_failures == 5 and .pinned_alloc_failures == 2 and
 		.pinned_free_unknown == 1 and .free_unknown == 2 and .copy_h2d_bytes == 1200 + 120 + 80 + 512 + 64 + 48 and
-		.copy_d2h_bytes == 768 + 168 + 24 + 32 + 40 and .copy_d2d_bytes == 768 and .copy_default_bytes == 288 and
+		.copy_d2h_bytes == 768 + 168 + 24 + 32 + 40 and .copy_d2d_bytes == 768 + 100 + 48 and
+		.copy_default_bytes == 288 + 600 + 67 and
 		.copy_peer_bytes == 128 + 144 + 4096 + 5000 and .memset_bytes == 1000 + 2000 + 900 + 600 + 512 + 480' \
 		"$(out g-r)"
 }
@@ -369,7 +432,7 @@ need_mem_prog() {
 		.vmm_address_free_unknown == 1 and
 		.vmm_mapped_bytes == 0 and .pinned_alloc_failures == 4 and
 		.copy_peer_bytes == 128 + 144 + 4096 + 5000 + 144 + 2048 + 3000 and .memset_calls == 18 and
-		.copy_default_bytes == 288 + 80' "$(out g-v)"
+		.copy_default_bytes == 288 + 600 + 67 + 80' "$(out g-v)"
 }
 
 @test "--mem families built with the per-thread default stream: the _ptds and _ptsz exports of libcudart 13 and libcuda 535" {
@@ -378,11 +441,11 @@ need_mem_prog() {
 	[ -x "$CUDA/mem_ptds" ] || skip "no nvcc: mem_ptds not built"
 	nm -D --undefined-only "$CUDA/mem_ptds" | grep -q 'cudaMemset2DAsync_ptsz@' || {
 		echo "mem_ptds calls no _ptsz export"; false; }
-	local ldp=$(dirname "$CUDA13") libs=("$CUDA13") n=33
+	local ldp=$(dirname "$CUDA13") libs=("$CUDA13") n=37
 	if [ -e "$(fixture_dir)/libcuda.so.1" ]; then
 		ldp=$ldp:$(fixture_dir)
 		libs+=("$(fixture_dir)/libcuda.so.1")
-		n=75
+		n=79
 	fi
 	MEM_PROG=mem_ptds mem_run p "${libs[@]}" -- "$ldp"
 	[ "$(jq -s '[.[] | select(.stem)] | length' "$(out p)")" -eq "$n" ]
@@ -395,11 +458,11 @@ need_mem_prog() {
 	[ -x "$CUDA/mem_static" ] || skip "no nvcc: mem_static not built"
 	# the executable's own cuda* functions are the probes; the driver is
 	# Debian's 535 when there (its calls fail with 3), else left out
-	local ldp=/nonexistent libs=("$CUDA/mem_static") n=33
+	local ldp=/nonexistent libs=("$CUDA/mem_static") n=37
 	if [ -e "$(fixture_dir)/libcuda.so.1" ]; then
 		ldp=$(fixture_dir)
 		libs+=("$(fixture_dir)/libcuda.so.1")
-		n=75
+		n=79
 	fi
 	MEM_PROG=mem_static mem_run s "${libs[@]}" -- "$ldp"
 	[ "$(jq -s '[.[] | select(.stem)] | length' "$(out s)")" -eq "$n" ]
@@ -418,9 +481,9 @@ need_mem_prog() {
 	cat "$(out g)"
 	grep -E '^ +PID COMM +CONTAINER +ALLOCS +ALLOC\(B\) FAILS ALLOC_P99\(us\) +FREES OUTSTANDING\(B\) +PINNED\(B\) +VMM\(B\) +MAPPED\(B\) +H2D\(B\) +D2H\(B\) +D2D\(B\) +PEER\(B\) +MEMSET\(B\) +SYNCS +SYNC\(ms\)$' "$(out g)"
 	# allocations 8, 2582016 B, no failure, 3 frees, 2247168 B outstanding;
-	# pinned 40960, VMM 6291456 held, 2097152 mapped; copies 2708, 1452, 856,
-	# peer 14560; memsets 7561; 3 syncs
-	grep -E '^ +[0-9]+ mem_shared +- +8 +2582016 +0 +[0-9.]+ +3 +2247168 +40960 +6291456 +2097152 +2708 +1452 +856 +14560 +7561 +3 +[0-9.]+$' "$(out g)"
+	# pinned 40960, VMM 6291456 held, 2097152 mapped; copies 2708, 1452, 1004
+	# (856 and the arrays' 100 and 48), peer 14560; memsets 7561; 3 syncs
+	grep -E '^ +[0-9]+ mem_shared +- +8 +2582016 +0 +[0-9.]+ +3 +2247168 +40960 +6291456 +2097152 +2708 +1452 +1004 +14560 +7561 +3 +[0-9.]+$' "$(out g)"
 }
 
 # ---- discovery ----

@@ -379,6 +379,22 @@ check_args() {
 	ncl_check_truth "$BATS_TEST_TMPDIR/r.out" "$out"
 }
 
+@test "nclstat --hold: an executable with NCCL linked in, its ranks calling at once, every call from init on" {
+	need_root
+	local out=$BATS_TEST_TMPDIR/s.out
+	# a copy: an inode no probe is on before the program runs
+	cp "$HELPERS/ncclstatic" "$BATS_TEST_TMPDIR/ncclstatic"
+	start_tool s nclstat -j -i 60s --hold --comm ncclstatic
+	timeout 30 "$BATS_TEST_TMPDIR/ncclstatic" run -r 4 -i 4 > "$BATS_TEST_TMPDIR/r.out"
+	grep -q '^all done, 0 failed' "$BATS_TEST_TMPDIR/r.out"
+	stop_tool "$TOOL_PID"
+	all_json "$out"
+	ncl_check_truth "$BATS_TEST_TMPDIR/r.out" "$out"
+	# stopped at its exec (the ranks are its forks), continued
+	jq -e -s '.[-1] | .type == "summary" and .held >= 1 and .hold_max_ns > 0 and
+		.hold_max_ns < 1000000000' "$out"
+}
+
 @test "nclstat -e table: one line per call with the decoded arguments" {
 	need_root
 	start_tool e nclstat -e --lib "$DOUBLE"

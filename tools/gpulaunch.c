@@ -66,7 +66,7 @@ static const char doc[] =
 "\n"
 "Exit status: 0 done, 1 runtime error, 2 usage error, 77 cannot run here.";
 
-enum { OPT_LATENCY = 0x200, OPT_MEM, OPT_LIB, OPT_MANGLED, OPT_RESCAN };
+enum { OPT_LATENCY = 0x200, OPT_MEM, OPT_LIB, OPT_MANGLED, OPT_RESCAN, OPT_HOLD };
 
 static const struct argp_option opts[] = {
 	{ NULL, 0, NULL, 0, "gpulaunch:", 1 },
@@ -78,6 +78,7 @@ static const struct argp_option opts[] = {
 	{ "lib", OPT_LIB, "PATH", 0, "Probe this library or executable only (repeatable)", 1 },
 	{ "mangled", OPT_MANGLED, NULL, 0, "Keep kernel names mangled", 1 },
 	{ "rescan", OPT_RESCAN, "DUR", 0, "Rescan all processes this often (default 5s, 0: never)", 1 },
+	UPROBE_HOLD_OPTION(OPT_HOLD),
 	{},
 };
 
@@ -91,7 +92,7 @@ const struct opt_value aiscope_opt_values[] = {
 };
 
 static struct {
-	bool events, latency, mem, mangled;
+	bool events, latency, mem, mangled, hold;
 	const char *libs[MAX_LIBS_ARG];
 	int nlibs;
 	uint64_t rescan_ns;
@@ -113,6 +114,9 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_MANGLED:
 		cfg.mangled = true;
+		break;
+	case OPT_HOLD:
+		cfg.hold = true;
 		break;
 	case OPT_LIB:
 		if (cfg.nlibs == MAX_LIBS_ARG)
@@ -252,6 +256,24 @@ static const struct api apis[] = {
 	CPS("cudaMemcpy3DPeer_ptds", RT, GL_SH_COPY_3D_PEER, 0),
 	CPS("cudaMemcpy3DPeerAsync", RT, GL_SH_COPY_3D_PEER, 0),
 	CPS("cudaMemcpy3DPeerAsync_ptsz", RT, GL_SH_COPY_3D_PEER, 0),
+	/* between arrays, and batches (CUDA 12.8+; the driver's v1 exports
+	 * take a failIdx after the arguments read) */
+	CPS("cudaMemcpyArrayToArray", RT, GL_SH_COPY_A2A, 0),
+	CPS("cudaMemcpyArrayToArray_ptds", RT, GL_SH_COPY_A2A, 0),
+	CPS("cudaMemcpy2DArrayToArray", RT, GL_SH_COPY_A2A, GL_A2A_2D),
+	CPS("cudaMemcpy2DArrayToArray_ptds", RT, GL_SH_COPY_A2A, GL_A2A_2D),
+	CPS("cudaMemcpyBatchAsync", RT, GL_SH_COPY_BATCH, 0),
+	CPS("cudaMemcpyBatchAsync_ptsz", RT, GL_SH_COPY_BATCH, 0),
+	CPS("cudaMemcpy3DBatchAsync", RT, GL_SH_COPY_BATCH, GL_BATCH_3D),
+	CPS("cudaMemcpy3DBatchAsync_ptsz", RT, GL_SH_COPY_BATCH, GL_BATCH_3D),
+	CPS("cuMemcpyBatchAsync", DRV, GL_SH_COPY_BATCH, 0),
+	CPS("cuMemcpyBatchAsync_ptsz", DRV, GL_SH_COPY_BATCH, 0),
+	CPS("cuMemcpyBatchAsync_v2", DRV, GL_SH_COPY_BATCH, 0),
+	CPS("cuMemcpyBatchAsync_v2_ptsz", DRV, GL_SH_COPY_BATCH, 0),
+	CPS("cuMemcpy3DBatchAsync", DRV, GL_SH_COPY_BATCH, GL_BATCH_3D),
+	CPS("cuMemcpy3DBatchAsync_ptsz", DRV, GL_SH_COPY_BATCH, GL_BATCH_3D),
+	CPS("cuMemcpy3DBatchAsync_v2", DRV, GL_SH_COPY_BATCH, GL_BATCH_3D),
+	CPS("cuMemcpy3DBatchAsync_v2_ptsz", DRV, GL_SH_COPY_BATCH, GL_BATCH_3D),
 	CPS("cudaMemcpyPeer", RT, GL_SH_COPY_PEER, 0),
 	CPS("cudaMemcpyPeerAsync", RT, GL_SH_COPY_PEER, 0),
 	CPS("cuMemcpyPeer", DRV, GL_SH_COPY_PEER, 0), CPS("cuMemcpyPeer_ptds", DRV, GL_SH_COPY_PEER, 0),
@@ -1830,6 +1852,16 @@ static uint64_t unscanned(void)
 	return S.skel->bss->unscanned_calls;
 }
 
+/* copies of batch calls whose sizes were not read (mem_copy) */
+static uint64_t batch_unread(void)
+{
+	return S.skel->bss->batch_copies_unread;
+}
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define BATCH_UNREAD_TEXT \
+	" copies of batch calls not counted in bytes: past " STR(GL_BATCH_MAX) " in one call, or unreadable"
 #define NAMES_UNREAD_TEXT " kernels [unknown]: their process exited before its maps were read"
 #define NAMES_DROPPED_TEXT " kernel names not kept: the name table was full"
 
@@ -1845,7 +1877,13 @@ static void print_summary(void)
 		jw_ku64_or_null(&S.jw, "unscanned_calls", S.addr_map, unscanned());
 		jw_ku64(&S.jw, "names_unread", S.names_unread);
 		jw_ku64(&S.jw, "names_dropped", S.names_dropped);
+		jw_ku64(&S.jw, "batch_copies_unread", batch_unread());
+		jw_ku64(&S.jw, "held", S.skel->bss->uprobe_held);
+		jw_ku64(&S.jw, "hold_max_ns", S.scanner.hold_max_ns);
 		jw_record_end(&S.jw);
+		if (batch_unread())
+			fprintf(stderr, "%s: %llu" BATCH_UNREAD_TEXT "\n", TOOL,
+				(unsigned long long)batch_unread());
 		if (S.names_unread)
 			fprintf(stderr, "%s: %llu" NAMES_UNREAD_TEXT "\n", TOOL,
 				(unsigned long long)S.names_unread);
@@ -1866,6 +1904,8 @@ static void print_summary(void)
 		fprintf(stderr, ", %llu" NAMES_UNREAD_TEXT, (unsigned long long)S.names_unread);
 	if (S.names_dropped)
 		fprintf(stderr, ", %llu" NAMES_DROPPED_TEXT, (unsigned long long)S.names_dropped);
+	if (batch_unread())
+		fprintf(stderr, ", %llu" BATCH_UNREAD_TEXT, (unsigned long long)batch_unread());
 	fputc('\n', stderr);
 }
 
@@ -1909,6 +1949,7 @@ static void setup_bpf(void)
 	if (!k)
 		aiscope_fail(EXIT_RUNTIME, "cannot open the BPF object: %s", strerror(errno));
 	k->rodata->with_ret = S.with_ret;
+	k->rodata->uprobe_hold = cfg.hold;
 	k->rodata->with_latency = cfg.latency;
 	k->rodata->stream_events = cfg.events;
 	S.bpf = (struct aiscope_bpf){
@@ -2010,8 +2051,7 @@ int main(int argc, char **argv)
 		metrics_libs();
 	code = aiscope_run(&S.loop, print_summary);
 	uprobe_set_free(&S.set);
-	if (S.loop.aux_rb)
-		ring_buffer__free(S.loop.aux_rb);
+	uprobe_discover_close(S.loop.aux_rb, &S.scanner);
 	gpulaunch_bpf__destroy(S.skel);
 	elf_cache_free(S.elf);
 	names_free();

@@ -65,7 +65,7 @@ static const char doc[] =
 "\n"
 "Exit status: 0 done, 1 runtime error, 2 usage error, 77 cannot run here.";
 
-enum { OPT_LIB = 0x200, OPT_HANG, OPT_BUSBW, OPT_NO_RETURN };
+enum { OPT_LIB = 0x200, OPT_HANG, OPT_BUSBW, OPT_NO_RETURN, OPT_HOLD };
 
 static const struct argp_option opts[] = {
 	{ NULL, 0, NULL, 0, "nclstat:", 1 },
@@ -76,6 +76,7 @@ static const struct argp_option opts[] = {
 	{ "busbw", OPT_BUSBW, NULL, 0, "Add the bus-bandwidth estimate column (nccl-tests factors)", 1 },
 	{ "no-return", OPT_NO_RETURN, NULL, 0,
 	  "Entry probes only on collectives: half the cost per call, no rc, latency or hangs", 1 },
+	UPROBE_HOLD_OPTION(OPT_HOLD),
 	{},
 };
 
@@ -94,6 +95,7 @@ static struct {
 	bool events;
 	bool busbw;
 	bool no_return;
+	bool hold;
 	uint64_t hang_ns;
 	const char *sort;
 } cfg = { .hang_ns = 10 * NSEC_PER_SEC, .sort = "bytes" };
@@ -120,6 +122,9 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_NO_RETURN:
 		cfg.no_return = true;
+		break;
+	case OPT_HOLD:
+		cfg.hold = true;
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -1498,6 +1503,8 @@ static void print_summary(void)
 		jw_ku64(&S.jw, "errors", S.errors);
 		jw_ku64(&S.jw, "hangs", S.hangs_seen);
 		jw_ku64(&S.jw, "libraries", S.libs);
+		jw_ku64(&S.jw, "held", S.skel->bss->uprobe_held);
+		jw_ku64(&S.jw, "hold_max_ns", S.scan.hold_max_ns);
 		jw_record_end(&S.jw);
 		return;
 	}
@@ -1570,6 +1577,7 @@ int main(int argc, char **argv)
 		aiscope_fail(EXIT_RUNTIME, "cannot open the BPF object: %s", strerror(errno));
 	S.skel->rodata->stream_events = cfg.events;
 	S.skel->rodata->entry_only = cfg.no_return;
+	S.skel->rodata->uprobe_hold = cfg.hold;
 	S.bpf = (struct aiscope_bpf){
 		/* with --lib, no discovery: the exec hook (last) stays off */
 		.hooks = hooks, .nhooks = ARRAY_SIZE(hooks) - (cfg.nlibs > 0),
@@ -1598,7 +1606,7 @@ int main(int argc, char **argv)
 	S.loop.tick_ns = env.interval_ns;
 	code = aiscope_run(&S.loop, print_summary);
 	uprobe_set_free(&S.set);
-	ring_buffer__free(S.loop.aux_rb);
+	uprobe_discover_close(S.loop.aux_rb, &S.scan);
 	nclstat_bpf__destroy(S.skel);
 	free(S.rows);
 	free(S.st);

@@ -42,7 +42,8 @@
 # default all, e.g. VM_TOOLS=socketsnoop while working on one), VM_JOBS (2), VM_TIMEOUT_x86 (1200 s), VM_TIMEOUT_arm64
 # (2400 s; the limits of one VM's boot and tests on a loaded machine), VM_MEM (1024 MiB), VM_SMP (2), VM_NUMA_NODES (2: the guests' NUMA nodes), VM_APPEND (more kernel parameters,
 # e.g. preempt=none to see whether a failure needs a preemptible kernel), VM_ACCEL (kvm or tcg: skips the
-# trial), VM_BOOTS (3: boots of a VM that hangs or crashes before the end of its tests), VM_RERUN (1: a failed test is run once
+# trial), VM_BOOTS (3: boots of a VM that hangs or crashes before the end of its tests), VM_STALL (420 s: a
+# guest whose console is silent that long hung and is booted again), VM_RERUN (1: a failed test is run once
 # more in its VM, and one that then passes is counted and named at the end; 0: never), VM_DEADLINE (below, at the boots), and those of fetch.sh.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -261,6 +262,56 @@ numa_args() {
 	done
 }
 
+# watched LIMIT LOG CMD...: runs qemu for LIMIT s at most, its console in
+# LOG, and stops it early when LOG has not grown for VM_STALL s (420): a
+# guest prints a line at least at the end of each test, and no test may
+# run longer than 240 s (tests/vm/lib.sh run_once kills it then), so a
+# console silent that long is a guest hung in its kernel (x86 6.1 in CI
+# on 2026-12-06, after "# ---- topograph.sh", nothing from the kernel),
+# which waiting out the whole LIMIT (1200 s, 2400 s) only makes dearer
+# for every kernel after it. Exit: qemu's, 124 at LIMIT, STALLED when
+# stopped for silence.
+STALLED=200
+watched() {
+	local limit=$1 log=$2 stall=${VM_STALL:-420} pid size last=-1 since rc
+	shift 2
+	since=$(date +%s)
+	timeout -k 10 "$limit" "$@" < /dev/null > "$log" 2>&1 &
+	pid=$!
+	while kill -0 "$pid" 2> /dev/null; do
+		sleep 5
+		size=$(stat -c %s "$log" 2> /dev/null) || size=0
+		if [ "$size" != "$last" ]; then
+			last=$size since=$(date +%s)
+			continue
+		fi
+		[ $(($(date +%s) - since)) -ge "$stall" ] || continue
+		# timeout passes the signal on to qemu; one that does not
+		# stop within 15 s is killed
+		kill -TERM "$pid" 2> /dev/null
+		for _ in $(seq 15); do
+			kill -0 "$pid" 2> /dev/null || break
+			sleep 1
+		done
+		pkill -KILL -P "$pid" 2> /dev/null
+		kill -KILL "$pid" 2> /dev/null
+		wait "$pid" 2> /dev/null
+		return "$STALLED"
+	done
+	wait "$pid"
+	rc=$?
+	return $rc
+}
+
+# stopped_why RC: how watched's qemu ended, in words ($limit: run_vm's)
+stopped_why() {
+	case $1 in
+	124) echo "timed out after ${limit}s" ;;
+	"$STALLED") echo "stopped: its console silent for ${VM_STALL:-420} s" ;;
+	*) echo "qemu exit $1" ;;
+	esac
+}
+
 # run_vm NAME: boots it; results in $out/NAME.result ("ok|TEXT",
 # "not_ok|TEXT", "skip|TEXT|WHY", "diag|TEXT"), timings in $out/NAME.info
 run_vm() {
@@ -311,7 +362,7 @@ run_vm() {
 	# once more inside its VM: tests/vm/lib.sh run_test, VM_RERUN.)
 	boots=${VM_BOOTS:-3}
 	for attempt in $(seq 1 "$boots"); do
-		timeout -k 10 "$limit" "$qemu" "$@" < /dev/null > "$log" 2>&1
+		watched "$limit" "$log" "$qemu" "$@"
 		rc=$?
 		tr -d '\r' < "$log" > "$log.txt" && mv "$log.txt" "$log"
 		grep -q 'AISCOPE-VM-END' "$log" && break
@@ -324,11 +375,11 @@ run_vm() {
 			cut=1
 		fi
 		if [ -n "$cut" ] && [ "$limit" -le 30 ]; then
-			echo "diag|[vm $k] the VM did not finish (qemu exit $rc), and the run's time budget leaves no time to boot it again" >> "$res"
+			echo "diag|[vm $k] the VM did not finish ($(stopped_why $rc)), and the run's time budget leaves no time to boot it again" >> "$res"
 			rc=124
 			break
 		fi
-		echo "diag|[vm $k] the VM did not finish (qemu exit $rc): booting it once more" >> "$res"
+		echo "diag|[vm $k] the VM did not finish ($(stopped_why $rc)): booting it once more" >> "$res"
 		cp "$log" "$log.attempt$attempt"
 	done
 	t2=$(date +%s)
@@ -356,7 +407,7 @@ run_vm() {
 		echo "not_ok|[vm $k] the VM did not start the tests (qemu exit $rc; log $log)" >> "$res"
 	elif ! grep -q '^AISCOPE-VM-END' "$log.tap"; then
 		tail -30 "$log" | sed "s/^/diag|[vm $k] | /" >> "$res"
-		echo "not_ok|[vm $k] the VM did not finish the tests ($([ $rc -eq 124 ] && echo "timed out after ${limit}s" || echo "qemu exit $rc"); log $log)" >> "$res"
+		echo "not_ok|[vm $k] the VM did not finish the tests ($(stopped_why $rc); log $log)" >> "$res"
 	elif [ "${plan:-x}" != "$got" ]; then
 		echo "not_ok|[vm $k] the VM planned ${plan:-no} tests, $got reported" >> "$res"
 	fi

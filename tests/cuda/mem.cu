@@ -26,6 +26,8 @@
  * The first line is {"pid":PID}.
  * Usage: mem_shared [done] [sleep:MS]   (after the calls: print
  * {"done":true}, then stay MS milliseconds, for a tool's last interval)
+ *        mem_shared batch:N              (only one cudaMemcpyBatchAsync of N
+ *                                         copies of 10 bytes)
  */
 #include <cstdint>
 #include <cstdio>
@@ -63,7 +65,7 @@ static void runtime_calls(void)
 	     *a2 = nullptr;
 	size_t pitch = 0;
 	cudaPitchedPtr pp = {};
-	cudaArray_t arr = nullptr;
+	cudaArray_t arr = nullptr, arr2 = nullptr;
 	cudaChannelFormatDesc desc = cudaCreateChannelDesc<unsigned char>();
 	int rc, okb, ok1, okd;
 
@@ -160,10 +162,71 @@ static void runtime_calls(void)
 	      cudaMemcpyToSymbolAsync(sym, hbuf, 48, 8, cudaMemcpyHostToDevice, s));
 	truth("cudaMemcpyFromSymbolAsync", "copy_d2h", 40,
 	      cudaMemcpyFromSymbolAsync(hbuf, sym, 40, 4, cudaMemcpyDeviceToHost, s));
+	/* between arrays (the 1D one is deprecated, still exported) */
+	if (cudaMallocArray(&arr2, &desc, 64, 8))
+		arr2 = nullptr;
+#pragma nv_diag_suppress 1444
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+	truth("cudaMemcpyArrayToArray", "copy_d2d", 100,
+	      cudaMemcpyArrayToArray(arr2, 0, 0, arr, 0, 0, 100, cudaMemcpyDeviceToDevice));
+#pragma GCC diagnostic pop
+	truth("cudaMemcpy2DArrayToArray", "copy_d2d", 12 * 4,
+	      cudaMemcpy2DArrayToArray(arr2, 0, 0, arr, 0, 0, 12, 4, cudaMemcpyDeviceToDevice));
+	/* batches (CUDA 12.8+): the runtime infers each copy's direction */
+	{
+		void *dsts[3] = { buf, (char *)buf + 4096, hbuf };
+		const void *srcs[3] = { hbuf, buf, buf };
+		size_t sizes[3] = { 100, 200, 300 }, idx = 0;
+		cudaMemcpyAttributes attr = {};
+		cudaMemcpy3DBatchOp ops[2] = {};
+
+		attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+		truth("cudaMemcpyBatchAsync", "copy_default", 100 + 200 + 300,
+		      cudaMemcpyBatchAsync(dsts, srcs, sizes, 3, &attr, &idx, 1, s));
+		for (int i = 0; i < 2; i++) {
+			ops[i].src.type = cudaMemcpyOperandTypePointer;
+			ops[i].src.op.ptr.ptr = hbuf;
+			ops[i].dst.type = cudaMemcpyOperandTypePointer;
+			ops[i].dst.op.ptr.ptr = buf;
+			ops[i].srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+		}
+		ops[0].extent = make_cudaExtent(10, 2, 3);
+		ops[1].extent = make_cudaExtent(7, 1, 1);
+		truth("cudaMemcpy3DBatchAsync", "copy_default", 10 * 2 * 3 + 7,
+		      cudaMemcpy3DBatchAsync(2, ops, 0, s));
+	}
 	cudaStreamSynchronize(s);
 	if (arr)
 		cudaFreeArray(arr);
+	if (arr2)
+		cudaFreeArray(arr2);
 	fflush(stdout);
+}
+
+/* one cudaMemcpyBatchAsync of n copies of 10 bytes each (gpulaunch reads
+ * the sizes of the first 1024, and counts the rest in its summary) */
+static void big_batch(size_t n)
+{
+	void **dsts = (void **)calloc(n, sizeof(*dsts));
+	const void **srcs = (const void **)calloc(n, sizeof(*srcs));
+	size_t *sizes = (size_t *)calloc(n, sizeof(*sizes)), idx = 0;
+	cudaMemcpyAttributes attr = {};
+
+	if (!dsts || !srcs || !sizes)
+		exit(1);
+	for (size_t i = 0; i < n; i++) {
+		dsts[i] = hbuf + 16 * (i % 1024);
+		srcs[i] = hbuf;
+		sizes[i] = 10;
+	}
+	attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+	truth("cudaMemcpyBatchAsync", "copy_default", 10 * n,
+	      cudaMemcpyBatchAsync(dsts, srcs, sizes, n, &attr, &idx, 1, 0));
+	fflush(stdout);
+	free(dsts);
+	free(srcs);
+	free(sizes);
 }
 
 /* ---- the driver, if there is one ---- */
@@ -368,6 +431,28 @@ static void driver_calls(void *drv)
 	truth("cuMemcpyPeerAsync" PTSZ, "copy_peer", 3000,
 	      DRV("cuMemcpyPeerAsync" PTSZ, cuMemcpyPeerAsync)(buf + 16384, ctx, buf, ctx, 3000,
 							     0));
+	/* batches (a driver older than 12.8 has none: left out) */
+	if (dlsym(drv, "cuMemcpyBatchAsync_v2" PTSZ)) {
+		CUdeviceptr dsts[2] = { buf, buf + 4096 }, srcs[2] = { buf + 8192, buf + 16384 };
+		size_t sizes[2] = { 1000, 24 }, idx = 0;
+		CUmemcpyAttributes attr = {};
+		CUDA_MEMCPY3D_BATCH_OP op = {};
+
+		attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+		truth("cuMemcpyBatchAsync_v2" PTSZ, "copy_default", 1000 + 24,
+		      DRV("cuMemcpyBatchAsync_v2" PTSZ, cuMemcpyBatchAsync)(dsts, srcs, sizes, 2,
+									     &attr, &idx, 1, 0));
+		op.src.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+		op.src.op.ptr.ptr = buf;
+		op.dst.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+		op.dst.op.ptr.ptr = buf + 65536;
+		op.extent.width = 8;
+		op.extent.height = 8;
+		op.extent.depth = 2;
+		op.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+		truth("cuMemcpy3DBatchAsync_v2" PTSZ, "copy_default", 8 * 8 * 2,
+		      DRV("cuMemcpy3DBatchAsync_v2" PTSZ, cuMemcpy3DBatchAsync)(1, &op, 0, 0));
+	}
 	DRV("cuCtxSynchronize", cuCtxSynchronize)();
 	fflush(stdout);
 }
@@ -378,6 +463,10 @@ int main(int argc, char **argv)
 	long ms;
 
 	printf("{\"pid\":%d}\n", (int)getpid());
+	if (argc == 2 && !strncmp(argv[1], "batch:", 6)) {
+		big_batch(strtoul(argv[1] + 6, nullptr, 10));
+		return 0;
+	}
 	/* the runtime's context, current on this thread for the driver's calls */
 	cudaSetDevice(0);
 	cudaFree(0);

@@ -11,7 +11,9 @@
  *
  * Usage: cudastatic [--wait] OP...   (--wait: print "ready PID", then wait
  * for SIGUSR1) OPs: launch launch13 getkernel cu_launch malloc:SIZE free
- * memcpy:KIND:SIZE sync_us:US reg
+ * memcpy:KIND:SIZE a2a:WIDTH:HEIGHT (a device-to-device cudaMemcpy2DArrayToArray:
+ * nine arguments, the last ones on the stack on both architectures) batch:N (a
+ * cudaMemcpyBatchAsync of N copies of 10 bytes) sync_us:US reg
  */
 #define GL_STATIC_DOUBLE 1
 #include <signal.h>
@@ -46,6 +48,10 @@ static int (*volatile p_malloc)(void **, size_t) = cudaMalloc;
 static int (*volatile p_free)(void *) = cudaFree;
 static int (*volatile p_memcpy)(void *, const void *, size_t, int) = cudaMemcpy;
 static int (*volatile p_sync)(void *) = cudaStreamSynchronize;
+static int (*volatile p_a2a)(void *, size_t, size_t, const void *, size_t, size_t, size_t, size_t,
+			     int) = cudaMemcpy2DArrayToArray;
+static int (*volatile p_batch)(void *const *, const void *const *, const size_t *, size_t, void *,
+			       size_t *, size_t, void *) = cudaMemcpyBatchAsync;
 static int (*volatile p_cu_launch)(void *, unsigned int, unsigned int, unsigned int, unsigned int,
 				   unsigned int, unsigned int, unsigned int, void *, void **,
 				   void **) = cuLaunchKernel;
@@ -93,6 +99,23 @@ static void run_op(const char *op)
 	} else if (!strncmp(op, "memcpy:", 7)) {
 		rc = p_memcpy(buf, buf, b < sizeof(buf) ? b : sizeof(buf), (int)a);
 		printf("{\"api\":\"cudaMemcpy\",\"kind\":%llu,\"size\":%llu,\"rc\":%d}\n", a, b, rc);
+	} else if (!strncmp(op, "a2a:", 4)) {
+		rc = p_a2a(buf, 1, 2, buf, 3, 4, a, b, 3);
+		printf("{\"api\":\"cudaMemcpy2DArrayToArray\",\"bytes\":%llu,\"rc\":%d}\n", a * b, rc);
+	} else if (!strncmp(op, "batch:", 6)) {
+		static void *dsts[64];
+		static const void *srcs[64];
+		static size_t sizes[64];
+		size_t idx = 0;
+
+		a = a < 64 ? a : 64;
+		for (unsigned i = 0; i < a; i++) {
+			dsts[i] = buf;
+			srcs[i] = buf + 4096;
+			sizes[i] = 10;
+		}
+		rc = p_batch(dsts, srcs, sizes, a, NULL, &idx, 0, STREAM);
+		printf("{\"api\":\"cudaMemcpyBatchAsync\",\"bytes\":%llu,\"rc\":%d}\n", 10 * a, rc);
 	} else if (!strncmp(op, "sync_us:", 8)) {
 		rc = p_sync((void *)(uintptr_t)a);
 		printf("{\"api\":\"cudaStreamSynchronize\",\"rc\":%d}\n", rc);

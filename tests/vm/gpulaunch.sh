@@ -13,7 +13,7 @@
 
 GL=/opt/aiscope/bin/gpulaunch
 CS=$H/cudastatic
-OPS="launch launch cu_launch reg getkernel launch13 malloc:4096 malloc:8192 free memcpy:1:100 memcpy:2:50 sync_us:100000"
+OPS="launch launch cu_launch reg getkernel launch13 malloc:4096 malloc:8192 free memcpy:1:100 memcpy:2:50 a2a:12:5 batch:3 sync_us:100000"
 
 # run_static NAME ARGS...: cudastatic waits, gpulaunch ARGS starts and finds
 # it in /proc, cudastatic makes its calls; the tool's JSON in $T/NAME.out
@@ -90,7 +90,8 @@ t_mem() {
 	echo "$line"
 	[ -n "$line" ] || fail "no mem record with 2 allocations"
 	for kv in '"alloc_bytes":12288' '"alloc_failures":0' '"free_calls":1' '"free_bytes":8192' \
-		'"copy_h2d_bytes":100' '"copy_d2h_bytes":50' '"sync_calls":1'; do
+		'"copy_h2d_bytes":100' '"copy_d2h_bytes":50' '"copy_d2d_calls":1' '"copy_d2d_bytes":60' \
+		'"copy_default_calls":1' '"copy_default_bytes":30' '"sync_calls":1'; do
 		echo "$line" | grep -q "$kv" || fail "mem: no $kv"
 	done
 	out=$(jsel "$T/m.out" '"row":"mem"' | tail -n 1 | jval outstanding_bytes)
@@ -128,6 +129,24 @@ t_late() {
 	[ "$all" -eq 4 ] || fail "$all launches, not 4 (address map: $am)"
 }
 
+# --hold: a copy of cudastatic (an inode nothing probes yet, no --lib),
+# stopped at its exec until its probes are attached: every launch from the
+# first instruction of main on, then continued (bpf_send_signal)
+t_hold() {
+	mkdir -p "$T/bin"
+	cp "$CS" "$T/bin/cudastatic"
+	start_tool h $GL -j -i 10 --hold --comm cudastatic
+	"$T/bin/cudastatic" launch launch cu_launch > "$T/cs.out" 2>&1 || fail "cudastatic failed: $(cat "$T/cs.out")"
+	sleep 0.5
+	stop_tool "$TOOL_PID" || fail "gpulaunch exited $?: $(cat "$T/h.err")"
+	json_ok "$T/h.out"
+	all=$(jsel "$T/h.out" '"type":"sample"' | jsum launches)
+	sum=$(grep '"type":"summary"' "$T/h.out")
+	echo "launches $all; $(echo "$sum" | grep -o '"held":[0-9]*,"hold_max_ns":[0-9]*')"
+	[ "$all" -eq 3 ] || fail "$all launches, not 3"
+	echo "$sum" | grep -q '"held":1,' || fail "held: $sum"
+}
+
 run_test "gpulaunch --list-probes finds a static runtime in an executable" 120 t_list_probes
 run_test "gpulaunch: launches counted once, names (entry probes)" 180 t_counts ""
 run_test "gpulaunch --latency: launches counted once, no errors" 180 t_counts --latency
@@ -135,3 +154,4 @@ run_test "gpulaunch -e: each launch decoded as passed" 180 t_events
 run_test "gpulaunch --mem: allocations, frees, copies, syncs" 180 t_mem
 run_test "gpulaunch: a process that launches before its scan, every launch told" 180 t_late
 run_test "gpulaunch: a process never scanned, every launch told, nested ones once" 180 t_late -u
+run_test "gpulaunch --hold: a new static executable stopped at exec until attached, every launch" 120 t_hold

@@ -272,6 +272,21 @@ STRUCT_COPY(cuMemcpy3D_v2)
 STRUCT_COPY(cuMemcpy3DAsync_v2, void *stream)
 STRUCT_COPY(cuMemcpy3DPeer)
 
+/* batches (CUDA 12.8+, the v2 signatures of 13): the arrays are what
+ * gpulaunch reads */
+CUresult cuMemcpyBatchAsync_v2(CUdeviceptr *d, CUdeviceptr *s, size_t *sizes, size_t n,
+			       void *attrs, size_t *idxs, size_t nattrs, void *stream)
+{
+	USE(d); USE(s); USE(sizes); USE(n); USE(attrs); USE(idxs); USE(nattrs); USE(stream);
+	return 0;
+}
+
+CUresult cuMemcpy3DBatchAsync_v2(size_t n, void *ops, unsigned long long flags, void *stream)
+{
+	USE(n); USE(ops); USE(flags); USE(stream);
+	return 0;
+}
+
 CUresult cuDeviceGetDefaultMemPool(void **pool, int dev)
 {
 	*pool = (void *)(uintptr_t)(0x9100 + dev);

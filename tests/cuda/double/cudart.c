@@ -308,6 +308,17 @@ RT_COPY(cudaMemcpyFromSymbol(void *d, const void *sym, size_t n, size_t o, int k
 	"r"(sym), "r"(d), "r"(n + o + k))
 RT_COPY(cudaMemcpyToSymbolAsync(const void *sym, const void *s, size_t n, size_t o, int k,
 				void *st), "r"(sym), "r"(s), "r"(n + o + k), "r"(st))
+RT_COPY(cudaMemcpyArrayToArray(void *d, size_t wod, size_t hod, const void *s, size_t wos,
+			       size_t hos, size_t n, int k),
+	"r"(d), "r"(s), "r"(n + wod + hod + wos + hos + k))
+RT_COPY(cudaMemcpy2DArrayToArray(void *d, size_t wod, size_t hod, const void *s, size_t wos,
+				 size_t hos, size_t w, size_t h, int k),
+	"r"(d), "r"(s), "r"(w + h + wod + hod + wos + hos + k))
+RT_COPY(cudaMemcpyBatchAsync(void *const *d, const void *const *s, const size_t *sizes,
+			     size_t n, void *attrs, size_t *idxs, size_t nattrs, void *st),
+	"r"(d), "r"(s), "r"(sizes), "r"(n + nattrs), "r"(attrs), "r"(idxs), "r"(st))
+RT_COPY(cudaMemcpy3DBatchAsync(size_t n, void *ops, unsigned long long flags, void *st),
+	"r"(n + flags), "r"(ops), "r"(st))
 
 /* ---- what an nvcc-built program calls besides (tests/cuda/mem.cu runs
  * on this double under the name libcudart.so.13) ---- */
