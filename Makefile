@@ -203,8 +203,14 @@ $(addprefix $(O)/,$(FILE_TOOLS)): $(O)/%: $(O)/%.o $(O)/libaiscope.a $(LIBBPF_A)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ $(LDLIBS) $(LDLIBS_$(notdir $@)) -o $@
 
+# the tools' names, rewritten only when they change: a new tool rebuilds the
+# front command, which knows them
+$(O)/tools.list: FORCE | $(O)
+	$(Q)echo '$(TOOLS)' | cmp -s - $@ || echo '$(TOOLS)' > $@
+FORCE:
+
 # the front command (cmd/aiscope.c): knows the tools' names, needs no library
-$(O)/aiscope: cmd/aiscope.c Makefile | $(O)
+$(O)/aiscope: cmd/aiscope.c Makefile $(O)/tools.list | $(O)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -DAISCOPE_TOOLS='"$(TOOLS)"' $< -o $@
 

@@ -181,6 +181,12 @@ struct prom_family *aiscope_metric_counter(const char *name, const char *help,
 	return check(prom_counter(M.reg, name, help, declared(labels, name)), name);
 }
 
+struct prom_family *aiscope_metric_seconds(const char *name, const char *help,
+					   const char *const *labels)
+{
+	return check(prom_counter_scaled(M.reg, name, help, declared(labels, name), 9), name);
+}
+
 struct prom_family *aiscope_metric_gauge(const char *name, const char *help,
 					 const char *const *labels)
 {

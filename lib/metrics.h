@@ -78,6 +78,10 @@ void aiscope_cgroup_path_values(const char *path, const char *vals[AISCOPE_CGROU
 /* Registration that cannot fail at run time: a bad name exits 1. */
 struct prom_family *aiscope_metric_counter(const char *name, const char *help,
 					   const char *const *labels);
+/* A counter of seconds fed in ns (prom_counter_add of ns), written in
+ * seconds with 9 decimals: a time total such as CPU time per node. */
+struct prom_family *aiscope_metric_seconds(const char *name, const char *help,
+					   const char *const *labels);
 struct prom_family *aiscope_metric_gauge(const char *name, const char *help,
 					 const char *const *labels);
 /* A latency histogram in seconds from ns values: power-of-two buckets

@@ -205,6 +205,21 @@ struct prom_family *prom_counter(struct prom_reg *r, const char *name, const cha
 	return family_add(r, family_new(r, name, help, labels, PROM_COUNTER));
 }
 
+struct prom_family *prom_counter_scaled(struct prom_reg *r, const char *name, const char *help,
+					const char *const *labels, unsigned int digits)
+{
+	struct prom_family *f;
+
+	if (digits > 18) {
+		errno = EINVAL;
+		return NULL;
+	}
+	f = prom_counter(r, name, help, labels);
+	if (f)
+		f->digits = digits;
+	return f;
+}
+
 struct prom_family *prom_gauge(struct prom_reg *r, const char *name, const char *help,
 			       const char *const *labels)
 {
@@ -634,9 +649,14 @@ static void write_series(FILE *out, const struct prom_family *f, const struct pr
 	fputs(f->name, out);
 	write_labels(out, f, s, NULL);
 	fputc(' ', out);
-	if (f->type == PROM_COUNTER)
+	if (f->type == PROM_COUNTER && f->digits) {
+		char v[48];
+
+		prom_fmt_scaled(v, sizeof(v), s->u, f->digits);
+		fputs(v, out);
+	} else if (f->type == PROM_COUNTER) {
 		fprintf(out, "%llu", (unsigned long long)s->u);
-	else
+	} else
 		write_double(out, s->d);
 	fputc('\n', out);
 }

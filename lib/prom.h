@@ -54,6 +54,10 @@ void prom_reg_set_idle(struct prom_reg *r, uint64_t idle_ns);
  * invalid or repeated name. */
 struct prom_family *prom_counter(struct prom_reg *r, const char *name, const char *help,
 				 const char *const *labels);
+/* A counter fed in 10^-digits of its base unit and written in it (ns into
+ * seconds: 9), exactly: integer adds, no float drift over a long run. */
+struct prom_family *prom_counter_scaled(struct prom_reg *r, const char *name, const char *help,
+					const char *const *labels, unsigned int digits);
 struct prom_family *prom_gauge(struct prom_reg *r, const char *name, const char *help,
 			       const char *const *labels);
 /* A cumulative histogram fed from lib/hist.h: values are in 10^-digits of

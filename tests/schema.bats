@@ -11,7 +11,7 @@ load lib
 
 FIX=$BATS_TEST_DIRNAME/fixtures/topograph
 TOP=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
-TOOLS="schedlat socketsnoop ipcsnoop cachestat gpulaunch oomwatch nclstat topograph"
+TOOLS="schedlat socketsnoop ipcsnoop cachestat gpulaunch oomwatch nclstat topograph numaplace"
 
 setup() {
 	command -v node > /dev/null || skip "no node: the JSON lines cannot be checked here"
@@ -174,5 +174,5 @@ validate() {
 	echo "$output"
 	[ "$status" -eq 0 ]
 	# one of each tool
-	[ "$(jq -r .tool "$BATS_TEST_TMPDIR/readme" | sort -u | wc -l)" -eq 8 ]
+	[ "$(jq -r .tool "$BATS_TEST_TMPDIR/readme" | sort -u | wc -l)" -eq "$(echo $TOOLS | wc -w)" ]
 }

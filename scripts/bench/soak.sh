@@ -37,7 +37,7 @@ BENCH_TAG=soak
 DURATION=${DURATION:-3600}
 SAMPLE=${SAMPLE:-30}
 CHURN=${CHURN:-5}
-TOOLS=${TOOLS:-schedlat cachestat ipcsnoop nclstat socketsnoop gpulaunch oomwatch}
+TOOLS=${TOOLS:-schedlat cachestat ipcsnoop nclstat socketsnoop gpulaunch oomwatch numaplace}
 LIBCHURN=${LIBCHURN:-6}
 BIN=${BIN:-$BENCH_ROOT/build}
 

@@ -19,7 +19,7 @@ set -u -o pipefail
 REPS=${REPS:-11}
 BUILD=${BUILD:-$BENCH_ROOT/build}
 RUNQLAT=${RUNQLAT:-$(command -v runqlat || echo /usr/sbin/runqlat)}
-TOOLS="schedlat socketsnoop ipcsnoop cachestat gpulaunch oomwatch nclstat"
+TOOLS="schedlat socketsnoop ipcsnoop cachestat gpulaunch oomwatch nclstat numaplace"
 
 bench_init
 [ -x /usr/bin/time ] || bench_die "/usr/bin/time not found (apt-get install time)"

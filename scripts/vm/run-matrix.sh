@@ -40,7 +40,7 @@
 #
 # Environment: KERNELS, VM_DEPTH (full), VM_FULL (none), VM_TOOLS (the tools whose tests/vm/TOOL.sh run;
 # default all, e.g. VM_TOOLS=socketsnoop while working on one), VM_JOBS (2), VM_TIMEOUT_x86 (1200 s), VM_TIMEOUT_arm64
-# (2400 s; the limits of one VM's boot and tests on a loaded machine), VM_MEM (1024 MiB), VM_SMP (2), VM_APPEND (more kernel parameters,
+# (2400 s; the limits of one VM's boot and tests on a loaded machine), VM_MEM (1024 MiB), VM_SMP (2), VM_NUMA_NODES (2: the guests' NUMA nodes), VM_APPEND (more kernel parameters,
 # e.g. preempt=none to see whether a failure needs a preemptible kernel), VM_ACCEL (kvm or tcg: skips the
 # trial), VM_BOOTS (3: boots of a VM that hangs or crashes before the end of its tests), VM_STALL (420 s: a
 # guest whose console is silent that long hung and is booted again), VM_RERUN (1: a failed test is run once
@@ -248,6 +248,20 @@ depth_of() {
 }
 case ${VM_DEPTH:-full} in full|default) ;; *) echo "run-matrix.sh: VM_DEPTH must be full or default, not '$VM_DEPTH'" >&2; exit 2 ;; esac
 
+# numa_args: every guest has VM_NUMA_NODES (2) NUMA nodes, the CPUs and the
+# memory split evenly between them, so that numaplace's tests (tests/vm/
+# numaplace.sh) see a real two-node kernel without a boot of their own; the
+# other tests run as before (their workloads are pinned or node-blind).
+# VM_NUMA_NODES=1, or CPUs or memory that do not split evenly: one node.
+numa_args() {
+	local n=${VM_NUMA_NODES:-2} mem=${VM_MEM:-1024} smp=${VM_SMP:-2} i
+	[ "$n" -gt 1 ] && [ $((smp % n)) -eq 0 ] && [ $((mem % n)) -eq 0 ] || return 0
+	for i in $(seq 0 $((n - 1))); do
+		printf -- '-object memory-backend-ram,id=m%d,size=%dM -numa node,nodeid=%d,cpus=%d-%d,memdev=m%d ' \
+			"$i" $((mem / n)) "$i" $((i * smp / n)) $(((i + 1) * smp / n - 1)) "$i"
+	done
+}
+
 # watched LIMIT LOG CMD...: runs qemu for LIMIT s at most, its console in
 # LOG, and stops it early when LOG has not grown for VM_STALL s (420): a
 # guest prints a line at least at the end of each test, and no test may
@@ -330,7 +344,7 @@ run_vm() {
 		limit=$((VM_DEADLINE + 60 - $(date +%s)))
 		cut=1
 	fi
-	set -- -m "${VM_MEM:-1024}" -smp "${VM_SMP:-2}" -nographic -no-reboot -nic none \
+	set -- -m "${VM_MEM:-1024}" -smp "${VM_SMP:-2}" $(numa_args) -nographic -no-reboot -nic none \
 		-kernel "${KERNEL[$k]}" -initrd "$initrd" -append "console=$console quiet panic=-1 aiscope.depth=$(depth_of "$k") aiscope.rerun=${VM_RERUN:-1}${VM_APPEND:+ $VM_APPEND}"
 	if [ "$arch" = arm64 ]; then
 		[ "${ACCEL[$arch]}" = kvm ] && set -- -accel kvm -M virt -cpu host "$@"

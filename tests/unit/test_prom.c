@@ -114,11 +114,32 @@ static void test_registration_errors(void)
 	CHECK(prom_counter(r, "y_total", "y", many) == NULL);
 	CHECK(prom_counter(r, "most_total", "y", most) != NULL);
 	CHECK(prom_gauge(r, "bad name", "y", NULL) == NULL);
+	CHECK(prom_counter_scaled(r, "s_seconds_total", "s", NULL, 19) == NULL);
 	CHECK(prom_histogram(r, "h_seconds", "h", NULL, ok, 2, 9) != NULL);
 	CHECK(prom_histogram(r, "h2_seconds", "h", NULL, unsorted, 2, 9) == NULL);
 	CHECK(prom_histogram(r, "h3_seconds", "h", NULL, notmax, 1, 9) == NULL);
 	CHECK(prom_histogram(r, "h4_seconds", "h", NULL, last, 1, 9) == NULL);
 	CHECK(prom_histogram(r, "h5_seconds", "h", NULL, ok, 0, 9) == NULL);
+	prom_reg_free(r);
+}
+
+/* a counter fed in ns is written in seconds, exactly */
+static void test_counter_scaled(void)
+{
+	struct prom_reg *r = prom_reg_new();
+	static const char *const lbl[] = { "node", NULL };
+	struct prom_family *c = prom_counter_scaled(r, "aiscope_t_cpu_seconds_total", "CPU.", lbl, 9);
+	char *s;
+
+	CHECK(c != NULL);
+	prom_counter_add(c, (const char *[]){ "0" }, 1500000000);
+	prom_counter_add(c, (const char *[]){ "0" }, 1);
+	prom_counter_add(c, (const char *[]){ "1" }, 3000000000);
+	s = render(r);
+	CHECK(strstr(s, "# TYPE aiscope_t_cpu_seconds_total counter\n") != NULL);
+	CHECK(strstr(s, "aiscope_t_cpu_seconds_total{node=\"0\"} 1.500000001\n") != NULL);
+	CHECK(strstr(s, "aiscope_t_cpu_seconds_total{node=\"1\"} 3\n") != NULL);
+	free(s);
 	prom_reg_free(r);
 }
 
@@ -787,6 +808,7 @@ int main(void)
 	RUN(test_fmt_scaled);
 	RUN(test_registration_errors);
 	RUN(test_exposition_text);
+	RUN(test_counter_scaled);
 	RUN(test_slots_left_out);
 	RUN(test_histogram_exact);
 	RUN(test_cardinality_cap);
