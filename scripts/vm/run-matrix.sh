@@ -142,7 +142,22 @@ build_arch() {	# build_arch ARCH BUSYBOX: sets INITRD[ARCH], or why not on stdou
 	elif ! runc=$(command -v runc); then
 		runc_why="no runc on the host that builds the initramfs (Debian's package runc)"
 	fi
-	if ! RUNC=$runc RUNC_WHY=$runc_why TOOLS=${VM_TOOLS:-} scripts/vm/mkinitramfs.sh "$out/$arch-initramfs.cpio.gz" "$2" "$bdir" "$bdir/tests/helpers" > "$out/$arch-initramfs.log" 2>&1; then
+	# Soft-RoCE user space for tests/vm/rdmasnoop.sh: the host's rdma-core
+	# (ibverbs-utils, ibverbs-providers, iproute2's rdma), for its own
+	# architecture only (the arm64 packages are not installable beside them)
+	local rdma= rdma_prov= rdma_why= ml
+	ml=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
+	if [ "$arch" != "$host_arch" ]; then
+		rdma_why="no RDMA user space for $arch: the host's rdma-core is $host_arch's (ibverbs-utils:$arch is not co-installable)"
+	elif ! rdma=$(command -v ibv_rc_pingpong ibv_ud_pingpong ibv_devinfo rdma) ||
+		[ "$(echo "$rdma" | wc -l)" -lt 4 ] || [ ! -r /etc/libibverbs.d/rxe.driver ] ||
+		! rdma_prov=$(ls /usr/lib/"$ml"/libibverbs/librxe-rdmav*.so 2>/dev/null); then
+		rdma= rdma_why="no Soft-RoCE user space on the host that builds the initramfs (Debian's ibverbs-utils, ibverbs-providers, iproute2: make deps)"
+	else
+		rdma=$(echo "$rdma" | tr '\n' ' ')
+		rdma_prov="$rdma_prov /etc/libibverbs.d/rxe.driver"
+	fi
+	if ! RDMA_BINS=$rdma RDMA_PROVIDER=$rdma_prov RDMA_WHY=$rdma_why RUNC=$runc RUNC_WHY=$runc_why TOOLS=${VM_TOOLS:-} scripts/vm/mkinitramfs.sh "$out/$arch-initramfs.cpio.gz" "$2" "$bdir" "$bdir/tests/helpers" > "$out/$arch-initramfs.log" 2>&1; then
 		sed "s/^/# [vm $arch] /" "$out/$arch-initramfs.log"
 		echo "fail:initramfs (log $out/$arch-initramfs.log)"
 		return 1

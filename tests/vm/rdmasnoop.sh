@@ -1,0 +1,95 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# rdmasnoop inside the test VMs: real verbs traffic over Soft-RoCE
+# (rdma_rxe on the loopback device) between two ibv_rc_pingpong processes
+# told their message size and count (-s, -n): the tool's work requests,
+# bytes, completions, peer QPs and registered memory against what they were
+# told and what they print. The RDMA user space is the building host's
+# rdma-core (x86 only: see scripts/vm/run-matrix.sh).
+# Sourced by tests/vm/run.sh (busybox sh; see lib.sh).
+# vm-rdma
+
+RS=/opt/aiscope/bin/rdmasnoop
+RS_SKIP=
+RS_GID=
+RS_SIZE=4096
+RS_ITERS=64
+
+# rxe0 on lo, and the GID index of 127.0.0.1 (RoCEv2, IPv4-mapped)
+rs_setup() {
+	if [ -f /opt/aiscope/rdma.missing ]; then
+		RS_SKIP=$(cat /opt/aiscope/rdma.missing)
+		return
+	fi
+	for m in $(cat /opt/aiscope/modules/order 2>/dev/null); do
+		insmod "/opt/aiscope/modules/$m.ko" 2>&1 | sed "s/^/# insmod $m: /"
+	done
+	ip link set lo up
+	rdma link add rxe0 type rxe netdev lo 2>&1 | sed 's/^/# rdma link add: /'
+	for g in /sys/class/infiniband/rxe0/ports/1/gids/*; do
+		case $(cat "$g" 2>/dev/null) in
+		0000:0000:0000:0000:0000:ffff:7f00:0001) RS_GID=${g##*/}; break ;;
+		esac
+	done
+	[ -n "$RS_GID" ] && return
+	RS_SKIP="no rxe0 with the GID of 127.0.0.1"
+	ls /sys/class/infiniband 2>&1 | sed 's/^/# infiniband: /'
+	dmesg | grep -i -e rxe -e rdma | tail -5 | sed 's/^/# dmesg: /'
+}
+rs_setup
+echo "# rdmasnoop: ${RS_SKIP:-rxe0 on lo, GID index $RS_GID}"
+
+# hex QPN of a pingpong's "local address" or "remote address" line, as decimal
+rs_qpn() {
+	printf '%d' "$(sed -n "s/.*$2 address:.*QPN \(0x[0-9a-f]*\),.*/\1/p" "$1" | head -1)"
+}
+
+# the tool, told the provider by a first opener (ibv_devinfo), then a
+# server and a client moving RS_ITERS messages of RS_SIZE bytes each way
+t_rc() {
+	[ -z "$RS_SKIP" ] || skip_test "$RS_SKIP"
+	start_tool rc $RS -j -v -i 30
+	ibv_devinfo -d rxe0 > "$T/devinfo" 2>&1 || { cat "$T/devinfo"; fail "ibv_devinfo failed"; }
+	wait_for "$T/rc.err" "provider " 10 || fail "the provider of rxe0 was not probed"
+	grep "provider " "$T/rc.err"
+	bg srv ibv_rc_pingpong -d rxe0 -g "$RS_GID" -s $RS_SIZE -n $RS_ITERS
+	SRV=$BG
+	sleep 1
+	bg cli ibv_rc_pingpong -d rxe0 -g "$RS_GID" -s $RS_SIZE -n $RS_ITERS 127.0.0.1
+	CLI=$BG
+	wait "$CLI" || { cat "$T/cli.out" "$T/cli.err"; fail "the client failed"; }
+	wait "$SRV" || { cat "$T/srv.out" "$T/srv.err"; fail "the server failed"; }
+	cat "$T/cli.out" "$T/cli.err"
+	sleep 0.5
+	stop_tool "$TOOL_PID" || fail "rdmasnoop exited $?: $(cat "$T/rc.err")"
+	json_ok "$T/rc.out"
+	cq=$(rs_qpn "$T/cli.err" local)
+	sq=$(rs_qpn "$T/srv.err" local)
+	[ "$(rs_qpn "$T/cli.err" remote)" = "$sq" ] || fail "the client's remote QPN is not the server's"
+	echo "client pid $CLI qpn $cq, server pid $SRV qpn $sq"
+	bytes=$((RS_SIZE * RS_ITERS))
+	for side in "$CLI $cq $SRV $sq" "$SRV $sq $CLI $cq"; do
+		set -- $side
+		jsel "$T/rc.out" '"type":"sample"' '"row":"qp"' "\"pid\":$1," > "$T/qp"
+		cat "$T/qp"
+		for kv in send_wrs:$RS_ITERS send_bytes:$bytes send_completions:$RS_ITERS \
+			recv_completions:$RS_ITERS recv_bytes:$bytes latency_count:$RS_ITERS \
+			write_wrs:0 read_wrs:0 atomic_wrs:0 errors:0; do
+			got=$(jsum "${kv%%:*}" < "$T/qp")
+			[ "$got" = "${kv#*:}" ] || fail "pid $1 ${kv%%:*}: $got, not ${kv#*:}"
+		done
+		[ "$(jval qpn < "$T/qp" | sort -u)" = "$2" ] || fail "pid $1: QPN not $2"
+		[ "$(jval peer_qpn < "$T/qp" | sort -u)" = "$4" ] || fail "pid $1: peer QPN not $4"
+		[ "$(jval peer_pid < "$T/qp" | sort -u)" = "$3" ] || fail "pid $1: peer pid not $3"
+		[ "$(jval transport < "$T/qp" | sort -u)" = rc ] || fail "pid $1: transport not rc"
+		[ "$(jval device < "$T/qp" | sort -u)" = rxe0 ] || fail "pid $1: device not rxe0"
+		[ "$(jval peer_gid < "$T/qp" | sort -u)" = "::ffff:127.0.0.1" ] || fail "pid $1: peer GID"
+		jsel "$T/rc.out" '"type":"sample"' '"row":"process"' "\"pid\":$1," > "$T/proc"
+		[ "$(jsum mr_regs < "$T/proc")" = 1 ] || fail "pid $1: not one memory region"
+		[ "$(jsum mr_reg_bytes < "$T/proc")" = $RS_SIZE ] || fail "pid $1: region not $RS_SIZE bytes"
+		jsel "$T/rc.out" '"type":"edge"' '"kind":"rdma"' "/$2->" > "$T/edge"
+		[ "$(jsum bytes < "$T/edge")" = $bytes ] || { cat "$T/edge"; fail "pid $1: edge bytes"; }
+	done
+	grep '"type":"summary"' "$T/rc.out"
+}
+
+run_test "rdmasnoop: ibv_rc_pingpong over Soft-RoCE, requests, bytes, completions and peers exact" 180 t_rc
