@@ -84,7 +84,7 @@ enum rs_op {
 	RS_NOPS,
 };
 
-#define RS_NSTATUS	24	/* enum ibv_wc_status 0..22; 23: unknown */
+#define RS_NSTATUS	25	/* enum ibv_wc_status 0..23; 24: any later one */
 #define RS_DEV_LEN	32	/* a device name's first bytes (IB names are short) */
 #define RS_MAX_WRS	16	/* work requests read per post call; the rest counted */
 #define RS_MAX_SGES	4	/* scatter/gather entries read per request */

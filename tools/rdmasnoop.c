@@ -502,7 +502,7 @@ static const char *const status_names[RS_NSTATUS] = {
 	"rem_access_err", "rem_op_err", "retry_exc_err", "rnr_retry_exc_err",
 	"loc_rdd_viol_err", "rem_inv_rd_req_err", "rem_abort_err", "inv_eecn_err",
 	"inv_eec_state_err", "fatal_err", "resp_timeout_err", "general_err", "tm_err",
-	"other_err",
+	"tm_rndv_incomplete", "other_err",
 };
 
 static const char *transport(uint32_t t)
