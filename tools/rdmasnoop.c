@@ -28,6 +28,7 @@
 #include "json.h"
 #include "kfeatures.h"
 #include "mapdrain.h"
+#include "metrics.h"
 #include "opts.h"
 #include "run.h"
 #include "table.h"
@@ -55,6 +56,7 @@ static const char doc[] =
 "  rdmasnoop -e                    # connections, registrations, completion errors\n"
 "  rdmasnoop -j -n 3 | jq 'select(.type==\"sample\" and .row==\"qp\") | {pid, qpn, peer_qpn, send_bytes}'\n"
 "  rdmasnoop -j -d 60s | jq 'select(.type==\"edge\")'\n"
+"  rdmasnoop --listen :9470 -i 15s   # Prometheus scrapes /metrics\n"
 "\n"
 "Exit status: 0 done, 1 runtime error, 2 usage error, 77 cannot run here.";
 
@@ -87,6 +89,7 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	switch (key) {
 	case 'e':
 		cfg.events = true;
+		env.no_metrics = "-e streams events: --prometheus and --listen need the interval view";
 		break;
 	case OPT_RESCAN:
 		if (!strcmp(arg, "0"))
@@ -537,6 +540,78 @@ static const char *peer_str(const struct rs_qp *q, char *buf, size_t len)
 	return buf;
 }
 
+/* ---- Prometheus metrics: by cgroup and opcode or status; the
+ * interval's deltas, as the JSON samples say them ---- */
+
+static const char *const op_names[RS_NOPS] = {
+	"send", "write", "read", "atomic", "other", "recv",
+};
+
+AISCOPE_METRIC_LABELS(op_labels, AISCOPE_CGROUP_LABEL_NAMES, "opcode", NULL);
+AISCOPE_METRIC_LABELS(status_labels, AISCOPE_CGROUP_LABEL_NAMES, "status", NULL);
+AISCOPE_METRIC_LABELS(cg_labels, AISCOPE_CGROUP_LABEL_NAMES, NULL);
+
+static struct {
+	struct prom_family *wrs, *bytes, *cqes, *cqe_bytes, *errors, *latency, *mr_bytes;
+} P;
+
+static void metrics_init(void)
+{
+	if (!aiscope_metrics())
+		return;
+	P.wrs = aiscope_metric_counter("aiscope_rdmasnoop_work_requests_total",
+		"Work requests posted, by opcode (send, write, read, atomic, other; recv: receives posted).",
+		op_labels);
+	P.bytes = aiscope_metric_counter("aiscope_rdmasnoop_posted_bytes_total",
+		"Bytes of the scatter/gather lists of the work requests posted, by opcode.", op_labels);
+	P.cqes = aiscope_metric_counter("aiscope_rdmasnoop_completions_total",
+		"Successful completions polled, by opcode.", op_labels);
+	P.cqe_bytes = aiscope_metric_counter("aiscope_rdmasnoop_completed_bytes_total",
+		"byte_len of successful completions, by opcode (recv: bytes received).", op_labels);
+	P.errors = aiscope_metric_counter("aiscope_rdmasnoop_completion_errors_total",
+		"Completions with an error status, by ibv_wc_status name.", status_labels);
+	P.latency = aiscope_metric_latency("aiscope_rdmasnoop_completion_latency_seconds",
+		"Post-to-completion latency of send-queue work requests.", cg_labels);
+	P.mr_bytes = aiscope_metric_counter("aiscope_rdmasnoop_registered_bytes_total",
+		"Bytes of memory regions registered (ibv_reg_mr and the like).", cg_labels);
+}
+
+static void metrics_qp(const struct rs_qp *d, const struct hist *h)
+{
+	const char *vals[AISCOPE_CGROUP_NLABELS + 1];
+	struct container_info ci;
+
+	if (!P.wrs)
+		return;
+	aiscope_cgroup_values(&d->ident, vals, &ci);
+	for (int i = 0; i < RS_NOPS; i++) {
+		vals[AISCOPE_CGROUP_NLABELS] = op_names[i];
+		prom_counter_add(P.wrs, vals, d->wrs[i]);
+		prom_counter_add(P.bytes, vals, d->bytes[i]);
+		prom_counter_add(P.cqes, vals, d->cqes[i]);
+		prom_counter_add(P.cqe_bytes, vals, d->cqe_bytes[i]);
+	}
+	for (int i = 1; i < RS_NSTATUS; i++) {
+		if (!d->errors[i])
+			continue;
+		vals[AISCOPE_CGROUP_NLABELS] = status_names[i];
+		prom_counter_add(P.errors, vals, d->errors[i]);
+	}
+	if (h->total)
+		prom_hist_add(P.latency, vals, h);
+}
+
+static void metrics_mr(const struct rs_proc *p, uint64_t bytes)
+{
+	const char *vals[AISCOPE_CGROUP_NLABELS];
+	struct container_info ci;
+
+	if (!P.mr_bytes)
+		return;
+	aiscope_cgroup_values(&p->ident, vals, &ci);
+	prom_counter_add(P.mr_bytes, vals, bytes);
+}
+
 /* ---- intervals ---- */
 
 static struct prev_qp *prev_of(const struct rs_qp_key *k)
@@ -598,6 +673,7 @@ static void take_qp(const void *key, const void *value, void *ctx)
 	r->key = p->key;
 	qp_delta(cur, &p->q, r);
 	p->q = *cur;
+	metrics_qp(&r->d, &r->h);
 	if (!r->wrs && !r->cqes && !r->errors && !r->d.wrs[RS_OP_RECV])
 		return;
 	S.nrows++;
@@ -641,9 +717,7 @@ static int cmp_rows(const void *a, const void *b)
 
 static void json_ops(struct jw *w, const struct rs_qp *d)
 {
-	static const char *const names[RS_NOPS] = {
-		"send", "write", "read", "atomic", "other", "recv",
-	};
+	const char *const *names = op_names;
 	char k[48];
 
 	for (int i = 0; i < RS_NOPS; i++) {
@@ -781,6 +855,7 @@ static void proc_visit(const void *key, const void *value, void *ctx)
 	d.mr_reg_bytes -= pp->p.mr_reg_bytes;
 	d.opens -= pp->p.opens;
 	pp->p = *cur;
+	metrics_mr(cur, d.mr_reg_bytes);
 	if (!d.mr_regs && !d.mr_deregs && !d.opens && !cur->mr_bytes)
 		return;
 	if (env.json) {
@@ -1141,8 +1216,10 @@ int main(int argc, char **argv)
 {
 	int code;
 
-	aiscope_parse(&argp, argc, argv, TOOL, AISCOPE_AGGREGATING | AISCOPE_STREAMING);
+	aiscope_parse(&argp, argc, argv, TOOL,
+		      AISCOPE_AGGREGATING | AISCOPE_STREAMING | AISCOPE_METRICS);
 	validate();
+	metrics_init();
 	jw_init(&S.jw, stdout);
 	S.scanner = (struct uprobe_scanner){ .set = &S.set, .classify = classify,
 					     .attach = noattach };

@@ -95,9 +95,9 @@ fetch_deb() {
 
 # ---- kernel ----
 # what unpack() takes out of a kernel package; raised when that changes
-# (2: the RDMA modules of tests/vm/rdmasnoop.modules), so that trees
+# (3: the RDMA modules of tests/vm/rdmasnoop.modules), so that trees
 # unpacked before are unpacked again from the cached packages
-UNPACK_REV=2
+UNPACK_REV=3
 
 # unpack PKG VER DIR: the kernel of PKG (and of the parts it depends on)
 # into DIR, depmod run there; fails when a package cannot be downloaded
@@ -122,7 +122,8 @@ unpack() {
 			'./*lib/modules/*/kernel/drivers/infiniband/core/*' \
 			'./*lib/modules/*/kernel/drivers/infiniband/sw/rxe/*' \
 			'./*lib/modules/*/kernel/net/ipv4/udp_tunnel*' \
-			'./*lib/modules/*/kernel/net/ipv6/ip6_udp_tunnel*' 2>/dev/null
+			'./*lib/modules/*/kernel/net/ipv6/ip6_udp_tunnel*' \
+			'./*lib/modules/*/kernel/drivers/net/dummy*' 2>/dev/null
 	done
 	# merged /usr (trixie on): depmod -b wants BASE/lib/modules
 	[ -d "$3.tmp/lib/modules" ] || { [ -d "$3.tmp/usr/lib/modules" ] && ln -s usr/lib "$3.tmp/lib"; }

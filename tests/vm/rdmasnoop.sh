@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # rdmasnoop inside the test VMs: real verbs traffic over Soft-RoCE
-# (rdma_rxe on the loopback device) between two ibv_rc_pingpong processes
+# (rdma_rxe on a dummy Ethernet device) between two ibv_rc_pingpong processes
 # told their message size and count (-s, -n): the tool's work requests,
 # bytes, completions, peer QPs and registered memory against what they were
 # told and what they print. The RDMA user space is the building host's
@@ -14,29 +14,38 @@ RS_GID=
 RS_SIZE=4096
 RS_ITERS=64
 
-# rxe0 on lo, and the GID index of 127.0.0.1 (RoCEv2, IPv4-mapped)
+# rxe0 on an Ethernet device of its own (dummy0, 10.77.0.1: rxe refuses
+# lo; packets between QPs of one rxe device loop back inside it), and the
+# GID index of that address (RoCEv2, IPv4-mapped)
 rs_setup() {
 	if [ -f /opt/aiscope/rdma.missing ]; then
 		RS_SKIP=$(cat /opt/aiscope/rdma.missing)
 		return
 	fi
 	for m in $(cat /opt/aiscope/modules/order 2>/dev/null); do
-		insmod "/opt/aiscope/modules/$m.ko" 2>&1 | sed "s/^/# insmod $m: /"
+		case $m in dummy) set -- numdummies=1 ;; *) set -- ;; esac
+		insmod "/opt/aiscope/modules/$m.ko" "$@" 2>&1 | sed "s/^/# insmod $m: /"
 	done
 	ip link set lo up
-	rdma link add rxe0 type rxe netdev lo 2>&1 | sed 's/^/# rdma link add: /'
-	for g in /sys/class/infiniband/rxe0/ports/1/gids/*; do
-		case $(cat "$g" 2>/dev/null) in
-		0000:0000:0000:0000:0000:ffff:7f00:0001) RS_GID=${g##*/}; break ;;
-		esac
+	ip addr add 10.77.0.1/24 dev dummy0 2>&1 | sed 's/^/# ip addr: /'
+	ip link set dummy0 up 2>&1 | sed 's/^/# ip link: /'
+	rdma link add rxe0 type rxe netdev dummy0 2>&1 | sed 's/^/# rdma link add: /'
+	# the GID table fills in from the device's addresses, not at once
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		for g in /sys/class/infiniband/rxe0/ports/1/gids/*; do
+			case $(cat "$g" 2>/dev/null) in
+			0000:0000:0000:0000:0000:ffff:0a4d:0001) RS_GID=${g##*/}; break ;;
+			esac
+		done
+		[ -n "$RS_GID" ] && return
+		sleep 0.5
 	done
-	[ -n "$RS_GID" ] && return
-	RS_SKIP="no rxe0 with the GID of 127.0.0.1"
+	RS_SKIP="no rxe0 with the GID of 10.77.0.1"
 	ls /sys/class/infiniband 2>&1 | sed 's/^/# infiniband: /'
 	dmesg | grep -i -e rxe -e rdma | tail -5 | sed 's/^/# dmesg: /'
 }
 rs_setup
-echo "# rdmasnoop: ${RS_SKIP:-rxe0 on lo, GID index $RS_GID}"
+echo "# rdmasnoop: ${RS_SKIP:-rxe0 on dummy0, GID index $RS_GID}"
 
 # hex QPN of a pingpong's "local address" or "remote address" line, as decimal
 rs_qpn() {
@@ -82,7 +91,7 @@ t_rc() {
 		[ "$(jval peer_pid < "$T/qp" | sort -u)" = "$3" ] || fail "pid $1: peer pid not $3"
 		[ "$(jval transport < "$T/qp" | sort -u)" = rc ] || fail "pid $1: transport not rc"
 		[ "$(jval device < "$T/qp" | sort -u)" = rxe0 ] || fail "pid $1: device not rxe0"
-		[ "$(jval peer_gid < "$T/qp" | sort -u)" = "::ffff:127.0.0.1" ] || fail "pid $1: peer GID"
+		[ "$(jval peer_gid < "$T/qp" | sort -u)" = "::ffff:10.77.0.1" ] || fail "pid $1: peer GID"
 		jsel "$T/rc.out" '"type":"sample"' '"row":"process"' "\"pid\":$1," > "$T/proc"
 		[ "$(jsum mr_regs < "$T/proc")" = 1 ] || fail "pid $1: not one memory region"
 		[ "$(jsum mr_reg_bytes < "$T/proc")" = $RS_SIZE ] || fail "pid $1: region not $RS_SIZE bytes"
