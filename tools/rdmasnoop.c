@@ -14,11 +14,13 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -56,7 +58,7 @@ static const char doc[] =
 "  rdmasnoop -e                    # connections, registrations, completion errors\n"
 "  rdmasnoop -j -n 3 | jq 'select(.type==\"sample\" and .row==\"qp\") | {pid, qpn, peer_qpn, send_bytes}'\n"
 "  rdmasnoop -j -d 60s | jq 'select(.type==\"edge\")'\n"
-"  rdmasnoop --listen :9470 -i 15s   # Prometheus scrapes /metrics\n"
+"  rdmasnoop --listen :9471 -i 15s   # Prometheus scrapes /metrics\n"
 "\n"
 "Exit status: 0 done, 1 runtime error, 2 usage error, 77 cannot run here.";
 
@@ -337,10 +339,41 @@ static void attach_lib(struct uprobe_lib *lib, void *ctx)
 	}
 }
 
+/*
+ * A path to the provider's file that stays valid once the process that
+ * showed it has exited (ibv_devinfo is gone within milliseconds, and the
+ * probes are attached through the path after it): the path its maps name
+ * when that is the same file here, else a descriptor of ours, kept open for
+ * the run. shown: what users see.
+ */
+static int provider_path(const struct addr_loc *loc, char *open_path, size_t olen,
+			 char *shown, size_t slen)
+{
+	struct stat st;
+	ssize_t n = readlink(loc->open_path, shown, slen - 1);
+	int fd;
+
+	if (n > 0) {
+		shown[n] = 0;
+		if (!stat(shown, &st) && st.st_ino == loc->ino) {
+			snprintf(open_path, olen, "%s", shown);
+			return 0;
+		}
+	} else {
+		snprintf(shown, slen, "%s", loc->module);
+	}
+	fd = open(loc->open_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	snprintf(open_path, olen, "/proc/self/fd/%d", fd);
+	return 0;
+}
+
 /* An opened device: where its provider's functions are, probed if new. */
 static void on_open(const struct rs_event *e)
 {
 	struct addr_loc loc[RS_NFN] = {};
+	char open_path[PATH_MAX], shown[PATH_MAX];
 	struct uprobe_lib *lib;
 	struct provider *pv;
 	bool created;
@@ -354,8 +387,17 @@ static void on_open(const struct rs_event *e)
 			return;
 		}
 	}
-	lib = uprobe_set_add(&S.set, loc[RS_FN_POST_SEND].open_path,
-			     loc[RS_FN_POST_SEND].module, K_PROVIDER, &created);
+	/* known already (the inode alone: maps and stat() may name the
+	 * device differently, as on overlayfs) */
+	for (int i = 0; i < S.nprov; i++)
+		if (S.prov[i].attached && S.prov[i].ino == loc[RS_FN_POST_SEND].ino)
+			return;
+	if (provider_path(&loc[RS_FN_POST_SEND], open_path, sizeof(open_path), shown,
+			  sizeof(shown))) {
+		S.providers_unlocated++;
+		return;
+	}
+	lib = uprobe_set_add(&S.set, open_path, shown, K_PROVIDER, &created);
 	if (!lib) {
 		S.scanner.failed++;
 		return;
@@ -371,7 +413,7 @@ static void on_open(const struct rs_event *e)
 		pv = &S.prov[S.nprov++];
 		pv->dev = lib->dev;
 		pv->ino = lib->ino;
-		snprintf(pv->path, sizeof(pv->path), "%s", loc[RS_FN_POST_SEND].module);
+		snprintf(pv->path, sizeof(pv->path), "%s", shown);
 		memcpy(pv->devname, e->dev, sizeof(pv->devname));
 		pv->devname[RS_DEV_LEN - 1] = 0;
 		/* only the functions in the provider's own file */
@@ -666,6 +708,10 @@ static void take_qp(const void *key, const void *value, void *ctx)
 	struct prev_qp *p = prev_of(key);
 	struct row *r;
 
+	/* a key returned again (a walk restarts where the key before it was
+	 * deleted meanwhile): counted once */
+	if (p->seen)
+		return;
 	p->seen = true;
 	S.rows = aiscope_grow(S.rows, &S.rcap, S.nrows, sizeof(*S.rows));
 	r = &S.rows[S.nrows];
