@@ -294,26 +294,42 @@ static struct provider *provider_of(uint64_t dev, uint64_t ino)
 	return NULL;
 }
 
+/*
+ * One probe of a provider, tried again a few times: the process whose open
+ * told us the provider (ibv_devinfo) may be exiting meanwhile, and the
+ * kernel fails a probe while it installs it in an address space that is
+ * being torn down (-ENOENT seen on 6.12).
+ */
+static void attach_provider_fn(struct uprobe_lib *lib, struct bpf_program *p, uint64_t off,
+			       bool ret, const char *what)
+{
+	int err = 0, failed = 1;
+
+	for (int t = 0; t < 5 && failed; t++) {
+		if (t)
+			usleep(20000);
+		err = uprobe_lib_attach_off(lib, p, off, ret, -1);
+		failed = err ? 1 : uprobe_lib_flush(lib, &err);
+	}
+	if (!failed)
+		return;
+	S.scanner.failed++;
+	if (env.verbose)
+		fprintf(stderr, "%s: cannot attach %s in %s: %s\n", TOOL, what, lib->path,
+			strerror(-err));
+}
+
 /* the learned entry points of a provider file, probed for all processes */
 static void attach_provider(struct uprobe_lib *lib, struct provider *pv)
 {
 	for (int fn = 0; fn < RS_NFN; fn++) {
 		for (int ret = 0; ret < 2; ret++) {
 			struct bpf_program *p = fn_prog(fn, ret);
-			int err;
 
-			if (!p || !pv->off[fn])
-				continue;
-			err = uprobe_lib_attach_off(lib, p, pv->off[fn], ret, -1);
-			if (err) {
-				S.scanner.failed++;
-				if (env.verbose)
-					fprintf(stderr, "%s: cannot attach %s in %s: %s\n", TOOL,
-						fn_names[fn], lib->path, strerror(-err));
-			}
+			if (p && pv->off[fn])
+				attach_provider_fn(lib, p, pv->off[fn], ret, fn_names[fn]);
 		}
 	}
-	flush_lib(lib);
 	pv->attached = true;
 	if (env.verbose)
 		fprintf(stderr, "%s: provider %s (%s): post_send +0x%" PRIx64 " post_recv +0x%"

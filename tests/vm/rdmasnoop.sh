@@ -13,6 +13,7 @@ RS_SKIP=
 RS_GID=
 RS_SIZE=4096
 RS_ITERS=64
+RS_RX=100	# receives each side posts (-r: with fewer iterations, never more)
 
 # rxe0 on an Ethernet device of its own (dummy0, 10.77.0.1: rxe refuses
 # lo; packets between QPs of one rxe device loop back inside it), and the
@@ -60,10 +61,10 @@ t_rc() {
 	ibv_devinfo -d rxe0 > "$T/devinfo" 2>&1 || { cat "$T/devinfo"; fail "ibv_devinfo failed"; }
 	wait_for "$T/rc.err" "provider " 10 || fail "the provider of rxe0 was not probed"
 	grep "provider " "$T/rc.err"
-	bg srv ibv_rc_pingpong -d rxe0 -g "$RS_GID" -s $RS_SIZE -n $RS_ITERS
+	bg srv ibv_rc_pingpong -d rxe0 -g "$RS_GID" -s $RS_SIZE -n $RS_ITERS -r $RS_RX
 	SRV=$BG
 	sleep 1
-	bg cli ibv_rc_pingpong -d rxe0 -g "$RS_GID" -s $RS_SIZE -n $RS_ITERS 127.0.0.1
+	bg cli ibv_rc_pingpong -d rxe0 -g "$RS_GID" -s $RS_SIZE -n $RS_ITERS -r $RS_RX 127.0.0.1
 	CLI=$BG
 	wait "$CLI" || { cat "$T/cli.out" "$T/cli.err"; fail "the client failed"; }
 	wait "$SRV" || { cat "$T/srv.out" "$T/srv.err"; fail "the server failed"; }
@@ -84,6 +85,7 @@ t_rc() {
 		cat "$T/qp"
 		for kv in send_wrs:$RS_ITERS send_bytes:$bytes send_completions:$RS_ITERS \
 			recv_completions:$RS_ITERS recv_bytes:$bytes latency_count:$RS_ITERS \
+			recv_wrs:$RS_RX recv_posted_bytes:$((RS_RX * RS_SIZE)) \
 			write_wrs:0 read_wrs:0 atomic_wrs:0 errors:0; do
 			got=$(jsum "${kv%%:*}" < "$T/qp")
 			[ "$got" = "${kv#*:}" ] || fail "pid $1 ${kv%%:*}: $got, not ${kv#*:}"
@@ -106,4 +108,47 @@ t_rc() {
 	grep -q '"lost_events":0,' "$T/sum" || fail "events lost"
 }
 
+# UD: each send names its peer (address handle, remote QPN); receives
+# complete with the 40-byte GRH in front of the payload
+t_ud() {
+	[ -z "$RS_SKIP" ] || skip_test "$RS_SKIP"
+	size=512
+	start_tool ud $RS -j -v -i 30
+	ibv_devinfo -d rxe0 > "$T/devinfo" 2>&1 || { cat "$T/devinfo"; fail "ibv_devinfo failed"; }
+	wait_for "$T/ud.err" "provider " 10 || fail "the provider of rxe0 was not probed"
+	bg srv ibv_ud_pingpong -d rxe0 -g "$RS_GID" -s $size -n $RS_ITERS -r $RS_RX
+	SRV=$BG
+	sleep 1
+	bg cli ibv_ud_pingpong -d rxe0 -g "$RS_GID" -s $size -n $RS_ITERS -r $RS_RX 127.0.0.1
+	CLI=$BG
+	wait "$CLI" || { cat "$T/cli.out" "$T/cli.err"; fail "the client failed"; }
+	wait "$SRV" || { cat "$T/srv.out" "$T/srv.err"; fail "the server failed"; }
+	cat "$T/cli.out" "$T/cli.err"
+	sleep 0.5
+	stop_tool "$TOOL_PID" || fail "rdmasnoop exited $?: $(cat "$T/ud.err")"
+	json_ok "$T/ud.out"
+	cq=$(rs_qpn "$T/cli" local)
+	sq=$(rs_qpn "$T/srv" local)
+	[ "$sq" -gt 0 ] || fail "no QPN in the server's output"
+	echo "client pid $CLI qpn $cq, server pid $SRV qpn $sq"
+	for side in "$CLI $cq $sq" "$SRV $sq $cq"; do
+		set -- $side
+		jsel "$T/ud.out" '"type":"sample"' '"row":"qp"' "\"pid\":$1," > "$T/qp"
+		cat "$T/qp"
+		for kv in send_wrs:$RS_ITERS send_bytes:$((size * RS_ITERS)) \
+			send_completions:$RS_ITERS recv_completions:$RS_ITERS \
+			recv_bytes:$(((size + 40) * RS_ITERS)) recv_wrs:$RS_RX \
+			recv_posted_bytes:$(((size + 40) * RS_RX)) latency_count:$RS_ITERS errors:0; do
+			got=$(jsum "${kv%%:*}" < "$T/qp")
+			[ "$got" = "${kv#*:}" ] || fail "pid $1 ${kv%%:*}: $got, not ${kv#*:}"
+		done
+		[ "$(jval qpn < "$T/qp" | sort -u)" = "$2" ] || fail "pid $1: QPN not $2"
+		[ "$(jval peer_qpn < "$T/qp" | sort -u)" = "$3" ] || fail "pid $1: peer QPN not $3"
+		[ "$(jval transport < "$T/qp" | sort -u)" = ud ] || fail "pid $1: transport not ud"
+		[ "$(jval peer_gid < "$T/qp" | sort -u)" = "::ffff:10.77.0.1" ] || fail "pid $1: peer GID"
+	done
+	grep '"type":"summary"' "$T/ud.out"
+}
+
 run_test "rdmasnoop: ibv_rc_pingpong over Soft-RoCE, requests, bytes, completions and peers exact" 180 t_rc
+run_test "rdmasnoop: ibv_ud_pingpong over Soft-RoCE, sends, receives with their GRH, peers from address handles" 180 t_ud
