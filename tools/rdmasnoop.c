@@ -295,6 +295,29 @@ static struct provider *provider_of(uint64_t dev, uint64_t ino)
 }
 
 /*
+ * Attach through a path that outlives the process the file was found in: a
+ * provider is often first seen in a process that exits at once (ibv_devinfo;
+ * the scanner's entry then names /proc/PID/map_files/...), and its probes
+ * are attached one link after another. The path the maps name when it is
+ * the same file here, else a descriptor of ours, kept open for the run.
+ */
+static void stable_open_path(struct uprobe_lib *lib)
+{
+	struct stat st;
+	int fd;
+
+	if (strncmp(lib->open_path, "/proc/", 6) || !strncmp(lib->open_path, "/proc/self/", 11))
+		return;
+	if (!stat(lib->path, &st) && st.st_ino == lib->ino && st.st_dev == lib->dev) {
+		snprintf(lib->open_path, sizeof(lib->open_path), "%s", lib->path);
+		return;
+	}
+	fd = open(lib->open_path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0)
+		snprintf(lib->open_path, sizeof(lib->open_path), "/proc/self/fd/%d", fd);
+}
+
+/*
  * One probe of a provider, tried again a few times: the process whose open
  * told us the provider (ibv_devinfo) may be exiting meanwhile, and the
  * kernel fails a probe while it installs it in an address space that is
@@ -322,6 +345,7 @@ static void attach_provider_fn(struct uprobe_lib *lib, struct bpf_program *p, ui
 /* the learned entry points of a provider file, probed for all processes */
 static void attach_provider(struct uprobe_lib *lib, struct provider *pv)
 {
+	stable_open_path(lib);
 	for (int fn = 0; fn < RS_NFN; fn++) {
 		for (int ret = 0; ret < 2; ret++) {
 			struct bpf_program *p = fn_prog(fn, ret);
@@ -355,42 +379,13 @@ static void attach_lib(struct uprobe_lib *lib, void *ctx)
 	}
 }
 
-/*
- * A path to the provider's file that stays valid once the process that
- * showed it has exited (ibv_devinfo is gone within milliseconds, and the
- * probes are attached through the path after it): the path its maps name
- * when that is the same file here, else a descriptor of ours, kept open for
- * the run. shown: what users see.
- */
-static int provider_path(const struct addr_loc *loc, char *open_path, size_t olen,
-			 char *shown, size_t slen)
-{
-	struct stat st;
-	ssize_t n = readlink(loc->open_path, shown, slen - 1);
-	int fd;
-
-	if (n > 0) {
-		shown[n] = 0;
-		if (!stat(shown, &st) && st.st_ino == loc->ino) {
-			snprintf(open_path, olen, "%s", shown);
-			return 0;
-		}
-	} else {
-		snprintf(shown, slen, "%s", loc->module);
-	}
-	fd = open(loc->open_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	snprintf(open_path, olen, "/proc/self/fd/%d", fd);
-	return 0;
-}
-
 /* An opened device: where its provider's functions are, probed if new. */
 static void on_open(const struct rs_event *e)
 {
 	struct addr_loc loc[RS_NFN] = {};
-	char open_path[PATH_MAX], shown[PATH_MAX];
+	char shown[PATH_MAX];
 	struct uprobe_lib *lib;
+	ssize_t n;
 	struct provider *pv;
 	bool created;
 
@@ -408,12 +403,14 @@ static void on_open(const struct rs_event *e)
 	for (int i = 0; i < S.nprov; i++)
 		if (S.prov[i].attached && S.prov[i].ino == loc[RS_FN_POST_SEND].ino)
 			return;
-	if (provider_path(&loc[RS_FN_POST_SEND], open_path, sizeof(open_path), shown,
-			  sizeof(shown))) {
+	n = readlink(loc[RS_FN_POST_SEND].open_path, shown, sizeof(shown) - 1);
+	if (n <= 0) {
 		S.providers_unlocated++;
 		return;
 	}
-	lib = uprobe_set_add(&S.set, open_path, shown, K_PROVIDER, &created);
+	shown[n] = 0;
+	lib = uprobe_set_add(&S.set, loc[RS_FN_POST_SEND].open_path, shown, K_PROVIDER,
+			     &created);
 	if (!lib) {
 		S.scanner.failed++;
 		return;

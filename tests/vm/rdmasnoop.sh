@@ -58,6 +58,10 @@ rs_qpn() {
 t_rc() {
 	[ -z "$RS_SKIP" ] || skip_test "$RS_SKIP"
 	start_tool rc $RS -j -v -i 30
+	TOOL_JSON=$TOOL_PID
+	# the table too, beside it: shown in the log, its totals checked
+	start_tool rct $RS -C -i 30
+	TOOL_TABLE=$TOOL_PID
 	ibv_devinfo -d rxe0 > "$T/devinfo" 2>&1 || { cat "$T/devinfo"; fail "ibv_devinfo failed"; }
 	wait_for "$T/rc.err" "provider " 10 || fail "the provider of rxe0 was not probed"
 	grep "provider " "$T/rc.err"
@@ -70,7 +74,11 @@ t_rc() {
 	wait "$SRV" || { cat "$T/srv.out" "$T/srv.err"; fail "the server failed"; }
 	cat "$T/cli.out" "$T/cli.err"
 	sleep 0.5
-	stop_tool "$TOOL_PID" || fail "rdmasnoop exited $?: $(cat "$T/rc.err")"
+	stop_tool "$TOOL_TABLE" || fail "rdmasnoop (table) exited $?: $(cat "$T/rct.err")"
+	stop_tool "$TOOL_JSON" || fail "rdmasnoop exited $?: $(cat "$T/rc.err")"
+	cat "$T/rct.out" "$T/rct.err"
+	grep -q "^rdmasnoop: $((2 * RS_ITERS)) work requests, $((2 * RS_ITERS * RS_SIZE)) bytes, " "$T/rct.err" ||
+		fail "the table run's totals"
 	json_ok "$T/rc.out"
 	grep -e "cannot" -e "failed" "$T/rc.err"
 	cq=$(rs_qpn "$T/cli" local)
