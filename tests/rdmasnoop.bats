@@ -99,4 +99,11 @@ no_rdma_here() {
 	grep -E '^ +PID COMM +DEV:PORT +QPN T +PEER\(GID/QPN\) +WRS' "$BATS_TEST_TMPDIR/table"
 	grep -E 'work requests, 0 bytes, 0 completions, 0 errors, 0 providers, 0 lost events' \
 		"$BATS_TEST_TMPDIR/err"
+	# metrics: the build info at least (no traffic: no series of its own yet)
+	with_fake_device "$BIN/rdmasnoop" -i 400ms -d 1 --prometheus "$BATS_TEST_TMPDIR/m.prom" \
+		> /dev/null 2> "$BATS_TEST_TMPDIR/err"
+	grep -q '^aiscope_build_info{tool="rdmasnoop"' "$BATS_TEST_TMPDIR/m.prom"
+	if command -v promtool > /dev/null; then
+		promtool check metrics < "$BATS_TEST_TMPDIR/m.prom"
+	fi
 }

@@ -60,7 +60,7 @@ t_rc() {
 	start_tool rc $RS -j -v -i 30
 	TOOL_JSON=$TOOL_PID
 	# the table too, beside it: shown in the log, its totals checked
-	start_tool rct $RS -C -i 30
+	start_tool rct $RS -C -i 30 --prometheus "$T/rs.prom"
 	TOOL_TABLE=$TOOL_PID
 	ibv_devinfo -d rxe0 > "$T/devinfo" 2>&1 || { cat "$T/devinfo"; fail "ibv_devinfo failed"; }
 	wait_for "$T/rc.err" "provider " 10 || fail "the provider of rxe0 was not probed"
@@ -79,6 +79,14 @@ t_rc() {
 	cat "$T/rct.out" "$T/rct.err"
 	grep -q "^rdmasnoop: $((2 * RS_ITERS)) work requests, $((2 * RS_ITERS * RS_SIZE)) bytes, " "$T/rct.err" ||
 		fail "the table run's totals"
+	# its metrics: the same requests and bytes, by opcode
+	for kv in work_requests_total:send:$((2 * RS_ITERS)) posted_bytes_total:send:$((2 * RS_ITERS * RS_SIZE)) \
+		completions_total:recv:$((2 * RS_ITERS)) completed_bytes_total:recv:$((2 * RS_ITERS * RS_SIZE)); do
+		m=${kv%%:*} rest=${kv#*:}
+		got=$(awk -v m="aiscope_rdmasnoop_$m{" -v op="opcode=\"${rest%%:*}\"" \
+			'index($0, m) == 1 && index($0, op) { s += $NF } END { printf "%.0f", s }' "$T/rs.prom")
+		[ "$got" = "${rest#*:}" ] || { grep "aiscope_rdmasnoop_$m" "$T/rs.prom"; fail "metric $m ${rest%%:*}: $got"; }
+	done
 	json_ok "$T/rc.out"
 	grep -e "cannot" -e "failed" "$T/rc.err"
 	cq=$(rs_qpn "$T/cli" local)
