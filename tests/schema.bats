@@ -174,5 +174,5 @@ validate() {
 	echo "$output"
 	[ "$status" -eq 0 ]
 	# one of each tool
-	[ "$(jq -r .tool "$BATS_TEST_TMPDIR/readme" | sort -u | wc -l)" -eq 8 ]
+	[ "$(jq -r .tool "$BATS_TEST_TMPDIR/readme" | sort -u | wc -l)" -eq 9 ]
 }
