@@ -267,13 +267,19 @@ int BPF_KRETPROBE(reg_mr_ret, __u64 mr)
 	struct rs_mr_key k = { .pid = cur_pid(), .mr = mr };
 	struct rs_proc *p;
 	__u64 len;
+	long err;
 
 	AISCOPE_OWN_STACK(ctx);
 	if (!mr || !pass())
 		return 0;
 	len = rd64(mr + RS_MR_LENGTH);
-	if (bpf_map_update_elem(&mrs, &k, &len, BPF_NOEXIST))
+	err = bpf_map_update_elem(&mrs, &k, &len, BPF_NOEXIST);
+	if (err == -EEXIST)
 		return 0;
+	/* full: registered all the same, its deregistration will not be
+	 * known (counted lost) */
+	if (err)
+		aiscope_count_lost(AISCOPE_LOST_MAP);
 	p = proc_of();
 	if (!p)
 		return 0;

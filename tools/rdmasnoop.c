@@ -994,7 +994,15 @@ static void collect(void)
 		S.rows[i].peer = local_peer(&S.rows[i].key, &S.rows[i].d);
 }
 
-/* QPs of processes that are gone: after they were reported */
+static bool mr_of_gone(const void *key, void *ctx)
+{
+	const struct rs_mr_key *k = key;
+
+	return kill(k->pid, 0) && errno == ESRCH;
+}
+
+/* QPs, processes and regions of processes that are gone: after they were
+ * reported (a process that exits keeps its regions registered to the end) */
 static void prune(void)
 {
 	int fd = bpf_map__fd(S.skel->maps.qps);
@@ -1017,6 +1025,9 @@ static void prune(void)
 		}
 		bpf_map_delete_elem(fd, &S.pprocs[i].pid);
 	}
+	if (j < S.npprocs)
+		map_drain(bpf_map__fd(S.skel->maps.mrs), sizeof(struct rs_mr_key),
+			  sizeof(uint64_t), mr_of_gone, NULL, NULL);
 	S.npprocs = j;
 }
 

@@ -62,6 +62,9 @@ t_rc() {
 	# the table too, beside it: shown in the log, its totals checked
 	start_tool rct $RS -C -i 30 --prometheus "$T/rs.prom"
 	TOOL_TABLE=$TOOL_PID
+	# and -e: connections, registrations
+	start_tool rce $RS -e -j
+	TOOL_EVENTS=$TOOL_PID
 	ibv_devinfo -d rxe0 > "$T/devinfo" 2>&1 || { cat "$T/devinfo"; fail "ibv_devinfo failed"; }
 	wait_for "$T/rc.err" "provider " 10 || fail "the provider of rxe0 was not probed"
 	grep "provider " "$T/rc.err"
@@ -74,6 +77,7 @@ t_rc() {
 	wait "$SRV" || { cat "$T/srv.out" "$T/srv.err"; fail "the server failed"; }
 	cat "$T/cli.out" "$T/cli.err"
 	sleep 0.5
+	stop_tool "$TOOL_EVENTS" || fail "rdmasnoop -e exited $?: $(cat "$T/rce.err")"
 	stop_tool "$TOOL_TABLE" || fail "rdmasnoop (table) exited $?: $(cat "$T/rct.err")"
 	stop_tool "$TOOL_JSON" || fail "rdmasnoop exited $?: $(cat "$T/rc.err")"
 	cat "$T/rct.out" "$T/rct.err"
@@ -115,6 +119,16 @@ t_rc() {
 		jsel "$T/rc.out" '"type":"sample"' '"row":"process"' "\"pid\":$1," > "$T/proc"
 		[ "$(jsum mr_regs < "$T/proc")" = 1 ] || fail "pid $1: not one memory region"
 		[ "$(jsum mr_reg_bytes < "$T/proc")" = $RS_SIZE ] || fail "pid $1: region not $RS_SIZE bytes"
+		jsel "$T/rce.out" '"event":"connect"' "\"pid\":$1," > "$T/ev"
+		cat "$T/ev"
+		[ "$(jval peer_qpn < "$T/ev" | sort -u)" = "$4" ] || fail "pid $1: -e connect peer QPN"
+		[ "$(jval qpn < "$T/ev" | sort -u)" = "$2" ] || fail "pid $1: -e connect QPN"
+		[ "$(jsel "$T/rce.out" '"event":"reg_mr"' "\"pid\":$1," | jval bytes)" = $RS_SIZE ] ||
+			fail "pid $1: -e reg_mr"
+		[ "$(jsel "$T/rce.out" '"event":"dereg_mr"' "\"pid\":$1," | jval bytes)" = $RS_SIZE ] ||
+			fail "pid $1: -e dereg_mr"
+		[ "$(jsel "$T/rce.out" '"event":"open"' "\"pid\":$1," | jval device)" = rxe0 ] ||
+			fail "pid $1: -e open"
 		jsel "$T/rc.out" '"type":"edge"' '"kind":"rdma"' "/$2->" > "$T/edge"
 		[ "$(jsum bytes < "$T/edge")" = $bytes ] || { cat "$T/edge"; fail "pid $1: edge bytes"; }
 	done
