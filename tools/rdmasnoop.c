@@ -191,7 +191,7 @@ static struct {
 	/* totals */
 	uint64_t wrs, bytes, cqes, errors, events, opens;
 	uint64_t providers_unlocated;	/* ops pointers in no file mapping */
-	int probes, libs_seen;
+	int libs_seen;
 } S;
 
 /* ---- discovery ---- */
@@ -379,21 +379,51 @@ static void attach_lib(struct uprobe_lib *lib, void *ctx)
 	}
 }
 
+/* A provider file seen for the first time: the offsets of its functions
+ * (those in its own file: a function of another file is not probed) */
+static struct provider *provider_new(const struct uprobe_lib *lib, const struct rs_event *e,
+				     const struct addr_loc *loc)
+{
+	struct provider *pv;
+
+	if (S.nprov == MAX_PROVIDERS)
+		return NULL;
+	pv = &S.prov[S.nprov++];
+	pv->dev = lib->dev;
+	pv->ino = lib->ino;
+	snprintf(pv->path, sizeof(pv->path), "%s", lib->path);
+	memcpy(pv->devname, e->dev, sizeof(pv->devname));
+	pv->devname[RS_DEV_LEN - 1] = 0;
+	for (int fn = 0; fn < RS_NFN; fn++)
+		if (e->fn[fn] && loc[fn].dev == loc[RS_FN_POST_SEND].dev &&
+		    loc[fn].ino == loc[RS_FN_POST_SEND].ino)
+			pv->off[fn] = loc[fn].off;
+	return pv;
+}
+
+/* the provider file of post_send, in the set; NULL when it cannot be */
+static struct uprobe_lib *provider_lib(const struct addr_loc *loc)
+{
+	char shown[PATH_MAX];
+	ssize_t n = readlink(loc->open_path, shown, sizeof(shown) - 1);
+	bool created;
+
+	if (n <= 0)
+		return NULL;
+	shown[n] = 0;
+	return uprobe_set_add(&S.set, loc->open_path, shown, K_PROVIDER, &created);
+}
+
 /* An opened device: where its provider's functions are, probed if new. */
 static void on_open(const struct rs_event *e)
 {
 	struct addr_loc loc[RS_NFN] = {};
-	char shown[PATH_MAX];
 	struct uprobe_lib *lib;
-	ssize_t n;
 	struct provider *pv;
-	bool created;
 
 	S.opens++;
 	for (int fn = 0; fn < RS_NFN; fn++) {
-		if (!e->fn[fn])
-			continue;
-		if (uprobe_addr_locate(e->ident.pid, e->fn[fn], &loc[fn])) {
+		if (e->fn[fn] && uprobe_addr_locate(e->ident.pid, e->fn[fn], &loc[fn])) {
 			S.providers_unlocated++;
 			return;
 		}
@@ -403,39 +433,29 @@ static void on_open(const struct rs_event *e)
 	for (int i = 0; i < S.nprov; i++)
 		if (S.prov[i].attached && S.prov[i].ino == loc[RS_FN_POST_SEND].ino)
 			return;
-	n = readlink(loc[RS_FN_POST_SEND].open_path, shown, sizeof(shown) - 1);
-	if (n <= 0) {
+	lib = provider_lib(&loc[RS_FN_POST_SEND]);
+	if (!lib) {
 		S.providers_unlocated++;
 		return;
 	}
-	shown[n] = 0;
-	lib = uprobe_set_add(&S.set, loc[RS_FN_POST_SEND].open_path, shown, K_PROVIDER,
-			     &created);
-	if (!lib) {
+	pv = provider_of(lib->dev, lib->ino);
+	if (!pv)
+		pv = provider_new(lib, e, loc);
+	if (!pv) {
 		S.scanner.failed++;
 		return;
 	}
-	pv = provider_of(lib->dev, lib->ino);
-	if (pv && pv->attached)
-		return;
-	if (!pv) {
-		if (S.nprov == MAX_PROVIDERS) {
-			S.scanner.failed++;
-			return;
-		}
-		pv = &S.prov[S.nprov++];
-		pv->dev = lib->dev;
-		pv->ino = lib->ino;
-		snprintf(pv->path, sizeof(pv->path), "%s", shown);
-		memcpy(pv->devname, e->dev, sizeof(pv->devname));
-		pv->devname[RS_DEV_LEN - 1] = 0;
-		/* only the functions in the provider's own file */
-		for (int fn = 0; fn < RS_NFN; fn++)
-			if (e->fn[fn] && loc[fn].dev == loc[RS_FN_POST_SEND].dev &&
-			    loc[fn].ino == loc[RS_FN_POST_SEND].ino)
-				pv->off[fn] = loc[fn].off;
-	}
-	attach_provider(lib, pv);
+	if (!pv->attached)
+		attach_provider(lib, pv);
+}
+
+/* a provider file no process maps any more: its probes are gone with it */
+static void release_lib(struct uprobe_lib *lib, void *ctx)
+{
+	struct provider *pv = provider_of(lib->dev, lib->ino);
+
+	if (pv)
+		pv->attached = false;
 }
 
 static void noattach(struct uprobe_lib *lib, void *ctx)
@@ -1293,6 +1313,7 @@ int main(int argc, char **argv)
 	jw_init(&S.jw, stdout);
 	S.scanner = (struct uprobe_scanner){ .set = &S.set, .classify = classify,
 					     .attach = noattach };
+	S.set.release = release_lib;
 	if (env.list_probes)
 		list_probes();
 	if (env.json && !cfg.events)
