@@ -192,7 +192,8 @@ done
 # (modules.dep and the softdeps depmod wrote for them; an alias stands for
 # every module that has it, e.g. crc32c for crc32c-intel and crc32c_generic;
 # a softdep that is neither a module nor an alias of one is skipped, a NAME
-# built into the kernel needs nothing); fails naming a NAME it cannot find
+# built into the kernel needs nothing, and so does NAME? where the kernel has
+# no such module); fails naming a NAME it cannot find
 modules_of() {
 	local dir=$1
 	shift
@@ -225,7 +226,7 @@ modules_of() {
 	FILENAME ~ /modules\.softdep$/ && $1 == "softdep" { m = $2; gsub(/-/, "_", m)
 		for (i = 3; i <= NF; i++) { if ($i == "pre:") pre = 1; else if ($i == "post:") pre = 0; else if (pre) softdep[m] = softdep[m] " " $i } next }
 	FILENAME ~ /modules\.builtin$/ { builtin[base($0)] = 1; next }
-	END { n = split(want, w, " "); for (i = 1; i <= n; i++) load(w[i], 0); exit bad }
+	END { n = split(want, w, " "); for (i = 1; i <= n; i++) { o = w[i] ~ /\?$/; sub(/\?$/, "", w[i]); load(w[i], o) }; exit bad }
 	' "$dir/modules.dep" $(for f in modules.alias modules.softdep modules.builtin; do [ -f "$dir/$f" ] && echo "$dir/$f"; done)
 }
 

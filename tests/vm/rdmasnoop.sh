@@ -65,7 +65,7 @@ t_rc() {
 	# and -e: connections, registrations
 	start_tool rce $RS -e -j
 	TOOL_EVENTS=$TOOL_PID
-	ibv_devinfo -d rxe0 > "$T/devinfo" 2>&1 || { cat "$T/devinfo"; fail "ibv_devinfo failed"; }
+	ibv_devinfo -d rxe0 > "$T/devinfo" 2>&1 || { cat "$T/devinfo"; ls -l /dev/infiniband /sys/class/infiniband_verbs; fail "ibv_devinfo failed"; }
 	wait_for "$T/rc.err" "provider " 10 || fail "the provider of rxe0 was not probed"
 	grep "provider " "$T/rc.err"
 	bg srv ibv_rc_pingpong -d rxe0 -g "$RS_GID" -s $RS_SIZE -n $RS_ITERS -r $RS_RX
@@ -144,7 +144,7 @@ t_ud() {
 	[ -z "$RS_SKIP" ] || skip_test "$RS_SKIP"
 	size=512
 	start_tool ud $RS -j -v -i 30
-	ibv_devinfo -d rxe0 > "$T/devinfo" 2>&1 || { cat "$T/devinfo"; fail "ibv_devinfo failed"; }
+	ibv_devinfo -d rxe0 > "$T/devinfo" 2>&1 || { cat "$T/devinfo"; ls -l /dev/infiniband /sys/class/infiniband_verbs; fail "ibv_devinfo failed"; }
 	wait_for "$T/ud.err" "provider " 10 || fail "the provider of rxe0 was not probed"
 	bg srv ibv_ud_pingpong -d rxe0 -g "$RS_GID" -s $size -n $RS_ITERS -r $RS_RX
 	SRV=$BG
