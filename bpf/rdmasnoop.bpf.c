@@ -272,9 +272,10 @@ int BPF_KRETPROBE(reg_mr_ret, __u64 mr)
 	AISCOPE_OWN_STACK(ctx);
 	if (!mr || !pass())
 		return 0;
-	/* looked up, not told by the insert's error: on 5.10 the second of
-	 * two chained return probes failed a BPF_NOEXIST insert with another
-	 * error than -EEXIST, and counted the region twice */
+	/* looked up first, not told by the insert's error alone: in the 5.10
+	 * VM the second of the two chained return probes got an error other
+	 * than -EEXIST from its insert (seen as a map-full loss and the region
+	 * counted twice; why, not found out) */
 	if (bpf_map_lookup_elem(&mrs, &k))
 		return 0;
 	len = rd64(mr + RS_MR_LENGTH);
