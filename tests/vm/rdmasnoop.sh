@@ -48,6 +48,20 @@ rs_setup() {
 rs_setup
 echo "# rdmasnoop: ${RS_SKIP:-rxe0 on dummy0, GID index $RS_GID}"
 
+# the plan on this kernel (its JSON checked on the host), and without an
+# RDMA device one line and exit 77
+t_plan() {
+	$RS --list-probes > "$T/plan" 2>&1 || { cat "$T/plan"; fail "--list-probes exited $?"; }
+	cat "$T/plan"
+	grep -q '^provider .*ops.post_send *chosen' "$T/plan" || fail "no provider plan"
+	$RS --list-probes -j > "$T/plan.j" || fail "--list-probes -j exited $?"
+	json_ok "$T/plan.j"
+	if [ -z "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
+		exits_77 "$T/none" "no RDMA device" $RS -d 1
+		grep -q "^rdmasnoop: no RDMA device on this host" "$T/none" || fail "not the one line"
+	fi
+}
+
 # hex QPN of a pingpong's "local address" or "remote address" line, as decimal
 rs_qpn() {
 	printf '%d' "$(cat "$1".out "$1".err | sed -n "s/.*$2 address:.*QPN \(0x[0-9a-f]*\),.*/\1/p" | head -1)"
@@ -180,5 +194,6 @@ t_ud() {
 	grep '"type":"summary"' "$T/ud.out"
 }
 
+run_test "rdmasnoop --list-probes, and exit 77 without an RDMA device" 60 t_plan
 run_test "rdmasnoop: ibv_rc_pingpong over Soft-RoCE, requests, bytes, completions and peers exact" 180 t_rc
 run_test "rdmasnoop: ibv_ud_pingpong over Soft-RoCE, sends, receives with their GRH, peers from address handles" 180 t_ud
