@@ -424,7 +424,12 @@ static void on_open(const struct rs_event *e)
 	S.opens++;
 	for (int fn = 0; fn < RS_NFN; fn++) {
 		if (e->fn[fn] && uprobe_addr_locate(e->ident.pid, e->fn[fn], &loc[fn])) {
+			/* the opener exited before its maps were read: the
+			 * next open tells it again */
 			S.providers_unlocated++;
+			if (env.verbose)
+				fprintf(stderr, "%s: the provider of %s (pid %u) not found: "
+					"its process is gone\n", TOOL, e->dev, e->ident.pid);
 			return;
 		}
 	}

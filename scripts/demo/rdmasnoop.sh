@@ -35,11 +35,15 @@ demo_rdmasnoop() {
 	fi
 	echo "Workload: ibv_rc_pingpong, a server and a client on $RDMA_DEV, 1000 messages of"
 	echo "4096 bytes each way (-s 4096 -n 1000)."
-	echo "ibv_devinfo opens the device first: rdmasnoop learns where the provider's post and"
-	echo "poll functions are from it, so that the pingpong is traced from its first call."
+	echo "A first process opens the device and waits (a pingpong server nobody calls): rdmasnoop"
+	echo "learns from it where the provider's post and poll functions are, so that the pingpong"
+	echo "is traced from its first call."
 	start_bg rdma 'Tracing' "$B/rdmasnoop" -C -i 60
-	ibv_devinfo -d "$RDMA_DEV" > /dev/null
-	sleep 1
+	ibv_rc_pingpong -d "$RDMA_DEV" -g "$RDMA_GID" -p 18601 > /dev/null 2>&1 &
+	local opener=$!
+	sleep 2
+	kill "$opener" 2>/dev/null
+	wait "$opener" 2>/dev/null || true
 	ibv_rc_pingpong -d "$RDMA_DEV" -g "$RDMA_GID" -s 4096 -n 1000 > /dev/null 2>&1 &
 	local srv=$!
 	sleep 1

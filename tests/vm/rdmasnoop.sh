@@ -67,7 +67,23 @@ rs_qpn() {
 	printf '%d' "$(cat "$1".out "$1".err | sed -n "s/.*$2 address:.*QPN \(0x[0-9a-f]*\),.*/\1/p" | head -1)"
 }
 
-# the tool, told the provider by a first opener (ibv_devinfo), then a
+# rs_opener NAME: a first process opens rxe0 and stays (a pingpong server
+# waiting for a client that never comes), until the tool started as NAME has
+# probed rxe's provider from its open: an opener that exits at once
+# (ibv_devinfo) may be gone before the tool reads its maps under TCG, and
+# the next opener's first calls would then come before the attach
+rs_opener() {
+	bg opener ibv_rc_pingpong -d rxe0 -g "$RS_GID" -p 18601
+	_op=$BG
+	wait_for "$T/$1.err" "provider " 30 || {
+		kill "$_op"; cat "$T/opener.err"; ls -l /dev/infiniband /sys/class/infiniband_verbs
+		fail "the provider of rxe0 was not probed"; }
+	grep "provider " "$T/$1.err"
+	kill "$_op"
+	wait "$_op" 2> /dev/null
+}
+
+# the tool, told the provider by a first opener (rs_opener), then a
 # server and a client moving RS_ITERS messages of RS_SIZE bytes each way
 t_rc() {
 	[ -z "$RS_SKIP" ] || skip_test "$RS_SKIP"
@@ -79,9 +95,7 @@ t_rc() {
 	# and -e: connections, registrations
 	start_tool rce $RS -e -j
 	TOOL_EVENTS=$TOOL_PID
-	ibv_devinfo -d rxe0 > "$T/devinfo" 2>&1 || { cat "$T/devinfo"; ls -l /dev/infiniband /sys/class/infiniband_verbs; fail "ibv_devinfo failed"; }
-	wait_for "$T/rc.err" "provider " 10 || fail "the provider of rxe0 was not probed"
-	grep "provider " "$T/rc.err"
+	rs_opener rc
 	bg srv ibv_rc_pingpong -d rxe0 -g "$RS_GID" -s $RS_SIZE -n $RS_ITERS -r $RS_RX
 	SRV=$BG
 	sleep 1
@@ -158,8 +172,7 @@ t_ud() {
 	[ -z "$RS_SKIP" ] || skip_test "$RS_SKIP"
 	size=512
 	start_tool ud $RS -j -v -i 30
-	ibv_devinfo -d rxe0 > "$T/devinfo" 2>&1 || { cat "$T/devinfo"; ls -l /dev/infiniband /sys/class/infiniband_verbs; fail "ibv_devinfo failed"; }
-	wait_for "$T/ud.err" "provider " 10 || fail "the provider of rxe0 was not probed"
+	rs_opener ud
 	bg srv ibv_ud_pingpong -d rxe0 -g "$RS_GID" -s $size -n $RS_ITERS -r $RS_RX
 	SRV=$BG
 	sleep 1
