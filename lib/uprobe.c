@@ -717,7 +717,8 @@ int uprobe_lib_flush(struct uprobe_lib *lib, int *err)
 		failed = lib->npending;
 		*err = -ENOMEM;
 	}
-	for (int i = 0; !failed && i < lib->npending; i++) {
+	/* a link that fails does not keep the others from attaching */
+	for (int i = 0; offs && cookies && i < lib->npending; i++) {
 		int n, e;
 
 		if (!lib->pending[i].prog)

@@ -17,7 +17,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 # the Makefile's order (schedlat first), then any demo file it does not name
 mapfile -t DEMOS < <(cd scripts/demo && ls *.sh | sed 's/\.sh$//' |
-	awk 'BEGIN { n = split("schedlat socketsnoop ipcsnoop cachestat oomwatch gpulaunch nclstat numaplace topograph", o, " "); for (i = 1; i <= n; i++) r[o[i]] = i }
+	awk 'BEGIN { n = split("schedlat socketsnoop ipcsnoop cachestat oomwatch gpulaunch nclstat rdmasnoop numaplace topograph", o, " "); for (i = 1; i <= n; i++) r[o[i]] = i }
 	     { print (($0 in r) ? r[$0] : 100) " " $0 }' | sort -n | cut -d" " -f2)
 B=build			# relative, so that the commands shown read well
 

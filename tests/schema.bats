@@ -11,7 +11,7 @@ load lib
 
 FIX=$BATS_TEST_DIRNAME/fixtures/topograph
 TOP=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
-TOOLS="schedlat socketsnoop ipcsnoop cachestat gpulaunch oomwatch nclstat topograph numaplace"
+TOOLS="schedlat socketsnoop ipcsnoop cachestat gpulaunch oomwatch nclstat rdmasnoop topograph numaplace"
 
 setup() {
 	command -v node > /dev/null || skip "no node: the JSON lines cannot be checked here"

@@ -199,6 +199,16 @@ bounded() {
 	[ "$(jg '[.[] | select(.type=="bottleneck")] | length')" -eq 0 ]
 }
 
+@test "rdmasnoop's capture: its rdma edges between two local processes, both ways" {
+	# tests/fixtures/topograph/rdma.jsonl: rdmasnoop -j around two
+	# ibv_rc_pingpong (-s 4096 -n 64) over Soft-RoCE, in the x86 6.12 VM
+	graph_json "$FIX/rdma.jsonl"
+	[ "$(jg '[.[] | select(.type=="node") | "\(.kind) \(.pid) \(.comm)"] | join(",")')" = \
+		"process 298 ibv_rc_pingpong,process 300 ibv_rc_pingpong" ]
+	[ "$(jg '[.[] | select(.type=="edge") | "\(.kind) \(.src_id)>\(.dst_id) \(.bytes) \(.msgs) \(.channel)"] | join(",")')" = \
+		"rdma n1>n2 262144 64 rxe0:1/17->::ffff:10.77.0.1/18,rdma n2>n1 262144 64 rxe0:1/18->::ffff:10.77.0.1/17" ]
+}
+
 @test "mixed capture: containers, endpoints, an unseen reader, sums, lag, backlog, NCCL, CUDA" {
 	graph_json "$FIX/mixed.jsonl"
 	[ "$(jg '[.[] | select(.type=="node") | "\(.id) \(.kind) \(.pid) \(.endpoint // .channel) \(.container_id // "-" | .[0:6])"] | join(",")')" = \

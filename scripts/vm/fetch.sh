@@ -94,6 +94,11 @@ fetch_deb() {
 }
 
 # ---- kernel ----
+# what unpack() takes out of a kernel package; raised when that changes
+# (3: the RDMA modules of tests/vm/rdmasnoop.modules), so that trees
+# unpacked before are unpacked again from the cached packages
+UNPACK_REV=3
+
 # unpack PKG VER DIR: the kernel of PKG (and of the parts it depends on)
 # into DIR, depmod run there; fails when a package cannot be downloaded
 unpack() {
@@ -113,7 +118,12 @@ unpack() {
 			'./*lib/modules/*/modules.builtin' './*lib/modules/*/modules.order' \
 			'./*lib/modules/*/kernel/fs/*' './*lib/modules/*/kernel/lib/*' \
 			'./*lib/modules/*/kernel/crypto/*' './*lib/modules/*/kernel/arch/*/crypto/*' \
-			'./*lib/modules/*/kernel/drivers/block/*' 2>/dev/null
+			'./*lib/modules/*/kernel/drivers/block/*' \
+			'./*lib/modules/*/kernel/drivers/infiniband/core/*' \
+			'./*lib/modules/*/kernel/drivers/infiniband/sw/rxe/*' \
+			'./*lib/modules/*/kernel/net/ipv4/udp_tunnel*' \
+			'./*lib/modules/*/kernel/net/ipv6/ip6_udp_tunnel*' \
+			'./*lib/modules/*/kernel/drivers/net/dummy*' 2>/dev/null
 	done
 	# merged /usr (trixie on): depmod -b wants BASE/lib/modules
 	[ -d "$3.tmp/lib/modules" ] || { [ -d "$3.tmp/usr/lib/modules" ] && ln -s usr/lib "$3.tmp/lib"; }
@@ -128,6 +138,7 @@ unpack() {
 	if [ -d "$3.tmp/lib/modules/$_kv" ]; then
 		depmod -b "$3.tmp" "$_kv" 2> "$3.tmp/depmod.log" || say "depmod for $_kv failed: $(head -1 "$3.tmp/depmod.log")"
 	fi
+	echo "$UNPACK_REV" > "$3.tmp/.unpack-rev"
 	mv "$3.tmp" "$3"
 }
 
@@ -144,8 +155,10 @@ if suite_apt "$suite"; then
 		v=$(field "$p" Version)
 		[ -n "$v" ] || continue
 		d=$kdir/${p}_${v}_$darch
-		# (a tree without modules.dep was cut short: unpacked again)
-		if { [ -d "$d/boot" ] && ls "$d"/lib/modules/*/modules.dep > /dev/null 2>&1; } ||
+		# (a tree without modules.dep was cut short, one of an older
+		# UNPACK_REV lacks modules the tests now load: unpacked again)
+		if { [ -d "$d/boot" ] && ls "$d"/lib/modules/*/modules.dep > /dev/null 2>&1 &&
+			[ "$(cat "$d/.unpack-rev" 2>/dev/null)" = "$UNPACK_REV" ]; } ||
 			{ rm -rf "$d" && unpack "$p" "$v" "$d"; }; then
 			pkg=$p ver=$v dir=$d
 			break

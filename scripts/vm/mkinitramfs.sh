@@ -14,6 +14,10 @@
 #                             dynamic loader ldd names at their paths, where
 #                             a test file packed says "# vm-runc" (else
 #                             /opt/aiscope/runc.missing holds $RUNC_WHY)
+#   RDMA programs             $RDMA_BINS and $RDMA_PROVIDER with their
+#                             libraries and a loader cache, where a test file
+#                             says "# vm-rdma" (else /opt/aiscope/rdma.missing
+#                             holds $RDMA_WHY)
 #
 # That one is the same for every kernel of an architecture. The modules of
 # one kernel are a second archive, appended to it (the kernel unpacks
@@ -74,6 +78,44 @@ runc_in() {
 	done
 }
 
+# libs_in BIN: the shared libraries and the loader ldd names for BIN, at
+# their paths (nothing for a static one)
+libs_in() {
+	libs=$(ldd "$1" 2>/dev/null) || libs=
+	for l in $(echo "$libs" | sed -n -e 's/.*=> \(\/[^ ]*\) .*/\1/p' -e 's/^[[:space:]]*\(\/[^ ]*\) .*/\1/p'); do
+		mkdir -p "$stage${l%/*}"
+		cp -L "$l" "$stage$l" || die "cannot copy $l (of $1)"
+	done
+}
+
+# rdma_in: the RDMA user space of tests/vm/rdmasnoop.sh ("# vm-rdma"): the
+# programs in $RDMA_BINS at their paths with their libraries, the Soft-RoCE
+# provider ($RDMA_PROVIDER, dlopened by libibverbs) with its .driver file,
+# and a loader cache (ldconfig), or why there is none in
+# /opt/aiscope/rdma.missing (the tests' skip reason)
+rdma_in() {
+	if [ -z "${RDMA_BINS:-}" ]; then
+		echo "${RDMA_WHY:-no RDMA programs given to scripts/vm/mkinitramfs.sh (RDMA_BINS)}" > "$stage/opt/aiscope/rdma.missing"
+		return
+	fi
+	for b in $RDMA_BINS; do
+		[ -x "$b" ] || die "RDMA_BINS: $b is not an executable"
+		mkdir -p "$stage${b%/*}"
+		cp "$b" "$stage$b"
+		libs_in "$b"
+	done
+	for f in $RDMA_PROVIDER; do
+		mkdir -p "$stage${f%/*}"
+		cp -L "$f" "$stage$f"
+		case $f in *.so) libs_in "$f" ;; esac
+	done
+	mkdir -p "$stage/etc"
+	for d in $(cd "$stage" && find usr/lib lib -name '*.so*' 2>/dev/null | sed 's|/[^/]*$||' | sort -u); do
+		echo "/$d"
+	done > "$stage/etc/ld.so.conf"
+	ldconfig -r "$stage" 2>/dev/null || die "ldconfig -r failed for the RDMA programs"
+}
+
 if [ "${1:-}" = --modules ]; then
 	[ $# -ge 2 ] || die "usage: mkinitramfs.sh --modules OUT.cpio.gz MODULE_FILE..."
 	out=$2
@@ -110,6 +152,7 @@ else
 	fi
 	n=0
 	want_runc=
+	want_rdma=
 	for t in $TOOLS; do
 		f=$top/tests/vm/$t.sh
 		[ -f "$f" ] || die "no tests/vm/$t.sh"
@@ -119,11 +162,13 @@ else
 			cp "$tools/$u" "$stage/opt/aiscope/bin/"
 		done
 		! grep -q '^# vm-runc' "$f" || want_runc=1
+		! grep -q '^# vm-rdma' "$f" || want_rdma=1
 		cp "$f" "$stage/opt/aiscope/tests/"
 		n=$((n + 1))
 	done
 	[ $n -gt 0 ] || die "no tools to test"
 	[ -z "$want_runc" ] || runc_in
+	[ -z "$want_rdma" ] || rdma_in
 fi
 
 # ---- cpio newc writer ----

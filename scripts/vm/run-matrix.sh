@@ -143,7 +143,22 @@ build_arch() {	# build_arch ARCH BUSYBOX: sets INITRD[ARCH], or why not on stdou
 	elif ! runc=$(command -v runc); then
 		runc_why="no runc on the host that builds the initramfs (Debian's package runc)"
 	fi
-	if ! RUNC=$runc RUNC_WHY=$runc_why TOOLS=${VM_TOOLS:-} scripts/vm/mkinitramfs.sh "$out/$arch-initramfs.cpio.gz" "$2" "$bdir" "$bdir/tests/helpers" > "$out/$arch-initramfs.log" 2>&1; then
+	# Soft-RoCE user space for tests/vm/rdmasnoop.sh: the host's rdma-core
+	# (ibverbs-utils, ibverbs-providers, iproute2's rdma), for its own
+	# architecture only (the arm64 packages are not installable beside them)
+	local rdma= rdma_prov= rdma_why= ml
+	ml=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
+	if [ "$arch" != "$host_arch" ]; then
+		rdma_why="no RDMA user space for $arch: the host's rdma-core is $host_arch's (ibverbs-utils:$arch is not co-installable)"
+	elif ! rdma=$(command -v ibv_rc_pingpong ibv_ud_pingpong ibv_devinfo rdma) ||
+		[ "$(echo "$rdma" | wc -l)" -lt 4 ] || [ ! -r /etc/libibverbs.d/rxe.driver ] ||
+		! rdma_prov=$(ls /usr/lib/"$ml"/libibverbs/librxe-rdmav*.so 2>/dev/null); then
+		rdma= rdma_why="no Soft-RoCE user space on the host that builds the initramfs (Debian's ibverbs-utils, ibverbs-providers, iproute2: make deps)"
+	else
+		rdma=$(echo "$rdma" | tr '\n' ' ')
+		rdma_prov="$rdma_prov /etc/libibverbs.d/rxe.driver"
+	fi
+	if ! RDMA_BINS=$rdma RDMA_PROVIDER=$rdma_prov RDMA_WHY=$rdma_why RUNC=$runc RUNC_WHY=$runc_why TOOLS=${VM_TOOLS:-} scripts/vm/mkinitramfs.sh "$out/$arch-initramfs.cpio.gz" "$2" "$bdir" "$bdir/tests/helpers" > "$out/$arch-initramfs.log" 2>&1; then
 		sed "s/^/# [vm $arch] /" "$out/$arch-initramfs.log"
 		echo "fail:initramfs (log $out/$arch-initramfs.log)"
 		return 1
@@ -178,7 +193,8 @@ done
 # (modules.dep and the softdeps depmod wrote for them; an alias stands for
 # every module that has it, e.g. crc32c for crc32c-intel and crc32c_generic;
 # a softdep that is neither a module nor an alias of one is skipped, a NAME
-# built into the kernel needs nothing); fails naming a NAME it cannot find
+# built into the kernel needs nothing, and so does NAME? where the kernel has
+# no such module); fails naming a NAME it cannot find
 modules_of() {
 	local dir=$1
 	shift
@@ -211,7 +227,7 @@ modules_of() {
 	FILENAME ~ /modules\.softdep$/ && $1 == "softdep" { m = $2; gsub(/-/, "_", m)
 		for (i = 3; i <= NF; i++) { if ($i == "pre:") pre = 1; else if ($i == "post:") pre = 0; else if (pre) softdep[m] = softdep[m] " " $i } next }
 	FILENAME ~ /modules\.builtin$/ { builtin[base($0)] = 1; next }
-	END { n = split(want, w, " "); for (i = 1; i <= n; i++) load(w[i], 0); exit bad }
+	END { n = split(want, w, " "); for (i = 1; i <= n; i++) { o = w[i] ~ /\?$/; sub(/\?$/, "", w[i]); load(w[i], o) }; exit bad }
 	' "$dir/modules.dep" $(for f in modules.alias modules.softdep modules.builtin; do [ -f "$dir/$f" ] && echo "$dir/$f"; done)
 }
 

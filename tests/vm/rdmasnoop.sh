@@ -1,0 +1,212 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# rdmasnoop inside the test VMs: real verbs traffic over Soft-RoCE
+# (rdma_rxe on a dummy Ethernet device) between two ibv_rc_pingpong processes
+# told their message size and count (-s, -n): the tool's work requests,
+# bytes, completions, peer QPs and registered memory against what they were
+# told and what they print. The RDMA user space is the building host's
+# rdma-core (x86 only: see scripts/vm/run-matrix.sh).
+# Sourced by tests/vm/run.sh (busybox sh; see lib.sh).
+# vm-rdma
+
+RS=/opt/aiscope/bin/rdmasnoop
+RS_SKIP=
+RS_GID=
+RS_SIZE=4096
+RS_ITERS=64
+RS_RX=100	# receives each side posts (-r: with fewer iterations, never more)
+
+# rxe0 on an Ethernet device of its own (dummy0, 10.77.0.1: rxe refuses
+# lo; packets between QPs of one rxe device loop back inside it), and the
+# GID index of that address (RoCEv2, IPv4-mapped)
+rs_setup() {
+	if [ -f /opt/aiscope/rdma.missing ]; then
+		RS_SKIP=$(cat /opt/aiscope/rdma.missing)
+		return
+	fi
+	for m in $(cat /opt/aiscope/modules/order 2>/dev/null); do
+		case $m in dummy) set -- numdummies=1 ;; *) set -- ;; esac
+		insmod "/opt/aiscope/modules/$m.ko" "$@" 2>&1 | sed "s/^/# insmod $m: /"
+	done
+	ip link set lo up
+	ip addr add 10.77.0.1/24 dev dummy0 2>&1 | sed 's/^/# ip addr: /'
+	ip link set dummy0 up 2>&1 | sed 's/^/# ip link: /'
+	rdma link add rxe0 type rxe netdev dummy0 2>&1 | sed 's/^/# rdma link add: /'
+	# the GID table fills in from the device's addresses, not at once
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		for g in /sys/class/infiniband/rxe0/ports/1/gids/*; do
+			case $(cat "$g" 2>/dev/null) in
+			0000:0000:0000:0000:0000:ffff:0a4d:0001) RS_GID=${g##*/}; break ;;
+			esac
+		done
+		[ -n "$RS_GID" ] && return
+		sleep 0.5
+	done
+	RS_SKIP="no rxe0 with the GID of 10.77.0.1"
+	ls /sys/class/infiniband 2>&1 | sed 's/^/# infiniband: /'
+	dmesg | grep -i -e rxe -e rdma | tail -5 | sed 's/^/# dmesg: /'
+}
+rs_setup
+echo "# rdmasnoop: ${RS_SKIP:-rxe0 on dummy0, GID index $RS_GID}"
+
+# the plan on this kernel (its JSON checked on the host), and without an
+# RDMA device one line and exit 77
+t_plan() {
+	$RS --list-probes > "$T/plan" 2>&1 || { cat "$T/plan"; fail "--list-probes exited $?"; }
+	cat "$T/plan"
+	grep -q '^provider .*ops.post_send *chosen' "$T/plan" || fail "no provider plan"
+	$RS --list-probes -j > "$T/plan.j" || fail "--list-probes -j exited $?"
+	json_ok "$T/plan.j"
+	if [ -z "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
+		exits_77 "$T/none" "no RDMA device" $RS -d 1
+		grep -q "^rdmasnoop: no RDMA device on this host" "$T/none" || fail "not the one line"
+	fi
+}
+
+# hex QPN of a pingpong's "local address" or "remote address" line, as decimal
+rs_qpn() {
+	printf '%d' "$(cat "$1".out "$1".err | sed -n "s/.*$2 address:.*QPN \(0x[0-9a-f]*\),.*/\1/p" | head -1)"
+}
+
+# rs_opener NAME: a first process opens rxe0 and stays (a pingpong server
+# waiting for a client that never comes), until the tool started as NAME has
+# probed rxe's provider from its open: an opener that exits at once
+# (ibv_devinfo) may be gone before the tool reads its maps under TCG, and
+# the next opener's first calls would then come before the attach
+rs_opener() {
+	bg opener ibv_rc_pingpong -d rxe0 -g "$RS_GID" -p 18601
+	_op=$BG
+	wait_for "$T/$1.err" "provider " 30 || {
+		kill "$_op"; cat "$T/opener.err"; ls -l /dev/infiniband /sys/class/infiniband_verbs
+		fail "the provider of rxe0 was not probed"; }
+	grep "provider " "$T/$1.err"
+	kill "$_op"
+	wait "$_op" 2> /dev/null
+}
+
+# the tool, told the provider by a first opener (rs_opener), then a
+# server and a client moving RS_ITERS messages of RS_SIZE bytes each way
+t_rc() {
+	[ -z "$RS_SKIP" ] || skip_test "$RS_SKIP"
+	start_tool rc $RS -j -v -i 30
+	TOOL_JSON=$TOOL_PID
+	# the table too, beside it: shown in the log, its totals checked
+	start_tool rct $RS -C -i 30 --prometheus "$T/rs.prom"
+	TOOL_TABLE=$TOOL_PID
+	# and -e: connections, registrations
+	start_tool rce $RS -e -j
+	TOOL_EVENTS=$TOOL_PID
+	rs_opener rc
+	bg srv ibv_rc_pingpong -d rxe0 -g "$RS_GID" -s $RS_SIZE -n $RS_ITERS -r $RS_RX
+	SRV=$BG
+	sleep 1
+	bg cli ibv_rc_pingpong -d rxe0 -g "$RS_GID" -s $RS_SIZE -n $RS_ITERS -r $RS_RX 127.0.0.1
+	CLI=$BG
+	wait "$CLI" || { cat "$T/cli.out" "$T/cli.err"; fail "the client failed"; }
+	wait "$SRV" || { cat "$T/srv.out" "$T/srv.err"; fail "the server failed"; }
+	cat "$T/cli.out" "$T/cli.err"
+	sleep 0.5
+	stop_tool "$TOOL_EVENTS" || fail "rdmasnoop -e exited $?: $(cat "$T/rce.err")"
+	stop_tool "$TOOL_TABLE" || fail "rdmasnoop (table) exited $?: $(cat "$T/rct.err")"
+	stop_tool "$TOOL_JSON" || fail "rdmasnoop exited $?: $(cat "$T/rc.err")"
+	cat "$T/rct.out" "$T/rct.err"
+	grep -q "^rdmasnoop: $((2 * RS_ITERS)) work requests, $((2 * RS_ITERS * RS_SIZE)) bytes, " "$T/rct.err" ||
+		fail "the table run's totals"
+	# its metrics: the same requests and bytes, by opcode
+	for kv in work_requests_total:send:$((2 * RS_ITERS)) posted_bytes_total:send:$((2 * RS_ITERS * RS_SIZE)) \
+		completions_total:recv:$((2 * RS_ITERS)) completed_bytes_total:recv:$((2 * RS_ITERS * RS_SIZE)); do
+		m=${kv%%:*} rest=${kv#*:}
+		got=$(awk -v m="aiscope_rdmasnoop_$m{" -v op="opcode=\"${rest%%:*}\"" \
+			'index($0, m) == 1 && index($0, op) { s += $NF } END { printf "%.0f", s }' "$T/rs.prom")
+		[ "$got" = "${rest#*:}" ] || { grep "aiscope_rdmasnoop_$m" "$T/rs.prom"; fail "metric $m ${rest%%:*}: $got"; }
+	done
+	json_ok "$T/rc.out"
+	grep -e "cannot" -e "failed" "$T/rc.err"
+	cq=$(rs_qpn "$T/cli" local)
+	sq=$(rs_qpn "$T/srv" local)
+	[ "$sq" -gt 0 ] || fail "no QPN in the server's output"
+	[ "$(rs_qpn "$T/cli" remote)" = "$sq" ] || fail "the client's remote QPN is not the server's"
+	echo "client pid $CLI qpn $cq, server pid $SRV qpn $sq"
+	bytes=$((RS_SIZE * RS_ITERS))
+	for side in "$CLI $cq $SRV $sq" "$SRV $sq $CLI $cq"; do
+		set -- $side
+		jsel "$T/rc.out" '"type":"sample"' '"row":"qp"' "\"pid\":$1," > "$T/qp"
+		cat "$T/qp"
+		for kv in send_wrs:$RS_ITERS send_bytes:$bytes send_completions:$RS_ITERS \
+			recv_completions:$RS_ITERS recv_bytes:$bytes latency_count:$RS_ITERS \
+			recv_wrs:$RS_RX recv_posted_bytes:$((RS_RX * RS_SIZE)) \
+			write_wrs:0 read_wrs:0 atomic_wrs:0 errors:0; do
+			got=$(jsum "${kv%%:*}" < "$T/qp")
+			[ "$got" = "${kv#*:}" ] || fail "pid $1 ${kv%%:*}: $got, not ${kv#*:}"
+		done
+		[ "$(jval qpn < "$T/qp" | sort -u)" = "$2" ] || fail "pid $1: QPN not $2"
+		[ "$(jval peer_qpn < "$T/qp" | sort -u)" = "$4" ] || fail "pid $1: peer QPN not $4"
+		[ "$(jval peer_pid < "$T/qp" | sort -u)" = "$3" ] || fail "pid $1: peer pid not $3"
+		[ "$(jval transport < "$T/qp" | sort -u)" = rc ] || fail "pid $1: transport not rc"
+		[ "$(jval device < "$T/qp" | sort -u)" = rxe0 ] || fail "pid $1: device not rxe0"
+		[ "$(jval peer_gid < "$T/qp" | sort -u)" = "::ffff:10.77.0.1" ] || fail "pid $1: peer GID"
+		jsel "$T/rc.out" '"type":"sample"' '"row":"process"' "\"pid\":$1," > "$T/proc"
+		[ "$(jsum mr_regs < "$T/proc")" = 1 ] || fail "pid $1: not one memory region"
+		[ "$(jsum mr_reg_bytes < "$T/proc")" = $RS_SIZE ] || fail "pid $1: region not $RS_SIZE bytes"
+		jsel "$T/rce.out" '"event":"connect"' "\"pid\":$1," > "$T/ev"
+		cat "$T/ev"
+		[ "$(jval peer_qpn < "$T/ev" | sort -u)" = "$4" ] || fail "pid $1: -e connect peer QPN"
+		[ "$(jval qpn < "$T/ev" | sort -u)" = "$2" ] || fail "pid $1: -e connect QPN"
+		[ "$(jsel "$T/rce.out" '"event":"reg_mr"' "\"pid\":$1," | jval bytes)" = $RS_SIZE ] ||
+			fail "pid $1: -e reg_mr"
+		[ "$(jsel "$T/rce.out" '"event":"dereg_mr"' "\"pid\":$1," | jval bytes)" = $RS_SIZE ] ||
+			fail "pid $1: -e dereg_mr"
+		[ "$(jsel "$T/rce.out" '"event":"open"' "\"pid\":$1," | jval device)" = rxe0 ] ||
+			fail "pid $1: -e open"
+		jsel "$T/rc.out" '"type":"edge"' '"kind":"rdma"' "/$2->" > "$T/edge"
+		[ "$(jsum bytes < "$T/edge")" = $bytes ] || { cat "$T/edge"; fail "pid $1: edge bytes"; }
+	done
+	grep '"type":"summary"' "$T/rc.out" > "$T/sum"
+	cat "$T/sum"
+	grep -q '"attach_failures":0,' "$T/sum" || fail "probes not attached"
+	grep -q '"lost_events":0,' "$T/sum" || fail "events lost"
+}
+
+# UD: each send names its peer (address handle, remote QPN); receives
+# complete with the 40-byte GRH in front of the payload
+t_ud() {
+	[ -z "$RS_SKIP" ] || skip_test "$RS_SKIP"
+	size=512
+	start_tool ud $RS -j -v -i 30
+	rs_opener ud
+	bg srv ibv_ud_pingpong -d rxe0 -g "$RS_GID" -s $size -n $RS_ITERS -r $RS_RX
+	SRV=$BG
+	sleep 1
+	bg cli ibv_ud_pingpong -d rxe0 -g "$RS_GID" -s $size -n $RS_ITERS -r $RS_RX 127.0.0.1
+	CLI=$BG
+	wait "$CLI" || { cat "$T/cli.out" "$T/cli.err"; fail "the client failed"; }
+	wait "$SRV" || { cat "$T/srv.out" "$T/srv.err"; fail "the server failed"; }
+	cat "$T/cli.out" "$T/cli.err"
+	sleep 0.5
+	stop_tool "$TOOL_PID" || fail "rdmasnoop exited $?: $(cat "$T/ud.err")"
+	json_ok "$T/ud.out"
+	cq=$(rs_qpn "$T/cli" local)
+	sq=$(rs_qpn "$T/srv" local)
+	[ "$sq" -gt 0 ] || fail "no QPN in the server's output"
+	echo "client pid $CLI qpn $cq, server pid $SRV qpn $sq"
+	for side in "$CLI $cq $sq" "$SRV $sq $cq"; do
+		set -- $side
+		jsel "$T/ud.out" '"type":"sample"' '"row":"qp"' "\"pid\":$1," > "$T/qp"
+		cat "$T/qp"
+		for kv in send_wrs:$RS_ITERS send_bytes:$((size * RS_ITERS)) \
+			send_completions:$RS_ITERS recv_completions:$RS_ITERS \
+			recv_bytes:$(((size + 40) * RS_ITERS)) recv_wrs:$RS_RX \
+			recv_posted_bytes:$(((size + 40) * RS_RX)) latency_count:$RS_ITERS errors:0; do
+			got=$(jsum "${kv%%:*}" < "$T/qp")
+			[ "$got" = "${kv#*:}" ] || fail "pid $1 ${kv%%:*}: $got, not ${kv#*:}"
+		done
+		[ "$(jval qpn < "$T/qp" | sort -u)" = "$2" ] || fail "pid $1: QPN not $2"
+		[ "$(jval peer_qpn < "$T/qp" | sort -u)" = "$3" ] || fail "pid $1: peer QPN not $3"
+		[ "$(jval transport < "$T/qp" | sort -u)" = ud ] || fail "pid $1: transport not ud"
+		[ "$(jval peer_gid < "$T/qp" | sort -u)" = "::ffff:10.77.0.1" ] || fail "pid $1: peer GID"
+	done
+	grep '"type":"summary"' "$T/ud.out"
+}
+
+run_test "rdmasnoop --list-probes, and exit 77 without an RDMA device" 60 t_plan
+run_test "rdmasnoop: ibv_rc_pingpong over Soft-RoCE, requests, bytes, completions and peers exact" 180 t_rc
+run_test "rdmasnoop: ibv_ud_pingpong over Soft-RoCE, sends, receives with their GRH, peers from address handles" 180 t_ud
