@@ -148,6 +148,17 @@ static int word_index(const char *arg, const char *const *names)
 	return -1;
 }
 
+uint64_t opt_duration_or_never(const char *opt, const char *arg)
+{
+	uint64_t ns;
+
+	if (!strcmp(arg, "0"))
+		return 0;
+	if (parse_duration(arg, &ns) || !ns)
+		usage_error("invalid %s '%s': expected a duration such as 5s, or 0", opt, arg);
+	return ns;
+}
+
 int opt_word(const char *opt, const char *arg, const char *const *names)
 {
 	int i = word_index(arg, names);

@@ -161,6 +161,9 @@ void opt_input_file(const char *what, const char *arg);
 /* The index of ARG in NAMES (ended by NULL). Anything else is a usage
  * error naming them in their order: "invalid --sort 'x': expected a, b or c". */
 int opt_word(const char *opt, const char *arg, const char *const *names);
+/* A duration option where 0 means never (--rescan): the nanoseconds, 0 for
+ * "0"; anything else not a positive duration is a usage error. */
+uint64_t opt_duration_or_never(const char *opt, const char *arg);
 /* A comma-separated list of NAMES: the bit 1 << index of each; a word not
  * in NAMES, or a list without words, is the same usage error. */
 uint32_t opt_words(const char *opt, const char *arg, const char *const *names);

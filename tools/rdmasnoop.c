@@ -94,10 +94,7 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		env.no_metrics = "-e streams events: --prometheus and --listen need the interval view";
 		break;
 	case OPT_RESCAN:
-		if (!strcmp(arg, "0"))
-			cfg.rescan_ns = 0;
-		else if (parse_duration(arg, &cfg.rescan_ns) || !cfg.rescan_ns)
-			usage_error("invalid --rescan '%s': expected a duration such as 5s, or 0", arg);
+		cfg.rescan_ns = opt_duration_or_never("--rescan", arg);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

@@ -42,6 +42,18 @@ static void test_word_rejects(void)
 	CHECK(rejects(one_of, "y", "t: invalid --x 'y': expected only\n"));
 }
 
+static void rescan_of(const char *arg) { opt_duration_or_never("--rescan", arg); }
+
+static void test_duration_or_never(void)
+{
+	CHECK_EQ(opt_duration_or_never("--rescan", "0"), 0);
+	CHECK_EQ(opt_duration_or_never("--rescan", "5s"), 5000000000ULL);
+	CHECK_EQ(opt_duration_or_never("--rescan", "250ms"), 250000000ULL);
+	CHECK(rejects(rescan_of, "0s", "t: invalid --rescan '0s': expected a duration such as 5s, or 0\n"));
+	CHECK(rejects(rescan_of, "-1", "t: invalid --rescan '-1': expected a duration such as 5s, or 0\n"));
+	CHECK(rejects(rescan_of, "", "t: invalid --rescan '': expected a duration such as 5s, or 0\n"));
+}
+
 static void test_key(void)
 {
 	CHECK_EQ(opt_key("--by", "pid", bys), BY_A);
@@ -174,6 +186,7 @@ int main(void)
 	fail_setup("t", false);
 	RUN(test_word);
 	RUN(test_word_rejects);
+	RUN(test_duration_or_never);
 	RUN(test_key);
 	RUN(test_key_name);
 	RUN(test_words);
