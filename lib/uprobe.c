@@ -953,7 +953,8 @@ static void scan_new(struct uprobe_scanner *s, struct uprobe_lib *lib)
 			s->failed++;
 		return;
 	}
-	s->attach(lib, s->ctx);
+	if (s->attach)
+		s->attach(lib, s->ctx);
 }
 
 static struct uprobe_lib *scan_lookup(struct scan_ctx *c, const struct proc_map *m)
@@ -1060,8 +1061,14 @@ static int scan_all_cb(pid_t pid, void *ctx)
 	return 0;
 }
 
+bool uprobe_rescan_due(const struct uprobe_scanner *s, uint64_t now)
+{
+	return s->rescan_ns && now - s->last_full_mono >= s->rescan_ns;
+}
+
 int uprobe_scan_all(struct uprobe_scanner *s, const uint32_t *pids, int npids)
 {
+	s->last_full_mono = clock_ns(CLOCK_MONOTONIC);
 	uprobe_set_begin_scan(s->set);
 	if (npids > 0) {
 		for (int i = 0; i < npids; i++)

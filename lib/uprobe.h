@@ -228,7 +228,7 @@ struct uprobe_scanner {
 	/* called once per file and process, with its first mapping (which
 	 * is usually not the executable one) */
 	int (*classify)(const struct proc_map *m, void *ctx);
-	void (*attach)(struct uprobe_lib *lib, void *ctx);
+	void (*attach)(struct uprobe_lib *lib, void *ctx);	/* NULL: files found, not attached (--list-probes) */
 	/* optional, per process scanned: scan_begin, then on_map for every
 	 * mapping of a file in the set (each of its r--p, r-xp, ... lines;
 	 * a file new to the set from its first executable one on), then
@@ -239,6 +239,10 @@ struct uprobe_scanner {
 	void (*scan_end)(pid_t pid, int err, void *ctx);
 	void *ctx;
 	struct bpf_program *dlopen_prog;
+	/* the periodic full scan (uprobe_rescan_due): every rescan_ns (0:
+	 * never), counted from the last uprobe_scan_all */
+	uint64_t rescan_ns;
+	uint64_t last_full_mono;
 	/* counters */
 	uint64_t scans;		/* processes scanned */
 	uint64_t failed;	/* files that could not be read or attached */
@@ -254,6 +258,8 @@ int uprobe_scan_pid(struct uprobe_scanner *s, pid_t pid);
  * npids > 0), then drops libraries no longer mapped anywhere. Returns how
  * many libraries were dropped. */
 int uprobe_scan_all(struct uprobe_scanner *s, const uint32_t *pids, int npids);
+/* Whether the periodic full scan is due at now (CLOCK_MONOTONIC ns). */
+bool uprobe_rescan_due(const struct uprobe_scanner *s, uint64_t now);
 /* Adds a library by path (--lib): attached now, never pruned. NULL with
  * errno when it cannot be read. */
 struct uprobe_lib *uprobe_scan_add_path(struct uprobe_scanner *s, const char *path, int kind);
@@ -284,6 +290,10 @@ void uprobe_discover_close(struct ring_buffer *rb, struct uprobe_scanner *s);
 	{ "hold", key, NULL, 0,							\
 	  "Stop each new program and each library load of a process (within the "	\
 	  "filters) until its probes are attached, then continue it", 1 }
+
+/* --rescan: the scanner's rescan_ns (parse with opt_duration_or_never) */
+#define UPROBE_RESCAN_OPTION(key)						\
+	{ "rescan", key, "DUR", 0, "Rescan all processes this often (default 5s, 0: never)", 1 }
 
 /* The exec hook of bpf/uprobe_discover.bpf.h, for a tool's hook table. */
 #define UPROBE_DISCOVER_HOOK {							\

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 #include <sys/types.h>
 
@@ -41,6 +42,11 @@ void *search_array(const void *key, const void *base, size_t n, size_t size, cmp
 /* FNV-1a over n bytes, continuing from h (FNV1A_INIT to start) */
 #define FNV1A_INIT	0xcbf29ce484222325ULL
 uint64_t fnv1a(uint64_t h, const void *p, size_t n);
+/* whether s starts with prefix */
+static inline bool str_has_prefix(const char *s, const char *prefix)
+{
+	return !strncmp(s, prefix, strlen(prefix));
+}
 /* -1, 0 or 1 as a is below, equal to or above b: for comparators */
 static inline int cmp_u64(uint64_t a, uint64_t b)
 {

@@ -77,7 +77,7 @@ static const struct argp_option opts[] = {
 	  "synchronize waits", 1 },
 	{ "lib", OPT_LIB, "PATH", 0, "Probe this library or executable only (repeatable)", 1 },
 	{ "mangled", OPT_MANGLED, NULL, 0, "Keep kernel names mangled", 1 },
-	{ "rescan", OPT_RESCAN, "DUR", 0, "Rescan all processes this often (default 5s, 0: never)", 1 },
+	UPROBE_RESCAN_OPTION(OPT_RESCAN),
 	UPROBE_HOLD_OPTION(OPT_HOLD),
 	{},
 };
@@ -406,7 +406,6 @@ static struct {
 	struct elf_cache *elf;
 	bool with_ret;
 	bool addr_map;		/* APIs told by address: no attach cookies */
-	uint64_t last_rescan_mono;
 	struct row *rows;
 	size_t nrows, cap;
 	struct mem_prev *mem;
@@ -647,18 +646,13 @@ static const char *kernel_name(uint32_t pid, uint8_t layer, uint32_t api, uint64
 
 /* ---- discovery and attaching ---- */
 
-static bool has_prefix(const char *s, const char *p)
-{
-	return !strncmp(s, p, strlen(p));
-}
-
 /* libcudart.so.13, libcudart-80664282.so.10.2, libcuda.so.1; -1 else */
 static int kind_of(const char *path)
 {
 	char base[64];
 
 	uprobe_basename(path, base, sizeof(base));
-	if (has_prefix(base, "libcudart") && strstr(base, ".so") &&
+	if (str_has_prefix(base, "libcudart") && strstr(base, ".so") &&
 	    (base[9] == '.' || base[9] == '-'))
 		return K_RUNTIME;
 	if (!strcmp(base, "libcuda.so.1") || !strcmp(base, "libcuda.so"))
@@ -904,9 +898,9 @@ static void attach_lib(struct uprobe_lib *lib, void *ctx)
 		const struct api *a = &apis[i];
 		uint64_t cookie = GL_COOKIE(i, a->cls, a->layer, a->kind, a->shape), off;
 
-		if (has_prefix(a->sym, "__cudaLaunchKernel"))
+		if (str_has_prefix(a->sym, "__cudaLaunchKernel"))
 			cookie |= GL_TAIL_SRC;
-		else if (has_prefix(a->sym, "cudaLaunchKernel") && a->shape == GL_SH_RT)
+		else if (str_has_prefix(a->sym, "cudaLaunchKernel") && a->shape == GL_SH_RT)
 			cookie |= GL_TAIL_DST;
 		struct bpf_program *rp;
 		bool dup = false;
@@ -978,7 +972,6 @@ static void rescan(void)
 {
 	names_prune();
 	uprobe_scan_all(&S.scanner, env.pids, env.npids);
-	S.last_rescan_mono = clock_ns(CLOCK_MONOTONIC);
 }
 
 /* --list-probes: the symbols of each file found, and the loader hook */
@@ -1077,10 +1070,6 @@ static void list_probes(void)
 	list_uprobes(env.json ? &w : NULL);
 	fflush(stdout);
 	exit(0);
-}
-
-static void noattach(struct uprobe_lib *lib, void *ctx)
-{
 }
 
 /* ---- Prometheus metrics: by cgroup; launches by layer, copies by
@@ -1729,7 +1718,7 @@ static int on_tick(void *ctx)
 	}
 	/* after the interval: names of processes that exited in it are
 	 * still needed there */
-	if (cfg.rescan_ns && now - S.last_rescan_mono >= cfg.rescan_ns)
+	if (uprobe_rescan_due(&S.scanner, now))
 		rescan();
 	return ret;
 }
@@ -2005,7 +1994,6 @@ static void start_discovery(void)
 	if (!cfg.nlibs)
 		uprobe_ldcache_foreach(NULL, ldcache_cb, NULL);
 	uprobe_scan_all(&S.scanner, env.pids, env.npids);
-	S.last_rescan_mono = clock_ns(CLOCK_MONOTONIC);
 }
 
 int main(int argc, char **argv)
@@ -2023,7 +2011,7 @@ int main(int argc, char **argv)
 	S.elf = elf_cache_new(64, ELF_CACHE_BYTES);
 	names_cap_init();
 	S.scanner = (struct uprobe_scanner){ .set = &S.set, .classify = classify,
-					     .attach = noattach };
+					     .rescan_ns = cfg.rescan_ns };
 	S.set.release = release_lib;
 	/* chosen by a trial load of each helper, not by the kernel's version */
 	S.addr_map = !feat_uprobe_cookie();

@@ -265,7 +265,6 @@ static struct {
 	size_t nhangs, hcap;
 	struct aiscope_ident *idents;	/* identity of processes seen, by pid */
 	size_t nidents, icap;
-	uint64_t last_scan_mono;
 	int libs;			/* libraries probed */
 	/* the whole run */
 	uint64_t calls, bytes, errors, hangs_seen, events;
@@ -1182,11 +1181,8 @@ static void metrics_gauges(void)
 
 static void rescan(bool force)
 {
-	uint64_t now = clock_ns(CLOCK_MONOTONIC);
-
-	if (!S.discover || (!force && now - S.last_scan_mono < RESCAN_NS))
+	if (!S.discover || (!force && !uprobe_rescan_due(&S.scan, clock_ns(CLOCK_MONOTONIC))))
 		return;
-	S.last_scan_mono = now;
 	uprobe_scan_all(&S.scan, env.npids ? env.pids : NULL, env.npids);
 }
 
@@ -1545,6 +1541,7 @@ static void setup_scanner(void)
 {
 	S.scan = (struct uprobe_scanner){
 		.set = &S.set, .classify = classify, .attach = attach_lib,
+		.rescan_ns = RESCAN_NS,
 	};
 	if (cfg.nlibs) {
 		add_libs();

@@ -68,7 +68,7 @@ static const struct argp_option opts[] = {
 	{ NULL, 0, NULL, 0, "rdmasnoop:", 1 },
 	{ "events", 'e', NULL, 0,
 	  "Stream device opens, connections, memory registrations and completion errors", 1 },
-	{ "rescan", OPT_RESCAN, "DUR", 0, "Rescan all processes this often (default 5s, 0: never)", 1 },
+	UPROBE_RESCAN_OPTION(OPT_RESCAN),
 	{},
 };
 
@@ -177,7 +177,6 @@ static struct {
 	struct uprobe_scanner scanner;
 	struct provider prov[MAX_PROVIDERS];
 	int nprov;
-	uint64_t last_rescan_mono;
 	struct prev_qp *prevs;
 	size_t nprevs, pcap;
 	struct prev_proc *pprocs;
@@ -193,18 +192,13 @@ static struct {
 
 /* ---- discovery ---- */
 
-static bool has_prefix(const char *s, const char *p)
-{
-	return !strncmp(s, p, strlen(p));
-}
-
 /* libibverbs.so.1; a provider: .../libibverbs/libNAME-rdmavNN.so */
 static int kind_of(const char *path)
 {
 	char base[64];
 
 	uprobe_basename(path, base, sizeof(base));
-	if (has_prefix(base, "libibverbs.so"))
+	if (str_has_prefix(base, "libibverbs.so"))
 		return K_VERBS;
 	if (strstr(base, "-rdmav") && strstr(base, ".so"))
 		return K_PROVIDER;
@@ -460,14 +454,9 @@ static void release_lib(struct uprobe_lib *lib, void *ctx)
 		pv->attached = false;
 }
 
-static void noattach(struct uprobe_lib *lib, void *ctx)
-{
-}
-
 static void rescan(void)
 {
 	uprobe_scan_all(&S.scanner, env.pids, env.npids);
-	S.last_rescan_mono = clock_ns(CLOCK_MONOTONIC);
 }
 
 /* ---- RDMA devices ---- */
@@ -1092,7 +1081,7 @@ static int on_tick(void *ctx)
 		if (env.count && S.loop.ticks >= env.count)
 			ret = AISCOPE_STOP;
 	}
-	if (cfg.rescan_ns && now - S.last_rescan_mono >= cfg.rescan_ns)
+	if (uprobe_rescan_due(&S.scanner, now))
 		rescan();
 	return ret;
 }
@@ -1301,7 +1290,6 @@ static void start_discovery(void)
 	S.loop.aux_rb = rb;
 	uprobe_ldcache_foreach(NULL, ldcache_cb, NULL);
 	uprobe_scan_all(&S.scanner, env.pids, env.npids);
-	S.last_rescan_mono = clock_ns(CLOCK_MONOTONIC);
 }
 
 int main(int argc, char **argv)
@@ -1314,7 +1302,7 @@ int main(int argc, char **argv)
 	metrics_init();
 	jw_init(&S.jw, stdout);
 	S.scanner = (struct uprobe_scanner){ .set = &S.set, .classify = classify,
-					     .attach = noattach };
+					     .rescan_ns = cfg.rescan_ns };
 	S.set.release = release_lib;
 	if (env.list_probes)
 		list_probes();

@@ -23,6 +23,7 @@
 #include "t.h"
 #include "t_bpf.h"
 #include "uprobe.h"
+#include "util.h"
 #include "aiscope_common.h"
 #include "uargs_lib.h"
 #include "kfeatures.h"
@@ -793,6 +794,18 @@ static void test_discover_dlopen(void)
 	uprobe_set_free(&set);
 }
 
+/* the periodic full scan: due rescan_ns after the last, never with 0 */
+static void test_rescan_due(void)
+{
+	struct uprobe_scanner s = { .rescan_ns = 5 * NSEC_PER_SEC, .last_full_mono = 1000 };
+
+	CHECK(!uprobe_rescan_due(&s, 1000));
+	CHECK(!uprobe_rescan_due(&s, 1000 + 5 * NSEC_PER_SEC - 1));
+	CHECK(uprobe_rescan_due(&s, 1000 + 5 * NSEC_PER_SEC));
+	s.rescan_ns = 0;
+	CHECK(!uprobe_rescan_due(&s, 1000 + 60 * NSEC_PER_SEC));
+}
+
 int main(void)
 {
 	char self[PATH_MAX - 16];
@@ -808,6 +821,7 @@ int main(void)
 		printf("Bail out! cannot load %s: %s\n", lib_path, dlerror());
 		return 1;
 	}
+	RUN(test_rescan_due);
 	RUN(test_offsets);
 	RUN(test_versions);
 	RUN(test_local_and_bad);

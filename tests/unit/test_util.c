@@ -43,6 +43,15 @@ static void check_refuses(parse_fn parse, const char *const *s, size_t n)
 		CHECK_CASE(refuses(parse, s[i]), "\"%s\"", s[i] ? s[i] : "(null)");
 }
 
+static void test_has_prefix(void)
+{
+	CHECK(str_has_prefix("libibverbs.so.1", "libibverbs.so"));
+	CHECK(str_has_prefix("abc", ""));
+	CHECK(str_has_prefix("abc", "abc"));
+	CHECK(!str_has_prefix("ab", "abc"));
+	CHECK(!str_has_prefix("libcuda.so.1", "libcudart"));
+}
+
 static void test_duration_units(void)
 {
 	static const struct parse_case c[] = {
@@ -373,6 +382,7 @@ static void test_kernel_dev(void)
 
 int main(void)
 {
+	RUN(test_has_prefix);
 	RUN(test_duration_units);
 	RUN(test_duration_fractions);
 	RUN(test_duration_rejects);
