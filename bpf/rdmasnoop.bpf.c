@@ -471,8 +471,13 @@ static __always_inline void send_latency(struct rs_qp *q, __u32 qpn, __u64 wr_id
 	struct rs_wr_key k = { .pid = cur_pid(), .qpn = qpn, .wr_id = wr_id };
 	__u64 *t = bpf_map_lookup_elem(&wrs, &k), d, b;
 
-	if (!t)
+	/* posted before the probes, or its entry evicted from the LRU
+	 * table of pending posts (unsignaled requests never complete and
+	 * stay there until evicted): counted, never silent */
+	if (!t) {
+		__sync_fetch_and_add(&q->lat_unmatched, 1);
 		return;
+	}
 	d = now > *t ? now - *t : 0;
 	bpf_map_delete_elem(&wrs, &k);
 	b = hist_bucket(d);

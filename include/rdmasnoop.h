@@ -113,6 +113,8 @@ struct rs_qp {
 	__u64 errors[RS_NSTATUS];	/* completions by status (0 unused) */
 	__u64 truncated;		/* requests or sges past the read bounds */
 	__u64 lat_count, lat_sum, lat_max;
+	__u64 lat_unmatched;		/* send completions whose post was not seen (before
+					 * attach, or forgotten by the full table of posts) */
 	__u64 lat[HIST_BUCKETS];	/* send post -> completion, ns */
 };
 

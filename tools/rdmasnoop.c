@@ -714,6 +714,7 @@ static void qp_delta(const struct rs_qp *cur, const struct rs_qp *old, struct ro
 	for (int i = 0; i < RS_NSTATUS; i++)
 		d->errors[i] -= old->errors[i];
 	d->truncated -= old->truncated;
+	d->lat_unmatched -= old->lat_unmatched;
 	hist_reset(&r->h);
 	for (unsigned int i = 0; i < HIST_BUCKETS; i++)
 		r->h.counts[i] = cur->lat[i] - old->lat[i];
@@ -848,6 +849,7 @@ static void json_qp_row(const struct row *r, uint64_t now, uint64_t interval)
 	jw_ku64_or_null(w, "latency_p50_ns", lat, hist_percentile(&r->h, 50));
 	jw_ku64_or_null(w, "latency_p99_ns", lat, hist_percentile(&r->h, 99));
 	jw_ku64_or_null(w, "latency_max_ns", lat, r->h.max);
+	jw_ku64(w, "latency_unmatched", d->lat_unmatched);
 	jw_ku64(w, "truncated", d->truncated);
 	jw_record_end(w);
 }

@@ -132,7 +132,7 @@ t_rc() {
 		jsel "$T/rc.out" '"type":"sample"' '"row":"qp"' "\"pid\":$1," > "$T/qp"
 		cat "$T/qp"
 		for kv in send_wrs:$RS_ITERS send_bytes:$bytes send_completions:$RS_ITERS \
-			recv_completions:$RS_ITERS recv_bytes:$bytes latency_count:$RS_ITERS \
+			recv_completions:$RS_ITERS recv_bytes:$bytes latency_count:$RS_ITERS latency_unmatched:0 \
 			recv_wrs:$RS_RX recv_posted_bytes:$((RS_RX * RS_SIZE)) \
 			write_wrs:0 read_wrs:0 atomic_wrs:0 errors:0; do
 			got=$(jsum "${kv%%:*}" < "$T/qp")
@@ -195,7 +195,7 @@ t_ud() {
 		for kv in send_wrs:$RS_ITERS send_bytes:$((size * RS_ITERS)) \
 			send_completions:$RS_ITERS recv_completions:$RS_ITERS \
 			recv_bytes:$(((size + 40) * RS_ITERS)) recv_wrs:$RS_RX \
-			recv_posted_bytes:$(((size + 40) * RS_RX)) latency_count:$RS_ITERS errors:0; do
+			recv_posted_bytes:$(((size + 40) * RS_RX)) latency_count:$RS_ITERS latency_unmatched:0 errors:0; do
 			got=$(jsum "${kv%%:*}" < "$T/qp")
 			[ "$got" = "${kv#*:}" ] || fail "pid $1 ${kv%%:*}: $got, not ${kv#*:}"
 		done
