@@ -44,7 +44,8 @@
 # e.g. preempt=none to see whether a failure needs a preemptible kernel), VM_ACCEL (kvm or tcg: skips the
 # trial), VM_BOOTS (3: boots of a VM that hangs or crashes before the end of its tests), VM_STALL (420 s: a
 # guest whose console is silent that long hung and is booted again), VM_RERUN (1: a failed test is run once
-# more in its VM, and one that then passes is counted and named at the end; 0: never), VM_DEADLINE (below, at the boots), and those of fetch.sh.
+# more in its VM, and one that then passes is counted and named at the end; 0: never), VM_DEADLINE (below, at the boots), VM_GO and VM_GO_PID (tests/run.sh: steps 1 and 2 run beside
+# the native tests, the boots wait for VM_GO; before step 3), and those of fetch.sh.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 1
@@ -187,6 +188,21 @@ for k in $ready; do
 	esac
 	runnable="$runnable $k"
 done
+
+# VM_GO=FILE (tests/run.sh): the kernels and images are ready while other
+# tests still run; the VMs boot once FILE exists, or never if VM_GO_PID (the
+# process that will make it) ends first
+if [ -n "${VM_GO:-}" ] && [ -n "$runnable" ]; then
+	t0=$(date +%s)
+	while [ ! -e "$VM_GO" ]; do
+		if [ -n "${VM_GO_PID:-}" ] && ! kill -0 "$VM_GO_PID" 2> /dev/null; then
+			diag "vm matrix: VM_GO_PID $VM_GO_PID ended before VM_GO: no VM booted"
+			exit 1
+		fi
+		sleep 1
+	done
+	diag "vm matrix: waited $(($(date +%s) - t0)) s for VM_GO"
+fi
 
 # ---- 3. the VMs ----
 # modules_of MODDIR NAME...: the module files NAMEs need, in load order
