@@ -199,7 +199,7 @@ int BPF_KPROBE(modify_qp, __u64 qp, __u64 attr, __u32 mask)
 	}
 	if (mask & RS_MASK_DEST_QPN) {
 		q->dest_qpn = rd32(attr + RS_ATTR_DEST_QPN);
-		q->has_peer = 1;
+		q->has_peer = RS_PEER_ADDR;
 		connect_event(q, qpn, state);
 	}
 	return 0;
@@ -238,6 +238,19 @@ int BPF_KRETPROBE(create_ah_ret, __u64 ah_ptr)
 		bpf_map_update_elem(&ahs, &k, &a, BPF_ANY);
 	}
 	bpf_map_delete_elem(&args, &tid);
+	return 0;
+}
+
+/* ibv_destroy_ah(ah): its address forgotten, so that the table holds the
+ * live handles only (a process making and destroying one per peer would
+ * otherwise push out the ones it still uses) */
+SEC("uprobe")
+int BPF_KPROBE(destroy_ah, __u64 ah)
+{
+	struct rs_ah_key k = { .pid = cur_pid(), .ah = ah };
+
+	AISCOPE_OWN_STACK(ctx);
+	bpf_map_delete_elem(&ahs, &k);
 	return 0;
 }
 
@@ -362,9 +375,14 @@ static __always_inline void ud_peer(struct rs_qp *q, __u64 wr)
 	struct rs_ah *a = bpf_map_lookup_elem(&ahs, &k);
 
 	q->dest_qpn = rd32(wr + RS_WR_UD_REMOTE_QPN);
-	q->has_peer = 1;
-	if (!a)
+	if (!a) {
+		/* made before the probes, or forgotten by the full table:
+		 * the QPN alone, never the last peer's address under it */
+		q->has_peer = RS_PEER_QPN;
+		__sync_fetch_and_add(&q->peer_unknown, 1);
 		return;
+	}
+	q->has_peer = RS_PEER_ADDR;
 	__builtin_memcpy(q->dgid, a->dgid, sizeof(q->dgid));
 	q->dlid = a->dlid;
 	q->is_global = a->is_global;

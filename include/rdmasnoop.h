@@ -102,7 +102,7 @@ struct rs_qp {
 	__u32 port;			/* 0: unknown */
 	__u32 dest_qpn;			/* RC/UC: from ibv_modify_qp; UD: the last send's */
 	__u16 dlid;
-	__u8 has_peer;
+	__u8 has_peer;			/* RS_PEER_* */
 	__u8 is_global;
 	__u8 dgid[16];
 	char dev[RS_DEV_LEN];
@@ -116,6 +116,15 @@ struct rs_qp {
 	__u64 lat_unmatched;		/* send completions whose post was not seen (before
 					 * attach, or forgotten by the full table of posts) */
 	__u64 lat[HIST_BUCKETS];	/* send post -> completion, ns */
+	__u64 peer_unknown;		/* UD sends whose address handle was not seen (made
+					 * before attach, or forgotten by the full table) */
+};
+
+/* what a QP knows of its peer */
+enum {
+	RS_PEER_NONE,
+	RS_PEER_ADDR,			/* its GID or LID, and QPN */
+	RS_PEER_QPN,			/* a UD send's QPN only: its address handle unseen */
 };
 
 /* a process: memory registered, devices opened */

@@ -27,7 +27,7 @@ no_rdma_here() {
 }
 
 @test "rdmasnoop --help lists the shared and own options and ends with examples" {
-	check_help rdmasnoop "${SHARED_OPTS[@]}" --events --rescan --usage --version
+	check_help rdmasnoop "${SHARED_OPTS[@]}" --events --rescan --wait-device --usage --version
 }
 
 @test "rdmasnoop --usage and --version" {
@@ -49,6 +49,20 @@ no_rdma_here() {
 	[ "${#lines[@]}" -eq 1 ]
 	echo "$output" | jq -e '.type == "error" and .tool == "rdmasnoop" and .exit_code == 77'
 	[[ "$stderr" == *"no RDMA device"* ]]
+}
+
+@test "rdmasnoop --wait-device on a host without RDMA devices: one line on stderr, runs to its end with a summary" {
+	need_root
+	no_rdma_here
+	run -0 --separate-stderr "$BIN/rdmasnoop" --wait-device -j -d 1
+	echo "$stderr"
+	[ "${stderr_lines[0]}" = "rdmasnoop: no RDMA device on this host yet (/sys/class/infiniband): tracing the processes that open one once it appears" ]
+	[ "$(grep -c "no RDMA device" <<< "$stderr")" -eq 1 ]
+	echo "$output" > "$BATS_TEST_TMPDIR/out"
+	all_json "$BATS_TEST_TMPDIR/out"
+	jq -e -s 'map(select(.type == "summary")) | length == 1 and
+		.[0].exit_reason == "duration" and .[0].wrs == 0 and .[0].attach_failures == 0' "$BATS_TEST_TMPDIR/out"
+	run -0 "$BIN/rdmasnoop" --wait-device --list-probes
 }
 
 @test "rdmasnoop without privileges exits 77 and says what is missing" {
@@ -76,7 +90,7 @@ no_rdma_here() {
 	lib=$(ldconfig -p | awk '$1 == "libibverbs.so.1" { print $NF; exit }')
 	if [ -n "$lib" ]; then
 		for s in "ibv_open_device (return)" ibv_modify_qp "ibv_reg_mr (return)" \
-			"ibv_reg_mr_iova2 (return)" ibv_dereg_mr ibv_create_ah; do
+			"ibv_reg_mr_iova2 (return)" ibv_dereg_mr ibv_create_ah ibv_destroy_ah; do
 			echo "$output" | grep -F "$lib:$s chosen" || { echo "$s not chosen"; false; }
 		done
 	fi

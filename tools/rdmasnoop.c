@@ -58,17 +58,21 @@ static const char doc[] =
 "  rdmasnoop -e                    # connections, registrations, completion errors\n"
 "  rdmasnoop -j -n 3 | jq 'select(.type==\"sample\" and .row==\"qp\") | {pid, qpn, peer_qpn, send_bytes}'\n"
 "  rdmasnoop -j -d 60s | jq 'select(.type==\"edge\")'\n"
-"  rdmasnoop --listen :9471 -i 15s   # Prometheus scrapes /metrics\n"
+"  rdmasnoop --listen :9472 -i 15s   # Prometheus scrapes /metrics\n"
+"  rdmasnoop --wait-device -j        # every node, with or without a device yet\n"
 "\n"
 "Exit status: 0 done, 1 runtime error, 2 usage error, 77 cannot run here.";
 
-enum { OPT_RESCAN = 0x200 };
+enum { OPT_RESCAN = 0x200, OPT_WAIT_DEVICE };
 
 static const struct argp_option opts[] = {
 	{ NULL, 0, NULL, 0, "rdmasnoop:", 1 },
 	{ "events", 'e', NULL, 0,
 	  "Stream device opens, connections, memory registrations and completion errors", 1 },
 	UPROBE_RESCAN_OPTION(OPT_RESCAN),
+	{ "wait-device", OPT_WAIT_DEVICE, NULL, 0,
+	  "Run on a host with no RDMA device yet (a DaemonSet on every node, a driver that loads "
+	  "later) instead of exiting 77: processes that open one once it appears are traced", 1 },
 	{},
 };
 
@@ -82,6 +86,7 @@ const struct opt_value aiscope_opt_values[] = {
 
 static struct {
 	bool events;
+	bool wait_device;
 	uint64_t rescan_ns;
 	const char *sort;
 } cfg = { .rescan_ns = 5 * NSEC_PER_SEC, .sort = "bytes" };
@@ -95,6 +100,9 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_RESCAN:
 		cfg.rescan_ns = opt_duration_or_never("--rescan", arg);
+		break;
+	case OPT_WAIT_DEVICE:
+		cfg.wait_device = true;
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -118,7 +126,7 @@ struct verb {
 	bool ret;
 };
 
-enum { P_OPEN_RET, P_MODIFY, P_REG_RET, P_DEREG, P_AH, P_AH_RET };
+enum { P_OPEN_RET, P_MODIFY, P_REG_RET, P_DEREG, P_AH, P_AH_RET, P_AH_DESTROY };
 
 static const struct verb verbs[] = {
 	{ "ibv_open_device", P_OPEN_RET, true },
@@ -130,6 +138,7 @@ static const struct verb verbs[] = {
 	{ "ibv_dereg_mr", P_DEREG, false },
 	{ "ibv_create_ah", P_AH, false },
 	{ "ibv_create_ah", P_AH_RET, true },
+	{ "ibv_destroy_ah", P_AH_DESTROY, false },
 };
 
 static const char *const fn_names[RS_NFN] = {
@@ -227,6 +236,7 @@ static struct bpf_program *verb_prog(int p)
 	case P_REG_RET: return k->progs.reg_mr_ret;
 	case P_DEREG: return k->progs.dereg_mr;
 	case P_AH: return k->progs.create_ah;
+	case P_AH_DESTROY: return k->progs.destroy_ah;
 	default: return k->progs.create_ah_ret;
 	}
 }
@@ -597,9 +607,11 @@ static const char *peer_str(const struct rs_qp *q, char *buf, size_t len)
 {
 	char g[64];
 
-	if (!q->has_peer)
+	if (q->has_peer == RS_PEER_NONE)
 		return NULL;
-	if (q->is_global)
+	if (q->has_peer == RS_PEER_QPN)
+		snprintf(buf, len, "?/%u", q->dest_qpn);
+	else if (q->is_global)
 		snprintf(buf, len, "%s/%u", gid_str(q->dgid, g, sizeof(g)), q->dest_qpn);
 	else
 		snprintf(buf, len, "lid%u/%u", q->dlid, q->dest_qpn);
@@ -715,6 +727,7 @@ static void qp_delta(const struct rs_qp *cur, const struct rs_qp *old, struct ro
 		d->errors[i] -= old->errors[i];
 	d->truncated -= old->truncated;
 	d->lat_unmatched -= old->lat_unmatched;
+	d->peer_unknown -= old->peer_unknown;
 	hist_reset(&r->h);
 	for (unsigned int i = 0; i < HIST_BUCKETS; i++)
 		r->h.counts[i] = cur->lat[i] - old->lat[i];
@@ -817,7 +830,7 @@ static void json_qp_row(const struct row *r, uint64_t now, uint64_t interval)
 	struct jw *w = &S.jw;
 	const struct rs_qp *d = &r->d;
 	struct aiscope_ident id = d->ident;
-	bool lat = r->h.total > 0;
+	bool lat = r->h.total > 0, addr;
 	char g[64];
 
 	jw_record_begin(w, "sample", TOOL, now);
@@ -830,8 +843,9 @@ static void json_qp_row(const struct row *r, uint64_t now, uint64_t interval)
 	jw_ku64_or_null(w, "port", d->port, d->port);
 	jw_ku64(w, "qpn", r->key.qpn);
 	jw_kstr(w, "transport", transport(d->qp_type));
-	jw_kstr(w, "peer_gid", d->has_peer && d->is_global ? gid_str(d->dgid, g, sizeof(g)) : NULL);
-	jw_ku64_or_null(w, "peer_lid", d->has_peer && !d->is_global, d->dlid);
+	addr = d->has_peer == RS_PEER_ADDR;
+	jw_kstr(w, "peer_gid", addr && d->is_global ? gid_str(d->dgid, g, sizeof(g)) : NULL);
+	jw_ku64_or_null(w, "peer_lid", addr && !d->is_global, d->dlid);
 	jw_ku64_or_null(w, "peer_qpn", d->has_peer, d->dest_qpn);
 	if (r->peer >= 0) {
 		jw_ku64(w, "peer_pid", S.prevs[r->peer].key.pid);
@@ -850,6 +864,7 @@ static void json_qp_row(const struct row *r, uint64_t now, uint64_t interval)
 	jw_ku64_or_null(w, "latency_p99_ns", lat, hist_percentile(&r->h, 99));
 	jw_ku64_or_null(w, "latency_max_ns", lat, r->h.max);
 	jw_ku64(w, "latency_unmatched", d->lat_unmatched);
+	jw_ku64(w, "peer_unknown", d->peer_unknown);
 	jw_ku64(w, "truncated", d->truncated);
 	jw_record_end(w);
 }
@@ -1110,7 +1125,7 @@ static const struct tcol cols_event[] = {
 
 static void event_detail(const struct rs_event *e, char *buf, size_t len)
 {
-	struct rs_qp q = { .has_peer = 1, .is_global = e->is_global, .dlid = e->dlid,
+	struct rs_qp q = { .has_peer = RS_PEER_ADDR, .is_global = e->is_global, .dlid = e->dlid,
 			   .dest_qpn = e->dest_qpn };
 	char peer[96];
 	const char *tr = transport(e->qp_type);
@@ -1255,10 +1270,16 @@ static void validate(void)
 		cfg.sort = sort_keys[opt_word("--sort", env.sort, sort_keys)];
 	if (env.list_probes)
 		return;
-	/* verbs need a device: without one no process can move RDMA data */
-	if (!ib_devices(devs, sizeof(devs)))
+	/* verbs need a device: without one no process can move RDMA data
+	 * (the probes need none: a device that appears later is opened
+	 * through the same libibverbs, its provider learned then) */
+	if (ib_devices(devs, sizeof(devs)))
+		return;
+	if (!cfg.wait_device)
 		aiscope_fail(EXIT_CANNOT_RUN, "no RDMA device on this host (%s is empty or "
-			     "absent): nothing to trace", SYSFS_IB);
+			     "absent): nothing to trace (--wait-device runs anyway)", SYSFS_IB);
+	fprintf(stderr, "rdmasnoop: no RDMA device on this host yet (%s): tracing the "
+		"processes that open one once it appears\n", SYSFS_IB);
 }
 
 static void setup_bpf(void)

@@ -30,6 +30,16 @@ rs_setup() {
 	ip link set lo up
 	ip addr add 10.77.0.1/24 dev dummy0 2>&1 | sed 's/^/# ip addr: /'
 	ip link set dummy0 up 2>&1 | sed 's/^/# ip link: /'
+	rs_link_add && return
+	RS_SKIP="no rxe0 with the GID of 10.77.0.1"
+	ls /sys/class/infiniband 2>&1 | sed 's/^/# infiniband: /'
+	dmesg | grep -i -e rxe -e rdma | tail -5 | sed 's/^/# dmesg: /'
+}
+
+# rs_link_add: rxe0 on dummy0, RS_GID its GID index of 10.77.0.1; fails
+# when that GID does not come
+rs_link_add() {
+	RS_GID=
 	rdma link add rxe0 type rxe netdev dummy0 2>&1 | sed 's/^/# rdma link add: /'
 	# the GID table fills in from the device's addresses, not at once
 	for i in 1 2 3 4 5 6 7 8 9 10; do
@@ -38,12 +48,10 @@ rs_setup() {
 			0000:0000:0000:0000:0000:ffff:0a4d:0001) RS_GID=${g##*/}; break ;;
 			esac
 		done
-		[ -n "$RS_GID" ] && return
+		[ -n "$RS_GID" ] && return 0
 		sleep 0.5
 	done
-	RS_SKIP="no rxe0 with the GID of 10.77.0.1"
-	ls /sys/class/infiniband 2>&1 | sed 's/^/# infiniband: /'
-	dmesg | grep -i -e rxe -e rdma | tail -5 | sed 's/^/# dmesg: /'
+	return 1
 }
 rs_setup
 echo "# rdmasnoop: ${RS_SKIP:-rxe0 on dummy0, GID index $RS_GID}"
@@ -87,14 +95,21 @@ rs_opener() {
 # server and a client moving RS_ITERS messages of RS_SIZE bytes each way
 t_rc() {
 	[ -z "$RS_SKIP" ] || skip_test "$RS_SKIP"
-	start_tool rc $RS -j -v -i 30
+	# the device comes while the tools run (--wait-device: a DaemonSet's
+	# node whose driver loads after it)
+	rdma link delete rxe0 || fail "cannot delete rxe0"
+	[ -z "$(ls /sys/class/infiniband)" ] || fail "an RDMA device left: $(ls /sys/class/infiniband)"
+	start_tool rc $RS -j -v -i 30 --wait-device
 	TOOL_JSON=$TOOL_PID
+	grep "no RDMA device" "$T/rc.err"
+	grep -q "^rdmasnoop: no RDMA device on this host yet" "$T/rc.err" || fail "--wait-device said nothing"
 	# the table too, beside it: shown in the log, its totals checked
-	start_tool rct $RS -C -i 30 --prometheus "$T/rs.prom"
+	start_tool rct $RS -C -i 30 --prometheus "$T/rs.prom" --wait-device
 	TOOL_TABLE=$TOOL_PID
 	# and -e: connections, registrations
-	start_tool rce $RS -e -j
+	start_tool rce $RS -e -j --wait-device
 	TOOL_EVENTS=$TOOL_PID
+	rs_link_add || fail "rxe0 did not come back with its GID"
 	rs_opener rc
 	bg srv ibv_rc_pingpong -d rxe0 -g "$RS_GID" -s $RS_SIZE -n $RS_ITERS -r $RS_RX
 	SRV=$BG
@@ -195,7 +210,8 @@ t_ud() {
 		for kv in send_wrs:$RS_ITERS send_bytes:$((size * RS_ITERS)) \
 			send_completions:$RS_ITERS recv_completions:$RS_ITERS \
 			recv_bytes:$(((size + 40) * RS_ITERS)) recv_wrs:$RS_RX \
-			recv_posted_bytes:$(((size + 40) * RS_RX)) latency_count:$RS_ITERS latency_unmatched:0 errors:0; do
+			recv_posted_bytes:$(((size + 40) * RS_RX)) latency_count:$RS_ITERS latency_unmatched:0 \
+			peer_unknown:0 errors:0; do
 			got=$(jsum "${kv%%:*}" < "$T/qp")
 			[ "$got" = "${kv#*:}" ] || fail "pid $1 ${kv%%:*}: $got, not ${kv#*:}"
 		done
@@ -207,6 +223,75 @@ t_ud() {
 	grep '"type":"summary"' "$T/ud.out"
 }
 
+# rxe0's packets sent so far (its hw_counters), or empty
+rs_sent() {
+	cat /sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts 2> /dev/null
+}
+
+# the QPN of PID's queue pair on rxe0 as the kernel lists it (rdma resource)
+rs_kqpn() {
+	rdma resource show qp link rxe0/1 2> /dev/null |
+		awk -v p="$1" '{ q = ""; pid = ""
+			for (i = 1; i < NF; i++) { if ($i == "lqpn") q = $(i + 1); if ($i == "pid") pid = $(i + 1) }
+			if (pid == p) print q }'
+}
+
+# UD traffic already flowing when the tool starts: the address handles were
+# made before it, so each send's peer is its QPN alone, every one counted in
+# peer_unknown, never the address of another handle
+t_ud_late() {
+	[ -z "$RS_SKIP" ] || skip_test "$RS_SKIP"
+	# (a first run that failed left its pair running)
+	pkill -f 'ibv_ud_pingpong .*-p 18602' 2> /dev/null && sleep 0.5
+	bg srv ibv_ud_pingpong -d rxe0 -g "$RS_GID" -s 512 -n 100000000 -r $RS_RX -p 18602 -e
+	SRV=$BG
+	sleep 1
+	bg cli ibv_ud_pingpong -d rxe0 -g "$RS_GID" -s 512 -n 100000000 -r $RS_RX -p 18602 -e 127.0.0.1
+	CLI=$BG
+	# (-e: they sleep on completion events, not a busy poll that would
+	# leave the emulated CPUs to nothing else); both sides send only once
+	# their handles exist
+	_i=0
+	_s0=$(rs_sent)
+	while :; do
+		sleep 0.5
+		_i=$((_i + 1))
+		[ -n "$_s0" ] && [ "$(rs_sent)" -gt $((_s0 + 20)) ] && break
+		[ -z "$_s0" ] && [ $_i -ge 6 ] && break
+		[ $_i -lt 60 ] || { kill "$CLI" "$SRV"; cat "$T"/cli.* "$T"/srv.*; fail "no UD traffic"; }
+	done
+	echo "rxe0 sent_pkts before the tool: $(rs_sent)"
+	start_tool late $RS -j -v -i 1
+	# the running pair is traced once a new process opens rxe0
+	rs_opener late
+	sleep 2
+	stop_tool "$TOOL_PID" || fail "rdmasnoop exited $?: $(cat "$T/late.err")"
+	# (their stdout, buffered, is lost to the kill: the kernel's list)
+	rdma resource show qp link rxe0/1
+	cq=$(rs_kqpn "$CLI")
+	sq=$(rs_kqpn "$SRV")
+	kill "$CLI" "$SRV"
+	wait "$CLI" "$SRV" 2> /dev/null
+	json_ok "$T/late.out"
+	echo "client pid $CLI qpn $cq, server pid $SRV qpn $sq"
+	[ -n "$cq" ] && [ -n "$sq" ] || fail "no QPN of the pair in the kernel's list"
+	for side in "$CLI $cq $sq" "$SRV $sq $cq"; do
+		set -- $side
+		jsel "$T/late.out" '"type":"sample"' '"row":"qp"' "\"pid\":$1," > "$T/qp"
+		tail -2 "$T/qp"
+		sends=$(jsum send_wrs < "$T/qp")
+		unknown=$(jsum peer_unknown < "$T/qp")
+		echo "pid $1: send_wrs $sends, peer_unknown $unknown"
+		[ "$sends" -gt 0 ] || fail "pid $1: no sends seen"
+		[ "$unknown" = "$sends" ] || fail "pid $1: peer_unknown $unknown, not every send ($sends)"
+		[ "$(jval qpn < "$T/qp" | sort -u)" = "$2" ] || fail "pid $1: QPN not $2"
+		[ "$(jval peer_qpn < "$T/qp" | sort -u | grep -vx null)" = "$3" ] || fail "pid $1: peer QPN not $3"
+		[ "$(jval peer_gid < "$T/qp" | sort -u)" = null ] || fail "pid $1: a peer GID without its handle"
+		[ "$(jval peer_lid < "$T/qp" | sort -u)" = null ] || fail "pid $1: a peer LID without its handle"
+	done
+}
+
 run_test "rdmasnoop --list-probes, and exit 77 without an RDMA device" 60 t_plan
 run_test "rdmasnoop: ibv_rc_pingpong over Soft-RoCE, requests, bytes, completions and peers exact" 180 t_rc
 run_test "rdmasnoop: ibv_ud_pingpong over Soft-RoCE, sends, receives with their GRH, peers from address handles" 180 t_ud
+run_test "rdmasnoop: UD traffic from before its start: each send's peer the QPN alone, counted in peer_unknown" 180 t_ud_late
