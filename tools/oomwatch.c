@@ -634,14 +634,20 @@ static int on_kill(const struct oomwatch_kill *e)
 	if (v.memcg->id) {
 		struct memcg *m = memcg_set_find(&S.set, v.memcg->id, S.memcg_v1);
 
-		/* a cgroup made while we watched whose counters we have not
-		 * checked yet (made and filled faster than we looked): what
-		 * they saw since its birth comes before its kill */
-		if (m && m->born && !m->seen)
-			poll_one(m, 0);
-		/* its kill counter moved: the next read of the cgroup reads it */
-		if (m)
+		/* The kernel counted this OOM (memory.events oom, v1
+		 * oom_control) before it chose the victim, but tells us
+		 * through a work item, rate-limited per file, that can come
+		 * after the kill (the likely cause of a full-speed allocator
+		 * killed once with no alert before it, on an emulated 6.12).
+		 * Its counters are read now: what the kernel counted comes
+		 * before its kill, and for a cgroup made while we watched,
+		 * everything since its birth. The next read reads them
+		 * again: the kill counter may move after this. */
+		if (m) {
 			m->counters_due = 1;
+			poll_one(m, 0);
+			m->counters_due = 1;
+		}
 	}
 	if (P.kills) {
 		const char *vals[AISCOPE_CGROUP_NLABELS + 1];
