@@ -1367,6 +1367,10 @@ grafana_expr() {
 	start_tool socketsnoop socketsnoop -i 1s --listen 127.0.0.1:0
 	start_tool ipcsnoop ipcsnoop -i 1s --listen 127.0.0.1:0
 	start_tool oomwatch oomwatch -i 1s --alloc-min 1M --listen 127.0.0.1:0
+	start_tool numaplace numaplace -i 1s --listen 127.0.0.1:0
+	# rdmasnoop as the DaemonSet runs it: idle on a host without an RDMA
+	# device (its panels need one and verbs traffic: not checked here)
+	start_tool rdmasnoop rdmasnoop -i 1s --wait-device --listen 127.0.0.1:0
 	start_tool nclstat nclstat -i 1s --lib "$nccl/libnccl.so.2" --listen 127.0.0.1:0
 	# with nvcc, the program of pinned memory, the virtual-memory API and
 	# memsets too (tests/cuda/mem.cu)
@@ -1374,7 +1378,7 @@ grafana_expr() {
 	[ -x "$GL_CUDA/mem_shared" ] && mem=1
 	start_tool gpulaunch gpulaunch -i 1s --mem --latency --lib "$D/libcudart.so.12" --lib "$D/libcuda.so.1" \
 		${mem:+--lib "$D/13/libcudart.so.13"} --listen 127.0.0.1:0
-	start_prometheus schedlat cachestat socketsnoop ipcsnoop oomwatch nclstat gpulaunch
+	start_prometheus schedlat cachestat socketsnoop ipcsnoop oomwatch numaplace rdmasnoop nclstat gpulaunch
 	# the workload: 32 MiB held in the cgroup; NCCL and CUDA calls; then
 	# flows, pipes and page-cache reads, misses and writes, for 8 s
 	hog_in_cg hog rate 0 32
@@ -1432,7 +1436,7 @@ grafana_expr() {
 		done < <(jq -r '.panels[] | .title as $t | .fieldConfig.defaults.unit as $u | .targets[] | [$t, $u, .expr] | @tsv' "$f")
 	done
 	echo "$n queries returned data; $skipped not checked here"
-	# every family the seven tools export has a panel (histograms by their
+	# every family the tools export has a panel (histograms by their
 	# _bucket, _sum or _count)
 	curl -sf "$api/label/__name__/values" | jq -r '.data[] | select(startswith("aiscope_"))' |
 		sed -E 's/_(bucket|sum|count)$//' | sort -u > "$BATS_TEST_TMPDIR/families"
