@@ -42,7 +42,7 @@
 # default all, e.g. VM_TOOLS=socketsnoop while working on one), VM_JOBS (2), VM_TIMEOUT_x86 (1200 s), VM_TIMEOUT_arm64
 # (2400 s; the limits of one VM's boot and tests on a loaded machine), VM_MEM (1024 MiB), VM_SMP (2), VM_NUMA_NODES (2: the guests' NUMA nodes), VM_APPEND (more kernel parameters,
 # e.g. preempt=none to see whether a failure needs a preemptible kernel), VM_ACCEL (kvm or tcg: skips the
-# trial), VM_BOOTS (3: boots of a VM that hangs or crashes before the end of its tests), VM_STALL (420 s: a
+# trial), VM_TCG_THREAD_x86 and VM_TCG_THREAD_arm64 (single: one host thread per emulated guest; multi: one per vCPU), VM_BOOTS (3: boots of a VM that hangs or crashes before the end of its tests), VM_STALL (420 s: a
 # guest whose tests print no line that long, or with a CPU in a soft lockup for 2 minutes, hung and is booted again), VM_RERUN (1: a failed test is run once
 # more in its VM, and one that then passes is counted and named at the end; 0: never), VM_DEADLINE (below, at the boots), VM_GO and VM_GO_PID (tests/run.sh: steps 1 and 2 run beside
 # the native tests, the boots wait for VM_GO; before step 3), and those of fetch.sh.
@@ -353,6 +353,28 @@ stopped_why() {
 	esac
 }
 
+# tcg_of ARCH: qemu's -accel value for software emulation of ARCH's guests.
+# One host thread for all of a guest's vCPUs (VM_TCG_THREAD_<ARCH>, default
+# single; multi is qemu's default, a thread per vCPU): two guests at a time
+# on two CPUs have then a thread each, not four threads that preempt each
+# other's spinlock holders and IPI waits, and each vCPU sees the other's
+# code patches between its translation blocks. Measured here on 2026-12-07,
+# two guests at a time, default depth: x86-6.1 393 s multi, 329 s single;
+# x86-6.12 571 s multi (an "Oops: int3" in get_page_from_freelist, a jump
+# label being patched, crashed its first boot at 208 s), 299 s single in one
+# boot; arm64-6.1 249 s and arm64-7.2 350 s single (279 and 408 s multi in
+# the CI run of 2026-12-06).
+tcg_of() {
+	local thread
+	eval "thread=\${VM_TCG_THREAD_$1:-single}"
+	echo "tcg,thread=$thread"
+}
+
+# accel_of ARCH: how ARCH's guests run here (kvm, or tcg_of's value)
+accel_of() {
+	if [ "${ACCEL[$1]}" = kvm ]; then echo kvm; else tcg_of "$1"; fi
+}
+
 # run_vm NAME: boots it; results in $out/NAME.result ("ok|TEXT",
 # "not_ok|TEXT", "skip|TEXT|WHY", "diag|TEXT"), timings in $out/NAME.info
 run_vm() {
@@ -389,9 +411,11 @@ run_vm() {
 		-kernel "${KERNEL[$k]}" -initrd "$initrd" -append "console=$console quiet panic=-1 aiscope.depth=$(depth_of "$k") aiscope.rerun=${VM_RERUN:-1}${VM_APPEND:+ $VM_APPEND}"
 	if [ "$arch" = arm64 ]; then
 		[ "${ACCEL[$arch]}" = kvm ] && set -- -accel kvm -M virt -cpu host "$@"
-		[ "${ACCEL[$arch]}" = kvm ] || set -- -accel tcg -M virt -cpu max,pauth-impdef=on "$@"
+		[ "${ACCEL[$arch]}" = kvm ] || set -- -accel "$(tcg_of "$arch")" -M virt -cpu max,pauth-impdef=on "$@"
+	elif [ "${ACCEL[$arch]}" = kvm ]; then
+		set -- -accel kvm "$@"
 	else
-		set -- -accel "${ACCEL[$arch]}" "$@"
+		set -- -accel "$(tcg_of "$arch")" "$@"
 	fi
 	echo "diag|[vm $k] $qemu $* (timeout ${limit}s)" >> "$res"
 	t1=$(date +%s)
@@ -454,12 +478,12 @@ run_vm() {
 	fi
 	rm -f "$log.tap"
 	[ -n "$begin" ] && vm_json "$k" "$log" >> "$res"
-	echo "diag|[vm $k] ${begin#AISCOPE-VM-BEGIN }: boot+tests $((t2 - t1)) s ($attempt boot(s), ${ACCEL[$arch]})" >> "$res"
+	echo "diag|[vm $k] ${begin#AISCOPE-VM-BEGIN }: boot+tests $((t2 - t1)) s ($attempt boot(s), $(accel_of "$arch"))" >> "$res"
 	{
 		echo "name=$k"
 		echo "package=${KPKG[$k]}"
 		echo "kver=${KVER[$k]}"
-		echo "accel=${ACCEL[$arch]}"
+		echo "accel=$(accel_of "$arch")"
 		echo "seconds=$((t2 - t1))"
 		echo "boots=$attempt"
 		echo "depth=$(depth_of "$k")"
