@@ -10,6 +10,9 @@
 #   KPKG=linux-image-6.12.117+deb13-arm64-16k 6.12.117-1
 #   KMODULES=/abs/path/lib/modules/6.12.117+deb13-arm64-16k  (depmod run there)
 #   BUSYBOX=/abs/path/busybox
+#   RDMA_ROOT=/abs/path      (a kernel of another architecture than the
+#                            host's: bookworm's rdma-core of it, unpacked;
+#                            empty for the host's own, or when unavailable)
 #
 # The packages come from Debian's archive through a private apt
 # configuration per suite (scripts/apt-private.sh: build/cache/apt/SUITE/,
@@ -189,8 +192,33 @@ if [ -z "$bb" ]; then
 fi
 [ -x "$bb" ] || die "no busybox in $bb"
 
+# ---- the Soft-RoCE user space of tests/vm/rdmasnoop.sh, for a guest
+# architecture that is not the host's (the host's own rdma-core serves its
+# own): bookworm's packages of that architecture, unpacked into one tree
+# under build/cache/userspace/ (reused); RDMA_ROOT empty when they cannot
+# be fetched (the tests then skip, saying so) ----
+RDMA_PKGS="ibverbs-utils libibverbs1 ibverbs-providers libnl-3-200 libnl-route-3-200 libc6 libc-bin
+	iproute2 libmnl0 libbsd0 libcap2 libmd0"
+rdma_tree() {
+	_r=$CACHE/userspace/rdma_$darch
+	[ -e "$_r/.complete" ] && { echo "$_r"; return 0; }
+	suite_apt bookworm || { say "no RDMA user space for $darch: the bookworm lists are unavailable"; return 1; }
+	mkdir -p "$CACHE/userspace/debs_$darch" || return 1
+	rm -rf "$_r.tmp"
+	for _p in $RDMA_PKGS; do
+		_v=$(field "$_p" Version)
+		[ -n "$_v" ] || { say "no $_p for $darch in the bookworm lists"; return 1; }
+		_deb=$(fetch_deb "$_p" "$_v" "$CACHE/userspace/debs_$darch") &&
+			dpkg -x "$_deb" "$_r.tmp" || { say "cannot fetch or unpack $_p $_v ($darch)"; return 1; }
+	done
+	touch "$_r.tmp/.complete" && rm -rf "$_r" && mv "$_r.tmp" "$_r" && echo "$_r"
+}
+rdma_root=
+[ "$darch" = "$(dpkg --print-architecture)" ] || rdma_root=$(rdma_tree) || rdma_root=
+
 echo "KERNEL=$kernel"
 echo "KVER=${kernel##*/vmlinuz-}"
 echo "KPKG=$pkg $ver"
 echo "KMODULES=$dir/lib/modules/${kernel##*/vmlinuz-}"
 echo "BUSYBOX=$bb"
+echo "RDMA_ROOT=$rdma_root"

@@ -17,7 +17,10 @@
 #   RDMA programs             $RDMA_BINS and $RDMA_PROVIDER with their
 #                             libraries and a loader cache, where a test file
 #                             says "# vm-rdma" (else /opt/aiscope/rdma.missing
-#                             holds $RDMA_WHY)
+#                             holds $RDMA_WHY); or, for a guest of another
+#                             architecture, the same from $RDMA_ROOT, a tree
+#                             of its packages (scripts/vm/fetch.sh), with its
+#                             /sbin/ldconfig for the guest to make the cache
 #
 # That one is the same for every kernel of an architecture. The modules of
 # one kernel are a second archive, appended to it (the kernel unpacks
@@ -116,6 +119,37 @@ rdma_in() {
 	ldconfig -r "$stage" 2>/dev/null || die "ldconfig -r failed for the RDMA programs"
 }
 
+# rdma_root_in: the same from RDMA_ROOT, a tree of another architecture's
+# packages: ldd cannot read its programs here, so the libraries come whole
+# (the top of its library directories, the loader, libibverbs' rxe
+# provider; no gconv), and so does its ldconfig: the host's makes no cache
+# of another architecture's libraries, the guest's own does at boot
+# (tests/vm/rdmasnoop.sh)
+rdma_root_in() {
+	r=$RDMA_ROOT
+	for b in usr/bin/ibv_rc_pingpong usr/bin/ibv_ud_pingpong usr/bin/ibv_devinfo usr/bin/rdma sbin/ldconfig \
+		etc/libibverbs.d/rxe.driver; do
+		[ -e "$r/$b" ] || die "RDMA_ROOT: no $b in $r"
+		mkdir -p "$stage/${b%/*}"
+		cp -P "$r/$b" "$stage/$b"
+	done
+	for d in $(cd "$r" && ls -d lib/*-linux-gnu usr/lib/*-linux-gnu 2>/dev/null); do
+		mkdir -p "$stage/$d"
+		find "$r/$d" -maxdepth 1 -name '*.so*' \( -type f -o -type l \) -exec cp -P {} "$stage/$d/" \;
+		if [ -d "$r/$d/libibverbs" ]; then
+			mkdir -p "$stage/$d/libibverbs"
+			cp -P "$r/$d"/libibverbs/librxe-* "$stage/$d/libibverbs/"
+		fi
+	done
+	for l in "$r"/lib/ld-linux-*; do
+		[ -e "$l" ] || [ -L "$l" ] || die "RDMA_ROOT: no dynamic loader in $r/lib"
+		cp -P "$l" "$stage/lib/"
+	done
+	for d in $(cd "$r" && ls -d lib/*-linux-gnu usr/lib/*-linux-gnu); do
+		echo "/$d"
+	done > "$stage/etc/ld.so.conf"
+}
+
 if [ "${1:-}" = --modules ]; then
 	[ $# -ge 2 ] || die "usage: mkinitramfs.sh --modules OUT.cpio.gz MODULE_FILE..."
 	out=$2
@@ -168,7 +202,11 @@ else
 	done
 	[ $n -gt 0 ] || die "no tools to test"
 	[ -z "$want_runc" ] || runc_in
-	[ -z "$want_rdma" ] || rdma_in
+	if [ -n "$want_rdma" ] && [ -n "${RDMA_ROOT:-}" ]; then
+		rdma_root_in
+	elif [ -n "$want_rdma" ]; then
+		rdma_in
+	fi
 fi
 
 # ---- cpio newc writer ----

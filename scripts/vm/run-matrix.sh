@@ -97,7 +97,7 @@ fi
 diag "vm matrix: $(echo $order)"
 
 # ---- 1. fetch ----
-declare -A KERNEL KVER KPKG KMOD BUSYBOX
+declare -A KERNEL KVER KPKG KMOD BUSYBOX RDMA_ROOT
 ready=
 t0=$(date +%s)
 for k in $order; do
@@ -112,6 +112,8 @@ for k in $order; do
 	KPKG[$k]=$(sed -n 's/^KPKG=//p' <<< "$info")
 	KMOD[$k]=$(sed -n 's/^KMODULES=//p' <<< "$info")
 	BUSYBOX[$k]=$(sed -n 's/^BUSYBOX=//p' <<< "$info")
+	# another architecture's Soft-RoCE user space: the same for its kernels
+	RDMA_ROOT[${k%%-*}]=$(sed -n 's/^RDMA_ROOT=//p' <<< "$info")
 	diag "[vm $k] kernel ${KPKG[$k]} (${KVER[$k]})"
 	ready="$ready $k"
 done
@@ -145,12 +147,16 @@ build_arch() {	# build_arch ARCH BUSYBOX: sets INITRD[ARCH], or why not on stdou
 		runc_why="no runc on the host that builds the initramfs (Debian's package runc)"
 	fi
 	# Soft-RoCE user space for tests/vm/rdmasnoop.sh: the host's rdma-core
-	# (ibverbs-utils, ibverbs-providers, iproute2's rdma), for its own
-	# architecture only (the arm64 packages are not installable beside them)
-	local rdma= rdma_prov= rdma_why= ml
+	# (ibverbs-utils, ibverbs-providers, iproute2's rdma) for its own
+	# architecture; for the other, bookworm's packages of it, fetched and
+	# unpacked apart (fetch.sh: RDMA_ROOT; they are not installable beside
+	# the host's)
+	local rdma= rdma_prov= rdma_why= rdma_root= ml
 	ml=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
 	if [ "$arch" != "$host_arch" ]; then
-		rdma_why="no RDMA user space for $arch: the host's rdma-core is $host_arch's (ibverbs-utils:$arch is not co-installable)"
+		rdma_root=${RDMA_ROOT[$arch]:-}
+		[ -n "$rdma_root" ] ||
+			rdma_why="no RDMA user space for $arch: bookworm's $arch packages could not be fetched (scripts/vm/fetch.sh; the host's rdma-core is $host_arch's)"
 	elif ! rdma=$(command -v ibv_rc_pingpong ibv_ud_pingpong ibv_devinfo rdma) ||
 		[ "$(echo "$rdma" | wc -l)" -lt 4 ] || [ ! -r /etc/libibverbs.d/rxe.driver ] ||
 		! rdma_prov=$(ls /usr/lib/"$ml"/libibverbs/librxe-rdmav*.so 2>/dev/null); then
@@ -159,7 +165,7 @@ build_arch() {	# build_arch ARCH BUSYBOX: sets INITRD[ARCH], or why not on stdou
 		rdma=$(echo "$rdma" | tr '\n' ' ')
 		rdma_prov="$rdma_prov /etc/libibverbs.d/rxe.driver"
 	fi
-	if ! RDMA_BINS=$rdma RDMA_PROVIDER=$rdma_prov RDMA_WHY=$rdma_why RUNC=$runc RUNC_WHY=$runc_why TOOLS=${VM_TOOLS:-} scripts/vm/mkinitramfs.sh "$out/$arch-initramfs.cpio.gz" "$2" "$bdir" "$bdir/tests/helpers" > "$out/$arch-initramfs.log" 2>&1; then
+	if ! RDMA_BINS=$rdma RDMA_PROVIDER=$rdma_prov RDMA_WHY=$rdma_why RDMA_ROOT=$rdma_root RUNC=$runc RUNC_WHY=$runc_why TOOLS=${VM_TOOLS:-} scripts/vm/mkinitramfs.sh "$out/$arch-initramfs.cpio.gz" "$2" "$bdir" "$bdir/tests/helpers" > "$out/$arch-initramfs.log" 2>&1; then
 		sed "s/^/# [vm $arch] /" "$out/$arch-initramfs.log"
 		echo "fail:initramfs (log $out/$arch-initramfs.log)"
 		return 1
