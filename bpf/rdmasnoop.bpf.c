@@ -22,6 +22,7 @@
 const volatile bool stream_events;	/* -e: connect, register, errors */
 
 __u64 wcs_unread;			/* completions past RS_MAX_WCS in one poll */
+__u64 holds_skipped;			/* --hold: openers not stopped (table full, signal refused) */
 
 AISCOPE_MAP(qps, BPF_MAP_TYPE_HASH, struct rs_qp_key, struct rs_qp, 4096);
 AISCOPE_MAP(procs, BPF_MAP_TYPE_HASH, __u32, struct rs_proc, 4096);
@@ -31,6 +32,10 @@ AISCOPE_MAP(wrs, BPF_MAP_TYPE_LRU_HASH, struct rs_wr_key, __u64, 65536);
 AISCOPE_MAP(ahs, BPF_MAP_TYPE_LRU_HASH, struct rs_ah_key, struct rs_ah, 4096);
 /* calls in progress, by thread: poll_cq's wc array, create_ah's attr */
 AISCOPE_MAP(args, BPF_MAP_TYPE_HASH, __u32, __u64, 16384);
+/* --hold: openers stopped until their provider is probed, pid -> when;
+ * user space continues each one after its open event, and at exit every
+ * one still here (whose event it may not read) */
+AISCOPE_MAP(held_opens, BPF_MAP_TYPE_HASH, __u32, __u64, 1024);
 
 /* zero values to insert: too large for the stack */
 static const struct rs_qp qp_zero;
@@ -118,6 +123,30 @@ static __always_inline void dev_name(__u64 ctx, char *dst)
 
 /* ---- devices: the provider's entry points ---- */
 
+/* --hold: the opener stops (SIGSTOP, as it returns to user space, before
+ * its first post) until user space has probed the provider its open
+ * names; remembered first, so that a stop is never sent that nobody
+ * would undo (a full table: not stopped, counted) */
+static __always_inline void hold_opener(struct rs_event *e)
+{
+	__u32 pid = e->ident.pid;
+	__u64 now = bpf_ktime_get_ns();
+
+	if (!uprobe_hold)
+		return;
+	if (bpf_map_update_elem(&held_opens, &pid, &now, BPF_ANY)) {
+		__sync_fetch_and_add(&holds_skipped, 1);
+		return;
+	}
+	if (bpf_send_signal(UPROBE_SIGSTOP)) {
+		bpf_map_delete_elem(&held_opens, &pid);
+		__sync_fetch_and_add(&holds_skipped, 1);
+		return;
+	}
+	e->held_ns = now;
+	__sync_fetch_and_add(&uprobe_held, 1);
+}
+
 SEC("uretprobe")
 int BPF_KRETPROBE(open_device_ret, __u64 ctx_ptr)
 {
@@ -139,6 +168,7 @@ int BPF_KRETPROBE(open_device_ret, __u64 ctx_ptr)
 	e->fn[RS_FN_POST_RECV] = rd64(ctx_ptr + RS_CTX_POST_RECV);
 	e->fn[RS_FN_POLL_CQ] = rd64(ctx_ptr + RS_CTX_POLL_CQ);
 	e->fn[RS_FN_POST_SRQ_RECV] = rd64(ctx_ptr + RS_CTX_POST_SRQ_RECV);
+	hold_opener(e);
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
@@ -194,6 +224,8 @@ int BPF_KPROBE(modify_qp, __u64 qp, __u64 attr, __u32 mask)
 		bpf_probe_read_user(q->dgid, sizeof(q->dgid), (void *)(ah + RS_AH_DGID));
 		bpf_probe_read_user(&q->dlid, 2, (void *)(ah + RS_AH_DLID));
 		bpf_probe_read_user(&q->is_global, 1, (void *)(ah + RS_AH_IS_GLOBAL));
+		bpf_probe_read_user(&q->sgid_index, 1, (void *)(ah + RS_AH_SGID_INDEX));
+		q->has_sgid = 1;
 		if (!q->port)
 			bpf_probe_read_user(&q->port, 1, (void *)(ah + RS_AH_PORT));
 	}

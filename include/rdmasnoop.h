@@ -31,6 +31,7 @@
 #define RS_ATTR_AH		56
 #define RS_ATTR_PORT		129
 #define RS_AH_DGID		0
+#define RS_AH_SGID_INDEX	20
 #define RS_AH_DLID		24
 #define RS_AH_IS_GLOBAL		29
 #define RS_AH_PORT		30
@@ -104,6 +105,8 @@ struct rs_qp {
 	__u16 dlid;
 	__u8 has_peer;			/* RS_PEER_* */
 	__u8 is_global;
+	__u8 has_sgid;			/* its address vector seen: sgid_index (RC, UC) */
+	__u8 sgid_index;		/* its own GID's index in its port's table */
 	__u8 dgid[16];
 	char dev[RS_DEV_LEN];
 	__u64 wrs[RS_NOPS];		/* work requests posted */
@@ -185,6 +188,7 @@ struct rs_event {
 	__u8 is_global;
 	__u8 pad;
 	__u8 dgid[16];
+	__u64 held_ns;		/* OPEN with --hold: when the opener was stopped (0: not) */
 };
 
 /* the provider entry points, in rs_event.fn order */

@@ -1100,11 +1100,11 @@ struct uprobe_lib *uprobe_scan_add_path(struct uprobe_scanner *s, const char *pa
  * process that exited meanwhile, or whose pid now names another process
  * (it would have to exit and the pid be reused within the scan), is
  * counted apart; a SIGCONT to a process nobody stopped does nothing. */
-static void hold_release(struct uprobe_scanner *s, const struct uprobe_discover_ev *ev)
+void uprobe_hold_release(struct uprobe_scanner *s, pid_t pid, uint64_t held_ns)
 {
-	uint64_t held = clock_ns(CLOCK_MONOTONIC) - ev->held_ns;
+	uint64_t held = clock_ns(CLOCK_MONOTONIC) - held_ns;
 
-	if (kill((pid_t)ev->pid, SIGCONT)) {
+	if (kill(pid, SIGCONT)) {
 		s->hold_gone++;
 		return;
 	}
@@ -1129,7 +1129,7 @@ static int discover_event(void *ctx, void *data, size_t len)
 	if (!no_scan && !s->closing)
 		uprobe_scan_pid(s, (pid_t)ev->pid);
 	if (ev->held_ns)
-		hold_release(s, ev);
+		uprobe_hold_release(s, (pid_t)ev->pid, ev->held_ns);
 	return 0;
 }
 

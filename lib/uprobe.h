@@ -284,6 +284,11 @@ struct ring_buffer *uprobe_discover_open(struct bpf_object *obj, struct uprobe_s
  * events are still unread, then frees rb. */
 void uprobe_discover_close(struct ring_buffer *rb, struct uprobe_scanner *s);
 
+/* --hold: continues pid, stopped by BPF at held_ns (CLOCK_MONOTONIC, as
+ * bpf_ktime_get_ns), counted in s (hold_released, hold_gone, hold_max_ns);
+ * for a tool's own stops beside the discovery's (rdmasnoop's openers) */
+void uprobe_hold_release(struct uprobe_scanner *s, pid_t pid, uint64_t held_ns);
+
 /* --hold, the same in every tool that discovers (bpf/uprobe_discover.bpf.h
  * uprobe_hold; opt-in: a stopped process is visible to its parent) */
 #define UPROBE_HOLD_OPTION(key)							\

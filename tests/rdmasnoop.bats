@@ -27,7 +27,7 @@ no_rdma_here() {
 }
 
 @test "rdmasnoop --help lists the shared and own options and ends with examples" {
-	check_help rdmasnoop "${SHARED_OPTS[@]}" --events --rescan --wait-device --usage --version
+	check_help rdmasnoop "${SHARED_OPTS[@]}" --events --rescan --wait-device --hold --usage --version
 }
 
 @test "rdmasnoop --usage and --version" {
@@ -63,6 +63,29 @@ no_rdma_here() {
 	jq -e -s 'map(select(.type == "summary")) | length == 1 and
 		.[0].exit_reason == "duration" and .[0].wrs == 0 and .[0].attach_failures == 0' "$BATS_TEST_TMPDIR/out"
 	run -0 "$BIN/rdmasnoop" --wait-device --list-probes
+}
+
+@test "rdmasnoop --hold: a program started while it runs is stopped at exec until scanned, then continued; none without --hold" {
+	need_root
+	no_rdma_here
+	local n
+	start_tool h rdmasnoop --hold --wait-device -j -d 4 --comm sleep
+	sleep 0.5
+	# each sleep stopped (its exec, its loader's libraries) and continued:
+	# it ends, with its own status
+	for n in 1 2 3; do
+		timeout 10 sleep 0.1
+	done
+	wait "$TOOL_PID"
+	all_json "$BATS_TEST_TMPDIR/h.out"
+	tail -1 "$BATS_TEST_TMPDIR/h.out"
+	jq -e -s '.[-1] | .type == "summary" and .held >= 3 and .hold_max_ns > 0 and
+		.hold_max_ns < 1000000000 and .holds_skipped == 0' "$BATS_TEST_TMPDIR/h.out"
+	start_tool n rdmasnoop --wait-device -j -d 2 --comm sleep
+	sleep 0.5
+	timeout 10 sleep 0.1
+	wait "$TOOL_PID"
+	jq -e -s '.[-1] | .held == 0 and .hold_max_ns == 0 and .holds_skipped == 0' "$BATS_TEST_TMPDIR/n.out"
 }
 
 @test "rdmasnoop without privileges exits 77 and says what is missing" {

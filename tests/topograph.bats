@@ -159,6 +159,18 @@ bounded() {
 	echo "$output" | grep '^{' | tail -1 | jq -e '.type == "error" and .exit_code == 77'
 }
 
+@test "topograph --with rdmasnoop on a host without an RDMA device exits 77 with rdmasnoop's one line, nothing left running" {
+	need_root
+	[ -z "$(ls -A /sys/class/infiniband 2>/dev/null)" ] || skip "this host has RDMA devices"
+	run --separate-stderr "$BIN/topograph" -d 5 --with rdmasnoop
+	echo "$stderr"
+	[ "$status" -eq 77 ]
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ "${stderr_lines[0]}" == "topograph: rdmasnoop: no RDMA device on this host "* ]]
+	# its children (this build's) are gone with it
+	! pgrep -f "^$BIN/(socketsnoop|ipcsnoop|rdmasnoop) --json"
+}
+
 # ---- the exact graph of known lines ----
 
 @test "pipeline capture: exactly its nodes and edges, with their bytes" {
@@ -1073,6 +1085,29 @@ xhost_fixture() {
 {"type":"edge","tool":"socketsnoop","host":"h-a","kind":"tcp","channel":"10.0.0.1:40000->10.0.0.2:29500","src":{"pid":101,"comm":"rank","endpoint":"10.0.0.1:40000"},"dst":{"pid":null,"endpoint":"10.0.0.2:29500"},"bytes":4096,"msgs":2,"read_bytes":null}
 {"type":"edge","tool":"socketsnoop","host":"h-b","kind":"tcp","channel":"10.0.0.1:40000->10.0.0.2:29500","src":{"pid":null,"endpoint":"10.0.0.1:40000"},"dst":{"pid":100,"comm":"rank","endpoint":"10.0.0.2:29500"},"bytes":4000,"msgs":3,"read_bytes":4000}
 EOT
+}
+
+@test "across hosts, RDMA: a queue pair's edge to GID/QPN ends at the process of the host that names that queue pair its own; an address two processes claim stays an endpoint, counted" {
+	local e='"type":"edge","tool":"rdmasnoop","kind":"rdma","read_bytes":null,"first_ts":"2026-12-07T10:00:00Z","last_ts":"2026-12-07T10:00:05Z"'
+	{
+		# h-a's rank: QP 17 to h-b's QP 33, QP 19 to fe80::d/44
+		echo "{$e,\"host\":\"h-a\",\"channel\":\"mlx5_0:1/17->fe80::b/33\",\"src\":{\"pid\":100,\"comm\":\"rank\",\"endpoint\":\"fe80::a/17\"},\"dst\":{\"pid\":null,\"endpoint\":\"fe80::b/33\"},\"bytes\":8192,\"msgs\":2}"
+		echo "{$e,\"host\":\"h-a\",\"channel\":\"mlx5_0:1/19->fe80::d/44\",\"src\":{\"pid\":100,\"comm\":\"rank\",\"endpoint\":\"fe80::a/19\"},\"dst\":{\"pid\":null,\"endpoint\":\"fe80::d/44\"},\"bytes\":100,\"msgs\":1}"
+		# h-b's rank: QP 33 back to QP 17
+		echo "{$e,\"host\":\"h-b\",\"channel\":\"mlx5_0:1/33->fe80::a/17\",\"src\":{\"pid\":200,\"comm\":\"rank\",\"endpoint\":\"fe80::b/33\"},\"dst\":{\"pid\":null,\"endpoint\":\"fe80::a/17\"},\"bytes\":4096,\"msgs\":1}"
+		# two processes of h-c that both say they are fe80::d/44
+		for p in 300 301; do
+			echo "{$e,\"host\":\"h-c\",\"channel\":\"mlx5_0:1/44->fe80::e/$p\",\"src\":{\"pid\":$p,\"comm\":\"rank\",\"endpoint\":\"fe80::d/44\"},\"dst\":{\"pid\":null,\"endpoint\":\"fe80::e/$p\"},\"bytes\":10,\"msgs\":1}"
+		done
+	} > "$BATS_TEST_TMPDIR/r.jsonl"
+	graph_json "$BATS_TEST_TMPDIR/r.jsonl"
+	jg '.[] | select(.type=="edge") | "\(.channel) \(.src.host)/\(.src.pid) > \(.dst.host)/\(.dst.pid // .dst.endpoint) \(.bytes) \(.msgs)"'
+	[ "$(jg '[.[] | select(.type=="edge") | "\(.channel) \(.src.host)/\(.src.pid)>\(.dst.host)/\(.dst.pid // .dst.endpoint) \(.bytes) \(.msgs)"] | join(",")')" = \
+		"mlx5_0:1/17->fe80::b/33 h-a/100>h-b/200 8192 2,mlx5_0:1/33->fe80::a/17 h-b/200>h-a/100 4096 1,mlx5_0:1/19->fe80::d/44 h-a/100>null/fe80::d/44 100 1,mlx5_0:1/44->fe80::e/300 h-c/300>null/fe80::e/300 10 1,mlx5_0:1/44->fe80::e/301 h-c/301>null/fe80::e/301 10 1" ]
+	[ "$(jg '.[] | select(.type=="summary") | "\(.joined_flows) \(.unjoined_ambiguous_flows) \(.unjoined_local_flows)"')" = "2 1 0" ]
+	# no endpoint node is left for the two queue pairs that were joined
+	[ "$(jg '[.[] | select(.type=="node" and .kind=="endpoint") | .endpoint] | sort | join(",")')" = \
+		"fe80::d/44,fe80::e/300,fe80::e/301" ]
 }
 
 @test "across hosts: pids of two hosts are two processes; a flow seen by both is one edge; loopback stays apart; the lagging rank named with its host" {

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,7 +64,7 @@ static const char doc[] =
 "\n"
 "Exit status: 0 done, 1 runtime error, 2 usage error, 77 cannot run here.";
 
-enum { OPT_RESCAN = 0x200, OPT_WAIT_DEVICE };
+enum { OPT_RESCAN = 0x200, OPT_WAIT_DEVICE, OPT_HOLD };
 
 static const struct argp_option opts[] = {
 	{ NULL, 0, NULL, 0, "rdmasnoop:", 1 },
@@ -73,6 +74,10 @@ static const struct argp_option opts[] = {
 	{ "wait-device", OPT_WAIT_DEVICE, NULL, 0,
 	  "Run on a host with no RDMA device yet (a DaemonSet on every node, a driver that loads "
 	  "later) instead of exiting 77: processes that open one once it appears are traced", 1 },
+	{ "hold", OPT_HOLD, NULL, 0,
+	  "Stop each process that opens a device until its provider is probed, and each new "
+	  "program and library load (within the filters) until libibverbs is, then continue "
+	  "it: no call of a new provider's first opener is missed", 1 },
 	{},
 };
 
@@ -87,6 +92,7 @@ const struct opt_value aiscope_opt_values[] = {
 static struct {
 	bool events;
 	bool wait_device;
+	bool hold;
 	uint64_t rescan_ns;
 	const char *sort;
 } cfg = { .rescan_ns = 5 * NSEC_PER_SEC, .sort = "bytes" };
@@ -104,6 +110,9 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	case OPT_WAIT_DEVICE:
 		cfg.wait_device = true;
 		break;
+	case OPT_HOLD:
+		cfg.hold = true;
+		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
@@ -111,6 +120,10 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 }
 
 static const struct argp argp = AISCOPE_ARGP(opts, parse_arg, doc);
+
+/* --hold's openers that ran on unstopped (its table full, or the signal
+ * refused): their calls before the provider is probed are not seen */
+#define HOLDS_SKIPPED_TEXT " device openers --hold did not stop (their first calls may be missed)"
 
 static struct probe_hook hooks[] = {
 	UPROBE_DISCOVER_HOOK,
@@ -602,6 +615,42 @@ static const char *gid_str(const uint8_t *gid, char *buf, size_t len)
 	return buf;
 }
 
+/* The QP's own address as its peer names it, "GID/QPN" (the GID at the
+ * source index its connection set, in its port's table) or "lidL/QPN";
+ * NULL when its address vector was not seen (UD; connected before the
+ * start) or the port's table cannot be read. */
+static const char *local_str(const struct rs_qp *q, uint32_t qpn, char *buf, size_t len)
+{
+	char path[PATH_MAX], txt[64] = "", g[64];
+	unsigned int lid;
+	uint8_t gid[16];
+	FILE *f;
+
+	if (!q->has_sgid || !q->dev[0] || !q->port)
+		return NULL;
+	if (q->is_global)
+		snprintf(path, sizeof(path), SYSFS_IB "/%.*s/ports/%u/gids/%u", RS_DEV_LEN, q->dev,
+			 q->port, q->sgid_index);
+	else
+		snprintf(path, sizeof(path), SYSFS_IB "/%.*s/ports/%u/lid", RS_DEV_LEN, q->dev, q->port);
+	f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	if (fscanf(f, "%63s", txt) != 1)
+		txt[0] = 0;
+	fclose(f);
+	if (q->is_global) {
+		if (inet_pton(AF_INET6, txt, gid) != 1)
+			return NULL;
+		snprintf(buf, len, "%s/%u", gid_str(gid, g, sizeof(g)), qpn);
+	} else {
+		if (sscanf(txt, "%x", &lid) != 1)
+			return NULL;
+		snprintf(buf, len, "lid%u/%u", lid, qpn);
+	}
+	return buf;
+}
+
 /* "GID qpn N" or "lid L qpn N"; NULL without a peer */
 static const char *peer_str(const struct rs_qp *q, char *buf, size_t len)
 {
@@ -990,7 +1039,7 @@ static void print_procs(uint64_t now, uint64_t interval, const char *hms)
 static void add_edges(const struct row *r, uint64_t now)
 {
 	const struct rs_qp *d = &r->d;
-	char ch[160], peer[96], ep[96];
+	char ch[160], peer[96], ep[96], local[96];
 	struct edge_side src = { .id = &d->ident }, dst = { 0 };
 	struct aiscope_ident pid_id;
 	uint64_t bytes = d->bytes[RS_OP_SEND] + d->bytes[RS_OP_WRITE];
@@ -1003,6 +1052,8 @@ static void add_edges(const struct row *r, uint64_t now)
 	pid_id = d->ident;
 	pid_id.pid = r->key.pid;
 	src.id = &pid_id;
+	/* what the peer's host names this QP: topograph joins hosts by it */
+	src.endpoint = local_str(d, r->key.qpn, local, sizeof(local));
 	dst.endpoint = ep;
 	if (r->peer >= 0) {
 		dst.id = &S.prevs[r->peer].q.ident;
@@ -1202,14 +1253,43 @@ static void print_event(const struct rs_event *e)
 	table_end_row(&t);
 }
 
+/* --hold: an opener continues once its provider is probed (or could not
+ * be), forgotten by BPF's table first */
+static void hold_continue(uint32_t pid, uint64_t held_ns)
+{
+	bpf_map_delete_elem(bpf_map__fd(S.skel->maps.held_opens), &pid);
+	uprobe_hold_release(&S.scanner, (pid_t)pid, held_ns);
+}
+
+/* At exit, the probes detached: the openers whose events were not read
+ * (stopped after the last drain, or a run ended by -n or a closed pipe)
+ * continue too. */
+static void hold_continue_all(void)
+{
+	int fd = bpf_map__fd(S.skel->maps.held_opens);
+	uint32_t pid, next;
+	uint64_t held_ns;
+
+	while (!bpf_map_get_next_key(fd, NULL, &next)) {
+		pid = next;
+		if (!bpf_map_lookup_elem(fd, &pid, &held_ns))
+			uprobe_hold_release(&S.scanner, (pid_t)pid, held_ns);
+		if (bpf_map_delete_elem(fd, &pid))
+			break;
+	}
+}
+
 static int on_event(void *ctx, void *data, size_t len)
 {
 	const struct rs_event *e = data;
 
 	if (len < sizeof(*e) || !e->type || e->type > RS_EV_CQ_ERROR)
 		return 0;
-	if (e->type == RS_EV_OPEN)
+	if (e->type == RS_EV_OPEN) {
 		on_open(e);
+		if (e->held_ns)
+			hold_continue(e->ident.pid, e->held_ns);
+	}
 	if (!cfg.events)
 		return 0;
 	S.events++;
@@ -1243,7 +1323,13 @@ static void print_summary(void)
 		jw_ku64(&S.jw, "libraries", S.libs_seen);
 		jw_ku64(&S.jw, "attach_failures", S.scanner.failed);
 		jw_ku64(&S.jw, "edges_dropped", S.edges ? edges_dropped(S.edges) : 0);
+		jw_ku64(&S.jw, "held", S.skel->bss->uprobe_held);
+		jw_ku64(&S.jw, "hold_max_ns", S.scanner.hold_max_ns);
+		jw_ku64(&S.jw, "holds_skipped", S.skel->bss->holds_skipped);
 		jw_record_end(&S.jw);
+		if (S.skel->bss->holds_skipped)
+			fprintf(stderr, "%s: %llu" HOLDS_SKIPPED_TEXT "\n", TOOL,
+				(unsigned long long)S.skel->bss->holds_skipped);
 		return;
 	}
 	fprintf(stderr, "%s: %llu work requests, %llu bytes, %llu completions, %llu errors, "
@@ -1259,6 +1345,9 @@ static void print_summary(void)
 			(unsigned long long)S.providers_unlocated);
 	if (unattached)
 		fprintf(stderr, ", %d providers not attached", unattached);
+	if (S.skel->bss->holds_skipped)
+		fprintf(stderr, ", %llu" HOLDS_SKIPPED_TEXT,
+			(unsigned long long)S.skel->bss->holds_skipped);
 	fputc('\n', stderr);
 }
 
@@ -1290,6 +1379,7 @@ static void setup_bpf(void)
 	if (!k)
 		aiscope_fail(EXIT_RUNTIME, "cannot open the BPF object: %s", strerror(errno));
 	k->rodata->stream_events = cfg.events;
+	k->rodata->uprobe_hold = cfg.hold;
 	S.bpf = (struct aiscope_bpf){
 		.hooks = hooks, .nhooks = ARRAY_SIZE(hooks),
 		.streaming = true, .on_event = on_event,
@@ -1346,6 +1436,7 @@ int main(int argc, char **argv)
 	code = aiscope_run(&S.loop, print_summary);
 	uprobe_set_free(&S.set);
 	uprobe_discover_close(S.loop.aux_rb, &S.scanner);
+	hold_continue_all();
 	rdmasnoop_bpf__destroy(S.skel);
 	if (S.edges)
 		edges_free(S.edges);

@@ -4,9 +4,11 @@
 # told their message size and count (-s, -n): the tool's work requests,
 # bytes, completions, peer QPs and registered memory against what they were
 # told and what they print. The RDMA user space is the building host's
-# rdma-core (x86 only: see scripts/vm/run-matrix.sh).
+# rdma-core on x86, bookworm's arm64 packages on arm64 (scripts/vm/fetch.sh,
+# run-matrix.sh).
 # Sourced by tests/vm/run.sh (busybox sh; see lib.sh).
 # vm-rdma
+# vm-tools: rdmasnoop topograph socketsnoop ipcsnoop
 
 RS=/opt/aiscope/bin/rdmasnoop
 RS_SKIP=
@@ -22,6 +24,11 @@ rs_setup() {
 	if [ -f /opt/aiscope/rdma.missing ]; then
 		RS_SKIP=$(cat /opt/aiscope/rdma.missing)
 		return
+	fi
+	# packages of another architecture than the building host's: their
+	# own ldconfig makes the loader cache (scripts/vm/mkinitramfs.sh)
+	if [ -x /sbin/ldconfig ]; then
+		/sbin/ldconfig 2>&1 | sed 's/^/# ldconfig: /'
 	fi
 	for m in $(cat /opt/aiscope/modules/order 2>/dev/null); do
 		case $m in dummy) set -- numdummies=1 ;; *) set -- ;; esac
@@ -91,6 +98,19 @@ rs_opener() {
 	wait "$_op" 2> /dev/null
 }
 
+# rs_rc_pair [-p PORT]: an ibv_rc_pingpong server (SRV) and client (CLI)
+# moving RS_ITERS messages of RS_SIZE bytes each way, RS_RX receives posted
+# on each side; both must succeed
+rs_rc_pair() {
+	bg srv ibv_rc_pingpong -d rxe0 -g "$RS_GID" -s $RS_SIZE -n $RS_ITERS -r $RS_RX "$@"
+	SRV=$BG
+	sleep 1
+	bg cli ibv_rc_pingpong -d rxe0 -g "$RS_GID" -s $RS_SIZE -n $RS_ITERS -r $RS_RX "$@" 127.0.0.1
+	CLI=$BG
+	wait "$CLI" || { cat "$T/cli.out" "$T/cli.err"; fail "the client failed"; }
+	wait "$SRV" || { cat "$T/srv.out" "$T/srv.err"; fail "the server failed"; }
+}
+
 # the tool, told the provider by a first opener (rs_opener), then a
 # server and a client moving RS_ITERS messages of RS_SIZE bytes each way
 t_rc() {
@@ -111,13 +131,7 @@ t_rc() {
 	TOOL_EVENTS=$TOOL_PID
 	rs_link_add || fail "rxe0 did not come back with its GID"
 	rs_opener rc
-	bg srv ibv_rc_pingpong -d rxe0 -g "$RS_GID" -s $RS_SIZE -n $RS_ITERS -r $RS_RX
-	SRV=$BG
-	sleep 1
-	bg cli ibv_rc_pingpong -d rxe0 -g "$RS_GID" -s $RS_SIZE -n $RS_ITERS -r $RS_RX 127.0.0.1
-	CLI=$BG
-	wait "$CLI" || { cat "$T/cli.out" "$T/cli.err"; fail "the client failed"; }
-	wait "$SRV" || { cat "$T/srv.out" "$T/srv.err"; fail "the server failed"; }
+	rs_rc_pair
 	cat "$T/cli.out" "$T/cli.err"
 	sleep 0.5
 	stop_tool "$TOOL_EVENTS" || fail "rdmasnoop -e exited $?: $(cat "$T/rce.err")"
@@ -174,6 +188,10 @@ t_rc() {
 			fail "pid $1: -e open"
 		jsel "$T/rc.out" '"type":"edge"' '"kind":"rdma"' "/$2->" > "$T/edge"
 		[ "$(jsum bytes < "$T/edge")" = $bytes ] || { cat "$T/edge"; fail "pid $1: edge bytes"; }
+		# its source: the QP's own address, as the peer names it (the
+		# GID of the index the pingpong chose, -g)
+		grep -q "\"src\":{[^}]*\"endpoint\":\"::ffff:10.77.0.1/$2\"}" "$T/edge" ||
+			{ cat "$T/edge"; fail "pid $1: edge source endpoint not ::ffff:10.77.0.1/$2"; }
 	done
 	grep '"type":"summary"' "$T/rc.out" > "$T/sum"
 	cat "$T/sum"
@@ -291,7 +309,138 @@ t_ud_late() {
 	done
 }
 
+# --hold: no first opener; the server is the first process to open rxe0
+# in the tool's run, and posts its receives as soon as its open returns,
+# before a tool without --hold has probed the provider: held, every one of
+# them is counted, both sides exact
+t_hold() {
+	[ -z "$RS_SKIP" ] || skip_test "$RS_SKIP"
+	start_tool hold $RS -j -v -i 30 --hold --comm ibv_rc_pingpong
+	rs_rc_pair -p 18603
+	sleep 0.5
+	stop_tool "$TOOL_PID" || fail "rdmasnoop exited $?: $(cat "$T/hold.err")"
+	grep "provider " "$T/hold.err"
+	json_ok "$T/hold.out"
+	for pid in $SRV $CLI; do
+		jsel "$T/hold.out" '"type":"sample"' '"row":"qp"' "\"pid\":$pid," > "$T/qp"
+		for kv in recv_wrs:$RS_RX recv_posted_bytes:$((RS_RX * RS_SIZE)) send_wrs:$RS_ITERS \
+			send_bytes:$((RS_ITERS * RS_SIZE)) recv_completions:$RS_ITERS send_completions:$RS_ITERS \
+			latency_count:$RS_ITERS errors:0; do
+			got=$(jsum "${kv%%:*}" < "$T/qp")
+			[ "$got" = "${kv#*:}" ] || { cat "$T/qp"; fail "pid $pid ${kv%%:*}: $got, not ${kv#*:}"; }
+		done
+	done
+	grep '"type":"summary"' "$T/hold.out" > "$T/sum"
+	cat "$T/sum"
+	held=$(jval held < "$T/sum")
+	echo "held $held, longest $(jval hold_max_ns < "$T/sum") ns"
+	[ "$held" -ge 2 ] || fail "the two openers were not held: $held"
+	[ "$(jval holds_skipped < "$T/sum")" = 0 ] || fail "openers not held"
+	[ "$(jval hold_max_ns < "$T/sum")" -gt 0 ] || fail "no hold time"
+	[ "$(jval device_opens < "$T/sum")" -ge 2 ] || fail "the opens not seen"
+}
+
+# topograph's live capture with --with rdmasnoop: an RC pair's two queue
+# pairs are two rdma edges, each from one pingpong process to the other
+# (both on this host: joined by the peer's GID and QPN), with the bytes
+# and sends each side posted
+t_topo() {
+	[ -z "$RS_SKIP" ] || skip_test "$RS_SKIP"
+	start_tool topo /opt/aiscope/bin/topograph -j -d 600 --with rdmasnoop --comm ibv_rc_pingpong
+	# the provider, learned from a first open (the pair's sends come
+	# after their connection, long after; its receives are not edges)
+	bg opener ibv_rc_pingpong -d rxe0 -g "$RS_GID" -p 18604
+	sleep 3
+	kill "$BG"
+	rs_rc_pair -p 18605
+	sleep 0.5
+	stop_tool "$TOOL_PID" || fail "topograph exited $?: $(cat "$T/topo.err")"
+	json_ok "$T/topo.out"
+	jsel "$T/topo.out" '"type":"edge"' '"kind":"rdma"' > "$T/edges"
+	cat "$T/edges"
+	[ "$(wc -l < "$T/edges")" -eq 2 ] || fail "not two rdma edges"
+	cq=$(rs_qpn "$T/cli" local)
+	sq=$(rs_qpn "$T/srv" local)
+	for pair in "$CLI $SRV $cq $sq" "$SRV $CLI $sq $cq"; do
+		set -- $pair
+		e=$(grep "\"src\":{[^}]*\"pid\":$1," "$T/edges")
+		[ -n "$e" ] || fail "no rdma edge from pid $1"
+		[ "$(echo "$e" | sed -n 's/.*"dst":{[^}]*"pid":\([0-9]*\),.*/\1/p')" = "$2" ] ||
+			fail "the edge from $1 does not end at $2"
+		[ "$(echo "$e" | jval bytes)" = $((RS_SIZE * RS_ITERS)) ] || fail "edge $1->$2: bytes"
+		[ "$(echo "$e" | jval msgs)" = $RS_ITERS ] || fail "edge $1->$2: msgs"
+		echo "$e" | grep -q "\"channel\":\"rxe0:1/$3->::ffff:10.77.0.1/$4\"" ||
+			fail "edge $1->$2: channel not rxe0:1/$3->::ffff:10.77.0.1/$4"
+	done
+}
+
+# median of the numbers on stdin
+rs_median() {
+	sort -n | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# rs_bench_run MODE PORT: one ibv_rc_pingpong pair, RS_BENCH_ITERS round
+# trips of 4096 bytes, busy polling as NCCL does; MODE bare, or table or
+# json with rdmasnoop (--hold: the first opener's calls counted too) whose
+# work requests must be the pair's exactly. The client's usec/iter is
+# added to $T/bench.MODE.
+rs_bench_run() {
+	case $1 in
+	table) start_tool b $RS -C -i 60 --hold --comm ibv_rc_pingpong ;;
+	json) start_tool b $RS -j -i 60 --hold --comm ibv_rc_pingpong ;;
+	esac
+	ibv_rc_pingpong -d rxe0 -g "$RS_GID" -s 4096 -n "$RS_BENCH_ITERS" -p "$2" > "$T/bsrv.out" 2>&1 &
+	_srv=$!
+	sleep 1
+	ibv_rc_pingpong -d rxe0 -g "$RS_GID" -s 4096 -n "$RS_BENCH_ITERS" -p "$2" 127.0.0.1 > "$T/bcli.out" 2>&1 ||
+		{ cat "$T/bcli.out"; fail "the bench client failed ($1)"; }
+	wait "$_srv" || { cat "$T/bsrv.out"; fail "the bench server failed ($1)"; }
+	if [ "$1" != bare ]; then
+		stop_tool "$TOOL_PID" || fail "rdmasnoop ($1) exited $?: $(cat "$T/b.err")"
+		case $1 in
+		table) grep -q "^rdmasnoop: $((2 * RS_BENCH_ITERS)) work requests, " "$T/b.err" ;;
+		json) [ "$(grep '"type":"summary"' "$T/b.out" | jval wrs)" = $((2 * RS_BENCH_ITERS)) ] ;;
+		esac || { cat "$T/b.err"; fail "rdmasnoop ($1) did not count the pair's $((2 * RS_BENCH_ITERS)) sends"; }
+	fi
+	_v=$(sed -n 's/.* iters in .* seconds = \([0-9.]*\) usec\/iter.*/\1/p' "$T/bcli.out")
+	[ -n "$_v" ] || fail "no usec/iter from the client ($1): $(cat "$T/bcli.out")"
+	echo "$_v" >> "$T/bench.$1"
+	echo "$1: $_v usec/iter"
+}
+
+# The tool's cost, side by side (a benchmark: it reports, its figures are
+# not checked; the full depth only): the pair's own usec/iter, bare and
+# with rdmasnoop (table; JSON), RS_BENCH_REPS runs of each, interleaved;
+# medians, and each traced run's sends counted exactly. Emulated (TCG):
+# the ratio, not the microseconds, is the figure.
+RS_BENCH_ITERS=300
+RS_BENCH_REPS=5
+t_overhead() {
+	[ -z "$RS_SKIP" ] || skip_test "$RS_SKIP"
+	port=18610
+	for i in $(seq 1 $RS_BENCH_REPS); do
+		for mode in bare table json; do
+			port=$((port + 1))
+			rs_bench_run $mode $port
+		done
+	done
+	bare=$(rs_median < "$T/bench.bare")
+	for mode in bare table json; do
+		m=$(rs_median < "$T/bench.$mode")
+		echo "rdmasnoop overhead, ibv_rc_pingpong 4096 B x $RS_BENCH_ITERS, $RS_BENCH_REPS runs: $mode median $m usec/iter" \
+			"($(awk -v m="$m" -v b="$bare" 'BEGIN { printf "%.3f", m / b }') of bare; runs: $(tr '\n' ' ' < "$T/bench.$mode"))"
+	done
+}
+
 run_test "rdmasnoop --list-probes, and exit 77 without an RDMA device" 60 t_plan
 run_test "rdmasnoop: ibv_rc_pingpong over Soft-RoCE, requests, bytes, completions and peers exact" 180 t_rc
 run_test "rdmasnoop: ibv_ud_pingpong over Soft-RoCE, sends, receives with their GRH, peers from address handles" 180 t_ud
 run_test "rdmasnoop: UD traffic from before its start: each send's peer the QPN alone, counted in peer_unknown" 180 t_ud_late
+run_test "topograph --with rdmasnoop: an RC pair's two rdma edges, process to process, bytes and sends exact" 180 t_topo
+run_test "rdmasnoop --hold: the first opener of the run held until its provider is probed, its first receives counted, both sides exact" 180 t_hold
+if [ "$DEPTH" = default ]; then
+	NOT_RUN=$((NOT_RUN + 1))
+	echo "# not run at the default depth (a benchmark): rdmasnoop overhead beside a bare ibv_rc_pingpong"
+else
+	run_test "rdmasnoop overhead beside a bare ibv_rc_pingpong (medians of 5; each traced run's sends exact)" 240 t_overhead
+fi

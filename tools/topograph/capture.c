@@ -18,7 +18,10 @@
 #include <unistd.h>
 #include "topo.h"
 
-const char *const extra_tools[] = { "schedlat", "nclstat", "gpulaunch", NULL };
+const char *const extra_tools[] = { "schedlat", "nclstat", "gpulaunch", "rdmasnoop", NULL };
+
+/* socketsnoop, ipcsnoop and each of extra_tools */
+#define MAX_KIDS (2 + ARRAY_SIZE(extra_tools) - 1)
 
 struct child {
 	const char *tool;
@@ -34,7 +37,7 @@ struct child {
 	int code;			/* exit code, 128+signal */
 };
 
-static struct child kids[5];
+static struct child kids[MAX_KIDS];
 static int nkids;
 static int ntracing, nexited;	/* of them: said "Tracing", exited */
 
@@ -279,7 +282,7 @@ static struct child *first_failed(void)
 
 static void locate_kids(void)
 {
-	const char *want[5] = { "socketsnoop", "ipcsnoop" };
+	const char *want[MAX_KIDS] = { "socketsnoop", "ipcsnoop" };
 	char self[PATH_MAX], missing[256] = "";
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	int nwant = 2;

@@ -8,6 +8,12 @@
  * different thing on every host (loopback, link-local) is never joined, nor
  * two halves seen at times further apart than the clocks' skew allows
  * (--max-skew): captures of different moments, whose ports were reused.
+ *
+ * RDMA is counted where it is posted: host A's rdmasnoop has all of what
+ * A's queue pair sent to endpoint GID_B/QPN_B, and B's rdmasnoop names its
+ * own queue pair GID_B/QPN_B as the source endpoint of B's edges. A's edge
+ * goes to B's process when exactly one process of another host owns that
+ * address in time.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +126,65 @@ static void join_channel(struct gedge **v, size_t i, size_t j)
 	}
 }
 
+static bool is_rdma(const struct gedge *e)
+{
+	return !strcmp(e->kind, "rdma");
+}
+
+/* s, an rdma edge to an endpoint, now ends at owner, the process of
+ * another host whose queue pair that endpoint is */
+static void join_rdma_edge(struct gedge *s, struct node *owner)
+{
+	struct gedge *e = edge_get(s->kind, s->channel, s->src, owner);
+
+	if (!e->tool) {
+		e->tool = xstrdup(s->tool);
+		e->src_ep = xstrdup(s->src_ep);
+		e->dst_ep = xstrdup(s->dst->endpoint);
+	}
+	sat_add(&e->bytes, s->bytes);
+	sat_add(&e->msgs, s->msgs);
+	min_ts(&e->first_ts, s->first_ts, false);
+	min_ts(&e->last_ts, s->last_ts, true);
+	s->id = -1;	/* replaced */
+	G.joined++;
+}
+
+/* v[0..n): the rdma edges that a process of some host sends */
+static void join_rdma(struct gedge **v, size_t n)
+{
+	for (size_t a = 0; a < n; a++) {
+		struct gedge *s = v[a];
+		struct node *owner = NULL;
+		int found = 0, other_time = 0;
+
+		if (s->id == -1 || s->dst->kind != N_ENDPOINT || !s->dst->endpoint)
+			continue;
+		for (size_t b = 0; b < n; b++) {
+			const struct gedge *o = v[b];
+
+			if (!o->src_ep || strcmp(o->src_ep, s->dst->endpoint) ||
+			    o->src->host == s->src->host || o->src == owner)
+				continue;
+			if (!same_time(s, o)) {
+				other_time++;
+				continue;
+			}
+			owner = o->src;
+			found++;
+		}
+		if (!found) {
+			G.unjoined_time += other_time > 0;
+			continue;
+		}
+		if (found > 1) {
+			G.unjoined_ambiguous++;
+			continue;
+		}
+		join_rdma_edge(s, owner);
+	}
+}
+
 void join_hosts(void)
 {
 	struct gedge **v;
@@ -137,6 +202,10 @@ void join_hosts(void)
 			;
 		join_channel(v, i, j);
 	}
+	for (i = n = 0; i < G.ne; i++)
+		if (is_rdma(G.ev[i]) && G.ev[i]->src->kind == N_PROC && G.ev[i]->src->host)
+			v[n++] = G.ev[i];
+	join_rdma(v, n);
 	free(v);
 	/* the joined halves leave the graph (ids are given in analyse) */
 	for (i = j = 0; i < G.ne; i++)

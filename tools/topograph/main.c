@@ -3,8 +3,8 @@
  * topograph: which processes feed which, through what, and where does it
  * jam?
  *
- * It runs socketsnoop and ipcsnoop (and, with --with, schedlat, nclstat
- * and gpulaunch) with --json and the shared filters, or reads their JSON
+ * It runs socketsnoop and ipcsnoop (and, with --with, schedlat, nclstat,
+ * gpulaunch and rdmasnoop) with --json and the shared filters, or reads their JSON
  * lines from files or stdin, and merges their "edge" lines (docs/edges.md)
  * into one graph of processes and endpoints. Its own BPF side, in a live
  * capture, traces process fork, exec and exit: the nodes' parents and
@@ -31,7 +31,8 @@ static const char doc[] =
 "Without FILE, runs socketsnoop and ipcsnoop (found next to topograph, then\n"
 "in PATH) for -d DUR, or until Ctrl-C, with the filters given, and merges\n"
 "their edge lines; --with adds schedlat (run-queue p99 per process), nclstat\n"
-"(NCCL ranks) and gpulaunch (CUDA launches). Its own BPF programs trace\n"
+"(NCCL ranks), gpulaunch (CUDA launches) and rdmasnoop (RDMA verbs traffic\n"
+"between queue pairs). Its own BPF programs trace\n"
 "process fork, exec and exit meanwhile: parents, lifetimes, exit status.\n"
 "With FILEs ('-': stdin), or when stdin is not a terminal and -d is not\n"
 "given, reads their --json lines instead; with --prometheus, the edges that\n"
@@ -88,7 +89,7 @@ static const struct argp_option opts[] = {
 	{ "mermaid", OPT_MERMAID, NULL, 0, "Mermaid flowchart on stdout", 11 },
 	{ "html", OPT_HTML, "FILE", 0, "Also write the graph as one self-contained HTML page (SVG, no script) to FILE", 11 },
 	{ "duration", 'd', "DUR", 0, "Capture for DUR (500ms, 10, 10s, 2m); default: until Ctrl-C", 11 },
-	{ "with", OPT_WITH, "TOOL[,TOOL...]", 0, "Also run schedlat, nclstat, gpulaunch (live capture)", 11 },
+	{ "with", OPT_WITH, "TOOL[,TOOL...]", 0, "Also run schedlat, nclstat, gpulaunch, rdmasnoop (live capture)", 11 },
 	AISCOPE_OPTION_WIDE(11),
 	{ "tree", OPT_TREE, NULL, 0, "Also every process forked, exec'd or exited in the capture, and parent->child spawn links", 11 },
 	{ "verbose", 'v', NULL, 0, "Commands run and every line the tools print on stderr", 11 },
