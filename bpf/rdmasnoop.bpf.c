@@ -27,7 +27,17 @@ __u64 holds_skipped;			/* --hold: openers not stopped (table full, signal refuse
 AISCOPE_MAP(qps, BPF_MAP_TYPE_HASH, struct rs_qp_key, struct rs_qp, 4096);
 AISCOPE_MAP(procs, BPF_MAP_TYPE_HASH, __u32, struct rs_proc, 4096);
 AISCOPE_MAP(mrs, BPF_MAP_TYPE_HASH, struct rs_mr_key, __u64, 65536);
-/* LRU: an unsignaled send never completes, its entry is pushed out */
+/* the signaled sends in flight of each QP, in order (struct rs_sq);
+ * allocated as QPs first post one */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 4096);
+	__type(key, struct rs_qp_key);
+	__type(value, struct rs_sq);
+} sqs SEC(".maps");
+/* sends not marked signaled, by wr_id: a QP made with sq_sig_all completes
+ * them all (LRU: on other QPs they never complete, and are pushed out) */
 AISCOPE_MAP(wrs, BPF_MAP_TYPE_LRU_HASH, struct rs_wr_key, __u64, 65536);
 AISCOPE_MAP(ahs, BPF_MAP_TYPE_LRU_HASH, struct rs_ah_key, struct rs_ah, 4096);
 /* calls in progress, by thread: poll_cq's wc array, create_ah's attr */
@@ -40,6 +50,7 @@ AISCOPE_MAP(held_opens, BPF_MAP_TYPE_HASH, __u32, __u64, 1024);
 /* zero values to insert: too large for the stack */
 static const struct rs_qp qp_zero;
 static const struct rs_proc proc_zero;
+static const struct rs_sq sq_zero;
 
 static __always_inline bool pass(void)
 {
@@ -197,6 +208,16 @@ static __always_inline void connect_event(const struct rs_qp *q, __u32 qpn, __u3
 }
 
 /* ibv_modify_qp(qp, attr, mask): the port (INIT) and the peer (RTR) */
+/* a QP (its number perhaps reused) going to INIT has no send in flight */
+static __always_inline void sq_reset(__u32 qpn)
+{
+	struct rs_qp_key k = { .pid = cur_pid(), .qpn = qpn };
+	struct rs_sq *sq = bpf_map_lookup_elem(&sqs, &k);
+
+	if (sq)
+		sq->done = sq->posted;
+}
+
 SEC("uprobe")
 int BPF_KPROBE(modify_qp, __u64 qp, __u64 attr, __u32 mask)
 {
@@ -216,8 +237,10 @@ int BPF_KPROBE(modify_qp, __u64 qp, __u64 attr, __u32 mask)
 	q->qp_type = rd32(qp + RS_QP_TYPE);
 	if (!q->dev[0])
 		dev_name(rd64(qp + RS_QP_CONTEXT), q->dev);
-	if (mask & RS_MASK_PORT)
+	if (mask & RS_MASK_PORT) {
 		bpf_probe_read_user(&q->port, 1, (void *)(attr + RS_ATTR_PORT));
+		sq_reset(qpn);
+	}
 	if (mask & RS_MASK_STATE)
 		state = rd32(attr + RS_ATTR_QP_STATE);
 	if (mask & RS_MASK_AV) {
@@ -435,6 +458,23 @@ static __always_inline struct rs_qp *qp_arg(__u64 qp, __u32 *qpn)
 	return q;
 }
 
+/* a signaled send: the next slot of its QP's ring; one that finds the
+ * ring full overwrites the oldest, whose completion is then unmatched */
+static __always_inline void sq_push(const struct rs_wr_key *wk, __u64 now)
+{
+	struct rs_qp_key k = { .pid = wk->pid, .qpn = wk->qpn };
+	struct rs_sq *sq = aiscope_lookup_or_init(&sqs, &k, &sq_zero);
+	struct rs_sq_slot *s;
+
+	/* (no room for its ring: its completions are unmatched, counted) */
+	if (!sq)
+		return;
+	s = &sq->slot[sq->posted & (RS_SQ_RING - 1)];
+	s->wr_id = wk->wr_id;
+	s->ts = now;
+	sq->posted++;
+}
+
 SEC("uprobe")
 int BPF_KPROBE(post_send, __u64 qp, __u64 wr)
 {
@@ -457,7 +497,10 @@ int BPF_KPROBE(post_send, __u64 qp, __u64 wr)
 		if (q->qp_type == RS_QPT_UD)
 			ud_peer(q, wr);
 		wk.wr_id = rd64(wr);
-		bpf_map_update_elem(&wrs, &wk, &now, BPF_ANY);
+		if (rd32(wr + RS_WR_SEND_FLAGS) & RS_SEND_SIGNALED)
+			sq_push(&wk, now);
+		else
+			bpf_map_update_elem(&wrs, &wk, &now, BPF_ANY);
 		wr = rd64(wr + RS_WR_NEXT);
 	}
 	if (wr)
@@ -516,20 +559,50 @@ static __always_inline __u32 wc_op(__u32 opcode)
 	}
 }
 
-static __always_inline void send_latency(struct rs_qp *q, __u32 qpn, __u64 wr_id, __u64 now)
+/* The post time of a send completion (0: none): the oldest signaled
+ * post in flight on its QP when their wr_ids agree (one whose slot a
+ * later post took, RS_SQ_RING on, is consumed untimed); else a
+ * send not marked signaled (sq_sig_all) by its wr_id. A completion of a
+ * post made before the probes finds neither. */
+static __always_inline __u64 send_posted(__u32 qpn, __u64 wr_id)
 {
 	struct rs_wr_key k = { .pid = cur_pid(), .qpn = qpn, .wr_id = wr_id };
-	__u64 *t = bpf_map_lookup_elem(&wrs, &k), d, b;
+	struct rs_sq *sq = bpf_map_lookup_elem(&sqs, &k);
+	struct rs_sq_slot *s;
+	__u64 *t, ts;
 
-	/* posted before the probes, or its entry evicted from the LRU
-	 * table of pending posts (unsignaled requests never complete and
-	 * stay there until evicted): counted, never silent */
+	if (sq && sq->done < sq->posted) {
+		/* lapped: its slot holds a later post */
+		if (sq->posted - sq->done > RS_SQ_RING) {
+			sq->done++;
+			return 0;
+		}
+		s = &sq->slot[sq->done & (RS_SQ_RING - 1)];
+		if (s->wr_id == wr_id) {
+			sq->done++;
+			return s->ts;
+		}
+	}
+	t = bpf_map_lookup_elem(&wrs, &k);
+	if (!t)
+		return 0;
+	ts = *t;
+	bpf_map_delete_elem(&wrs, &k);
+	return ts;
+}
+
+static __always_inline void send_latency(struct rs_qp *q, __u32 qpn, __u64 wr_id, __u64 now)
+{
+	__u64 t = send_posted(qpn, wr_id), d, b;
+
+	/* posted before the probes, past RS_SQ_RING signaled sends in
+	 * flight, or evicted from the LRU table of unmarked posts:
+	 * counted, never silent */
 	if (!t) {
 		__sync_fetch_and_add(&q->lat_unmatched, 1);
 		return;
 	}
-	d = now > *t ? now - *t : 0;
-	bpf_map_delete_elem(&wrs, &k);
+	d = now > t ? now - t : 0;
 	b = hist_bucket(d);
 	/* one register for the bound check and the index: the verifier
 	 * loses the bound of a 32-bit copy */
@@ -566,6 +639,8 @@ static __always_inline void one_wc(__u64 wc, __u64 now)
 		return;
 	if (status) {
 		__sync_fetch_and_add(&q->errors[status < RS_NSTATUS ? status : RS_NSTATUS - 1], 1);
+		/* (its ring stays: a QP in error is flushed, reset and taken
+		 * to INIT again before its next send) */
 		cq_error(qpn, status, rd64(wc));
 		return;
 	}

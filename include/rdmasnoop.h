@@ -40,6 +40,7 @@
 #define RS_WR_SG_LIST		16
 #define RS_WR_NUM_SGE		24
 #define RS_WR_OPCODE		28
+#define RS_WR_SEND_FLAGS	32
 #define RS_WR_UD_AH		40
 #define RS_WR_UD_REMOTE_QPN	48
 #define RS_SGE_SIZE		16
@@ -71,6 +72,8 @@
 #define RS_WR_RDMA_READ		4
 #define RS_WR_CMP_SWP		5
 #define RS_WR_FETCH_ADD		6
+/* enum ibv_send_flags */
+#define RS_SEND_SIGNALED	2
 /* enum ibv_wc_opcode */
 #define RS_WC_RECV		128
 
@@ -90,6 +93,22 @@ enum rs_op {
 #define RS_MAX_WRS	16	/* work requests read per post call; the rest counted */
 #define RS_MAX_SGES	4	/* scatter/gather entries read per request */
 #define RS_MAX_WCS	16	/* completions read per poll call */
+
+/* The signaled sends of a QP in flight, in the order they were posted:
+ * a send queue completes them in that order, so the n-th send completion
+ * is the n-th signaled post whatever their wr_ids (perftest posts every
+ * request with one) */
+#define RS_SQ_RING	128	/* signaled posts in flight timed per QP */
+struct rs_sq_slot {
+	__u64 wr_id;
+	__u64 ts;
+};
+
+struct rs_sq {
+	__u64 posted;			/* signaled posts */
+	__u64 done;			/* send completions matched to them */
+	struct rs_sq_slot slot[RS_SQ_RING];
+};
 
 struct rs_qp_key {
 	__u32 pid;

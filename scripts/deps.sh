@@ -34,8 +34,9 @@ DEB_PKGS="debhelper dpkg-dev fakeroot lintian"
 # libibverbs-dev: tests/unit/test_rdma_abi.c checks rdmasnoop's offsets of the
 # verbs structures against <infiniband/verbs.h>; ibverbs-utils,
 # ibverbs-providers (and iproute2's rdma): the Soft-RoCE user space that
-# scripts/vm/run-matrix.sh packs for tests/vm/rdmasnoop.sh
-TEST_PKGS="bats jq util-linux procps file libbpf-tools bpftrace linux-perf bsdutils zsh fish bash-completion groff-base man-db time curl iproute2 prometheus prometheus-node-exporter python3-yaml chromium-headless-shell graphviz rsyslog rsyslog-relp logrotate podman containerd runc libibverbs-dev ibverbs-utils ibverbs-providers"
+# scripts/vm/run-matrix.sh packs for tests/vm/rdmasnoop.sh; perftest: its
+# ib_send_bw, ib_write_bw, ib_read_bw and ib_atomic_bw, the opcodes counted there
+TEST_PKGS="bats jq util-linux procps file libbpf-tools bpftrace linux-perf bsdutils zsh fish bash-completion groff-base man-db time curl iproute2 prometheus prometheus-node-exporter python3-yaml chromium-headless-shell graphviz rsyslog rsyslog-relp logrotate podman containerd runc libibverbs-dev ibverbs-utils ibverbs-providers perftest"
 # cross build for arm64 (libelf-dev and zlib1g-dev are Multi-Arch: same;
 # libbpf is built from source with the cross compiler; libstdc++6:arm64:
 # dpkg-shlibdeps reads its symbols for make deb ARCH=arm64)

@@ -1110,6 +1110,27 @@ EOT
 		"fe80::d/44,fe80::e/300,fe80::e/301" ]
 }
 
+@test "across hosts, RDMA at a cluster's scale: 2 x 10000 queue pairs' edges each joined to its peer's process, in seconds" {
+	# h-a's QP q (pid 100 + q % 8) and h-b's QP q (pid 200 + q % 8) talk
+	awk -v n=10000 'BEGIN {
+		e = "\"type\":\"edge\",\"tool\":\"rdmasnoop\",\"kind\":\"rdma\",\"read_bytes\":null,\"first_ts\":\"2026-12-07T10:00:00Z\",\"last_ts\":\"2026-12-07T10:00:05Z\""
+		for (q = 0; q < n; q++) {
+			a = "fe80::a/" (q + 1000); b = "fe80::b/" (q + 30000)
+			printf "{%s,\"host\":\"h-a\",\"channel\":\"mlx5_0:1/%d->%s\",\"src\":{\"pid\":%d,\"comm\":\"rank\",\"endpoint\":\"%s\"},\"dst\":{\"pid\":null,\"endpoint\":\"%s\"},\"bytes\":4096,\"msgs\":1}\n", e, q + 1000, b, 100 + q % 8, a, b
+			printf "{%s,\"host\":\"h-b\",\"channel\":\"mlx5_0:1/%d->%s\",\"src\":{\"pid\":%d,\"comm\":\"rank\",\"endpoint\":\"%s\"},\"dst\":{\"pid\":null,\"endpoint\":\"%s\"},\"bytes\":2048,\"msgs\":1}\n", e, q + 30000, a, 200 + q % 8, b, a
+		} }' > "$BATS_TEST_TMPDIR/r.jsonl"
+	local t0=$SECONDS
+	graph_json "$BATS_TEST_TMPDIR/r.jsonl"
+	echo "topograph joined 20000 rdma edges in $((SECONDS - t0)) s"
+	[ $((SECONDS - t0)) -lt 30 ]
+	[ "$(jg '.[] | select(.type=="summary") | "\(.edges) \(.joined_flows) \(.unjoined_ambiguous_flows) \(.unjoined_time_flows)"')" = "20000 20000 0 0" ]
+	# every edge process to process, each QP's to its peer's process
+	[ "$(jg '[.[] | select(.type=="node" and .kind=="endpoint")] | length')" = 0 ]
+	[ "$(jg '[.[] | select(.type=="edge") | select((.src.host == "h-a" and .dst.pid != .src.pid + 100) or (.src.host == "h-b" and .dst.pid != .src.pid - 100) or .src.host == .dst.host)] | length')" = 0 ]
+	[ "$(jg '[.[] | select(.type=="edge" and .src.host=="h-a") | .bytes] | add')" = $((10000 * 4096)) ]
+	[ "$(jg '[.[] | select(.type=="edge" and .src.host=="h-b") | .bytes] | add')" = $((10000 * 2048)) ]
+}
+
 @test "across hosts: pids of two hosts are two processes; a flow seen by both is one edge; loopback stays apart; the lagging rank named with its host" {
 	xhost_fixture
 	graph_json "$BATS_TEST_TMPDIR/x.jsonl"

@@ -175,6 +175,8 @@ struct prev_qp {
 	struct rs_qp_key key;
 	struct rs_qp q;
 	bool seen;		/* in this interval's walk */
+	bool unnamed;		/* its own address could not be read: counted */
+	char local[80];		/* its own address (local_str), read when first seen */
 };
 
 struct row {
@@ -183,6 +185,7 @@ struct row {
 	struct hist h;
 	uint64_t bytes, wrs, errors, cqes;
 	int peer;		/* index of the local peer's QP in prevs, or -1 */
+	size_t self;		/* index of its own QP in prevs */
 };
 
 struct prev_proc {
@@ -209,6 +212,7 @@ static struct {
 	/* totals */
 	uint64_t wrs, bytes, cqes, errors, events, opens;
 	uint64_t providers_unlocated;	/* ops pointers in no file mapping */
+	uint64_t sources_unnamed;	/* QPs whose own GID or LID could not be read */
 	int libs_seen;
 } S;
 
@@ -651,6 +655,24 @@ static const char *local_str(const struct rs_qp *q, uint32_t qpn, char *buf, siz
 	return buf;
 }
 
+/* A QP's own address as read when first seen (read again if it could
+ * not be then); NULL when its connection named none, or when its port's
+ * table cannot be read: counted once per QP (sources_unnamed) */
+static const char *local_of(struct prev_qp *p)
+{
+	if (p->local[0])
+		return p->local;
+	if (!p->q.has_sgid)
+		return NULL;
+	if (local_str(&p->q, p->key.qpn, p->local, sizeof(p->local)))
+		return p->local;
+	if (!p->unnamed) {
+		p->unnamed = true;
+		S.sources_unnamed++;
+	}
+	return NULL;
+}
+
 /* "GID qpn N" or "lid L qpn N"; NULL without a peer */
 static const char *peer_str(const struct rs_qp *q, char *buf, size_t len)
 {
@@ -804,8 +826,13 @@ static void take_qp(const void *key, const void *value, void *ctx)
 	r = &S.rows[S.nrows];
 	memset(r, 0, sizeof(*r));
 	r->key = p->key;
+	r->self = p - S.prevs;
 	qp_delta(cur, &p->q, r);
 	p->q = *cur;
+	/* its own address, from its port's table, as soon as its connection
+	 * names its index: the device may be gone by the edges' time */
+	if (cur->has_sgid && !p->local[0])
+		local_str(cur, p->key.qpn, p->local, sizeof(p->local));
 	metrics_qp(&r->d, &r->h);
 	if (!r->wrs && !r->cqes && !r->errors && !r->d.wrs[RS_OP_RECV])
 		return;
@@ -1039,7 +1066,7 @@ static void print_procs(uint64_t now, uint64_t interval, const char *hms)
 static void add_edges(const struct row *r, uint64_t now)
 {
 	const struct rs_qp *d = &r->d;
-	char ch[160], peer[96], ep[96], local[96];
+	char ch[160], peer[96], ep[96];
 	struct edge_side src = { .id = &d->ident }, dst = { 0 };
 	struct aiscope_ident pid_id;
 	uint64_t bytes = d->bytes[RS_OP_SEND] + d->bytes[RS_OP_WRITE];
@@ -1053,7 +1080,7 @@ static void add_edges(const struct row *r, uint64_t now)
 	pid_id.pid = r->key.pid;
 	src.id = &pid_id;
 	/* what the peer's host names this QP: topograph joins hosts by it */
-	src.endpoint = local_str(d, r->key.qpn, local, sizeof(local));
+	src.endpoint = local_of(&S.prevs[r->self]);
 	dst.endpoint = ep;
 	if (r->peer >= 0) {
 		dst.id = &S.prevs[r->peer].q.ident;
@@ -1323,6 +1350,7 @@ static void print_summary(void)
 		jw_ku64(&S.jw, "libraries", S.libs_seen);
 		jw_ku64(&S.jw, "attach_failures", S.scanner.failed);
 		jw_ku64(&S.jw, "edges_dropped", S.edges ? edges_dropped(S.edges) : 0);
+		jw_ku64(&S.jw, "edge_sources_unnamed", S.sources_unnamed);
 		jw_ku64(&S.jw, "held", S.skel->bss->uprobe_held);
 		jw_ku64(&S.jw, "hold_max_ns", S.scanner.hold_max_ns);
 		jw_ku64(&S.jw, "holds_skipped", S.skel->bss->holds_skipped);

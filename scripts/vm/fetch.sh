@@ -198,10 +198,11 @@ fi
 # under build/cache/userspace/ (reused); RDMA_ROOT empty when they cannot
 # be fetched (the tests then skip, saying so) ----
 RDMA_PKGS="ibverbs-utils libibverbs1 ibverbs-providers libnl-3-200 libnl-route-3-200 libc6 libc-bin
-	iproute2 libmnl0 libbsd0 libcap2 libmd0"
+	iproute2 libmnl0 libbsd0 libcap2 libmd0 perftest libibumad3 librdmacm1 libpci3 libudev1 zlib1g"
 rdma_tree() {
 	_r=$CACHE/userspace/rdma_$darch
-	[ -e "$_r/.complete" ] && { echo "$_r"; return 0; }
+	# a tree of another package list is made again
+	[ "$(cat "$_r/.complete" 2>/dev/null)" = "$(echo $RDMA_PKGS)" ] && { echo "$_r"; return 0; }
 	suite_apt bookworm || { say "no RDMA user space for $darch: the bookworm lists are unavailable"; return 1; }
 	mkdir -p "$CACHE/userspace/debs_$darch" || return 1
 	rm -rf "$_r.tmp"
@@ -211,7 +212,7 @@ rdma_tree() {
 		_deb=$(fetch_deb "$_p" "$_v" "$CACHE/userspace/debs_$darch") &&
 			dpkg -x "$_deb" "$_r.tmp" || { say "cannot fetch or unpack $_p $_v ($darch)"; return 1; }
 	done
-	touch "$_r.tmp/.complete" && rm -rf "$_r" && mv "$_r.tmp" "$_r" && echo "$_r"
+	echo $RDMA_PKGS > "$_r.tmp/.complete" && rm -rf "$_r" && mv "$_r.tmp" "$_r" && echo "$_r"
 }
 rdma_root=
 [ "$darch" = "$(dpkg --print-architecture)" ] || rdma_root=$(rdma_tree) || rdma_root=

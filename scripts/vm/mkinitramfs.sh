@@ -133,6 +133,11 @@ rdma_root_in() {
 		mkdir -p "$stage/${b%/*}"
 		cp -P "$r/$b" "$stage/$b"
 	done
+	# perftest's, when the tree has them (tests/vm/rdmasnoop.sh skips
+	# without)
+	for b in usr/bin/ib_send_bw usr/bin/ib_write_bw usr/bin/ib_read_bw usr/bin/ib_atomic_bw; do
+		[ ! -e "$r/$b" ] || cp -P "$r/$b" "$stage/$b"
+	done
 	for d in $(cd "$r" && ls -d lib/*-linux-gnu usr/lib/*-linux-gnu 2>/dev/null); do
 		mkdir -p "$stage/$d"
 		find "$r/$d" -maxdepth 1 -name '*.so*' \( -type f -o -type l \) -exec cp -P {} "$stage/$d/" \;

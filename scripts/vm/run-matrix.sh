@@ -41,7 +41,7 @@
 # Environment: KERNELS, VM_DEPTH (full), VM_FULL (none), VM_TOOLS (the tools whose tests/vm/TOOL.sh run;
 # default all, e.g. VM_TOOLS=socketsnoop while working on one), VM_JOBS (2), VM_TIMEOUT_x86 (1200 s), VM_TIMEOUT_arm64
 # (2400 s; the limits of one VM's boot and tests on a loaded machine), VM_MEM (1024 MiB), VM_SMP (2), VM_NUMA_NODES (2: the guests' NUMA nodes), VM_APPEND (more kernel parameters,
-# e.g. preempt=none to see whether a failure needs a preemptible kernel), VM_ACCEL (kvm or tcg: skips the
+# e.g. preempt=none to see whether a failure needs a preemptible kernel, or aiscope.only=t_rc|t_ud: only the tests whose function matches), VM_ACCEL (kvm or tcg: skips the
 # trial), VM_TCG_THREAD_x86 and VM_TCG_THREAD_arm64 (single: one host thread per emulated guest; multi: one per vCPU), VM_BOOTS (3: boots of a VM that hangs or crashes before the end of its tests), VM_STALL (420 s: a
 # guest whose tests print no line that long, or with a CPU in a soft lockup for 2 minutes, hung and is booted again), VM_RERUN (1: a failed test is run once
 # more in its VM, and one that then passes is counted and named at the end; 0: never), VM_DEADLINE (below, at the boots), VM_GO and VM_GO_PID (tests/run.sh: steps 1 and 2 run beside
@@ -162,7 +162,9 @@ build_arch() {	# build_arch ARCH BUSYBOX: sets INITRD[ARCH], or why not on stdou
 		! rdma_prov=$(ls /usr/lib/"$ml"/libibverbs/librxe-rdmav*.so 2>/dev/null); then
 		rdma= rdma_why="no Soft-RoCE user space on the host that builds the initramfs (Debian's ibverbs-utils, ibverbs-providers, iproute2: make deps)"
 	else
-		rdma=$(echo "$rdma" | tr '\n' ' ')
+		# perftest's programs when the host has them (the tests that
+		# use them skip without, saying so)
+		rdma=$(echo "$rdma" $(command -v ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw) | tr '\n' ' ')
 		rdma_prov="$rdma_prov /etc/libibverbs.d/rxe.driver"
 	fi
 	if ! RDMA_BINS=$rdma RDMA_PROVIDER=$rdma_prov RDMA_WHY=$rdma_why RDMA_ROOT=$rdma_root RUNC=$runc RUNC_WHY=$runc_why TOOLS=${VM_TOOLS:-} scripts/vm/mkinitramfs.sh "$out/$arch-initramfs.cpio.gz" "$2" "$bdir" "$bdir/tests/helpers" > "$out/$arch-initramfs.log" 2>&1; then

@@ -64,6 +64,8 @@ static void test_work_requests_and_completions(void)
 	CHECK_EQ(RS_WR_SG_LIST, OFF(ibv_send_wr, sg_list));
 	CHECK_EQ(RS_WR_NUM_SGE, OFF(ibv_send_wr, num_sge));
 	CHECK_EQ(RS_WR_OPCODE, OFF(ibv_send_wr, opcode));
+	CHECK_EQ(RS_WR_SEND_FLAGS, OFF(ibv_send_wr, send_flags));
+	CHECK_EQ(RS_SEND_SIGNALED, IBV_SEND_SIGNALED);
 	CHECK_EQ(RS_WR_UD_AH, OFF(ibv_send_wr, wr.ud.ah));
 	CHECK_EQ(RS_WR_UD_REMOTE_QPN, OFF(ibv_send_wr, wr.ud.remote_qpn));
 	/* a receive request starts as a send request does */

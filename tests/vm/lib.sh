@@ -45,6 +45,13 @@ kmsg_take /tmp/kmsg.boot
 run_test() {
 	_name=$1 _lim=$2
 	shift 2
+	# aiscope.only=REGEX (VM_APPEND): the tests whose function matches
+	# it, while working on one; the rest are not run, and said so
+	if [ -n "$ONLY" ] && ! echo "$1" | grep -Eqx "$ONLY"; then
+		NOT_RUN=$((NOT_RUN + 1)) _rc=2
+		echo "# not run (aiscope.only=$ONLY): $_name"
+		return 0
+	fi
 	_try=1 _first= _tstart=$(date +%s)
 	while :; do
 		run_once "$@"
@@ -164,6 +171,7 @@ DEPTH=$(sed -n 's/.*aiscope\.depth=\([a-z]*\).*/\1/p' /proc/cmdline)
 DEPTH=${DEPTH:-full}
 VM_RERUN=$(sed -n 's/.*aiscope\.rerun=\([0-9]*\).*/\1/p' /proc/cmdline)
 VM_RERUN=${VM_RERUN:-1}
+ONLY=$(sed -n 's/.*aiscope\.only=\([^ ]*\).*/\1/p' /proc/cmdline)
 NOT_RUN=0
 PASSED_GROUPS=" "
 

@@ -374,6 +374,93 @@ t_topo() {
 	done
 }
 
+# rs_perf PROG PORT ARGS...: a perftest server and client (SRV, CLI) on
+# rxe0's GID of 10.77.0.1, their connection exchanged over TCP on PORT;
+# both must succeed
+rs_perf() {
+	_p=$1 _port=$2
+	shift 2
+	bg srv "$_p" -d rxe0 -x "$RS_GID" -p "$_port" -F "$@"
+	SRV=$BG
+	sleep 1
+	bg cli "$_p" -d rxe0 -x "$RS_GID" -p "$_port" -F "$@" 127.0.0.1
+	CLI=$BG
+	wait "$CLI" || { cat "$T/cli.out" "$T/cli.err" "$T/srv.out" "$T/srv.err"; fail "$_p: the client failed"; }
+	wait "$SRV" || { cat "$T/srv.out" "$T/srv.err"; fail "$_p: the server failed"; }
+}
+
+# perftest's QPN of a side's "local address" or "remote address" line
+rs_perf_qpn() {
+	printf '%d' "$(sed -n "s/.*$2 address:.*QPN \(0x[0-9a-f]*\) .*/\1/p" "$1".out | head -1)"
+}
+
+# rs_perf_check OP SIZE QMOD: the client's QP row of one perftest run
+# (PT_N requests of SIZE bytes, every QMOD-th signaled) against what it was
+# told, its own count and its peer, the server's with nothing posted but
+# the receives of a send test
+rs_perf_check() {
+	_op=$1 _sz=$2 _q=$3
+	cat "$T/cli.out"
+	# perftest's own: "#bytes #iterations ..." and its line of figures
+	[ "$(awk '/#bytes/ { getline; print $1, $2; exit }' "$T/cli.out")" = "$_sz $PT_N" ] ||
+		fail "$_op: perftest did not move $PT_N x $_sz bytes"
+	cq=$(rs_perf_qpn "$T/cli" local)
+	sq=$(rs_perf_qpn "$T/srv" local)
+	[ "$(rs_perf_qpn "$T/cli" remote)" = "$sq" ] || fail "$_op: the client's remote QPN is not the server's"
+	jsel "$T/pt.out" '"type":"sample"' '"row":"qp"' "\"pid\":$CLI," > "$T/qp"
+	cat "$T/qp"
+	_c=$((PT_N / _q))
+	for kv in ${_op}_wrs:$PT_N ${_op}_bytes:$((PT_N * _sz)) ${_op}_completions:$_c completions:$_c \
+		wrs:$PT_N latency_count:$_c latency_unmatched:0 errors:0 truncated:0; do
+		got=$(jsum "${kv%%:*}" < "$T/qp")
+		[ "$got" = "${kv#*:}" ] || fail "$_op client ${kv%%:*}: $got, not ${kv#*:}"
+	done
+	[ "$(jval qpn < "$T/qp" | sort -u)" = "$cq" ] || fail "$_op: client QPN not $cq"
+	[ "$(jval peer_qpn < "$T/qp" | sort -u)" = "$sq" ] || fail "$_op: peer QPN not $sq"
+	[ "$(jval peer_pid < "$T/qp" | sort -u)" = "$SRV" ] || fail "$_op: peer pid not $SRV"
+	[ "$(jval transport < "$T/qp" | sort -u)" = rc ] || fail "$_op: transport not rc"
+	jsel "$T/pt.out" '"type":"sample"' '"row":"qp"' "\"pid\":$SRV," > "$T/sqp"
+	cat "$T/sqp"
+	if [ "$_op" = send ]; then
+		for kv in recv_completions:$PT_N recv_bytes:$((PT_N * _sz)) wrs:0 errors:0; do
+			got=$(jsum "${kv%%:*}" < "$T/sqp")
+			[ "$got" = "${kv#*:}" ] || fail "$_op server ${kv%%:*}: $got, not ${kv#*:}"
+		done
+	else
+		# the passive side of a one-sided operation posts nothing
+		[ "$(jsum wrs < "$T/sqp")" = 0 ] || fail "$_op: the server posted requests"
+	fi
+	grep '"type":"summary"' "$T/pt.out" > "$T/sum"
+	grep -q '"lost_events":0,' "$T/sum" || fail "$_op: events lost"
+	grep -q '"completions_unread":0,' "$T/sum" || fail "$_op: completions unread"
+}
+
+# perftest's bandwidth programs, one opcode each, over RC: sends (the
+# server's receives), RDMA writes, RDMA reads and fetch-and-adds; every
+# request, byte and completion exact, and every signaled request's
+# completion timed though perftest gives all of them one wr_id
+PT_N=200
+t_perftest() {
+	[ -z "$RS_SKIP" ] || skip_test "$RS_SKIP"
+	command -v ib_write_bw > /dev/null || skip_test "no perftest in this image (Debian's perftest: make deps)"
+	port=18620
+	for run in "ib_send_bw send 8192 1" "ib_write_bw write 8192 10" "ib_read_bw read 8192 1" \
+		"ib_atomic_bw atomic 8 20"; do
+		set -- $run
+		port=$((port + 1))
+		start_tool pt $RS -j -v -i 30 --hold --comm "$1"
+		if [ "$2" = atomic ]; then
+			rs_perf "$1" $port -n $PT_N -Q "$4"
+		else
+			rs_perf "$1" $port -n $PT_N -Q "$4" -s "$3"
+		fi
+		sleep 0.5
+		stop_tool "$TOOL_PID" || fail "rdmasnoop exited $?: $(cat "$T/pt.err")"
+		json_ok "$T/pt.out"
+		rs_perf_check "$2" "$3" "$4"
+	done
+}
+
 # median of the numbers on stdin
 rs_median() {
 	sort -n | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
@@ -437,6 +524,7 @@ run_test "rdmasnoop: ibv_rc_pingpong over Soft-RoCE, requests, bytes, completion
 run_test "rdmasnoop: ibv_ud_pingpong over Soft-RoCE, sends, receives with their GRH, peers from address handles" 180 t_ud
 run_test "rdmasnoop: UD traffic from before its start: each send's peer the QPN alone, counted in peer_unknown" 180 t_ud_late
 run_test "topograph --with rdmasnoop: an RC pair's two rdma edges, process to process, bytes and sends exact" 180 t_topo
+run_test "rdmasnoop: perftest ib_send_bw, ib_write_bw, ib_read_bw, ib_atomic_bw: each opcode's requests, bytes, completions and their latency exact" 300 t_perftest
 run_test "rdmasnoop --hold: the first opener of the run held until its provider is probed, its first receives counted, both sides exact" 180 t_hold
 if [ "$DEPTH" = default ]; then
 	NOT_RUN=$((NOT_RUN + 1))

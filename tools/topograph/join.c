@@ -150,9 +150,41 @@ static void join_rdma_edge(struct gedge *s, struct node *owner)
 	G.joined++;
 }
 
-/* v[0..n): the rdma edges that a process of some host sends */
+static int cmp_src_ep(const void *a, const void *b)
+{
+	const struct gedge *x = *(const struct gedge *const *)a, *y = *(const struct gedge *const *)b;
+
+	return strcmp(x->src_ep, y->src_ep);
+}
+
+/* the first of by[0..n) (sorted by src_ep) whose src_ep is ep, or n */
+static size_t first_of(struct gedge **by, size_t n, const char *ep)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t m = lo + (hi - lo) / 2;
+
+		if (strcmp(by[m]->src_ep, ep) < 0)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	return lo;
+}
+
+/* v[0..n): the rdma edges that a process of some host sends; each
+ * endpoint's owners are found among those named by their source endpoint,
+ * sorted (n log n: a cluster's capture has a few edges per queue pair) */
 static void join_rdma(struct gedge **v, size_t n)
 {
+	struct gedge **by = xcalloc(n ? n : 1, sizeof(*by));
+	size_t nby = 0;
+
+	for (size_t a = 0; a < n; a++)
+		if (v[a]->src_ep)
+			by[nby++] = v[a];
+	qsort(by, nby, sizeof(*by), cmp_src_ep);
 	for (size_t a = 0; a < n; a++) {
 		struct gedge *s = v[a];
 		struct node *owner = NULL;
@@ -160,11 +192,11 @@ static void join_rdma(struct gedge **v, size_t n)
 
 		if (s->id == -1 || s->dst->kind != N_ENDPOINT || !s->dst->endpoint)
 			continue;
-		for (size_t b = 0; b < n; b++) {
-			const struct gedge *o = v[b];
+		for (size_t b = first_of(by, nby, s->dst->endpoint);
+		     b < nby && !strcmp(by[b]->src_ep, s->dst->endpoint); b++) {
+			const struct gedge *o = by[b];
 
-			if (!o->src_ep || strcmp(o->src_ep, s->dst->endpoint) ||
-			    o->src->host == s->src->host || o->src == owner)
+			if (o->src->host == s->src->host || o->src == owner)
 				continue;
 			if (!same_time(s, o)) {
 				other_time++;
@@ -183,6 +215,7 @@ static void join_rdma(struct gedge **v, size_t n)
 		}
 		join_rdma_edge(s, owner);
 	}
+	free(by);
 }
 
 void join_hosts(void)
