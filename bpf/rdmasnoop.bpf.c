@@ -27,15 +27,9 @@ __u64 holds_skipped;			/* --hold: openers not stopped (table full, signal refuse
 AISCOPE_MAP(qps, BPF_MAP_TYPE_HASH, struct rs_qp_key, struct rs_qp, 4096);
 AISCOPE_MAP(procs, BPF_MAP_TYPE_HASH, __u32, struct rs_proc, 4096);
 AISCOPE_MAP(mrs, BPF_MAP_TYPE_HASH, struct rs_mr_key, __u64, 65536);
-/* the signaled sends in flight of each QP, in order (struct rs_sq);
- * allocated as QPs first post one */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 4096);
-	__type(key, struct rs_qp_key);
-	__type(value, struct rs_sq);
-} sqs SEC(".maps");
+/* the signaled sends in flight of each QP, in order (preallocated: 5.10
+ * warns of a tracing program with a map allocated at run time) */
+AISCOPE_MAP(sqs, BPF_MAP_TYPE_HASH, struct rs_qp_key, struct rs_sq, 4096);
 /* sends not marked signaled, by wr_id: a QP made with sq_sig_all completes
  * them all (LRU: on other QPs they never complete, and are pushed out) */
 AISCOPE_MAP(wrs, BPF_MAP_TYPE_LRU_HASH, struct rs_wr_key, __u64, 65536);
@@ -459,20 +453,21 @@ static __always_inline struct rs_qp *qp_arg(__u64 qp, __u32 *qpn)
 }
 
 /* a signaled send: the next slot of its QP's ring; one that finds the
- * ring full overwrites the oldest, whose completion is then unmatched */
-static __always_inline void sq_push(const struct rs_wr_key *wk, __u64 now)
+ * ring full overwrites the oldest, whose completion is then unmatched.
+ * False when the table of rings is full (matched by wr_id then). */
+static __always_inline bool sq_push(const struct rs_wr_key *wk, __u64 now)
 {
 	struct rs_qp_key k = { .pid = wk->pid, .qpn = wk->qpn };
 	struct rs_sq *sq = aiscope_lookup_or_init(&sqs, &k, &sq_zero);
 	struct rs_sq_slot *s;
 
-	/* (no room for its ring: its completions are unmatched, counted) */
 	if (!sq)
-		return;
+		return false;
 	s = &sq->slot[sq->posted & (RS_SQ_RING - 1)];
 	s->wr_id = wk->wr_id;
 	s->ts = now;
 	sq->posted++;
+	return true;
 }
 
 SEC("uprobe")
@@ -497,9 +492,7 @@ int BPF_KPROBE(post_send, __u64 qp, __u64 wr)
 		if (q->qp_type == RS_QPT_UD)
 			ud_peer(q, wr);
 		wk.wr_id = rd64(wr);
-		if (rd32(wr + RS_WR_SEND_FLAGS) & RS_SEND_SIGNALED)
-			sq_push(&wk, now);
-		else
+		if (!(rd32(wr + RS_WR_SEND_FLAGS) & RS_SEND_SIGNALED) || !sq_push(&wk, now))
 			bpf_map_update_elem(&wrs, &wk, &now, BPF_ANY);
 		wr = rd64(wr + RS_WR_NEXT);
 	}

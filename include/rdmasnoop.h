@@ -98,7 +98,7 @@ enum rs_op {
  * a send queue completes them in that order, so the n-th send completion
  * is the n-th signaled post whatever their wr_ids (perftest posts every
  * request with one) */
-#define RS_SQ_RING	128	/* signaled posts in flight timed per QP */
+#define RS_SQ_RING	64	/* signaled posts in flight timed per QP */
 struct rs_sq_slot {
 	__u64 wr_id;
 	__u64 ts;

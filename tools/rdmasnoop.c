@@ -1111,7 +1111,7 @@ static bool mr_of_gone(const void *key, void *ctx)
  * reported (a process that exits keeps its regions registered to the end) */
 static void prune(void)
 {
-	int fd = bpf_map__fd(S.skel->maps.qps);
+	int fd = bpf_map__fd(S.skel->maps.qps), sqs = bpf_map__fd(S.skel->maps.sqs);
 	size_t j = 0;
 
 	for (size_t i = 0; i < S.nprevs; i++) {
@@ -1120,6 +1120,7 @@ static void prune(void)
 			continue;
 		}
 		bpf_map_delete_elem(fd, &S.prevs[i].key);
+		bpf_map_delete_elem(sqs, &S.prevs[i].key);
 	}
 	S.nprevs = j;
 	fd = bpf_map__fd(S.skel->maps.procs);

@@ -77,6 +77,16 @@ t_plan() {
 	fi
 }
 
+# rs_sums FILE WHO KEY:VALUE...: each KEY summed over FILE's rows is VALUE
+rs_sums() {
+	_f=$1 _who=$2
+	shift 2
+	for kv; do
+		got=$(jsum "${kv%%:*}" < "$_f")
+		[ "$got" = "${kv#*:}" ] || { cat "$_f"; fail "$_who ${kv%%:*}: $got, not ${kv#*:}"; }
+	done
+}
+
 # hex QPN of a pingpong's "local address" or "remote address" line, as decimal
 rs_qpn() {
 	printf '%d' "$(cat "$1".out "$1".err | sed -n "s/.*$2 address:.*QPN \(0x[0-9a-f]*\),.*/\1/p" | head -1)"
@@ -160,13 +170,10 @@ t_rc() {
 		set -- $side
 		jsel "$T/rc.out" '"type":"sample"' '"row":"qp"' "\"pid\":$1," > "$T/qp"
 		cat "$T/qp"
-		for kv in send_wrs:$RS_ITERS send_bytes:$bytes send_completions:$RS_ITERS \
+		rs_sums "$T/qp" "pid $1" send_wrs:$RS_ITERS send_bytes:$bytes send_completions:$RS_ITERS \
 			recv_completions:$RS_ITERS recv_bytes:$bytes latency_count:$RS_ITERS latency_unmatched:0 \
 			recv_wrs:$RS_RX recv_posted_bytes:$((RS_RX * RS_SIZE)) \
-			write_wrs:0 read_wrs:0 atomic_wrs:0 errors:0; do
-			got=$(jsum "${kv%%:*}" < "$T/qp")
-			[ "$got" = "${kv#*:}" ] || fail "pid $1 ${kv%%:*}: $got, not ${kv#*:}"
-		done
+			write_wrs:0 read_wrs:0 atomic_wrs:0 errors:0
 		[ "$(jval qpn < "$T/qp" | sort -u)" = "$2" ] || fail "pid $1: QPN not $2"
 		[ "$(jval peer_qpn < "$T/qp" | sort -u)" = "$4" ] || fail "pid $1: peer QPN not $4"
 		[ "$(jval peer_pid < "$T/qp" | sort -u)" = "$3" ] || fail "pid $1: peer pid not $3"
@@ -225,14 +232,11 @@ t_ud() {
 		set -- $side
 		jsel "$T/ud.out" '"type":"sample"' '"row":"qp"' "\"pid\":$1," > "$T/qp"
 		cat "$T/qp"
-		for kv in send_wrs:$RS_ITERS send_bytes:$((size * RS_ITERS)) \
+		rs_sums "$T/qp" "pid $1" send_wrs:$RS_ITERS send_bytes:$((size * RS_ITERS)) \
 			send_completions:$RS_ITERS recv_completions:$RS_ITERS \
 			recv_bytes:$(((size + 40) * RS_ITERS)) recv_wrs:$RS_RX \
 			recv_posted_bytes:$(((size + 40) * RS_RX)) latency_count:$RS_ITERS latency_unmatched:0 \
-			peer_unknown:0 errors:0; do
-			got=$(jsum "${kv%%:*}" < "$T/qp")
-			[ "$got" = "${kv#*:}" ] || fail "pid $1 ${kv%%:*}: $got, not ${kv#*:}"
-		done
+			peer_unknown:0 errors:0
 		[ "$(jval qpn < "$T/qp" | sort -u)" = "$2" ] || fail "pid $1: QPN not $2"
 		[ "$(jval peer_qpn < "$T/qp" | sort -u)" = "$3" ] || fail "pid $1: peer QPN not $3"
 		[ "$(jval transport < "$T/qp" | sort -u)" = ud ] || fail "pid $1: transport not ud"
@@ -323,12 +327,9 @@ t_hold() {
 	json_ok "$T/hold.out"
 	for pid in $SRV $CLI; do
 		jsel "$T/hold.out" '"type":"sample"' '"row":"qp"' "\"pid\":$pid," > "$T/qp"
-		for kv in recv_wrs:$RS_RX recv_posted_bytes:$((RS_RX * RS_SIZE)) send_wrs:$RS_ITERS \
+		rs_sums "$T/qp" "pid $pid" recv_wrs:$RS_RX recv_posted_bytes:$((RS_RX * RS_SIZE)) send_wrs:$RS_ITERS \
 			send_bytes:$((RS_ITERS * RS_SIZE)) recv_completions:$RS_ITERS send_completions:$RS_ITERS \
-			latency_count:$RS_ITERS errors:0; do
-			got=$(jsum "${kv%%:*}" < "$T/qp")
-			[ "$got" = "${kv#*:}" ] || { cat "$T/qp"; fail "pid $pid ${kv%%:*}: $got, not ${kv#*:}"; }
-		done
+			latency_count:$RS_ITERS errors:0
 	done
 	grep '"type":"summary"' "$T/hold.out" > "$T/sum"
 	cat "$T/sum"
@@ -375,15 +376,16 @@ t_topo() {
 }
 
 # rs_perf PROG PORT ARGS...: a perftest server and client (SRV, CLI) on
-# rxe0's GID of 10.77.0.1, their connection exchanged over TCP on PORT;
+# rxe0's GID of 10.77.0.1, their connection exchanged over TCP on PORT, 64
+# requests in flight at most (-t: rdmasnoop times 64 signaled ones per QP);
 # both must succeed
 rs_perf() {
 	_p=$1 _port=$2
 	shift 2
-	bg srv "$_p" -d rxe0 -x "$RS_GID" -p "$_port" -F "$@"
+	bg srv "$_p" -d rxe0 -x "$RS_GID" -p "$_port" -F -t 64 "$@"
 	SRV=$BG
 	sleep 1
-	bg cli "$_p" -d rxe0 -x "$RS_GID" -p "$_port" -F "$@" 127.0.0.1
+	bg cli "$_p" -d rxe0 -x "$RS_GID" -p "$_port" -F -t 64 "$@" 127.0.0.1
 	CLI=$BG
 	wait "$CLI" || { cat "$T/cli.out" "$T/cli.err" "$T/srv.out" "$T/srv.err"; fail "$_p: the client failed"; }
 	wait "$SRV" || { cat "$T/srv.out" "$T/srv.err"; fail "$_p: the server failed"; }
@@ -394,12 +396,12 @@ rs_perf_qpn() {
 	printf '%d' "$(sed -n "s/.*$2 address:.*QPN \(0x[0-9a-f]*\) .*/\1/p" "$1".out | head -1)"
 }
 
-# rs_perf_check OP SIZE QMOD: the client's QP row of one perftest run
+# rs_perf_check OP SIZE QMOD TRANSPORT: the client's QP row of one perftest run
 # (PT_N requests of SIZE bytes, every QMOD-th signaled) against what it was
 # told, its own count and its peer, the server's with nothing posted but
 # the receives of a send test
 rs_perf_check() {
-	_op=$1 _sz=$2 _q=$3
+	_op=$1 _sz=$2 _q=$3 _tr=$4
 	cat "$T/cli.out"
 	# perftest's own: "#bytes #iterations ..." and its line of figures
 	[ "$(awk '/#bytes/ { getline; print $1, $2; exit }' "$T/cli.out")" = "$_sz $PT_N" ] ||
@@ -410,22 +412,16 @@ rs_perf_check() {
 	jsel "$T/pt.out" '"type":"sample"' '"row":"qp"' "\"pid\":$CLI," > "$T/qp"
 	cat "$T/qp"
 	_c=$((PT_N / _q))
-	for kv in ${_op}_wrs:$PT_N ${_op}_bytes:$((PT_N * _sz)) ${_op}_completions:$_c completions:$_c \
-		wrs:$PT_N latency_count:$_c latency_unmatched:0 errors:0 truncated:0; do
-		got=$(jsum "${kv%%:*}" < "$T/qp")
-		[ "$got" = "${kv#*:}" ] || fail "$_op client ${kv%%:*}: $got, not ${kv#*:}"
-	done
+	rs_sums "$T/qp" "$_op client" ${_op}_wrs:$PT_N ${_op}_bytes:$((PT_N * _sz)) ${_op}_completions:$_c completions:$_c \
+		wrs:$PT_N latency_count:$_c latency_unmatched:0 errors:0 truncated:0
 	[ "$(jval qpn < "$T/qp" | sort -u)" = "$cq" ] || fail "$_op: client QPN not $cq"
 	[ "$(jval peer_qpn < "$T/qp" | sort -u)" = "$sq" ] || fail "$_op: peer QPN not $sq"
 	[ "$(jval peer_pid < "$T/qp" | sort -u)" = "$SRV" ] || fail "$_op: peer pid not $SRV"
-	[ "$(jval transport < "$T/qp" | sort -u)" = rc ] || fail "$_op: transport not rc"
+	[ "$(jval transport < "$T/qp" | sort -u)" = "$_tr" ] || fail "$_op: transport not $_tr"
 	jsel "$T/pt.out" '"type":"sample"' '"row":"qp"' "\"pid\":$SRV," > "$T/sqp"
 	cat "$T/sqp"
 	if [ "$_op" = send ]; then
-		for kv in recv_completions:$PT_N recv_bytes:$((PT_N * _sz)) wrs:0 errors:0; do
-			got=$(jsum "${kv%%:*}" < "$T/sqp")
-			[ "$got" = "${kv#*:}" ] || fail "$_op server ${kv%%:*}: $got, not ${kv#*:}"
-		done
+		rs_sums "$T/sqp" "$_op server" recv_completions:$PT_N recv_bytes:$((PT_N * _sz)) wrs:0 errors:0
 	else
 		# the passive side of a one-sided operation posts nothing
 		[ "$(jsum wrs < "$T/sqp")" = 0 ] || fail "$_op: the server posted requests"
@@ -435,29 +431,31 @@ rs_perf_check() {
 	grep -q '"completions_unread":0,' "$T/sum" || fail "$_op: completions unread"
 }
 
-# perftest's bandwidth programs, one opcode each, over RC: sends (the
-# server's receives), RDMA writes, RDMA reads and fetch-and-adds; every
-# request, byte and completion exact, and every signaled request's
-# completion timed though perftest gives all of them one wr_id
+# perftest's bandwidth programs, one opcode each: sends over RC and UC
+# (the server's receives), RDMA writes, RDMA reads, fetch-and-adds and
+# compare-and-swaps over RC; every request, byte and completion exact, and
+# every signaled request's completion timed though perftest gives all of
+# one QP's the same wr_id
 PT_N=200
 t_perftest() {
 	[ -z "$RS_SKIP" ] || skip_test "$RS_SKIP"
 	command -v ib_write_bw > /dev/null || skip_test "no perftest in this image (Debian's perftest: make deps)"
 	port=18620
-	for run in "ib_send_bw send 8192 1" "ib_write_bw write 8192 10" "ib_read_bw read 8192 1" \
-		"ib_atomic_bw atomic 8 20"; do
+	for run in "ib_send_bw send 8192 1 RC" "ib_send_bw send 4096 5 UC" "ib_write_bw write 8192 10 RC" \
+		"ib_read_bw read 8192 1 RC" "ib_atomic_bw atomic 8 20 RC -A FETCH_AND_ADD" \
+		"ib_atomic_bw atomic 8 1 RC -A CMP_AND_SWAP"; do
 		set -- $run
 		port=$((port + 1))
-		start_tool pt $RS -j -v -i 30 --hold --comm "$1"
-		if [ "$2" = atomic ]; then
-			rs_perf "$1" $port -n $PT_N -Q "$4"
-		else
-			rs_perf "$1" $port -n $PT_N -Q "$4" -s "$3"
-		fi
+		prog=$1 op=$2 size=$3 qmod=$4 conn=$5
+		shift 5
+		echo "# $prog -c $conn $*: $PT_N requests of $size bytes, every ${qmod}th signaled"
+		start_tool pt $RS -j -v -i 30 --hold --comm "$prog"
+		[ "$op" = atomic ] || set -- "$@" -s "$size"
+		rs_perf "$prog" $port -n $PT_N -Q "$qmod" -c "$conn" "$@"
 		sleep 0.5
 		stop_tool "$TOOL_PID" || fail "rdmasnoop exited $?: $(cat "$T/pt.err")"
 		json_ok "$T/pt.out"
-		rs_perf_check "$2" "$3" "$4"
+		rs_perf_check "$op" "$size" "$qmod" "$(echo "$conn" | tr A-Z a-z)"
 	done
 }
 
@@ -524,7 +522,7 @@ run_test "rdmasnoop: ibv_rc_pingpong over Soft-RoCE, requests, bytes, completion
 run_test "rdmasnoop: ibv_ud_pingpong over Soft-RoCE, sends, receives with their GRH, peers from address handles" 180 t_ud
 run_test "rdmasnoop: UD traffic from before its start: each send's peer the QPN alone, counted in peer_unknown" 180 t_ud_late
 run_test "topograph --with rdmasnoop: an RC pair's two rdma edges, process to process, bytes and sends exact" 180 t_topo
-run_test "rdmasnoop: perftest ib_send_bw, ib_write_bw, ib_read_bw, ib_atomic_bw: each opcode's requests, bytes, completions and their latency exact" 300 t_perftest
+run_test "rdmasnoop: perftest's ib_send_bw (RC, UC), ib_write_bw, ib_read_bw, ib_atomic_bw (FAA, CAS): each opcode's requests, bytes, completions and their latency exact" 300 t_perftest
 run_test "rdmasnoop --hold: the first opener of the run held until its provider is probed, its first receives counted, both sides exact" 180 t_hold
 if [ "$DEPTH" = default ]; then
 	NOT_RUN=$((NOT_RUN + 1))
