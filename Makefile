@@ -384,6 +384,23 @@ $(O)/tests/helpers/%: tests/helpers/%.c | $(O)/tests/helpers
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(PLAIN_CFLAGS) -static $< -o $@ -lpthread
 
+# but for rsverbs (tests/vm/rdmasnoop.sh), dynamic: libibverbs dlopens its
+# providers. VERBS_ROOT: the tree of another architecture's rdma-core
+# (scripts/vm/fetch.sh's RDMA_ROOT) to link against, with this host's
+# <infiniband/*.h> (the same on every architecture)
+VERBS_LIBDIR = $(firstword $(wildcard $(VERBS_ROOT)/usr/lib/*-linux-gnu))
+$(O)/tests/helpers/rsverbs: tests/rdma/rsverbs.c | $(O)/tests/helpers
+	$(call msg,CC,$@)
+ifneq ($(VERBS_ROOT),)
+	$(Q)rm -rf $(O)/verbs && mkdir -p $(O)/verbs/include $(O)/verbs/lib && \
+		ln -s /usr/include/infiniband $(O)/verbs/include/infiniband && \
+		ln -s $(VERBS_LIBDIR)/libibverbs.so.1 $(O)/verbs/lib/libibverbs.so
+	$(Q)$(CC) $(PLAIN_CFLAGS) -I$(O)/verbs/include $< -o $@ -L$(O)/verbs/lib \
+		-Wl,-rpath-link,$(VERBS_LIBDIR):$(VERBS_ROOT)/lib/$(notdir $(VERBS_LIBDIR)) -libverbs
+else
+	$(Q)$(CC) $(PLAIN_CFLAGS) $< -o $@ -libverbs
+endif
+
 $(NCCL_DIR)/libnccl.so.2: tests/fixtures/libnccl.c | $(NCCL_DIR)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(PLAIN_CFLAGS) -fPIC -shared -Wl,-soname,libnccl.so.2 \

@@ -138,6 +138,17 @@ build_arch() {	# build_arch ARCH BUSYBOX: sets INITRD[ARCH], or why not on stdou
 		echo "fail:build (make $mk tools test helpers; log $out/$arch-build.log)"
 		return 1
 	fi
+	# rsverbs (tests/rdma/), dynamic, against this architecture's
+	# libibverbs: the host's, or the fetched tree's; its test skips
+	# without it, pointing at the build's log
+	local vroot=
+	[ "$arch" = "$host_arch" ] || vroot=${RDMA_ROOT[$arch]:-}
+	rm -f "$bdir/tests/helpers/rsverbs"
+	if [ "$arch" = "$host_arch" ] || [ -n "$vroot" ]; then
+		# shellcheck disable=SC2086
+		env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory $mk VERBS_ROOT="$vroot" \
+			"$bdir/tests/helpers/rsverbs" >> "$out/$arch-build.log" 2>&1 || rm -f "$bdir/tests/helpers/rsverbs"
+	fi
 	# runc for tests/vm/containers.sh: the host's, for its own
 	# architecture (with its libraries); none for the other
 	local runc= runc_why=
