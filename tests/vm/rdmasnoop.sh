@@ -114,7 +114,8 @@ rs_opener() {
 rs_rc_pair() {
 	bg srv ibv_rc_pingpong -d rxe0 -g "$RS_GID" -s $RS_SIZE -n $RS_ITERS -r $RS_RX "$@"
 	SRV=$BG
-	sleep 1
+	case " $* " in *" -p "*) _port=$(echo " $* " | sed 's/.* -p \([0-9]*\) .*/\1/') ;; *) _port=18515 ;; esac
+	rs_listening "$_port" || { cat "$T/srv.out" "$T/srv.err"; fail "the server does not listen on $_port"; }
 	bg cli ibv_rc_pingpong -d rxe0 -g "$RS_GID" -s $RS_SIZE -n $RS_ITERS -r $RS_RX "$@" 127.0.0.1
 	CLI=$BG
 	wait "$CLI" || { cat "$T/cli.out" "$T/cli.err"; fail "the client failed"; }
@@ -215,7 +216,7 @@ t_ud() {
 	rs_opener ud
 	bg srv ibv_ud_pingpong -d rxe0 -g "$RS_GID" -s $size -n $RS_ITERS -r $RS_RX
 	SRV=$BG
-	sleep 1
+	rs_listening 18515 || { cat "$T/srv.out" "$T/srv.err"; fail "the server does not listen on 18515"; }
 	bg cli ibv_ud_pingpong -d rxe0 -g "$RS_GID" -s $size -n $RS_ITERS -r $RS_RX 127.0.0.1
 	CLI=$BG
 	wait "$CLI" || { cat "$T/cli.out" "$T/cli.err"; fail "the client failed"; }
@@ -267,7 +268,7 @@ t_ud_late() {
 	pkill -f 'ibv_ud_pingpong .*-p 18602' 2> /dev/null && sleep 0.5
 	bg srv ibv_ud_pingpong -d rxe0 -g "$RS_GID" -s 512 -n 100000000 -r $RS_RX -p 18602 -e
 	SRV=$BG
-	sleep 1
+	rs_listening 18602 || { cat "$T/srv.out" "$T/srv.err"; fail "the server does not listen on 18602"; }
 	bg cli ibv_ud_pingpong -d rxe0 -g "$RS_GID" -s 512 -n 100000000 -r $RS_RX -p 18602 -e 127.0.0.1
 	CLI=$BG
 	# (-e: they sleep on completion events, not a busy poll that would
@@ -375,20 +376,32 @@ t_topo() {
 	done
 }
 
-# rs_perf PROG PORT ARGS...: a perftest server and client (SRV, CLI) on
-# rxe0's GID of 10.77.0.1, their connection exchanged over TCP on PORT, 64
-# requests in flight at most (-t: rdmasnoop times 64 signaled ones per QP);
-# both must succeed
+# rs_listening PORT: wait (10 s at most) until a TCP socket listens on
+# PORT (a pingpong or perftest server: its device is open, its receives
+# posted)
+rs_listening() {
+	_hex=$(printf ':%04X ' "$1")
+	for _i in $(seq 100); do
+		grep -q "$_hex[0-9A-F:]* 0A " /proc/net/tcp /proc/net/tcp6 2> /dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# rs_perf PROG PORT ARGS...: a perftest server and client (SRV, CLI; their
+# output in $T/srv.PORT.* and $T/cli.PORT.*) on rxe0's GID of 10.77.0.1,
+# their connection exchanged over TCP on PORT, 64 requests in flight at
+# most (-t: rdmasnoop times 64 signaled ones per QP); both must succeed
 rs_perf() {
 	_p=$1 _port=$2
 	shift 2
-	bg srv "$_p" -d rxe0 -x "$RS_GID" -p "$_port" -F -t 64 "$@"
+	bg "srv.$_port" "$_p" -d rxe0 -x "$RS_GID" -p "$_port" -F -t 64 "$@"
 	SRV=$BG
-	sleep 1
-	bg cli "$_p" -d rxe0 -x "$RS_GID" -p "$_port" -F -t 64 "$@" 127.0.0.1
+	rs_listening "$_port" || { kill "$SRV"; cat "$T/srv.$_port".*; fail "$_p: the server does not listen on $_port"; }
+	bg "cli.$_port" "$_p" -d rxe0 -x "$RS_GID" -p "$_port" -F -t 64 "$@" 127.0.0.1
 	CLI=$BG
-	wait "$CLI" || { cat "$T/cli.out" "$T/cli.err" "$T/srv.out" "$T/srv.err"; fail "$_p: the client failed"; }
-	wait "$SRV" || { cat "$T/srv.out" "$T/srv.err"; fail "$_p: the server failed"; }
+	wait "$CLI" || { cat "$T/cli.$_port".* "$T/srv.$_port".*; fail "$_p: the client failed"; }
+	wait "$SRV" || { cat "$T/srv.$_port".*; fail "$_p: the server failed"; }
 }
 
 # perftest's QPN of a side's "local address" or "remote address" line
@@ -396,19 +409,19 @@ rs_perf_qpn() {
 	printf '%d' "$(sed -n "s/.*$2 address:.*QPN \(0x[0-9a-f]*\) .*/\1/p" "$1".out | head -1)"
 }
 
-# rs_perf_check OP SIZE QMOD TRANSPORT: the client's QP row of one perftest run
-# (PT_N requests of SIZE bytes, every QMOD-th signaled) against what it was
-# told, its own count and its peer, the server's with nothing posted but
-# the receives of a send test
+# rs_perf_check PORT CLI SRV OP SIZE QMOD TRANSPORT: the client's QP row of
+# the perftest run on PORT (PT_N requests of SIZE bytes, every QMOD-th
+# signaled) against what it was told, its own count and its peer, the
+# server's with nothing posted but the receives of a send test
 rs_perf_check() {
-	_op=$1 _sz=$2 _q=$3 _tr=$4
-	cat "$T/cli.out"
+	_pt=$1 CLI=$2 SRV=$3 _op=$4 _sz=$5 _q=$6 _tr=$7
+	grep -e '#bytes' -A1 -e 'address:' "$T/cli.$_pt.out"
 	# perftest's own: "#bytes #iterations ..." and its line of figures
-	[ "$(awk '/#bytes/ { getline; print $1, $2; exit }' "$T/cli.out")" = "$_sz $PT_N" ] ||
+	[ "$(awk '/#bytes/ { getline; print $1, $2; exit }' "$T/cli.$_pt.out")" = "$_sz $PT_N" ] ||
 		fail "$_op: perftest did not move $PT_N x $_sz bytes"
-	cq=$(rs_perf_qpn "$T/cli" local)
-	sq=$(rs_perf_qpn "$T/srv" local)
-	[ "$(rs_perf_qpn "$T/cli" remote)" = "$sq" ] || fail "$_op: the client's remote QPN is not the server's"
+	cq=$(rs_perf_qpn "$T/cli.$_pt" local)
+	sq=$(rs_perf_qpn "$T/srv.$_pt" local)
+	[ "$(rs_perf_qpn "$T/cli.$_pt" remote)" = "$sq" ] || fail "$_op: the client's remote QPN is not the server's"
 	jsel "$T/pt.out" '"type":"sample"' '"row":"qp"' "\"pid\":$CLI," > "$T/qp"
 	cat "$T/qp"
 	_c=$((PT_N / _q))
@@ -426,9 +439,6 @@ rs_perf_check() {
 		# the passive side of a one-sided operation posts nothing
 		[ "$(jsum wrs < "$T/sqp")" = 0 ] || fail "$_op: the server posted requests"
 	fi
-	grep '"type":"summary"' "$T/pt.out" > "$T/sum"
-	grep -q '"lost_events":0,' "$T/sum" || fail "$_op: events lost"
-	grep -q '"completions_unread":0,' "$T/sum" || fail "$_op: completions unread"
 }
 
 # perftest's bandwidth programs, one opcode each: sends over RC and UC
@@ -440,7 +450,11 @@ PT_N=200
 t_perftest() {
 	[ -z "$RS_SKIP" ] || skip_test "$RS_SKIP"
 	command -v ib_write_bw > /dev/null || skip_test "no perftest in this image (Debian's perftest: make deps)"
+	# one run of the tool over the six pairs, each pair told apart by
+	# its processes
+	start_tool pt $RS -j -v -i 60 --hold
 	port=18620
+	: > "$T/runs"
 	for run in "ib_send_bw send 8192 1 RC" "ib_send_bw send 4096 5 UC" "ib_write_bw write 8192 10 RC" \
 		"ib_read_bw read 8192 1 RC" "ib_atomic_bw atomic 8 20 RC -A FETCH_AND_ADD" \
 		"ib_atomic_bw atomic 8 1 RC -A CMP_AND_SWAP"; do
@@ -448,15 +462,20 @@ t_perftest() {
 		port=$((port + 1))
 		prog=$1 op=$2 size=$3 qmod=$4 conn=$5
 		shift 5
-		echo "# $prog -c $conn $*: $PT_N requests of $size bytes, every ${qmod}th signaled"
-		start_tool pt $RS -j -v -i 30 --hold --comm "$prog"
 		[ "$op" = atomic ] || set -- "$@" -s "$size"
 		rs_perf "$prog" $port -n $PT_N -Q "$qmod" -c "$conn" "$@"
-		sleep 0.5
-		stop_tool "$TOOL_PID" || fail "rdmasnoop exited $?: $(cat "$T/pt.err")"
-		json_ok "$T/pt.out"
-		rs_perf_check "$op" "$size" "$qmod" "$(echo "$conn" | tr A-Z a-z)"
+		echo "$port $CLI $SRV $op $size $qmod $(echo "$conn" | tr A-Z a-z) $prog -c $conn $*" >> "$T/runs"
 	done
+	sleep 0.5
+	stop_tool "$TOOL_PID" || fail "rdmasnoop exited $?: $(cat "$T/pt.err")"
+	json_ok "$T/pt.out"
+	while read -r port cli srv op size qmod tr what; do
+		echo "# $what: $PT_N requests of $size bytes, every ${qmod}th signaled"
+		rs_perf_check "$port" "$cli" "$srv" "$op" "$size" "$qmod" "$tr"
+	done < "$T/runs"
+	grep '"type":"summary"' "$T/pt.out" > "$T/sum"
+	grep -q '"lost_events":0,' "$T/sum" || fail "events lost"
+	grep -q '"completions_unread":0,' "$T/sum" || fail "completions unread"
 }
 
 # rs_tally QPN KEY: rsverbs' own count
