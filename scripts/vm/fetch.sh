@@ -192,13 +192,15 @@ if [ -z "$bb" ]; then
 fi
 [ -x "$bb" ] || die "no busybox in $bb"
 
-# ---- the Soft-RoCE user space of tests/vm/rdmasnoop.sh, for a guest
-# architecture that is not the host's (the host's own rdma-core serves its
-# own): bookworm's packages of that architecture, unpacked into one tree
-# under build/cache/userspace/ (reused); RDMA_ROOT empty when they cannot
-# be fetched (the tests then skip, saying so) ----
+# ---- the user space of tests/vm/rdmasnoop.sh (Soft-RoCE: rdma-core,
+# perftest) and tests/vm/containers.sh (runc), for a guest architecture
+# that is not the host's (the host's own serves its own): bookworm's
+# packages of that architecture, unpacked into one tree under
+# build/cache/userspace/ (reused); RDMA_ROOT empty when they cannot be
+# fetched (the tests then skip, saying so) ----
 RDMA_PKGS="ibverbs-utils libibverbs1 ibverbs-providers libnl-3-200 libnl-route-3-200 libc6 libc-bin
-	iproute2 libmnl0 libbsd0 libcap2 libmd0 perftest libibumad3 librdmacm1 libpci3 libudev1 zlib1g"
+	iproute2 libmnl0 libbsd0 libcap2 libmd0 perftest libibumad3 librdmacm1 libpci3 libudev1 zlib1g
+	runc libseccomp2"
 rdma_tree() {
 	_r=$CACHE/userspace/rdma_$darch
 	# a tree of another package list is made again

@@ -12,7 +12,9 @@
 #   /dev/console              so that /init has a console before devtmpfs
 #   /usr/sbin/runc            $RUNC, with the shared libraries and the
 #                             dynamic loader ldd names at their paths, where
-#                             a test file packed says "# vm-runc" (else
+#                             a test file packed says "# vm-runc"; or the
+#                             runc of $RUNC_ROOT, another architecture's
+#                             tree, with its libraries whole (else
 #                             /opt/aiscope/runc.missing holds $RUNC_WHY)
 #   RDMA programs             $RDMA_BINS and $RDMA_PROVIDER with their
 #                             libraries and a loader cache, where a test file
@@ -63,9 +65,17 @@ modules() {
 
 # runc_in: $RUNC at /usr/sbin/runc with what ldd says it loads (the
 # libraries and the loader, at the paths it names; nothing for a static
-# one), or why there is none
+# one), or $RUNC_ROOT's with its tree's libraries, or why there is none
 # in /opt/aiscope/runc.missing (the container tests' skip reason)
 runc_in() {
+	if [ -z "${RUNC:-}" ] && [ -n "${RUNC_ROOT:-}" ]; then
+		# another architecture's: its libraries whole, as rdma_root_in's
+		[ -x "$RUNC_ROOT/usr/sbin/runc" ] || die "RUNC_ROOT: no usr/sbin/runc in $RUNC_ROOT"
+		mkdir -p "$stage/usr/sbin"
+		cp "$RUNC_ROOT/usr/sbin/runc" "$stage/usr/sbin/runc"
+		root_libs_in "$RUNC_ROOT"
+		return
+	fi
 	if [ -z "${RUNC:-}" ]; then
 		echo "${RUNC_WHY:-no runc given to scripts/vm/mkinitramfs.sh (RUNC)}" > "$stage/opt/aiscope/runc.missing"
 		return
@@ -138,19 +148,33 @@ rdma_root_in() {
 	for b in usr/bin/ib_send_bw usr/bin/ib_write_bw usr/bin/ib_read_bw usr/bin/ib_atomic_bw; do
 		[ ! -e "$r/$b" ] || cp -P "$r/$b" "$stage/$b"
 	done
+	root_libs_in "$r"
 	for d in $(cd "$r" && ls -d lib/*-linux-gnu usr/lib/*-linux-gnu 2>/dev/null); do
-		mkdir -p "$stage/$d"
-		find "$r/$d" -maxdepth 1 -name '*.so*' \( -type f -o -type l \) -exec cp -P {} "$stage/$d/" \;
 		if [ -d "$r/$d/libibverbs" ]; then
 			mkdir -p "$stage/$d/libibverbs"
 			cp -P "$r/$d"/libibverbs/librxe-* "$stage/$d/libibverbs/"
 		fi
 	done
-	for l in "$r"/lib/ld-linux-*; do
-		[ -e "$l" ] || [ -L "$l" ] || die "RDMA_ROOT: no dynamic loader in $r/lib"
+}
+
+# root_libs_in ROOT: the top of ROOT's library directories whole, its
+# loader, its ldconfig and an ld.so.conf naming them: the guest's ldconfig
+# makes the loader cache at boot (tests/vm/run.sh), the host's makes none
+# for another architecture's libraries
+root_libs_in() {
+	for d in $(cd "$1" && ls -d lib/*-linux-gnu usr/lib/*-linux-gnu 2>/dev/null); do
+		mkdir -p "$stage/$d"
+		find "$1/$d" -maxdepth 1 -name '*.so*' \( -type f -o -type l \) -exec cp -P {} "$stage/$d/" \;
+	done
+	for l in "$1"/lib/ld-linux-*; do
+		[ -e "$l" ] || [ -L "$l" ] || die "no dynamic loader in $1/lib"
+		mkdir -p "$stage/lib"
 		cp -P "$l" "$stage/lib/"
 	done
-	for d in $(cd "$r" && ls -d lib/*-linux-gnu usr/lib/*-linux-gnu); do
+	[ -x "$1/sbin/ldconfig" ] || die "no sbin/ldconfig in $1"
+	mkdir -p "$stage/sbin" "$stage/etc"
+	cp -P "$1/sbin/ldconfig" "$stage/sbin/ldconfig"
+	for d in $(cd "$1" && ls -d lib/*-linux-gnu usr/lib/*-linux-gnu); do
 		echo "/$d"
 	done > "$stage/etc/ld.so.conf"
 }

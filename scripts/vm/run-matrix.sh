@@ -150,10 +150,14 @@ build_arch() {	# build_arch ARCH BUSYBOX: sets INITRD[ARCH], or why not on stdou
 			"$bdir/tests/helpers/rsverbs" >> "$out/$arch-build.log" 2>&1 || rm -f "$bdir/tests/helpers/rsverbs"
 	fi
 	# runc for tests/vm/containers.sh: the host's, for its own
-	# architecture (with its libraries); none for the other
-	local runc= runc_why=
+	# architecture (with its libraries); for the other, bookworm's runc
+	# of it in the tree fetch.sh unpacked (RDMA_ROOT; the host's cannot
+	# be installed beside it: runc is not Multi-Arch: same)
+	local runc= runc_why= runc_root=
 	if [ "$arch" != "$host_arch" ]; then
-		runc_why="no runc for $arch: the host's runc is $host_arch's, and apt-get install runc:$arch would remove it and containerd (runc is not Multi-Arch: same)"
+		runc_root=${RDMA_ROOT[$arch]:-}
+		[ -n "$runc_root" ] && [ -x "$runc_root/usr/sbin/runc" ] ||
+			runc_root= runc_why="no runc for $arch: bookworm's $arch runc could not be fetched (scripts/vm/fetch.sh; the host's runc is $host_arch's)"
 	elif ! runc=$(command -v runc); then
 		runc_why="no runc on the host that builds the initramfs (Debian's package runc)"
 	fi
@@ -178,7 +182,7 @@ build_arch() {	# build_arch ARCH BUSYBOX: sets INITRD[ARCH], or why not on stdou
 		rdma=$(echo "$rdma" $(command -v ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw) | tr '\n' ' ')
 		rdma_prov="$rdma_prov /etc/libibverbs.d/rxe.driver"
 	fi
-	if ! RDMA_BINS=$rdma RDMA_PROVIDER=$rdma_prov RDMA_WHY=$rdma_why RDMA_ROOT=$rdma_root RUNC=$runc RUNC_WHY=$runc_why TOOLS=${VM_TOOLS:-} scripts/vm/mkinitramfs.sh "$out/$arch-initramfs.cpio.gz" "$2" "$bdir" "$bdir/tests/helpers" > "$out/$arch-initramfs.log" 2>&1; then
+	if ! RDMA_BINS=$rdma RDMA_PROVIDER=$rdma_prov RDMA_WHY=$rdma_why RDMA_ROOT=$rdma_root RUNC=$runc RUNC_ROOT=$runc_root RUNC_WHY=$runc_why TOOLS=${VM_TOOLS:-} scripts/vm/mkinitramfs.sh "$out/$arch-initramfs.cpio.gz" "$2" "$bdir" "$bdir/tests/helpers" > "$out/$arch-initramfs.log" 2>&1; then
 		sed "s/^/# [vm $arch] /" "$out/$arch-initramfs.log"
 		echo "fail:initramfs (log $out/$arch-initramfs.log)"
 		return 1

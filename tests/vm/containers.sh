@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-# Real containers inside the test VMs (issue #23): Debian's runc, packed by
-# scripts/vm/mkinitramfs.sh with its libraries, runs a static helper from a
+# Real containers inside the test VMs (issue #23): Debian's runc (the
+# host's in x86 guests, bookworm's arm64 one fetched by scripts/vm/fetch.sh
+# in arm64 guests), packed by scripts/vm/mkinitramfs.sh with its libraries,
+# runs a static helper from a
 # root filesystem the test makes, on cgroup v2 (the test hosts have v1
 # memory). Its bundle's config.json is runc spec's, edited here with awk
 # (no jq in the VM); --no-pivot, as an initramfs root cannot pivot_root.

@@ -25,11 +25,6 @@ rs_setup() {
 		RS_SKIP=$(cat /opt/aiscope/rdma.missing)
 		return
 	fi
-	# packages of another architecture than the building host's: their
-	# own ldconfig makes the loader cache (scripts/vm/mkinitramfs.sh)
-	if [ -x /sbin/ldconfig ]; then
-		/sbin/ldconfig 2>&1 | sed 's/^/# ldconfig: /'
-	fi
 	for m in $(cat /opt/aiscope/modules/order 2>/dev/null); do
 		case $m in dummy) set -- numdummies=1 ;; *) set -- ;; esac
 		insmod "/opt/aiscope/modules/$m.ko" "$@" 2>&1 | sed "s/^/# insmod $m: /"

@@ -7,6 +7,11 @@
 dir=$(dirname "$0")
 . "$dir/lib.sh"
 echo "# kernel $(uname -r) $(uname -m), $(nproc) CPUs, $(page_size)-byte pages, depth $DEPTH; $(cat /proc/cmdline)"
+# another architecture's packages (runc, rdma-core: scripts/vm/mkinitramfs.sh
+# root_libs_in): their own ldconfig makes the loader cache
+if [ -x /sbin/ldconfig ]; then
+	/sbin/ldconfig 2>&1 | sed 's/^/# ldconfig: /'
+fi
 # the preemption model (BPF programs run under migrate_disable only can be
 # preempted under full and lazy preemption: recursion misses, see ipcsnoop.sh)
 echo "# preemption: $(cat /sys/kernel/debug/sched/preempt 2>/dev/null || echo unknown) ($(grep -m1 -oE 'Dynamic Preempt: [a-z]+' /tmp/kmsg.boot 2>/dev/null || echo 'no Dynamic Preempt line'))"
