@@ -201,7 +201,6 @@ static __always_inline void connect_event(const struct rs_qp *q, __u32 qpn, __u3
 	aiscope_submit(e);
 }
 
-/* ibv_modify_qp(qp, attr, mask): the port (INIT) and the peer (RTR) */
 /* a QP (its number perhaps reused) going to INIT has no send in flight */
 static __always_inline void sq_reset(__u32 qpn)
 {
@@ -212,6 +211,7 @@ static __always_inline void sq_reset(__u32 qpn)
 		sq->done = sq->posted;
 }
 
+/* ibv_modify_qp(qp, attr, mask): the port (INIT) and the peer (RTR) */
 SEC("uprobe")
 int BPF_KPROBE(modify_qp, __u64 qp, __u64 attr, __u32 mask)
 {
@@ -552,29 +552,49 @@ static __always_inline __u32 wc_op(__u32 opcode)
 	}
 }
 
-/* The post time of a send completion (0: none): the oldest signaled
- * post in flight on its QP when their wr_ids agree (one whose slot a
- * later post took, RS_SQ_RING on, is consumed untimed); else a
- * send not marked signaled (sq_sig_all) by its wr_id. A completion of a
- * post made before the probes finds neither. */
+/* The post time of the signaled send a completion of wr_id ends (0:
+ * none): the oldest in flight on its QP with that wr_id, of the first
+ * RS_SQ_SEEK (those before it completed unseen: past the completions
+ * read per poll call). One whose slot a later post took (lapped: over
+ * RS_SQ_RING in flight) is consumed untimed, *lapped set. */
+static __always_inline __u64 sq_match(struct rs_sq *sq, __u64 wr_id, bool *lapped)
+{
+	struct rs_sq_slot *s;
+	__u64 n;
+
+	if (sq->posted - sq->done > RS_SQ_RING) {
+		sq->done++;
+		*lapped = true;
+		return 0;
+	}
+	for (int i = 0; i < RS_SQ_SEEK; i++) {
+		n = sq->done + i;
+		if (n >= sq->posted)
+			break;
+		s = &sq->slot[n & (RS_SQ_RING - 1)];
+		if (s->wr_id != wr_id)
+			continue;
+		sq->done = n + 1;
+		return s->ts;
+	}
+	return 0;
+}
+
+/* The post time of a send completion (0: none): its QP's signaled post
+ * (sq_match), else a send not marked signaled (sq_sig_all) by its wr_id.
+ * A completion of a post made before the probes finds neither. */
 static __always_inline __u64 send_posted(__u32 qpn, __u64 wr_id)
 {
-	struct rs_wr_key k = { .pid = cur_pid(), .qpn = qpn, .wr_id = wr_id };
-	struct rs_sq *sq = bpf_map_lookup_elem(&sqs, &k);
-	struct rs_sq_slot *s;
+	struct rs_qp_key qk = { .pid = cur_pid(), .qpn = qpn };
+	struct rs_wr_key k = { .pid = qk.pid, .qpn = qpn, .wr_id = wr_id };
+	struct rs_sq *sq = bpf_map_lookup_elem(&sqs, &qk);
+	bool lapped = false;
 	__u64 *t, ts;
 
-	if (sq && sq->done < sq->posted) {
-		/* lapped: its slot holds a later post */
-		if (sq->posted - sq->done > RS_SQ_RING) {
-			sq->done++;
-			return 0;
-		}
-		s = &sq->slot[sq->done & (RS_SQ_RING - 1)];
-		if (s->wr_id == wr_id) {
-			sq->done++;
-			return s->ts;
-		}
+	if (sq) {
+		ts = sq_match(sq, wr_id, &lapped);
+		if (ts || lapped)
+			return ts;
 	}
 	t = bpf_map_lookup_elem(&wrs, &k);
 	if (!t)

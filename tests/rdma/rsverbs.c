@@ -9,9 +9,12 @@
  *      consuming one of B's receives;
  *   3. one chain of 20 sends and one of 20 receives (past the 16 requests
  *      per call that rdmasnoop reads);
- *   4. K RDMA writes with a wrong rkey: the first completes with a remote
+ *   4. N sends polled 18 completions at a time (past the 16 per call
+ *      rdmasnoop reads);
+ *   5. K RDMA writes with a wrong rkey: the first completes with a remote
  *      access error, the QP goes to the error state and the rest are
- *      flushed.
+ *      flushed (where none completes within 3 s, the QP is moved to the
+ *      error state, which flushes them all).
  * Every request is signaled. It prints what it posted and what it polled,
  * counted by itself, per QP and in rdmasnoop's names:
  *   tally QPN KEY VALUE
@@ -19,7 +22,9 @@
  * recv_posted_bytes, send_completions, write_completions,
  * recv_completions, recv_bytes, the status names of ibv_wc_status in
  * lower case without IBV_WC_, past16_wrs and past16_calls: the requests
- * after the 16th of a call, and such calls). Exit 0 when every phase
+ * after the 16th of a call, and such calls; past16_send_completions,
+ * past16_recv_completions and past16_recv_bytes: the completions after
+ * the 16th of a poll call). Exit 0 when every phase
  * completed as the verbs say it must, else 1 with one line on stderr.
  *
  * Usage: rsverbs -d DEVICE -g GID_INDEX [-n N] [-s SIZE] [-k K]
@@ -34,19 +39,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define CHAIN		8	/* requests per post call in phase 1 */
 #define LONG_CHAIN	20	/* phase 3: past rdmasnoop's 16 per call */
-#define READ_BOUND	16
+#define READ_BOUND	16	/* requests and completions rdmasnoop reads per call */
+#define POLL_MAX	18	/* phase 5: 2 completions past them per poll call */
 
 enum { K_SEND_WRS, K_SEND_BYTES, K_WRITE_WRS, K_WRITE_BYTES, K_RECV_WRS, K_RECV_POSTED,
        K_SEND_CQES, K_WRITE_CQES, K_RECV_CQES, K_RECV_BYTES, K_PAST16_WRS, K_PAST16_CALLS,
-       K_NKEYS };
+       K_PAST16_SEND_CQES, K_PAST16_RECV_CQES, K_PAST16_RECV_BYTES, K_NKEYS };
 
 static const char *const key_names[K_NKEYS] = {
 	"send_wrs", "send_bytes", "write_wrs", "write_bytes", "recv_wrs", "recv_posted_bytes",
 	"send_completions", "write_completions", "recv_completions", "recv_bytes",
-	"past16_wrs", "past16_calls",
+	"past16_wrs", "past16_calls", "past16_send_completions", "past16_recv_completions",
+	"past16_recv_bytes",
 };
 
 /* the statuses this program can meet, named from verbs.h's constants */
@@ -112,7 +120,7 @@ static void open_device(void)
 	if (ibv_query_gid(R.ctx, 1, R.gid_index, &R.gid))
 		die("cannot read GID %d of %s", R.gid_index, R.dev);
 	R.pd = ibv_alloc_pd(R.ctx);
-	R.cq = ibv_create_cq(R.ctx, 4 * R.n + 2 * LONG_CHAIN + R.k + 16, NULL, NULL, 0);
+	R.cq = ibv_create_cq(R.ctx, 6 * R.n + 2 * LONG_CHAIN + R.k + 16, NULL, NULL, 0);
 	R.buf = calloc(2, R.size);
 	if (!R.pd || !R.cq || !R.buf)
 		die("cannot make a protection domain, a completion queue or a buffer");
@@ -126,7 +134,7 @@ static struct ibv_qp *make_qp(void)
 {
 	struct ibv_qp_init_attr a = {
 		.send_cq = R.cq, .recv_cq = R.cq, .qp_type = IBV_QPT_RC, .sq_sig_all = 0,
-		.cap = { .max_send_wr = 2 * R.n + LONG_CHAIN + R.k, .max_recv_wr = 2 * R.n + LONG_CHAIN,
+		.cap = { .max_send_wr = 3 * R.n + LONG_CHAIN + R.k, .max_recv_wr = 3 * R.n + LONG_CHAIN,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 	};
 	struct ibv_qp *qp = ibv_create_qp(R.pd, &a);
@@ -231,7 +239,9 @@ static struct side *side_of(uint32_t qpn)
 	return qpn == R.a.qp->qp_num ? &R.a : qpn == R.b.qp->qp_num ? &R.b : NULL;
 }
 
-static void tally_wc(const struct ibv_wc *wc)
+/* wc, the i-th of its poll call's: past the 16th, rdmasnoop does not
+ * read it (counted apart too) */
+static void tally_wc(const struct ibv_wc *wc, int i)
 {
 	struct side *s = side_of(wc->qp_num);
 
@@ -249,10 +259,15 @@ static void tally_wc(const struct ibv_wc *wc)
 	if (wc->opcode & IBV_WC_RECV) {
 		s->k[K_RECV_CQES]++;
 		s->k[K_RECV_BYTES] += wc->byte_len;
+		if (i >= READ_BOUND) {
+			s->k[K_PAST16_RECV_CQES]++;
+			s->k[K_PAST16_RECV_BYTES] += wc->byte_len;
+		}
 	} else if (wc->opcode == IBV_WC_RDMA_WRITE) {
 		s->k[K_WRITE_CQES]++;
 	} else {
 		s->k[K_SEND_CQES]++;
+		s->k[K_PAST16_SEND_CQES] += i >= READ_BOUND;
 	}
 }
 
@@ -264,23 +279,32 @@ static double now_s(void)
 	return t.tv_sec + t.tv_nsec / 1e9;
 }
 
-/* poll (8 at a time) until want completions came, 10 s at most */
-static void poll_n(int want, const char *phase)
+/* poll (batch at a time) until want completions came or secs passed;
+ * how many are still missing */
+static int poll_for(int want, int batch, double secs, const char *phase)
 {
-	struct ibv_wc wc[8];
-	double end = now_s() + 10;
+	struct ibv_wc wc[POLL_MAX];
+	double end = now_s() + secs;
 
-	while (want > 0) {
-		int got = ibv_poll_cq(R.cq, 8, wc);
+	while (want > 0 && now_s() < end) {
+		int got = ibv_poll_cq(R.cq, batch < want ? batch : want, wc);
 
 		if (got < 0)
 			die("ibv_poll_cq failed (%s)", phase);
 		for (int i = 0; i < got; i++)
-			tally_wc(&wc[i]);
+			tally_wc(&wc[i], i);
 		want -= got;
-		if (now_s() > end)
-			die("%s: %d completions missing after 10 s", phase, want);
 	}
+	return want;
+}
+
+/* the same, every one of them within 10 s */
+static void poll_n(int want, int batch, const char *phase)
+{
+	int missing = poll_for(want, batch, 10, phase);
+
+	if (missing)
+		die("%s: %d completions missing after 10 s", phase, missing);
 }
 
 static void print_side(const struct side *s)
@@ -336,19 +360,38 @@ int main(int argc, char **argv)
 
 	post_recvs(&R.b, R.n, CHAIN);
 	post_sends(&R.a, IBV_WR_SEND_WITH_IMM, R.n, CHAIN, 0);
-	poll_n(2 * R.n, "sends with immediate");
+	poll_n(2 * R.n, 8, "sends with immediate");
 
 	post_recvs(&R.b, R.n, 1);
 	post_sends(&R.a, IBV_WR_RDMA_WRITE_WITH_IMM, R.n, 1, R.mr->rkey);
-	poll_n(2 * R.n, "RDMA writes with immediate");
+	poll_n(2 * R.n, 8, "RDMA writes with immediate");
 
 	post_recvs(&R.b, LONG_CHAIN, LONG_CHAIN);
 	post_sends(&R.a, IBV_WR_SEND, LONG_CHAIN, LONG_CHAIN, 0);
-	poll_n(2 * LONG_CHAIN, "a chain of 20");
+	poll_n(2 * LONG_CHAIN, 8, "a chain of 20");
 
-	/* a key that is not the region's: the key's low byte changed */
+	/* sends polled 18 at a time: up to 2 of each call's completions
+	 * unseen by rdmasnoop, the next seen ones timed all the same */
+	post_recvs(&R.b, R.n, CHAIN);
+	post_sends(&R.a, IBV_WR_SEND, R.n, CHAIN, 0);
+	usleep(1000000);	/* (their completions queued: full batches) */
+	poll_n(2 * R.n, POLL_MAX, "sends polled 18 at a time");
+
+	/* a key that is not the region's: the key's low byte changed. The
+	 * responder refuses the first (rem_access_err) and the rest are
+	 * flushed; a responder that never answers (rxe of 5.10) leaves
+	 * them in flight until A is moved to the error state, which
+	 * flushes them all */
 	post_sends(&R.a, IBV_WR_RDMA_WRITE, R.k, 1, R.mr->rkey ^ 0x5a);
-	poll_n(R.k, "RDMA writes with a wrong key");
+	int left = poll_for(R.k, 8, 3, "RDMA writes with a wrong key");
+	printf("wrong key: %d of %d completed within 3 s\n", R.k - left, R.k);
+	if (left) {
+		struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
+
+		if (ibv_modify_qp(R.a.qp, &err, IBV_QP_STATE))
+			die("cannot move QP %u to the error state", R.a.qp->qp_num);
+		poll_n(left, 8, "RDMA writes with a wrong key, flushed");
+	}
 
 	print_side(&R.a);
 	print_side(&R.b);

@@ -481,11 +481,14 @@ rs_tally() {
 # The project's own verbs program (tests/rdma/rsverbs.c), for what
 # Debian's programs do not post: sends and RDMA writes with immediate
 # data, chains of requests (one of 20: rdmasnoop reads 16 per call and
-# counts the call truncated), and RDMA writes with a wrong key, whose
-# completions fail (a remote access error, then flushes). Each of its two
-# QPs' requests, completions, errors by status and timed completions
-# against its own count; -e's cq_error events too.
+# counts the call truncated), completions polled 18 at a time (2 of each
+# call unread, counted; the send completions after them still timed), and
+# RDMA writes with a wrong key, whose completions fail (a remote access
+# error, then flushes; all flushed where 5.10's rxe never answers them). Each of its two QPs' requests, completions, errors
+# by status and timed completions against its own count; -e's cq_error
+# events too.
 RV_SIZE=4096
+RV_K=5	# writes with a wrong key
 t_verbs() {
 	[ -z "$RS_SKIP" ] || skip_test "$RS_SKIP"
 	[ -x /opt/aiscope/helpers/rsverbs ] ||
@@ -494,7 +497,7 @@ t_verbs() {
 	TOOL_JSON=$TOOL_PID
 	start_tool ve $RS -j -e --comm rsverbs
 	TOOL_EVENTS=$TOOL_PID
-	bg rv /opt/aiscope/helpers/rsverbs -d rxe0 -g "$RS_GID" -n 64 -s $RV_SIZE -k 5
+	bg rv /opt/aiscope/helpers/rsverbs -d rxe0 -g "$RS_GID" -n 64 -s $RV_SIZE -k $RV_K
 	wait "$BG" || { cat "$T/rv.out" "$T/rv.err"; fail "rsverbs failed"; }
 	pid=$BG
 	sleep 0.5
@@ -505,7 +508,7 @@ t_verbs() {
 	set -- $(sed -n 's/^qps //p' "$T/rv.out")
 	qa=$1 qb=$2
 	[ -n "$qb" ] || fail "rsverbs named no QPs"
-	[ "$(rs_tally "$qa" rem_access_err)" -ge 1 ] || fail "rsverbs met no remote access error"
+	grep "^wrong key" "$T/rv.out"
 	[ "$(rs_tally "$qa" other_status)" = 0 ] || fail "rsverbs met a status it does not name"
 	# A: the sender; its 4 requests past the 16th of its chain of 20 unseen
 	pa=$(rs_tally "$qa" past16_wrs)
@@ -515,26 +518,41 @@ t_verbs() {
 	for st in wr_flush_err rem_access_err rem_inv_req_err rem_op_err retry_exc_err; do
 		errs=$((errs + $(rs_tally "$qa" $st)))
 	done
-	sc=$(rs_tally "$qa" send_completions) wc=$(rs_tally "$qa" write_completions)
+	# every write with the wrong key ends in an error (which, the kernel's
+	# rxe decides: rem_access_err then wr_flush_err, or all flushed)
+	[ "$errs" = $RV_K ] || fail "$errs failed completions, not the $RV_K writes with a wrong key"
+	# its completions past the 16th of a poll call are unseen; the
+	# next ones seen are timed all the same
+	ua=$(rs_tally "$qa" past16_send_completions)
+	sc=$(($(rs_tally "$qa" send_completions) - ua)) wc=$(rs_tally "$qa" write_completions)
 	rs_sums "$T/qa" "QP $qa (A)" send_wrs:$(($(rs_tally "$qa" send_wrs) - pa)) \
 		send_bytes:$(($(rs_tally "$qa" send_bytes) - pa * RV_SIZE)) \
 		write_wrs:$(rs_tally "$qa" write_wrs) write_bytes:$(rs_tally "$qa" write_bytes) \
 		send_completions:$sc write_completions:$wc recv_wrs:0 recv_completions:0 \
 		truncated:$(rs_tally "$qa" past16_calls) \
 		rem_access_err:$(rs_tally "$qa" rem_access_err) wr_flush_err:$(rs_tally "$qa" wr_flush_err) \
+		retry_exc_err:$(rs_tally "$qa" retry_exc_err) \
 		errors:$errs latency_count:$((sc + wc - pa)) latency_unmatched:$pa
 	# B: the receiver; its 4 receives past the 16th of its chain unseen
 	pb=$(rs_tally "$qb" past16_wrs)
 	jsel "$T/vt.out" '"type":"sample"' '"row":"qp"' "\"pid\":$pid," ",\"qpn\":$qb," > "$T/qb"
+	ub=$(rs_tally "$qb" past16_recv_completions)
+	[ $((ua + ub)) -gt 0 ] || fail "no completion past the 16th of a poll call"
+	echo "completions past the 16th of a poll call: $ua sends, $ub receives"
 	rs_sums "$T/qb" "QP $qb (B)" recv_wrs:$(($(rs_tally "$qb" recv_wrs) - pb)) \
 		recv_posted_bytes:$(($(rs_tally "$qb" recv_posted_bytes) - pb * RV_SIZE)) \
-		recv_completions:$(rs_tally "$qb" recv_completions) recv_bytes:$(rs_tally "$qb" recv_bytes) \
+		recv_completions:$(($(rs_tally "$qb" recv_completions) - ub)) \
+		recv_bytes:$(($(rs_tally "$qb" recv_bytes) - $(rs_tally "$qb" past16_recv_bytes))) \
 		truncated:$(rs_tally "$qb" past16_calls) wrs:0 \
 		errors:$(($(rs_tally "$qb" wr_flush_err) + $(rs_tally "$qb" rem_access_err)))
 	[ "$(jval peer_qpn < "$T/qa" | sort -u)" = "$qb" ] || fail "A's peer QPN not $qb"
 	[ "$(jval peer_pid < "$T/qa" | sort -u)" = "$pid" ] || fail "A's peer pid not its own process"
+	grep '"type":"summary"' "$T/vt.out" > "$T/sum"
+	cat "$T/sum"
+	[ "$(jval completions_unread < "$T/sum")" = $((ua + ub)) ] ||
+		fail "completions_unread not $((ua + ub)), the completions rsverbs polled past the 16th of a call"
 	# -e: one cq_error event per failed completion, with its status
-	for st in rem_access_err wr_flush_err; do
+	for st in rem_access_err wr_flush_err retry_exc_err; do
 		got=$(jsel "$T/ve.out" '"event":"cq_error"' "\"qpn\":$qa," "\"status\":\"$st\"" | wc -l)
 		[ "$got" = "$(rs_tally "$qa" $st)" ] || fail "-e: $got cq_error events $st, not $(rs_tally "$qa" $st)"
 	done
@@ -604,7 +622,7 @@ run_test "rdmasnoop: ibv_ud_pingpong over Soft-RoCE, sends, receives with their 
 run_test "rdmasnoop: UD traffic from before its start: each send's peer the QPN alone, counted in peer_unknown" 180 t_ud_late
 run_test "topograph --with rdmasnoop: an RC pair's two rdma edges, process to process, bytes and sends exact" 180 t_topo
 run_test "rdmasnoop: perftest's ib_send_bw (RC, UC), ib_write_bw, ib_read_bw, ib_atomic_bw (FAA, CAS): each opcode's requests, bytes, completions and their latency exact" 300 t_perftest
-run_test "rdmasnoop: its own verbs program: sends and writes with immediate data, a chain past 16, writes with a wrong key failing; every QP's requests, completions and errors by status exact" 180 t_verbs
+run_test "rdmasnoop: its own verbs program: sends and writes with immediate data, a chain past 16, 18 completions a poll, writes with a wrong key failing; every QP's requests, completions and errors by status exact" 180 t_verbs
 run_test "rdmasnoop --hold: the first opener of the run held until its provider is probed, its first receives counted, both sides exact" 180 t_hold
 if [ "$DEPTH" = default ]; then
 	NOT_RUN=$((NOT_RUN + 1))
