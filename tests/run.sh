@@ -86,9 +86,11 @@ run_suite() {
 # AISCOPE_TEST_VM=1: the VM matrix starts now, in the background: its
 # first steps (fetching the kernels, building the two initramfs images: a
 # minute or two, mostly waiting on the archive and gzip) overlap the native
-# layers, and its VMs boot once those are done (VM_GO), since two emulated
-# guests would take the CPUs the native tests' timings assume. Its lines are
-# counted after the native layers', as they come.
+# layers, and so does one VM at a time (VM_EARLY_JOBS: the native layers
+# keep 0.8 of the two CPUs busy on average, one emulated guest 0.66 of one);
+# the others boot two at a time once those are done (VM_GO), since two
+# guests beside them would take the CPUs the native tests' timings assume.
+# Its lines are counted after the native layers', as they come.
 vm_dir= vm_pid=
 if [ "${AISCOPE_TEST_VM:-0}" = 1 ] && [ -x scripts/vm/run-matrix.sh ]; then
 	vm_dir=$(mktemp -d /tmp/aiscope-vm.XXXXXX) || exit 1

@@ -44,8 +44,8 @@
 # e.g. preempt=none to see whether a failure needs a preemptible kernel, or aiscope.only=t_rc|t_ud: only the tests whose function matches), VM_ACCEL (kvm or tcg: skips the
 # trial), VM_TCG_THREAD_x86 and VM_TCG_THREAD_arm64 (single: one host thread per emulated guest; multi: one per vCPU), VM_BOOTS (3: boots of a VM that hangs or crashes before the end of its tests), VM_STALL (420 s: a
 # guest whose tests print no line that long, or with a CPU in a soft lockup for 2 minutes, hung and is booted again), VM_RERUN (1: a failed test is run once
-# more in its VM, and one that then passes is counted and named at the end; 0: never), VM_DEADLINE (below, at the boots), VM_GO and VM_GO_PID (tests/run.sh: steps 1 and 2 run beside
-# the native tests, the boots wait for VM_GO; before step 3), and those of fetch.sh.
+# more in its VM, and one that then passes is counted and named at the end; 0: never), VM_DEADLINE (below, at the boots), VM_GO, VM_GO_PID and VM_EARLY_JOBS (1) (tests/run.sh: steps 1 and 2 run beside
+# the native tests, and VM_EARLY_JOBS VMs of step 3 until VM_GO; before step 3), and those of fetch.sh.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 1
@@ -213,19 +213,14 @@ for k in $ready; do
 done
 
 # VM_GO=FILE (tests/run.sh): the kernels and images are ready while other
-# tests still run; the VMs boot once FILE exists, or never if VM_GO_PID (the
-# process that will make it) ends first
-if [ -n "${VM_GO:-}" ] && [ -n "$runnable" ]; then
-	t0=$(date +%s)
-	while [ ! -e "$VM_GO" ]; do
-		if [ -n "${VM_GO_PID:-}" ] && ! kill -0 "$VM_GO_PID" 2> /dev/null; then
-			diag "vm matrix: VM_GO_PID $VM_GO_PID ended before VM_GO: no VM booted"
-			exit 1
-		fi
-		sleep 1
-	done
-	diag "vm matrix: waited $(($(date +%s) - t0)) s for VM_GO"
-fi
+# tests still run. Until FILE exists, VM_EARLY_JOBS (default 1) VMs run
+# beside those tests, then VM_JOBS; no VM boots any more if VM_GO_PID (the
+# process that will make FILE) ends first. One emulated guest beside the
+# native tests: those use 0.8 of this machine's two CPUs on average (its
+# /proc/stat over 600 s of them) and one guest about 0.66 of one; two
+# guests beside them would take the CPUs their timings assume.
+go_early=${VM_EARLY_JOBS:-1}
+[ -n "${VM_GO:-}" ] && [ -n "$runnable" ] && diag "vm matrix: $go_early VM(s) at a time until VM_GO, then ${VM_JOBS:-2}"
 
 # ---- 3. the VMs ----
 # modules_of MODDIR NAME...: the module files NAMEs need, in load order
@@ -573,7 +568,7 @@ report() {
 for k in $runnable; do accel "${k%%-*}" "$k"; done
 t0=$(date +%s)
 jobs_max=${VM_JOBS:-2}
-declare -A PID_OF
+declare -A PID_OF EARLY
 running=0
 pending=$runnable
 # wait_one: reports the first VM that ends (wait -p: bash 5.1)
@@ -588,6 +583,8 @@ wait_one() {
 		# a VM booted again took its crashed boot's time too: not a
 		# measure of how fast this machine runs that kernel
 		[ "$(sed -n 's/^boots=//p' "$out/$k.info" 2> /dev/null)" = 1 ] || TOOK[$k]=
+		# nor one that booted beside the native tests (VM_GO)
+		[ -z "${EARLY[$k]:-}" ] || TOOK[$k]=
 		[ -n "${TOOK[$k]}" ] || unset "TOOK[$k]"
 		report "$k"
 		return
@@ -628,8 +625,41 @@ estimate_of() {
 	fi
 	echo "$e"
 }
+# go_pending: VM_GO is named and not made yet
+go_pending() { [ -n "${VM_GO:-}" ] && [ ! -e "$VM_GO" ]; }
+# slots: how many VMs may run now
+slots() { if go_pending; then echo "$go_early"; else echo "$jobs_max"; fi; }
+# stop_all: VM_GO_PID ended before VM_GO (its tests were stopped): the
+# VMs running end with it, none more boots
+stop_all() {
+	local p
+	diag "vm matrix: VM_GO_PID $VM_GO_PID ended before VM_GO: no more VM booted"
+	for p in "${PID_OF[@]}"; do pkill -TERM -P "$p"; kill "$p"; done 2> /dev/null
+	pkill -TERM -f "$out/.*\.initrd" 2> /dev/null
+	exit 1
+}
+# wait_slot: returns once one more VM may boot
+wait_slot() {
+	while [ $running -ge "$(slots)" ]; do
+		if ! go_pending; then
+			wait_one
+			continue
+		fi
+		[ -z "${VM_GO_PID:-}" ] || kill -0 "$VM_GO_PID" 2> /dev/null || stop_all
+		# one ended (bash reaped it): report it; else look again
+		if [ "$(jobs -rp | wc -l)" -lt $running ]; then
+			wait_one
+		else
+			sleep 1
+		fi
+	done
+}
 for k in $pending; do
-	while [ $running -ge "$jobs_max" ]; do wait_one; done
+	wait_slot
+	if go_pending; then
+		diag "vm matrix: $k boots before VM_GO, beside the native tests"
+		EARLY[$k]=1
+	fi
 	rm -f "$out/$k.info"
 	if [ -n "${VM_DEADLINE:-}" ]; then
 		left=$((VM_DEADLINE - $(date +%s)))
@@ -645,7 +675,7 @@ for k in $pending; do
 	running=$((running + 1))
 done
 while [ $running -gt 0 ]; do wait_one; done
-diag "vm matrix: VMs $(($(date +%s) - t0)) s, $jobs_max at a time"
+diag "vm matrix: VMs $(($(date +%s) - t0)) s, $jobs_max at a time${VM_GO:+ ($go_early before VM_GO)}"
 # the tests that failed once and passed when run again (tests/vm/lib.sh
 # run_test): passes, and named here, so that a flaky test is seen
 reran=$(for k in ${booted:-}; do cat "$out/$k.result"; done |
