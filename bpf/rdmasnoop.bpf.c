@@ -553,10 +553,12 @@ static __always_inline __u32 wc_op(__u32 opcode)
 }
 
 /* The post time of the signaled send a completion of wr_id ends (0:
- * none): the oldest in flight on its QP with that wr_id, of the first
- * RS_SQ_SEEK (those before it completed unseen: past the completions
- * read per poll call). One whose slot a later post took (lapped: over
- * RS_SQ_RING in flight) is consumed untimed, *lapped set. */
+ * none): the oldest in flight on its QP with that wr_id (those before it
+ * completed unseen: past the completions read per poll call, any number
+ * of calls in a row; a program that reuses fewer ids than that in a row
+ * may have one timed from a later post of its id). One whose slot a
+ * later post took (lapped: over RS_SQ_RING in flight) is consumed
+ * untimed, *lapped set. */
 static __always_inline __u64 sq_match(struct rs_sq *sq, __u64 wr_id, bool *lapped)
 {
 	struct rs_sq_slot *s;
@@ -567,7 +569,7 @@ static __always_inline __u64 sq_match(struct rs_sq *sq, __u64 wr_id, bool *lappe
 		*lapped = true;
 		return 0;
 	}
-	for (int i = 0; i < RS_SQ_SEEK; i++) {
+	for (int i = 0; i < RS_SQ_RING; i++) {
 		n = sq->done + i;
 		if (n >= sq->posted)
 			break;

@@ -99,7 +99,6 @@ enum rs_op {
  * is the n-th signaled post whatever their wr_ids (perftest posts every
  * request with one) */
 #define RS_SQ_RING	64	/* signaled posts in flight timed per QP */
-#define RS_SQ_SEEK	4	/* slots a completion's wr_id is sought in */
 struct rs_sq_slot {
 	__u64 wr_id;
 	__u64 ts;
