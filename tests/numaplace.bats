@@ -111,27 +111,6 @@ teardown() {
 	[[ "${lines[2]}" == *"[host]"*"0:100%"* ]]
 }
 
-# a sysfs and driver tree: GPU 0 at 0000:3b:00.0 on node 1, GPU 1 at
-# 0000:af:00.0 on node 0, uverbs0 (mlx5_0) at 0000:17:00.0 on node 0
-make_sysroot() {
-	R=$(realpath "$BATS_TEST_TMPDIR")/root
-	mkdir -p "$R/dev/infiniband" "$R/proc/driver/nvidia/gpus/0000:3b:00.0" \
-		"$R/proc/driver/nvidia/gpus/0000:af:00.0" "$R/sys/bus/pci/devices/0000:3b:00.0" \
-		"$R/sys/bus/pci/devices/0000:af:00.0" "$R/sys/devices/pci0000:00/0000:17:00.0" \
-		"$R/sys/class/infiniband_verbs/uverbs0"
-	: > "$R/dev/nvidia0"
-	: > "$R/dev/nvidia1"
-	: > "$R/dev/nvidiactl"
-	: > "$R/dev/infiniband/uverbs0"
-	printf 'Model: A\nDevice Minor: 0\n' > "$R/proc/driver/nvidia/gpus/0000:3b:00.0/information"
-	printf 'Model: A\nDevice Minor: 1\n' > "$R/proc/driver/nvidia/gpus/0000:af:00.0/information"
-	echo 1 > "$R/sys/bus/pci/devices/0000:3b:00.0/numa_node"
-	echo 0 > "$R/sys/bus/pci/devices/0000:af:00.0/numa_node"
-	echo 0 > "$R/sys/devices/pci0000:00/0000:17:00.0/numa_node"
-	echo mlx5_0 > "$R/sys/class/infiniband_verbs/uverbs0/ibdev"
-	ln -s ../../../devices/pci0000:00/0000:17:00.0 "$R/sys/class/infiniband_verbs/uverbs0/device"
-}
-
 @test "numaplace: a process with a GPU on node 1 and CPUs and memory on node 0 is REMOTE, with the figures" {
 	need_root
 	make_sysroot

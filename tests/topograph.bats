@@ -753,6 +753,94 @@ make_stubs() {
 	jg '.[] | select(.rule=="nccl_lag") | .evidence' | grep -E "^rank 1 \\(${p[1]}/ncclrank\\) of communicator 0x[0-9a-f]+ lags: op sequence [0-9]+ against [0-9]+ of rank [023] \\([0-9]+/ncclrank\\); its last op reduce$"
 }
 
+# numaplace's capture on the sysfs tree of make_sysroot (tests/lib.bash):
+# FAR has GPU 0 (node 1) open, NEAR GPU 1 (node 0), LONE GPU 0 and no edge;
+# this host's CPUs and memory are node 0's
+numa_capture() {
+	make_sysroot
+	start_bg far bash -c 'exec 3< "$1/dev/nvidia0"; exec sleep 60' _ "$R"
+	FAR=$BG_PID
+	start_bg near bash -c 'exec 3< "$1/dev/nvidia1"; exec sleep 60' _ "$R"
+	NEAR=$BG_PID
+	start_bg lone bash -c 'exec 3< "$1/dev/nvidia0"; exec sleep 60' _ "$R"
+	LONE=$BG_PID
+	sleep 0.3
+	env AISCOPE_SYSROOT="$R" "$BIN/numaplace" -j -p "$FAR,$NEAR,$LONE" -i 300ms -n 2 \
+		> "$BATS_TEST_TMPDIR/numa.jsonl"
+	printf '{"type":"edge","tool":"ipcsnoop","kind":"unix","channel":"@feed","src":{"pid":%d,"comm":"sleep"},"dst":{"pid":%d,"comm":"sleep"},"bytes":4096,"msgs":4,"read_bytes":4096}\n' \
+		"$NEAR" "$FAR" > "$BATS_TEST_TMPDIR/feed.jsonl"
+}
+
+@test "numaplace's capture: a process far from its GPU is flagged numa_remote with numaplace's figures; one near is not; one far without an edge is still a node" {
+	need_root
+	numa_capture
+	graph_json "$BATS_TEST_TMPDIR/feed.jsonl" "$BATS_TEST_TMPDIR/numa.jsonl"
+	# FAR and LONE flagged, NEAR not; LONE a node without an edge
+	[ "$(jg '[.[] | select(.type=="node") | "\(.pid) \(.bottlenecks | join("+"))"] | sort | join(",")')" = \
+		"$(printf '%s\n' "$FAR numa_remote" "$NEAR " "$LONE numa_remote" | sort | paste -sd,)" ]
+	[ "$(jg '[.[] | select(.type=="node" and .pid=='"$LONE"') | .tx_bytes + .rx_bytes] | .[0]')" = 0 ]
+	# each node's numa block is numaplace's last row of it, exactly
+	local p
+	for p in "$FAR" "$NEAR" "$LONE"; do
+		jq -e -n --slurpfile g "$BATS_TEST_TMPDIR/g.json" --slurpfile r "$BATS_TEST_TMPDIR/numa.jsonl" --argjson p "$p" '
+			([$r[] | select(.type=="sample" and .row=="pid" and .pid==$p)]) as $rows |
+			($rows | last) as $last |
+			($g[] | select(.type=="node" and .pid==$p) | .numa) ==
+			{intervals: ($rows | length), remote_intervals: ($rows | map(select(.remote)) | length),
+			 cpu_node: $last.cpu_node, mem_node: $last.mem_node,
+			 devices: ($last.devices | map(del(.kind, .pci))), devices_left_out: 0}'
+	done
+	# numaplace saw 2 intervals, both REMOTE for FAR: memory all on node 0,
+	# none on the GPU's node 1; sleep had no CPU time
+	[ "$(jq -s '[.[] | select(.type=="sample" and .pid=='"$FAR"' and .remote)] | length' "$BATS_TEST_TMPDIR/numa.jsonl")" = 2 ]
+	[ "$(jg '[.[] | select(.type=="bottleneck" and .rule=="numa_remote") | .evidence | select(startswith("'"$FAR"'/"))] | .[0]')" = \
+		"$FAR/sleep is far from nvidia0 on node 1: CPU time not measured; memory mostly on node 0, 0.0% of it on node 1; REMOTE in 2 of 2 intervals" ]
+	[ "$(jg '[.[] | select(.type=="bottleneck" and .rule=="numa_remote") | "\(.value) \(.threshold) \(.unit) \(.edge != null)"] | sort | join(",")')" = \
+		"0 0.5 ratio false,0 0.5 ratio true" ]
+	# the table names the flag and the evidence
+	run -0 "$BIN/topograph" "$BATS_TEST_TMPDIR/feed.jsonl" "$BATS_TEST_TMPDIR/numa.jsonl"
+	echo "$output"
+	echo "$output" | grep -E "^ *n[0-9]+ +$FAR +- +sleep .* numa$"
+	echo "$output" | grep -F "$LONE/sleep is far from nvidia0 on node 1"
+	# the lagging NCCL rank of the mixed capture (pid 301) with FAR's rows:
+	# its lag's evidence says it is far from its GPU
+	jq -c 'select(.type=="sample" and .row=="pid" and .pid=='"$FAR"') | .pid = 301 | del(.host)' \
+		"$BATS_TEST_TMPDIR/numa.jsonl" > "$BATS_TEST_TMPDIR/numa301.jsonl"
+	graph_json "$FIX/mixed.jsonl" "$BATS_TEST_TMPDIR/numa301.jsonl"
+	jg '.[] | select(.rule=="nccl_lag") | .evidence' | grep -E '^rank 1 \(301/rank1\) .*; on its host: .*far from nvidia0 on node 1 \(NUMA\)$'
+	[ "$(jg '.[] | select(.type=="node" and .pid==301) | .bottlenecks | join(",")')" = nccl_lag,numa_remote ]
+}
+
+@test "live --with numaplace: the filters passed, the process far from its GPU flagged on its node" {
+	need_root
+	[ -x "$BIN/numaplace" ] || skip "numaplace is not built"
+	make_sysroot
+	local fifo=$BATS_TEST_TMPDIR/feed.fifo
+	mkfifo "$fifo" "$fifo.go"
+	# FAR (GPU 0, node 1) writes 65536 bytes into the FIFO, NEAR (GPU 1,
+	# node 0) reads them, both builtins of their shells, then they sleep
+	start_bg far bash -c 'exec 3< "$1/dev/nvidia0"; read -r < "$2.go"; printf "%065536d" 0 > "$2"; exec sleep 60' _ "$R" "$fifo"
+	local far=$BG_PID
+	start_bg near bash -c 'exec 3< "$1/dev/nvidia1" 4< "$2"; read -r -N 65536 x <&4; echo "read ${#x}"; exec sleep 60' _ "$R" "$fifo"
+	local near=$BG_PID
+	export AISCOPE_SYSROOT=$R	# for numaplace, run by topograph
+	start_tool topo topograph -j -d 120s --with numaplace -p "$far,$near"
+	echo go > "$fifo.go"
+	wait_for "$BATS_TEST_TMPDIR/near.out" '^read 65536$' 30
+	sleep 1.5	# a numaplace interval after the bytes
+	stop_tool "$TOOL_PID" INT
+	cp "$BATS_TEST_TMPDIR/topo.out" "$BATS_TEST_TMPDIR/g.json"
+	all_json "$BATS_TEST_TMPDIR/g.json"
+	[ "$(jg '[.[] | select(.type=="edge") | "\(.kind) \(.src.pid)>\(.dst.pid) \(.bytes)"] | join(",")')" = "fifo $far>$near 65536" ]
+	[ "$(jg '[.[] | select(.type=="bottleneck" and .rule=="numa_remote") | .node] | join(",")')" = \
+		"$(jg '.[] | select(.type=="node" and .pid=='"$far"') | .id')" ]
+	jg '.[] | select(.type=="node" and .pid=='"$far"') | .numa' |
+		jq -e '.remote_intervals >= 1 and .devices == [{"name":"nvidia0","node":1,"cpu_local_ratio":.devices[0].cpu_local_ratio,"mem_local_ratio":0,"remote":true}] and
+			(.devices[0].cpu_local_ratio == null or .devices[0].cpu_local_ratio == 0)'
+	jg '.[] | select(.type=="node" and .pid=='"$near"') | .numa' |
+		jq -e '.remote_intervals == 0 and .devices == [{"name":"nvidia1","node":0,"cpu_local_ratio":.devices[0].cpu_local_ratio,"mem_local_ratio":1,"remote":false}]'
+}
+
 # ---- end to end: the real tools on a known topology ----
 
 need_tools() {

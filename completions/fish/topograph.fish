@@ -13,7 +13,7 @@ complete -c topograph -l dot -d 'Graphviz DOT on stdout (edge width by bytes, co
 complete -c topograph -l mermaid -d 'Mermaid flowchart on stdout'
 complete -c topograph -l html -x -d 'Also write the graph as one self-contained HTML page (SVG, no script) to FILE'
 complete -c topograph -s d -l duration -x -d 'Capture for DUR (500ms, 10, 10s, 2m); default: until Ctrl-C'
-complete -c topograph -l with -x -a '(__fish_complete_list , "printf \'%s\n\' schedlat nclstat gpulaunch rdmasnoop")' -d 'Also run schedlat, nclstat, gpulaunch, rdmasnoop (live capture)'
+complete -c topograph -l with -x -a '(__fish_complete_list , "printf \'%s\n\' schedlat nclstat gpulaunch rdmasnoop numaplace")' -d 'Also run schedlat, nclstat, gpulaunch, rdmasnoop, numaplace (live capture)'
 complete -c topograph -l wide -d 'Never truncate strings in tables'
 complete -c topograph -l tree -d 'Also every process forked, exec\'d or exited in the capture, and parent->child spawn links'
 complete -c topograph -s v -l verbose -d 'Commands run and every line the tools print on stderr'

@@ -11,12 +11,19 @@
 #define BUSY_PCT	10.0	/* an edge with this share of the bytes is busy */
 #define NCCL_LAG_CALLS	2	/* a rank this many calls behind its leader lags */
 
-const char *const rule_names[R_NR] = {
-	"hot_edge", "runq", "nccl_lag", "reader_behind", "exit_failed", "restarted",
+/* each rule's name (JSON, HTML), title (the table's evidence) and flag
+ * (the table's FLAGS column), in enum rule's order: one entry each */
+const char *const rule_names[] = {
+	"hot_edge", "runq", "nccl_lag", "reader_behind", "exit_failed", "restarted", "numa_remote",
 };
-const char *const rule_titles[R_NR] = {
-	"hot edge", "run queue", "NCCL lag", "reader behind", "exit failed", "restarted",
+const char *const rule_titles[] = {
+	"hot edge", "run queue", "NCCL lag", "reader behind", "exit failed", "restarted", "remote NUMA",
 };
+const char *const rule_flags[] = {
+	"hot", "runq", "nccl", "behind", "exit", "restart", "numa",
+};
+_Static_assert(ARRAY_SIZE(rule_names) == R_NR && ARRAY_SIZE(rule_titles) == R_NR &&
+	       ARRAY_SIZE(rule_flags) == R_NR, "a name, a title and a flag per rule");
 
 /* the capture's length: measured live; from the tools' summaries for
  * files; else the span of the transfers seen */
@@ -174,6 +181,59 @@ static void rule_runq(void)
 	}
 }
 
+/* "node 1" or "node ?" */
+static const char *node_str(int64_t node, char *buf, size_t len)
+{
+	if (node < 0)
+		snprintf(buf, len, "node ?");
+	else
+		snprintf(buf, len, "node %lld", (long long)node);
+	return buf;
+}
+
+/* "CPU time on node 0, 2.0% of it on node 1" */
+static void local_str(char *buf, size_t len, const char *what, int64_t on, double local,
+		      const char *dev_node)
+{
+	char nb[32];
+
+	if (local < 0)
+		snprintf(buf, len, "%s not measured", what);
+	else
+		snprintf(buf, len, "%s mostly on %s, %.1f%% of it on %s", what,
+			 node_str(on, nb, sizeof(nb)), local * 100, dev_node);
+}
+
+/* numaplace flagged the process REMOTE: its CPU time or its memory sits
+ * mostly off the node of a GPU or NIC it has open */
+static void rule_numa(void)
+{
+	for (size_t i = 0; i < G.nshown; i++) {
+		struct node *n = G.shown[i];
+		const struct numa_place *p = n->numa;
+		char dn[32], cpu[128], mem[128];
+		struct bottleneck *b;
+		double low;
+
+		if (!p || !p->remote_intervals)
+			continue;
+		b = add_bn(R_NUMA, n, busiest_edge(n));
+		low = p->far.cpu_local;
+		if (low < 0 || (p->far.mem_local >= 0 && p->far.mem_local < low))
+			low = p->far.mem_local;
+		b->value = low < 0 ? 0 : low;
+		b->threshold = 0.5;
+		b->unit = "ratio";
+		node_str(p->far.node, dn, sizeof(dn));
+		local_str(cpu, sizeof(cpu), "CPU time", p->far_cpu_node, p->far.cpu_local, dn);
+		local_str(mem, sizeof(mem), "memory", p->far_mem_node, p->far.mem_local, dn);
+		b->evidence = xasprintf(
+			 "%u/%s is far from %s on %s: %s; %s; REMOTE in %llu of %llu intervals",
+			 n->pid, n->comm ? n->comm : "?", p->far.name, dn, cpu, mem,
+			 (unsigned long long)p->remote_intervals, (unsigned long long)p->intervals);
+	}
+}
+
 static void rule_backlog(void)
 {
 	char *el;
@@ -208,17 +268,20 @@ static uint64_t progress(const struct ncl_rank *r, bool seq)
 }
 
 /* what the lagging rank's own host says of it: schedlat's and cachestat's
- * rows of its pid there, else those of the whole host (marked host-wide):
- * "; on HOST: run-queue p99 ..., page-cache misses ...", or "" */
+ * rows of its pid there, else those of the whole host (marked host-wide),
+ * and numaplace's flag: "; on HOST: run-queue p99 ..., page-cache misses
+ * ..., far from nvidia0 on node 1 (NUMA)", or "" */
 static const char *host_evidence(const struct node *n)
 {
 	const struct host_ctx *h = host_ctx_find(n->host);
 	bool hrunq = !n->has_runq && h && h->has_runq, hcache = !n->has_cache && h && h->has_cache;
-	static char buf[256];
+	bool far = n->numa && n->numa->remote_intervals;
+	static char buf[320];
+	char dn[32];
 	size_t k;
 
 	buf[0] = 0;
-	if (!n->has_runq && !n->has_cache && !hrunq && !hcache)
+	if (!n->has_runq && !n->has_cache && !hrunq && !hcache && !far)
 		return buf;
 	k = snprintf(buf, sizeof(buf), "; on %s:", n->host ? n->host : "its host");
 	if (n->has_runq || hrunq)
@@ -233,6 +296,9 @@ static const char *host_evidence(const struct node *n)
 			k += snprintf(buf + k, sizeof(buf) - k, ", hits %llu", (unsigned long long)hits);
 		k += snprintf(buf + k, sizeof(buf) - k, "%s,", hcache ? " (host-wide)" : "");
 	}
+	if (far && k < sizeof(buf))
+		k += snprintf(buf + k, sizeof(buf) - k, " far from %s on %s (NUMA),", n->numa->far.name,
+			      node_str(n->numa->far.node, dn, sizeof(dn)));
 	if (k < sizeof(buf))
 		buf[k - 1] = 0;		/* the last comma */
 	return buf;
@@ -422,11 +488,12 @@ static void tree_parents(void)
 }
 
 /* a node with an edge, an NCCL rank (a job whose ranks talk over RDMA,
- * which no socket sees, still shows its ranks and their lag), or with
- * --tree a life in the capture */
+ * which no socket sees, still shows its ranks and their lag), a process
+ * numaplace flagged REMOTE (a rank whose traffic no tool saw is still far
+ * from its GPU), or with --tree a life in the capture */
 static bool shown(const struct node *n)
 {
-	if (n->degree || n->ncl)
+	if (n->degree || n->ncl || (n->numa && n->numa->remote_intervals))
 		return true;
 	return cfg.tree && (n->has_life || n->tree_parent) && !is_self(n);
 }
@@ -486,4 +553,5 @@ void analyse(void)
 	rule_backlog();
 	rule_exit();
 	rule_restart();
+	rule_numa();
 }

@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include "topo.h"
 
-const char *const extra_tools[] = { "schedlat", "nclstat", "gpulaunch", "rdmasnoop", NULL };
+const char *const extra_tools[] = { "schedlat", "nclstat", "gpulaunch", "rdmasnoop", "numaplace", NULL };
 
 /* socketsnoop, ipcsnoop and each of extra_tools */
 #define MAX_KIDS (2 + ARRAY_SIZE(extra_tools) - 1)

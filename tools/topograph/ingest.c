@@ -150,6 +150,99 @@ static struct ncl_rank *ncl_rank_of(struct node *n, const char *hash)
 	return r;
 }
 
+static bool is_true(const struct jv *v)
+{
+	return v && v->type == JV_BOOL && v->b;
+}
+
+/* a ratio of numaplace's, -1 for null */
+static double ratio_or(const struct jv *v)
+{
+	double d;
+
+	return jv_num(v, &d) && d >= 0 ? d : -1;
+}
+
+static int64_t node_or(const struct jv *v)
+{
+	int64_t x;
+
+	return jv_i64(v, &x) && x >= 0 ? x : -1;
+}
+
+static void numa_dev_of(struct numa_dev *d, const struct jv *o)
+{
+	snprintf(d->name, sizeof(d->name), "%s", jv_str(jv_get(o, "name")) ?: "?");
+	d->node = node_or(jv_get(o, "node"));
+	d->cpu_local = ratio_or(jv_get(o, "cpu_local_ratio"));
+	d->mem_local = ratio_or(jv_get(o, "mem_local_ratio"));
+	d->remote = is_true(jv_get(o, "remote"));
+}
+
+/* the devices of a row: all, or its first remote one (NULL: none) */
+static const struct jv *numa_devices(const struct jv *v)
+{
+	const struct jv *devs = jv_get(v, "devices");
+
+	return devs && devs->type == JV_ARR ? devs->child : NULL;
+}
+
+static void numa_latest(struct numa_place *p, const struct jv *v)
+{
+	p->cpu_node = node_or(jv_get(v, "cpu_node"));
+	p->mem_node = node_or(jv_get(v, "mem_node"));
+	p->ndev = p->more_dev = 0;
+	for (const struct jv *d = numa_devices(v); d; d = d->next) {
+		if (p->ndev == NUMA_MAX_DEV)
+			p->more_dev++;
+		else
+			numa_dev_of(&p->dev[p->ndev++], d);
+	}
+}
+
+static void numa_far(struct numa_place *p, const struct jv *v)
+{
+	p->far_cpu_node = node_or(jv_get(v, "cpu_node"));
+	p->far_mem_node = node_or(jv_get(v, "mem_node"));
+	for (const struct jv *d = numa_devices(v); d; d = d->next)
+		if (is_true(jv_get(d, "remote"))) {
+			numa_dev_of(&p->far, d);
+			return;
+		}
+}
+
+/* numaplace's rows by pid: the intervals it saw the process in, those it
+ * flagged it REMOTE in, the latest placement and devices, and the latest
+ * REMOTE interval's (the rule's evidence; analyse.c). Files may come in
+ * any order: the latest is the highest seq. */
+static void add_numaplace(const struct jv *v)
+{
+	const char *row = jv_str(jv_get(v, "row"));
+	const struct jv *remote = jv_get(v, "remote");
+	struct numa_place *p;
+	uint64_t pid, seq = 0;
+	struct node *n;
+
+	if (!row || strcmp(row, "pid") || !jv_u64(jv_get(v, "pid"), &pid) || !pid ||
+	    pid > UINT32_MAX || !remote || remote->type != JV_BOOL)
+		return;
+	jv_u64(jv_get(v, "seq"), &seq);
+	n = proc_node(pid);
+	if (!n->comm)
+		node_ident(n, v);
+	if (!n->numa)
+		n->numa = xcalloc(1, sizeof(*n->numa));
+	p = n->numa;
+	if (!p->intervals++ || seq >= p->last_seq) {
+		p->last_seq = seq;
+		numa_latest(p, v);
+	}
+	if (remote->b && (!p->remote_intervals++ || seq >= p->remote_seq)) {
+		p->remote_seq = seq;
+		numa_far(p, v);
+	}
+}
+
 /* cachestat's rows by pid (--by pid): the process's page-cache misses and
  * hits, summed over the intervals; its host rows: the host's */
 static void add_cachestat(const struct jv *v)
@@ -418,6 +511,8 @@ void ingest(const char *name, uint64_t lineno, const char *line, size_t len)
 		add_nclstat(v, type);
 	} else if (!strcmp(tool, "gpulaunch")) {
 		add_gpulaunch(v, type);
+	} else if (!strcmp(tool, "numaplace") && !strcmp(type, "sample")) {
+		add_numaplace(v);
 	} else if (!strcmp(tool, TOOL) && !strcmp(type, "node")) {
 		add_own_node(v);
 	}

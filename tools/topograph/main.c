@@ -31,8 +31,9 @@ static const char doc[] =
 "Without FILE, runs socketsnoop and ipcsnoop (found next to topograph, then\n"
 "in PATH) for -d DUR, or until Ctrl-C, with the filters given, and merges\n"
 "their edge lines; --with adds schedlat (run-queue p99 per process), nclstat\n"
-"(NCCL ranks), gpulaunch (CUDA launches) and rdmasnoop (RDMA verbs traffic\n"
-"between queue pairs). Its own BPF programs trace\n"
+"(NCCL ranks), gpulaunch (CUDA launches), rdmasnoop (RDMA verbs traffic\n"
+"between queue pairs) and numaplace (NUMA placement against the GPUs and\n"
+"NICs in use). Its own BPF programs trace\n"
 "process fork, exec and exit meanwhile: parents, lifetimes, exit status.\n"
 "With FILEs ('-': stdin), or when stdin is not a terminal and -d is not\n"
 "given, reads their --json lines instead; with --prometheus, the edges that\n"
@@ -40,7 +41,8 @@ static const char doc[] =
 "one graph across hosts. Bottlenecks: edges carrying a\n"
 "large share of the bytes, processes with a high run-queue p99 on a busy\n"
 "edge, NCCL ranks lagging their communicator, readers falling behind (bytes\n"
-"written minus read growing), processes that exited in error or restarted.\n"
+"written minus read growing), processes that exited in error or restarted,\n"
+"processes whose CPU time or memory sits off the node of their GPU or NIC.\n"
 "\n"
 "USAGE: topograph [OPTIONS] [FILE...]"
 "\v"
@@ -89,7 +91,7 @@ static const struct argp_option opts[] = {
 	{ "mermaid", OPT_MERMAID, NULL, 0, "Mermaid flowchart on stdout", 11 },
 	{ "html", OPT_HTML, "FILE", 0, "Also write the graph as one self-contained HTML page (SVG, no script) to FILE", 11 },
 	{ "duration", 'd', "DUR", 0, "Capture for DUR (500ms, 10, 10s, 2m); default: until Ctrl-C", 11 },
-	{ "with", OPT_WITH, "TOOL[,TOOL...]", 0, "Also run schedlat, nclstat, gpulaunch, rdmasnoop (live capture)", 11 },
+	{ "with", OPT_WITH, "TOOL[,TOOL...]", 0, "Also run schedlat, nclstat, gpulaunch, rdmasnoop, numaplace (live capture)", 11 },
 	AISCOPE_OPTION_WIDE(11),
 	{ "tree", OPT_TREE, NULL, 0, "Also every process forked, exec'd or exited in the capture, and parent->child spawn links", 11 },
 	{ "verbose", 'v', NULL, 0, "Commands run and every line the tools print on stderr", 11 },

@@ -88,6 +88,37 @@ static void json_life(struct jw *w, const struct node *n)
 	jw_kstr(w, "exec_filename", n->exec_file);
 }
 
+/* numaplace's rows of the process (docs/edges.md: topograph's node lines) */
+static void json_numa(struct jw *w, const struct numa_place *p)
+{
+	jw_key(w, "numa");
+	if (!p) {
+		jw_null(w);
+		return;
+	}
+	jw_obj_begin(w);
+	jw_ku64(w, "intervals", p->intervals);
+	jw_ku64(w, "remote_intervals", p->remote_intervals);
+	jw_ki64_or_null(w, "cpu_node", p->cpu_node >= 0, p->cpu_node);
+	jw_ki64_or_null(w, "mem_node", p->mem_node >= 0, p->mem_node);
+	jw_key(w, "devices");
+	jw_arr_begin(w);
+	for (int i = 0; i < p->ndev; i++) {
+		const struct numa_dev *d = &p->dev[i];
+
+		jw_obj_begin(w);
+		jw_kstr(w, "name", d->name);
+		jw_ki64_or_null(w, "node", d->node >= 0, d->node);
+		jw_kdouble_or_null(w, "cpu_local_ratio", d->cpu_local >= 0, d->cpu_local, 4);
+		jw_kdouble_or_null(w, "mem_local_ratio", d->mem_local >= 0, d->mem_local, 4);
+		jw_kbool(w, "remote", d->remote);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	jw_ku64(w, "devices_left_out", p->more_dev);
+	jw_obj_end(w);
+}
+
 static void json_node(struct jw *w, const struct node *n, uint64_t now)
 {
 	char id[16];
@@ -121,6 +152,7 @@ static void json_node(struct jw *w, const struct node *n, uint64_t now)
 		}
 		jw_arr_end(w);
 	}
+	json_numa(w, n->numa);
 	json_life(w, n);
 	json_rules(w, n->flags);
 	jw_record_end(w);
@@ -165,6 +197,9 @@ static void json_edge(struct jw *w, const struct gedge *e, uint64_t now)
 	jw_record_end(w);
 }
 
+/* the digits of each rule's value: a share in percent, a ratio, counts */
+static const int value_digits[R_NR] = { [R_HOT] = 1, [R_NUMA] = 4 };
+
 static void json_bottleneck(struct jw *w, const struct bottleneck *b, uint64_t now)
 {
 	char id[16];
@@ -175,8 +210,8 @@ static void json_bottleneck(struct jw *w, const struct bottleneck *b, uint64_t n
 	jw_kstr(w, "node", b->node ? id : NULL);
 	snprintf(id, sizeof(id), "e%d", b->edge ? b->edge->id : 0);
 	jw_kstr(w, "edge", b->edge ? id : NULL);
-	jw_kdouble(w, "value", b->value, b->rule == R_HOT ? 1 : 0);
-	jw_kdouble(w, "threshold", b->threshold, b->rule == R_HOT ? 1 : 0);
+	jw_kdouble(w, "value", b->value, value_digits[b->rule]);
+	jw_kdouble(w, "threshold", b->threshold, value_digits[b->rule]);
 	jw_kstr(w, "unit", b->unit);
 	jw_kstr(w, "evidence", b->evidence);
 	jw_record_end(w);

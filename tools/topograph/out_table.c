@@ -20,15 +20,11 @@ static const struct tcol edge_cols[] = {
 
 static void flags_str(unsigned int flags, char *buf, size_t len)
 {
-	static const char *const short_names[] = {
-		"hot", "runq", "nccl", "behind", "exit", "restart",
-	};
-
 	*buf = 0;
 	for (int r = 0; r < R_NR; r++)
 		if (flags & (1u << r))
 			snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", *buf ? "," : "",
-				 short_names[r]);
+				 rule_flags[r]);
 	if (!*buf)
 		snprintf(buf, len, "-");
 }

@@ -60,7 +60,7 @@ extern struct topo_cfg cfg;
 
 enum node_kind { N_PROC, N_UNSEEN, N_ENDPOINT };
 /* bottleneck rules, also node and edge flags */
-enum rule { R_HOT, R_RUNQ, R_NCCL, R_BACKLOG, R_EXIT, R_RESTART, R_NR };
+enum rule { R_HOT, R_RUNQ, R_NCCL, R_BACKLOG, R_EXIT, R_RESTART, R_NUMA, R_NR };
 
 struct ncl_rank {
 	char *comm_hash;
@@ -72,6 +72,29 @@ struct ncl_rank {
 	uint64_t op_seq;		/* nclstat's op sequence number (latest) */
 	char *last_op;
 	struct ncl_rank *next;
+};
+
+/* a device of numaplace's row (its "devices"): -1 for a null node, a
+ * negative ratio for a null one */
+#define NUMA_MAX_DEV	8
+struct numa_dev {
+	char name[32];
+	int64_t node;
+	double cpu_local, mem_local;
+	bool remote;
+};
+
+/* numaplace's rows of a process: how many intervals, in how many it was
+ * REMOTE, the last one's placement and devices, and those of the last
+ * REMOTE one (the evidence) */
+struct numa_place {
+	uint64_t intervals, remote_intervals;
+	uint64_t last_seq, remote_seq;
+	int64_t cpu_node, mem_node;		/* -1: null */
+	struct numa_dev dev[NUMA_MAX_DEV];
+	int ndev, more_dev;			/* more_dev: past NUMA_MAX_DEV */
+	int64_t far_cpu_node, far_mem_node;	/* the last REMOTE interval's */
+	struct numa_dev far;			/* its remote device */
 };
 
 struct node {
@@ -98,6 +121,7 @@ struct node {
 	bool cuda;
 	uint64_t cuda_launches;
 	struct ncl_rank *ncl;
+	struct numa_place *numa;	/* numaplace's rows, NULL: none */
 	/* its life in the capture: the lifecycle hooks, or own lines */
 	bool has_life;		/* a record: fork, exec or exit seen */
 	bool tree_parent;	/* --tree: the parent of one that has */
@@ -195,7 +219,8 @@ struct graph {
 };
 extern struct graph G;
 extern const char *const node_kind_names[];
-extern const char *const rule_names[R_NR], *const rule_titles[R_NR];
+/* analyse.c: one entry per rule (checked there) */
+extern const char *const rule_names[], *const rule_titles[], *const rule_flags[];
 
 /* out of memory is fatal */
 void *xcalloc(size_t n, size_t size);
