@@ -174,29 +174,92 @@ static void gpu_pci(struct numa_dev *d, const char *root)
 	closedir(dir);
 }
 
+/* "0000:3b:00.0": a PCI address, as sysfs names a PCI device */
+static bool pci_address(const char *s)
+{
+	unsigned int dom, bus, slot, fn;
+	int end = 0;
+
+	return sscanf(s, "%4x:%2x:%2x.%1u%n", &dom, &bus, &slot, &fn, &end) == 4 &&
+	       end == 12 && !s[end];
+}
+
+/* The node of the device at dir (a sysfs "device" link): the nearest of
+ * it and its parents under root's sys/devices with a numa_node file (a
+ * virtio NIC has none, its PCI device has), with the nearest PCI address
+ * among them into pci when it has none yet; -1 when none says. */
+static int device_node(const char *dir, const char *root, char pci[32])
+{
+	char real[PATH_MAX], top[PATH_MAX], path[PATH_MAX];
+	size_t ntop;
+	char *base;
+
+	snprintf(path, sizeof(path), "%s/sys/devices", root);
+	if (!realpath(dir, real) || !realpath(path, top))
+		return -1;
+	ntop = strlen(top);
+	while (!strncmp(real, top, ntop) && real[ntop] == '/') {
+		base = strrchr(real, '/');
+		if (!pci[0] && pci_address(base + 1))
+			strcpy(pci, base + 1);
+		if (snprintf(path, sizeof(path), "%s/numa_node", real) < (int)sizeof(path) &&
+		    !access(path, F_OK))
+			return numa_node_file(path);
+		*base = 0;
+	}
+	return -1;
+}
+
+/* The network device a software RDMA device (rxe, siw) sends through:
+ * the netdev of one of its port 1 GIDs (RoCE), else its "parent" (rxe);
+ * false when it names none */
+static bool rdma_netdev(const char *ibdev, const char *root, char *out, size_t len)
+{
+	char path[PATH_MAX];
+	struct dirent *e;
+	DIR *dir;
+
+	out[0] = 0;
+	snprintf(path, sizeof(path), "%s/sys/class/infiniband/%s/ports/1/gid_attrs/ndevs", root,
+		 ibdev);
+	dir = opendir(path);
+	while (dir && !out[0] && (e = readdir(dir))) {
+		char file[PATH_MAX];
+
+		if (e->d_name[0] == '.' ||
+		    snprintf(file, sizeof(file), "%s/%s", path, e->d_name) >= (int)sizeof(file))
+			continue;
+		read_line(file, out, len);	/* an unused GID's read fails */
+	}
+	if (dir)
+		closedir(dir);
+	if (!out[0]) {
+		snprintf(path, sizeof(path), "%s/sys/class/infiniband/%s/parent", root, ibdev);
+		read_line(path, out, len);
+	}
+	return out[0] && !strchr(out, '/') && strcmp(out, ".") && strcmp(out, "..");
+}
+
+/* A verbs device's own device (a PCI HCA); a software one has none: then
+ * the NIC it runs on, whose node is where its traffic comes and goes */
 static void rdma_dev(struct numa_dev *d, const char *root)
 {
-	char path[PATH_MAX], target[PATH_MAX];
-	const char *base;
-	ssize_t n;
+	char path[PATH_MAX], ibdev[sizeof(d->name)], ndev[64];
 
 	snprintf(path, sizeof(path), "%s/sys/class/infiniband_verbs/uverbs%u/ibdev", root, d->num);
-	read_line(path, target, sizeof(target));
-	if (target[0])
-		snprintf(d->name, sizeof(d->name), "%s", target);
+	read_line(path, ibdev, sizeof(ibdev));
+	if (ibdev[0])
+		snprintf(d->name, sizeof(d->name), "%s", ibdev);
 	snprintf(path, sizeof(path), "%s/sys/class/infiniband_verbs/uverbs%u/device", root, d->num);
-	d->node = numa_node_file(strcat(path, "/numa_node"));
-	path[strlen(path) - strlen("/numa_node")] = 0;
-	/* a PCI device's directory is named after its address; a software
-	 * device (rxe) has no parent device at all */
-	n = readlink(path, target, sizeof(target) - 1);
-	if (n <= 0)
+	if (!access(path, F_OK)) {
+		d->node = device_node(path, root, d->pci);
 		return;
-	target[n] = 0;
-	base = strrchr(target, '/');
-	base = base ? base + 1 : target;
-	if (strlen(base) < sizeof(d->pci) && strchr(base, ':'))
-		strcpy(d->pci, base);
+	}
+	if (!ibdev[0] || strchr(ibdev, '/') || !rdma_netdev(ibdev, root, ndev, sizeof(ndev)))
+		return;
+	snprintf(path, sizeof(path), "%s/sys/class/net/%s/device", root, ndev);
+	if (!access(path, F_OK))
+		d->node = device_node(path, root, d->pci);
 }
 
 void numa_dev_resolve(struct numa_dev *d, const char *root)

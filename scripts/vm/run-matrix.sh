@@ -312,6 +312,18 @@ numa_args() {
 	done
 }
 
+# nic_args ARCH: on x86 guests of two nodes or more, an e1000 NIC on a PCI
+# expander bridge of the last node (qemu's pxb, its _PXM in the ACPI
+# tables), for numaplace's test of a NIC's node (tests/vm/numaplace.sh);
+# its network is qemu's user mode, restricted (nothing outside the guest).
+# qemu's arm64 virt machine describes no expander bridge to a kernel
+# booted without firmware (device tree): none there.
+nic_args() {
+	local n=${VM_NUMA_NODES:-2}
+	[ "$1" = x86 ] && [ -n "$(numa_args)" ] || return 0
+	printf -- '-device pxb,id=pxb1,bus=pci.0,numa_node=%d,bus_nr=4 -netdev user,id=nd1,restrict=on -device e1000,bus=pxb1,addr=0x4,netdev=nd1 ' $((n - 1))
+}
+
 # watched LIMIT LOG CMD...: runs qemu for LIMIT s at most, its console in
 # LOG, and stops it early when LOG has no new line of the tests (the
 # kernel's own lines not counted) for VM_STALL s (420): a guest prints a
@@ -425,7 +437,7 @@ run_vm() {
 		limit=$((VM_DEADLINE + 60 - $(date +%s)))
 		cut=1
 	fi
-	set -- -m "${VM_MEM:-1024}" -smp "${VM_SMP:-2}" $(numa_args) -nographic -no-reboot -nic none \
+	set -- -m "${VM_MEM:-1024}" -smp "${VM_SMP:-2}" $(numa_args) $(nic_args "$arch") -nographic -no-reboot -nic none \
 		-kernel "${KERNEL[$k]}" -initrd "$initrd" -append "console=$console quiet panic=-1 aiscope.depth=$(depth_of "$k") aiscope.rerun=${VM_RERUN:-1}${VM_APPEND:+ $VM_APPEND}"
 	if [ "$arch" = arm64 ]; then
 		[ "${ACCEL[$arch]}" = kvm ] && set -- -accel kvm -M virt -cpu host "$@"

@@ -121,10 +121,89 @@ static void test_devices(void)
 	CHECK(system(cmd) == 0);
 }
 
+static void ln(const char *target, const char *root, const char *rel)
+{
+	char cmd[700];
+
+	snprintf(cmd, sizeof(cmd), "ln -s '%s' '%s/%s'", target, root, rel);
+	CHECK(system(cmd) == 0);
+}
+
+/* Soft-RoCE and siw have no device of their own: the NIC they run on
+ * places them (a virtio NIC's node is its PCI device's) */
+static void test_soft_rdma(void)
+{
+	char root[] = "/tmp/aiscope-numa-XXXXXX", cmd[600];
+	struct numa_dev d;
+
+	CHECK(mkdtemp(root) != NULL);
+	/* rxe0 on eth1: virtio3 on PCI 0000:80:02.0, node 1; its GID 0
+	 * unused (empty), GID 1 on eth1 */
+	mk(root, "sys/devices/pci0000:80/0000:80:02.0/virtio3/net/eth1");
+	put(root, "sys/devices/pci0000:80/0000:80:02.0/numa_node", "1\n");
+	mk(root, "sys/class/net");
+	ln("../../devices/pci0000:80/0000:80:02.0/virtio3/net/eth1", root, "sys/class/net/eth1");
+	ln("../../../virtio3", root, "sys/devices/pci0000:80/0000:80:02.0/virtio3/net/eth1/device");
+	mk(root, "sys/class/infiniband_verbs/uverbs1");
+	put(root, "sys/class/infiniband_verbs/uverbs1/ibdev", "rxe0\n");
+	mk(root, "sys/class/infiniband/rxe0/ports/1/gid_attrs/ndevs");
+	put(root, "sys/class/infiniband/rxe0/ports/1/gid_attrs/ndevs/0", "");
+	put(root, "sys/class/infiniband/rxe0/ports/1/gid_attrs/ndevs/1", "eth1\n");
+	d = (struct numa_dev){ .kind = NUMA_DEV_RDMA, .num = 1 };
+	numa_dev_resolve(&d, root);
+	CHECK_STR(d.name, "rxe0");
+	CHECK_STR(d.pci, "0000:80:02.0");
+	CHECK_EQ(d.node, 1);
+
+	/* siw0 names no GID's netdev: its "parent", eth2 on PCI node 0 */
+	mk(root, "sys/devices/pci0000:00/0000:00:03.0/net/eth2");
+	put(root, "sys/devices/pci0000:00/0000:00:03.0/numa_node", "0\n");
+	ln("../../devices/pci0000:00/0000:00:03.0/net/eth2", root, "sys/class/net/eth2");
+	ln("../../../0000:00:03.0", root, "sys/devices/pci0000:00/0000:00:03.0/net/eth2/device");
+	mk(root, "sys/class/infiniband_verbs/uverbs2");
+	put(root, "sys/class/infiniband_verbs/uverbs2/ibdev", "siw0\n");
+	mk(root, "sys/class/infiniband/siw0");
+	put(root, "sys/class/infiniband/siw0/parent", "eth2\n");
+	d = (struct numa_dev){ .kind = NUMA_DEV_RDMA, .num = 2 };
+	numa_dev_resolve(&d, root);
+	CHECK_STR(d.name, "siw0");
+	CHECK_STR(d.pci, "0000:00:03.0");
+	CHECK_EQ(d.node, 0);
+
+	/* on a netdev of no device (dummy0), or naming a path: unknown */
+	mk(root, "sys/class/net/dummy0");
+	mk(root, "sys/class/infiniband_verbs/uverbs3");
+	put(root, "sys/class/infiniband_verbs/uverbs3/ibdev", "rxe1\n");
+	mk(root, "sys/class/infiniband/rxe1");
+	put(root, "sys/class/infiniband/rxe1/parent", "dummy0\n");
+	d = (struct numa_dev){ .kind = NUMA_DEV_RDMA, .num = 3 };
+	numa_dev_resolve(&d, root);
+	CHECK_STR(d.name, "rxe1");
+	CHECK_STR(d.pci, "");
+	CHECK_EQ(d.node, -1);
+	put(root, "sys/class/infiniband/rxe1/parent", "../eth2\n");
+	d = (struct numa_dev){ .kind = NUMA_DEV_RDMA, .num = 3 };
+	numa_dev_resolve(&d, root);
+	CHECK_EQ(d.node, -1);
+	/* a device outside sys/devices is not read, numa_node or not */
+	mk(root, "outside");
+	put(root, "outside/numa_node", "1\n");
+	mk(root, "sys/class/net/eth9");
+	ln("../../../../outside", root, "sys/class/net/eth9/device");
+	put(root, "sys/class/infiniband/rxe1/parent", "eth9\n");
+	d = (struct numa_dev){ .kind = NUMA_DEV_RDMA, .num = 3 };
+	numa_dev_resolve(&d, root);
+	CHECK_EQ(d.node, -1);
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	CHECK(system(cmd) == 0);
+}
+
 int main(void)
 {
 	RUN(test_list);
 	RUN(test_maps_line);
 	RUN(test_devices);
+	RUN(test_soft_rdma);
 	return t_done();
 }

@@ -5,8 +5,9 @@
 # node 0 with its memory bound to node 1, then moved to node 0 with
 # migrate_pages(2): the tool's CPU time per node, memory per node and pages
 # migrated against the kernel's own figures (/proc/PID/stat,
-# /proc/PID/numa_maps, /proc/vmstat). Sourced by tests/vm/run.sh (busybox sh;
-# see lib.sh).
+# /proc/PID/numa_maps, /proc/vmstat). On x86, Soft-RoCE on a NIC of node 1
+# (t_np_nic). Sourced by tests/vm/run.sh (busybox sh; see lib.sh).
+# vm-rdma
 
 NP=/opt/aiscope/bin/numaplace
 NP_MIB=64
@@ -155,7 +156,101 @@ t_np_balance() {
 	[ "$faults" -gt 0 ] || fail "no NUMA hinting faults in the host rows"
 }
 
+# np_nic_pci: the e1000 NIC's PCI address (scripts/vm/run-matrix.sh's
+# nic_args: x86 guests have one behind an expander bridge of node 1)
+np_nic_pci() {
+	for d in /sys/bus/pci/devices/*; do
+		[ "$(cat "$d/vendor")" = 0x8086 ] && [ "$(cat "$d/device")" = 0x100e ] && echo "${d##*/}"
+	done | head -1
+}
+
+# np_holder NAME CPU_NODE MEM_NODE DEV: numabind (4 MiB) with DEV open
+np_holder() {
+	bg "$1" sh -c "exec 3< $4; exec $H/numabind $2 $3 4"
+	wait_for "$T/$1.out" '^ready' || fail "numabind did not start: $(cat "$T/$1.err")"
+	READY_PID=$(awk '/^ready/ {print $2}' "$T/$1.out")
+}
+
+# np_dev PID: the devices of PID's last row in $T/nic.out
+np_dev() {
+	jsel "$T/nic.out" '"row":"pid"' "\"pid\":$1," | tail -1 | sed -n 's/.*"devices":\[\([^]]*\)\].*/\1/p'
+}
+
+# a NIC's node, where the kernel has it from the firmware: Soft-RoCE
+# (rxe1) on the guest's e1000, which sits on node 1, held open by a helper
+# pinned to node 0 with its memory there (REMOTE) and one on node 1 (not):
+# the device's PCI address and node are the NIC's in sysfs (rxe has no
+# device of its own), the shares of CPU time and memory on node 1 those of
+# the pins and of numa_maps
+t_np_nic() {
+	np_two_nodes
+	pci=$(np_nic_pci)
+	if [ -z "$pci" ]; then
+		[ "$(uname -m)" = aarch64 ] &&
+			skip_test "qemu's arm64 virt machine places no PCI device on a node for a kernel booted without firmware (device tree)"
+		fail "no e1000 NIC (scripts/vm/run-matrix.sh nic_args)"
+	fi
+	node=$(cat "/sys/bus/pci/devices/$pci/numa_node")
+	echo "e1000 at $pci, node $node"
+	[ "$node" = 1 ] || fail "the NIC is on node $node, not 1 (qemu's pxb numa_node=1)"
+	[ -f /opt/aiscope/rdma.missing ] && skip_test "no RDMA user space here: $(cat /opt/aiscope/rdma.missing)"
+	# e1000 and Soft-RoCE's modules, in their load order (those loaded
+	# already refuse again, harmlessly; brd and dummy are the tests' own
+	# with their parameters: tests/vm/cachestat.sh, rdmasnoop.sh)
+	for m in $(cat /opt/aiscope/modules/order 2>/dev/null); do
+		case $m in brd|dummy) continue ;; esac
+		[ -d "/sys/module/$m" ] || insmod "/opt/aiscope/modules/$m.ko" 2>&1 | sed "s/^/# insmod $m: /"
+	done
+	nd=$(ls "/sys/bus/pci/devices/$pci/net" 2>/dev/null | head -1)
+	[ -n "$nd" ] || fail "no network device on $pci (e1000 not loaded: tests/vm/numaplace.modules)"
+	ip link set "$nd" up
+	rdma link add rxe1 type rxe netdev "$nd" 2>&1 | sed 's/^/# rdma link add: /'
+	# the test in a subshell: rxe1 goes whatever it ends with (rdmasnoop's
+	# tests count the devices)
+	( np_nic_check "$pci" ); rc=$?
+	rdma link delete rxe1 2>&1 | sed 's/^/# rdma link delete: /'
+	ip link set "$nd" down
+	[ $rc -eq 0 ] || exit $rc
+}
+
+np_nic_check() {
+	uv=
+	for u in /sys/class/infiniband_verbs/uverbs*; do
+		[ "$(cat "$u/ibdev" 2>/dev/null)" = rxe1 ] && uv=${u##*/}
+	done
+	[ -n "$uv" ] || fail "no verbs device of rxe1: $(ls /sys/class/infiniband_verbs 2>&1)"
+	if [ -e "/sys/class/infiniband_verbs/$uv/device" ]; then
+		echo "$uv (rxe1) has a parent device: $(readlink "/sys/class/infiniband_verbs/$uv/device")"
+	else
+		echo "$uv (rxe1) has no device of its own: placed by its NIC"
+	fi
+	np_holder far 0 0 "/dev/infiniband/$uv"
+	far=$READY_PID
+	np_holder near 1 1 "/dev/infiniband/$uv"
+	near=$READY_PID
+	$NP -j -p "$far,$near" -i 1 -n 2 > "$T/nic.out" 2> "$T/nic.err" || fail "numaplace exited $?: $(cat "$T/nic.err")"
+	json_ok "$T/nic.out"
+	t1=$(np_truth "$far" 1) t0=$(np_truth "$far" 0)
+	kill "$far" "$near"
+	fd=$(np_dev "$far") nd=$(np_dev "$near")
+	echo "far ($far): $fd (numa_maps: node0 $t0, node1 $t1 bytes)"
+	echo "near ($near): $nd"
+	head="{\"kind\":\"rdma\",\"name\":\"rxe1\",\"pci\":\"$1\",\"node\":1,\"cpu_local_ratio\":"
+	case $fd in "$head"*",\"remote\":true}") ;; *) fail "far: $fd" ;; esac
+	case $nd in "$head"*",\"remote\":false}") ;; *) fail "near: $nd" ;; esac
+	# all CPU time where each is pinned: none on node 1, all of it
+	awk -v f="$(echo "$fd" | jval cpu_local_ratio)" -v n="$(echo "$nd" | jval cpu_local_ratio)" \
+		'BEGIN { exit !(f == 0 && n == 1) }' || fail "CPU time on node 1: far's not 0 or near's not 1"
+	# far's memory on node 1: what numa_maps says, to the 4 digits printed
+	m=$(echo "$fd" | jval mem_local_ratio)
+	awk -v m="$m" -v t="$(awk -v a="$t1" -v b="$t0" 'BEGIN { printf "%.6f", a / (a + b) }')" \
+		'BEGIN { d = m - t; if (d < 0) d = -d; if (d > 0.001 || m >= 0.5) { printf "mem_local_ratio %s, numa_maps %s\n", m, t; exit 1 } }' ||
+		fail "far's memory on the NIC's node"
+	[ "$(jsel "$T/nic.out" '"row":"pid"' "\"pid\":$far," | tail -1 | jval remote | tail -1)" = true ] || fail "far is not flagged remote"
+}
+
 run_test "numaplace --list-probes on a two-node guest" 60 t_np_plan
 run_test "numaplace: CPU time on the pinned node vs sum_exec_runtime, memory per node vs numa_maps" 120 t_np_place
 run_test "numaplace: pages moved by migrate_pages(2) vs numa_maps and /proc/vmstat" 120 t_np_migrate
 run_test "numaplace: pages NUMA balancing moved vs /proc/vmstat numa_pages_migrated" 150 t_np_balance
+run_test "numaplace: Soft-RoCE on a NIC of node 1: its node and PCI address from the NIC, a far holder REMOTE, a near one not" 120 t_np_nic
