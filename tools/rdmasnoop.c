@@ -1282,10 +1282,18 @@ static void print_event(const struct rs_event *e)
 }
 
 /* --hold: an opener continues once its provider is probed (or could not
- * be), forgotten by BPF's table first */
+ * be), forgotten by BPF's table first. Not when another open of its
+ * process was held since (two threads opening devices at once: BPF's
+ * table has the later one's time): that open's event, further on in the
+ * ring, continues it once its own provider is probed too. */
 static void hold_continue(uint32_t pid, uint64_t held_ns)
 {
-	bpf_map_delete_elem(bpf_map__fd(S.skel->maps.held_opens), &pid);
+	int fd = bpf_map__fd(S.skel->maps.held_opens);
+	uint64_t latest;
+
+	if (!bpf_map_lookup_elem(fd, &pid, &latest) && latest > held_ns)
+		return;
+	bpf_map_delete_elem(fd, &pid);
 	uprobe_hold_release(&S.scanner, (pid_t)pid, held_ns);
 }
 
