@@ -451,6 +451,11 @@ bool jv_i64(const struct jv *v, int64_t *out)
 	return true;
 }
 
+bool jv_true(const struct jv *v)
+{
+	return v && v->type == JV_BOOL && v->b;
+}
+
 bool jv_num(const struct jv *v, double *out)
 {
 	if (!v || v->type != JV_NUM)

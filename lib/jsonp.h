@@ -72,6 +72,8 @@ const char *jv_str(const struct jv *v);
 /* An integer in range: true and *out. */
 bool jv_u64(const struct jv *v, uint64_t *out);
 bool jv_i64(const struct jv *v, int64_t *out);
+/* The literal true (false for false, null, a missing key, anything else). */
+bool jv_true(const struct jv *v);
 /* Any number: true and *out. */
 bool jv_num(const struct jv *v, double *out);
 

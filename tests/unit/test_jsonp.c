@@ -38,8 +38,9 @@ static void test_literals(void)
 	CHECK(v && v->type == JV_NULL && jv_is_null(v));
 	v = parse("true");
 	CHECK(v && v->type == JV_BOOL && v->b);
+	CHECK(jv_true(v) && !jv_true(parse("1")) && !jv_true(parse("\"true\"")) && !jv_true(NULL));
 	v = parse("false");
-	CHECK(v && v->type == JV_BOOL && !v->b);
+	CHECK(v && v->type == JV_BOOL && !v->b && !jv_true(v));
 	t_check_all(rejects, "rejects", bad, T_ROWS(bad));
 }
 

@@ -150,11 +150,6 @@ static struct ncl_rank *ncl_rank_of(struct node *n, const char *hash)
 	return r;
 }
 
-static bool is_true(const struct jv *v)
-{
-	return v && v->type == JV_BOOL && v->b;
-}
-
 /* a ratio of numaplace's, -1 for null */
 static double ratio_or(const struct jv *v)
 {
@@ -170,13 +165,13 @@ static int64_t node_or(const struct jv *v)
 	return jv_i64(v, &x) && x >= 0 ? x : -1;
 }
 
-static void numa_dev_of(struct numa_dev *d, const struct jv *o)
+static void numa_dev_of(struct topo_numa_dev *d, const struct jv *o)
 {
 	snprintf(d->name, sizeof(d->name), "%s", jv_str(jv_get(o, "name")) ?: "?");
 	d->node = node_or(jv_get(o, "node"));
 	d->cpu_local = ratio_or(jv_get(o, "cpu_local_ratio"));
 	d->mem_local = ratio_or(jv_get(o, "mem_local_ratio"));
-	d->remote = is_true(jv_get(o, "remote"));
+	d->remote = jv_true(jv_get(o, "remote"));
 }
 
 /* the devices of a row: all, or its first remote one (NULL: none) */
@@ -204,8 +199,11 @@ static void numa_far(struct numa_place *p, const struct jv *v)
 {
 	p->far_cpu_node = node_or(jv_get(v, "cpu_node"));
 	p->far_mem_node = node_or(jv_get(v, "mem_node"));
+	/* a row REMOTE with no remote device in its list: said as unknown,
+	 * never as another row's device or node 0 */
+	p->far = (struct topo_numa_dev){ .name = "?", .node = -1, .cpu_local = -1, .mem_local = -1 };
 	for (const struct jv *d = numa_devices(v); d; d = d->next)
-		if (is_true(jv_get(d, "remote"))) {
+		if (jv_true(jv_get(d, "remote"))) {
 			numa_dev_of(&p->far, d);
 			return;
 		}
@@ -391,7 +389,7 @@ static void own_life(struct node *n, const struct jv *v)
 		return;
 	n->has_life = true;
 	if (jv_u64(jv_get(v, "exit_signal"), &x))
-		n->status = (x & 0x7f) | (core && core->type == JV_BOOL && core->b ? 0x80 : 0);
+		n->status = (x & 0x7f) | (jv_true(core) ? 0x80 : 0);
 	else if (jv_u64(jv_get(v, "exit_code"), &x))
 		n->status = (x & 0xff) << 8;
 }

@@ -104,7 +104,7 @@ static void json_numa(struct jw *w, const struct numa_place *p)
 	jw_key(w, "devices");
 	jw_arr_begin(w);
 	for (int i = 0; i < p->ndev; i++) {
-		const struct numa_dev *d = &p->dev[i];
+		const struct topo_numa_dev *d = &p->dev[i];
 
 		jw_obj_begin(w);
 		jw_kstr(w, "name", d->name);

@@ -77,7 +77,7 @@ struct ncl_rank {
 /* a device of numaplace's row (its "devices"): -1 for a null node, a
  * negative ratio for a null one */
 #define NUMA_MAX_DEV	8
-struct numa_dev {
+struct topo_numa_dev {
 	char name[32];
 	int64_t node;
 	double cpu_local, mem_local;
@@ -91,10 +91,10 @@ struct numa_place {
 	uint64_t intervals, remote_intervals;
 	uint64_t last_seq, remote_seq;
 	int64_t cpu_node, mem_node;		/* -1: null */
-	struct numa_dev dev[NUMA_MAX_DEV];
+	struct topo_numa_dev dev[NUMA_MAX_DEV];
 	int ndev, more_dev;			/* more_dev: past NUMA_MAX_DEV */
 	int64_t far_cpu_node, far_mem_node;	/* the last REMOTE interval's */
-	struct numa_dev far;			/* its remote device */
+	struct topo_numa_dev far;			/* its remote device */
 };
 
 struct node {
