@@ -130,6 +130,7 @@ ifneq ($(NVCC),)
 ifeq ($(CROSS_COMPILE),)
 CUDA_BINS += $(O)/tests/cuda/kern_shared $(O)/tests/cuda/kern_static $(O)/tests/cuda/kern_stripped
 CUDA_BINS += $(O)/tests/cuda/mem_shared $(O)/tests/cuda/mem_ptds $(O)/tests/cuda/mem_static
+CUDA_BINS += $(O)/tests/cuda/graph_shared
 endif
 endif
 # test doubles of the CUDA runtime and driver (exact C ABI; calls succeed)
@@ -343,6 +344,11 @@ $(O)/tests/cuda/mem_shared: tests/cuda/mem.cu | $(O)/tests/cuda
 	$(Q)$(NVCC) -cudart shared -o $@ $< -ldl
 
 # the same with the static runtime inside the executable
+# CUDA graphs built every way (tests/cuda/graph.cu): the doubles, a GPU
+$(O)/tests/cuda/graph_shared: tests/cuda/graph.cu | $(O)/tests/cuda
+	$(call msg,NVCC,$@)
+	$(Q)$(NVCC) -cudart shared -o $@ $< -ldl
+
 $(O)/tests/cuda/mem_static: tests/cuda/mem.cu | $(O)/tests/cuda
 	$(call msg,NVCC,$@)
 	$(Q)$(NVCC) -cudart static -o $@ $< -ldl

@@ -34,6 +34,11 @@ __u64 batch_copies_unread;		/* copies of batch calls past GL_BATCH_MAX or unread
 
 __u32 epoch;				/* written by user space each interval */
 
+/* captures begun and not ended, in every process: a launch looks up its
+ * stream in captures only while there is one (user space takes back the
+ * count of a process that exited while capturing) */
+__u64 capturing;
+
 AISCOPE_MAP(stats, BPF_MAP_TYPE_HASH, struct gl_key, struct gl_stats,
 	    8192);			/* rows of two intervals, preallocated */
 
@@ -65,6 +70,15 @@ AISCOPE_MAP(proc_maps, BPF_MAP_TYPE_HASH, __u32, struct gl_maps,
 
 AISCOPE_MAP(api_offs, BPF_MAP_TYPE_HASH, struct gl_off_key, __u64,
 	    8192);			/* addr_map: the cookie of each probed offset */
+
+AISCOPE_MAP(captures, BPF_MAP_TYPE_HASH, struct gl_cap_key, __u64,
+	    4096);			/* capturing streams: the capture's first stream */
+
+AISCOPE_MAP(cap_events, BPF_MAP_TYPE_HASH, struct gl_cap_key, __u64,
+	    4096);			/* events recorded on them: the same */
+
+AISCOPE_MAP(cap_joined, BPF_MAP_TYPE_HASH, struct gl_cap_key, struct gl_joined,
+	    1024);			/* by the capture's first stream */
 
 static const struct gl_stats zero_stats;
 
@@ -528,6 +542,71 @@ static __always_inline void count_launch(const struct gl_entry *e, bool has_rc, 
 		lat_add(&k, now - e->ts);
 }
 
+/* ---- launches captured into a CUDA graph ---- */
+
+static __always_inline __u64 *capture_of(__u64 stream)
+{
+	struct gl_cap_key k = { .handle = stream, .pid = cur_pid() };
+
+	return bpf_map_lookup_elem(&captures, &k);
+}
+
+/* A graph event with every field set (ring buffer space is not zeroed);
+ * sent at once: user space names a node's kernel while its process lives. */
+static __always_inline struct gl_graph_ev *graph_ev(__u32 op, __u32 api, __u64 graph, __u64 aux)
+{
+	struct gl_graph_ev *ev = aiscope_reserve(sizeof(*ev));
+
+	if (!ev)
+		return NULL;
+	ev->type = GL_EV_GRAPH;
+	ev->op = op;
+	ev->pid = cur_pid();
+	ev->api = api;
+	ev->graph = graph;
+	ev->aux = aux;
+	ev->func = 0;
+	__builtin_memset(ev->grid, 0, sizeof(ev->grid));
+	__builtin_memset(ev->block, 0, sizeof(ev->block));
+	ev->smem = 0;
+	ev->layer = 0;
+	__builtin_memset(ev->pad, 0, sizeof(ev->pad));
+	return ev;
+}
+
+/* a kernel node of graph (or, graph 0, a launch captured by the capture
+ * whose first stream is aux), as e holds it */
+static __always_inline void emit_node(const struct gl_entry *e, __u32 op, __u64 graph, __u64 aux)
+{
+	struct gl_graph_ev *ev = graph_ev(op, e->api, graph, aux);
+
+	if (!ev)
+		return;
+	ev->func = e->func;
+	__builtin_memcpy(ev->grid, e->grid, sizeof(ev->grid));
+	__builtin_memcpy(ev->block, e->block, sizeof(ev->block));
+	ev->smem = e->smem;
+	ev->layer = e->layer;
+	bpf_ringbuf_submit(ev, 0);
+}
+
+/* Entry-only mode: a launch on a capturing stream runs nothing now; it is
+ * a node of the graph the capture makes, told to user space, not counted. */
+static __always_inline bool launch_captured(struct pt_regs *ctx, __u32 shape, __u64 cookie)
+{
+	struct gl_entry e = {};
+	__u64 *origin;
+
+	decode_launch(ctx, shape, &e);
+	origin = capture_of(e.stream);
+	if (!origin)
+		return false;
+	e.api = GL_API(cookie);
+	e.layer = GL_LAYER(cookie);
+	emit_node(&e, GL_G_CAPTURED, 0, *origin);
+	return true;
+}
+
 /* The kernel a launch is of: its first argument, or its second for the
  * launches that take a configuration struct first. */
 static __always_inline __u64 launch_func(struct pt_regs *ctx, __u32 shape)
@@ -575,14 +654,26 @@ static __always_inline int launch_entry(struct pt_regs *ctx, __u32 shape, bool a
 	if (!with_ret) {
 		__u64 id = bpf_get_current_pid_tgid();
 
-		if (!launch_nested_noret(ctx, cookie, id, am))
-			count_noret(ctx, shape, cookie, id >> 32);
+		if (launch_nested_noret(ctx, cookie, id, am))
+			return 0;
+		if (capturing && launch_captured(ctx, shape, cookie))
+			return 0;
+		count_noret(ctx, shape, cookie, id >> 32);
 		return 0;
 	}
 	decode_launch(ctx, shape, &e);
 	e.api = GL_API(cookie);
 	e.layer = GL_LAYER(cookie);
 	e.shape = shape;
+	if (capturing) {
+		__u64 *origin = capture_of(e.stream);
+
+		/* kind 1: captured; aux: the capture's first stream */
+		if (origin) {
+			e.kind = 1;
+			e.aux = *origin;
+		}
+	}
 	call_begin(ctx, GL_LAUNCH, &e, cookie);
 	return 0;
 }
@@ -619,7 +710,11 @@ int BPF_KRETPROBE(launch_ret, long ret)
 	AISCOPE_OWN_STACK(ctx);
 	if (!e)
 		return 0;
-	count_launch(e, true, (int)ret, aiscope_now());
+	/* a captured launch that failed added no node: counted, with its rc */
+	if (e->kind && !(int)ret)
+		emit_node(e, GL_G_CAPTURED, 0, e->aux);
+	else
+		count_launch(e, true, (int)ret, aiscope_now());
 	call_done(GL_LAUNCH);
 	return 0;
 }
@@ -1240,6 +1335,294 @@ int BPF_KRETPROBE(name_lookup_ret, long ret)
 		bpf_ringbuf_submit(ev, 0);
 out:
 	bpf_map_delete_elem(&entries, &k);
+	return 0;
+}
+
+/* ---- CUDA graphs: built, captured, instantiated ---- */
+
+/* cudaKernelNodeParams and CUDA_KERNEL_NODE_PARAMS alike: func@0, grid@8,
+ * block@20, sharedMemBytes@32; the driver's v2/v3 take a CUkernel at 56
+ * when func is NULL */
+struct gl_knode {
+	__u64 func;
+	__u32 grid[3], block[3];
+	__u32 smem;
+} __attribute__((packed));
+
+_Static_assert(sizeof(struct gl_knode) == 36, "kernel node params prefix");
+
+static __always_inline void knode_read(struct gl_entry *e, __u64 p)
+{
+	struct gl_knode n = {};
+
+	bpf_probe_read_user(&n, sizeof(n), (void *)p);
+	e->func = n.func;
+	__builtin_memcpy(e->grid, n.grid, sizeof(e->grid));
+	__builtin_memcpy(e->block, n.block, sizeof(e->block));
+	e->smem = n.smem;
+	if (!e->func && e->layer == GL_DRIVER)
+		bpf_probe_read_user(&e->func, sizeof(e->func), (void *)(p + 56));
+}
+
+/*
+ * cudaGraphAddNode/cuGraphAddNode: (out, graph, deps, n, params) before
+ * CUDA 12.3's edge data, (out, graph, deps, edges, n, params) since (the
+ * runtime 13's cudaGraphAddNode, the _v2 exports): the fifth argument is
+ * a pointer in the one and a count of dependencies in the other, and no
+ * user address lies below 64 KiB. Kernel nodes (type 0) and child graphs
+ * (type 4) are kept; their parameters start at 16.
+ */
+static __always_inline bool node_read(struct pt_regs *ctx, struct gl_entry *e)
+{
+	__u64 p = uarg_nth(ctx, 5);
+	__u32 type = ~0U;
+
+	if (p < 65536)
+		p = uarg_nth(ctx, 6);
+	bpf_probe_read_user(&type, sizeof(type), (void *)p);
+	if (type == 0) {
+		knode_read(e, p + 16);
+		return true;
+	}
+	if (type == 4) {
+		e->kind = GL_G_CHILD;
+		bpf_probe_read_user(&e->func, sizeof(e->func), (void *)(p + 16));
+		return true;
+	}
+	return false;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(graph_entry)
+{
+	struct gl_entry e = {};
+	__u64 cookie;
+
+	AISCOPE_OWN_STACK(ctx);
+	if (!pass() || !api_cookie(ctx, false, &cookie))
+		return 0;
+	e.shape = GL_SHAPE(cookie);
+	e.layer = GL_LAYER(cookie);
+	switch (e.shape) {
+	case GL_SH_G_CREATE:
+		e.stream = uarg_nth(ctx, 1);		/* graph *out */
+		break;
+	case GL_SH_G_KNODE:
+		e.aux = uarg_nth(ctx, 2);		/* graph */
+		knode_read(&e, uarg_nth(ctx, 5));
+		break;
+	case GL_SH_G_NODE:
+		e.aux = uarg_nth(ctx, 2);
+		if (!node_read(ctx, &e))
+			return 0;
+		break;
+	case GL_SH_G_CHILD:
+		e.aux = uarg_nth(ctx, 2);
+		e.func = uarg_nth(ctx, 5);		/* the child graph */
+		break;
+	case GL_SH_G_CLONE:
+		e.stream = uarg_nth(ctx, 1);
+		e.func = uarg_nth(ctx, 2);		/* the original */
+		break;
+	case GL_SH_G_BEGIN_TO:
+		e.func = uarg_nth(ctx, 2);		/* the graph captured into */
+		/* fall through */
+	case GL_SH_G_BEGIN:
+		e.aux = uarg_nth(ctx, 1);		/* the stream */
+		break;
+	case GL_SH_G_END:
+		e.aux = uarg_nth(ctx, 1);
+		e.stream = uarg_nth(ctx, 2);		/* graph *out */
+		break;
+	case GL_SH_G_INST:
+		e.stream = uarg_nth(ctx, 1);		/* exec *out */
+		e.aux = uarg_nth(ctx, 2);		/* graph */
+		break;
+	default:
+		return 0;
+	}
+	call_begin(ctx, GL_GRAPH, &e, cookie);
+	return 0;
+}
+
+static __always_inline __u64 out_handle(const struct gl_entry *e)
+{
+	__u64 h = 0;
+
+	bpf_probe_read_user(&h, sizeof(h), (void *)e->stream);
+	return h;
+}
+
+/* a stream that began capturing: its launches are nodes from now on */
+static __always_inline void capture_begin(const struct gl_entry *e)
+{
+	struct gl_cap_key k = { .handle = e->aux, .pid = cur_pid() };
+	struct gl_graph_ev *ev;
+	__u64 origin = e->aux;
+
+	if (!bpf_map_lookup_elem(&captures, &k)) {
+		if (bpf_map_update_elem(&captures, &k, &origin, BPF_NOEXIST)) {
+			/* its launches will count as launches: said, not silent */
+			aiscope_count_lost(AISCOPE_LOST_MAP);
+			return;
+		}
+		__sync_fetch_and_add(&capturing, 1);
+	}
+	ev = graph_ev(GL_G_BEGIN, e->api, e->shape == GL_SH_G_BEGIN_TO ? e->func : 0, e->aux);
+	if (ev)
+		bpf_ringbuf_submit(ev, 0);
+}
+
+/* the capture ends, whether or not it made a graph */
+static __always_inline void capture_end(const struct gl_entry *e, int rc)
+{
+	struct gl_cap_key k = { .handle = e->aux, .pid = cur_pid() };
+	struct gl_graph_ev *ev;
+
+	struct gl_joined *j;
+
+	if (!bpf_map_delete_elem(&captures, &k))
+		__sync_fetch_and_sub(&capturing, 1);
+	j = bpf_map_lookup_elem(&cap_joined, &k);
+	if (j) {
+		struct gl_cap_key s = { .pid = k.pid };
+
+		for (__u32 i = 0; i < GL_JOINED_MAX && i < j->n; i++) {
+			s.handle = j->stream[i];
+			bpf_map_delete_elem(&captures, &s);
+		}
+		bpf_map_delete_elem(&cap_joined, &k);
+	}
+	ev = graph_ev(GL_G_END, e->api, rc ? 0 : out_handle(e), e->aux);
+	if (ev)
+		bpf_ringbuf_submit(ev, 0);
+}
+
+static __always_inline void graph_done(const struct gl_entry *e, int rc)
+{
+	struct gl_graph_ev *ev = NULL;
+
+	switch (e->shape) {
+	case GL_SH_G_BEGIN:
+	case GL_SH_G_BEGIN_TO:
+		if (!rc)
+			capture_begin(e);
+		return;
+	case GL_SH_G_END:
+		capture_end(e, rc);
+		return;
+	}
+	if (rc)
+		return;
+	switch (e->shape) {
+	case GL_SH_G_CREATE:
+		ev = graph_ev(GL_G_CREATE, e->api, out_handle(e), 0);
+		break;
+	case GL_SH_G_KNODE:
+	case GL_SH_G_NODE:
+		if (e->kind == GL_G_CHILD)
+			ev = graph_ev(GL_G_CHILD, e->api, e->aux, e->func);
+		else
+			emit_node(e, GL_G_NODE, e->aux, 0);
+		break;
+	case GL_SH_G_CHILD:
+		ev = graph_ev(GL_G_CHILD, e->api, e->aux, e->func);
+		break;
+	case GL_SH_G_CLONE:
+		ev = graph_ev(GL_G_CLONE, e->api, out_handle(e), e->func);
+		break;
+	case GL_SH_G_INST:
+		ev = graph_ev(GL_G_INST, e->api, e->aux, out_handle(e));
+		break;
+	}
+	if (ev)
+		bpf_ringbuf_submit(ev, 0);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(graph_ret, long ret)
+{
+	struct gl_entry *e = call_end(GL_GRAPH);
+
+	AISCOPE_OWN_STACK(ctx);
+	if (!e)
+		return 0;
+	graph_done(e, (int)ret);
+	call_done(GL_GRAPH);
+	return 0;
+}
+
+static const struct gl_joined zero_joined;
+
+/* a stream that joined the capture of origin, to end with it */
+static __always_inline void joined_add(__u32 pid, __u64 origin, __u64 stream)
+{
+	struct gl_cap_key k = { .handle = origin, .pid = pid };
+	struct gl_joined *j = aiscope_lookup_or_init(&cap_joined, &k, &zero_joined);
+	__u32 n;
+
+	if (!j)
+		return;
+	/* not atomic (5.10 has no fetching add): two threads of one process
+	 * joining streams to one capture at the same instant may keep one */
+	n = j->n;
+	if (n >= GL_JOINED_MAX) {
+		aiscope_count_lost(AISCOPE_LOST_MAP);
+		return;
+	}
+	j->stream[n & (GL_JOINED_MAX - 1)] = stream;
+	j->n = n + 1;
+}
+
+/*
+ * Streams join a capture the way CUDA forks work into them: an event
+ * recorded on a capturing stream, then waited for on another stream, makes
+ * that stream capture into the same graph until the capture ends. Entry
+ * probes only; nothing but a test of the count runs while no stream
+ * captures. The runtime's call and the driver's under it see the same
+ * handles and do the same.
+ */
+SEC("uprobe")
+int BPF_KPROBE(graph_join)
+{
+	struct gl_cap_key s = { .pid = cur_pid() }, ev = { .pid = s.pid };
+	struct gl_graph_ev *out;
+	__u64 cookie, *o, origin;
+
+	if (!capturing)
+		return 0;
+	AISCOPE_OWN_STACK(ctx);
+	if (!pass() || !api_cookie(ctx, false, &cookie))
+		return 0;
+	if (GL_SHAPE(cookie) == GL_SH_J_RECORD) {
+		ev.handle = uarg_nth(ctx, 1);
+		s.handle = uarg_nth(ctx, 2);
+		o = bpf_map_lookup_elem(&captures, &s);
+		if (!o) {
+			bpf_map_delete_elem(&cap_events, &ev);
+			return 0;
+		}
+		origin = *o;
+		if (bpf_map_update_elem(&cap_events, &ev, &origin, BPF_ANY))
+			aiscope_count_lost(AISCOPE_LOST_MAP);
+		return 0;
+	}
+	s.handle = uarg_nth(ctx, 1);
+	ev.handle = uarg_nth(ctx, 2);
+	o = bpf_map_lookup_elem(&cap_events, &ev);
+	if (!o || bpf_map_lookup_elem(&captures, &s))
+		return 0;
+	origin = *o;
+	if (bpf_map_update_elem(&captures, &s, &origin, BPF_NOEXIST)) {
+		aiscope_count_lost(AISCOPE_LOST_MAP);
+		return 0;
+	}
+	joined_add(s.pid, origin, s.handle);
+	out = graph_ev(GL_G_JOIN, GL_API(cookie), 0, s.handle);
+	if (!out)
+		return 0;
+	out->func = origin;
+	bpf_ringbuf_submit(out, 0);
 	return 0;
 }
 

@@ -32,6 +32,8 @@ enum gl_class {
 	GL_COPY,	/* memcpy and memset */
 	GL_SYNC,	/* stream, device, context and event synchronization */
 	GL_NAME,	/* where kernel names come from */
+	GL_GRAPH,	/* CUDA graphs built, captured and instantiated */
+	GL_JOIN,	/* event record and wait: streams joining a capture */
 	GL_NCLASS,
 };
 
@@ -77,6 +79,19 @@ enum gl_shape {
 	GL_SH_GETKERNEL = 1,	/* __cudaGetKernel(cudaKernel_t *out, hostFun) */
 	GL_SH_GETFUNC = 2,	/* cuModuleGetFunction/cuLibraryGetKernel(out, mod, name) */
 	GL_SH_KFUNC = 3,	/* cuKernelGetFunction(CUfunction *out, CUkernel) */
+	/* graphs (GL_GRAPH) */
+	GL_SH_G_CREATE = 0,	/* (graph *out, ...) */
+	GL_SH_G_KNODE = 1,	/* (node *out, graph, deps, n, kernel node params *) */
+	GL_SH_G_NODE = 2,	/* (node *out, graph, deps, [edges,] n, node params *) */
+	GL_SH_G_CHILD = 3,	/* (node *out, graph, deps, n, child graph) */
+	GL_SH_G_CLONE = 4,	/* (graph *out, original) */
+	GL_SH_G_BEGIN = 5,	/* (stream, ...) */
+	GL_SH_G_BEGIN_TO = 6,	/* (stream, graph, ...): capture into a graph */
+	GL_SH_G_END = 7,	/* (stream, graph *out) */
+	GL_SH_G_INST = 8,	/* (exec *out, graph, ...) */
+	/* joins (GL_JOIN) */
+	GL_SH_J_RECORD = 0,	/* (event, stream, ...) */
+	GL_SH_J_WAIT = 1,	/* (stream, event, ...) */
 };
 
 /* the kind field of the shapes that do not take their direction from it */
@@ -250,7 +265,55 @@ struct gl_outer {
 	__u32 pad;
 };
 
-enum gl_ev_type { GL_EV_LAUNCH = 1, GL_EV_NAME, GL_EV_SEEN };
+enum gl_ev_type { GL_EV_LAUNCH = 1, GL_EV_NAME, GL_EV_SEEN, GL_EV_GRAPH };
+
+/*
+ * CUDA graphs: what user space needs to know which kernels each graph
+ * launch runs. A kernel node (added, or a launch captured from a stream)
+ * carries the kernel and its configuration; a graph launch captured into a
+ * graph is a node whose func is that graph exec (its api a graph launch's).
+ */
+enum gl_graph_op {
+	GL_G_CREATE = 1,	/* graph: a new, empty graph */
+	GL_G_NODE,		/* graph: a kernel node added (func, config) */
+	GL_G_CHILD,		/* graph: aux's nodes added (a child graph node) */
+	GL_G_CLONE,		/* graph: a copy of aux */
+	GL_G_BEGIN,		/* aux: a stream that began capturing (into graph, or a new one) */
+	GL_G_CAPTURED,		/* aux: the capture's first stream; a launch captured */
+	GL_G_JOIN,		/* aux: a stream joined the capture of func's stream */
+	GL_G_END,		/* aux: the capture's first stream; graph: its result, 0 if none */
+	GL_G_INST,		/* graph instantiated as exec aux */
+};
+
+/* a capturing stream or an event recorded on one, per process */
+struct gl_cap_key {
+	__u64 handle;
+	__u32 pid;
+	__u32 pad;
+};
+
+/* the streams that joined a capture, ended with it (more are counted lost
+ * and stay until user space takes them out) */
+#define GL_JOINED_MAX 16
+struct gl_joined {
+	__u64 stream[GL_JOINED_MAX];
+	__u32 n;
+	__u32 pad;
+};
+
+struct gl_graph_ev {
+	__u32 type;
+	__u32 op;
+	__u32 pid;
+	__u32 api;		/* the call's (a node's: how it was added) */
+	__u64 graph;
+	__u64 aux;
+	__u64 func;
+	__u32 grid[3], block[3];
+	__u32 smem;
+	__u8 layer;
+	__u8 pad[3];
+};
 
 struct gl_launch_ev {
 	__u32 type;

@@ -16,10 +16,16 @@
 #    AddressReserve/Map/Unmap/Release/AddressFree), memsets, 2D/3D/peer/symbol
 #    copies) under `gpulaunch -j --mem` and compares the 49 keys of its mem
 #    samples with the program's truth (tests/cuda/mem-check.jq);
-# 4. if PyTorch with CUDA is importable, a matmul loop under `gpulaunch -j`:
+# 4. runs graph_shared (tests/cuda/graph.cu: CUDA graphs built from nodes,
+#    from a stream capture that forks to a second stream and joins back,
+#    with a captured graph launch, a child graph, a clone, and the driver's
+#    graph calls on a PTX kernel) under `gpulaunch -j`, `-j --latency` and
+#    `-e -j`, and compares each kernel's launches through graphs and
+#    directly with the program's truth; with PyTorch, a CUDA graph replayed;
+# 5. if PyTorch with CUDA is importable, a matmul loop under `gpulaunch -j`:
 #    which exports fire (runtime, driver, cuLaunchKernelEx ...), how many
 #    launches, which kernel names;
-# 5. writes what it found to OUTDIR/report.md (and the raw JSON next to it),
+# 6. writes what it found to OUTDIR/report.md (and the raw JSON next to it),
 #    for docs/gpulaunch.md. Exit 0 when every comparison held, 1 otherwise,
 #    77 when there is no GPU (nvidia-smi finds none).
 #
@@ -128,7 +134,72 @@ for prog in mem_shared mem_ptds mem_static; do
 done
 say ""
 
-# ---- 3. PyTorch, if there ----
+# ---- 3. CUDA graphs ----
+say "## CUDA graphs (tests/cuda/graph.cu)"
+GR=$top/build/tests/cuda/graph_shared
+graph_counts() {
+	jq -s -c '[.[] | select((.type == "sample" and .row == "launch") or .type == "event")] |
+		group_by([.kernel, .graph != null]) |
+		map({kernel: .[0].kernel, via: (if .[0].graph then "graph" else "direct" end),
+			launches: (if .[0].type == "event" then length else map(.launches) | add end)}) |
+		sort_by([.kernel, .via])' "$1"
+}
+if [ -x "$GR" ]; then
+	for mode in agg lat ev; do
+		case $mode in
+		agg) args=(-j) ;;
+		lat) args=(-j --latency) ;;
+		ev) args=(-e -j) ;;
+		esac
+		PROG="$GR sleep:1000" run_under "graph-$mode" "${args[@]}"
+		grep '^{' "$out/graph-$mode.truth" | jq -s -c '[.[] | select(.kernel)] | sort_by([.kernel, .via])' \
+			> "$out/graph-$mode.want"
+		graph_counts "$out/graph-$mode.json" > "$out/graph-$mode.got"
+		say "gpulaunch ${args[*]}: $(cat "$out/graph-$mode.got")"
+		check "graphs (${args[*]}): the program's calls all succeeded" \
+			jq -e -s '.[-1].failed_calls == 0' "$out/graph-$mode.truth"
+		check "graphs (${args[*]}): launches by kernel, through graphs and directly, equal the truth" \
+			cmp -s "$out/graph-$mode.want" "$out/graph-$mode.got"
+	done
+else
+	say "graph_shared not built: skipped."
+fi
+if "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+	cat > "$out/cg.py" <<-'EOF'
+	import torch, time
+	x = torch.randn(256, 256, device="cuda"); w = torch.randn(256, 256, device="cuda")
+	s = torch.cuda.Stream()
+	s.wait_stream(torch.cuda.current_stream())
+	with torch.cuda.stream(s):
+	    for _ in range(3):
+	        y = torch.relu(x @ w)
+	torch.cuda.current_stream().wait_stream(s)
+	g = torch.cuda.CUDAGraph()
+	time.sleep(2)
+	with torch.cuda.graph(g):
+	    y = torch.relu(x @ w)
+	for _ in range(50):
+	    g.replay()
+	torch.cuda.synchronize(); time.sleep(1.5)
+	print("done")
+	EOF
+	"$G" -j > "$out/torch-graph.json" 2> "$out/torch-graph.err" &
+	pid=$!
+	for _ in $(seq 100); do grep -q Tracing "$out/torch-graph.err" && break; sleep 0.1; done
+	"$PYTHON" "$out/cg.py" > "$out/torch-graph.out" 2>&1
+	kill -INT "$pid"
+	wait "$pid"
+	say "PyTorch: a CUDA graph of relu(x @ w) captured, replayed 50 times:"
+	jq -r -s '[.[] | select(.type == "sample" and .row == "launch" and .graph != null)] | group_by(.kernel)[] |
+		"- \(map(.launches) | add) x \(.[0].kernel) (graph launches \(map(.graph_launches) | add))"' \
+		"$out/torch-graph.json" | tee -a "$report"
+	check "PyTorch graph: every replay's kernels by name, none [graph]" jq -e -s '
+		[.[] | select(.type == "sample" and .row == "launch" and .graph != null)] as $g |
+		($g | length) > 0 and all($g[]; .kernel != "[graph]" and .launches % 50 == 0)' "$out/torch-graph.json"
+fi
+say ""
+
+# ---- 4. PyTorch, if there ----
 say "## PyTorch"
 if "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
 	cat > "$out/mm.py" <<-'EOF'

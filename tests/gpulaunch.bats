@@ -87,12 +87,13 @@ sample_sum() {
 	[ "$status" -eq 0 ]
 	echo "$output" > "$BATS_TEST_TMPDIR/plan"
 	all_json "$BATS_TEST_TMPDIR/plan"
-	# the double exports 42 of the probed runtime symbols, all chosen with
-	# --mem: 8 launch, name, allocation, copy and sync calls, and 34 of the
+	# the double exports 53 of the probed runtime symbols, all chosen with
+	# --mem: 8 launch, name, allocation, copy and sync calls, 34 of the
 	# other --mem families (pinned, pitched, pools, memsets, 2D/3D/peer/symbol,
-	# array-to-array and batch copies)
+	# array-to-array and batch copies), and 11 of CUDA graphs (the graph
+	# launch, its building and capture calls, event record and wait)
 	[ "$(jq -s '[.[] | select(.mechanism == "uprobe" and .status == "chosen")] | length' \
-		"$BATS_TEST_TMPDIR/plan")" -eq 42 ]
+		"$BATS_TEST_TMPDIR/plan")" -eq 53 ]
 	for s in cudaMallocHost cudaHostAlloc cudaFreeHost cudaMallocPitch cudaMalloc3D \
 		cudaMallocFromPoolAsync cudaFreeAsync cudaMemset3D cudaMemcpy2DToArray \
 		cudaMemcpy3DPeer cudaMemcpyPeerAsync cudaMemcpyFromSymbol cudaMemcpyArrayToArray \
@@ -100,6 +101,14 @@ sample_sum() {
 		jq -e -s --arg t "$DOUBLE/libcudart.so.12:$s" \
 			'[.[] | select(.target == $t and .status == "chosen")] | length == 1' \
 			"$BATS_TEST_TMPDIR/plan" > /dev/null || { echo "$s not chosen"; false; }
+	done
+	# the graph probes without --mem
+	run "$BIN/gpulaunch" --list-probes --lib "$DOUBLE/libcudart.so.12"
+	for s in cudaGraphLaunch cudaGraphCreate cudaGraphAddKernelNode cudaGraphAddNode \
+		cudaGraphAddChildGraphNode cudaGraphClone cudaStreamBeginCapture cudaStreamEndCapture \
+		cudaGraphInstantiate cudaEventRecord cudaStreamWaitEvent; do
+		echo "$output" | grep -qE "^runtime +uprobe +$DOUBLE/libcudart.so.12:$s chosen" ||
+			{ echo "$s not chosen"; false; }
 	done
 	run "$BIN/gpulaunch" --list-probes --lib "$DOUBLE/libcuda.so.1"
 	for s in cuMemCreate cuMemRelease cuMemMap cuMemUnmap cuMemAddressReserve cuMemAddressFree \
@@ -372,6 +381,89 @@ need_mem_prog() {
 		.memset_calls == 18 and .memset_bytes == 1000 + 2000 + 900 + 600 + 512 + 480 +
 			333 + 200 + 360 + 77 + 110 + 280 + 60 + 72 + 320 + 81 + 56 + 120' \
 		"$(out g-d)"
+}
+
+need_graph_prog() {
+	[ -x "$CUDA/graph_shared" ] || skip "no nvcc: tests/cuda/graph.cu not built"
+}
+
+# graph_counts FILE: launches by kernel and by way (graph or direct) of a
+# -j run's launch rows, or of its events with -e, as graph.cu's truth prints them
+graph_counts() {
+	jq -s -c '[.[] | select((.type == "sample" and .row == "launch") or .type == "event")] |
+		group_by([.kernel, .graph != null]) |
+		map({kernel: .[0].kernel, via: (if .[0].graph then "graph" else "direct" end),
+			launches: (if .[0].type == "event" then length else map(.launches) | add end)}) |
+		sort_by([.kernel, .via])' "$1"
+}
+
+graph_truth() {
+	grep '^{' "$1" | jq -s -c '[.[] | select(.kernel)] | sort_by([.kernel, .via])'
+}
+
+@test "CUDA graphs: each graph launch counts its kernels by name, however the graph was built" {
+	need_root
+	need_graph_prog
+	local mode name
+	# nodes added (cudaGraphAddKernelNode, cudaGraphAddNode), a capture that
+	# forks to a second stream and joins back, a graph launch captured,
+	# a child graph, a clone, the driver's graph calls; the runtime double
+	# calls the driver's for each (nested: once); with entry probes only,
+	# with return probes (--latency), as events (-e), and with the address
+	# map of kernels without attach cookies (5.10)
+	for mode in "" --latency -e addr_map; do
+		name=g${mode//-/}
+		export AISCOPE_TEST_ADDR_MAP=$([ "$mode" = addr_map ] && echo 1 || echo 0)
+		[ "$mode" = addr_map ] && mode=
+		start_tool "$name" gpulaunch -j -i 10 $mode --lib "$DOUBLE/13/libcudart.so.13" \
+			--lib "$DOUBLE/libcuda.so.1"
+		LD_LIBRARY_PATH=$DOUBLE/13:$DOUBLE "$CUDA/graph_shared" sleep:200 > "$(out t)"
+		stop_tool "$TOOL_PID"
+		all_json "$(out "$name")"
+		echo "== mode '$mode'"
+		graph_counts "$(out "$name")"
+		graph_truth "$(out t)"
+		jq -e -s '.[-1].failed_calls == 0' "$(out t)"
+		[ "$(graph_counts "$(out "$name")")" = "$(graph_truth "$(out t)")" ]
+		# the summary: kernel launches, graph launches, nothing unknown
+		jq -e -s --slurpfile t "$(out t)" '.[-1] | .type == "summary" and
+			.launches == ([$t[] | select(.kernel) | .launches] | add) and
+			.graph_launches == $t[-1].graph_launches and .graph_launches_unknown == 0 and
+			.graph_launches_partial == 0 and .graph_nodes_dropped == 0' "$(out "$name")"
+	done
+	unset AISCOPE_TEST_ADDR_MAP
+	jq -e -s '.[-1].unscanned_calls == 0' "$(out gaddr_map)"
+	# rows: a graph kernel's launches are its graph's times its count there,
+	# with the node's configuration (gk_add of cudaGraphAddNode: 16 x 64, 256 B)
+	jq -e -s '[.[] | select(.row == "launch" and .kernel == "gk_add(float*, int)" and
+		.shared_mem_bytes == 256)] | length > 0 and
+		all(.grid == [16, 1, 1] and .block == [64, 1, 1] and .graph != null and
+		    .launches == .graph_launches and .api == "cudaGraphLaunch")' "$(out g)"
+	jq -e -s '[.[] | select(.row == "launch" and .kernel == "gk_drv")] |
+		(map(.launches) | add) == 15 and all(.layer == "driver" and .api == "cuGraphLaunch")' "$(out g)"
+}
+
+@test "CUDA graphs: a graph made before gpulaunch started is one [graph] row per launch, counted and said" {
+	need_root
+	need_graph_prog
+	LD_LIBRARY_PATH=$DOUBLE/13:$DOUBLE "$CUDA/graph_shared" --wait sleep:200 > "$(out t)" &
+	local pid=$!
+	wait_for "$(out t)" '^ready'
+	start_tool g gpulaunch -j -i 10 --lib "$DOUBLE/13/libcudart.so.13" --lib "$DOUBLE/libcuda.so.1"
+	kill -USR1 "$pid"
+	wait "$pid"
+	stop_tool "$TOOL_PID"
+	all_json "$(out g)"
+	graph_counts "$(out g)"
+	# the truth's kernels exactly, and the unknown graph's 2 launches as [graph]
+	[ "$(graph_counts "$(out g)" | jq -c 'map(select(.kernel != "[graph]"))')" = \
+		"$(graph_truth "$(out t)")" ]
+	jq -e -s '[.[] | select(.row == "launch" and .kernel == "[graph]")] |
+		(map(.launches) | add) == 2 and all(.graph != null and .graph_launches == .launches)' "$(out g)"
+	grep '^{' "$(out t)" | jq -e -s '.[-1].graph_launches == 16 and .[-1].unknown_graph_launches == 2'
+	jq -e -s '.[-1] | .graph_launches == 16 and .graph_launches_unknown == 2' "$(out g)"
+	grep -q '^gpulaunch: 2 graph launches of graphs made before gpulaunch started: counted as \[graph\], their kernels not known$' \
+		"$BATS_TEST_TMPDIR/g.err"
 }
 
 @test "--mem batch copies: sizes read up to 1024 copies a call, the rest counted in batch_copies_unread, never silent" {

@@ -37,6 +37,7 @@
 #include "uprobe.h"
 #include "util.h"
 #include "gpulaunch.h"
+#include "cudagraph.h"
 #include "gpulaunch.skel.h"
 
 #define TOOL "gpulaunch"
@@ -167,6 +168,9 @@ struct api {
 #define CPS(s, layer, shape, kind) { s, GL_COPY, layer, shape, kind, N_MEM }
 #define MSR(s, shape) CPS(s, RT, shape, 0)
 #define SY(s, layer) { s, GL_SYNC, layer, 0, 0, N_MEM }
+/* CUDA graphs: what each graph launch runs */
+#define GR(s, layer, shape) { s, GL_GRAPH, layer, shape, 0, N_ALWAYS }
+#define JN(s, layer, shape) { s, GL_JOIN, layer, shape, 0, N_ALWAYS }
 
 static const struct api apis[] = {
 	/* launches: runtime */
@@ -329,6 +333,48 @@ static const struct api apis[] = {
 	SY("cudaDeviceSynchronize", RT), SY("cudaEventSynchronize", RT),
 	SY("cuStreamSynchronize", DRV), SY("cuStreamSynchronize_ptsz", DRV),
 	SY("cuCtxSynchronize", DRV), SY("cuEventSynchronize", DRV),
+	/* graphs: made, given kernel nodes and child graphs, cloned,
+	 * captured from streams, instantiated */
+	GR("cudaGraphCreate", RT, GL_SH_G_CREATE), GR("cuGraphCreate", DRV, GL_SH_G_CREATE),
+	GR("cudaGraphAddKernelNode", RT, GL_SH_G_KNODE),
+	GR("cuGraphAddKernelNode", DRV, GL_SH_G_KNODE),
+	GR("cuGraphAddKernelNode_v2", DRV, GL_SH_G_KNODE),
+	GR("cudaGraphAddNode", RT, GL_SH_G_NODE), GR("cudaGraphAddNode_v2", RT, GL_SH_G_NODE),
+	GR("cuGraphAddNode", DRV, GL_SH_G_NODE), GR("cuGraphAddNode_v2", DRV, GL_SH_G_NODE),
+	GR("cudaGraphAddChildGraphNode", RT, GL_SH_G_CHILD),
+	GR("cuGraphAddChildGraphNode", DRV, GL_SH_G_CHILD),
+	GR("cudaGraphClone", RT, GL_SH_G_CLONE), GR("cuGraphClone", DRV, GL_SH_G_CLONE),
+	GR("cudaStreamBeginCapture", RT, GL_SH_G_BEGIN),
+	GR("cudaStreamBeginCapture_ptsz", RT, GL_SH_G_BEGIN),
+	GR("cuStreamBeginCapture", DRV, GL_SH_G_BEGIN),
+	GR("cuStreamBeginCapture_ptsz", DRV, GL_SH_G_BEGIN),
+	GR("cuStreamBeginCapture_v2", DRV, GL_SH_G_BEGIN),
+	GR("cuStreamBeginCapture_v2_ptsz", DRV, GL_SH_G_BEGIN),
+	GR("cudaStreamBeginCaptureToGraph", RT, GL_SH_G_BEGIN_TO),
+	GR("cudaStreamBeginCaptureToGraph_ptsz", RT, GL_SH_G_BEGIN_TO),
+	GR("cuStreamBeginCaptureToGraph", DRV, GL_SH_G_BEGIN_TO),
+	GR("cuStreamBeginCaptureToGraph_ptsz", DRV, GL_SH_G_BEGIN_TO),
+	GR("cudaStreamEndCapture", RT, GL_SH_G_END),
+	GR("cudaStreamEndCapture_ptsz", RT, GL_SH_G_END),
+	GR("cuStreamEndCapture", DRV, GL_SH_G_END), GR("cuStreamEndCapture_ptsz", DRV, GL_SH_G_END),
+	GR("cudaGraphInstantiate", RT, GL_SH_G_INST),
+	GR("cudaGraphInstantiateWithFlags", RT, GL_SH_G_INST),
+	GR("cudaGraphInstantiateWithParams", RT, GL_SH_G_INST),
+	GR("cudaGraphInstantiateWithParams_ptsz", RT, GL_SH_G_INST),
+	GR("cuGraphInstantiate", DRV, GL_SH_G_INST), GR("cuGraphInstantiate_v2", DRV, GL_SH_G_INST),
+	GR("cuGraphInstantiateWithFlags", DRV, GL_SH_G_INST),
+	GR("cuGraphInstantiateWithParams", DRV, GL_SH_G_INST),
+	GR("cuGraphInstantiateWithParams_ptsz", DRV, GL_SH_G_INST),
+	/* streams joining a capture: an event recorded on a capturing stream,
+	 * waited for on another */
+	JN("cudaEventRecord", RT, GL_SH_J_RECORD), JN("cudaEventRecord_ptsz", RT, GL_SH_J_RECORD),
+	JN("cudaEventRecordWithFlags", RT, GL_SH_J_RECORD),
+	JN("cudaEventRecordWithFlags_ptsz", RT, GL_SH_J_RECORD),
+	JN("cuEventRecord", DRV, GL_SH_J_RECORD), JN("cuEventRecord_ptsz", DRV, GL_SH_J_RECORD),
+	JN("cuEventRecordWithFlags", DRV, GL_SH_J_RECORD),
+	JN("cuEventRecordWithFlags_ptsz", DRV, GL_SH_J_RECORD),
+	JN("cudaStreamWaitEvent", RT, GL_SH_J_WAIT), JN("cudaStreamWaitEvent_ptsz", RT, GL_SH_J_WAIT),
+	JN("cuStreamWaitEvent", DRV, GL_SH_J_WAIT), JN("cuStreamWaitEvent_ptsz", DRV, GL_SH_J_WAIT),
 };
 
 /* the cookie has 8 bits for the API's index */
@@ -379,6 +425,9 @@ struct row {
 	const char *name;	/* from the name cache, or own_name */
 	char *own_name;		/* the name while the cache is full (rare) */
 	struct container_info ci;
+	uint64_t graph;		/* a kernel of this graph exec's launches; 0: launched itself */
+	uint64_t graph_launches;	/* that graph's launches */
+	bool expanded;		/* a graph launch's row, replaced by its kernels' */
 };
 
 struct mem_prev {
@@ -420,6 +469,11 @@ static struct {
 	/* registration and lookup names (and handle aliases) not kept: the
 	 * table was full */
 	uint64_t names_dropped;
+	/* CUDA graphs: the model of each process's graphs; graph launches,
+	 * those whose kernels were not known (instantiated before gpulaunch
+	 * saw the graph made) and those known in part */
+	struct cg_store *graphs;
+	uint64_t graph_launches, graph_launches_unknown, graph_launches_partial;
 	size_t max_names;
 	int probes, libs_seen;
 } S;
@@ -717,6 +771,8 @@ static struct bpf_program *entry_prog(const struct api *a)
 	case GL_FREE: return k->progs.mem_free;
 	case GL_COPY: return k->progs.mem_copy;
 	case GL_SYNC: return k->progs.sync_entry;
+	case GL_GRAPH: return k->progs.graph_entry;
+	case GL_JOIN: return k->progs.graph_join;
 	default:
 		if (a->shape == GL_SH_REGISTER)
 			return feat_sleepable_uprobe() ? k->progs.name_register_s :
@@ -735,6 +791,8 @@ static struct bpf_program *ret_prog(const struct api *a)
 	case GL_FREE: return k->progs.mem_free_ret;
 	case GL_COPY: return k->progs.mem_copy_ret;
 	case GL_SYNC: return k->progs.sync_ret;
+	case GL_GRAPH: return k->progs.graph_ret;
+	case GL_JOIN: return NULL;
 	default: return a->shape == GL_SH_REGISTER ? NULL : k->progs.name_lookup_ret;
 	}
 }
@@ -968,9 +1026,32 @@ static void attach_lib(struct uprobe_lib *lib, void *ctx)
 			lib->path, found, lib->attached);
 }
 
+/* A capture's stream out of BPF's table: one that had joined it (when BPF
+ * did not drop it itself: more than GL_JOINED_MAX joined), or one of a
+ * process that exited while capturing (then the count of captures open
+ * goes down with it). Only while it still belongs to that capture. */
+static void capture_forget(uint32_t pid, uint64_t stream, bool origin, void *ctx)
+{
+	const uint64_t *of = ctx;
+	struct gl_cap_key k = { .handle = stream, .pid = pid };
+	int fd = bpf_map__fd(S.skel->maps.captures);
+	uint64_t cur;
+
+	if (bpf_map_lookup_elem(fd, &k, &cur) || (of && cur != *of))
+		return;
+	if (!bpf_map_delete_elem(fd, &k) && origin)
+		__atomic_fetch_sub(&S.skel->bss->capturing, 1, __ATOMIC_SEQ_CST);
+}
+
+static void unjoin(uint32_t pid, uint64_t stream, void *ctx)
+{
+	capture_forget(pid, stream, false, ctx);
+}
+
 static void rescan(void)
 {
 	names_prune();
+	cg_prune(S.graphs, pid_alive, capture_forget, NULL);
 	uprobe_scan_all(&S.scanner, env.pids, env.npids);
 }
 
@@ -1300,6 +1381,27 @@ static void rows_reset(void)
 	S.nrows = 0;
 }
 
+static bool graph_launch_api(uint32_t api)
+{
+	return api < ARRAY_SIZE(apis) && apis[api].cls == GL_LAUNCH &&
+	       apis[api].shape == GL_SH_GRAPH;
+}
+
+/* the name of a row's kernel; a row whose name is not in the cache (full)
+ * keeps its own copy */
+static void row_name(struct row *r, uint32_t api)
+{
+	char spill[KNAME_SPILL];
+
+	r->name = kernel_name(r->key.pid, r->key.layer, api, r->key.func, spill);
+	if (r->name != spill)
+		return;
+	r->own_name = strdup(spill);
+	r->name = r->own_name ? r->own_name : "[unknown]";
+	if (!r->own_name)
+		S.names_dropped++;
+}
+
 static bool in_epoch(const void *key, void *ctx)
 {
 	return ((const struct gl_key *)key)->epoch == *(uint32_t *)ctx;
@@ -1309,7 +1411,6 @@ static void take_stats(const void *key, const void *value, void *ctx)
 {
 	int lfd = bpf_map__fd(S.skel->maps.lat);
 	struct row *r = new_row();
-	char spill[KNAME_SPILL];
 
 	r->key = *(const struct gl_key *)key;
 	r->st = *(const struct gl_stats *)value;
@@ -1319,29 +1420,93 @@ static void take_stats(const void *key, const void *value, void *ctx)
 		r->has_lat = true;
 		hist_add_counts(&r->h, r->lat.hist, r->lat.sum, r->lat.max);
 	}
-	r->name = kernel_name(r->key.pid, r->key.layer, r->st.api, r->key.func, spill);
-	/* not in the cache (full): the row keeps its own copy */
-	if (r->name == spill) {
-		r->own_name = strdup(spill);
-		r->name = r->own_name ? r->own_name : "[unknown]";
-		if (!r->own_name)
-			S.names_dropped++;
-	}
+	row_name(r, r->st.api);
 	aiscope_ident_cgroup(&r->st.ident, &r->ci);
-	metrics_launch(r);
-	S.launches += r->st.launches;
-	S.errors += r->st.errors;
-	S.returns += r->st.returns;
+}
+
+/* a kernel of graph row g's instance: g's launches (returns, errors) times
+ * the kernel's count in it, with the node's configuration */
+static void graph_row(size_t gi, const struct cg_node *n)
+{
+	struct row *r = new_row(), *g = &S.rows[gi];
+
+	r->key = g->key;
+	r->key.func = n->func;
+	r->key.layer = n->layer;
+	r->st = g->st;
+	r->st.launches = g->st.launches * n->count;
+	r->st.returns = g->st.returns * n->count;
+	r->st.errors = g->st.errors * n->count;
+	memcpy(r->st.grid, n->grid, sizeof(r->st.grid));
+	memcpy(r->st.block, n->block, sizeof(r->st.block));
+	r->st.smem = n->smem;
+	r->ci = g->ci;
+	r->graph = g->key.func;
+	r->graph_launches = g->st.launches;
+	row_name(r, n->api);
+}
+
+/*
+ * A graph launch's row becomes one row per kernel its instance runs; a
+ * graph whose instance is not known (made before gpulaunch saw it) stays
+ * one [graph] row, counted in graph_launches_unknown.
+ */
+static void expand_graphs(void)
+{
+	size_t n0 = S.nrows, keep = 0;
+
+	for (size_t i = 0; i < n0; i++) {
+		const struct cg_node *v;
+		bool partial = false;
+		size_t nn = 0;
+
+		if (!graph_launch_api(S.rows[i].st.api))
+			continue;
+		S.graph_launches += S.rows[i].st.launches;
+		v = cg_exec_nodes(S.graphs, S.rows[i].key.pid, S.rows[i].key.func, &nn, &partial);
+		if (!v) {
+			S.graph_launches_unknown += S.rows[i].st.launches;
+			S.rows[i].graph = S.rows[i].key.func;
+			S.rows[i].graph_launches = S.rows[i].st.launches;
+			continue;
+		}
+		if (partial)
+			S.graph_launches_partial += S.rows[i].st.launches;
+		S.rows[i].expanded = true;
+		for (size_t j = 0; j < nn; j++)
+			graph_row(i, &v[j]);
+	}
+	for (size_t i = 0; i < S.nrows; i++) {
+		if (S.rows[i].expanded) {
+			free(S.rows[i].own_name);
+			continue;
+		}
+		S.rows[keep++] = S.rows[i];
+	}
+	S.nrows = keep;
 }
 
 static void collect(void)
 {
-	/* returns once no call still adds to the closed epoch's rows */
-	uint32_t closed = map_epoch_close(&S.skel->bss->epoch, NULL);
+	uint32_t closed;
 
+	/* graph events first: a graph launched in the interval was made
+	 * and instantiated before it */
+	ring_buffer__consume(S.bpf.rb);
+	/* returns once no call still adds to the closed epoch's rows */
+	closed = map_epoch_close(&S.skel->bss->epoch, NULL);
 	rows_reset();
 	map_drain(bpf_map__fd(S.skel->maps.stats), sizeof(struct gl_key),
 		  sizeof(struct gl_stats), in_epoch, take_stats, &closed);
+	expand_graphs();
+	for (size_t i = 0; i < S.nrows; i++) {
+		const struct row *r = &S.rows[i];
+
+		metrics_launch(r);
+		S.launches += r->st.launches;
+		S.errors += r->st.errors;
+		S.returns += r->st.returns;
+	}
 }
 
 static uint64_t sort_value(const struct row *r)
@@ -1369,6 +1534,17 @@ static void json_dim3(struct jw *w, const char *key, const uint32_t *d)
 	for (int i = 0; i < 3; i++)
 		jw_u64(w, d[i]);
 	jw_arr_end(w);
+}
+
+/* "graph": the graph exec a kernel was launched by, as a handle; null
+ * for a kernel launched itself */
+static void json_graph(struct jw *w, uint64_t graph)
+{
+	jw_key(w, "graph");
+	if (graph)
+		jw_hex(w, graph);
+	else
+		jw_null(w);
 }
 
 static double per_sec(uint64_t n, uint64_t interval)
@@ -1404,6 +1580,8 @@ static void json_launch_row(const struct row *r, uint64_t now, uint64_t interval
 	jw_ku64_or_null(w, "latency_p50_ns", lat, hist_percentile(&r->h, 50));
 	jw_ku64_or_null(w, "latency_p99_ns", lat, hist_percentile(&r->h, 99));
 	jw_ku64_or_null(w, "latency_max_ns", lat, r->h.max);
+	json_graph(w, r->graph);
+	jw_ku64_or_null(w, "graph_launches", r->graph, r->graph_launches);
 	jw_record_end(w);
 }
 
@@ -1741,11 +1919,14 @@ static const struct tcol cols_event[] = {
 	{ "LAT(us)", 9, 0 },
 };
 
-static void print_launch_event(const struct gl_launch_ev *e)
+/* graph: the graph exec whose launch made this kernel launch (0: none),
+ * node_api: then the call that put the kernel in the graph */
+static void print_launch_event(const struct gl_launch_ev *e, uint64_t graph, uint32_t node_api)
 {
 	uint64_t rt = aiscope_realtime(e->ts);
 	char spill[KNAME_SPILL];
-	const char *name = kernel_name(e->ident.pid, e->layer, e->api, e->func, spill);
+	const char *name = kernel_name(e->ident.pid, e->layer, graph ? node_api : e->api, e->func,
+				       spill);
 	char hms[16], g[40], b[40], s[24];
 	struct table t;
 
@@ -1765,6 +1946,7 @@ static void print_launch_event(const struct gl_launch_ev *e)
 		jw_hex(w, e->stream);
 		jw_ki64_or_null(w, "rc", e->has_rc, e->rc);
 		jw_ku64_or_null(w, "latency_ns", e->has_latency, e->latency_ns);
+		json_graph(w, graph);
 		jw_record_end(w);
 		return;
 	}
@@ -1797,6 +1979,88 @@ static void print_launch_event(const struct gl_launch_ev *e)
 	table_end_row(&t);
 }
 
+/* ---- CUDA graphs: the model, from the graph probes' events ---- */
+
+static void on_graph(const struct gl_graph_ev *ev)
+{
+	struct cg_node n = {
+		.func = ev->func, .api = ev->api, .smem = ev->smem, .layer = ev->layer,
+	};
+	char spill[KNAME_SPILL];
+
+	if (ev->api >= ARRAY_SIZE(apis))
+		return;
+	memcpy(n.grid, ev->grid, sizeof(n.grid));
+	memcpy(n.block, ev->block, sizeof(n.block));
+	switch (ev->op) {
+	case GL_G_CREATE:
+		cg_create(S.graphs, ev->pid, ev->graph);
+		break;
+	case GL_G_NODE:
+		cg_node(S.graphs, ev->pid, ev->graph, &n);
+		/* named now, while the process is there */
+		kernel_name(ev->pid, ev->layer, ev->api, ev->func, spill);
+		break;
+	case GL_G_CHILD:
+		cg_child(S.graphs, ev->pid, ev->graph, ev->aux);
+		break;
+	case GL_G_CLONE:
+		cg_clone(S.graphs, ev->pid, ev->graph, ev->aux);
+		break;
+	case GL_G_BEGIN:
+		cg_begin(S.graphs, ev->pid, ev->aux, ev->graph);
+		break;
+	case GL_G_CAPTURED:
+		if (graph_launch_api(ev->api)) {
+			cg_captured_exec(S.graphs, ev->pid, ev->aux, ev->func);
+			break;
+		}
+		cg_captured(S.graphs, ev->pid, ev->aux, &n);
+		kernel_name(ev->pid, ev->layer, ev->api, ev->func, spill);
+		break;
+	case GL_G_JOIN:
+		cg_join(S.graphs, ev->pid, ev->aux, ev->func);
+		break;
+	case GL_G_END:
+		cg_end(S.graphs, ev->pid, ev->aux, ev->graph, unjoin, (void *)&ev->aux);
+		break;
+	case GL_G_INST:
+		cg_instantiate(S.graphs, ev->pid, ev->graph, ev->aux);
+		break;
+	}
+}
+
+/* -e: a graph launch is an event per kernel launch it makes (its graph
+ * named); one whose instance is not known stays one [graph] event */
+static uint64_t graph_launch_events(const struct gl_launch_ev *e)
+{
+	struct gl_launch_ev k = *e;
+	const struct cg_node *v;
+	bool partial = false;
+	uint64_t printed = 0;
+	size_t nn = 0;
+
+	S.graph_launches++;
+	v = cg_exec_nodes(S.graphs, e->ident.pid, e->func, &nn, &partial);
+	if (!v) {
+		S.graph_launches_unknown++;
+		print_launch_event(e, 0, 0);
+		return 1;
+	}
+	if (partial)
+		S.graph_launches_partial++;
+	for (size_t i = 0; i < nn; i++) {
+		k.func = v[i].func;
+		k.layer = v[i].layer;
+		memcpy(k.grid, v[i].grid, sizeof(k.grid));
+		memcpy(k.block, v[i].block, sizeof(k.block));
+		k.smem = v[i].smem;
+		for (uint64_t c = 0; c < v[i].count; c++, printed++)
+			print_launch_event(&k, e->func, v[i].api);
+	}
+	return printed;
+}
+
 static int on_event(void *ctx, void *data, size_t len)
 {
 	const struct gl_launch_ev *e = data;
@@ -1817,13 +2081,27 @@ static int on_event(void *ctx, void *data, size_t len)
 			kernel_name(s->pid, s->layer, s->api, s->func, spill);
 		return 0;
 	}
+	if (e->type == GL_EV_GRAPH) {
+		if (len >= sizeof(struct gl_graph_ev))
+			on_graph(data);
+		return 0;
+	}
 	if (e->type != GL_EV_LAUNCH || len < sizeof(*e) || e->api >= ARRAY_SIZE(apis))
 		return 0;
-	S.events++;
-	S.launches++;
-	if (e->has_rc && e->rc)
-		S.errors++;
-	print_launch_event(e);
+	if (graph_launch_api(e->api)) {
+		uint64_t n = graph_launch_events(e);
+
+		S.events += n;
+		S.launches += n;
+		if (e->has_rc && e->rc)
+			S.errors += n;
+	} else {
+		S.events++;
+		S.launches++;
+		if (e->has_rc && e->rc)
+			S.errors++;
+		print_launch_event(e, 0, 0);
+	}
 	if (env.count && S.events >= env.count)
 		return aiscope_loop_stop(&S.loop, AISCOPE_EXIT_COUNT);
 	return 0;
@@ -1851,6 +2129,22 @@ static uint64_t batch_unread(void)
 #define NAMES_UNREAD_TEXT " kernels [unknown]: their process exited before its maps were read"
 #define NAMES_DROPPED_TEXT " kernel names not kept: the name table was full"
 
+/* what the graph model could not tell, on its own line */
+static void graph_losses_line(void)
+{
+	if (S.graph_launches_unknown)
+		fprintf(stderr, "%s: %llu graph launches of graphs made before gpulaunch started: "
+			"counted as [graph], their kernels not known\n", TOOL,
+			(unsigned long long)S.graph_launches_unknown);
+	if (S.graph_launches_partial)
+		fprintf(stderr, "%s: %llu graph launches of graphs known in part (changed before "
+			"gpulaunch started, or nodes not kept)\n", TOOL,
+			(unsigned long long)S.graph_launches_partial);
+	if (cg_dropped(S.graphs))
+		fprintf(stderr, "%s: %llu graph kernel nodes not kept: the graph table was full\n",
+			TOOL, (unsigned long long)cg_dropped(S.graphs));
+}
+
 static void print_summary(void)
 {
 	if (env.json) {
@@ -1864,6 +2158,10 @@ static void print_summary(void)
 		jw_ku64(&S.jw, "names_unread", S.names_unread);
 		jw_ku64(&S.jw, "names_dropped", S.names_dropped);
 		jw_ku64(&S.jw, "batch_copies_unread", batch_unread());
+		jw_ku64(&S.jw, "graph_launches", S.graph_launches);
+		jw_ku64(&S.jw, "graph_launches_unknown", S.graph_launches_unknown);
+		jw_ku64(&S.jw, "graph_launches_partial", S.graph_launches_partial);
+		jw_ku64(&S.jw, "graph_nodes_dropped", cg_dropped(S.graphs));
 		jw_ku64(&S.jw, "held", S.skel->bss->uprobe_held);
 		jw_ku64(&S.jw, "hold_max_ns", S.scanner.hold_max_ns);
 		jw_record_end(&S.jw);
@@ -1876,6 +2174,7 @@ static void print_summary(void)
 		if (S.names_dropped)
 			fprintf(stderr, "%s: %llu" NAMES_DROPPED_TEXT "\n", TOOL,
 				(unsigned long long)S.names_dropped);
+		graph_losses_line();
 		return;
 	}
 	fprintf(stderr, "%s: %llu launches", TOOL, (unsigned long long)S.launches);
@@ -1892,7 +2191,10 @@ static void print_summary(void)
 		fprintf(stderr, ", %llu" NAMES_DROPPED_TEXT, (unsigned long long)S.names_dropped);
 	if (batch_unread())
 		fprintf(stderr, ", %llu" BATCH_UNREAD_TEXT, (unsigned long long)batch_unread());
+	if (S.graph_launches)
+		fprintf(stderr, ", %llu graph launches", (unsigned long long)S.graph_launches);
 	fputc('\n', stderr);
+	graph_losses_line();
 }
 
 /* before any BPF work, as nclstat does: a --lib without a CUDA API would
@@ -2010,6 +2312,9 @@ int main(int argc, char **argv)
 	 * library (libtorch_cuda) alone is tens of MiB of symbol tables */
 	S.elf = elf_cache_new(64, ELF_CACHE_BYTES);
 	names_cap_init();
+	S.graphs = cg_new(0);
+	if (!S.graphs)
+		aiscope_fail(EXIT_RUNTIME, "out of memory");
 	S.scanner = (struct uprobe_scanner){ .set = &S.set, .classify = classify,
 					     .rescan_ns = cfg.rescan_ns };
 	S.set.release = release_lib;
@@ -2040,6 +2345,7 @@ int main(int argc, char **argv)
 	gpulaunch_bpf__destroy(S.skel);
 	elf_cache_free(S.elf);
 	names_free();
+	cg_free(S.graphs);
 	metrics_free();
 	rows_reset();
 	free(S.rows);

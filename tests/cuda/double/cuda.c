@@ -303,3 +303,83 @@ CUresult cuCtxSynchronize(void)
 {
 	return 0;
 }
+
+/* not in the static double (tests/helpers/cudastatic): its probes stay
+ * the launch, name and memory calls the VM tests use */
+#ifndef GL_STATIC_DOUBLE
+
+/* ---- streams, events, modules and graphs: handles only (gpulaunch
+ * models what a graph holds from the calls that build it) ---- */
+
+static uint64_t next_obj = 0x6a0000000000ULL;
+
+static void *new_handle(void)
+{
+	next_obj += 0x40;
+	return (void *)(uintptr_t)next_obj;
+}
+
+#define HANDLE_OUT(name, ...)						\
+CUresult name(void **out, ##__VA_ARGS__)					\
+{									\
+	*out = new_handle();						\
+	return 0;							\
+}
+
+HANDLE_OUT(cuStreamCreate, unsigned int flags)
+HANDLE_OUT(cuEventCreate, unsigned int flags)
+HANDLE_OUT(cuModuleLoadData, const void *image)
+HANDLE_OUT(cuGraphCreate, unsigned int flags)
+HANDLE_OUT(cuGraphClone, void *orig)
+HANDLE_OUT(cuGraphAddKernelNode_v2, void *g, const void *deps, size_t n, const void *params)
+HANDLE_OUT(cuGraphAddKernelNode, void *g, const void *deps, size_t n, const void *params)
+HANDLE_OUT(cuGraphAddNode_v2, void *g, const void *deps, const void *edges, size_t n,
+	   void *params)
+HANDLE_OUT(cuGraphAddChildGraphNode, void *g, const void *deps, size_t n, void *child)
+HANDLE_OUT(cuGraphInstantiateWithFlags, void *g, unsigned long long flags)
+
+CUresult cuStreamEndCapture(void *stream, void **graph)
+{
+	USE(stream);
+	*graph = new_handle();
+	return 0;
+}
+
+/* a NULL stream cannot capture (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) */
+CUresult cuStreamBeginCapture_v2(void *stream, int mode)
+{
+	USE(mode);
+	return stream ? 0 : 900;
+}
+
+CUresult cuEventRecord(void *event, void *stream)
+{
+	USE(event); USE(stream);
+	return 0;
+}
+
+CUresult cuStreamWaitEvent(void *stream, void *event, unsigned int flags)
+{
+	USE(stream); USE(event); USE(flags);
+	return 0;
+}
+
+CUresult cuGraphLaunch(void *exec, void *stream)
+{
+	USE(stream);
+	return exec ? 0 : 1;
+}
+
+CUresult cuGraphDestroy(void *g)
+{
+	USE(g);
+	return 0;
+}
+
+CUresult cuGraphExecDestroy(void *x)
+{
+	USE(x);
+	return 0;
+}
+
+#endif
