@@ -18,6 +18,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 const volatile bool stream_events;	/* -e */
 const volatile bool entry_only;		/* --no-return: collectives settle at entry */
+const volatile bool pair_arrivals;	/* intervals (not -e): arrivals paired by user space */
 __u32 epoch;				/* flipped by user space every interval */
 
 AISCOPE_MAP(calls, BPF_MAP_TYPE_HASH, __u64, struct ncl_call, 16384);
@@ -25,6 +26,9 @@ AISCOPE_MAP(calls, BPF_MAP_TYPE_HASH, __u64, struct ncl_call, 16384);
 AISCOPE_MAP(comms, BPF_MAP_TYPE_HASH, struct ncl_comm_key, struct ncl_comm, 4096);
 
 AISCOPE_MAP(stats, BPF_MAP_TYPE_HASH, struct ncl_stats_key, struct ncl_stats, 2048);
+
+AISCOPE_MAP(arrivals, BPF_MAP_TYPE_HASH, struct ncl_arrival_key, struct ncl_arrival,
+	    NCL_ARRIVALS_MAX);
 
 /* zeroed initial values (too large for the BPF stack); never written */
 AISCOPE_MAP(stats_zero, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct ncl_stats, 1);
@@ -215,6 +219,20 @@ static __always_inline void emit(const struct ncl_call *c, long rc, __u64 now, _
 	aiscope_submit(e);
 }
 
+/* ---- arrivals: which local rank enters each collective last ---- */
+
+static __always_inline void arrive(const struct ncl_comm *cm, const struct ncl_call *c)
+{
+	struct ncl_arrival_key k = { .id_hash = cm->id_hash, .seq = cm->seq, .rank = cm->rank };
+	struct ncl_arrival a = { .ts = c->ts, .pid = c->pid, .op = c->op };
+
+	/* a communicator of unknown identity or rank cannot be paired */
+	if (!pair_arrivals || !cm->id_hash || cm->rank < 0)
+		return;
+	if (bpf_map_update_elem(&arrivals, &k, &a, BPF_ANY))
+		aiscope_count_lost(AISCOPE_LOST_MAP);
+}
+
 /* ---- entries ---- */
 
 static __always_inline int enter(struct ncl_call *c)
@@ -235,6 +253,7 @@ static __always_inline int enter(struct ncl_call *c)
 			cm->last_count = c->count;
 			cm->last_datatype = c->datatype;
 			cm->tid = c->tid;
+			arrive(cm, c);
 		}
 	} else if (c->op < NCL_OP_COLL_NR) {
 		comm_of(c->pid, c->comm);

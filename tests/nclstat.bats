@@ -278,6 +278,54 @@ check_args() {
 	if command -v promtool > /dev/null; then promtool check metrics < "$prom"; fi
 }
 
+@test "nclstat: per collective, the rank that arrives last and by how much; the ranks a collective waits for" {
+	need_root
+	local out=$BATS_TEST_TMPDIR/s.out main
+	start_tool s nclstat -j -i 300ms --hang 1s --lib "$DOUBLE"
+	# blocking collectives (FAKE_NCCL_SYNC): every collective of the main
+	# communicator waits for all four ranks, and rank 2 enters each 30 ms
+	# after the others; rank 1 stops before iteration 2 (after 10)
+	FAKE_NCCL_SYNC=1 start_ranks r -r 4 -i 4 -d 2:30000 -l 1:2 -b
+	wait_for "$BATS_TEST_TMPDIR/r.out" '^lagging 1 ' 30
+	main=$(awk '$1 == "id_hash" {print $2}' "$BATS_TEST_TMPDIR/r.out")
+	# the others wait in collective 11 for rank 1 (rank 2 arrives 30 ms late)
+	wait_for "$out" '"waiting_ranks":\[1\]' 30
+	jq -e -s --arg h "$main" '[.[] | select(.row == "communicator" and .communicator_id == $h and
+		.waiting_ranks != null)] | last | .waiting_seq == 11 and .waiting_ranks == [1] and
+		.waiting_ns >= 1000000000 and .arrival_aligned' "$out"
+	kill -USR1 "${RANK_PID[1]}"
+	for r in 0 1 2 3; do wait_for "$BATS_TEST_TMPDIR/r.out" "^holding $r " 30; done
+	sleep 0.7
+	kill -USR1 "${RANK_PID[@]}"
+	wait_for "$BATS_TEST_TMPDIR/r.out" '^all done, 0 failed' 30
+	stop_tool "$TOOL_PID"
+	all_json "$out"
+	jq -c --arg h "$main" 'select(.row == "communicator" and .communicator_id == $h) |
+		{arrival_seqs, arrival_skew_p50_ns, arrival_skew_max_ns, straggler_rank,
+		 straggler_last_arrivals, waiting_seq, waiting_ranks}' "$out"
+	# 20 collectives paired, each once; rank 2 came last to every one of
+	# them but collective 11 (rank 1, 1 s behind the first, less rank 2's
+	# 30 ms behind the one before it) and was behind
+	# the one before it by its 30 ms (less the others' wake-up from the last
+	# collective, which it left first; plus sleep granularity: 25 to 40 ms)
+	jq -e -s --arg h "$main" --argjson p2 "${RANK_PID[2]}" '
+		[.[] | select(.row == "communicator" and .communicator_id == $h)] |
+		(map(.arrival_seqs) | add) == 20 and
+		(map(.ranks[] | select(.rank == 2) | .last_arrivals) | add) == 19 and
+		(map(.ranks[] | select(.rank == 1) | .last_arrivals) | add) == 1 and
+		(map(.ranks[] | select(.rank == 0 or .rank == 3) | .last_arrivals) | add) == 0 and
+		(map(.ranks[] | select(.rank == 1) | .lag_ns) | add) >= 1000000000 - 40000000 and
+		(map(.ranks[] | select(.rank == 2) | .lag_ns) | add) >= 19 * 25000000 and
+		(map(.ranks[] | select(.rank == 2) | .lag_ns) | add) < 19 * 40000000 and
+		([.[] | select(.arrival_seqs > 0 and .straggler_rank == 2)] | length > 0) and
+		all(.[] | select(.straggler_rank == 2); .straggler_pid == $p2)' "$out"
+	# the skew of a collective rank 2 alone was late to: 25 to 40 ms
+	jq -e -s --arg h "$main" '[.[] | select(.row == "communicator" and .communicator_id == $h and
+		.arrival_seqs > 0 and .straggler_rank == 2 and .straggler_last_arrivals == .arrival_seqs)] |
+		length > 0 and all(.arrival_skew_p50_ns >= 25000000 and .arrival_skew_p50_ns < 40000000)' "$out"
+	jq -e -s '.[-1].type == "summary" and .[-1].arrivals_expired == 0 and .[-1].lost_events == 0' "$out"
+}
+
 @test "nclstat: a rank killed inside a call leaves no hang and no communicator behind" {
 	need_root
 	local out=$BATS_TEST_TMPDIR/s.out n

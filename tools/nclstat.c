@@ -247,6 +247,25 @@ struct hang {
 	bool reported;
 };
 
+/* an arrival read from BPF's table */
+struct arrival {
+	struct ncl_arrival_key k;
+	struct ncl_arrival v;
+};
+
+/* What the arrivals of an interval say, per communicator entry of S.comms
+ * (same index): of the rank, the collectives it entered last of the local
+ * ranks and how far behind the one before it; of a group (at its first
+ * entry), the sequence numbers every local rank entered, their arrival
+ * skew, and the oldest one some local rank has not entered yet. */
+struct arrive_acc {
+	uint64_t last_arrivals, lag_ns;
+	bool missing;			/* not in the group's waiting sequence */
+	uint64_t seqs;
+	struct hist skew;
+	uint64_t waiting_seq, waiting_since;	/* 0: none */
+};
+
 static struct {
 	struct nclstat_bpf *skel;
 	struct aiscope_bpf bpf;
@@ -265,6 +284,11 @@ static struct {
 	size_t nhangs, hcap;
 	struct aiscope_ident *idents;	/* identity of processes seen, by pid */
 	size_t nidents, icap;
+	struct arrival *arr;		/* arrivals not paired yet */
+	size_t narr, acap;
+	struct arrive_acc *acc;		/* by S.comms index, this interval */
+	size_t acc_cap;
+	uint64_t arrivals_expired;	/* never paired: a rank gone, or 60 s old */
 	int libs;			/* libraries probed */
 	/* the whole run */
 	uint64_t calls, bytes, errors, hangs_seen, events;
@@ -728,6 +752,176 @@ static int group_nranks(const struct group *g)
 	return -1;
 }
 
+/* ---- arrivals: the local ranks of each collective sequence number ---- */
+
+/* an arrival not paired after this long: its rank will not come */
+#define ARRIVAL_EXPIRE_NS	(60ULL * NSEC_PER_SEC)
+
+static void arrival_visit(const void *key, const void *value, void *ctx)
+{
+	S.arr = aiscope_grow(S.arr, &S.acap, S.narr, sizeof(*S.arr));
+	memcpy(&S.arr[S.narr].k, key, sizeof(S.arr[0].k));
+	memcpy(&S.arr[S.narr++].v, value, sizeof(S.arr[0].v));
+}
+
+static int cmp_arrivals(const void *a, const void *b)
+{
+	const struct arrival *x = a, *y = b;
+
+	if (x->k.id_hash != y->k.id_hash)
+		return x->k.id_hash < y->k.id_hash ? -1 : 1;
+	if (x->k.seq != y->k.seq)
+		return x->k.seq < y->k.seq ? -1 : 1;
+	return x->k.rank < y->k.rank ? -1 : x->k.rank > y->k.rank;
+}
+
+/* the group (first entry, size) of a unique-id hash in the sorted S.comms */
+static bool group_of_hash(uint64_t id_hash, struct group *g)
+{
+	size_t i = 0;
+
+	while (next_group(&i, g))
+		if (S.comms[g->first].v.id_hash == id_hash)
+			return true;
+	return false;
+}
+
+/* the S.comms index of a rank in group g, or -1 */
+static ssize_t group_rank(const struct group *g, int rank)
+{
+	for (size_t i = g->first; i < g->first + g->n; i++)
+		if (S.comms[i].v.rank == rank)
+			return i;
+	return -1;
+}
+
+/*
+ * One sequence number's arrivals a[0..n): complete when every local rank
+ * of the group entered it (then the skew is the last arrival less the
+ * first, and the last rank is behind the one before it by last less
+ * second-to-last); else the group's oldest open one names the ranks it
+ * waits for. Returns whether the entries are done with (paired, or
+ * expired).
+ */
+static bool pair_seq(const struct arrival *a, size_t n, const struct group *g, uint64_t now)
+{
+	struct arrive_acc *ga = &S.acc[g->first];
+	size_t last = 0, second = SIZE_MAX;
+	uint64_t first_ts = a[0].v.ts;
+	ssize_t li;
+
+	if (n < g->n || g->n < 2) {
+		if (now > first_ts && now - first_ts > ARRIVAL_EXPIRE_NS) {
+			S.arrivals_expired += n;
+			return true;
+		}
+		if (g->n >= 2 && (!ga->waiting_seq || a[0].k.seq < ga->waiting_seq)) {
+			ga->waiting_seq = a[0].k.seq;
+			ga->waiting_since = first_ts;
+		}
+		return false;
+	}
+	for (size_t i = 1; i < n; i++) {
+		if (a[i].v.ts < first_ts)
+			first_ts = a[i].v.ts;
+		if (a[i].v.ts > a[last].v.ts) {
+			second = last;
+			last = i;
+		} else if (second == SIZE_MAX || a[i].v.ts > a[second].v.ts) {
+			second = i;
+		}
+	}
+	ga->seqs++;
+	hist_add_value(&ga->skew, a[last].v.ts - first_ts);
+	li = group_rank(g, a[last].k.rank);
+	if (li >= 0) {
+		S.acc[li].last_arrivals++;
+		S.acc[li].lag_ns += a[last].v.ts - a[second].v.ts;
+	}
+	return true;
+}
+
+/* the ranks of group g that have not entered its waiting sequence */
+static void mark_missing(const struct arrival *a, size_t n, const struct group *g)
+{
+	for (size_t i = g->first; i < g->first + g->n; i++) {
+		bool there = false;
+
+		for (size_t j = 0; j < n; j++)
+			there |= a[j].k.rank == S.comms[i].v.rank;
+		S.acc[i].missing = !there;
+	}
+}
+
+/*
+ * Reads the arrivals, pairs each sequence number every local rank has
+ * entered, deletes those (and those of communicators no longer there, or
+ * 60 s old: counted), keeps the rest for the next interval.
+ */
+static void read_arrivals(void)
+{
+	int fd = bpf_map__fd(S.skel->maps.arrivals);
+	uint64_t now = now_bpf_clock();
+	struct group g;
+
+	S.acc = aiscope_grow(S.acc, &S.acc_cap, S.ncomms, sizeof(*S.acc));
+	for (size_t i = 0; i < S.ncomms; i++) {
+		hist_reset(&S.acc[i].skew);
+		S.acc[i].last_arrivals = S.acc[i].lag_ns = S.acc[i].seqs = 0;
+		S.acc[i].waiting_seq = S.acc[i].waiting_since = 0;
+		S.acc[i].missing = false;
+	}
+	S.narr = 0;
+	map_walk(fd, sizeof(struct ncl_arrival_key), sizeof(struct ncl_arrival), arrival_visit,
+		 NULL);
+	sort_array(S.arr, S.narr, sizeof(*S.arr), cmp_arrivals);
+	for (size_t i = 0, n; i < S.narr; i += n) {
+		bool known, done;
+
+		for (n = 1; i + n < S.narr && S.arr[i + n].k.id_hash == S.arr[i].k.id_hash &&
+			    S.arr[i + n].k.seq == S.arr[i].k.seq; n++)
+			;
+		known = group_of_hash(S.arr[i].k.id_hash, &g);
+		if (!known)
+			S.arrivals_expired += n;
+		done = !known || pair_seq(&S.arr[i], n, &g, now);
+		if (done) {
+			for (size_t j = i; j < i + n; j++)
+				bpf_map_delete_elem(fd, &S.arr[j].k);
+		} else if (S.acc[g.first].waiting_seq == S.arr[i].k.seq) {
+			mark_missing(&S.arr[i], n, &g);
+		}
+	}
+}
+
+/* the rank behind the others the longest in the interval, or NULL */
+static const struct comm_ent *straggler(const struct group *g)
+{
+	const struct comm_ent *best = NULL;
+	uint64_t lag = 0;
+
+	for (size_t i = g->first; i < g->first + g->n; i++) {
+		if (!S.acc[i].last_arrivals || S.acc[i].lag_ns < lag)
+			continue;
+		if (best && S.acc[i].lag_ns == lag &&
+		    S.acc[i].last_arrivals <= S.acc[best - S.comms].last_arrivals)
+			continue;
+		best = &S.comms[i];
+		lag = S.acc[i].lag_ns;
+	}
+	return best;
+}
+
+/* every local rank's sequence numbers count from the communicator's
+ * creation (nclstat saw it made), not from when nclstat attached */
+static bool group_aligned(const struct group *g)
+{
+	for (size_t i = g->first; i < g->first + g->n; i++)
+		if (S.comms[i].v.how == NCL_HOW_SEEN)
+			return false;
+	return true;
+}
+
 /* ---- JSON ---- */
 
 static void jw_hash(struct jw *w, const char *key, uint64_t h)
@@ -811,6 +1005,41 @@ static void json_row(const struct row *r, uint64_t now, uint64_t interval)
 	jw_record_end(w);
 }
 
+/* the group's arrivals in the interval: skew, straggler, the sequence
+ * number waited for */
+static void json_arrivals(const struct group *g, uint64_t t)
+{
+	struct jw *w = &S.jw;
+	const struct arrive_acc *ga = &S.acc[g->first];
+	const struct comm_ent *st = straggler(g);
+	bool any = ga->seqs > 0;
+	bool waiting = ga->waiting_seq && t > ga->waiting_since &&
+		       t - ga->waiting_since >= cfg.hang_ns;
+
+	jw_ku64(w, "arrival_seqs", ga->seqs);
+	jw_kbool(w, "arrival_aligned", group_aligned(g));
+	jw_ku64_or_null(w, "arrival_skew_p50_ns", any, hist_percentile(&ga->skew, 50));
+	jw_ku64_or_null(w, "arrival_skew_p99_ns", any, hist_percentile(&ga->skew, 99));
+	jw_ku64_or_null(w, "arrival_skew_max_ns", any, ga->skew.max);
+	jw_ki64_or_null(w, "straggler_rank", st != NULL, st ? st->v.rank : 0);
+	jw_ku64_or_null(w, "straggler_pid", st != NULL, st ? st->k.pid : 0);
+	jw_ku64_or_null(w, "straggler_last_arrivals", st != NULL,
+			st ? S.acc[st - S.comms].last_arrivals : 0);
+	jw_ku64_or_null(w, "straggler_lag_ns", st != NULL, st ? S.acc[st - S.comms].lag_ns : 0);
+	jw_ku64_or_null(w, "waiting_seq", waiting, ga->waiting_seq);
+	jw_ku64_or_null(w, "waiting_ns", waiting, t - ga->waiting_since);
+	jw_key(w, "waiting_ranks");
+	if (!waiting) {
+		jw_null(w);
+		return;
+	}
+	jw_arr_begin(w);
+	for (size_t i = g->first; i < g->first + g->n; i++)
+		if (S.acc[i].missing && S.comms[i].v.rank >= 0)
+			jw_i64(w, S.comms[i].v.rank);
+	jw_arr_end(w);
+}
+
 static void json_group(const struct group *g, uint64_t now, uint64_t interval)
 {
 	struct jw *w = &S.jw;
@@ -839,6 +1068,8 @@ static void json_group(const struct group *g, uint64_t now, uint64_t interval)
 		jw_ku64(w, "op_seq", c->v.seq);
 		jw_kstr(w, "last_op", c->v.seq ? op_name(c->v.last_op) : NULL);
 		jw_kbool(w, "destroyed", c->v.destroyed_ts != 0);
+		jw_ku64(w, "last_arrivals", S.acc[i].last_arrivals);
+		jw_ku64(w, "lag_ns", S.acc[i].lag_ns);
 		jw_obj_end(w);
 		destroyed &= c->v.destroyed_ts != 0;
 	}
@@ -865,6 +1096,7 @@ static void json_group(const struct group *g, uint64_t now, uint64_t interval)
 	}
 	jw_ku64(w, "hung_calls", g->hung);
 	jw_kbool(w, "destroyed", destroyed);
+	json_arrivals(g, t);
 	jw_record_end(w);
 }
 
@@ -921,8 +1153,29 @@ static void fmt_hash(uint64_t h, char *buf, size_t len)
 static const struct tcol cols_comm[] = {
 	{ "COMM_HASH", 16, TC_LEFT }, { "NRANKS", 6, 0 }, { "LOCAL", 5, 0 }, { "SEQ_MIN", 8, 0 },
 	{ "SEQ_MAX", 8, 0 }, { "SKEW", 6, 0 }, { "LAG_RANK", 8, 0 }, { "LAG_PID", 7, 0 },
-	{ "LAG_LAST_OP", 22, TC_LEFT }, { "HUNG", 4, 0 },
+	{ "LAG_LAST_OP", 22, TC_LEFT }, { "HUNG", 4, 0 }, { "ARR_P99(us)", 11, 0 },
+	{ "STRAGGLER", 9, 0 }, { "LAST/SEQS", 9, TC_LEFT },
 };
+
+/* arrival skew p99, the straggler and how many of the sequence numbers
+ * it came last to */
+static void table_arrivals(struct table *t, const struct group *g)
+{
+	const struct arrive_acc *ga = &S.acc[g->first];
+	const struct comm_ent *st = straggler(g);
+	char buf[48];
+
+	if (!ga->seqs) {
+		table_dashes(t, 3);
+		return;
+	}
+	table_fixed(t, hist_percentile(&ga->skew, 99) / 1e3, 1);
+	table_u64_or_dash(t, st && st->v.rank >= 0, st ? st->v.rank : 0);
+	snprintf(buf, sizeof(buf), "%llu/%llu",
+		 (unsigned long long)(st ? S.acc[st - S.comms].last_arrivals : 0),
+		 (unsigned long long)ga->seqs);
+	table_str(t, buf);
+}
 
 static void table_groups(void)
 {
@@ -953,6 +1206,7 @@ static void table_groups(void)
 			table_dashes(&t, 3);
 		}
 		table_u64(&t, g.hung);
+		table_arrivals(&t, &g);
 		table_end_row(&t);
 	}
 }
@@ -1197,6 +1451,7 @@ static int on_tick(void *ctx)
 	if (cfg.events) {
 		report_new_hangs();
 	} else {
+		read_arrivals();
 		collect();
 		link_rows();
 		print_interval(interval);
@@ -1489,6 +1744,14 @@ static void list_probes(void)
 
 /* ---- summary ---- */
 
+static void arrivals_expired_line(void)
+{
+	if (S.arrivals_expired)
+		fprintf(stderr, "%s: %llu collective arrivals never paired with every local rank's "
+			"(a rank exited or stopped calling for 60 s): in no arrival skew\n", TOOL,
+			(unsigned long long)S.arrivals_expired);
+}
+
 static void print_summary(void)
 {
 	if (env.json) {
@@ -1501,7 +1764,9 @@ static void print_summary(void)
 		jw_ku64(&S.jw, "libraries", S.libs);
 		jw_ku64(&S.jw, "held", S.skel->bss->uprobe_held);
 		jw_ku64(&S.jw, "hold_max_ns", S.scan.hold_max_ns);
+		jw_ku64(&S.jw, "arrivals_expired", S.arrivals_expired);
 		jw_record_end(&S.jw);
+		arrivals_expired_line();
 		return;
 	}
 	if (cfg.events) {
@@ -1514,6 +1779,7 @@ static void print_summary(void)
 	       (unsigned long long)S.calls, (unsigned long long)S.bytes,
 	       (unsigned long long)S.errors, (unsigned long long)S.hangs_seen, S.libs,
 	       (unsigned long long)aiscope_lost_total(&S.bpf));
+	arrivals_expired_line();
 }
 
 static void validate(void)
@@ -1574,6 +1840,7 @@ int main(int argc, char **argv)
 		aiscope_fail(EXIT_RUNTIME, "cannot open the BPF object: %s", strerror(errno));
 	S.skel->rodata->stream_events = cfg.events;
 	S.skel->rodata->entry_only = cfg.no_return;
+	S.skel->rodata->pair_arrivals = !cfg.events;
 	S.skel->rodata->uprobe_hold = cfg.hold;
 	S.bpf = (struct aiscope_bpf){
 		/* with --lib, no discovery: the exec hook (last) stays off */
@@ -1608,6 +1875,8 @@ int main(int argc, char **argv)
 	free(S.rows);
 	free(S.st);
 	free(S.comms);
+	free(S.arr);
+	free(S.acc);
 	free(S.hangs);
 	free(S.idents);
 	return code;
