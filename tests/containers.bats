@@ -397,7 +397,7 @@ runc_bundle() {
 		"$IMAGE" /contend 3 0 20 5 > /dev/null
 	id=$(cat "$BATS_TEST_TMPDIR/cid")
 	[ ${#id} -eq 64 ]
-	! podman container exists "$name"
+	! podman container exists "$name" || false
 	[ ! -d "/sys/fs/cgroup/memory/libpod_parent/libpod-$id" ]
 	wait "$TOOL_PID"
 	all_json "$out"
@@ -439,8 +439,8 @@ flows_of() {
 	echo "podman run --rm took $ms ms"
 	id=$(cat "$BATS_TEST_TMPDIR/cid")
 	[ ${#id} -eq 64 ]
-	! podman container exists "$name"
-	! grep -qF "$id" /var/lib/containers/storage/overlay-containers/containers.json
+	! podman container exists "$name" || false
+	! grep -qF "$id" /var/lib/containers/storage/overlay-containers/containers.json || false
 	grep -q "client_result rx_bytes=4096" "$BATS_TEST_TMPDIR/np"
 	wait "$TOOL_PID"
 	all_json "$out"
@@ -465,7 +465,7 @@ ss-server 4096 100000 $name $IMAGE podman" ]
 		podman container exists "$name" || break
 		sleep 0.1
 	done
-	! podman container exists "$name"
+	! podman container exists "$name" || false
 	wait "$TOOL_PID"
 	all_json "$out"
 	flows_of "$out" "$id"
@@ -607,7 +607,7 @@ ss-server 1000 123456 $id null runc" ]
 	"${CTR[@]}" run --rm --net-host --label "nerdctl/name=$n" --rootfs "$ROOTFS" "$id" \
 		/netpair tcp4 -n 54321 -m 3 -k 100 -l 1 > "$BATS_TEST_TMPDIR/np" 2>&1
 	grep -q "client_result rx_bytes=100" "$BATS_TEST_TMPDIR/np"
-	! "${CTR[@]}" container info "$id" > /dev/null 2>&1
+	! "${CTR[@]}" container info "$id" > /dev/null 2>&1 || false
 	[ -z "$(ls -d /run/containerd/io.containerd.runtime.v2.task/*/"$id" 2>/dev/null)" ]
 	wait "$TOOL_PID"
 	all_json "$out"
@@ -859,8 +859,8 @@ series_value() {
 	wait "$TOOL_PID"
 	all_json "$out"
 	# both containers are gone: only the lines know their names now
-	! podman container exists "$name"
-	! "${CTR[@]}" container info "$id" > /dev/null 2>&1
+	! podman container exists "$name" || false
+	! "${CTR[@]}" container info "$id" > /dev/null 2>&1 || false
 	graph() {
 		run --separate-stderr "$BIN/topograph" -j "$@" "$out"
 		[ "$status" -eq 0 ]
