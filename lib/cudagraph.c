@@ -154,18 +154,23 @@ static void add_all(struct cg_store *s, struct cg_obj *dst, const struct cg_obj 
 	dst->partial |= src->partial;
 }
 
-/* a graph a call adds to: one made before the model (made now) lacks the
- * nodes it had then */
-static struct cg_obj *graph_of(struct cg_store *s, uint32_t pid, uint64_t graph)
+/* a graph or capture a call adds to: one made before the model saw it
+ * (made now) lacks the nodes it had then */
+static struct cg_obj *added_to(struct cg_store *s, uint32_t pid, uint8_t type, uint64_t handle)
 {
 	bool made;
-	struct cg_obj *g = get(s, pid, CG_GRAPH, graph, &made);
+	struct cg_obj *o = get(s, pid, type, handle, &made);
 
-	if (g && made) {
-		g->partial = true;
+	if (o && made) {
+		o->partial = true;
 		s->unknown++;
 	}
-	return g;
+	return o;
+}
+
+static struct cg_obj *graph_of(struct cg_store *s, uint32_t pid, uint64_t graph)
+{
+	return added_to(s, pid, CG_GRAPH, graph);
 }
 
 void cg_create(struct cg_store *s, uint32_t pid, uint64_t graph)
@@ -212,14 +217,7 @@ void cg_begin(struct cg_store *s, uint32_t pid, uint64_t stream, uint64_t into)
 /* a capture the model did not see begin is partial */
 static struct cg_obj *capture_of(struct cg_store *s, uint32_t pid, uint64_t origin)
 {
-	bool made;
-	struct cg_obj *c = get(s, pid, CG_CAPTURE, origin, &made);
-
-	if (c && made) {
-		c->partial = true;
-		s->unknown++;
-	}
-	return c;
+	return added_to(s, pid, CG_CAPTURE, origin);
 }
 
 void cg_captured(struct cg_store *s, uint32_t pid, uint64_t origin, const struct cg_node *n)

@@ -138,11 +138,7 @@ say ""
 say "## CUDA graphs (tests/cuda/graph.cu)"
 GR=$top/build/tests/cuda/graph_shared
 graph_counts() {
-	jq -s -c '[.[] | select((.type == "sample" and .row == "launch") or .type == "event")] |
-		group_by([.kernel, .graph != null]) |
-		map({kernel: .[0].kernel, via: (if .[0].graph then "graph" else "direct" end),
-			launches: (if .[0].type == "event" then length else map(.launches) | add end)}) |
-		sort_by([.kernel, .via])' "$1"
+	jq -s -c -f "$top/tests/cuda/graph-counts.jq" "$1"
 }
 if [ -x "$GR" ]; then
 	for mode in agg lat ev; do
