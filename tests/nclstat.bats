@@ -326,6 +326,41 @@ check_args() {
 	jq -e -s '.[-1].type == "summary" and .[-1].arrivals_expired == 0 and .[-1].lost_events == 0' "$out"
 }
 
+@test "nclstat started after a rank is stuck inside NCCL: the call found on its stack, a hang after --hang, gone once it returns" {
+	need_root
+	local out=$BATS_TEST_TMPDIR/s.out r
+	# rank 2 blocks in its 10th call (ReduceScatter); the others finish and
+	# hold outside NCCL, their stacks with old NCCL return addresses on them
+	FAKE_NCCL_HANG=2:10 start_ranks r -r 4 -i 4 -b
+	for r in 0 1 3; do wait_for "$BATS_TEST_TMPDIR/r.out" "^holding $r " 30; done
+	sleep 0.3
+	# the table marks it: entered before nclstat started
+	run timeout 10 "$BIN/nclstat" -i 500ms --hang 1s -d 1.7s --lib "$DOUBLE"
+	echo "$output"
+	echo "$output" | grep -E "^ +${RANK_PID[2]} +${RANK_PID[2]} ncclrank +reducescatter\* +- -"
+	# and no other thread: the holding ranks are not inside NCCL
+	[ -z "$(echo "$output" | grep -E '^ +[0-9]+ +[0-9]+ .*[a-z]\* ' |
+		grep -vE "^ +${RANK_PID[2]} +${RANK_PID[2]} ncclrank +reducescatter\* ")" ]
+	start_tool s nclstat -j -i 300ms --hang 1s --lib "$DOUBLE"
+	wait_for "$out" '"event":"hang"' 30
+	sleep 0.7
+	jq -e -s --argjson p "${RANK_PID[2]}" '[.[] | select(.type == "event" and .event == "hang")] |
+		length == 1 and (.[0] | .pid == $p and .tid == $p and .nccl_op == "reducescatter" and
+		.found_by == "stack" and .count == null and .communicator_id == null and .rank == null and
+		.waiting_ns >= 1000000000)' "$out"
+	# released, the call returns; rank 2's later calls go through the probes
+	kill -USR2 "${RANK_PID[2]}"
+	wait_for "$BATS_TEST_TMPDIR/r.out" '^holding 2 ' 30
+	sleep 0.7
+	kill -USR1 "${RANK_PID[@]}"
+	wait_for "$BATS_TEST_TMPDIR/r.out" '^all done, 0 failed' 30
+	stop_tool "$TOOL_PID"
+	all_json "$out"
+	jq -e -s --argjson p "${RANK_PID[2]}" '.[-1].type == "summary" and .[-1].hangs == 1 and
+		([.[] | select(.row == "op" and .pid == $p and .nccl_op == "reducescatter") | .calls] |
+		 add) == 2' "$out"
+}
+
 @test "nclstat: a rank killed inside a call leaves no hang and no communicator behind" {
 	need_root
 	local out=$BATS_TEST_TMPDIR/s.out n

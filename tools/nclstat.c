@@ -11,6 +11,7 @@
  * entered NCCL and have not returned after --hang.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@
 #include "table.h"
 #include "text.h"
 #include "uprobe.h"
+#include "ustack.h"
 #include "util.h"
 #include "nclstat.h"
 #include "nclstat.skel.h"
@@ -247,6 +249,16 @@ struct hang {
 	bool reported;
 };
 
+/* A call found inside NCCL on a thread's stack when nclstat started: its
+ * probes never saw it enter. */
+struct stuck {
+	uint32_t pid, tid;
+	uint32_t op;			/* enum ncl_op */
+	uint64_t slot, ret;		/* its return address and where on the stack */
+	uint64_t found_ts;		/* boot clock, when found */
+	bool reported, gone;
+};
+
 /* an arrival read from BPF's table */
 struct arrival {
 	struct ncl_arrival_key k;
@@ -289,6 +301,8 @@ static struct {
 	struct arrive_acc *acc;		/* by S.comms index, this interval */
 	size_t acc_cap;
 	uint64_t arrivals_expired;	/* never paired: a rank gone, or 60 s old */
+	struct stuck *stuck;		/* calls in NCCL before nclstat started */
+	size_t nstuck, scap;
 	int libs;			/* libraries probed */
 	/* the whole run */
 	uint64_t calls, bytes, errors, hangs_seen, events;
@@ -388,6 +402,213 @@ static void sweep_comms(void)
 		if (c->v.destroyed_ts || proc_gone(c->k.pid))
 			bpf_map_delete_elem(fd, &c->k);
 	}
+}
+
+/* one of -p's processes */
+static bool pid_in_list(pid_t pid)
+{
+	for (int i = 0; i < env.npids; i++)
+		if ((pid_t)env.pids[i] == pid)
+			return true;
+	return false;
+}
+
+/* ---- calls in NCCL before nclstat started: found on the threads' stacks ---- */
+
+#define STACK_SCAN_BYTES (256U << 10)
+#define STACK_MAPS 512
+
+/* The code a blocked thread's return addresses can point into: a probed
+ * NCCL library, the libraries NCCL calls down into (C runtime, CUDA), or
+ * anything else (the application) */
+enum xkind { X_APP, X_BELOW, X_NCCL };
+
+struct xmaps {
+	int n;
+	bool nccl;
+	struct {
+		uint64_t start, end, pgoff;
+		enum xkind kind;
+		const struct uprobe_lib *lib;
+	} m[STACK_MAPS];
+};
+
+static const struct uprobe_lib *probed_lib(const struct proc_map *m)
+{
+	for (int i = 0; i < S.set.n; i++) {
+		const struct uprobe_lib *l = S.set.libs[i];
+
+		if (l->attached && l->syms && (m->ino == l->ino || m->ino == l->map_ino) &&
+		    (m->dev == l->dev || m->dev == l->map_dev))
+			return l;
+	}
+	return NULL;
+}
+
+/* what NCCL calls down into: its frames lie below NCCL's on a stack */
+static bool below_nccl(const char *path)
+{
+	static const char *const pre[] = {
+		"libc.so", "libc-", "ld-linux", "ld-musl", "libpthread", "libstdc++", "libgcc_s",
+		"libm.so", "libdl", "librt", "libcuda.so", "libcudart", "libnvidia-",
+	};
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	for (size_t i = 0; i < ARRAY_SIZE(pre); i++)
+		if (!strncmp(base, pre[i], strlen(pre[i])))
+			return true;
+	return false;
+}
+
+static int xmap_visit(const struct proc_map *m, void *ctx)
+{
+	struct xmaps *w = ctx;
+	const struct uprobe_lib *l;
+
+	if (!m->exec || w->n == STACK_MAPS)
+		return 0;
+	l = probed_lib(m);
+	w->m[w->n].start = m->start;
+	w->m[w->n].end = m->end;
+	w->m[w->n].pgoff = m->pgoff;
+	w->m[w->n].lib = l;
+	w->m[w->n++].kind = l ? X_NCCL : below_nccl(m->path) ? X_BELOW : X_APP;
+	w->nccl |= l != NULL;
+	return 0;
+}
+
+/* the mapping of code address addr, or -1 */
+static int xmap_of(const struct xmaps *w, uint64_t addr)
+{
+	for (int i = 0; i < w->n; i++)
+		if (addr >= w->m[i].start && addr < w->m[i].end)
+			return i;
+	return -1;
+}
+
+/* the probed NCCL function at addr of mapping i, or -1 (ncclX and its
+ * alias pncclX alike) */
+static int api_at(const struct xmaps *w, int i, uint64_t addr)
+{
+	const char *name = elf_syms_at(w->m[i].lib->syms, addr - w->m[i].start + w->m[i].pgoff,
+				       NULL);
+
+	if (!name)
+		return -1;
+	if (name[0] == 'p' && !strncmp(name + 1, "nccl", 4))
+		name++;
+	for (size_t u = 0; u < ARRAY_SIZE(usyms); u++)
+		if (!strcmp(name, usyms[u].sym))
+			return u;
+	return -1;
+}
+
+/*
+ * A probed NCCL function a blocked thread is inside: walking its stack up
+ * from the stack pointer, the return addresses (words that point just past
+ * a call instruction) run through what NCCL calls down into and NCCL's
+ * own functions to a probed NCCL function, before any of the application:
+ * a thread blocked in its own code (or below it) with an old NCCL return
+ * address left in a frame is not inside NCCL.
+ */
+static bool stack_call(uint32_t pid, uint32_t tid, const struct xmaps *w, struct stuck *out)
+{
+	static uint64_t words[STACK_SCAN_BYTES / 8];
+	uint64_t sp;
+	ssize_t n;
+
+	if (ustack_blocked_sp(pid, tid, &sp))
+		return false;
+	n = ustack_read(pid, sp, words, sizeof(words));
+	for (ssize_t i = 0; i < n / 8; i++) {
+		int m = xmap_of(w, words[i]), op;
+
+		if (m < 0 || !ustack_is_return(pid, words[i]))
+			continue;
+		if (w->m[m].kind == X_APP)
+			return false;
+		if (w->m[m].kind == X_BELOW || (op = api_at(w, m, words[i])) < 0)
+			continue;
+		*out = (struct stuck){ .pid = pid, .tid = tid, .op = op, .slot = sp + 8 * i,
+				       .ret = words[i], .found_ts = now_bpf_clock() };
+		return true;
+	}
+	return false;
+}
+
+static int stuck_pid(pid_t pid, void *ctx)
+{
+	static struct xmaps w;
+	char path[64];
+	struct dirent *d;
+	DIR *dir;
+
+	if ((env.npids && !pid_in_list(pid)) || pid == getpid())
+		return 0;
+	w.n = 0;
+	w.nccl = false;
+	if (proc_maps_foreach(pid, xmap_visit, &w) || !w.nccl)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	dir = opendir(path);
+	if (!dir)
+		return 0;
+	while ((d = readdir(dir))) {
+		struct stuck c;
+		uint32_t tid = strtoul(d->d_name, NULL, 10);
+
+		if (!tid || !stack_call(pid, tid, &w, &c))
+			continue;
+		S.stuck = aiscope_grow(S.stuck, &S.scap, S.nstuck, sizeof(*S.stuck));
+		S.stuck[S.nstuck++] = c;
+	}
+	closedir(dir);
+	return 0;
+}
+
+/* at start: every thread of every process that maps a probed library */
+static void find_stuck(void)
+{
+	proc_pids_foreach(stuck_pid, NULL);
+}
+
+/* a probed call of that thread in progress now: the hang check has it */
+static bool thread_in_probed_call(uint32_t tid)
+{
+	for (size_t i = 0; i < S.nhangs; i++)
+		if (S.hangs[i].call.tid == tid)
+			return true;
+	return false;
+}
+
+/* Still in that call: blocked, its stack pointer below the frame, the
+ * return address still in its slot, and no probed call begun since. */
+static bool still_stuck(const struct stuck *c)
+{
+	uint64_t sp, v = 0;
+
+	if (ustack_blocked_sp(c->pid, c->tid, &sp) || sp > c->slot)
+		return false;
+	if (ustack_read(c->pid, c->slot, &v, sizeof(v)) != sizeof(v) || v != c->ret)
+		return false;
+	return !thread_in_probed_call(c->tid);
+}
+
+static void check_stuck(void)
+{
+	size_t keep = 0;
+
+	for (size_t i = 0; i < S.nstuck; i++)
+		if (still_stuck(&S.stuck[i]))
+			S.stuck[keep++] = S.stuck[i];
+	S.nstuck = keep;
+}
+
+/* found for --hang at least */
+static bool stuck_due(const struct stuck *c, uint64_t now)
+{
+	return now > c->found_ts && now - c->found_ts >= cfg.hang_ns;
 }
 
 /* ---- hangs: calls entered and not returned after --hang ---- */
@@ -1101,13 +1322,16 @@ static void json_group(const struct group *g, uint64_t now, uint64_t interval)
 }
 
 /* the keys of a call event (-e) and of a hang event */
+/* args: the call's arguments are known (false for a call found on a
+ * stack: null); found_by: for a hang, "probe" or "stack" */
 static void json_call(const char *event, const struct aiscope_ident *id, uint32_t op,
 		      uint64_t handle, uint64_t count, uint32_t dt, uint32_t redop, int root_or_peer,
 		      uint64_t stream, const struct ncl_comm *c, bool returned, int rc,
-		      uint64_t latency, int64_t waiting, uint64_t ts)
+		      uint64_t latency, int64_t waiting, uint64_t ts, bool args,
+		      const char *found_by)
 {
 	struct jw *w = &S.jw;
-	bool coll = is_collective(op);
+	bool coll = args && is_collective(op);
 	uint32_t d = dt < NCL_NUM_TYPES ? dt : NCL_DT_UNKNOWN;
 
 	jw_record_begin(w, "event", TOOL, ts);
@@ -1118,7 +1342,8 @@ static void json_call(const char *event, const struct aiscope_ident *id, uint32_
 	jw_kstr(w, "datatype", coll ? dtype_names[d] : NULL);
 	jw_ku64_or_null(w, "datatype_id", coll, dt);
 	jw_ku64_or_null(w, "bytes", coll, count * ncl_dtype_size(d));
-	jw_kstr(w, "redop", op != NCL_OP_ALLREDUCE && op != NCL_OP_REDUCE && op != NCL_OP_REDUCESCATTER ?
+	jw_kstr(w, "redop", !args || (op != NCL_OP_ALLREDUCE && op != NCL_OP_REDUCE &&
+				     op != NCL_OP_REDUCESCATTER) ?
 		NULL : redop < NCL_NUM_OPS ? redop_names[redop] : "dynamic");
 	jw_ki64_or_null(w, "root_or_peer", coll && root_or_peer >= 0, root_or_peer);
 	jw_key(w, "communicator_handle");
@@ -1137,6 +1362,8 @@ static void json_call(const char *event, const struct aiscope_ident *id, uint32_
 	jw_ki64_or_null(w, "rc", returned, rc);
 	jw_ku64_or_null(w, "latency_ns", returned, latency);
 	jw_ku64_or_null(w, "waiting_ns", waiting >= 0, waiting);
+	if (found_by)
+		jw_kstr(w, "found_by", found_by);
 	jw_record_end(w);
 }
 
@@ -1305,7 +1532,8 @@ static void table_hangs(void)
 	struct table t;
 	char buf[32];
 
-	printf("calls in NCCL for more than %.1f s:\n", cfg.hang_ns / 1e9);
+	printf("calls in NCCL for more than %.1f s (OP*: entered before nclstat started, found on the thread's stack; WAIT counts from then):\n",
+	       cfg.hang_ns / 1e9);
 	table_init(&t, stdout, cols_hang, ARRAY_SIZE(cols_hang), env.tty && !env.wide);
 	table_header(&t);
 	for (size_t i = 0; i < S.nhangs; i++) {
@@ -1326,9 +1554,40 @@ static void table_hangs(void)
 		table_fixed(&t, (now - c->ts) / 1e9, 1);
 		table_end_row(&t);
 	}
+	/* found on a stack: in since before nclstat started, arguments not known */
+	for (size_t i = 0; i < S.nstuck; i++) {
+		const struct stuck *c = &S.stuck[i];
+
+		if (!stuck_due(c, now))
+			continue;
+		ident_of(c->pid, c->tid, &id);
+		table_u64(&t, c->pid);
+		table_u64(&t, c->tid);
+		table_str(&t, id.comm);
+		snprintf(buf, sizeof(buf), "%s*", op_name(c->op));
+		table_str(&t, buf);
+		table_dashes(&t, 4);
+		table_fixed(&t, (now - c->found_ts) / 1e9, 1);
+		table_end_row(&t);
+	}
+}
+
+/* calls stuck past --hang, of either kind */
+static bool any_hang(void)
+{
+	uint64_t now = now_bpf_clock();
+
+	if (S.nhangs)
+		return true;
+	for (size_t i = 0; i < S.nstuck; i++)
+		if (stuck_due(&S.stuck[i], now))
+			return true;
+	return false;
 }
 
 /* hang events: once per call, when it crosses --hang */
+static void report_new_stuck(uint64_t now);
+
 static void report_new_hangs(void)
 {
 	uint64_t now = now_bpf_clock();
@@ -1353,7 +1612,35 @@ static void report_new_hangs(void)
 		ident_of(c->pid, c->tid, &id);
 		json_call("hang", &id, c->op, c->comm, c->count, c->datatype, c->redop,
 			  c->root_or_peer, c->stream, ce ? &ce->v : NULL, false, 0, 0, now - c->ts,
-			  aiscope_now_realtime());
+			  aiscope_now_realtime(), true, "probe");
+	}
+	report_new_stuck(now);
+}
+
+/* a call found on a stack, once it has been there --hang since found: a
+ * hang event with its op and thread (arguments and communicator not
+ * known), waiting_ns counting from when nclstat found it */
+static void report_new_stuck(uint64_t now)
+{
+	struct aiscope_ident id;
+
+	for (size_t i = 0; i < S.nstuck; i++) {
+		struct stuck *c = &S.stuck[i];
+
+		if (c->reported || !stuck_due(c, now))
+			continue;
+		c->reported = true;
+		S.hangs_seen++;
+		if (!env.json) {
+			if (cfg.events)
+				fprintf(stderr, "%s: pid %u tid %u in %s since before nclstat started, "
+					"%.1f s at least\n", TOOL, c->pid, c->tid, op_name(c->op),
+					(now - c->found_ts) / 1e9);
+			continue;
+		}
+		ident_of(c->pid, c->tid, &id);
+		json_call("hang", &id, c->op, 0, 0, 0, 0, -1, 0, NULL, false, 0, 0,
+			  now - c->found_ts, aiscope_now_realtime(), false, "stack");
 	}
 }
 
@@ -1379,7 +1666,7 @@ static void print_interval(uint64_t interval)
 		putchar('\n');
 	}
 	table_ops(interval, shown);
-	if (S.nhangs) {
+	if (any_hang()) {
 		putchar('\n');
 		table_hangs();
 	}
@@ -1448,6 +1735,7 @@ static int on_tick(void *ctx)
 	read_comms();
 	sort_array(S.comms, S.ncomms, sizeof(*S.comms), cmp_comms);
 	read_hangs();
+	check_stuck();
 	if (cfg.events) {
 		report_new_hangs();
 	} else {
@@ -1512,7 +1800,7 @@ static int on_event(void *ctx, void *data, size_t len)
 	if (env.json) {
 		json_call("call", &e->task, e->op, e->comm, e->count, e->datatype, e->redop,
 			  e->root_or_peer, e->stream, have ? &c : NULL, e->returned, e->rc,
-			  e->latency_ns, -1, rt);
+			  e->latency_ns, -1, rt, true, NULL);
 	} else {
 		table_init_time(&t, stdout, cols_event, ARRAY_SIZE(cols_event), env.timestamp,
 				env.tty && !env.wide);
@@ -1653,15 +1941,8 @@ static int list_map_cb(const struct proc_map *m, void *ctx)
 
 static int list_pid_cb(pid_t pid, void *ctx)
 {
-	if (env.npids) {
-		int i;
-
-		for (i = 0; i < env.npids; i++)
-			if ((pid_t)env.pids[i] == pid)
-				break;
-		if (i == env.npids)
-			return 0;
-	}
+	if (env.npids && !pid_in_list(pid))
+		return 0;
 	proc_maps_foreach(pid, list_map_cb, &pid);
 	return 0;
 }
@@ -1859,6 +2140,7 @@ int main(int argc, char **argv)
 	aiscope_bpf_load(&S.bpf, nclstat_bpf__load(S.skel));
 	aiscope_bpf_attach(&S.bpf);
 	setup_scanner();
+	find_stuck();
 
 	if (cfg.events && !env.json)
 		table_header_time(stdout, cols_event, ARRAY_SIZE(cols_event), env.timestamp);
@@ -1877,6 +2159,7 @@ int main(int argc, char **argv)
 	free(S.comms);
 	free(S.arr);
 	free(S.acc);
+	free(S.stuck);
 	free(S.hangs);
 	free(S.idents);
 	return code;
