@@ -223,11 +223,13 @@ static __always_inline void emit(const struct ncl_call *c, long rc, __u64 now, _
 
 static __always_inline void arrive(const struct ncl_comm *cm, const struct ncl_call *c)
 {
-	struct ncl_arrival_key k = { .id_hash = cm->id_hash, .seq = cm->seq, .rank = cm->rank };
-	struct ncl_arrival a = { .ts = c->ts, .pid = c->pid, .op = c->op };
+	struct ncl_arrival_key k = {
+		.id_hash = cm->id_hash, .seq = cm->seq, .pid = c->pid, .rank = cm->rank,
+	};
+	struct ncl_arrival a = { .ts = c->ts, .tid = c->tid, .op = c->op };
 
-	/* a communicator of unknown identity or rank cannot be paired */
-	if (!pair_arrivals || !cm->id_hash || cm->rank < 0)
+	/* a communicator of unknown identity cannot be paired */
+	if (!pair_arrivals || !cm->id_hash)
 		return;
 	if (bpf_map_update_elem(&arrivals, &k, &a, BPF_ANY))
 		aiscope_count_lost(AISCOPE_LOST_MAP);

@@ -135,20 +135,21 @@ struct ncl_comm {
 /*
  * Arrival of a local rank at a collective of a communicator: key (the
  * communicator's unique-id hash, its collective sequence number, the
- * rank), one entry per rank and sequence number, so that ranks never write
- * one entry. User space pairs the local ranks of each sequence number
- * (arrival skew, the rank that came last) and deletes them.
+ * rank's process and rank: -1 when not known, as after a split), one entry
+ * per rank and sequence number, so that ranks never write one entry. User
+ * space pairs the local ranks of each sequence number (arrival skew, the
+ * rank that came last) and deletes them.
  */
 struct ncl_arrival_key {
 	__u64 id_hash;
 	__u64 seq;
+	__u32 pid;
 	__s32 rank;
-	__u32 pad;
 };
 
 struct ncl_arrival {
 	__u64 ts;			/* entry, boot clock ns */
-	__u32 pid;
+	__u32 tid;
 	__u32 op;
 };
 

@@ -290,9 +290,9 @@ check_args() {
 	main=$(awk '$1 == "id_hash" {print $2}' "$BATS_TEST_TMPDIR/r.out")
 	# the others wait in collective 11 for rank 1 (rank 2 arrives 30 ms late)
 	wait_for "$out" '"waiting_ranks":\[1\]' 30
-	jq -e -s --arg h "$main" '[.[] | select(.row == "communicator" and .communicator_id == $h and
+	jq -e -s --arg h "$main" --argjson p1 "${RANK_PID[1]}" '[.[] | select(.row == "communicator" and .communicator_id == $h and
 		.waiting_ranks != null)] | last | .waiting_seq == 11 and .waiting_ranks == [1] and
-		.waiting_ns >= 1000000000 and .arrival_aligned' "$out"
+		.waiting_ns >= 1000000000 and .waiting_pids == [$p1] and .arrival_aligned' "$out"
 	kill -USR1 "${RANK_PID[1]}"
 	for r in 0 1 2 3; do wait_for "$BATS_TEST_TMPDIR/r.out" "^holding $r " 30; done
 	sleep 0.7
@@ -323,6 +323,11 @@ check_args() {
 	jq -e -s --arg h "$main" '[.[] | select(.row == "communicator" and .communicator_id == $h and
 		.arrival_seqs > 0 and .straggler_rank == 2 and .straggler_last_arrivals == .arrival_seqs)] |
 		length > 0 and all(.arrival_skew_p50_ns >= 25000000 and .arrival_skew_p50_ns < 40000000)' "$out"
+	# the split communicators (ranks not known to nclstat: paired by process):
+	# each of their 4 collectives once, in each of the two
+	jq -e -s '[.[] | select(.row == "communicator" and .created_by == "split")] |
+		group_by(.communicator_id) | length == 2 and
+		all(map(.arrival_seqs) | add == 4)' "$out"
 	jq -e -s '.[-1].type == "summary" and .[-1].arrivals_expired == 0 and .[-1].lost_events == 0' "$out"
 }
 

@@ -993,6 +993,8 @@ static int cmp_arrivals(const void *a, const void *b)
 		return x->k.id_hash < y->k.id_hash ? -1 : 1;
 	if (x->k.seq != y->k.seq)
 		return x->k.seq < y->k.seq ? -1 : 1;
+	if (x->k.pid != y->k.pid)
+		return x->k.pid < y->k.pid ? -1 : 1;
 	return x->k.rank < y->k.rank ? -1 : x->k.rank > y->k.rank;
 }
 
@@ -1007,11 +1009,12 @@ static bool group_of_hash(uint64_t id_hash, struct group *g)
 	return false;
 }
 
-/* the S.comms index of a rank in group g, or -1 */
-static ssize_t group_rank(const struct group *g, int rank)
+/* the S.comms index of an arrival's rank (process and rank) in group g,
+ * or -1 */
+static ssize_t comm_member(const struct group *g, const struct ncl_arrival_key *k)
 {
 	for (size_t i = g->first; i < g->first + g->n; i++)
-		if (S.comms[i].v.rank == rank)
+		if (S.comms[i].k.pid == k->pid && S.comms[i].v.rank == k->rank)
 			return i;
 	return -1;
 }
@@ -1054,7 +1057,7 @@ static bool pair_seq(const struct arrival *a, size_t n, const struct group *g, u
 	}
 	ga->seqs++;
 	hist_add_value(&ga->skew, a[last].v.ts - first_ts);
-	li = group_rank(g, a[last].k.rank);
+	li = comm_member(g, &a[last].k);
 	if (li >= 0) {
 		S.acc[li].last_arrivals++;
 		S.acc[li].lag_ns += a[last].v.ts - a[second].v.ts;
@@ -1069,7 +1072,7 @@ static void mark_missing(const struct arrival *a, size_t n, const struct group *
 		bool there = false;
 
 		for (size_t j = 0; j < n; j++)
-			there |= a[j].k.rank == S.comms[i].v.rank;
+			there |= comm_member(g, &a[j].k) == (ssize_t)i;
 		S.acc[i].missing = !there;
 	}
 }
@@ -1249,15 +1252,27 @@ static void json_arrivals(const struct group *g, uint64_t t)
 	jw_ku64_or_null(w, "straggler_lag_ns", st != NULL, st ? S.acc[st - S.comms].lag_ns : 0);
 	jw_ku64_or_null(w, "waiting_seq", waiting, ga->waiting_seq);
 	jw_ku64_or_null(w, "waiting_ns", waiting, t - ga->waiting_since);
-	jw_key(w, "waiting_ranks");
 	if (!waiting) {
-		jw_null(w);
+		jw_knull(w, "waiting_ranks");
+		jw_knull(w, "waiting_pids");
 		return;
 	}
+	jw_key(w, "waiting_ranks");
+	jw_arr_begin(w);
+	for (size_t i = g->first; i < g->first + g->n; i++) {
+		if (!S.acc[i].missing)
+			continue;
+		if (S.comms[i].v.rank >= 0)
+			jw_i64(w, S.comms[i].v.rank);
+		else
+			jw_null(w);
+	}
+	jw_arr_end(w);
+	jw_key(w, "waiting_pids");
 	jw_arr_begin(w);
 	for (size_t i = g->first; i < g->first + g->n; i++)
-		if (S.acc[i].missing && S.comms[i].v.rank >= 0)
-			jw_i64(w, S.comms[i].v.rank);
+		if (S.acc[i].missing)
+			jw_u64(w, S.comms[i].k.pid);
 	jw_arr_end(w);
 }
 
