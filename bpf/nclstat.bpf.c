@@ -451,6 +451,73 @@ int BPF_KPROBE(split_enter)
 	return enter(&c);
 }
 
+/*
+ * ncclCommShrink(comm, int *excludeRanksList, int excludeRanksCount,
+ * ncclComm_t *newcomm, config, flags): every remaining rank shrinks the
+ * same parent by the same list, so the new communicator's identity is the
+ * parent's with the list folded in; its ranks are the parent's less the
+ * excluded ones below them, its size the parent's less the list's.
+ */
+SEC("uprobe")
+int BPF_KPROBE(shrink_enter)
+{
+	struct ncl_call c = { .op = NCL_OP_SHRINK, .root_or_peer = -1, .nranks = -1, .rank = -1 };
+	struct ncl_comm *parent;
+	__u32 n, below = 0;
+	__u64 h, list;
+
+	AISCOPE_OWN_STACK(ctx);
+	if (!pass())
+		return 0;
+	c.comm = uarg_nth(ctx, 1);
+	n = uarg_nth(ctx, 3);
+	c.out = uarg_nth(ctx, 4);
+	c.count = n;
+	list = uarg_nth(ctx, 2);
+	parent = comm_of(bpf_get_current_pid_tgid() >> 32, c.comm);
+	if (!parent || !parent->id_hash || n > NCL_SHRINK_MAX)
+		return enter(&c);
+	h = parent->id_hash;
+	/* a read per rank: a rare call, and no variable-size read to bound */
+	for (__u32 i = 0; i < NCL_SHRINK_MAX; i++) {
+		__s32 r;
+
+		if (i >= n)
+			break;
+		if (bpf_probe_read_user(&r, sizeof(r), (void *)(list + 4 * i)))
+			return enter(&c);
+		h = (h ^ (__u32)r) * 0x100000001b3ULL;
+		below += parent->rank >= 0 && r < parent->rank;
+	}
+	c.id_hash = (h ^ 0x5348524bULL) * 0x100000001b3ULL;	/* "SHRK" */
+	if (parent->nranks > 0)
+		c.nranks = parent->nranks - n;
+	if (parent->rank >= 0)
+		c.rank = parent->rank - below;
+	return enter(&c);
+}
+
+/* ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, int myrank,
+ * int nId, ncclUniqueId *commIds, config): every rank passes the same ids;
+ * the first names the communicator as ncclCommInitRank's id does */
+SEC("uprobe")
+int BPF_KPROBE(init_scalable_enter)
+{
+	struct ncl_call c = { .op = NCL_OP_INIT_SCALABLE, .root_or_peer = -1 };
+	__u8 id[NCL_UNIQUE_ID_BYTES];
+
+	AISCOPE_OWN_STACK(ctx);
+	if (!pass())
+		return 0;
+	c.out = uarg_nth(ctx, 1);
+	c.nranks = uarg_nth(ctx, 2);
+	c.rank = uarg_nth(ctx, 3);
+	if (uarg_nth(ctx, 4) >= 1 &&
+	    !bpf_probe_read_user(id, sizeof(id), (void *)uarg_nth(ctx, 5)))
+		c.id_hash = id_hash(id);
+	return enter(&c);
+}
+
 static __always_inline int comm_end(struct pt_regs *ctx, __u32 op)
 {
 	struct ncl_call c = { .op = op, .root_or_peer = -1 };
@@ -527,8 +594,14 @@ static __always_inline __u64 settle_comm(struct ncl_call *c, long rc)
 	switch (c->op) {
 	case NCL_OP_INIT_RANK:
 	case NCL_OP_INIT_RANK_CONFIG:
+	case NCL_OP_INIT_SCALABLE:
+	case NCL_OP_SHRINK:
 		handle = read_user_u64(c->out);
-		n.how = c->op == NCL_OP_INIT_RANK ? NCL_HOW_INIT_RANK : NCL_HOW_INIT_RANK_CONFIG;
+		n.how = c->op == NCL_OP_INIT_RANK ? NCL_HOW_INIT_RANK :
+			c->op == NCL_OP_INIT_RANK_CONFIG ? NCL_HOW_INIT_RANK_CONFIG :
+			c->op == NCL_OP_SHRINK ? NCL_HOW_SHRINK : NCL_HOW_INIT_SCALABLE;
+		if (c->op == NCL_OP_SHRINK)
+			n.parent = c->comm;
 		n.id_hash = c->id_hash;
 		n.nranks = c->nranks;
 		n.rank = c->rank;

@@ -59,6 +59,8 @@ enum ncl_op {
 	NCL_OP_SPLIT,
 	NCL_OP_DESTROY,
 	NCL_OP_ABORT,
+	NCL_OP_SHRINK,
+	NCL_OP_INIT_SCALABLE,
 	NCL_OP_COUNT,
 	NCL_OP_USER_RANK,
 	NCL_OP_NR,
@@ -111,7 +113,13 @@ enum ncl_how {			/* how nclstat learnt of a communicator */
 	NCL_HOW_INIT_RANK_CONFIG,
 	NCL_HOW_INIT_ALL,
 	NCL_HOW_SPLIT,
+	NCL_HOW_SHRINK,
+	NCL_HOW_INIT_SCALABLE,
 };
+
+/* ncclCommShrink: the excluded ranks read; a longer list leaves the new
+ * communicator's identity, size and rank unknown */
+#define NCL_SHRINK_MAX	64
 
 struct ncl_comm {
 	__u64 id_hash;			/* 0: unknown */

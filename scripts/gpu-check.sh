@@ -82,6 +82,17 @@ run_under() {
 	wait "$pid"
 }
 
+# torch_under NAME SCRIPT: `gpulaunch -j` while PYTHON runs SCRIPT
+torch_under() {
+	local name=$1 pid
+	"$G" -j > "$out/$name.json" 2> "$out/$name.err" &
+	pid=$!
+	for _ in $(seq 100); do grep -q Tracing "$out/$name.err" && break; sleep 0.1; done
+	"$PYTHON" "$2" > "$out/$name.out" 2>&1
+	kill -INT "$pid"
+	wait "$pid"
+}
+
 # ---- 1. a CUDA program: launches, names, configuration, memory ----
 say "## kern_shared ($N launches of each kernel)"
 run_under agg -j --latency --mem
@@ -179,12 +190,7 @@ if "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else
 	torch.cuda.synchronize(); time.sleep(1.5)
 	print("done")
 	EOF
-	"$G" -j > "$out/torch-graph.json" 2> "$out/torch-graph.err" &
-	pid=$!
-	for _ in $(seq 100); do grep -q Tracing "$out/torch-graph.err" && break; sleep 0.1; done
-	"$PYTHON" "$out/cg.py" > "$out/torch-graph.out" 2>&1
-	kill -INT "$pid"
-	wait "$pid"
+	torch_under torch-graph "$out/cg.py"
 	say "PyTorch: a CUDA graph of relu(x @ w) captured, replayed 50 times:"
 	jq -r -s '[.[] | select(.type == "sample" and .row == "launch" and .graph != null)] | group_by(.kernel)[] |
 		"- \(map(.launches) | add) x \(.[0].kernel) (graph launches \(map(.graph_launches) | add))"' \
@@ -207,12 +213,7 @@ if "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else
 	torch.cuda.synchronize(); time.sleep(1.5)
 	print("done")
 	EOF
-	"$G" -j > "$out/torch.json" 2> "$out/torch.err" &
-	pid=$!
-	for _ in $(seq 100); do grep -q Tracing "$out/torch.err" && break; sleep 0.1; done
-	"$PYTHON" "$out/mm.py" > "$out/torch.out" 2>&1
-	kill -INT "$pid"
-	wait "$pid"
+	torch_under torch "$out/mm.py"
 	say "100 matmuls of 1024x1024 (torch $("$PYTHON" -c 'import torch; print(torch.__version__)')):"
 	jq -r -s '[.[] | select(.type == "sample" and .row == "launch")] | group_by(.kernel + .api)[] |
 		"- \(map(.launches) | add) x \(.[0].kernel) via \(.[0].api) (\(.[0].layer))"' "$out/torch.json" |

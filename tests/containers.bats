@@ -578,7 +578,7 @@ ss-server 1000 123456 $id null runc" ]
 	runc run -d --bundle "$b" "$id" < /dev/null > "$BATS_TEST_TMPDIR/r.out" 2>&1
 	TEST_RUNC+=("$id")
 	wait_for "$BATS_TEST_TMPDIR/r.out" '^ready' 10
-	wait_for "$BATS_TEST_TMPDIR/s.err" 'probing 19 NCCL functions in .*ncclstatic$' 20
+	wait_for "$BATS_TEST_TMPDIR/s.err" 'probing 21 NCCL functions in .*ncclstatic$' 20
 	# the truth's pids are the container's own: each of its processes'
 	# host pid from its NSpid line (host pid first, the container's last)
 	for p in $(cat "/sys/fs/cgroup/memory/$id/cgroup.procs"); do

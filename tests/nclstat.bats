@@ -42,6 +42,18 @@ start_ranks() {
 	done
 }
 
+# finish_ranks: the held ranks go on (one interval for the tool to see them
+# held first), end, and the tool stops; its lines checked against the schemas
+finish_ranks() {
+	local r
+	for r in 0 1 2 3; do wait_for "$BATS_TEST_TMPDIR/r.out" "^holding $r " 30; done
+	sleep 0.7
+	kill -USR1 "${RANK_PID[@]}"
+	wait_for "$BATS_TEST_TMPDIR/r.out" '^all done, 0 failed' 30
+	stop_tool "$TOOL_PID"
+	all_json "$BATS_TEST_TMPDIR/s.out"
+}
+
 # ---- contract ----
 
 @test "nclstat --help lists the shared options and ends with examples" {
@@ -76,7 +88,8 @@ start_ranks() {
 	[[ "${lines[0]}" == HOOK*MECHANISM*TARGET*STATUS ]]
 	echo "$output" | grep -E "^sched_process_exit +(tp_btf|raw_tp|tracepoint) .*chosen"
 	for f in ncclAllReduce ncclReduce ncclCommInitRank ncclCommInitRankConfig ncclGroupEnd \
-		ncclSend ncclRecv ncclCommSplit ncclCommDestroy ncclCommUserRank; do
+		ncclSend ncclRecv ncclCommSplit ncclCommDestroy ncclCommUserRank ncclCommShrink \
+		ncclCommInitRankScalable; do
 		echo "$output" | grep -E "^$f +uprobe +.*libnccl\.so\.2\+0x[0-9a-f]+ +chosen"
 	done
 	# the double exports ncclX as a weak alias of pncclX: one address
@@ -86,7 +99,7 @@ start_ranks() {
 	[ "$status" -eq 0 ]
 	echo "$output" > "$BATS_TEST_TMPDIR/plan"
 	all_json "$BATS_TEST_TMPDIR/plan"
-	[ "$(jq -s '[.[] | select(.mechanism == "uprobe" and .status == "chosen")] | length' "$BATS_TEST_TMPDIR/plan")" -eq 19 ]
+	[ "$(jq -s '[.[] | select(.mechanism == "uprobe" and .status == "chosen")] | length' "$BATS_TEST_TMPDIR/plan")" -eq 21 ]
 	jq -e -s 'all(.[]; .type == "probe" and .tool == "nclstat" and has("hook") and
 		has("mechanism") and has("target") and has("reason") and has("symbol"))' "$BATS_TEST_TMPDIR/plan"
 }
@@ -105,7 +118,7 @@ check_args() {
 	stop_tool "$TOOL_PID"
 	all_json "$BATS_TEST_TMPDIR/e.out"
 	calls=$(grep -c '^call ' "$BATS_TEST_TMPDIR/args.out")
-	[ "$calls" -eq 11 ]
+	[ "$calls" -eq 12 ]
 	awk '$1 == "call" {
 		o = "{"; for (i = 2; i <= NF; i++) { n = index($i, "="); k = substr($i, 1, n - 1); v = substr($i, n + 1)
 			if (k == "comm") k = "communicator_handle"
@@ -145,7 +158,9 @@ check_args() {
 	check_args "$REAL_NCCL" "$(dirname "$REAL_NCCL")"
 	# NULL communicator: ncclInvalidArgument; init without a GPU fails too
 	jq -e -s '[.[] | select(.type == "event" and .event == "call")] |
-		all(.[] | select(.nccl_op != "init_rank"); .rc == 4) and any(.[]; .nccl_op == "init_rank" and .rc != 0)' \
+		all(.[] | select(.nccl_op | startswith("init_rank") | not); .rc == 4) and
+		any(.[]; .nccl_op == "init_rank" and .rc != 0) and
+		any(.[]; .nccl_op == "init_rank_scalable" and .rc != 0)' \
 		"$BATS_TEST_TMPDIR/e.out"
 }
 
@@ -294,12 +309,7 @@ check_args() {
 		.waiting_ranks != null)] | last | .waiting_seq == 11 and .waiting_ranks == [1] and
 		.waiting_ns >= 1000000000 and .waiting_pids == [$p1] and .arrival_aligned' "$out"
 	kill -USR1 "${RANK_PID[1]}"
-	for r in 0 1 2 3; do wait_for "$BATS_TEST_TMPDIR/r.out" "^holding $r " 30; done
-	sleep 0.7
-	kill -USR1 "${RANK_PID[@]}"
-	wait_for "$BATS_TEST_TMPDIR/r.out" '^all done, 0 failed' 30
-	stop_tool "$TOOL_PID"
-	all_json "$out"
+	finish_ranks
 	jq -c --arg h "$main" 'select(.row == "communicator" and .communicator_id == $h) |
 		{arrival_seqs, arrival_skew_p50_ns, arrival_skew_max_ns, straggler_rank,
 		 straggler_last_arrivals, waiting_seq, waiting_ranks}' "$out"
@@ -355,15 +365,36 @@ check_args() {
 		.waiting_ns >= 1000000000)' "$out"
 	# released, the call returns; rank 2's later calls go through the probes
 	kill -USR2 "${RANK_PID[2]}"
-	wait_for "$BATS_TEST_TMPDIR/r.out" '^holding 2 ' 30
-	sleep 0.7
-	kill -USR1 "${RANK_PID[@]}"
-	wait_for "$BATS_TEST_TMPDIR/r.out" '^all done, 0 failed' 30
-	stop_tool "$TOOL_PID"
-	all_json "$out"
+	finish_ranks
 	jq -e -s --argjson p "${RANK_PID[2]}" '.[-1].type == "summary" and .[-1].hangs == 1 and
 		([.[] | select(.row == "op" and .pid == $p and .nccl_op == "reducescatter") | .calls] |
 		 add) == 2' "$out"
+}
+
+@test "nclstat: communicators of ncclCommInitRankScalable and ncclCommShrink named, with their ranks and size" {
+	need_root
+	local out=$BATS_TEST_TMPDIR/s.out main shr
+	start_tool s nclstat -j -i 300ms --lib "$DOUBLE"
+	# the main communicator made with ncclCommInitRankScalable; then ranks
+	# 0-2 shrink it without rank 3 and make one AllReduce on the new one
+	start_ranks r -r 4 -i 1 -S -k -b
+	finish_ranks
+	main=$(awk '$1 == "id_hash" {print $2}' "$BATS_TEST_TMPDIR/r.out")
+	shr=$(awk '$1 == "shrink_hash" {print $2}' "$BATS_TEST_TMPDIR/r.out")
+	jq -e -s --arg h "$main" '[.[] | select(.row == "communicator" and .communicator_id == $h)] |
+		length > 0 and all(.created_by == "init_rank_scalable" and .nranks == 4 and
+		.local_ranks == 4 and ([.ranks[].rank] | sort) == [0, 1, 2, 3])' "$out"
+	# the shrunk one: 3 ranks numbered 0-2, each rank's AllReduce of 32 bytes
+	jq -e -s --arg h "$shr" --argjson p0 "${RANK_PID[0]}" --argjson p1 "${RANK_PID[1]}" \
+		--argjson p2 "${RANK_PID[2]}" '
+		[.[] | select(.row == "communicator" and .communicator_id == $h)] |
+		length > 0 and all(.created_by == "shrink" and .nranks == 3 and .local_ranks == 3 and
+		([.ranks[] | {rank, pid}] | sort_by(.rank)) ==
+			[{"rank":0,"pid":$p0},{"rank":1,"pid":$p1},{"rank":2,"pid":$p2}])' "$out"
+	jq -e -s --arg h "$shr" '[.[] | select(.row == "op" and .communicator_id == $h and
+		.nccl_op == "allreduce")] | (map(.calls) | add) == 3 and (map(.bytes) | add) == 96' "$out"
+	jq -e -s '[.[] | select(.row == "op" and .nccl_op == "shrink")] | (map(.calls) | add) == 3 and
+		all(.errors == 0)' "$out"
 }
 
 @test "nclstat: a rank killed inside a call leaves no hang and no communicator behind" {
@@ -421,7 +452,7 @@ check_args() {
 	start_tool s nclstat -j -i 60s
 	start_ranks r -r 4 -i 2 -w
 	# this library: other checkouts' tests may run ranks of their own
-	wait_for "$BATS_TEST_TMPDIR/s.err" "probing 19 NCCL functions in $(realpath "$DOUBLE")\$" 20
+	wait_for "$BATS_TEST_TMPDIR/s.err" "probing 21 NCCL functions in $(realpath "$DOUBLE")\$" 20
 	kill -USR1 "${RANK_PID[@]}"
 	wait_for "$BATS_TEST_TMPDIR/r.out" '^all done, 0 failed' 30
 	stop_tool "$TOOL_PID"
@@ -458,7 +489,7 @@ check_args() {
 	start_tool s nclstat -j -i 60s
 	start_bg r "$HELPERS/ncclstatic" run -r 4 -i 3 -w
 	wait_for "$BATS_TEST_TMPDIR/r.out" '^ready'
-	wait_for "$BATS_TEST_TMPDIR/s.err" "probing 19 NCCL functions in $(realpath "$HELPERS/ncclstatic")\$" 20
+	wait_for "$BATS_TEST_TMPDIR/s.err" "probing 21 NCCL functions in $(realpath "$HELPERS/ncclstatic")\$" 20
 	for r in $(awk '$1 == "rank" {print $4}' "$BATS_TEST_TMPDIR/r.out"); do
 		kill -USR1 "$r"
 	done
@@ -530,7 +561,7 @@ check_args() {
 	[[ "$output" == *"chosen: uprobe_multi link"* ]]
 	ms=$(wall_ms "$BIN/nclstat" -d 1s --lib "$DOUBLE")
 	echo "-d 1s: exec to exit $ms ms"
-	grep -q 'probing 19 NCCL functions' "$BATS_TEST_TMPDIR/wall.err"
+	grep -q 'probing 21 NCCL functions' "$BATS_TEST_TMPDIR/wall.err"
 	[ "$ms" -le 1300 ]
 	start_tool s nclstat --lib "$DOUBLE"
 	[ "$(link_fds "$TOOL_PID" "u(ret)?probe_multi")" -gt 0 ]

@@ -170,9 +170,14 @@ static const struct usym {
 	{ "ncclCommSplit", "split_enter", "comm_return" },
 	{ "ncclCommDestroy", "destroy_enter", "comm_return" },
 	{ "ncclCommAbort", "abort_enter", "comm_return" },
+	{ "ncclCommShrink", "shrink_enter", "comm_return" },
+	{ "ncclCommInitRankScalable", "init_scalable_enter", "comm_return" },
 	{ "ncclCommCount", "count_enter", "query_return" },
 	{ "ncclCommUserRank", "user_rank_enter", "query_return" },
 };
+
+/* usyms[i] is the call of enum ncl_op i (the stack walk names a call by it) */
+_Static_assert(ARRAY_SIZE(usyms) == NCL_OP_NR, "one probed symbol per op, in its order");
 
 /* ---- names ---- */
 
@@ -184,6 +189,7 @@ static const char *const op_names[NCL_OP_NR] = {
 	[NCL_OP_GROUP_END] = "groupend", [NCL_OP_INIT_RANK] = "init_rank",
 	[NCL_OP_INIT_RANK_CONFIG] = "init_rank_config", [NCL_OP_INIT_ALL] = "init_all",
 	[NCL_OP_SPLIT] = "split", [NCL_OP_DESTROY] = "destroy", [NCL_OP_ABORT] = "abort",
+	[NCL_OP_SHRINK] = "shrink", [NCL_OP_INIT_SCALABLE] = "init_rank_scalable",
 	[NCL_OP_COUNT] = "count", [NCL_OP_USER_RANK] = "user_rank",
 };
 
@@ -215,7 +221,10 @@ static const char *result_name(int rc)
 
 static const char *how_name(uint32_t how)
 {
-	static const char *const n[] = { "seen", "init_rank", "init_rank_config", "init_all", "split" };
+	static const char *const n[] = {
+		"seen", "init_rank", "init_rank_config", "init_all", "split", "shrink",
+		"init_rank_scalable",
+	};
 
 	return how < ARRAY_SIZE(n) ? n[how] : "unknown";
 }
@@ -1780,7 +1789,8 @@ static bool event_comm(const struct ncl_event *e, struct ncl_comm *out)
 	struct ncl_comm_key k = { .pid = e->task.pid };
 	uint64_t handle = e->new_comm ? e->new_comm : e->comm;
 
-	if (e->op == NCL_OP_INIT_RANK || e->op == NCL_OP_INIT_RANK_CONFIG) {
+	if (e->op == NCL_OP_INIT_RANK || e->op == NCL_OP_INIT_RANK_CONFIG ||
+	    e->op == NCL_OP_INIT_SCALABLE || (e->op == NCL_OP_SHRINK && !e->new_comm)) {
 		/* a failed init registers nothing: the call's own figures */
 		memset(out, 0, sizeof(*out));
 		out->id_hash = e->id_hash;
