@@ -1566,10 +1566,10 @@ static __always_inline void joined_add(__u32 pid, __u64 origin, __u64 stream)
 	/* not atomic (5.10 has no fetching add): two threads of one process
 	 * joining streams to one capture at the same instant may keep one */
 	n = j->n;
-	if (n >= GL_JOINED_MAX) {
-		aiscope_count_lost(AISCOPE_LOST_MAP);
+	/* more: user space takes them out at the capture's end, from their
+	 * join events */
+	if (n >= GL_JOINED_MAX)
 		return;
-	}
 	j->stream[n & (GL_JOINED_MAX - 1)] = stream;
 	j->n = n + 1;
 }
@@ -1613,6 +1613,11 @@ int BPF_KPROBE(graph_join)
 	if (!o || bpf_map_lookup_elem(&captures, &s))
 		return 0;
 	origin = *o;
+	/* an event recorded in a capture that has ended since joins nothing */
+	if (!capture_of(origin)) {
+		bpf_map_delete_elem(&cap_events, &ev);
+		return 0;
+	}
 	if (bpf_map_update_elem(&captures, &s, &origin, BPF_NOEXIST)) {
 		aiscope_count_lost(AISCOPE_LOST_MAP);
 		return 0;

@@ -426,6 +426,11 @@ graph_truth() {
 			.launches == ([$t[] | select(.kernel) | .launches] | add) and
 			.graph_launches == $t[-1].graph_launches and .graph_launches_unknown == 0 and
 			.graph_launches_partial == 0 and .graph_nodes_dropped == 0' "$(out "$name")"
+		# with return probes, a graph's kernel rows carry its launch calls' latency
+		if [ "$mode" = --latency ]; then
+			jq -e -s '[.[] | select(.row == "launch" and .graph != null)] | length > 0 and
+				all(.latency_p50_ns > 0 and .returns == .launches)' "$(out "$name")"
+		fi
 	done
 	unset AISCOPE_TEST_ADDR_MAP
 	# the address map was in use there (registration calls made before the

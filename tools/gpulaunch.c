@@ -428,6 +428,7 @@ struct row {
 	uint64_t graph;		/* a kernel of this graph exec's launches; 0: launched itself */
 	uint64_t graph_launches;	/* that graph's launches */
 	bool expanded;		/* a graph launch's row, replaced by its kernels' */
+	bool lat_copy;		/* its latency is the graph launch's, counted by a sibling */
 };
 
 struct mem_prev {
@@ -1048,10 +1049,43 @@ static void unjoin(uint32_t pid, uint64_t stream, void *ctx)
 	capture_forget(pid, stream, false, ctx);
 }
 
+/* the events recorded on a capture's streams, once it ended (origin) or
+ * its process is gone (origin 0): BPF's table would keep them */
+struct ev_sweep {
+	uint32_t pid;
+	uint64_t origin;
+	struct gl_cap_key *keys;
+	size_t n, cap;
+};
+
+static void ev_sweep_visit(const void *key, const void *value, void *ctx)
+{
+	const struct gl_cap_key *k = key;
+	struct ev_sweep *w = ctx;
+
+	if (w->origin ? k->pid != w->pid || *(const uint64_t *)value != w->origin :
+			pid_alive(k->pid))
+		return;
+	w->keys = aiscope_grow(w->keys, &w->cap, w->n, sizeof(*w->keys));
+	w->keys[w->n++] = *k;
+}
+
+static void cap_events_sweep(uint32_t pid, uint64_t origin)
+{
+	int fd = bpf_map__fd(S.skel->maps.cap_events);
+	struct ev_sweep w = { .pid = pid, .origin = origin };
+
+	map_walk(fd, sizeof(struct gl_cap_key), sizeof(uint64_t), ev_sweep_visit, &w);
+	for (size_t i = 0; i < w.n; i++)
+		bpf_map_delete_elem(fd, &w.keys[i]);
+	free(w.keys);
+}
+
 static void rescan(void)
 {
 	names_prune();
 	cg_prune(S.graphs, pid_alive, capture_forget, NULL);
+	cap_events_sweep(0, 0);
 	uprobe_scan_all(&S.scanner, env.pids, env.npids);
 }
 
@@ -1243,7 +1277,8 @@ static void metrics_launch(const struct row *r)
 	prom_counter_add(P.launches, vals, r->st.launches);
 	if (P.errors)
 		prom_counter_add(P.errors, vals, r->st.errors);
-	if (P.latency && r->has_lat && r->h.total)
+	/* a graph's launch calls once, not once per kernel of it */
+	if (P.latency && r->has_lat && r->h.total && !r->lat_copy)
 		prom_hist_add(P.latency, vals, &r->h);
 }
 
@@ -1425,8 +1460,9 @@ static void take_stats(const void *key, const void *value, void *ctx)
 }
 
 /* a kernel of graph row g's instance: g's launches (returns, errors) times
- * the kernel's count in it, with the node's configuration */
-static void graph_row(size_t gi, const struct cg_node *n)
+ * the kernel's count in it, with the node's configuration, and the graph
+ * launch calls' latency (the first kernel's row carries it for the metrics) */
+static void graph_row(size_t gi, const struct cg_node *n, bool first)
 {
 	struct row *r = new_row(), *g = &S.rows[gi];
 
@@ -1443,6 +1479,10 @@ static void graph_row(size_t gi, const struct cg_node *n)
 	r->ci = g->ci;
 	r->graph = g->key.func;
 	r->graph_launches = g->st.launches;
+	r->lat = g->lat;
+	r->has_lat = g->has_lat;
+	r->h = g->h;
+	r->lat_copy = !first;
 	row_name(r, n->api);
 }
 
@@ -1474,7 +1514,7 @@ static void expand_graphs(void)
 			S.graph_launches_partial += S.rows[i].st.launches;
 		S.rows[i].expanded = true;
 		for (size_t j = 0; j < nn; j++)
-			graph_row(i, &v[j]);
+			graph_row(i, &v[j], j == 0);
 	}
 	for (size_t i = 0; i < S.nrows; i++) {
 		if (S.rows[i].expanded) {
@@ -2023,6 +2063,7 @@ static void on_graph(const struct gl_graph_ev *ev)
 		break;
 	case GL_G_END:
 		cg_end(S.graphs, ev->pid, ev->aux, ev->graph, unjoin, (void *)&ev->aux);
+		cap_events_sweep(ev->pid, ev->aux);
 		break;
 	case GL_G_INST:
 		cg_instantiate(S.graphs, ev->pid, ev->graph, ev->aux);

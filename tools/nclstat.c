@@ -425,7 +425,7 @@ static bool pid_in_list(pid_t pid)
 /* ---- calls in NCCL before nclstat started: found on the threads' stacks ---- */
 
 #define STACK_SCAN_BYTES (256U << 10)
-#define STACK_MAPS 512
+#define STACK_MAPS 8192
 
 /* The code a blocked thread's return addresses can point into: a probed
  * NCCL library, the libraries NCCL calls down into (C runtime, CUDA), or
@@ -434,7 +434,7 @@ enum xkind { X_APP, X_BELOW, X_NCCL };
 
 struct xmaps {
 	int n;
-	bool nccl;
+	bool nccl, full;
 	struct {
 		uint64_t start, end, pgoff;
 		enum xkind kind;
@@ -475,8 +475,13 @@ static int xmap_visit(const struct proc_map *m, void *ctx)
 	struct xmaps *w = ctx;
 	const struct uprobe_lib *l;
 
-	if (!m->exec || w->n == STACK_MAPS)
+	if (!m->exec)
 		return 0;
+	/* a return address in a mapping not listed would be read as no code */
+	if (w->n == STACK_MAPS) {
+		w->full = true;
+		return 1;
+	}
 	l = probed_lib(m);
 	w->m[w->n].start = m->start;
 	w->m[w->n].end = m->end;
@@ -556,8 +561,12 @@ static int stuck_pid(pid_t pid, void *ctx)
 	if ((env.npids && !pid_in_list(pid)) || pid == getpid())
 		return 0;
 	w.n = 0;
-	w.nccl = false;
-	if (proc_maps_foreach(pid, xmap_visit, &w) || !w.nccl)
+	w.nccl = w.full = false;
+	proc_maps_foreach(pid, xmap_visit, &w);
+	if (w.full)
+		fprintf(stderr, "%s: pid %d: more than %d code mappings: its threads' stacks not "
+			"read for calls begun before nclstat started\n", TOOL, pid, STACK_MAPS);
+	if (w.full || !w.nccl)
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/task", pid);
 	dir = opendir(path);
@@ -1043,12 +1052,15 @@ static bool pair_seq(const struct arrival *a, size_t n, const struct group *g, u
 	uint64_t first_ts = a[0].v.ts;
 	ssize_t li;
 
-	if (n < g->n || g->n < 2) {
+	/* a lone local rank has nothing to be paired with: no skew here */
+	if (g->n < 2)
+		return true;
+	if (n < g->n) {
 		if (now > first_ts && now - first_ts > ARRIVAL_EXPIRE_NS) {
 			S.arrivals_expired += n;
 			return true;
 		}
-		if (g->n >= 2 && (!ga->waiting_seq || a[0].k.seq < ga->waiting_seq)) {
+		if (!ga->waiting_seq || a[0].k.seq < ga->waiting_seq) {
 			ga->waiting_seq = a[0].k.seq;
 			ga->waiting_since = first_ts;
 		}
