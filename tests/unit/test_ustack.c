@@ -58,7 +58,9 @@ static void test_blocked_child(void)
 	}
 	CHECK_EQ(rc, 0);
 	n = ustack_read(p, sp, words, sizeof(words));
-	CHECK(n >= 4096);
+	/* to the top of the stack mapping: a few frames and the environment, at
+	 * times under a page */
+	CHECK(n >= 256);
 	for (ssize_t i = 0; i < n / 8; i++)
 		if (words[i] > lo && words[i] < lo + 256 && ustack_is_return(p, words[i]))
 			found++;
