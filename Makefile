@@ -146,6 +146,7 @@ NCCL_DIR := $(O)/tests/nccl
 NCCL_INC ?= $(if $(CROSS_COMPILE),,$(patsubst %/nccl.h,%,$(firstword \
 	$(wildcard /usr/local/cuda/include/nccl.h /usr/local/cuda-*/include/nccl.h))))
 NCCL_BINS := $(NCCL_DIR)/libnccl.so.2 $(NCCL_DIR)/ncclrank \
+	$(O)/tests/nccl-opaque/libnccl.so.2 \
 	$(if $(NCCL_INC),$(NCCL_DIR)/nccl_abi_check.o)
 
 ifeq ($(V),1)
@@ -407,12 +408,19 @@ else
 	$(Q)$(CC) $(PLAIN_CFLAGS) $< -o $@ -libverbs
 endif
 
-$(NCCL_DIR)/libnccl.so.2: tests/fixtures/libnccl.c | $(NCCL_DIR)
+$(NCCL_DIR)/libnccl.so.2: tests/fixtures/libnccl.c tests/fixtures/nccl_hash.h | $(NCCL_DIR)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(PLAIN_CFLAGS) -fPIC -shared -Wl,-soname,libnccl.so.2 \
 		$(if $(NCCL_INC),-DNCCL_REAL_HEADER -I$(NCCL_INC)) $< -o $@
 
-$(NCCL_DIR)/ncclrank: tests/fixtures/ncclrank.c $(NCCL_DIR)/libnccl.so.2
+# the double whose communicators nclstat cannot read (no layout)
+$(O)/tests/nccl-opaque/libnccl.so.2: tests/fixtures/libnccl.c tests/fixtures/nccl_hash.h
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(PLAIN_CFLAGS) -fPIC -shared -Wl,-soname,libnccl.so.2 -DFAKE_NCCL_OPAQUE \
+		$(if $(NCCL_INC),-DNCCL_REAL_HEADER -I$(NCCL_INC)) $< -o $@
+
+$(NCCL_DIR)/ncclrank: tests/fixtures/ncclrank.c tests/fixtures/nccl_hash.h $(NCCL_DIR)/libnccl.so.2
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(PLAIN_CFLAGS) $< -o $@ -L$(NCCL_DIR) -l:libnccl.so.2
 

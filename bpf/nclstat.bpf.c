@@ -20,6 +20,9 @@ const volatile bool stream_events;	/* -e */
 const volatile bool entry_only;		/* --no-return: collectives settle at entry */
 const volatile bool pair_arrivals;	/* intervals (not -e): arrivals paired by user space */
 __u32 epoch;				/* flipped by user space every interval */
+/* where a communicator keeps commHash, then rank and nRanks: decoded by user
+ * space from the probed library's code (lib/ncclcomm.h); 0: not known */
+__s64 comm_hash_off;
 
 AISCOPE_MAP(calls, BPF_MAP_TYPE_HASH, __u64, struct ncl_call, 16384);
 
@@ -67,11 +70,45 @@ static __always_inline bool pass(void)
 
 /* ---- the registry ---- */
 
+/* The communicator's own identity, NCCL's commHash among it, where its
+ * layout is known: the same id in every rank on every host, whenever the
+ * communicator was made. False when the handle is not an initialised
+ * communicator of that layout (its magic, its ranks). */
+static __always_inline bool comm_read(__u64 handle, struct ncl_comm *c)
+{
+	struct {
+		__u64 hash;
+		__s32 rank, nranks;
+	} f;
+	__s64 off = comm_hash_off;
+	__u64 magic;
+
+	if (off <= 0 || !handle)
+		return false;
+	if (bpf_probe_read_user(&magic, sizeof(magic), (void *)handle) || magic != NCL_COMM_MAGIC)
+		return false;
+	if (bpf_probe_read_user(&f, sizeof(f), (void *)(handle + off)))
+		return false;
+	if (!f.hash || f.nranks <= 0 || f.nranks > (1 << 24) || f.rank < 0 || f.rank >= f.nranks)
+		return false;
+	c->id_hash = f.hash;
+	c->rank = f.rank;
+	c->nranks = f.nranks;
+	c->ident = NCL_IDENT_MEMORY;
+	return true;
+}
+
+/* A communicator first met in a call (made before nclstat started) is
+ * read until it reads (once its layout is known); after that, one test
+ * per call. */
 static __always_inline struct ncl_comm *comm_of(__u32 pid, __u64 handle)
 {
 	struct ncl_comm_key k = { .handle = handle, .pid = pid };
+	struct ncl_comm *c = aiscope_lookup_or_init(&comms, &k, &comm_unknown);
 
-	return aiscope_lookup_or_init(&comms, &k, &comm_unknown);
+	if (c && c->ident != NCL_IDENT_MEMORY && comm_hash_off)
+		comm_read(handle, c);
+	return c;
 }
 
 static __always_inline void comm_register(__u32 pid, __u64 handle, const struct ncl_comm *c)
@@ -193,8 +230,11 @@ static __always_inline void account(const struct ncl_call *c, long rc, __u64 lat
 }
 
 /* -e: the call as it returns (or, with --no-return, as it enters) */
+/* made: the identity of the communicator the call made, as registered
+ * (the event carries it: its handle may be another's by the time user
+ * space reads the event) */
 static __always_inline void emit(const struct ncl_call *c, long rc, __u64 now, __u64 new_comm,
-				 bool returned)
+				 const struct ncl_comm *made, bool returned)
 {
 	struct ncl_event *e = aiscope_reserve(sizeof(*e));
 
@@ -214,6 +254,13 @@ static __always_inline void emit(const struct ncl_call *c, long rc, __u64 now, _
 	e->root_or_peer = c->root_or_peer;
 	e->nranks = c->nranks;
 	e->rank = c->rank;
+	e->ident = c->id_hash ? NCL_IDENT_ARGS : NCL_IDENT_NONE;
+	if (made && new_comm) {
+		e->id_hash = made->id_hash;
+		e->nranks = made->nranks;
+		e->rank = made->rank;
+		e->ident = made->ident;
+	}
 	e->rc = rc;
 	e->returned = returned;
 	aiscope_submit(e);
@@ -226,7 +273,7 @@ static __always_inline void arrive(const struct ncl_comm *cm, const struct ncl_c
 	struct ncl_arrival_key k = {
 		.id_hash = cm->id_hash, .seq = cm->seq, .pid = c->pid, .rank = cm->rank,
 	};
-	struct ncl_arrival a = { .ts = c->ts, .tid = c->tid, .op = c->op };
+	struct ncl_arrival a = { .ts = c->ts, .count = c->count, .tid = c->tid, .op = c->op };
 
 	/* a communicator of unknown identity cannot be paired */
 	if (!pair_arrivals || !cm->id_hash)
@@ -264,7 +311,7 @@ static __always_inline int enter(struct ncl_call *c)
 	 * rc, latency or hang detection (one probe hit per call, not two) */
 	if (entry_only && ncl_op_class(c->op) <= NCL_CLASS_GROUP) {
 		if (stream_events)
-			emit(c, 0, c->ts, 0, false);
+			emit(c, 0, c->ts, 0, NULL, false);
 		else
 			account(c, -1, 0);
 		return 0;
@@ -582,7 +629,7 @@ static __always_inline __s32 read_user_s32(__u64 addr)
 }
 
 /* init and split: the new communicator enters the registry */
-static __always_inline __u64 settle_comm(struct ncl_call *c, long rc)
+static __always_inline __u64 settle_comm(struct ncl_call *c, long rc, struct ncl_comm *made)
 {
 	struct ncl_comm n = { .nranks = -1, .rank = -1, .color = -1 };
 	struct ncl_comm *parent;
@@ -605,7 +652,10 @@ static __always_inline __u64 settle_comm(struct ncl_call *c, long rc)
 		n.id_hash = c->id_hash;
 		n.nranks = c->nranks;
 		n.rank = c->rank;
+		n.ident = n.id_hash ? NCL_IDENT_ARGS : NCL_IDENT_NONE;
+		comm_read(handle, &n);
 		comm_register(c->pid, handle, &n);
+		*made = n;
 		return handle;
 	case NCL_OP_SPLIT:
 		handle = read_user_u64(c->out);
@@ -614,21 +664,33 @@ static __always_inline __u64 settle_comm(struct ncl_call *c, long rc)
 		n.color = c->rank;
 		parent = comm_of(c->pid, c->comm);
 		/* every member splits the same parent with the same color */
-		if (parent && parent->id_hash)
+		if (parent && parent->id_hash) {
 			n.id_hash = (parent->id_hash ^ (__u32)c->rank) * 0x100000001b3ULL;
+			n.ident = NCL_IDENT_ARGS;
+		}
+		comm_read(handle, &n);
 		comm_register(c->pid, handle, &n);
+		*made = n;
 		return handle;
 	case NCL_OP_INIT_ALL:
 		n.how = NCL_HOW_INIT_ALL;
 		n.nranks = c->nranks;
 		handle = read_user_u64(c->out);
 		/* one process holds every rank: the first handle names the clique */
-		n.id_hash = (handle ^ c->pid) * 0x100000001b3ULL;
 		for (int i = 0; i < NCL_MAX_INIT_ALL; i++) {
+			__u64 h;
+
 			if (i >= c->nranks)
 				break;
+			h = read_user_u64(c->out + 8 * i);
+			n.id_hash = (handle ^ c->pid) * 0x100000001b3ULL;
+			n.nranks = c->nranks;
 			n.rank = i;
-			comm_register(c->pid, read_user_u64(c->out + 8 * i), &n);
+			n.ident = NCL_IDENT_ARGS;
+			comm_read(h, &n);
+			comm_register(c->pid, h, &n);
+			if (i == 0)
+				*made = n;
 		}
 		return handle;
 	}
@@ -646,6 +708,8 @@ static __always_inline void settle_query(struct ncl_call *c, long rc)
 	cm = comm_of(c->pid, c->comm);
 	if (!cm || v < 0)
 		return;
+	if (cm->ident == NCL_IDENT_NONE)
+		cm->ident = NCL_IDENT_QUERY;
 	if (c->op == NCL_OP_COUNT)
 		cm->nranks = v;
 	else
@@ -657,6 +721,7 @@ static __always_inline int leave(struct pt_regs *ctx, __u32 class)
 	__u64 key = (bpf_get_current_pid_tgid() & 0xffffffffULL) << 8 | class;
 	struct ncl_call *c = bpf_map_lookup_elem(&calls, &key);
 	long rc = (int)PT_REGS_RC(ctx);
+	struct ncl_comm made = {};
 	__u64 now, new_comm = 0;
 
 	AISCOPE_OWN_STACK(ctx);
@@ -664,13 +729,13 @@ static __always_inline int leave(struct pt_regs *ctx, __u32 class)
 		return 0;
 	now = aiscope_now();
 	if (class == NCL_CLASS_COMM)
-		new_comm = settle_comm(c, rc);
+		new_comm = settle_comm(c, rc, &made);
 	else if (class == NCL_CLASS_QUERY)
 		settle_query(c, rc);
 	if (class != NCL_CLASS_QUERY && !stream_events)
 		account(c, rc, now - c->ts);
 	if (stream_events && class != NCL_CLASS_QUERY)
-		emit(c, rc, now, new_comm, true);
+		emit(c, rc, now, new_comm, &made, true);
 	bpf_map_delete_elem(&calls, &key);
 	return 0;
 }

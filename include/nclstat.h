@@ -121,6 +121,19 @@ enum ncl_how {			/* how nclstat learnt of a communicator */
  * communicator's identity, size and rank unknown */
 #define NCL_SHRINK_MAX	64
 
+/* Where a communicator's identity came from: the arguments of the call that
+ * made it (id_hash is nclstat's FNV-1a of the unique id), ncclCommCount and
+ * ncclCommUserRank returns only (no id), or the communicator itself in the
+ * process's memory (id_hash is NCCL's commHash; lib/ncclcomm.h) */
+enum ncl_ident {
+	NCL_IDENT_NONE,
+	NCL_IDENT_ARGS,
+	NCL_IDENT_QUERY,
+	NCL_IDENT_MEMORY,
+};
+
+#define NCL_COMM_MAGIC	0x0280028002800280ULL
+
 struct ncl_comm {
 	__u64 id_hash;			/* 0: unknown */
 	__u64 parent;			/* split: the parent handle */
@@ -137,7 +150,7 @@ struct ncl_comm {
 	__u32 last_datatype;
 	__u32 tid;			/* thread of the last collective */
 	__u32 aborted;
-	__u32 pad;
+	__u32 ident;			/* enum ncl_ident: where id_hash, rank, nranks came from */
 };
 
 /*
@@ -157,6 +170,7 @@ struct ncl_arrival_key {
 
 struct ncl_arrival {
 	__u64 ts;			/* entry, boot clock ns */
+	__u64 count;			/* op and count: what aligns ranks met mid-job */
 	__u32 tid;
 	__u32 op;
 };
@@ -216,6 +230,8 @@ struct ncl_event {
 	__s32 rank;
 	__s32 rc;
 	__u32 returned;			/* 0: --no-return, rc and latency unknown */
+	__u32 ident;			/* of id_hash, nranks, rank: enum ncl_ident */
+	__u32 pad;
 };
 
 #endif

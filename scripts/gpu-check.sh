@@ -24,7 +24,10 @@
 #    directly with the program's truth; with PyTorch, a CUDA graph replayed;
 # 5. if PyTorch with CUDA is importable, a matmul loop under `gpulaunch -j`:
 #    which exports fire (runtime, driver, cuLaunchKernelEx ...), how many
-#    launches, which kernel names;
+#    launches, which kernel names; and a torch.distributed NCCL job (one rank
+#    per GPU, two at most) that nclstat joins after it started: every
+#    communicator named from its memory, with the commId NCCL's own log
+#    prints, and all its ranks;
 # 6. writes what it found to OUTDIR/report.md (and the raw JSON next to it),
 #    for docs/gpulaunch.md. Exit 0 when every comparison held, 1 otherwise,
 #    77 when there is no GPU (nvidia-smi finds none).
@@ -221,6 +224,51 @@ if "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else
 	check "PyTorch: at least 100 launches seen" jq -e -s '[.[] | select(.type == "sample") | .launches] | add >= 100' "$out/torch.json"
 else
 	say "not importable with CUDA here: skipped."
+fi
+
+say ""
+
+# ---- 5. nclstat on a running PyTorch job, if there ----
+say "## nclstat started in the middle of a PyTorch NCCL job"
+ngpu=$(grep -c '^GPU ' "$out/gpus.txt")
+ws=$((ngpu < 2 ? ngpu : 2))
+if "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() and torch.distributed.is_nccl_available() else 1)' 2>/dev/null; then
+	cat > "$out/ddp.py" <<-'EOF'
+	import os, sys, time, torch, torch.distributed as dist, torch.multiprocessing as mp
+	def rank_main(rank, ws):
+	    torch.cuda.set_device(rank)
+	    dist.init_process_group("nccl", init_method="tcp://127.0.0.1:29533", rank=rank, world_size=ws)
+	    x = torch.ones(1 << 20, device="cuda")
+	    dist.all_reduce(x)
+	    torch.cuda.synchronize()
+	    print(f"ready {rank} {os.getpid()}", flush=True)
+	    end = time.time() + 8
+	    while time.time() < end:
+	        dist.all_reduce(x); torch.cuda.synchronize(); time.sleep(0.01)
+	    dist.barrier(); dist.destroy_process_group()
+	if __name__ == "__main__":
+	    mp.spawn(rank_main, args=(int(sys.argv[1]),), nprocs=int(sys.argv[1]))
+	EOF
+	NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT "$PYTHON" "$out/ddp.py" "$ws" > "$out/ddp.out" 2>&1 &
+	job=$!
+	for _ in $(seq 300); do [ "$(grep -c '^ready ' "$out/ddp.out")" -ge "$ws" ] && break; sleep 0.1; done
+	"$top/build/nclstat" -j -i 1s -d 3s > "$out/ncl.json" 2> "$out/ncl.err"
+	wait "$job"
+	# NCCL's own log names each communicator: "... commId 0x<commHash> - Init START"
+	sed -n 's/.*commId 0x\([0-9a-f]*\) - Init START.*/\1/p' "$out/ddp.out" | sort -u > "$out/ncl.commids"
+	say "$ws rank(s); NCCL logged commIds: $(tr '\n' ' ' < "$out/ncl.commids")"
+	grep -h 'communicators read at\|communicators not read' "$out/ncl.err" | tee -a "$report"
+	check "nclstat read the communicators' layout from the library" grep -q 'communicators read at' "$out/ncl.err"
+	check "every communicator row of the job named from memory, its id one NCCL logged, all $ws ranks" \
+		jq -e -s --rawfile ids "$out/ncl.commids" '
+		[.[] | select(.type == "sample" and .row == "communicator")] as $c |
+		($ids | split("\n") | map(select(. != ""))) as $ids |
+		($c | length) > 0 and all($c[]; all(.ranks[]; .identity == "memory") and
+			(.communicator_id | ltrimstr("0x")) as $h |
+			($ids | any(. == $h)) and .nranks == '"$ws"' and
+			([.ranks[].rank] | sort) == [range(0; '"$ws"')])' "$out/ncl.json"
+else
+	say "PyTorch with NCCL not importable here: skipped."
 fi
 
 say ""

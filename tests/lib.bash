@@ -811,12 +811,16 @@ fake_v2_cg() {
 		"$psi" "$psi" > "$d/memory.pressure"
 }
 
-# ncl_truth_json DRVOUT: ncclrank's truth lines as JSON objects, each with
-# the communicator_id the tool must report for it
+# ncl_truth_json DRVOUT [arguments]: ncclrank's truth lines as JSON objects,
+# each with the communicator_id the tool must report for it: NCCL's commHash
+# read from the communicator, or with "arguments" (a library nclstat cannot
+# read) its own hash of the unique id
 ncl_truth_json() {
-	awk '
-	$1 == "id_hash" { main = $2 }
-	$1 == "split_hash" { sh[$2] = $3 }
+	awk -v from="${2:-memory}" '
+	from == "memory" && $1 == "comm_hash" { main = $2 }
+	from == "memory" && $1 == "split_comm_hash" { sh[$2] = $3 }
+	from == "arguments" && $1 == "id_hash" { main = $2 }
+	from == "arguments" && $1 == "split_hash" { sh[$2] = $3 }
 	$1 == "truth" {
 		for (i = 2; i <= NF; i++) { n = index($i, "="); v[substr($i, 1, n - 1)] = substr($i, n + 1) }
 		h = v["comm"] == "main" ? main : sh[v["rank"] % 2]
@@ -825,11 +829,11 @@ ncl_truth_json() {
 	}' "$1"
 }
 
-# ncl_check_truth DRVOUT TOOLOUT: for every (rank, communicator, op) the
-# driver did, the tool's calls and bytes summed over its intervals are
-# exactly the driver's
+# ncl_check_truth DRVOUT TOOLOUT [arguments]: for every (rank, communicator,
+# op) the driver did, the tool's calls and bytes summed over its intervals
+# are exactly the driver's
 ncl_check_truth() {
-	ncl_truth_json "$1" > "$BATS_TEST_TMPDIR/truth.json"
+	ncl_truth_json "$1" "${3:-memory}" > "$BATS_TEST_TMPDIR/truth.json"
 	[ "$(wc -l < "$BATS_TEST_TMPDIR/truth.json")" -eq 32 ]
 	jq -n -e --slurpfile t "$BATS_TEST_TMPDIR/truth.json" --slurpfile o "$2" '
 		[$o[] | select(.type == "sample" and .row == "op")] as $rows |

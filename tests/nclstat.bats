@@ -10,6 +10,8 @@ load lib
 
 NCCL_DIR=$AISCOPE_BUILD/tests/nccl
 DOUBLE=$NCCL_DIR/libnccl.so.2
+# the double whose communicators nclstat cannot read (FAKE_NCCL_OPAQUE)
+OPAQUE_DIR=$AISCOPE_BUILD/tests/nccl-opaque
 RANKS=$NCCL_DIR/ncclrank
 
 teardown() {
@@ -28,12 +30,12 @@ real_nccl() {
 	skip "no real libnccl.so.2 on this machine"
 }
 
-# start_ranks NAME ARGS...: ncclrank run ARGS against the double; waits
-# for "ready"; sets RANKS_PID and RANK_PID[r]
+# start_ranks NAME ARGS...: ncclrank run ARGS against the double (the one
+# in $NCCL_LIBDIR if set); waits for "ready"; sets RANKS_PID and RANK_PID[r]
 start_ranks() {
 	local name=$1 r
 	shift
-	start_bg "$name" env LD_LIBRARY_PATH="$NCCL_DIR" "$RANKS" run "$@"
+	start_bg "$name" env LD_LIBRARY_PATH="${NCCL_LIBDIR:-$NCCL_DIR}" "$RANKS" run "$@"
 	RANKS_PID=$BG_PID
 	wait_for "$BATS_TEST_TMPDIR/$name.out" '^ready'
 	RANK_PID=()
@@ -119,15 +121,19 @@ check_args() {
 	all_json "$BATS_TEST_TMPDIR/e.out"
 	calls=$(grep -c '^call ' "$BATS_TEST_TMPDIR/args.out")
 	[ "$calls" -eq 12 ]
+	# an init that made a communicator is named by NCCL's commHash read from
+	# it; one that failed by nclstat's hash of the id in its arguments
 	awk '$1 == "call" {
+		ok = $0 ~ / rc=0( |$)/
 		o = "{"; for (i = 2; i <= NF; i++) { n = index($i, "="); k = substr($i, 1, n - 1); v = substr($i, n + 1)
 			if (k == "comm") k = "communicator_handle"
 			if (k == "op") k = "nccl_op"
 			if (k == "datatype") k = "datatype_id"
-			if (k == "id_hash") k = "communicator_id"
+			if ((k == "id_hash" && ok) || (k == "comm_hash" && !ok)) continue
+			if (k == "id_hash" || k == "comm_hash") k = "communicator_id"
 			if (k == "root_or_peer" && v == -1) v = "null"
 			if (v ~ /^0x/ || k == "nccl_op" || (k == "redop" && v != "null")) v = "\"" v "\""
-			o = o (i > 2 ? "," : "") "\"" k "\":" v }
+			o = o (o == "{" ? "" : ",") "\"" k "\":" v }
 		print o "}" }' "$BATS_TEST_TMPDIR/args.out" > "$BATS_TEST_TMPDIR/want.json"
 	jq -n -e --slurpfile w "$BATS_TEST_TMPDIR/want.json" --slurpfile o "$BATS_TEST_TMPDIR/e.out" '
 		def redop: {"0":"sum","1":"prod","2":"max","3":"min","4":"avg"}[. // "x" | tostring];
@@ -186,7 +192,7 @@ check_args() {
 	stop_tool "$TOOL_PID"
 	all_json "$out"
 	ncl_check_truth "$BATS_TEST_TMPDIR/r.out" "$out"
-	main=$(awk '$1 == "id_hash" {print $2}' "$BATS_TEST_TMPDIR/r.out")
+	main=$(awk '$1 == "comm_hash" {print $2}' "$BATS_TEST_TMPDIR/r.out")
 	# AllReduce: 1024 and 3000 float32 alternating: sizes 4096, 12000, 4096, 12000
 	jq -e -s --arg h "$main" '[.[] | select(.row == "op" and .nccl_op == "allreduce" and .communicator_id == $h)] |
 		length == 4 and all(.calls == 4 and .bytes == 32192 and .size_mean_bytes == 8048 and
@@ -217,6 +223,11 @@ check_args() {
 	jq -e -s --arg h "$main" '[.[] | select(.row == "communicator" and .communicator_id == $h)] |
 		length == 1 and .[0].local_ranks == 4 and .[0].nranks == 4 and .[0].seq_min == 20 and
 		.[0].skew_ops == 0 and .[0].lagging_rank == null and .[0].created_by == "init_rank"' "$out"
+	# every rank's identity read from its communicator, the library's version named
+	jq -e -s '[.[] | select(.row == "communicator")] | length == 3 and
+		all(.nccl_version == "2.28.9+double" and all(.ranks[]; .identity == "memory"))' "$out"
+	grep -q 'communicators read at 0x3050 (commHash, rank, nRanks) as NCCL 2.28.9+double keeps them' \
+		"$BATS_TEST_TMPDIR/s.err"
 	jq -e -s '.[-1].type == "summary" and .[-1].calls == 160 and .[-1].bytes == 264960 and
 		.[-1].errors == 0 and .[-1].hangs == 0 and .[-1].lost_events == 0' "$out"
 }
@@ -236,7 +247,7 @@ check_args() {
 	wait_for "$BATS_TEST_TMPDIR/r.out" '^lagging 1 ' 30
 	# the interval that reports the hang sees every rank where it stopped
 	wait_for "$out" '"event":"hang"' 30
-	main=$(awk '$1 == "id_hash" {print $2}' "$BATS_TEST_TMPDIR/r.out")
+	main=$(awk '$1 == "comm_hash" {print $2}' "$BATS_TEST_TMPDIR/r.out")
 	jq -e -s --arg h "$main" --argjson lag "${RANK_PID[1]}" '
 		[.[] | select(.row == "communicator" and .communicator_id == $h and .hung_calls == 1)] | last |
 		.local_ranks == 4 and .seq_max == 20 and .seq_min == 5 and .skew_ops == 15 and
@@ -302,7 +313,7 @@ check_args() {
 	# after the others; rank 1 stops before iteration 2 (after 10)
 	FAKE_NCCL_SYNC=1 start_ranks r -r 4 -i 4 -d 2:30000 -l 1:2 -b
 	wait_for "$BATS_TEST_TMPDIR/r.out" '^lagging 1 ' 30
-	main=$(awk '$1 == "id_hash" {print $2}' "$BATS_TEST_TMPDIR/r.out")
+	main=$(awk '$1 == "comm_hash" {print $2}' "$BATS_TEST_TMPDIR/r.out")
 	# the others wait in collective 11 for rank 1 (rank 2 arrives 30 ms late)
 	wait_for "$out" '"waiting_ranks":\[1\]' 30
 	jq -e -s --arg h "$main" --argjson p1 "${RANK_PID[1]}" '[.[] | select(.row == "communicator" and .communicator_id == $h and
@@ -343,26 +354,34 @@ check_args() {
 
 @test "nclstat started after a rank is stuck inside NCCL: the call found on its stack, a hang after --hang, gone once it returns" {
 	need_root
-	local out=$BATS_TEST_TMPDIR/s.out r
+	local out=$BATS_TEST_TMPDIR/s.out r main
 	# rank 2 blocks in its 10th call (ReduceScatter); the others finish and
 	# hold outside NCCL, their stacks with old NCCL return addresses on them
 	FAKE_NCCL_HANG=2:10 start_ranks r -r 4 -i 4 -b
 	for r in 0 1 3; do wait_for "$BATS_TEST_TMPDIR/r.out" "^holding $r " 30; done
 	sleep 0.3
-	# the table marks it: entered before nclstat started
+	# the table marks it: entered before nclstat started; its communicator
+	# found on the stack, read: NCCL's commHash and the rank
+	main=$(awk '$1 == "comm_hash" {print $2}' "$BATS_TEST_TMPDIR/r.out")
 	run timeout 10 "$BIN/nclstat" -i 500ms --hang 1s -d 1.7s --lib "$DOUBLE"
 	echo "$output"
-	echo "$output" | grep -E "^ +${RANK_PID[2]} +${RANK_PID[2]} ncclrank +reducescatter\* +- -"
+	echo "$output" | grep -E "^ +${RANK_PID[2]} +${RANK_PID[2]} ncclrank +reducescatter\* +- +- +$(printf %016x "$main") +2 "
 	# and no other thread: the holding ranks are not inside NCCL
 	[ -z "$(echo "$output" | grep -E '^ +[0-9]+ +[0-9]+ .*[a-z]\* ' |
 		grep -vE "^ +${RANK_PID[2]} +${RANK_PID[2]} ncclrank +reducescatter\* ")" ]
 	start_tool s nclstat -j -i 300ms --hang 1s --lib "$DOUBLE"
 	wait_for "$out" '"event":"hang"' 30
 	sleep 0.7
-	jq -e -s --argjson p "${RANK_PID[2]}" '[.[] | select(.type == "event" and .event == "hang")] |
+	jq -e -s --argjson p "${RANK_PID[2]}" --arg h "$main" '[.[] | select(.type == "event" and .event == "hang")] |
 		length == 1 and (.[0] | .pid == $p and .tid == $p and .nccl_op == "reducescatter" and
-		.found_by == "stack" and .count == null and .communicator_id == null and .rank == null and
+		.found_by == "stack" and .count == null and .communicator_id == $h and .rank == 2 and
+		.nranks == 4 and .identity == "memory" and .communicator_handle != null and
 		.waiting_ns >= 1000000000)' "$out"
+	# its communicator is named with rank 2 in it, and the hang counted there
+	jq -e -s --argjson p "${RANK_PID[2]}" --arg h "$main" '[.[] | select(.row == "communicator" and
+		.communicator_id == $h)] | length > 0 and all(.nranks == 4 and .created_by == "seen" and
+		.nccl_version == "2.28.9+double" and any(.ranks[]; .rank == 2 and .pid == $p and
+		.identity == "memory"))' "$out"
 	# released, the call returns; rank 2's later calls go through the probes
 	kill -USR2 "${RANK_PID[2]}"
 	finish_ranks
@@ -371,19 +390,59 @@ check_args() {
 		 add) == 2' "$out"
 }
 
-@test "nclstat: communicators of ncclCommInitRankScalable and ncclCommShrink named, with their ranks and size" {
+@test "nclstat started in the middle of a job: its communicators named from their memory, the straggler and the rank a collective waits for" {
 	need_root
-	local out=$BATS_TEST_TMPDIR/s.out main shr
-	start_tool s nclstat -j -i 300ms --lib "$DOUBLE"
+	local out=$BATS_TEST_TMPDIR/s.out main
+	# blocking collectives; rank 2 enters each of the main communicator's
+	# 30 ms after the others; rank 1 stops before iteration 16
+	FAKE_NCCL_SYNC=1 start_ranks r -r 4 -i 30 -d 2:30000 -l 1:16 -b
+	main=$(awk '$1 == "comm_hash" {print $2}' "$BATS_TEST_TMPDIR/r.out")
+	# nclstat starts some iterations in: no call that made a communicator seen
+	sleep 0.8
+	start_tool s nclstat -j -i 300ms --hang 1s --lib "$DOUBLE"
+	wait_for "$BATS_TEST_TMPDIR/r.out" '^lagging 1 ' 30
+	wait_for "$out" '"waiting_ranks":\[1\]' 30
+	jq -e -s --arg h "$main" '[.[] | select(.row == "communicator" and .communicator_id == $h)] |
+		length > 0 and all(.created_by == "seen" and .nranks == 4 and .local_ranks == 4 and
+		.nccl_version == "2.28.9+double" and ([.ranks[].rank] | sort) == [0, 1, 2, 3] and
+		all(.ranks[]; .identity == "memory"))' "$out"
+	# every collective paired is rank 2's, 20-60 ms behind the rank before it
+	jq -e -s --arg h "$main" --argjson p2 "${RANK_PID[2]}" '[.[] | select(.row == "communicator" and
+		.communicator_id == $h and .arrival_seqs > 0)] | length > 0 and
+		all(.straggler_rank == 2 and .straggler_pid == $p2 and
+		.straggler_last_arrivals == .arrival_seqs and
+		.straggler_lag_ns >= 20000000 * .arrival_seqs and .straggler_lag_ns <= 60000000 * .arrival_seqs)' "$out" ||
+		{ jq -c --arg h "$main" 'select(.row == "communicator" and .communicator_id == $h) |
+			{seq, arrival_seqs, straggler_rank, straggler_lag_ns, waiting_ranks,
+			 ranks: [.ranks[] | {rank, op_seq, last_arrivals, lag_ns}]}' "$out"; false; }
+	jq -e -s --arg h "$main" --argjson p1 "${RANK_PID[1]}" '[.[] | select(.row == "communicator" and
+		.communicator_id == $h and .waiting_ranks != null)] | last |
+		.waiting_ranks == [1] and .waiting_pids == [$p1] and .waiting_ns >= 1000000000' "$out"
+	kill -USR1 "${RANK_PID[1]}"
+	finish_ranks
+}
+
+# scalable_shrink FROM: the communicators of -S -k named as FROM says
+# ("memory": NCCL's commHash read from them; "arguments": nclstat's hash of
+# the unique id and of the excluded ranks, from the calls' arguments)
+scalable_shrink() {
+	local out=$BATS_TEST_TMPDIR/s.out main shr from=$1
+	start_tool s nclstat -j -i 300ms --lib "${NCCL_LIBDIR:-$NCCL_DIR}/libnccl.so.2"
 	# the main communicator made with ncclCommInitRankScalable; then ranks
 	# 0-2 shrink it without rank 3 and make one AllReduce on the new one
 	start_ranks r -r 4 -i 1 -S -k -b
 	finish_ranks
-	main=$(awk '$1 == "id_hash" {print $2}' "$BATS_TEST_TMPDIR/r.out")
-	shr=$(awk '$1 == "shrink_hash" {print $2}' "$BATS_TEST_TMPDIR/r.out")
-	jq -e -s --arg h "$main" '[.[] | select(.row == "communicator" and .communicator_id == $h)] |
+	if [ "$from" = memory ]; then
+		main=$(awk '$1 == "comm_hash" {print $2}' "$BATS_TEST_TMPDIR/r.out")
+		shr=$(awk '$1 == "shrink_comm_hash" {print $2}' "$BATS_TEST_TMPDIR/r.out")
+	else
+		main=$(awk '$1 == "id_hash" {print $2}' "$BATS_TEST_TMPDIR/r.out")
+		shr=$(awk '$1 == "shrink_hash" {print $2}' "$BATS_TEST_TMPDIR/r.out")
+	fi
+	jq -e -s --arg h "$main" --arg f "$from" '[.[] | select(.row == "communicator" and .communicator_id == $h)] |
 		length > 0 and all(.created_by == "init_rank_scalable" and .nranks == 4 and
-		.local_ranks == 4 and ([.ranks[].rank] | sort) == [0, 1, 2, 3])' "$out"
+		.local_ranks == 4 and ([.ranks[].rank] | sort) == [0, 1, 2, 3] and
+		all(.ranks[]; .identity == $f))' "$out"
 	# the shrunk one: 3 ranks numbered 0-2, each rank's AllReduce of 32 bytes
 	jq -e -s --arg h "$shr" --argjson p0 "${RANK_PID[0]}" --argjson p1 "${RANK_PID[1]}" \
 		--argjson p2 "${RANK_PID[2]}" '
@@ -395,6 +454,27 @@ check_args() {
 		.nccl_op == "allreduce")] | (map(.calls) | add) == 3 and (map(.bytes) | add) == 96' "$out"
 	jq -e -s '[.[] | select(.row == "op" and .nccl_op == "shrink")] | (map(.calls) | add) == 3 and
 		all(.errors == 0)' "$out"
+}
+
+@test "nclstat: communicators of ncclCommInitRankScalable and ncclCommShrink named, with their ranks and size" {
+	need_root
+	scalable_shrink memory
+}
+
+@test "nclstat: a library whose communicators it cannot read: their identity from the calls that made them" {
+	need_root
+	local out=$BATS_TEST_TMPDIR/s.out
+	NCCL_LIBDIR=$OPAQUE_DIR scalable_shrink arguments
+	grep -q "communicators not read (no known accessor code)" "$BATS_TEST_TMPDIR/s.err"
+	jq -e -s 'all(.[] | select(.row == "communicator"); .nccl_version == null)' "$out"
+	# the statistics of every rank and op, joined by the unique id's hash
+	out=$BATS_TEST_TMPDIR/s2.out
+	start_tool s2 nclstat -j -i 60s --lib "$OPAQUE_DIR/libnccl.so.2"
+	NCCL_LIBDIR=$OPAQUE_DIR start_ranks r2 -r 4 -i 4
+	wait_for "$BATS_TEST_TMPDIR/r2.out" '^all done, 0 failed' 30
+	stop_tool "$TOOL_PID"
+	all_json "$out"
+	ncl_check_truth "$BATS_TEST_TMPDIR/r2.out" "$out" arguments
 }
 
 @test "nclstat: a rank killed inside a call leaves no hang and no communicator behind" {
@@ -546,7 +626,7 @@ check_args() {
 	stop_tool "$TOOL_PID"
 	grep -E '^# [0-9T:.-]+Z interval=' "$BATS_TEST_TMPDIR/s.out"
 	grep -E '^COMM_HASH +NRANKS +LOCAL +SEQ_MIN +SEQ_MAX +SKEW +LAG_RANK' "$BATS_TEST_TMPDIR/s.out"
-	grep -E "^$(awk '$1 == "id_hash" {h = substr($2, 3); while (length(h) < 16) h = "0" h; print h}' \
+	grep -E "^$(awk '$1 == "comm_hash" {h = substr($2, 3); while (length(h) < 16) h = "0" h; print h}' \
 		"$BATS_TEST_TMPDIR/r.out") +4 +4 +10 +10 +0 " "$BATS_TEST_TMPDIR/s.out"
 	grep -E 'PID +COMM +CONTAINER +COMM_HASH +RANK +OP +CALLS/s .*BUSBW_EST\(MiB/s\)' "$BATS_TEST_TMPDIR/s.out"
 	grep -E '^# summary: 88 calls, 132480 bytes issued, 0 errors, 0 hangs' "$BATS_TEST_TMPDIR/s.out"

@@ -35,6 +35,7 @@
 #include "ustack.h"
 #include "util.h"
 #include "nclstat.h"
+#include "ncclcomm.h"
 #include "nclstat.skel.h"
 
 #define TOOL "nclstat"
@@ -229,6 +230,16 @@ static const char *how_name(uint32_t how)
 	return how < ARRAY_SIZE(n) ? n[how] : "unknown";
 }
 
+static const char *ident_name(const struct ncl_comm *c)
+{
+	static const char *const n[] = {
+		[NCL_IDENT_ARGS] = "arguments", [NCL_IDENT_QUERY] = "queries",
+		[NCL_IDENT_MEMORY] = "memory",
+	};
+
+	return c && c->ident < ARRAY_SIZE(n) ? n[c->ident] : NULL;
+}
+
 static bool is_collective(uint32_t op)
 {
 	return op < NCL_OP_COLL_NR;
@@ -265,13 +276,24 @@ struct stuck {
 	uint32_t op;			/* enum ncl_op */
 	uint64_t slot, ret;		/* its return address and where on the stack */
 	uint64_t found_ts;		/* boot clock, when found */
+	uint64_t comm;			/* its communicator found on the stack, 0: none */
+	struct ncl_comm cv;		/* and its identity read from it */
 	bool reported, gone;
+};
+
+/* How far a rank's collective count of a communicator first met in a call
+ * is behind the group's (decided once per communicator: align_group) */
+struct rank_off {
+	uint64_t id_hash, handle, off;
+	uint64_t first;			/* its first arrival then, aligned: 0 if none */
+	uint32_t pid;
 };
 
 /* an arrival read from BPF's table */
 struct arrival {
 	struct ncl_arrival_key k;
 	struct ncl_arrival v;
+	uint64_t seq;			/* k.seq aligned with the other ranks' */
 };
 
 /* What the arrivals of an interval say, per communicator entry of S.comms
@@ -312,7 +334,13 @@ static struct {
 	uint64_t arrivals_expired;	/* never paired: a rank gone, or 60 s old */
 	struct stuck *stuck;		/* calls in NCCL before nclstat started */
 	size_t nstuck, scap;
+	struct ncl_comm_key *behind;	/* in a collective of it then: one uncounted */
+	size_t nbehind, bcap;
+	struct rank_off *offs;		/* sequence offsets of communicators met mid-job */
+	size_t noffs, ocap;
 	int libs;			/* libraries probed */
+	struct ncclcomm_layout layout;	/* of the communicators, where known */
+	bool layout_set, layout_conflict;
 	/* the whole run */
 	uint64_t calls, bytes, errors, hangs_seen, events;
 } S;
@@ -365,11 +393,35 @@ static void comm_visit(const void *key, const void *value, void *ctx)
 	memcpy(&S.comms[S.ncomms++].v, value, sizeof(S.comms[0].v));
 }
 
+static const struct rank_off *rank_off_of(uint32_t pid, uint64_t handle)
+{
+	for (size_t i = 0; i < S.noffs; i++)
+		if (S.offs[i].pid == pid && S.offs[i].handle == handle)
+			return &S.offs[i];
+	return NULL;
+}
+
+/* 1 when the rank was inside a collective of the communicator as nclstat
+ * started (that call was never counted; see seq_base) */
+static uint64_t behind_at_start(uint32_t pid, uint64_t handle)
+{
+	for (size_t j = 0; j < S.nbehind; j++)
+		if (S.behind[j].pid == pid && S.behind[j].handle == handle)
+			return 1;
+	return 0;
+}
+
+/* the registry; a rank's collectives count those it was behind at start */
 static void read_comms(void)
 {
 	S.ncomms = 0;
 	map_walk(bpf_map__fd(S.skel->maps.comms), sizeof(struct ncl_comm_key),
 		 sizeof(S.comms[0].v), comm_visit, NULL);
+	for (size_t i = 0; i < S.ncomms; i++) {
+		const struct rank_off *o = rank_off_of(S.comms[i].k.pid, S.comms[i].k.handle);
+
+		S.comms[i].v.seq += o ? o->off : behind_at_start(S.comms[i].k.pid, S.comms[i].k.handle);
+	}
 }
 
 static const struct comm_ent *comm_find(uint32_t pid, uint64_t handle)
@@ -526,6 +578,39 @@ static int api_at(const struct xmaps *w, int i, uint64_t addr)
  * a thread blocked in its own code (or below it) with an old NCCL return
  * address left in a frame is not inside NCCL.
  */
+/*
+ * The communicator of a call found on a stack: its registers are gone, but
+ * the frames below the API function's (NCCL's own, deep) keep the comm
+ * pointer in the callee-saved registers they push. Words from the API
+ * frame down are tried, nearest first (a pointer of an earlier call lies
+ * deeper, if at all); one reads as a live communicator of the layout or it
+ * is not taken. It enters the registry, so the communicator it belongs to
+ * has this rank.
+ */
+static void stack_comm(uint32_t pid, const uint64_t *words, ssize_t top, const struct xmaps *w,
+		       struct stuck *out)
+{
+	struct ncclcomm_ident id;
+
+	if (!S.layout_set || S.layout_conflict)
+		return;
+	for (ssize_t j = top - 1; j >= 0; j--) {
+		uint64_t v = words[j];
+		struct ncl_comm_key k = { .handle = v, .pid = pid };
+
+		if (v < 0x10000 || (v & 7) || xmap_of(w, v) >= 0 ||
+		    ncclcomm_read(pid, v, &S.layout, &id))
+			continue;
+		out->comm = v;
+		out->cv = (struct ncl_comm){ .id_hash = id.hash, .rank = id.rank,
+					     .nranks = id.nranks, .color = -1,
+					     .how = NCL_HOW_SEEN, .ident = NCL_IDENT_MEMORY,
+					     .last_op = out->op, .tid = out->tid };
+		bpf_map_update_elem(bpf_map__fd(S.skel->maps.comms), &k, &out->cv, BPF_NOEXIST);
+		return;
+	}
+}
+
 static bool stack_call(uint32_t pid, uint32_t tid, const struct xmaps *w, struct stuck *out)
 {
 	static uint64_t words[STACK_SCAN_BYTES / 8];
@@ -546,6 +631,7 @@ static bool stack_call(uint32_t pid, uint32_t tid, const struct xmaps *w, struct
 			continue;
 		*out = (struct stuck){ .pid = pid, .tid = tid, .op = op, .slot = sp + 8 * i,
 				       .ret = words[i], .found_ts = now_bpf_clock() };
+		stack_comm(pid, words, i, w, out);
 		return true;
 	}
 	return false;
@@ -589,6 +675,18 @@ static int stuck_pid(pid_t pid, void *ctx)
 static void find_stuck(void)
 {
 	proc_pids_foreach(stuck_pid, NULL);
+	for (size_t i = 0; i < S.nstuck; i++) {
+		const struct stuck *c = &S.stuck[i];
+		uint64_t key = (uint64_t)c->tid << 8 | ncl_op_class(c->op);
+		struct ncl_call call;
+
+		/* a call entered since the probes were attached was counted */
+		if (!c->comm || !is_collective(c->op) ||
+		    !bpf_map_lookup_elem(bpf_map__fd(S.skel->maps.calls), &key, &call))
+			continue;
+		S.behind = aiscope_grow(S.behind, &S.bcap, S.nbehind, sizeof(*S.behind));
+		S.behind[S.nbehind++] = (struct ncl_comm_key){ .handle = c->comm, .pid = c->pid };
+	}
 }
 
 /* a probed call of that thread in progress now: the hang check has it */
@@ -996,11 +1094,195 @@ static int group_nranks(const struct group *g)
 /* an arrival not paired after this long: its rank will not come */
 #define ARRIVAL_EXPIRE_NS	(60ULL * NSEC_PER_SEC)
 
+static bool group_decided(const struct group *g)
+{
+	const struct comm_ent *c = &S.comms[g->first];
+
+	for (size_t i = 0; i < S.noffs; i++)
+		if (S.offs[i].id_hash == c->v.id_hash)
+			return true;
+	return false;
+}
+
+/* the offset of an arrival's rank (process and rank in its communicator) */
+static uint64_t seq_off(const struct ncl_arrival_key *k)
+{
+	for (size_t i = 0; i < S.ncomms; i++) {
+		const struct comm_ent *c = &S.comms[i];
+		const struct rank_off *o;
+
+		if (c->k.pid != k->pid || c->v.id_hash != k->id_hash || c->v.rank != k->rank)
+			continue;
+		o = rank_off_of(c->k.pid, c->k.handle);
+		return o ? o->off : 0;
+	}
+	return 0;
+}
+
+/*
+ * Ranks of a communicator nclstat first met in a call count its collectives
+ * from then, and were not all at the same collective then. Each rank's
+ * first collectives (op and count) are matched against those of the rank
+ * with the most: the shift (at most ALIGN_SHIFT) under which they are the
+ * same is how far apart they were; a shift that the stacks read at start
+ * also say (a rank inside a collective then has it uncounted) is preferred,
+ * then the smallest. A rank with too few to compare takes the stacks'.
+ */
+#define ALIGN_SIGS	12	/* collectives compared per rank */
+#define ALIGN_SHIFT	4
+#define ALIGN_MIN	4	/* fewer in common: not compared */
+
+struct sig {
+	uint64_t count;
+	uint32_t op;
+};
+
+static bool arrival_of(const struct arrival *a, const struct comm_ent *c)
+{
+	return a->k.id_hash == c->v.id_hash && a->k.pid == c->k.pid && a->k.rank == c->v.rank;
+}
+
+/* Rank c's first collectives in the arrival table, from its first (*first:
+ * its sequence number; its arrivals may not start at 1, the communicator's
+ * identity read after its first calls), up to the first missing. */
+static size_t rank_sigs(const struct comm_ent *c, struct sig *sig, uint64_t *first,
+			uint64_t *oldest)
+{
+	bool have[ALIGN_SIGS] = { false };
+	size_t n = 0;
+
+	*first = UINT64_MAX;
+	for (size_t i = 0; i < S.narr; i++) {
+		if (!arrival_of(&S.arr[i], c))
+			continue;
+		if (S.arr[i].k.seq < *first)
+			*first = S.arr[i].k.seq;
+		if (S.arr[i].v.ts < *oldest)
+			*oldest = S.arr[i].v.ts;
+	}
+	for (size_t i = 0; i < S.narr; i++) {
+		const struct arrival *a = &S.arr[i];
+
+		if (!arrival_of(a, c) || a->k.seq >= *first + ALIGN_SIGS)
+			continue;
+		sig[a->k.seq - *first] = (struct sig){ .count = a->v.count, .op = a->v.op };
+		have[a->k.seq - *first] = true;
+	}
+	while (n < ALIGN_SIGS && have[n])
+		n++;
+	return n;
+}
+
+static bool shift_fits(const struct sig *a, size_t na, const struct sig *r, size_t nr, int64_t d)
+{
+	size_t overlap = 0;
+
+	for (size_t j = 0; j < na; j++) {
+		int64_t k = (int64_t)j + d;
+
+		if (k < 0 || k >= (int64_t)nr)
+			continue;
+		if (a[j].op != r[k].op || a[j].count != r[k].count)
+			return false;
+		overlap++;
+	}
+	return overlap >= ALIGN_MIN;
+}
+
+static int64_t best_shift(const struct sig *a, size_t na, const struct sig *r, size_t nr,
+			  int64_t guess)
+{
+	int64_t best = 0;
+	bool found = false;
+
+	if (na < ALIGN_MIN)
+		return guess;
+	if (shift_fits(a, na, r, nr, guess))
+		return guess;
+	for (int64_t d = -ALIGN_SHIFT; d <= ALIGN_SHIFT; d++) {
+		if (!shift_fits(a, na, r, nr, d) || (found && llabs(d) >= llabs(best)))
+			continue;
+		best = d;
+		found = true;
+	}
+	return found ? best : guess;
+}
+
+/* Decides group g's offsets once every rank has ALIGN_SIGS collectives in
+ * the table, or its oldest is --hang old (a rank stopped: decided with what
+ * there is). False while undecided (its arrivals wait). */
+static bool align_group(const struct group *g, uint64_t now)
+{
+	struct sig (*sig)[ALIGN_SIGS] = calloc(g->n, sizeof(*sig));
+	size_t *n = calloc(g->n, sizeof(*n)), ref = 0;
+	int64_t *off = calloc(g->n, sizeof(*off)), min = INT64_MAX;
+	uint64_t *first = calloc(g->n, sizeof(*first)), oldest = UINT64_MAX;
+	bool all = true, done = false;
+
+	if (!sig || !n || !off || !first)
+		aiscope_fail(EXIT_FAILURE, "out of memory");
+	for (size_t i = 0; i < g->n; i++) {
+		n[i] = rank_sigs(&S.comms[g->first + i], sig[i], &first[i], &oldest);
+		all &= n[i] == ALIGN_SIGS;
+		if (n[i] > n[ref])
+			ref = i;
+	}
+	if (!all && (oldest == UINT64_MAX || now < oldest || now - oldest < cfg.hang_ns))
+		goto out;
+	for (size_t i = 0; i < g->n; i++) {
+		const struct comm_ent *c = &S.comms[g->first + i], *r = &S.comms[g->first + ref];
+		/* rank i's sequence number s is the reference's s + off[i] */
+		int64_t guess = (int64_t)behind_at_start(c->k.pid, c->k.handle) -
+				(int64_t)behind_at_start(r->k.pid, r->k.handle);
+		int64_t base = n[i] ? (int64_t)first[ref] - (int64_t)first[i] : 0;
+
+		off[i] = base + best_shift(sig[i], n[i], sig[ref], n[ref], guess - base);
+		if (off[i] < min)
+			min = off[i];
+	}
+	for (size_t i = 0; i < g->n; i++) {
+		const struct comm_ent *c = &S.comms[g->first + i];
+
+		S.offs = aiscope_grow(S.offs, &S.ocap, S.noffs, sizeof(*S.offs));
+		S.offs[S.noffs++] = (struct rank_off){
+			.id_hash = c->v.id_hash, .handle = c->k.handle, .off = off[i] - min,
+			.first = n[i] ? first[i] + off[i] - min : 0, .pid = c->k.pid,
+		};
+	}
+	done = true;
+out:
+	free(sig);
+	free(n);
+	free(off);
+	free(first);
+	return done;
+}
+
+/* every local rank's sequence numbers count from the communicator's
+ * creation (nclstat saw it made), not from when nclstat attached */
+static bool group_aligned(const struct group *g)
+{
+	for (size_t i = g->first; i < g->first + g->n; i++)
+		if (S.comms[i].v.how == NCL_HOW_SEEN)
+			return false;
+	return true;
+}
+
+/* waits for its offsets before it is paired */
+static bool group_unpaired(const struct group *g)
+{
+	return g->n >= 2 && !group_aligned(g) && !group_decided(g);
+}
+
 static void arrival_visit(const void *key, const void *value, void *ctx)
 {
+	struct arrival *a;
+
 	S.arr = aiscope_grow(S.arr, &S.acap, S.narr, sizeof(*S.arr));
-	memcpy(&S.arr[S.narr].k, key, sizeof(S.arr[0].k));
-	memcpy(&S.arr[S.narr++].v, value, sizeof(S.arr[0].v));
+	a = &S.arr[S.narr++];
+	memcpy(&a->k, key, sizeof(a->k));
+	memcpy(&a->v, value, sizeof(a->v));
+	a->seq = a->k.seq;
 }
 
 static int cmp_arrivals(const void *a, const void *b)
@@ -1009,8 +1291,8 @@ static int cmp_arrivals(const void *a, const void *b)
 
 	if (x->k.id_hash != y->k.id_hash)
 		return x->k.id_hash < y->k.id_hash ? -1 : 1;
-	if (x->k.seq != y->k.seq)
-		return x->k.seq < y->k.seq ? -1 : 1;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
 	if (x->k.pid != y->k.pid)
 		return x->k.pid < y->k.pid ? -1 : 1;
 	return x->k.rank < y->k.rank ? -1 : x->k.rank > y->k.rank;
@@ -1060,8 +1342,8 @@ static bool pair_seq(const struct arrival *a, size_t n, const struct group *g, u
 			S.arrivals_expired += n;
 			return true;
 		}
-		if (!ga->waiting_seq || a[0].k.seq < ga->waiting_seq) {
-			ga->waiting_seq = a[0].k.seq;
+		if (!ga->waiting_seq || a[0].seq < ga->waiting_seq) {
+			ga->waiting_seq = a[0].seq;
 			ga->waiting_since = first_ts;
 		}
 		return false;
@@ -1084,6 +1366,20 @@ static bool pair_seq(const struct arrival *a, size_t n, const struct group *g, u
 		S.acc[li].lag_ns += a[last].v.ts - a[second].v.ts;
 	}
 	return true;
+}
+
+/* A collective before some rank's first arrival when its offset was
+ * decided (it was past it when nclstat started, or its communicator not
+ * read yet): nothing to pair it with. */
+static bool uncounted_seq(const struct arrival *a, const struct group *g)
+{
+	for (size_t i = g->first; i < g->first + g->n; i++) {
+		const struct rank_off *o = rank_off_of(S.comms[i].k.pid, S.comms[i].k.handle);
+
+		if (o && a->seq < o->first)
+			return true;
+	}
+	return false;
 }
 
 /* the ranks of group g that have not entered its waiting sequence */
@@ -1119,21 +1415,28 @@ static void read_arrivals(void)
 	S.narr = 0;
 	map_walk(fd, sizeof(struct ncl_arrival_key), sizeof(struct ncl_arrival), arrival_visit,
 		 NULL);
+	for (size_t i = 0; next_group(&i, &g);)
+		if (group_unpaired(&g))
+			align_group(&g, now);
+	for (size_t i = 0; i < S.narr; i++)
+		S.arr[i].seq = S.arr[i].k.seq + seq_off(&S.arr[i].k);
 	sort_array(S.arr, S.narr, sizeof(*S.arr), cmp_arrivals);
 	for (size_t i = 0, n; i < S.narr; i += n) {
 		bool known, done;
 
 		for (n = 1; i + n < S.narr && S.arr[i + n].k.id_hash == S.arr[i].k.id_hash &&
-			    S.arr[i + n].k.seq == S.arr[i].k.seq; n++)
+			    S.arr[i + n].seq == S.arr[i].seq; n++)
 			;
 		known = group_of_hash(S.arr[i].k.id_hash, &g);
+		if (known && group_unpaired(&g))
+			continue;
 		if (!known)
 			S.arrivals_expired += n;
-		done = !known || pair_seq(&S.arr[i], n, &g, now);
+		done = !known || uncounted_seq(&S.arr[i], &g) || pair_seq(&S.arr[i], n, &g, now);
 		if (done) {
 			for (size_t j = i; j < i + n; j++)
 				bpf_map_delete_elem(fd, &S.arr[j].k);
-		} else if (S.acc[g.first].waiting_seq == S.arr[i].k.seq) {
+		} else if (S.acc[g.first].waiting_seq == S.arr[i].seq) {
 			mark_missing(&S.arr[i], n, &g);
 		}
 	}
@@ -1155,16 +1458,6 @@ static const struct comm_ent *straggler(const struct group *g)
 		lag = S.acc[i].lag_ns;
 	}
 	return best;
-}
-
-/* every local rank's sequence numbers count from the communicator's
- * creation (nclstat saw it made), not from when nclstat attached */
-static bool group_aligned(const struct group *g)
-{
-	for (size_t i = g->first; i < g->first + g->n; i++)
-		if (S.comms[i].v.how == NCL_HOW_SEEN)
-			return false;
-	return true;
 }
 
 /* ---- JSON ---- */
@@ -1297,6 +1590,15 @@ static void json_arrivals(const struct group *g, uint64_t t)
 	jw_arr_end(w);
 }
 
+/* some rank's identity was read from its communicator */
+static bool group_from_memory(const struct group *g)
+{
+	for (size_t i = g->first; i < g->first + g->n; i++)
+		if (S.comms[i].v.ident == NCL_IDENT_MEMORY)
+			return true;
+	return false;
+}
+
 static void json_group(const struct group *g, uint64_t now, uint64_t interval)
 {
 	struct jw *w = &S.jw;
@@ -1310,6 +1612,8 @@ static void json_group(const struct group *g, uint64_t now, uint64_t interval)
 	jw_kstr(w, "row", "communicator");
 	jw_hash(w, "communicator_id", first->v.id_hash);
 	jw_kstr(w, "created_by", how_name(first->v.how));
+	jw_kstr(w, "nccl_version", group_from_memory(g) && S.layout.version[0] ?
+		S.layout.version : NULL);
 	jw_ki64_or_null(w, "nranks", group_nranks(g) >= 0, group_nranks(g));
 	jw_ku64(w, "local_ranks", g->n);
 	jw_key(w, "ranks");
@@ -1319,6 +1623,7 @@ static void json_group(const struct group *g, uint64_t now, uint64_t interval)
 
 		jw_obj_begin(w);
 		jw_ki64_or_null(w, "rank", c->v.rank >= 0, c->v.rank);
+		jw_kstr(w, "identity", ident_name(&c->v));
 		jw_ku64(w, "pid", c->k.pid);
 		jw_key(w, "communicator_handle");
 		jw_hex(w, c->k.handle);
@@ -1395,6 +1700,7 @@ static void json_call(const char *event, const struct aiscope_ident *id, uint32_
 	jw_hash(w, "communicator_id", c ? c->id_hash : 0);
 	jw_ki64_or_null(w, "rank", c && c->rank >= 0, c ? c->rank : 0);
 	jw_ki64_or_null(w, "nranks", c && c->nranks >= 0, c ? c->nranks : 0);
+	jw_kstr(w, "identity", ident_name(c));
 	jw_ki64_or_null(w, "rc", returned, rc);
 	jw_ku64_or_null(w, "latency_ns", returned, latency);
 	jw_ku64_or_null(w, "waiting_ns", waiting >= 0, waiting);
@@ -1602,7 +1908,10 @@ static void table_hangs(void)
 		table_str(&t, id.comm);
 		snprintf(buf, sizeof(buf), "%s*", op_name(c->op));
 		table_str(&t, buf);
-		table_dashes(&t, 4);
+		table_dashes(&t, 2);
+		fmt_hash(c->comm ? c->cv.id_hash : 0, buf, sizeof(buf));
+		table_str(&t, buf);
+		table_u64_or_dash(&t, c->comm, c->cv.rank);
 		table_fixed(&t, (now - c->found_ts) / 1e9, 1);
 		table_end_row(&t);
 	}
@@ -1675,8 +1984,8 @@ static void report_new_stuck(uint64_t now)
 			continue;
 		}
 		ident_of(c->pid, c->tid, &id);
-		json_call("hang", &id, c->op, 0, 0, 0, 0, -1, 0, NULL, false, 0, 0,
-			  now - c->found_ts, aiscope_now_realtime(), false, "stack");
+		json_call("hang", &id, c->op, c->comm, 0, 0, 0, -1, 0, c->comm ? &c->cv : NULL,
+			  false, 0, 0, now - c->found_ts, aiscope_now_realtime(), false, "stack");
 	}
 }
 
@@ -1801,13 +2110,15 @@ static bool event_comm(const struct ncl_event *e, struct ncl_comm *out)
 	struct ncl_comm_key k = { .pid = e->task.pid };
 	uint64_t handle = e->new_comm ? e->new_comm : e->comm;
 
-	if (e->op == NCL_OP_INIT_RANK || e->op == NCL_OP_INIT_RANK_CONFIG ||
-	    e->op == NCL_OP_INIT_SCALABLE || (e->op == NCL_OP_SHRINK && !e->new_comm)) {
-		/* a failed init registers nothing: the call's own figures */
+	/* a call that makes a communicator carries what it registered, or
+	 * (failed) its own arguments' */
+	if (e->new_comm || e->op == NCL_OP_INIT_RANK || e->op == NCL_OP_INIT_RANK_CONFIG ||
+	    e->op == NCL_OP_INIT_SCALABLE || e->op == NCL_OP_SHRINK) {
 		memset(out, 0, sizeof(*out));
 		out->id_hash = e->id_hash;
 		out->nranks = e->nranks;
 		out->rank = e->rank;
+		out->ident = e->ident;
 		return true;
 	}
 	if (!handle)
@@ -1898,10 +2209,49 @@ static void flush_lib(struct uprobe_lib *lib)
 			strerror(-err));
 }
 
+/*
+ * Where this library's communicators keep their identity, from its code:
+ * one layout for all the libraries probed (BPF reads with one); libraries
+ * that disagree leave it unknown, said once.
+ */
+static void learn_layout(const struct uprobe_lib *lib)
+{
+	struct ncclcomm_layout l;
+	int err = ncclcomm_layout_of(lib->open_path, &l);
+
+	if (err) {
+		fprintf(stderr, "%s: %s: communicators not read (%s): their identity from the calls "
+			"that make them\n", TOOL, lib->path,
+			err == -ENOENT ? "no known accessor code" :
+			err == -EPROTO ? "unknown layout" : strerror(-err));
+		return;
+	}
+	if (S.layout_conflict)
+		return;
+	if (S.layout_set && (l.hash_off != S.layout.hash_off)) {
+		S.layout_conflict = true;
+		S.skel->bss->comm_hash_off = 0;
+		fprintf(stderr, "%s: %s keeps its communicators unlike an earlier library: none read "
+			"from now on\n", TOOL, lib->path);
+		return;
+	}
+	if (!S.layout_set)
+		fprintf(stderr, "%s: communicators read at 0x%llx (commHash, rank, nRanks) as NCCL %s "
+			"keeps them\n", TOOL, (unsigned long long)l.hash_off,
+			l.version[0] ? l.version : "(version unknown)");
+	S.layout = l;
+	S.layout_set = true;
+	S.skel->bss->comm_hash_off = l.hash_off;
+}
+
 static void attach_lib(struct uprobe_lib *lib, void *ctx)
 {
 	struct bpf_object *obj = S.skel->obj;
 	int n = 0;
+
+	/* before the probes: their first calls read the communicators */
+	if (lib->syms && elf_syms_has(lib->syms, "ncclAllReduce"))
+		learn_layout(lib);
 
 	for (size_t i = 0; i < ARRAY_SIZE(usyms); i++) {
 		struct bpf_program *enter = bpf_object__find_program_by_name(obj, usyms[i].enter);

@@ -33,8 +33,11 @@ t_args() {
 			for k in nranks rank; do
 				[ "$(echo "$ev" | jval $k)" = "$(cval "$line" $k)" ] || fail "$op: $k: $ev"
 			done
-			[ "$(echo "$ev" | jval communicator_id)" = "$(cval "$line" id_hash)" ] ||
-				fail "$op: communicator_id $(echo "$ev" | jval communicator_id), want $(cval "$line" id_hash)"
+			# made: NCCL's commHash read from it; failed: the id's hash
+			want=$(cval "$line" id_hash)
+			[ "$rc" = 0 ] && want=$(cval "$line" comm_hash)
+			[ "$(echo "$ev" | jval communicator_id)" = "$want" ] ||
+				fail "$op: communicator_id $(echo "$ev" | jval communicator_id), want $want"
 		else
 			[ "$(echo "$ev" | jval count)" = "$(cval "$line" count)" ] || fail "$op: count: $ev"
 			[ "$(echo "$ev" | jval datatype_id)" = "$(cval "$line" datatype)" ] || fail "$op: datatype: $ev"
@@ -52,9 +55,11 @@ EOF
 	[ "$n" -eq 12 ] || fail "$n calls, not 12"
 }
 
-# truth DRVOUT TOOLOUT: calls and bytes per rank, communicator and op
+# truth DRVOUT TOOLOUT: calls and bytes per rank, communicator and op; the
+# communicators named by NCCL's commHash, read from them (the executable's
+# layout decoded on this architecture)
 truth() {
-	main=$(awk '$1 == "id_hash" {print $2}' "$1")
+	main=$(awk '$1 == "comm_hash" {print $2}' "$1")
 	n=0
 	while read -r line; do
 		pid=$(cval "$line" pid)
@@ -62,7 +67,7 @@ truth() {
 		if [ "$(cval "$line" comm)" = main ]; then
 			h=$main
 		else
-			h=$(awk -v c=$(($(cval "$line" rank) % 2)) '$1 == "split_hash" && $2 == c {print $3}' "$1")
+			h=$(awk -v c=$(($(cval "$line" rank) % 2)) '$1 == "split_comm_hash" && $2 == c {print $3}' "$1")
 		fi
 		rows=$(jsel "$2" '"row":"op"' "\"pid\":$pid," "\"nccl_op\":\"$op\"" "\"communicator_id\":\"$h\"")
 		calls=$(echo "$rows" | jsum calls)
@@ -83,7 +88,11 @@ t_ranks() {
 	stop_tool "$TOOL_PID" || fail "nclstat exited $?"
 	json_ok "$T/s.out"
 	truth "$T/r.out" "$T/s.out"
-	main=$(awk '$1 == "id_hash" {print $2}' "$T/r.out")
+	grep -q 'communicators read at 0x[0-9a-f]* (commHash, rank, nRanks) as NCCL 2.28.9+double' "$T/s.err" ||
+		{ cat "$T/s.err"; fail "the layout of the communicators not read"; }
+	main=$(awk '$1 == "comm_hash" {print $2}' "$T/r.out")
+	[ "$(jsel "$T/s.out" '"row":"communicator"' "\"communicator_id\":\"$main\"" | grep -c '"identity":"memory"')" -ge 1 ] ||
+		fail "the main communicator's identity not read from memory"
 	ar=$(jsel "$T/s.out" '"row":"op"' '"nccl_op":"allreduce"' "\"communicator_id\":\"$main\"")
 	[ "$(echo "$ar" | grep -c '"size_mean_bytes":8048.000,"size_stddev_bytes":3952.000,"size_p50_bytes":4096,"size_p99_bytes":12000,')" -eq 4 ] ||
 		{ echo "$ar"; fail "allreduce size statistics"; }
@@ -97,7 +106,7 @@ t_skew() {
 	# the event streams when the call passes --hang; the communicator's
 	# row with it comes at the end of that interval
 	wait_for "$T/s.out" '"hung_calls":1' 60 || fail "no communicator row with the hung call"
-	main=$(awk '$1 == "id_hash" {print $2}' "$T/r.out")
+	main=$(awk '$1 == "comm_hash" {print $2}' "$T/r.out")
 	p1=$(awk '$1 == "rank" && $2 == 1 {print $4}' "$T/r.out")
 	p2=$(awk '$1 == "rank" && $2 == 2 {print $4}' "$T/r.out")
 	c=$(jsel "$T/s.out" '"row":"communicator"' "\"communicator_id\":\"$main\"" '"hung_calls":1' | tail -1)
