@@ -312,7 +312,7 @@ $(foreach t,$(DIR_TOOLS),$(eval $(call dir_tool,$(t))))
 
 $(O)/tests/%.o: tests/unit/%.c | $(O)/tests $(LIBBPF_A)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -I$(O)/tests -c $< -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -I$(O)/tests -DFIXTURES='"$(CURDIR)/tests/fixtures"' -c $< -o $@
 
 $(O)/tests/bpf/%.bpf.o: tests/bpf/%.bpf.c | $(O)/tests/bpf $(LIBBPF_A)
 	$(call msg,BPF,$@)

@@ -71,6 +71,8 @@ finish_ranks() {
 		"--bogus" "-p" "-p abc" "-p 999999999" "-i 0" "-d -1" "-n 0" "-s nope" "--hang 0"
 		"--hang x" "--lib /nonexistent" "--lib /etc/passwd" "--lib /bin/true" "--lib="
 		"-e --busbw" "1 2 3" "--probe-mode foo" "-c /nonexistent" "-e --listen 127.0.0.1:0"
+		"--ras localhost" "--ras :28028" "--ras host:port" "--ras host:99999" "--ras []:1"
+		"--ras-every 0" "--ras-every 500ms" "--ras-every x"
 	)
 	mapfile -t -O "${#bad[@]}" bad < <(not_regular_args --lib --btf)
 	check_usage_errors nclstat "${bad[@]}"
@@ -475,6 +477,69 @@ scalable_shrink() {
 	stop_tool "$TOOL_PID"
 	all_json "$out"
 	ncl_check_truth "$BATS_TEST_TMPDIR/r2.out" "$out" arguments
+}
+
+# ---- NCCL's RAS service (a stand-in: RAS runs inside a NCCL job, which
+# needs GPUs; tests/helpers/fakeras speaks its protocol and answers with a
+# document in NCCL 2.28's JSON format) ----
+
+@test "nclstat --ras: every communicator NCCL's RAS gathered, on every host: ranks, collectives, the rank behind, the missing ones" {
+	need_root
+	local out=$BATS_TEST_TMPDIR/s.out doc=$BATS_TEST_DIRNAME/fixtures/ras/status.json port
+	start_bg ras "$AISCOPE_BUILD/tests/helpers/fakeras" "$BATS_TEST_TMPDIR/port" "$doc"
+	wait_for "$BATS_TEST_TMPDIR/port" '^[0-9]'
+	port=$(cat "$BATS_TEST_TMPDIR/port")
+	timeout 10 "$BIN/nclstat" -j -i 500ms -d 2.6s --ras "127.0.0.1:$port" --ras-every 1s --lib "$DOUBLE" \
+		> "$out" 2> "$BATS_TEST_TMPDIR/s.err"
+	all_json "$out"
+	grep -q "NCCL RAS at 127.0.0.1:$port answers" "$BATS_TEST_TMPDIR/s.err"
+	# the handshake of NCCL's own client, then one document per query
+	[ "$(grep -c '^cmd ' "$BATS_TEST_TMPDIR/ras.out")" -ge 8 ]
+	[ "$(grep '^cmd ' "$BATS_TEST_TMPDIR/ras.out" | head -4 | tr '\n' '|')" = \
+		"cmd CLIENT PROTOCOL 2|cmd TIMEOUT 5|cmd SET FORMAT json|cmd STATUS|" ]
+	n=$(grep -c '^status ' "$BATS_TEST_TMPDIR/ras.out")
+	[ "$n" -ge 2 ]
+	jq -e -s --argjson n "$n" '.[-1].type == "summary" and .[-1].ras_answers == $n' "$out"
+	# each answer printed once, exactly as the document says (its sums per rank)
+	jq -e -s --slurpfile d "$doc" '[.[] | select(.row == "ras_communicator")] as $r |
+		($r | length) >= 2 and ($r | length) % 2 == 0 and
+		all($r[]; .nccl_version == "2.28.9") and
+		all($r[]; . as $x | $d[0].communicators[] | select(.hash == $x.communicator_id) |
+			$x.nranks == .size and
+			($x.ranks | map({rank, host, pid, collectives})) ==
+				(.ranks | map({rank, host, pid, collectives: (.collective_counts | add)})) and
+			($x.missing_ranks | map({rank, host, pid, unresponsive, considered_dead})) ==
+				(.missing_ranks | map({rank, host, pid} + .status)))' "$out"
+	jq -e -s '[.[] | select(.row == "ras_communicator" and .communicator_id == "0xe9d8dab70e220282")] |
+		all(.behind_rank == 1 and .behind_pid == 4101 and .behind_host == "node-a" and
+		    .collectives_min == 138 and .collectives_max == 142 and
+		    (.ranks[] | select(.rank == 3) | .abort_flag and .async_error == 5))' "$out"
+	jq -e -s '[.[] | select(.row == "ras_communicator" and .communicator_id == "0x22aed1920f46c5b5")] |
+		all(.behind_rank == null and .ranks[0].destroy_flag)' "$out"
+	# the table names the rank behind and the one missing
+	run timeout 10 "$BIN/nclstat" -i 500ms -d 1.2s --ras "127.0.0.1:$port" --lib "$DOUBLE"
+	echo "$output" | grep -E '^  e9d8dab70e220282 4 ranks, 3 answered, 1 missing; rank 1 \(pid 4101 on node-a\) behind: 138 collectives against 142; rank 2 \(pid 7299 on node-b\) unresponsive$'
+}
+
+@test "nclstat --ras: a NCCL without RAS's JSON (before 2.28.7) said once; nothing listening said nothing" {
+	need_root
+	local port
+	start_bg ras "$AISCOPE_BUILD/tests/helpers/fakeras" "$BATS_TEST_TMPDIR/port" \
+		"$BATS_TEST_DIRNAME/fixtures/ras/status.json" text
+	wait_for "$BATS_TEST_TMPDIR/port" '^[0-9]'
+	port=$(cat "$BATS_TEST_TMPDIR/port")
+	timeout 10 "$BIN/nclstat" -j -i 400ms -d 2.1s --ras "127.0.0.1:$port" --ras-every 1s --lib "$DOUBLE" \
+		> "$BATS_TEST_TMPDIR/s.out" 2> "$BATS_TEST_TMPDIR/s.err"
+	[ "$(grep -c "NCCL RAS at 127.0.0.1:$port does not answer in JSON (NCCL before 2.28.7)" "$BATS_TEST_TMPDIR/s.err")" -eq 1 ]
+	[ -z "$(grep ras_communicator "$BATS_TEST_TMPDIR/s.out")" ]
+	jq -e -s '.[-1].ras_answers == 0' "$BATS_TEST_TMPDIR/s.out"
+	# a port nobody listens on (the port of the stand-in, stopped)
+	kill "$BG_PID"
+	wait "$BG_PID" 2> /dev/null || true
+	timeout 10 "$BIN/nclstat" -j -i 400ms -d 1s --ras "127.0.0.1:$port" --lib "$DOUBLE" \
+		> "$BATS_TEST_TMPDIR/s2.out" 2> "$BATS_TEST_TMPDIR/s2.err"
+	[ -z "$(grep -i ras "$BATS_TEST_TMPDIR/s2.err")" ]
+	jq -e -s '.[-1].ras_answers == 0' "$BATS_TEST_TMPDIR/s2.out"
 }
 
 @test "nclstat: a rank killed inside a call leaves no hang and no communicator behind" {

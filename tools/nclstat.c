@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <pthread.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -36,6 +37,7 @@
 #include "util.h"
 #include "nclstat.h"
 #include "ncclcomm.h"
+#include "ncclras.h"
 #include "nclstat.skel.h"
 
 #define TOOL "nclstat"
@@ -68,7 +70,7 @@ static const char doc[] =
 "\n"
 "Exit status: 0 done, 1 runtime error, 2 usage error, 77 cannot run here.";
 
-enum { OPT_LIB = 0x200, OPT_HANG, OPT_BUSBW, OPT_NO_RETURN, OPT_HOLD };
+enum { OPT_LIB = 0x200, OPT_HANG, OPT_BUSBW, OPT_NO_RETURN, OPT_HOLD, OPT_RAS, OPT_RAS_EVERY };
 
 static const struct argp_option opts[] = {
 	{ NULL, 0, NULL, 0, "nclstat:", 1 },
@@ -80,6 +82,9 @@ static const struct argp_option opts[] = {
 	{ "no-return", OPT_NO_RETURN, NULL, 0,
 	  "Entry probes only on collectives: half the cost per call, no rc, latency or hangs", 1 },
 	UPROBE_HOLD_OPTION(OPT_HOLD),
+	{ "ras", OPT_RAS, "HOST:PORT", 0,
+	  "Ask NCCL's RAS service there for every communicator of the job, all its hosts (default localhost:28028; off: never)", 1 },
+	{ "ras-every", OPT_RAS_EVERY, "DUR", 0, "Ask RAS every DUR (default 30s; it gathers from every host of the job)", 1 },
 	{},
 };
 
@@ -101,7 +106,34 @@ static struct {
 	bool hold;
 	uint64_t hang_ns;
 	const char *sort;
-} cfg = { .hang_ns = 10 * NSEC_PER_SEC, .sort = "bytes" };
+	char ras_host[256], ras_port[16];	/* "" host: off */
+	uint64_t ras_every_ns;
+} cfg = { .hang_ns = 10 * NSEC_PER_SEC, .sort = "bytes", .ras_host = "localhost",
+	  .ras_port = NCCLRAS_PORT, .ras_every_ns = 30 * NSEC_PER_SEC };
+
+/* --ras HOST:PORT ([v6]:PORT), or off */
+static void parse_ras(const char *arg)
+{
+	const char *colon = strrchr(arg, ':'), *host = arg;
+	size_t hlen;
+
+	if (!strcmp(arg, "off")) {
+		cfg.ras_host[0] = 0;
+		return;
+	}
+	if (!colon || !colon[1] || strspn(colon + 1, "0123456789") != strlen(colon + 1) ||
+	    strlen(colon + 1) >= sizeof(cfg.ras_port) || atoi(colon + 1) > 65535 || colon == arg)
+		usage_error("invalid --ras '%s': expected HOST:PORT (e.g. localhost:28028) or off", arg);
+	hlen = colon - arg;
+	if (host[0] == '[' && colon[-1] == ']') {
+		host++;
+		hlen -= 2;
+	}
+	if (!hlen || hlen >= sizeof(cfg.ras_host))
+		usage_error("invalid --ras '%s': expected HOST:PORT (e.g. localhost:28028) or off", arg);
+	snprintf(cfg.ras_host, sizeof(cfg.ras_host), "%.*s", (int)hlen, host);
+	snprintf(cfg.ras_port, sizeof(cfg.ras_port), "%s", colon + 1);
+}
 
 static error_t parse_arg(int key, char *arg, struct argp_state *state)
 {
@@ -128,6 +160,13 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_HOLD:
 		cfg.hold = true;
+		break;
+	case OPT_RAS:
+		parse_ras(arg);
+		break;
+	case OPT_RAS_EVERY:
+		if (parse_duration(arg, &cfg.ras_every_ns) || cfg.ras_every_ns < NSEC_PER_SEC)
+			usage_error("invalid --ras-every '%s': expected a duration of 1s or more", arg);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -1989,6 +2028,180 @@ static void report_new_stuck(uint64_t now)
 	}
 }
 
+/* ---- NCCL's RAS service: the whole job, every host ---- */
+
+/*
+ * A thread asks RAS (a query can take seconds: RAS gathers from every host
+ * of the job) and leaves the newest status for the next interval to print.
+ * It is never joined: at exit it may be waiting on RAS.
+ */
+static struct {
+	pthread_mutex_t lock;
+	struct ncclras_status st;	/* the newest, not printed yet */
+	bool fresh;
+	int err, said;			/* the last query's result; the last said */
+	uint64_t answers;
+} R = { .lock = PTHREAD_MUTEX_INITIALIZER, .said = 1 /* nothing said yet */ };
+
+static void *ras_thread(void *arg)
+{
+	for (;;) {
+		struct ncclras_status st;
+		char *doc = NULL;
+		size_t len;
+		int err = ncclras_query(cfg.ras_host, cfg.ras_port, 5, &doc, &len);
+
+		if (!err)
+			err = ncclras_parse(doc, len, &st);
+		free(doc);
+		pthread_mutex_lock(&R.lock);
+		if (!err) {
+			ncclras_status_free(&R.st);
+			R.st = st;
+			R.fresh = true;
+			R.answers++;
+		}
+		R.err = err;
+		pthread_mutex_unlock(&R.lock);
+		nanosleep(&(struct timespec){ .tv_sec = cfg.ras_every_ns / NSEC_PER_SEC,
+					      .tv_nsec = cfg.ras_every_ns % NSEC_PER_SEC }, NULL);
+	}
+	return NULL;
+}
+
+static void ras_start(void)
+{
+	pthread_t t;
+
+	if (!cfg.ras_host[0] || cfg.events)
+		return;
+	if (pthread_create(&t, NULL, ras_thread, NULL))
+		fprintf(stderr, "%s: NCCL RAS not asked: cannot start a thread\n", TOOL);
+	else
+		pthread_detach(t);
+}
+
+/* a change of what RAS answers, said once: no RAS (no NCCL job here, or
+ * RAS off in it) is the usual case and is not said */
+static void ras_say(int err)
+{
+	if (err == R.said)
+		return;
+	R.said = err;
+	if (!err)
+		fprintf(stderr, "%s: NCCL RAS at %s:%s answers\n", TOOL, cfg.ras_host, cfg.ras_port);
+	else if (err == -EPROTO)
+		fprintf(stderr, "%s: NCCL RAS at %s:%s does not answer in JSON (NCCL before 2.28.7)\n",
+			TOOL, cfg.ras_host, cfg.ras_port);
+	else if (err != -ECONNREFUSED)
+		fprintf(stderr, "%s: NCCL RAS at %s:%s: %s\n", TOOL, cfg.ras_host, cfg.ras_port,
+			err == -EINVAL ? "not a status document" : strerror(-err));
+}
+
+static void json_ras_comm(const struct ncclras_status *st, const struct ncclras_comm *c,
+			  uint64_t now)
+{
+	struct jw *w = &S.jw;
+	uint64_t min, max;
+	int b = ncclras_behind(c, &min, &max);
+
+	jw_record_begin(w, "sample", TOOL, now);
+	jw_ku64(w, "seq", S.loop.ticks);
+	jw_kstr(w, "row", "ras_communicator");
+	jw_hash(w, "communicator_id", c->hash);
+	jw_kstr(w, "nccl_version", st->version[0] ? st->version : NULL);
+	jw_ki64_or_null(w, "nranks", c->size >= 0, c->size);
+	jw_key(w, "ranks");
+	jw_arr_begin(w);
+	for (size_t i = 0; i < c->nranks; i++) {
+		const struct ncclras_rank *r = &c->ranks[i];
+
+		jw_obj_begin(w);
+		jw_ki64(w, "rank", r->rank);
+		jw_kstr(w, "host", r->host);
+		jw_ki64(w, "pid", r->pid);
+		jw_ku64(w, "collectives", r->colls);
+		jw_ki64(w, "init_state", r->init_state);
+		jw_ki64(w, "async_error", r->async_error);
+		jw_kbool(w, "finalize_called", r->finalize_called);
+		jw_kbool(w, "destroy_flag", r->destroy_flag);
+		jw_kbool(w, "abort_flag", r->abort_flag);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	jw_key(w, "missing_ranks");
+	jw_arr_begin(w);
+	for (size_t i = 0; i < c->nmissing; i++) {
+		jw_obj_begin(w);
+		jw_ki64(w, "rank", c->missing[i].rank);
+		jw_kstr(w, "host", c->missing[i].host);
+		jw_ki64(w, "pid", c->missing[i].pid);
+		jw_kbool(w, "unresponsive", c->missing[i].unresponsive);
+		jw_kbool(w, "considered_dead", c->missing[i].dead);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	jw_ku64(w, "collectives_min", min);
+	jw_ku64(w, "collectives_max", max);
+	/* the rank with the fewest collectives launched, when they differ */
+	jw_ki64_or_null(w, "behind_rank", b >= 0 && min < max, b >= 0 ? c->ranks[b].rank : 0);
+	jw_kstr(w, "behind_host", b >= 0 && min < max ? c->ranks[b].host : NULL);
+	jw_ki64_or_null(w, "behind_pid", b >= 0 && min < max, b >= 0 ? c->ranks[b].pid : 0);
+	jw_record_end(w);
+}
+
+static void table_ras(const struct ncclras_status *st)
+{
+	printf("NCCL RAS (%s, every host of the job): %zu communicators\n",
+	       st->version[0] ? st->version : "version unknown", st->ncomms);
+	for (size_t i = 0; i < st->ncomms; i++) {
+		const struct ncclras_comm *c = &st->comms[i];
+		uint64_t min, max;
+		int b = ncclras_behind(c, &min, &max);
+
+		printf("  %016llx %d ranks, %zu answered, %zu missing", (unsigned long long)c->hash,
+		       c->size, c->nranks, c->nmissing);
+		if (b >= 0 && min < max)
+			printf("; rank %d (pid %d on %s) behind: %llu collectives against %llu",
+			       c->ranks[b].rank, c->ranks[b].pid, c->ranks[b].host,
+			       (unsigned long long)min, (unsigned long long)max);
+		for (size_t m = 0; m < c->nmissing; m++)
+			printf("; rank %d (pid %d on %s) %s", c->missing[m].rank, c->missing[m].pid,
+			       c->missing[m].host, c->missing[m].dead ? "dead" :
+			       c->missing[m].unresponsive ? "unresponsive" : "missing");
+		putchar('\n');
+	}
+}
+
+/* the status RAS gave since the last interval, if any */
+static void print_ras(uint64_t now)
+{
+	struct ncclras_status st = {};
+	bool fresh;
+
+	if (!cfg.ras_host[0] || cfg.events)
+		return;
+	pthread_mutex_lock(&R.lock);
+	fresh = R.fresh;
+	if (fresh) {
+		st = R.st;
+		memset(&R.st, 0, sizeof(R.st));
+		R.fresh = false;
+	}
+	ras_say(R.err);
+	pthread_mutex_unlock(&R.lock);
+	if (!fresh)
+		return;
+	if (env.json) {
+		for (size_t i = 0; i < st.ncomms; i++)
+			json_ras_comm(&st, &st.comms[i], now);
+	} else {
+		table_ras(&st);
+		putchar('\n');
+	}
+	ncclras_status_free(&st);
+}
+
 static void print_interval(uint64_t interval)
 {
 	uint64_t now = aiscope_now_realtime();
@@ -2000,12 +2213,14 @@ static void print_interval(uint64_t interval)
 	if (env.json) {
 		while (next_group(&i, &g))
 			json_group(&g, now, interval);
+		print_ras(now);
 		for (i = 0; i < shown; i++)
 			json_row(&S.rows[i], now, interval);
 		report_new_hangs();
 		return;
 	}
 	table_block_begin(stdout, env.tty && !env.noclear, now, interval, TOOL);
+	print_ras(now);
 	if (S.ncomms) {
 		table_groups();
 		putchar('\n');
@@ -2433,6 +2648,9 @@ static void print_summary(void)
 		jw_ku64(&S.jw, "held", S.skel->bss->uprobe_held);
 		jw_ku64(&S.jw, "hold_max_ns", S.scan.hold_max_ns);
 		jw_ku64(&S.jw, "arrivals_expired", S.arrivals_expired);
+		pthread_mutex_lock(&R.lock);
+		jw_ku64(&S.jw, "ras_answers", R.answers);
+		pthread_mutex_unlock(&R.lock);
 		jw_record_end(&S.jw);
 		arrivals_expired_line();
 		return;
@@ -2528,6 +2746,7 @@ int main(int argc, char **argv)
 	aiscope_bpf_attach(&S.bpf);
 	setup_scanner();
 	find_stuck();
+	ras_start();
 
 	if (cfg.events && !env.json)
 		table_header_time(stdout, cols_event, ARRAY_SIZE(cols_event), env.timestamp);
