@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdlib.h>
@@ -404,4 +405,124 @@ int ncclcomm_read(pid_t pid, uint64_t handle, const struct ncclcomm_layout *l,
 	id->rank = f.rank;
 	id->nranks = f.nranks;
 	return ncclcomm_valid(magic, id) ? 0 : -EINVAL;
+}
+
+/* ---- finding every communicator of a process ---- */
+
+#define SCAN_CHUNK	(1u << 20)
+
+struct anon_map {
+	uint64_t start, end;
+};
+
+/* pid's private writable anonymous mappings, [heap] first */
+static int anon_maps(pid_t pid, struct anon_map **out, size_t *n)
+{
+	char path[64], line[512];
+	size_t cap = 0;
+	FILE *f;
+
+	*out = NULL;
+	*n = 0;
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, ino;
+		char perms[8], name[256] = "";
+		struct anon_map m;
+
+		if (sscanf(line, "%llx-%llx %7s %*s %*s %llu %255s", &start, &end, perms, &ino,
+			   name) < 4 || strcmp(perms, "rw-p") || ino ||
+		    (name[0] && strcmp(name, "[heap]")))
+			continue;
+		if (*n == cap) {
+			struct anon_map *nm = realloc(*out, (cap = cap ? 2 * cap : 64) * sizeof(*nm));
+
+			if (!nm) {
+				fclose(f);
+				return -ENOMEM;
+			}
+			*out = nm;
+		}
+		m = (struct anon_map){ start, end };
+		if (!strcmp(name, "[heap]")) {
+			memmove(*out + 1, *out, *n * sizeof(m));
+			(*out)[0] = m;
+		} else {
+			(*out)[*n] = m;
+		}
+		(*n)++;
+	}
+	fclose(f);
+	return 0;
+}
+
+static int try_comm(pid_t pid, uint64_t addr, const struct ncclcomm_layout *l,
+		    void (*found)(uint64_t, const struct ncclcomm_ident *, void *), void *ctx)
+{
+	struct ncclcomm_ident id;
+
+	if (ncclcomm_read(pid, addr, l, &id))
+		return 0;
+	found(addr, &id, ctx);
+	return 1;
+}
+
+/* the words of [start, end) that hold the magic, 16-byte aligned */
+static int scan_range(pid_t pid, uint64_t start, uint64_t end, const struct ncclcomm_layout *l,
+		      uint64_t *buf, void (*found)(uint64_t, const struct ncclcomm_ident *, void *),
+		      void *ctx)
+{
+	int n = 0;
+
+	for (uint64_t at = start; at < end; at += SCAN_CHUNK) {
+		size_t want = end - at < SCAN_CHUNK ? end - at : SCAN_CHUNK;
+		struct iovec lv = { buf, want }, rv = { (void *)(uintptr_t)at, want };
+		ssize_t got = process_vm_readv(pid, &lv, 1, &rv, 1, 0);
+
+		if (got < 0)
+			return errno == ESRCH ? -ESRCH : n;
+		for (size_t i = 0; i + 1 < (size_t)got / 8; i += 2)
+			if (buf[i] == NCCLCOMM_MAGIC)
+				n += try_comm(pid, at + 8 * i, l, found, ctx);
+	}
+	return n;
+}
+
+int ncclcomm_scan(pid_t pid, const struct ncclcomm_layout *l, uint64_t max_bytes, bool *capped,
+		  void (*found)(uint64_t handle, const struct ncclcomm_ident *id, void *ctx),
+		  void *ctx)
+{
+	struct anon_map *m;
+	uint64_t *buf, left = max_bytes;
+	size_t nm;
+	int err = anon_maps(pid, &m, &nm), n = 0;
+
+	*capped = false;
+	if (err)
+		return err;
+	buf = malloc(SCAN_CHUNK);
+	if (!buf) {
+		free(m);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < nm && n >= 0; i++) {
+		uint64_t len = m[i].end - m[i].start;
+		int r;
+
+		if (len > left) {
+			*capped = true;
+			/* a communicator of its own mapping: malloc's chunk header, then it */
+			n += try_comm(pid, m[i].start + 16, l, found, ctx);
+			continue;
+		}
+		left -= len;
+		r = scan_range(pid, m[i].start, m[i].end, l, buf, found, ctx);
+		n = r < 0 ? r : n + r;
+	}
+	free(buf);
+	free(m);
+	return n;
 }

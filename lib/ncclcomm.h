@@ -69,4 +69,18 @@ int ncclcomm_read(pid_t pid, uint64_t handle, const struct ncclcomm_layout *l,
 /* Whether the identity is that of a live, initialised communicator. */
 bool ncclcomm_valid(uint64_t magic, const struct ncclcomm_ident *id);
 
+/*
+ * Every communicator of layout l in pid's memory, whether or not it is
+ * used: NCCL allocates each with calloc, so it lies in the process's
+ * private writable anonymous memory ([heap], malloc's arenas, or a mapping
+ * of its own past malloc's mmap threshold, 16 bytes in), its startMagic
+ * 16-byte aligned; NCCL zeroes the magic before it frees one. Mappings are
+ * read in order until max_bytes were read (then *capped), each later one
+ * only at its start. Calls found(handle, id, ctx) for each that reads as a
+ * communicator. Returns how many, or -errno (the process is gone).
+ */
+int ncclcomm_scan(pid_t pid, const struct ncclcomm_layout *l, uint64_t max_bytes, bool *capped,
+		  void (*found)(uint64_t handle, const struct ncclcomm_ident *id, void *ctx),
+		  void *ctx);
+
 #endif

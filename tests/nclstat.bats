@@ -356,7 +356,7 @@ check_args() {
 
 @test "nclstat started after a rank is stuck inside NCCL: the call found on its stack, a hang after --hang, gone once it returns" {
 	need_root
-	local out=$BATS_TEST_TMPDIR/s.out r main
+	local out=$BATS_TEST_TMPDIR/s.out r main split0
 	# rank 2 blocks in its 10th call (ReduceScatter); the others finish and
 	# hold outside NCCL, their stacks with old NCCL return addresses on them
 	FAKE_NCCL_HANG=2:10 start_ranks r -r 4 -i 4 -b
@@ -379,11 +379,18 @@ check_args() {
 		.found_by == "stack" and .count == null and .communicator_id == $h and .rank == 2 and
 		.nranks == 4 and .identity == "memory" and .communicator_handle != null and
 		.waiting_ns >= 1000000000)' "$out"
-	# its communicator is named with rank 2 in it, and the hang counted there
+	# its communicator is named with rank 2 in it; so are the idle ranks of
+	# it and of the split ones (found in their memory at start), from the
+	# first interval on
 	jq -e -s --argjson p "${RANK_PID[2]}" --arg h "$main" '[.[] | select(.row == "communicator" and
 		.communicator_id == $h)] | length > 0 and all(.nranks == 4 and .created_by == "seen" and
 		.nccl_version == "2.28.9+double" and any(.ranks[]; .rank == 2 and .pid == $p and
-		.identity == "memory"))' "$out"
+		.identity == "memory") and ([.ranks[].rank] | sort) == [0, 1, 2, 3])' "$out"
+	split0=$(awk '$1 == "split_comm_hash" && $2 == 0 {print $3}' "$BATS_TEST_TMPDIR/r.out")
+	jq -e -s --arg h "$split0" --argjson p0 "${RANK_PID[0]}" --argjson p2 "${RANK_PID[2]}" '
+		[.[] | select(.row == "communicator" and .seq == 1)] as $first |
+		($first | map(.communicator_id) | unique | length) == 3 and
+		($first[] | select(.communicator_id == $h) | [.ranks[].pid] | sort) == ([$p0, $p2] | sort)' "$out"
 	# released, the call returns; rank 2's later calls go through the probes
 	kill -USR2 "${RANK_PID[2]}"
 	finish_ranks

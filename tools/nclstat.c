@@ -676,6 +676,33 @@ static bool stack_call(uint32_t pid, uint32_t tid, const struct xmaps *w, struct
 	return false;
 }
 
+/* a communicator found in a process's memory at start: registered, used
+ * or not (an idle rank, a rank stuck where its stack did not tell) */
+static void scanned_comm(uint64_t handle, const struct ncclcomm_ident *id, void *ctx)
+{
+	struct ncl_comm_key k = { .handle = handle, .pid = *(pid_t *)ctx };
+	struct ncl_comm c = { .id_hash = id->hash, .rank = id->rank, .nranks = id->nranks,
+			      .color = -1, .how = NCL_HOW_SEEN, .ident = NCL_IDENT_MEMORY };
+
+	bpf_map_update_elem(bpf_map__fd(S.skel->maps.comms), &k, &c, BPF_NOEXIST);
+}
+
+#define COMM_SCAN_MAX	(512ULL << 20)	/* bytes read per process */
+
+static void scan_comms(pid_t pid)
+{
+	bool capped;
+	int n;
+
+	if (!S.layout_set || S.layout_conflict)
+		return;
+	n = ncclcomm_scan(pid, &S.layout, COMM_SCAN_MAX, &capped, scanned_comm, &pid);
+	if (n >= 0 && capped)
+		fprintf(stderr, "%s: pid %d: more than %llu MiB of anonymous memory: communicators "
+			"past it found only where one fills a mapping\n", TOOL, pid,
+			COMM_SCAN_MAX >> 20);
+}
+
 static int stuck_pid(pid_t pid, void *ctx)
 {
 	static struct xmaps w;
@@ -707,6 +734,7 @@ static int stuck_pid(pid_t pid, void *ctx)
 		S.stuck[S.nstuck++] = c;
 	}
 	closedir(dir);
+	scan_comms(pid);
 	return 0;
 }
 

@@ -5,10 +5,13 @@
  * after its calls, through callee-saved registers; the arm64 ones a large
  * offset built by an add or a movz); code that loads from a stack slot, or
  * loses the register to a call, has none; a communicator in memory is read
- * when its magic and ranks hold, refused when not. */
+ * when its magic and ranks hold, refused when not; a process's
+ * communicators are found in its heap and in a mapping of their own, not
+ * a freed one, and past the read budget only at a mapping's start. */
 #define _GNU_SOURCE
 #include <elf.h>
 #include <errno.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include "t.h"
 #include "ncclcomm.h"
@@ -140,10 +143,76 @@ static void test_read(void)
 	CHECK(ncclcomm_read(getpid(), 8, &l, &id) < 0);	/* unmapped */
 }
 
+struct fake_comm {
+	uint64_t magic;
+	char state[0x3000];
+	uint64_t hash;
+	int32_t rank, nranks;
+};
+
+static const struct ncclcomm_layout fake_layout = {
+	.hash_off = offsetof(struct fake_comm, hash),
+	.rank_off = offsetof(struct fake_comm, rank),
+	.nranks_off = offsetof(struct fake_comm, nranks),
+};
+
+struct seen {
+	uint64_t want[3];
+	int hits[3];
+};
+
+static void on_found(uint64_t handle, const struct ncclcomm_ident *id, void *ctx)
+{
+	struct seen *s = ctx;
+
+	for (int i = 0; i < 3; i++)
+		if (handle == s->want[i] && id->hash == 0xabc0 + (uint64_t)i && id->rank == i)
+			s->hits[i]++;
+}
+
+static struct fake_comm *fake(struct fake_comm *c, int i)
+{
+	c->magic = NCCLCOMM_MAGIC;
+	c->hash = 0xabc0 + i;
+	c->rank = i;
+	c->nranks = 4;
+	return c;
+}
+
+static void test_scan(void)
+{
+	/* one in the heap (a small calloc), one in a mapping of its own (past
+	 * malloc's mmap threshold), one freed (NCCL zeroes the magic first) */
+	struct fake_comm *heap = fake(calloc(1, sizeof(*heap)), 0);
+	char *big = calloc(1, 8 << 20);
+	struct fake_comm *own = fake((struct fake_comm *)big, 1);
+	struct fake_comm *gone = fake(calloc(1, sizeof(*gone)), 2);
+	struct seen s = { .want = { (uintptr_t)heap, (uintptr_t)own, (uintptr_t)gone } };
+	bool capped;
+
+	gone->magic = 0;
+	CHECK(ncclcomm_scan(getpid(), &fake_layout, 1ULL << 40, &capped, on_found, &s) >= 2);
+	CHECK(!capped);
+	CHECK_EQ(s.hits[0], 1);
+	CHECK_EQ(s.hits[1], 1);
+	CHECK_EQ(s.hits[2], 0);
+	/* nothing may be read: only a mapping's start is looked at */
+	memset(s.hits, 0, sizeof(s.hits));
+	ncclcomm_scan(getpid(), &fake_layout, 0, &capped, on_found, &s);
+	CHECK(capped);
+	CHECK_EQ(s.hits[0], 0);
+	CHECK_EQ(s.hits[1], 1);
+	CHECK(ncclcomm_scan(999999999, &fake_layout, 1 << 20, &capped, on_found, &s) < 0);
+	free(heap);
+	free(big);
+	free(gone);
+}
+
 int main(void)
 {
 	RUN(test_x86);
 	RUN(test_arm64);
 	RUN(test_read);
+	RUN(test_scan);
 	return t_done();
 }
