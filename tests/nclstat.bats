@@ -172,6 +172,33 @@ check_args() {
 		"$BATS_TEST_TMPDIR/e.out"
 }
 
+# where GNU objdump's disassembly of FUNC in LIB loads the int it stores
+# through its second argument: mov DISP(%reg),%eNN then, within three
+# instructions, mov %eNN,(%reg) (an independent reading of the code)
+objdump_int_load() {
+	local lib=$1 fn=$2 start
+	start=$(nm -D --defined-only "$lib" | awk -v f="$fn" '$3 == f {print $1; exit}')
+	[ -n "$start" ] || return 1
+	objdump -d --no-show-raw-insn --start-address=0x"$start" \
+		--stop-address=$(printf '0x%x' $((0x$start + 2048))) "$lib" | awk '
+		match($0, /mov +0x[0-9a-f]+\(%r[0-9a-z]+\),%(e[a-z][a-z]|r[0-9]+d)$/) {
+			split(substr($0, RSTART), a, /[ (),]+/); disp = a[2]; reg = a[4]; left = 3; next }
+		left && --left >= 0 && $0 ~ ("mov +" reg ",\\(%r[0-9a-z]+\\)$") { print disp; exit }'
+}
+
+@test "nclstat reads the communicator layout of the real libnccl.so.2 from its code, as objdump reads it" {
+	need_root
+	real_nccl
+	command -v objdump > /dev/null || skip "no objdump (binutils)"
+	local rank nranks
+	rank=$(objdump_int_load "$REAL_NCCL" ncclCommUserRank)
+	nranks=$(objdump_int_load "$REAL_NCCL" ncclCommCount)
+	echo "objdump: rank at $rank, nRanks at $nranks"
+	[ -n "$rank" ] && [ $((nranks)) -eq $((rank + 4)) ]
+	run timeout 10 "$BIN/nclstat" -j -d 0.3s --lib "$REAL_NCCL"
+	echo "$output" | grep -F "nclstat: communicators read at $(printf '0x%x' $((rank - 8))) (commHash, rank, nRanks) as NCCL $(strings "$REAL_NCCL" | sed -n 's/^NCCL version \([^ ]*\)$/\1/p' | head -1) keeps them"
+}
+
 @test "nclstat decodes every argument of calls into the test double" {
 	need_root
 	check_args "$DOUBLE" "$NCCL_DIR"
