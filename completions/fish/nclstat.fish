@@ -7,6 +7,8 @@ complete -c nclstat -l hang -x -d 'Report calls not returned after DUR (default 
 complete -c nclstat -l busbw -d 'Add the bus-bandwidth estimate column (nccl-tests factors)'
 complete -c nclstat -l no-return -d 'Entry probes only on collectives: half the cost per call, no rc, latency or hangs'
 complete -c nclstat -l hold -d 'Stop each new program and each library load of a process (within the filters) until its probes are attached, then continue it'
+complete -c nclstat -l ras -x -d 'Ask NCCL\'s RAS service there for every communicator of the job, all its hosts (default localhost:28028; off: never)'
+complete -c nclstat -l ras-every -x -d 'Ask RAS every DUR (default 30s; it gathers from every host of the job)'
 complete -c nclstat -s s -l sort -x -a 'bytes calls lat p99 errors' -d 'Sort key of top-like tables'
 __aiscope_options common -c nclstat
 __aiscope_options metrics -c nclstat
