@@ -371,6 +371,7 @@ static struct {
 	struct arrive_acc *acc;		/* by S.comms index, this interval */
 	size_t acc_cap;
 	uint64_t arrivals_expired;	/* never paired: a rank gone, or 60 s old */
+	uint64_t comms_dropped;		/* found at start, the registry full */
 	struct stuck *stuck;		/* calls in NCCL before nclstat started */
 	size_t nstuck, scap;
 	struct ncl_comm_key *behind;	/* in a collective of it then: one uncounted */
@@ -440,6 +441,24 @@ static const struct rank_off *rank_off_of(uint32_t pid, uint64_t handle)
 	return NULL;
 }
 
+/* the offsets of communicators no longer in the registry (destroyed, their
+ * process gone): their handles may be reused */
+static void prune_offs(void)
+{
+	size_t keep = 0;
+
+	for (size_t i = 0; i < S.noffs; i++) {
+		bool there = false;
+
+		for (size_t j = 0; j < S.ncomms && !there; j++)
+			there = S.comms[j].k.pid == S.offs[i].pid &&
+				S.comms[j].k.handle == S.offs[i].handle;
+		if (there)
+			S.offs[keep++] = S.offs[i];
+	}
+	S.noffs = keep;
+}
+
 /* 1 when the rank was inside a collective of the communicator as nclstat
  * started (that call was never counted; see seq_base) */
 static uint64_t behind_at_start(uint32_t pid, uint64_t handle)
@@ -461,6 +480,7 @@ static void read_comms(void)
 
 		S.comms[i].v.seq += o ? o->off : behind_at_start(S.comms[i].k.pid, S.comms[i].k.handle);
 	}
+	prune_offs();
 }
 
 static const struct comm_ent *comm_find(uint32_t pid, uint64_t handle)
@@ -617,6 +637,18 @@ static int api_at(const struct xmaps *w, int i, uint64_t addr)
  * a thread blocked in its own code (or below it) with an old NCCL return
  * address left in a frame is not inside NCCL.
  */
+/* A communicator nclstat found itself (on a stack, in memory) enters the
+ * registry as BPF's would; one that does not fit (the map is full) is
+ * counted and said at the end, never dropped silently. */
+static void register_found(uint32_t pid, uint64_t handle, const struct ncl_comm *c)
+{
+	struct ncl_comm_key k = { .handle = handle, .pid = pid };
+
+	if (bpf_map_update_elem(bpf_map__fd(S.skel->maps.comms), &k, c, BPF_NOEXIST) &&
+	    errno != EEXIST)
+		S.comms_dropped++;
+}
+
 /*
  * The communicator of a call found on a stack: its registers are gone, but
  * the frames below the API function's (NCCL's own, deep) keep the comm
@@ -635,7 +667,6 @@ static void stack_comm(uint32_t pid, const uint64_t *words, ssize_t top, const s
 		return;
 	for (ssize_t j = top - 1; j >= 0; j--) {
 		uint64_t v = words[j];
-		struct ncl_comm_key k = { .handle = v, .pid = pid };
 
 		if (v < 0x10000 || (v & 7) || xmap_of(w, v) >= 0 ||
 		    ncclcomm_read(pid, v, &S.layout, &id))
@@ -645,7 +676,7 @@ static void stack_comm(uint32_t pid, const uint64_t *words, ssize_t top, const s
 					     .nranks = id.nranks, .color = -1,
 					     .how = NCL_HOW_SEEN, .ident = NCL_IDENT_MEMORY,
 					     .last_op = out->op, .tid = out->tid };
-		bpf_map_update_elem(bpf_map__fd(S.skel->maps.comms), &k, &out->cv, BPF_NOEXIST);
+		register_found(pid, v, &out->cv);
 		return;
 	}
 }
@@ -680,11 +711,10 @@ static bool stack_call(uint32_t pid, uint32_t tid, const struct xmaps *w, struct
  * or not (an idle rank, a rank stuck where its stack did not tell) */
 static void scanned_comm(uint64_t handle, const struct ncclcomm_ident *id, void *ctx)
 {
-	struct ncl_comm_key k = { .handle = handle, .pid = *(pid_t *)ctx };
 	struct ncl_comm c = { .id_hash = id->hash, .rank = id->rank, .nranks = id->nranks,
 			      .color = -1, .how = NCL_HOW_SEEN, .ident = NCL_IDENT_MEMORY };
 
-	bpf_map_update_elem(bpf_map__fd(S.skel->maps.comms), &k, &c, BPF_NOEXIST);
+	register_found(*(pid_t *)ctx, handle, &c);
 }
 
 #define COMM_SCAN_MAX	(512ULL << 20)	/* bytes read per process */
@@ -1174,6 +1204,8 @@ static bool group_decided(const struct group *g)
 /* the offset of an arrival's rank (process and rank in its communicator) */
 static uint64_t seq_off(const struct ncl_arrival_key *k)
 {
+	if (!S.noffs)
+		return 0;
 	for (size_t i = 0; i < S.ncomms; i++) {
 		const struct comm_ent *c = &S.comms[i];
 		const struct rank_off *o;
@@ -2657,6 +2689,10 @@ static void list_probes(void)
 
 static void arrivals_expired_line(void)
 {
+	if (S.comms_dropped)
+		fprintf(stderr, "%s: %llu communicators found at start not registered (the registry "
+			"of %u is full): not in the communicator rows\n", TOOL,
+			(unsigned long long)S.comms_dropped, bpf_map__max_entries(S.skel->maps.comms));
 	if (S.arrivals_expired)
 		fprintf(stderr, "%s: %llu collective arrivals never paired with every local rank's "
 			"(a rank exited or stopped calling for 60 s): in no arrival skew\n", TOOL,
@@ -2676,6 +2712,7 @@ static void print_summary(void)
 		jw_ku64(&S.jw, "held", S.skel->bss->uprobe_held);
 		jw_ku64(&S.jw, "hold_max_ns", S.scan.hold_max_ns);
 		jw_ku64(&S.jw, "arrivals_expired", S.arrivals_expired);
+		jw_ku64(&S.jw, "communicators_dropped", S.comms_dropped);
 		pthread_mutex_lock(&R.lock);
 		jw_ku64(&S.jw, "ras_answers", R.answers);
 		pthread_mutex_unlock(&R.lock);
